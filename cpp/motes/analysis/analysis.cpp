@@ -1,0 +1,147 @@
+#include "motes/analysis/analysis.hpp"
+
+#include <cmath>
+#include <string>
+
+namespace motes {
+
+namespace {
+
+// Bin edges and bin lookup exactly as numpy.histogram computes them (float64).
+class Binner {
+ public:
+  explicit Binner(const Axis& a) : bins_(a.bins), lo_(a.lo), hi_(a.hi) {
+    if (a.bins == 0) throw UsageError("histogram needs at least one bin");
+    if (a.bins > (1u << 24)) throw UsageError("histogram has too many bins (" + std::to_string(a.bins) + ")");
+    if (!(std::isfinite(a.lo) && std::isfinite(a.hi) && a.lo < a.hi))
+      throw UsageError("histogram range [" + std::to_string(a.lo) + ", " + std::to_string(a.hi) + "] is not a finite, increasing interval");
+    double step = (a.hi - a.lo) / double(a.bins);
+    edges_.resize(a.bins + 1);
+    for (uint32_t k = 0; k <= a.bins; ++k) edges_[k] = double(k) * step + a.lo;
+    edges_[a.bins] = a.hi;
+  }
+  // -1 when v falls outside [lo, hi] or is NaN.
+  int64_t bin(double v) const {
+    if (!(v >= lo_ && v <= hi_)) return -1;
+    int64_t i = int64_t(((v - lo_) / (hi_ - lo_)) * double(bins_));
+    if (i >= int64_t(bins_)) i = bins_ - 1;
+    while (i > 0 && v < edges_[size_t(i)]) --i;
+    while (i < int64_t(bins_) - 1 && v >= edges_[size_t(i) + 1]) ++i;
+    return i;
+  }
+
+ private:
+  uint32_t bins_;
+  double lo_, hi_;
+  std::vector<double> edges_;
+};
+
+// Calls f(position) for every selected point of a chunk's segments.
+template <class F>
+void for_each_point(const std::vector<Segment>& segs, F&& f) {
+  for (const Segment& s : segs)
+    for (uint64_t p = s.start; p < s.start + s.count; ++p) f(p);
+}
+
+const void* column_data(const Query& q, size_t column) {
+  if (column >= q.file().columns().size()) throw UsageError("column index out of range");
+  return q.file().columns()[column].data;
+}
+
+}  // namespace
+
+uint64_t count(Query& q) {
+  std::vector<uint64_t> per(q.threads(), 0);
+  q.run([&](unsigned w, size_t, const std::vector<Segment>& segs) {
+    for (const Segment& s : segs) per[w] += s.count;
+  });
+  uint64_t total = 0;
+  for (uint64_t c : per) total += c;
+  return total;
+}
+
+ColumnStats stats(Query& q, size_t column) {
+  const void* data = column_data(q, column);
+  DType t = q.file().columns()[column].spec.dtype;
+  std::vector<ColumnStats> per(q.threads());
+  q.run([&](unsigned w, size_t, const std::vector<Segment>& segs) {
+    ColumnStats& s = per[w];
+    dispatch_dtype(t, [&](auto tag) {
+      using T = decltype(tag);
+      const T* p = static_cast<const T*>(data);
+      for (const Segment& seg : segs) {
+        s.count += seg.count;
+        for (uint64_t i = seg.start; i < seg.start + seg.count; ++i) {
+          double v = double(p[i]);
+          if (std::isnan(v)) continue;
+          if (s.valid == 0) s.min = s.max = v;
+          s.min = std::min(s.min, v);
+          s.max = std::max(s.max, v);
+          s.sum += v;
+          ++s.valid;
+        }
+      }
+    });
+  });
+  ColumnStats out;
+  for (const ColumnStats& s : per) {
+    out.count += s.count;
+    if (!s.valid) continue;
+    if (!out.valid) out.min = s.min, out.max = s.max;
+    out.min = std::min(out.min, s.min);
+    out.max = std::max(out.max, s.max);
+    out.sum += s.sum;
+    out.valid += s.valid;
+  }
+  return out;
+}
+
+std::vector<double> histogram(Query& q, const Axis& x, std::optional<size_t> weight) {
+  Binner bx(x);
+  const ParticleFile& f = q.file();
+  const void* xd = column_data(q, x.column);
+  const void* wd = weight ? column_data(q, *weight) : nullptr;
+  DType xt = f.columns()[x.column].spec.dtype;
+  DType wt = weight ? f.columns()[*weight].spec.dtype : DType::f64;
+  std::vector<std::vector<double>> per(q.threads(), std::vector<double>(x.bins, 0.0));
+  q.run([&](unsigned w, size_t, const std::vector<Segment>& segs) {
+    std::vector<double>& h = per[w];
+    for_each_point(segs, [&](uint64_t p) {
+      int64_t b = bx.bin(load_as_double(xt, xd, p));
+      if (b >= 0) h[size_t(b)] += wd ? load_as_double(wt, wd, p) : 1.0;
+    });
+  });
+  for (size_t k = 1; k < per.size(); ++k)
+    for (size_t b = 0; b < x.bins; ++b) per[0][b] += per[k][b];
+  return per[0];
+}
+
+std::vector<double> histogram2d(Query& q, const Axis& x, const Axis& y, std::optional<size_t> weight) {
+  Binner bx(x), by(y);
+  if (uint64_t(x.bins) * y.bins > (1ull << 26)) throw UsageError("2-D histogram has more than 2^26 bins");
+  const ParticleFile& f = q.file();
+  const void* xd = column_data(q, x.column);
+  const void* yd = column_data(q, y.column);
+  const void* wd = weight ? column_data(q, *weight) : nullptr;
+  DType xt = f.columns()[x.column].spec.dtype, yt = f.columns()[y.column].spec.dtype;
+  DType wt = weight ? f.columns()[*weight].spec.dtype : DType::f64;
+  size_t cells = size_t(x.bins) * y.bins;
+  std::vector<std::vector<double>> per(q.threads());
+  q.run([&](unsigned w, size_t, const std::vector<Segment>& segs) {
+    std::vector<double>& h = per[w];
+    if (h.empty()) h.assign(cells, 0.0);
+    for_each_point(segs, [&](uint64_t p) {
+      int64_t i = bx.bin(load_as_double(xt, xd, p));
+      if (i < 0) return;
+      int64_t j = by.bin(load_as_double(yt, yd, p));
+      if (j < 0) return;
+      h[size_t(i) * y.bins + size_t(j)] += wd ? load_as_double(wt, wd, p) : 1.0;
+    });
+  });
+  std::vector<double> out(cells, 0.0);
+  for (const auto& h : per)
+    for (size_t c = 0; c < h.size(); ++c) out[c] += h[c];
+  return out;
+}
+
+}  // namespace motes

@@ -1,0 +1,99 @@
+// Byte-level constants of the particle file format; docs/format.md is the normative text.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace motes::spec {
+
+inline constexpr char kMagic[8] = {'M', 'O', 'T', 'E', 'S', 'P', 'R', 'T'};
+inline constexpr uint16_t kVersionMajor = 1;
+inline constexpr uint16_t kVersionMinor = 0;
+inline constexpr uint64_t kPage = 4096;
+inline constexpr uint32_t kHeaderBytes = 256;        // checksummed header prefix
+inline constexpr uint32_t kHeaderChecksumAt = 248;   // u64 XXH3 of bytes [0, 248)
+inline constexpr uint32_t kDefaultBlockBytes = 1u << 20;
+inline constexpr uint32_t kBitmapBins = 32;
+inline constexpr uint32_t kFineBins = 256;           // quantile codes are u8
+inline constexpr uint32_t kNoColumn = 0xFFFFFFFFu;
+
+enum SectionKind : uint32_t {
+  kSchema = 1,
+  kNodes = 2,
+  kColumn = 3,       // bulk: particle_count values in file order
+  kNodeRanges = 4,   // per node: subtree min, max in the column's dtype
+  kBitmaps = 5,      // global range, bitmap dictionary, per-node ids
+  kFineEdges = 6,    // 257 f64 quantile edges
+  kFineCodes = 7,    // bulk: particle_count u8 quantile codes in file order
+  kBlockSums = 8,    // u64 XXH3 per block of the bulk section named by `column`
+};
+
+#pragma pack(push, 1)
+struct Header {
+  char magic[8];
+  uint16_t version_major;
+  uint16_t version_minor;
+  uint32_t header_bytes;
+  uint64_t particle_count;
+  uint32_t column_count;
+  uint32_t node_count;
+  uint32_t level_count;
+  uint32_t lod_count;
+  uint32_t leaf_size;
+  uint32_t block_bytes;
+  uint64_t section_table_offset;
+  uint32_t section_count;
+  uint32_t flags;
+  uint64_t file_size;
+  uint64_t section_table_checksum;
+  double bounds_lo[3];
+  double bounds_hi[3];
+  uint8_t reserved[kHeaderChecksumAt - 128];
+  uint64_t header_checksum;
+};
+static_assert(sizeof(Header) == kHeaderBytes);
+
+struct SectionEntry {
+  uint32_t kind;
+  uint32_t column;
+  uint64_t offset;
+  uint64_t length;
+  uint64_t checksum;  // XXH3 of the section bytes; 0 for bulk sections (see kBlockSums)
+};
+static_assert(sizeof(SectionEntry) == 32);
+
+struct BitmapsHeader {
+  double global_min;
+  double global_max;
+  uint32_t dictionary_size;
+  uint32_t id_width;  // 1, 2 or 4 bytes per node id
+  uint64_t nan_count; // values that are NaN (excluded from ranges and bitmaps)
+};
+static_assert(sizeof(BitmapsHeader) == 32);
+#pragma pack(pop)
+
+inline uint64_t checksum(const void* data, size_t n) { return XXH3_64bits(data, n); }
+
+inline uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// The bin of value v among kBitmapBins equal-width bins over [lo, hi]; monotone in v.
+inline uint32_t bitmap_bin(double v, double lo, double hi) {
+  if (!(hi > lo)) return 0;
+  double t = (v - lo) / (hi - lo) * double(kBitmapBins);
+  if (!(t > 0)) return 0;  // also NaN
+  return t >= double(kBitmapBins - 1) ? kBitmapBins - 1 : uint32_t(t);
+}
+
+// The quantile code of v: how many interior edges edges[1..255] are <= v; monotone in v.
+inline uint8_t fine_code(double v, const double* edges) {
+  uint32_t lo = 0, hi = kFineBins - 1;  // answer in [0, 255]
+  while (lo < hi) {
+    uint32_t mid = (lo + hi + 1) / 2;
+    if (edges[mid] <= v) lo = mid; else hi = mid - 1;
+  }
+  return uint8_t(lo);
+}
+
+}  // namespace motes::spec

@@ -1,0 +1,48 @@
+// Writes one particle file: builds the layout, streams columns in file order
+// with their per-node index, checksums every block, and renames atomically.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "motes/layout/builder.hpp"
+#include "motes/types.hpp"
+
+namespace motes {
+
+struct WriteOptions {
+  LayoutOptions layout;
+  uint32_t block_bytes = 1u << 20;  // checksum granularity of bulk data
+  bool sync = true;                 // fdatasync the file and its directory before returning
+  // Called as work advances: (stage name, units done, units total).
+  std::function<void(const std::string&, uint64_t, uint64_t)> progress;
+};
+
+struct ColumnSummary {
+  std::string name;
+  DType dtype;
+  FineIndex fine;
+  double min, max;  // over non-NaN values; 0, 0 when there are none
+  uint64_t nan_count;
+};
+
+struct WriteSummary {
+  uint64_t particle_count = 0;
+  uint64_t file_bytes = 0;
+  uint64_t data_bytes = 0;  // the columns' raw bytes
+  uint32_t node_count = 0, level_count = 0;
+  Box bounds{};
+  std::vector<ColumnSummary> columns;
+  double layout_seconds = 0, write_seconds = 0;
+};
+
+// Checks names (identifiers, unique), dtypes, equal lengths and the x, y, z
+// position columns (f32/f64); throws UsageError naming the problem.
+void validate_columns(const std::vector<ColumnView>& columns);
+
+// Writes `columns` to `path` (replacing it atomically). The caller's arrays are only read.
+WriteSummary write_particle_file(const std::string& path, const std::vector<ColumnView>& columns,
+                                 const WriteOptions& options = {});
+
+}  // namespace motes

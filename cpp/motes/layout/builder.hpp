@@ -1,0 +1,34 @@
+// Builds the multiresolution layout of one particle set in memory:
+// Morton sort -> shallow radix tree -> k-d treelets with LOD points -> file order.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "motes/layout/tree.hpp"
+#include "motes/types.hpp"
+
+namespace motes {
+
+struct LayoutOptions {
+  uint32_t leaf_size = 512;       // max points in a leaf
+  uint32_t lod_count = 8;         // LOD points per inner node
+  uint32_t treelet_size = 1u << 16;  // the shallow tree stops splitting below this many points
+  unsigned threads = 0;           // 0 = all cores
+};
+
+struct Layout {
+  std::vector<TreeNode> nodes;  // preorder
+  Levels levels;
+  std::vector<uint64_t> order;  // file position -> input row
+  Box bounds;                   // of the positions
+};
+
+// Validates options (UsageError naming the bad one).
+void check_layout_options(const LayoutOptions& options);
+
+// positions: three columns x, y, z of equal length (f32 or f64, any stride).
+// Throws UsageError for NaN/inf positions, naming the column and row.
+Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& z, const LayoutOptions& options);
+
+}  // namespace motes

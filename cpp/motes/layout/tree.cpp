@@ -1,0 +1,92 @@
+#include "motes/layout/tree.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+namespace motes {
+
+namespace {
+constexpr uint32_t kMaxDepth = 256;  // a real tree over 2^64 points is < 140 deep
+
+struct ShapeChecker {
+  const std::vector<TreeNode>& nodes;
+  Levels& out;
+  uint32_t pos = 0;
+
+  void visit(uint32_t depth) {
+    if (depth > kMaxDepth) throw FormatError("node tree deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (pos >= nodes.size()) throw FormatError("node tree is truncated: node " + std::to_string(pos) + " is missing");
+    uint32_t i = pos++;
+    out.depth[i] = uint16_t(depth);
+    if (!nodes[i].is_leaf()) {
+      visit(depth + 1);
+      if (nodes[i].right != pos)
+        throw FormatError("node " + std::to_string(i) + " names right child " + std::to_string(nodes[i].right) +
+                          " but its left subtree ends at " + std::to_string(pos));
+      visit(depth + 1);
+    }
+    out.subtree_end[i] = pos;
+  }
+};
+}  // namespace
+
+Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, uint64_t particle_count) {
+  if (nodes.empty()) throw FormatError("node tree is empty (a file has at least a root node)");
+  if (nodes.size() > UINT32_MAX - 1) throw FormatError("too many nodes");
+  if (lod_count == 0) throw FormatError("LOD count is 0 (must be at least 1)");
+  Levels lv;
+  size_t n = nodes.size();
+  lv.depth.resize(n);
+  lv.subtree_end.resize(n);
+  ShapeChecker checker{nodes, lv};
+  checker.visit(0);
+  if (checker.pos != n)
+    throw FormatError("node tree has " + std::to_string(n - checker.pos) + " nodes not reachable from the root");
+
+  lv.subtree_count.resize(n);
+  for (size_t k = n; k-- > 0;) {
+    uint64_t c = nodes[k].own_count;
+    if (!nodes[k].is_leaf()) c += lv.subtree_count[k + 1] + lv.subtree_count[nodes[k].right];
+    lv.subtree_count[k] = c;
+  }
+  if (lv.subtree_count[0] != particle_count)
+    throw FormatError("nodes hold " + std::to_string(lv.subtree_count[0]) + " points but the header says " +
+                      std::to_string(particle_count));
+
+  std::vector<uint64_t> totals;
+  uint64_t run_total = 0;
+  for (size_t i = 0; i < n; ++i) {
+    for_each_piece(nodes[i], lod_count, [&](uint32_t j, uint32_t, uint32_t count) {
+      size_t level = size_t(lv.depth[i]) + j;
+      if (level >= totals.size()) totals.resize(level + 1, 0);
+      totals[level] += count;
+      ++run_total;
+    });
+  }
+  lv.level_start.assign(totals.size() + 1, 0);
+  for (size_t l = 0; l < totals.size(); ++l) lv.level_start[l + 1] = lv.level_start[l] + totals[l];
+
+  std::vector<uint64_t> cursor(lv.level_start.begin(), lv.level_start.end() - 1);
+  lv.runs.reserve(run_total);
+  lv.run_begin.resize(n + 1);
+  for (size_t i = 0; i < n; ++i) {
+    lv.run_begin[i] = uint32_t(lv.runs.size());
+    for_each_piece(nodes[i], lod_count, [&](uint32_t j, uint32_t, uint32_t count) {
+      uint16_t level = uint16_t(lv.depth[i] + j);
+      lv.runs.push_back(Run{cursor[level], count, uint32_t(i), level});
+      cursor[level] += count;
+    });
+  }
+  lv.run_begin[n] = uint32_t(lv.runs.size());
+  return lv;
+}
+
+uint32_t levels_for_quality(double q, uint32_t level_count) {
+  if (std::isnan(q) || q < 0.0 || q > 1.0)
+    throw UsageError("quality must be a number in [0, 1], got " + std::to_string(q));
+  if (q >= 1.0) return level_count;
+  return std::min<uint32_t>(level_count, uint32_t(std::ceil(q * level_count)));
+}
+
+}  // namespace motes

@@ -1,0 +1,68 @@
+// The multiresolution tree shared by the writer and the reader: nodes in
+// preorder, and the rule that places each node's own points on levels.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "motes/types.hpp"
+
+namespace motes {
+
+// One k-d tree node, stored in preorder. The left child of an inner node is
+// the next node; `right` is the index of its right child (0 marks a leaf,
+// since the root can never be a right child).
+struct TreeNode {
+  uint32_t right = 0;
+  uint32_t own_count = 0;  // LOD points of an inner node, all points of a leaf
+  bool is_leaf() const { return right == 0; }
+};
+
+// A contiguous run of one node's own points inside one level of the file order.
+struct Run {
+  uint64_t start;   // position in file order
+  uint32_t count;
+  uint32_t node;
+  uint16_t level;
+};
+
+// Everything derived from (nodes, lod_count): depths, subtree extents, level
+// boundaries and the runs of every node, in node order.
+struct Levels {
+  std::vector<uint16_t> depth;          // per node
+  std::vector<uint32_t> subtree_end;    // per node: one past its last descendant (preorder)
+  std::vector<uint64_t> subtree_count;  // per node: points in its subtree
+  std::vector<uint32_t> run_begin;      // per node + 1: its runs are runs[run_begin[i], run_begin[i+1])
+  std::vector<Run> runs;
+  std::vector<uint64_t> level_start;    // per level + 1: level l is file positions [level_start[l], level_start[l+1])
+  uint32_t level_count() const { return uint32_t(level_start.size() - 1); }
+};
+
+// Point counts of a node's own points per level, relative to its depth:
+// an inner node puts all on its own level; a leaf continues the LOD pattern
+// of a virtual subtree below it: K, K, 2K, 4K, ... points on successive levels.
+// Calls f(level_offset, first_own_index, count) for each nonempty piece.
+template <class F>
+void for_each_piece(const TreeNode& node, uint32_t lod_count, F&& f) {
+  if (!node.is_leaf()) {
+    if (node.own_count) f(0u, 0u, node.own_count);
+    return;
+  }
+  uint64_t begin = 0;
+  uint64_t end = lod_count;
+  for (uint32_t j = 0; begin < node.own_count; ++j) {
+    uint64_t e = std::min<uint64_t>(end, node.own_count);
+    f(j, uint32_t(begin), uint32_t(e - begin));
+    begin = e;
+    end *= 2;
+  }
+}
+
+// Validates the tree shape (throws FormatError naming the problem) and derives Levels.
+Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, uint64_t particle_count);
+
+// Maps quality q in [0,1] to the number of levels read: 0 reads nothing, 1 reads all,
+// linear in levels, hence logarithmic in points (each level holds about twice the last).
+uint32_t levels_for_quality(double q, uint32_t level_count);
+
+}  // namespace motes

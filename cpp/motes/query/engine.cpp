@@ -1,0 +1,609 @@
+#include "motes/query/engine.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include "motes/format/spec.hpp"
+#include "motes/util/parallel.hpp"
+
+namespace motes {
+
+namespace {
+
+using K = Expr::Kind;
+
+enum class Tri : uint8_t { none, some, all };
+
+struct Interval {
+  double lo, hi;
+  bool empty = false;  // no non-NaN values
+  static Interval full() { return {-INFINITY, INFINITY}; }
+};
+
+Interval widen(Interval v) {
+  if (v.empty) return v;
+  if (std::isnan(v.lo) || std::isnan(v.hi)) return Interval::full();
+  return {std::nextafter(v.lo, -INFINITY), std::nextafter(v.hi, INFINITY)};
+}
+
+bool is_simple_comparison(const Expr& e, int& column, double& constant, K& kind) {
+  if (!e.is_comparison()) return false;
+  const Expr& a = *e.args[0];
+  const Expr& b = *e.args[1];
+  if (a.kind == K::column && b.kind == K::number) {
+    column = a.column, constant = b.value, kind = e.kind;
+    return true;
+  }
+  if (a.kind == K::number && b.kind == K::column) {
+    column = b.column, constant = a.value;
+    switch (e.kind) {  // c < x  ==  x > c
+      case K::lt: kind = K::gt; break;
+      case K::le: kind = K::ge; break;
+      case K::gt: kind = K::lt; break;
+      case K::ge: kind = K::le; break;
+      default: kind = e.kind;
+    }
+    return true;
+  }
+  return false;
+}
+
+// Decides, per node, whether none/some/all of its subtree can match.
+class Pruner {
+ public:
+  explicit Pruner(const ParticleFile& f) : f_(f) {}
+
+  Tri eval(const Expr& e, uint32_t node) const {
+    switch (e.kind) {
+      case K::and_: {
+        Tri a = eval(*e.args[0], node);
+        if (a == Tri::none) return a;
+        Tri b = eval(*e.args[1], node);
+        if (b == Tri::none) return b;
+        return (a == Tri::all && b == Tri::all) ? Tri::all : Tri::some;
+      }
+      case K::or_: {
+        Tri a = eval(*e.args[0], node);
+        if (a == Tri::all) return a;
+        Tri b = eval(*e.args[1], node);
+        if (b == Tri::all) return b;
+        return (a == Tri::none && b == Tri::none) ? Tri::none : Tri::some;
+      }
+      case K::not_: {
+        Tri a = eval(*e.args[0], node);
+        return a == Tri::all ? Tri::none : a == Tri::none ? Tri::all : Tri::some;
+      }
+      default:
+        return compare(e, node);
+    }
+  }
+
+ private:
+  const ParticleFile& f_;
+
+  Tri compare(const Expr& e, uint32_t node) const {
+    int col;
+    double c;
+    K kind;
+    if (is_simple_comparison(e, col, c, kind)) return simple(col, c, kind, node);
+    Interval a = interval(*e.args[0], node), b = interval(*e.args[1], node);
+    if (a.empty || b.empty) return Tri::some;  // NaN-only inputs: let the exact test decide
+    bool impossible = false;
+    switch (e.kind) {
+      case K::lt: impossible = a.lo >= b.hi; break;
+      case K::le: impossible = a.lo > b.hi; break;
+      case K::gt: impossible = a.hi <= b.lo; break;
+      case K::ge: impossible = a.hi < b.lo; break;
+      case K::eq: impossible = a.hi < b.lo || a.lo > b.hi; break;
+      default: break;
+    }
+    return impossible ? Tri::none : Tri::some;
+  }
+
+  Tri simple(int col, double c, K kind, uint32_t node) const {
+    const ColumnIndex& ci = f_.columns()[size_t(col)];
+    uint32_t bits = ci.node_bits[node];
+    if (std::isnan(c)) return kind == K::ne ? Tri::all : Tri::none;
+    if (bits == 0) return kind == K::ne ? Tri::all : Tri::none;  // only NaN values here
+    double lo = ci.node_min[node], hi = ci.node_max[node];
+    const bool nan_free = ci.nan_count == 0;
+    auto bins_between = [&](uint32_t b0, uint32_t b1) { return (b1 >= 31 ? ~0u : ((2u << b1) - 1)) & ~((1u << b0) - 1); };
+    const double g0 = ci.global_min, g1 = ci.global_max;
+    switch (kind) {
+      case K::lt:
+        if (lo >= c) return Tri::none;
+        if (!(bits & bins_between(0, spec::bitmap_bin(c, g0, g1)))) return Tri::none;
+        return hi < c && nan_free ? Tri::all : Tri::some;
+      case K::le:
+        if (lo > c) return Tri::none;
+        if (!(bits & bins_between(0, spec::bitmap_bin(c, g0, g1)))) return Tri::none;
+        return hi <= c && nan_free ? Tri::all : Tri::some;
+      case K::gt:
+        if (hi <= c) return Tri::none;
+        if (!(bits & bins_between(spec::bitmap_bin(c, g0, g1), 31))) return Tri::none;
+        return lo > c && nan_free ? Tri::all : Tri::some;
+      case K::ge:
+        if (hi < c) return Tri::none;
+        if (!(bits & bins_between(spec::bitmap_bin(c, g0, g1), 31))) return Tri::none;
+        return lo >= c && nan_free ? Tri::all : Tri::some;
+      case K::eq: {
+        if (c < lo || c > hi) return Tri::none;
+        uint32_t b = spec::bitmap_bin(c, g0, g1);
+        if (!(bits & (1u << b))) return Tri::none;
+        return lo == c && hi == c && nan_free ? Tri::all : Tri::some;
+      }
+      case K::ne:
+        if (c < lo || c > hi) return Tri::all;  // NaN != c holds too
+        return Tri::some;
+      default:
+        return Tri::some;
+    }
+  }
+
+  Interval interval(const Expr& e, uint32_t node) const {
+    switch (e.kind) {
+      case K::number:
+        return {e.value, e.value, std::isnan(e.value)};
+      case K::column: {
+        const ColumnIndex& ci = f_.columns()[size_t(e.column)];
+        if (ci.node_bits[node] == 0) return {0, 0, true};
+        return {ci.node_min[node], ci.node_max[node]};
+      }
+      case K::negate: {
+        Interval a = interval(*e.args[0], node);
+        return {-a.hi, -a.lo, a.empty};
+      }
+      case K::add:
+      case K::sub:
+      case K::mul:
+      case K::div: {
+        Interval a = interval(*e.args[0], node), b = interval(*e.args[1], node);
+        if (a.empty || b.empty) return {0, 0, true};
+        if (e.kind == K::add) return widen({a.lo + b.lo, a.hi + b.hi});
+        if (e.kind == K::sub) return widen({a.lo - b.hi, a.hi - b.lo});
+        if (e.kind == K::div) {
+          if (b.lo <= 0 && b.hi >= 0) return Interval::full();
+          b = {1.0 / b.hi, 1.0 / b.lo};
+          b = widen(b);
+        }
+        double p[4] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
+        for (double v : p)
+          if (std::isnan(v)) return Interval::full();
+        return widen({*std::min_element(p, p + 4), *std::max_element(p, p + 4)});
+      }
+      case K::pow: {
+        Interval a = interval(*e.args[0], node);
+        const Expr& ex = *e.args[1];
+        if (a.empty) return a;
+        if (ex.kind != K::number || ex.value != std::floor(ex.value) || ex.value < 1 || ex.value > 64) return Interval::full();
+        double n = ex.value;
+        double plo = std::pow(a.lo, n), phi = std::pow(a.hi, n);
+        if (std::fmod(n, 2.0) == 1.0) return widen({plo, phi});
+        if (a.lo >= 0) return widen({plo, phi});
+        if (a.hi <= 0) return widen({phi, plo});
+        return widen({0.0, std::max(plo, phi)});
+      }
+      case K::call: {
+        Interval a = interval(*e.args[0], node);
+        if (a.empty) return a;
+        const std::string& f = e.name;
+        if (f == "abs") {
+          if (a.lo >= 0) return a;
+          if (a.hi <= 0) return {-a.hi, -a.lo};
+          return {0.0, std::max(-a.lo, a.hi)};
+        }
+        if (f == "exp") return widen({std::exp(a.lo), std::exp(a.hi)});
+        if (f == "sqrt" && a.lo >= 0) return widen({std::sqrt(a.lo), std::sqrt(a.hi)});
+        if (f == "log" && a.lo > 0) return widen({std::log(a.lo), std::log(a.hi)});
+        if (f == "log10" && a.lo > 0) return widen({std::log10(a.lo), std::log10(a.hi)});
+        if (f == "sin" || f == "cos") return {-1.0, 1.0};
+        return Interval::full();
+      }
+      default:
+        return Interval::full();
+    }
+  }
+};
+
+// Exact, vectorised evaluation of the predicate over one run of points.
+class Evaluator {
+ public:
+  Evaluator(const ParticleFile& f, const Expr& e) : f_(f), e_(e) {}
+
+  // mask[i] = predicate(point start + i), for i < m. Returns how many points were read.
+  void eval(uint64_t start, uint32_t m, uint8_t* mask) { eval_bool(e_, start, m, mask, 0); }
+
+ private:
+  const ParticleFile& f_;
+  const Expr& e_;
+  std::vector<std::vector<double>> num_;
+  std::vector<std::vector<uint8_t>> bool_;
+
+  double* num_buffer(size_t depth, uint32_t m) {
+    if (num_.size() <= depth) num_.resize(depth + 1);
+    if (num_[depth].size() < m) num_[depth].resize(m);
+    return num_[depth].data();
+  }
+  uint8_t* bool_buffer(size_t depth, uint32_t m) {
+    if (bool_.size() <= depth) bool_.resize(depth + 1);
+    if (bool_[depth].size() < m) bool_[depth].resize(m);
+    return bool_[depth].data();
+  }
+
+  template <class T, class Cmp>
+  static void compare_typed(const T* p, uint32_t m, double c, uint8_t* out, Cmp cmp) {
+    if constexpr (std::is_integral_v<T> && sizeof(T) == 8) {
+      long double lc = c;
+      for (uint32_t i = 0; i < m; ++i) out[i] = cmp((long double)p[i], lc);
+    } else {
+      for (uint32_t i = 0; i < m; ++i) out[i] = cmp(double(p[i]), c);
+    }
+  }
+
+  template <class T, class Cmp>
+  static void compare_sparse(const T* p, const uint8_t* cand, uint32_t m, double c, uint8_t* out, Cmp cmp) {
+    for (uint32_t i = 0; i < m; ++i) {
+      if (!cand[i]) {
+        out[i] = 0;
+        continue;
+      }
+      if constexpr (std::is_integral_v<T> && sizeof(T) == 8) out[i] = cmp((long double)p[i], (long double)c);
+      else out[i] = cmp(double(p[i]), c);
+    }
+  }
+
+  template <class F>
+  static void with_cmp(K kind, F&& f) {
+    switch (kind) {
+      case K::lt: return f([](auto a, auto b) { return a < b; });
+      case K::le: return f([](auto a, auto b) { return a <= b; });
+      case K::gt: return f([](auto a, auto b) { return a > b; });
+      case K::ge: return f([](auto a, auto b) { return a >= b; });
+      case K::eq: return f([](auto a, auto b) { return a == b; });
+      default: return f([](auto a, auto b) { return a != b; });
+    }
+  }
+
+  void simple_compare(int col, double c, K kind, uint64_t start, uint32_t m, uint8_t* out, size_t depth) {
+    const ColumnIndex& ci = f_.columns()[size_t(col)];
+    if (ci.codes && kind != K::ne && !std::isnan(c)) {
+      uint8_t code = spec::fine_code(c, ci.edges.data());
+      uint8_t lo = 0, hi = 255;
+      if (kind == K::lt || kind == K::le) hi = code;
+      else if (kind == K::gt || kind == K::ge) lo = code;
+      else lo = hi = code;
+      if (lo > 0 || hi < 255) {
+        const uint8_t* codes = ci.codes + start;
+        uint8_t* cand = bool_buffer(depth + 1, m);
+        uint32_t any = 0;
+        for (uint32_t i = 0; i < m; ++i) {
+          uint8_t v = uint8_t(codes[i] >= lo) & uint8_t(codes[i] <= hi);
+          cand[i] = v;
+          any |= v;
+        }
+        if (!any) {
+          std::memset(out, 0, m);
+          return;
+        }
+        dispatch_dtype(ci.spec.dtype, [&](auto v) {
+          using T = decltype(v);
+          const T* p = static_cast<const T*>(ci.data) + start;
+          with_cmp(kind, [&](auto cmp) { compare_sparse(p, cand, m, c, out, cmp); });
+        });
+        return;
+      }
+    }
+    dispatch_dtype(ci.spec.dtype, [&](auto v) {
+      using T = decltype(v);
+      const T* p = static_cast<const T*>(ci.data) + start;
+      with_cmp(kind, [&](auto cmp) { compare_typed(p, m, c, out, cmp); });
+    });
+  }
+
+  void eval_bool(const Expr& e, uint64_t start, uint32_t m, uint8_t* out, size_t depth) {
+    switch (e.kind) {
+      case K::and_:
+      case K::or_: {
+        eval_bool(*e.args[0], start, m, out, depth + 1);
+        uint8_t any = 0, all = 1;
+        for (uint32_t i = 0; i < m; ++i) any |= out[i], all &= out[i];
+        if (e.kind == K::and_ ? !any : all) return;  // short circuit
+        uint8_t* rhs = bool_buffer(depth, m);
+        eval_bool(*e.args[1], start, m, rhs, depth + 1);
+        if (e.kind == K::and_)
+          for (uint32_t i = 0; i < m; ++i) out[i] &= rhs[i];
+        else
+          for (uint32_t i = 0; i < m; ++i) out[i] |= rhs[i];
+        return;
+      }
+      case K::not_:
+        eval_bool(*e.args[0], start, m, out, depth + 1);
+        for (uint32_t i = 0; i < m; ++i) out[i] ^= 1;
+        return;
+      default: {
+        int col;
+        double c;
+        K kind;
+        if (is_simple_comparison(e, col, c, kind)) return simple_compare(col, c, kind, start, m, out, depth);
+        double* a = num_buffer(2 * depth, m);
+        double* b = num_buffer(2 * depth + 1, m);
+        eval_num(*e.args[0], start, m, a, 2 * depth + 2);
+        eval_num(*e.args[1], start, m, b, 2 * depth + 2);
+        with_cmp(e.kind, [&](auto cmp) {
+          for (uint32_t i = 0; i < m; ++i) out[i] = cmp(a[i], b[i]);
+        });
+      }
+    }
+  }
+
+  void eval_num(const Expr& e, uint64_t start, uint32_t m, double* out, size_t depth) {
+    switch (e.kind) {
+      case K::number:
+        std::fill(out, out + m, e.value);
+        return;
+      case K::column: {
+        const ColumnIndex& ci = f_.columns()[size_t(e.column)];
+        dispatch_dtype(ci.spec.dtype, [&](auto v) {
+          using T = decltype(v);
+          const T* p = static_cast<const T*>(ci.data) + start;
+          for (uint32_t i = 0; i < m; ++i) out[i] = double(p[i]);
+        });
+        return;
+      }
+      case K::negate:
+        eval_num(*e.args[0], start, m, out, depth + 1);
+        for (uint32_t i = 0; i < m; ++i) out[i] = -out[i];
+        return;
+      case K::call:
+        eval_num(*e.args[0], start, m, out, depth + 1);
+        for (uint32_t i = 0; i < m; ++i) out[i] = apply_function(e.name, out[i]);
+        return;
+      default: {
+        eval_num(*e.args[0], start, m, out, depth + 1);
+        double* b = num_buffer(depth, m);
+        if (e.args[1]->kind == K::number && e.kind == K::pow && e.args[1]->value == 2.0) {
+          for (uint32_t i = 0; i < m; ++i) out[i] *= out[i];
+          return;
+        }
+        eval_num(*e.args[1], start, m, b, depth + 1);
+        switch (e.kind) {
+          case K::add: for (uint32_t i = 0; i < m; ++i) out[i] += b[i]; break;
+          case K::sub: for (uint32_t i = 0; i < m; ++i) out[i] -= b[i]; break;
+          case K::mul: for (uint32_t i = 0; i < m; ++i) out[i] *= b[i]; break;
+          case K::div: for (uint32_t i = 0; i < m; ++i) out[i] /= b[i]; break;
+          case K::pow: for (uint32_t i = 0; i < m; ++i) out[i] = std::pow(out[i], b[i]); break;
+          default: break;
+        }
+      }
+    }
+  }
+};
+
+void push_segment(std::vector<Segment>& out, uint64_t start, uint64_t count) {
+  if (!count) return;
+  if (!out.empty() && out.back().start + out.back().count == start) out.back().count += count;
+  else out.push_back({start, count});
+}
+
+ExprPtr box_expression(const Box& b) {
+  static const char* axes[3] = {"x", "y", "z"};
+  ExprPtr all;
+  for (int a = 0; a < 3; ++a) {
+    if (!(b.lo[a] <= b.hi[a]))
+      throw UsageError(std::string("box is empty or invalid on ") + axes[a] + ": [" + std::to_string(b.lo[a]) + ", " +
+                       std::to_string(b.hi[a]) + "]");
+    for (int side = 0; side < 2; ++side) {
+      auto cmp = std::make_unique<Expr>();
+      cmp->kind = side == 0 ? K::ge : K::le;
+      auto col = std::make_unique<Expr>();
+      col->kind = K::column;
+      col->name = axes[a];
+      auto num = std::make_unique<Expr>();
+      num->kind = K::number;
+      num->value = side == 0 ? b.lo[a] : b.hi[a];
+      cmp->args.push_back(std::move(col));
+      cmp->args.push_back(std::move(num));
+      if (!all) {
+        all = std::move(cmp);
+      } else {
+        auto both = std::make_unique<Expr>();
+        both->kind = K::and_;
+        both->args.push_back(std::move(all));
+        both->args.push_back(std::move(cmp));
+        all = std::move(both);
+      }
+    }
+  }
+  return all;
+}
+
+}  // namespace
+
+Query::Query(std::shared_ptr<const ParticleFile> file, const QuerySpec& spec) : file_(std::move(file)) {
+  if (spec.quality_from > spec.quality_to)
+    throw UsageError("quality range is reversed: from " + std::to_string(spec.quality_from) + " to " +
+                     std::to_string(spec.quality_to));
+  uint32_t levels = file_->levels().level_count();
+  level_begin_ = levels_for_quality(spec.quality_from, levels);
+  level_end_ = levels_for_quality(spec.quality_to, levels);
+  threads_ = spec.threads ? spec.threads : default_threads();
+  std::vector<std::string> names;
+  for (const ColumnIndex& c : file_->columns()) names.push_back(c.spec.name);
+  if (!spec.where.empty()) predicate_ = parse_expression(spec.where);
+  if (spec.box) {
+    ExprPtr b = box_expression(*spec.box);
+    if (predicate_) {
+      auto both = std::make_unique<Expr>();
+      both->kind = K::and_;
+      both->args.push_back(std::move(b));  // box first: cheap and usually most selective
+      both->args.push_back(std::move(predicate_));
+      predicate_ = std::move(both);
+    } else {
+      predicate_ = std::move(b);
+    }
+  }
+  if (predicate_) bind_columns(*predicate_, names);
+}
+
+std::vector<Query::Task> Query::plan() {
+  const ParticleFile& f = *file_;
+  const Levels& lv = f.levels();
+  const auto& nodes = f.nodes();
+  std::vector<Task> tasks;
+  counters_ = {};
+  if (level_begin_ >= level_end_ || f.particle_count() == 0) return tasks;
+  auto runs_in_range = [&](uint32_t node, bool all) {
+    for (uint32_t r = lv.run_begin[node]; r < lv.run_begin[node + 1]; ++r) {
+      const Run& run = lv.runs[r];
+      if (run.level >= level_begin_ && run.level < level_end_) tasks.push_back({run.start, run.count, all});
+    }
+  };
+  if (!predicate_) {
+    // Everything matches: the selected levels are one contiguous range.
+    tasks.push_back({lv.level_start[level_begin_], lv.level_start[level_end_] - lv.level_start[level_begin_], true});
+    counters_.points_taken_whole = tasks[0].count;
+    return tasks;
+  }
+  Pruner pruner(f);
+  std::vector<Run> whole;  // runs of subtrees that match entirely, merged per level below
+  for (uint32_t i = 0; i < nodes.size();) {
+    if (lv.subtree_count[i] == 0 || lv.depth[i] >= level_end_) {
+      i = lv.subtree_end[i];
+      continue;
+    }
+    ++counters_.nodes_visited;
+    Tri t = pruner.eval(*predicate_, i);
+    if (t == Tri::none) {
+      ++counters_.nodes_pruned;
+      i = lv.subtree_end[i];
+    } else if (t == Tri::all) {
+      ++counters_.nodes_all;
+      whole.clear();
+      for (uint32_t k = i; k < lv.subtree_end[i]; ++k)
+        for (uint32_t r = lv.run_begin[k]; r < lv.run_begin[k + 1]; ++r)
+          if (lv.runs[r].level >= level_begin_ && lv.runs[r].level < level_end_) whole.push_back(lv.runs[r]);
+      std::sort(whole.begin(), whole.end(), [](const Run& a, const Run& b) { return a.start < b.start; });
+      for (const Run& r : whole) {
+        if (!tasks.empty() && tasks.back().all && tasks.back().start + tasks.back().count == r.start)
+          tasks.back().count += r.count;
+        else
+          tasks.push_back({r.start, r.count, true});
+        counters_.points_taken_whole += r.count;
+      }
+      i = lv.subtree_end[i];
+    } else {
+      runs_in_range(i, false);
+      ++i;
+    }
+  }
+  for (const Task& t : tasks)
+    if (!t.all) counters_.points_tested += t.count;
+  return tasks;
+}
+
+size_t Query::run(const Sink& sink) {
+  std::vector<Task> tasks = plan();
+  // Chunks of about equal work; whole runs cost little per point.
+  std::vector<size_t> chunk_begin{0};
+  uint64_t work = 0;
+  const uint64_t target = 1 << 15;
+  for (size_t k = 0; k < tasks.size(); ++k) {
+    work += tasks[k].all ? 64 : tasks[k].count;
+    if (work >= target) {
+      chunk_begin.push_back(k + 1);
+      work = 0;
+    }
+  }
+  if (chunk_begin.back() != tasks.size()) chunk_begin.push_back(tasks.size());
+  size_t chunks = chunk_begin.size() - 1;
+  uint32_t max_run = 1;
+  for (const Task& t : tasks)
+    if (!t.all) max_run = std::max<uint32_t>(max_run, uint32_t(t.count));
+  const Expr* pred = predicate_.get();
+  parallel_for_worker(chunks, threads_, [&](unsigned worker, uint64_t c) {
+    std::vector<Segment> segs;
+    std::vector<uint8_t> mask(max_run);
+    std::unique_ptr<Evaluator> ev = pred ? std::make_unique<Evaluator>(*file_, *pred) : nullptr;
+    for (size_t k = chunk_begin[c]; k < chunk_begin[c + 1]; ++k) {
+      const Task& t = tasks[k];
+      if (t.all) {
+        push_segment(segs, t.start, t.count);
+        continue;
+      }
+      uint32_t m = uint32_t(t.count);
+      ev->eval(t.start, m, mask.data());
+      for (uint32_t i = 0; i < m;) {
+        if (!mask[i]) {
+          ++i;
+          continue;
+        }
+        uint32_t j = i + 1;
+        while (j < m && mask[j]) ++j;
+        push_segment(segs, t.start + i, j - i);
+        i = j;
+      }
+    }
+    sink(worker, size_t(c), segs);
+  });
+  return chunks;
+}
+
+Selection::Selection(Query& query) {
+  std::vector<std::vector<Segment>> parts;
+  std::mutex m;
+  query.run([&](unsigned, size_t chunk, const std::vector<Segment>& segs) {
+    std::lock_guard lock(m);
+    if (parts.size() <= chunk) parts.resize(chunk + 1);
+    parts[chunk] = segs;
+  });
+  size_t total = 0;
+  for (const auto& p : parts) total += p.size();
+  segments_.reserve(total);
+  for (const auto& p : parts)
+    for (const Segment& s : p) push_segment(segments_, s.start, s.count);
+  offsets_.resize(segments_.size() + 1);
+  offsets_[0] = 0;
+  for (size_t k = 0; k < segments_.size(); ++k) offsets_[k + 1] = offsets_[k] + segments_[k].count;
+}
+
+size_t Selection::segment_of(uint64_t row) const {
+  return size_t(std::upper_bound(offsets_.begin(), offsets_.end(), row) - offsets_.begin()) - 1;
+}
+
+void Selection::gather(const ParticleFile& file, size_t column, uint64_t row_begin, uint64_t row_end, void* dest,
+                       unsigned threads) const {
+  if (row_end > size() || row_begin > row_end) throw UsageError("selection rows out of range");
+  if (row_begin == row_end) return;
+  const ColumnIndex& ci = file.columns().at(column);
+  const size_t sz = dtype_size(ci.spec.dtype);
+  const char* src = static_cast<const char*>(ci.data);
+  char* dst = static_cast<char*>(dest);
+  // Copies rows [a, b) of the selection; split by rows so big segments are shared between threads.
+  auto copy_rows = [&](uint64_t a, uint64_t b) {
+    if (a >= b) return;
+    for (size_t k = segment_of(a), k1 = segment_of(b - 1) + 1; k < k1; ++k) {
+      uint64_t r0 = std::max(offsets_[k], a), r1 = std::min(offsets_[k + 1], b);
+      uint64_t from = segments_[k].start + (r0 - offsets_[k]);
+      std::memcpy(dst + (r0 - row_begin) * sz, src + from * sz, (r1 - r0) * sz);
+    }
+  };
+  uint64_t rows = row_end - row_begin;
+  if (threads <= 1 || rows < (1u << 16)) return copy_rows(row_begin, row_end);
+  uint64_t parts = std::min<uint64_t>(uint64_t(threads) * 4, rows / (1 << 14) + 1);
+  parallel_for(parts, threads, [&](uint64_t p) {
+    copy_rows(row_begin + rows * p / parts, row_begin + rows * (p + 1) / parts);
+  });
+}
+
+void Selection::positions(uint64_t row_begin, uint64_t row_end, uint64_t* dest) const {
+  if (row_end > size() || row_begin > row_end) throw UsageError("selection rows out of range");
+  if (row_begin == row_end) return;
+  for (size_t k = segment_of(row_begin); k < segments_.size() && offsets_[k] < row_end; ++k) {
+    uint64_t r0 = std::max(offsets_[k], row_begin), r1 = std::min(offsets_[k + 1], row_end);
+    for (uint64_t r = r0; r < r1; ++r) dest[r - row_begin] = segments_[k].start + (r - offsets_[k]);
+  }
+}
+
+}  // namespace motes

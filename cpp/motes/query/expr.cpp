@@ -1,0 +1,385 @@
+#include "motes/query/expr.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace motes {
+
+namespace {
+
+using K = Expr::Kind;
+
+struct Token {
+  enum Type { end, number, ident, op, lparen, rparen } type;
+  std::string text;
+  double value = 0;
+  size_t pos = 0;
+};
+
+constexpr size_t kMaxExpressionBytes = 1 << 16;
+constexpr int kMaxNesting = 200;
+
+class Parser {
+ public:
+  explicit Parser(const std::string& text) : text_(text) { tokenize(); }
+
+  ExprPtr parse() {
+    if (tokens_.size() == 1) throw UsageError("empty expression");
+    ExprPtr e = parse_or();
+    if (peek().type != Token::end) error(peek(), "unexpected '" + peek().text + "'");
+    if (!e->is_boolean())
+      throw UsageError("expression '" + text_ + "' is a number, not a condition (compare it, e.g. '... > 0')");
+    return e;
+  }
+
+ private:
+  const std::string& text_;
+  std::vector<Token> tokens_;
+  size_t at_ = 0;
+  int depth_ = 0;
+
+  [[noreturn]] void error(const Token& t, const std::string& what) const {
+    throw UsageError("syntax error at position " + std::to_string(t.pos + 1) + " of '" + text_ + "': " + what);
+  }
+
+  void tokenize() {
+    size_t i = 0, n = text_.size();
+    while (i < n) {
+      char c = text_[i];
+      if (std::isspace(static_cast<unsigned char>(c))) {
+        ++i;
+        continue;
+      }
+      size_t start = i;
+      if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(text_[i + 1])))) {
+        const char* b = text_.c_str() + i;
+        char* e = nullptr;
+        double v = std::strtod(b, &e);
+        i += size_t(e - b);
+        if (i < n && (std::isalpha(static_cast<unsigned char>(text_[i])) || text_[i] == '_'))
+          throw UsageError("syntax error at position " + std::to_string(i + 1) + " of '" + text_ + "': malformed number");
+        tokens_.push_back({Token::number, text_.substr(start, i - start), v, start});
+      } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+        while (i < n && (std::isalnum(static_cast<unsigned char>(text_[i])) || text_[i] == '_')) ++i;
+        tokens_.push_back({Token::ident, text_.substr(start, i - start), 0, start});
+      } else if (c == '(') {
+        tokens_.push_back({Token::lparen, "(", 0, i++});
+      } else if (c == ')') {
+        tokens_.push_back({Token::rparen, ")", 0, i++});
+      } else {
+        static const char* ops[] = {"**", "<=", ">=", "==", "!=", "&&", "||", "<", ">", "+", "-", "*", "/", "&", "|", "~", "!"};
+        bool found = false;
+        for (const char* op : ops) {
+          size_t len = std::strlen(op);
+          if (text_.compare(i, len, op) == 0) {
+            tokens_.push_back({Token::op, op, 0, i});
+            i += len;
+            found = true;
+            break;
+          }
+        }
+        if (!found) {
+          std::string what = c == '=' ? "'=' is not an operator (did you mean '=='?)" : std::string("unexpected character '") + c + "'";
+          throw UsageError("syntax error at position " + std::to_string(i + 1) + " of '" + text_ + "': " + what);
+        }
+      }
+    }
+    tokens_.push_back({Token::end, "end of expression", 0, n});
+  }
+
+  const Token& peek() const { return tokens_[at_]; }
+  bool accept_op(const char* op) {
+    if (peek().type == Token::op && peek().text == op) return ++at_, true;
+    return false;
+  }
+  bool accept_word(const char* w) {
+    if (peek().type == Token::ident && peek().text == w) return ++at_, true;
+    return false;
+  }
+
+  static ExprPtr make(K k, ExprPtr a = nullptr, ExprPtr b = nullptr) {
+    auto e = std::make_unique<Expr>();
+    e->kind = k;
+    if (a) e->args.push_back(std::move(a));
+    if (b) e->args.push_back(std::move(b));
+    return e;
+  }
+
+  void need_boolean(const ExprPtr& e, const Token& t, const char* op) const {
+    if (!e->is_boolean()) error(t, std::string("'") + op + "' needs conditions on both sides, got '" + e->to_string() + "'");
+  }
+  void need_number(const ExprPtr& e, const Token& t, const std::string& op) const {
+    if (e->is_boolean()) error(t, "'" + op + "' needs numbers, got the condition '" + e->to_string() + "' (add parentheses?)");
+  }
+
+  struct Nest {
+    Parser& p;
+    explicit Nest(Parser& parser) : p(parser) {
+      if (++p.depth_ > kMaxNesting) p.error(p.peek(), "expression nested too deeply");
+    }
+    ~Nest() { --p.depth_; }
+  };
+
+  ExprPtr parse_or() {
+    Nest guard(*this);
+    ExprPtr left = parse_and();
+    for (;;) {
+      const Token& t = peek();
+      if (!(accept_word("or") || accept_op("|") || accept_op("||"))) return left;
+      ExprPtr right = parse_and();
+      need_boolean(left, t, "or");
+      need_boolean(right, t, "or");
+      left = make(K::or_, std::move(left), std::move(right));
+    }
+  }
+
+  ExprPtr parse_and() {
+    ExprPtr left = parse_not();
+    for (;;) {
+      const Token& t = peek();
+      if (!(accept_word("and") || accept_op("&") || accept_op("&&"))) return left;
+      ExprPtr right = parse_not();
+      need_boolean(left, t, "and");
+      need_boolean(right, t, "and");
+      left = make(K::and_, std::move(left), std::move(right));
+    }
+  }
+
+  ExprPtr parse_not() {
+    Nest guard(*this);
+    const Token& t = peek();
+    if (accept_word("not") || accept_op("~") || accept_op("!")) {
+      ExprPtr e = parse_not();
+      if (!e->is_boolean()) error(t, "'not' needs a condition, got '" + e->to_string() + "'");
+      return make(K::not_, std::move(e));
+    }
+    return parse_compare();
+  }
+
+  static bool comparison_kind(const std::string& op, K& k) {
+    if (op == "<") k = K::lt; else if (op == "<=") k = K::le; else if (op == ">") k = K::gt;
+    else if (op == ">=") k = K::ge; else if (op == "==") k = K::eq; else if (op == "!=") k = K::ne;
+    else return false;
+    return true;
+  }
+
+  ExprPtr parse_compare() {
+    ExprPtr left = parse_sum();
+    ExprPtr result;
+    K k;
+    while (peek().type == Token::op && comparison_kind(peek().text, k)) {
+      const Token& t = tokens_[at_++];
+      need_number(left, t, t.text);
+      ExprPtr right = parse_sum();
+      need_number(right, t, t.text);
+      ExprPtr cmp = make(k, left->clone(), right->clone());
+      result = result ? make(K::and_, std::move(result), std::move(cmp)) : std::move(cmp);
+      left = std::move(right);
+    }
+    return result ? std::move(result) : std::move(left);
+  }
+
+  ExprPtr parse_sum() {
+    ExprPtr left = parse_product();
+    for (;;) {
+      const Token& t = peek();
+      K k;
+      if (accept_op("+")) k = K::add;
+      else if (accept_op("-")) k = K::sub;
+      else return left;
+      ExprPtr right = parse_product();
+      need_number(left, t, t.text);
+      need_number(right, t, t.text);
+      left = make(k, std::move(left), std::move(right));
+    }
+  }
+
+  ExprPtr parse_product() {
+    ExprPtr left = parse_unary();
+    for (;;) {
+      const Token& t = peek();
+      K k;
+      if (accept_op("*")) k = K::mul;
+      else if (accept_op("/")) k = K::div;
+      else return left;
+      ExprPtr right = parse_unary();
+      need_number(left, t, t.text);
+      need_number(right, t, t.text);
+      left = make(k, std::move(left), std::move(right));
+    }
+  }
+
+  ExprPtr parse_unary() {
+    Nest guard(*this);
+    const Token& t = peek();
+    if (accept_op("-")) {
+      ExprPtr e = parse_unary();
+      need_number(e, t, "-");
+      if (e->kind == K::number) return e->value = -e->value, std::move(e);
+      return make(K::negate, std::move(e));
+    }
+    if (accept_op("+")) return parse_unary();
+    return parse_power();
+  }
+
+  ExprPtr parse_power() {
+    ExprPtr base = parse_atom();
+    const Token& t = peek();
+    if (accept_op("**")) {
+      ExprPtr exponent = parse_unary();
+      need_number(base, t, "**");
+      need_number(exponent, t, "**");
+      return make(K::pow, std::move(base), std::move(exponent));
+    }
+    return base;
+  }
+
+  ExprPtr parse_atom() {
+    Nest guard(*this);
+    const Token t = peek();
+    switch (t.type) {
+      case Token::number: {
+        ++at_;
+        auto e = make(K::number);
+        e->value = t.value;
+        return e;
+      }
+      case Token::ident: {
+        static const char* reserved[] = {"and", "or", "not"};
+        for (const char* r : reserved)
+          if (t.text == r) error(t, "expected a value, got '" + t.text + "'");
+        ++at_;
+        if (t.text == "inf" || t.text == "nan") {
+          auto e = make(K::number);
+          e->value = t.text == "inf" ? INFINITY : NAN;
+          return e;
+        }
+        if (peek().type == Token::lparen) {
+          const auto& fns = expression_functions();
+          if (std::find(fns.begin(), fns.end(), t.text) == fns.end()) {
+            std::string list;
+            for (const auto& f : fns) list += (list.empty() ? "" : ", ") + f;
+            error(t, "unknown function '" + t.text + "' (functions: " + list + ")");
+          }
+          ++at_;
+          ExprPtr arg = parse_sum();
+          need_number(arg, t, t.text);
+          if (peek().type != Token::rparen) error(peek(), "expected ')' to close " + t.text + "(");
+          ++at_;
+          auto e = make(K::call, std::move(arg));
+          e->name = t.text;
+          return e;
+        }
+        auto e = make(K::column);
+        e->name = t.text;
+        return e;
+      }
+      case Token::lparen: {
+        ++at_;
+        ExprPtr e = parse_or();
+        if (peek().type != Token::rparen) error(peek(), "expected ')', got '" + peek().text + "'");
+        ++at_;
+        return e;
+      }
+      case Token::rparen:
+        error(t, "unexpected ')'");
+      case Token::op:
+        error(t, "expected a value, got '" + t.text + "'");
+      case Token::end:
+        error(t, "expression ends where a value is expected");
+    }
+    error(t, "unexpected token");
+  }
+};
+
+const char* op_text(K k) {
+  switch (k) {
+    case K::add: return " + "; case K::sub: return " - "; case K::mul: return " * "; case K::div: return " / ";
+    case K::pow: return " ** "; case K::lt: return " < "; case K::le: return " <= "; case K::gt: return " > ";
+    case K::ge: return " >= "; case K::eq: return " == "; case K::ne: return " != "; case K::and_: return " and ";
+    case K::or_: return " or ";
+    default: return "?";
+  }
+}
+
+void collect_columns(const Expr& e, std::vector<int>& out) {
+  if (e.kind == K::column) out.push_back(e.column);
+  for (const auto& a : e.args) collect_columns(*a, out);
+}
+
+}  // namespace
+
+ExprPtr Expr::clone() const {
+  auto e = std::make_unique<Expr>();
+  e->kind = kind;
+  e->value = value;
+  e->name = name;
+  e->column = column;
+  for (const auto& a : args) e->args.push_back(a->clone());
+  return e;
+}
+
+std::string Expr::to_string() const {
+  switch (kind) {
+    case K::number: {
+      std::ostringstream s;
+      s.precision(17);
+      s << value;
+      return s.str();
+    }
+    case K::column: return name;
+    case K::negate: return "-(" + args[0]->to_string() + ")";
+    case K::call: return name + "(" + args[0]->to_string() + ")";
+    case K::not_: return "not (" + args[0]->to_string() + ")";
+    default: return "(" + args[0]->to_string() + op_text(kind) + args[1]->to_string() + ")";
+  }
+}
+
+ExprPtr parse_expression(const std::string& text) {
+  if (text.size() > kMaxExpressionBytes) throw UsageError("expression longer than 64 KiB");
+  return Parser(text).parse();
+}
+
+void bind_columns(Expr& e, const std::vector<std::string>& columns) {
+  if (e.kind == K::column) {
+    auto it = std::find(columns.begin(), columns.end(), e.name);
+    if (it == columns.end()) {
+      std::string list;
+      for (const auto& c : columns) list += (list.empty() ? "" : ", ") + c;
+      throw UsageError("unknown column '" + e.name + "' in expression (columns: " + list + ")");
+    }
+    e.column = int(it - columns.begin());
+  }
+  for (auto& a : e.args) bind_columns(*a, columns);
+}
+
+std::vector<int> referenced_columns(const Expr& e) {
+  std::vector<int> out;
+  collect_columns(e, out);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+const std::vector<std::string>& expression_functions() {
+  static const std::vector<std::string> fns = {"abs", "sqrt", "exp", "log", "log10", "sin", "cos", "tan"};
+  return fns;
+}
+
+double apply_function(const std::string& f, double v) {
+  if (f == "abs") return std::fabs(v);
+  if (f == "sqrt") return std::sqrt(v);
+  if (f == "exp") return std::exp(v);
+  if (f == "log") return std::log(v);
+  if (f == "log10") return std::log10(v);
+  if (f == "sin") return std::sin(v);
+  if (f == "cos") return std::cos(v);
+  if (f == "tan") return std::tan(v);
+  throw UsageError("unknown function '" + f + "'");
+}
+
+}  // namespace motes

@@ -1,0 +1,52 @@
+// The query expression language: parser and syntax tree.
+//
+//   expr    := or
+//   or      := and (("or" | "|") and)*
+//   and     := not (("and" | "&") not)*
+//   not     := ("not" | "~") not | compare
+//   compare := sum (cmpop sum)*          -- chains: a < b < c  ==  a < b and b < c
+//   sum     := product (("+" | "-") product)*
+//   product := unary (("*" | "/") unary)*
+//   unary   := "-" unary | power
+//   power   := atom ("**" unary)?        -- right associative, binds tighter than unary minus on its left
+//   atom    := number | column | function "(" sum ")" | "(" expr ")"
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "motes/types.hpp"
+
+namespace motes {
+
+struct Expr {
+  enum class Kind { number, column, negate, add, sub, mul, div, pow, call, lt, le, gt, ge, eq, ne, and_, or_, not_ };
+  Kind kind;
+  double value = 0;           // number
+  std::string name;           // column or function name
+  int column = -1;            // column index, set by bind()
+  std::vector<std::unique_ptr<Expr>> args;
+
+  bool is_boolean() const { return kind >= Kind::lt; }
+  bool is_comparison() const { return kind >= Kind::lt && kind <= Kind::ne; }
+  std::unique_ptr<Expr> clone() const;
+  std::string to_string() const;
+};
+
+using ExprPtr = std::unique_ptr<Expr>;
+
+// Parses a boolean expression; throws UsageError("... at position N: ...") on bad syntax.
+ExprPtr parse_expression(const std::string& text);
+
+// Resolves column names to indexes; UsageError naming an unknown column and listing the known ones.
+void bind_columns(Expr& e, const std::vector<std::string>& columns);
+
+// Column indexes an expression reads (sorted, unique).
+std::vector<int> referenced_columns(const Expr& e);
+
+// The supported functions of one argument.
+const std::vector<std::string>& expression_functions();
+double apply_function(const std::string& name, double v);
+
+}  // namespace motes

@@ -1,0 +1,115 @@
+// Core value types shared by every layer: dtypes, schema, column views, errors.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace motes {
+
+// Every failure motes reports is a motes::Error whose message names the problem.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// A query or argument the caller got wrong (unknown column, bad expression, ...).
+struct UsageError : Error {
+  using Error::Error;
+};
+// A file that is not a valid motes file (bad magic, checksum mismatch, truncation, ...).
+struct FormatError : Error {
+  using Error::Error;
+};
+
+// The codes are part of the on-disk format (docs/format.md): never renumber.
+enum class DType : uint8_t {
+  f32 = 1, f64 = 2,
+  i8 = 3, i16 = 4, i32 = 5, i64 = 6,
+  u8 = 7, u16 = 8, u32 = 9, u64 = 10,
+};
+
+inline size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::i8: case DType::u8: return 1;
+    case DType::i16: case DType::u16: return 2;
+    case DType::f32: case DType::i32: case DType::u32: return 4;
+    case DType::f64: case DType::i64: case DType::u64: return 8;
+  }
+  throw FormatError("unknown dtype code " + std::to_string(int(t)));
+}
+
+inline const char* dtype_name(DType t) {
+  switch (t) {
+    case DType::f32: return "f32"; case DType::f64: return "f64";
+    case DType::i8: return "i8"; case DType::i16: return "i16";
+    case DType::i32: return "i32"; case DType::i64: return "i64";
+    case DType::u8: return "u8"; case DType::u16: return "u16";
+    case DType::u32: return "u32"; case DType::u64: return "u64";
+  }
+  return "?";
+}
+
+inline bool dtype_valid(uint8_t code) { return code >= 1 && code <= 10; }
+
+// Calls f(T{}) with T the C++ type of dtype t; the one place dtypes become types.
+template <class F>
+decltype(auto) dispatch_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::f32: return f(float{});
+    case DType::f64: return f(double{});
+    case DType::i8: return f(int8_t{});
+    case DType::i16: return f(int16_t{});
+    case DType::i32: return f(int32_t{});
+    case DType::i64: return f(int64_t{});
+    case DType::u8: return f(uint8_t{});
+    case DType::u16: return f(uint16_t{});
+    case DType::u32: return f(uint32_t{});
+    case DType::u64: return f(uint64_t{});
+  }
+  throw FormatError("unknown dtype code " + std::to_string(int(t)));
+}
+
+// How a column's values are indexed beyond per-node min/max and the 32-bin bitmap.
+enum class FineIndex : uint8_t {
+  none = 0,      // 32 equal-width bins per node only
+  quantile = 1,  // plus per-leaf bitmaps over quantile bins (for spatially incoherent columns)
+  automatic = 255,  // writer decides from the data (never stored on disk)
+};
+
+struct ColumnSpec {
+  std::string name;
+  DType dtype;
+  FineIndex fine = FineIndex::automatic;
+  std::string unit;  // free text, e.g. openPMD unitSI/unitDimension as JSON; empty when unknown
+};
+
+// A borrowed, strided, typed 1-D array (zero-copy view of caller memory).
+struct ColumnView {
+  ColumnSpec spec;
+  const void* data = nullptr;
+  uint64_t count = 0;
+  int64_t stride_bytes = 0;  // 0 means contiguous
+
+  int64_t stride() const { return stride_bytes ? stride_bytes : int64_t(dtype_size(spec.dtype)); }
+  template <class T>
+  T at(uint64_t i) const {
+    return *reinterpret_cast<const T*>(static_cast<const char*>(data) + int64_t(i) * stride());
+  }
+};
+
+// Reads element i of a typed buffer as double (for stats and bins).
+inline double load_as_double(DType t, const void* base, uint64_t i) {
+  return dispatch_dtype(t, [&](auto v) -> double {
+    using T = decltype(v);
+    return double(static_cast<const T*>(base)[i]);
+  });
+}
+
+struct Box {
+  double lo[3];
+  double hi[3];
+};
+
+}  // namespace motes

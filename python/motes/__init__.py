@@ -1,0 +1,1 @@
+"""motes: parallel I/O, indexing and exploration of particle simulation data."""

@@ -1,0 +1,453 @@
+// Thin nanobind layer over the C++ core: numpy in and out without copies where
+// possible, the GIL released during heavy work, motes errors as Python exceptions.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include "motes/analysis/analysis.hpp"
+#include "motes/format/dataset.hpp"
+#include "motes/format/reader.hpp"
+#include "motes/format/writer.hpp"
+#include "motes/query/engine.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+using InputArray = nb::ndarray<nb::ro, nb::ndim<1>, nb::device::cpu>;
+
+motes::DType dtype_of(const InputArray& a, const std::string& name) {
+  auto d = a.dtype();
+  using C = nb::dlpack::dtype_code;
+  if (d.lanes == 1) {
+    if (d.code == uint8_t(C::Float) && d.bits == 32) return motes::DType::f32;
+    if (d.code == uint8_t(C::Float) && d.bits == 64) return motes::DType::f64;
+    if (d.code == uint8_t(C::Int)) {
+      if (d.bits == 8) return motes::DType::i8;
+      if (d.bits == 16) return motes::DType::i16;
+      if (d.bits == 32) return motes::DType::i32;
+      if (d.bits == 64) return motes::DType::i64;
+    }
+    if (d.code == uint8_t(C::UInt)) {
+      if (d.bits == 8) return motes::DType::u8;
+      if (d.bits == 16) return motes::DType::u16;
+      if (d.bits == 32) return motes::DType::u32;
+      if (d.bits == 64) return motes::DType::u64;
+    }
+  }
+  throw motes::UsageError("column '" + name + "' has an unsupported dtype (use float32/64, int8-64 or uint8-64)");
+}
+
+motes::FineIndex fine_of(const std::string& s, const std::string& name) {
+  if (s == "auto") return motes::FineIndex::automatic;
+  if (s == "none") return motes::FineIndex::none;
+  if (s == "quantile") return motes::FineIndex::quantile;
+  throw motes::UsageError("column '" + name + "': index must be 'auto', 'none' or 'quantile', got '" + s + "'");
+}
+
+const char* fine_name(motes::FineIndex f) { return f == motes::FineIndex::quantile ? "quantile" : "none"; }
+
+// (name, array, index kind, unit) tuples from Python.
+using ColumnTuple = std::tuple<std::string, InputArray, std::string, std::string>;
+
+std::vector<motes::ColumnView> views_of(const std::vector<ColumnTuple>& cols) {
+  std::vector<motes::ColumnView> out;
+  for (const auto& [name, arr, fine, unit] : cols) {
+    motes::ColumnView v;
+    v.spec = {name, dtype_of(arr, name), fine_of(fine, name), unit};
+    v.data = arr.data();
+    v.count = arr.shape(0);
+    v.stride_bytes = arr.stride(0) * int64_t(motes::dtype_size(v.spec.dtype));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+motes::WriteOptions write_options(uint32_t leaf_size, uint32_t lod_count, uint32_t treelet_size, unsigned threads,
+                                  bool sync, nb::object progress) {
+  motes::WriteOptions o;
+  o.layout.leaf_size = leaf_size;
+  o.layout.lod_count = lod_count;
+  o.layout.treelet_size = treelet_size;
+  o.layout.threads = threads;
+  o.sync = sync;
+  if (!progress.is_none()) {
+    o.progress = [progress](const std::string& stage, uint64_t done, uint64_t total) {
+      nb::gil_scoped_acquire gil;
+      progress(stage, done, total);
+    };
+  }
+  return o;
+}
+
+nb::dict summary_dict(const motes::WriteSummary& s) {
+  nb::dict d;
+  d["particle_count"] = s.particle_count;
+  d["file_bytes"] = s.file_bytes;
+  d["data_bytes"] = s.data_bytes;
+  d["node_count"] = s.node_count;
+  d["level_count"] = s.level_count;
+  d["layout_seconds"] = s.layout_seconds;
+  d["write_seconds"] = s.write_seconds;
+  nb::list cols;
+  for (const auto& c : s.columns) {
+    nb::dict cd;
+    cd["name"] = c.name;
+    cd["dtype"] = motes::dtype_name(c.dtype);
+    cd["index"] = fine_name(c.fine);
+    cd["min"] = c.min;
+    cd["max"] = c.max;
+    cd["nan_count"] = c.nan_count;
+    cols.append(cd);
+  }
+  d["columns"] = cols;
+  return d;
+}
+
+nb::tuple box_tuple(const motes::Box& b) {
+  return nb::make_tuple(nb::make_tuple(b.lo[0], b.lo[1], b.lo[2]), nb::make_tuple(b.hi[0], b.hi[1], b.hi[2]));
+}
+
+std::optional<motes::Box> box_of(const std::optional<std::vector<double>>& b) {
+  if (!b) return std::nullopt;
+  if (b->size() != 6) throw motes::UsageError("box must have 6 numbers: xmin, ymin, zmin, xmax, ymax, zmax");
+  motes::Box box{};
+  for (int a = 0; a < 3; ++a) box.lo[a] = (*b)[size_t(a)], box.hi[a] = (*b)[size_t(a) + 3];
+  return box;
+}
+
+motes::QuerySpec query_spec(const std::string& where, const std::optional<std::vector<double>>& box, double qfrom,
+                            double qto, unsigned threads) {
+  motes::QuerySpec s;
+  s.where = where;
+  s.box = box_of(box);
+  s.quality_from = qfrom;
+  s.quality_to = qto;
+  s.threads = threads;
+  return s;
+}
+
+// A new numpy array of dtype t and length n; returns it and its data pointer.
+std::pair<nb::object, void*> new_array(motes::DType t, uint64_t n) {
+  return motes::dispatch_dtype(t, [&](auto tag) -> std::pair<nb::object, void*> {
+    using T = decltype(tag);
+    T* data = new T[n ? n : 1];
+    nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<T*>(p); });
+    size_t shape[1] = {size_t(n)};
+    auto arr = nb::ndarray<nb::numpy, T, nb::ndim<1>>(data, 1, shape, owner);
+    return {nb::cast(arr), data};
+  });
+}
+
+nb::object float_array(const std::vector<double>& v, size_t rows, size_t cols) {
+  double* data = new double[v.size() ? v.size() : 1];
+  std::copy(v.begin(), v.end(), data);
+  nb::capsule owner(data, [](void* p) noexcept { delete[] static_cast<double*>(p); });
+  if (cols == 0) {
+    size_t shape[1] = {rows};
+    return nb::cast(nb::ndarray<nb::numpy, double, nb::ndim<1>>(data, 1, shape, owner));
+  }
+  size_t shape[2] = {rows, cols};
+  return nb::cast(nb::ndarray<nb::numpy, double, nb::ndim<2>>(data, 2, shape, owner));
+}
+
+// A query's selection bound to its file, gathered into numpy on demand.
+struct PySelection {
+  std::shared_ptr<motes::ParticleFile> file;
+  motes::Selection selection;
+  motes::QueryCounters counters;
+  unsigned threads;
+};
+
+nb::dict counters_dict(const motes::QueryCounters& c) {
+  nb::dict d;
+  d["nodes_visited"] = c.nodes_visited;
+  d["nodes_pruned"] = c.nodes_pruned;
+  d["nodes_whole"] = c.nodes_all;
+  d["points_tested"] = c.points_tested;
+  d["points_taken_whole"] = c.points_taken_whole;
+  return d;
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "motes C++ core (layout, format, queries, analyses)";
+
+  static nb::object usage_error, format_error, motes_error;
+  motes_error = nb::borrow(PyErr_NewException("motes.MotesError", PyExc_Exception, nullptr));
+  usage_error = nb::borrow(PyErr_NewException("motes.UsageError", PyExc_ValueError, nullptr));
+  {
+    nb::object bases = nb::make_tuple(motes_error, nb::handle(PyExc_ValueError));
+    format_error = nb::borrow(PyErr_NewException("motes.FormatError", bases.ptr(), nullptr));
+  }
+  m.attr("MotesError") = motes_error;
+  m.attr("UsageError") = usage_error;
+  m.attr("FormatError") = format_error;
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const motes::UsageError& e) {
+      PyErr_SetString(usage_error.ptr(), e.what());
+    } catch (const motes::FormatError& e) {
+      PyErr_SetString(format_error.ptr(), e.what());
+    } catch (const motes::Error& e) {
+      PyErr_SetString(PyExc_OSError, e.what());
+    }
+  });
+
+  m.def("parse_expression", [](const std::string& text) { return motes::parse_expression(text)->to_string(); },
+        "text"_a, "Parses a query expression; returns its fully parenthesised form or raises UsageError.");
+
+  m.def(
+      "write_file",
+      [](const std::string& path, const std::vector<ColumnTuple>& cols, uint32_t leaf_size, uint32_t lod_count,
+         uint32_t treelet_size, unsigned threads, bool sync, nb::object progress) {
+        auto views = views_of(cols);
+        auto opts = write_options(leaf_size, lod_count, treelet_size, threads, sync, progress);
+        motes::WriteSummary s;
+        {
+          nb::gil_scoped_release release;
+          s = motes::write_particle_file(path, views, opts);
+        }
+        return summary_dict(s);
+      },
+      "path"_a, "columns"_a, "leaf_size"_a = 512, "lod_count"_a = 8, "treelet_size"_a = 65536, "threads"_a = 0,
+      "sync"_a = true, "progress"_a = nb::none());
+
+  nb::class_<motes::ParticleFile>(m, "File")
+      .def_static(
+          "open",
+          [](const std::string& path, bool verify) {
+            nb::gil_scoped_release release;
+            return motes::ParticleFile::open(path, verify);
+          },
+          "path"_a, "verify"_a = false)
+      .def_prop_ro("path", &motes::ParticleFile::path)
+      .def_prop_ro("count", &motes::ParticleFile::particle_count)
+      .def_prop_ro("node_count", [](const motes::ParticleFile& f) { return f.nodes().size(); })
+      .def_prop_ro("level_count", [](const motes::ParticleFile& f) { return f.levels().level_count(); })
+      .def_prop_ro("level_starts", [](const motes::ParticleFile& f) { return f.levels().level_start; })
+      .def_prop_ro("lod_count", &motes::ParticleFile::lod_count)
+      .def_prop_ro("leaf_size", &motes::ParticleFile::leaf_size)
+      .def_prop_ro("version", [](const motes::ParticleFile& f) { return nb::make_tuple(f.version_major(), f.version_minor()); })
+      .def_prop_ro("bounds", [](const motes::ParticleFile& f) { return box_tuple(f.bounds()); })
+      .def_prop_ro("columns",
+                   [](const motes::ParticleFile& f) {
+                     nb::list out;
+                     for (const auto& c : f.columns()) {
+                       nb::dict d;
+                       d["name"] = c.spec.name;
+                       d["dtype"] = motes::dtype_name(c.spec.dtype);
+                       d["index"] = fine_name(c.fine);
+                       d["unit"] = c.spec.unit;
+                       d["min"] = c.global_min;
+                       d["max"] = c.global_max;
+                       d["nan_count"] = c.nan_count;
+                       d["bitmap_dictionary"] = c.dictionary_size;
+                       out.append(d);
+                     }
+                     return out;
+                   })
+      .def_prop_ro("sizes",
+                   [](const motes::ParticleFile& f) {
+                     auto s = f.stats();
+                     nb::dict d;
+                     d["file_bytes"] = s.file_bytes;
+                     d["data_bytes"] = s.data_bytes;
+                     d["index_bytes"] = s.index_bytes;
+                     d["padding_bytes"] = s.padding_bytes;
+                     d["fine_index_bytes"] = s.fine_bytes;
+                     return d;
+                   })
+      .def(
+          "verify_data",
+          [](const motes::ParticleFile& f, nb::object progress) {
+            std::function<void(uint64_t, uint64_t)> cb;
+            if (!progress.is_none())
+              cb = [progress](uint64_t d, uint64_t t) {
+                nb::gil_scoped_acquire gil;
+                progress(d, t);
+              };
+            nb::gil_scoped_release release;
+            f.verify_data(cb);
+          },
+          "progress"_a = nb::none());
+
+  nb::class_<PySelection>(m, "Selection")
+      .def_prop_ro("size", [](const PySelection& s) { return s.selection.size(); })
+      .def_prop_ro("counters", [](const PySelection& s) { return counters_dict(s.counters); })
+      .def(
+          "gather",
+          [](const PySelection& s, const std::string& column, uint64_t begin, uint64_t end) {
+            size_t c = s.file->column(column);
+            if (end > s.selection.size()) end = s.selection.size();
+            if (begin > end) begin = end;
+            auto [arr, data] = new_array(s.file->columns()[c].spec.dtype, end - begin);
+            {
+              nb::gil_scoped_release release;
+              s.selection.gather(*s.file, c, begin, end, data, s.threads);
+            }
+            return arr;
+          },
+          "column"_a, "begin"_a, "end"_a)
+      .def(
+          "positions",
+          [](const PySelection& s, uint64_t begin, uint64_t end) {
+            if (end > s.selection.size()) end = s.selection.size();
+            if (begin > end) begin = end;
+            auto [arr, data] = new_array(motes::DType::u64, end - begin);
+            s.selection.positions(begin, end, static_cast<uint64_t*>(data));
+            return arr;
+          },
+          "begin"_a, "end"_a);
+
+  m.def(
+      "select",
+      [](std::shared_ptr<motes::ParticleFile> f, const std::string& where, std::optional<std::vector<double>> box,
+         double qfrom, double qto, unsigned threads) {
+        auto spec = query_spec(where, box, qfrom, qto, threads);
+        auto out = std::make_unique<PySelection>();
+        {
+          nb::gil_scoped_release release;
+          motes::Query q(f, spec);
+          out->selection = motes::Selection(q);
+          out->counters = q.counters();
+          out->threads = q.threads();
+        }
+        out->file = f;
+        return out;
+      },
+      "file"_a, "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0, "threads"_a = 0);
+
+  m.def(
+      "count",
+      [](std::shared_ptr<motes::ParticleFile> f, const std::string& where, std::optional<std::vector<double>> box,
+         double qfrom, double qto, unsigned threads) {
+        auto spec = query_spec(where, box, qfrom, qto, threads);
+        nb::gil_scoped_release release;
+        motes::Query q(f, spec);
+        return motes::count(q);
+      },
+      "file"_a, "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0, "threads"_a = 0);
+
+  m.def(
+      "stats",
+      [](std::shared_ptr<motes::ParticleFile> f, const std::string& column, const std::string& where,
+         std::optional<std::vector<double>> box, double qfrom, double qto, unsigned threads) {
+        auto spec = query_spec(where, box, qfrom, qto, threads);
+        motes::ColumnStats s;
+        {
+          nb::gil_scoped_release release;
+          motes::Query q(f, spec);
+          s = motes::stats(q, f->column(column));
+        }
+        nb::dict d;
+        d["count"] = s.count;
+        d["valid"] = s.valid;
+        d["min"] = s.valid ? nb::cast(s.min) : nb::none();
+        d["max"] = s.valid ? nb::cast(s.max) : nb::none();
+        d["sum"] = s.sum;
+        d["mean"] = s.valid ? nb::cast(s.mean()) : nb::none();
+        return d;
+      },
+      "file"_a, "column"_a, "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0,
+      "threads"_a = 0);
+
+  m.def(
+      "histogram",
+      [](std::shared_ptr<motes::ParticleFile> f, const std::string& x, uint32_t xbins, double xlo, double xhi,
+         std::optional<std::string> y, uint32_t ybins, double ylo, double yhi, std::optional<std::string> weight,
+         const std::string& where, std::optional<std::vector<double>> box, double qfrom, double qto,
+         unsigned threads) {
+        auto spec = query_spec(where, box, qfrom, qto, threads);
+        motes::Axis ax{f->column(x), xbins, xlo, xhi};
+        std::optional<size_t> w;
+        if (weight) w = f->column(*weight);
+        std::vector<double> h;
+        if (y) {
+          motes::Axis ay{f->column(*y), ybins, ylo, yhi};
+          {
+            nb::gil_scoped_release release;
+            motes::Query q(f, spec);
+            h = motes::histogram2d(q, ax, ay, w);
+          }
+          return float_array(h, xbins, ybins);
+        }
+        {
+          nb::gil_scoped_release release;
+          motes::Query q(f, spec);
+          h = motes::histogram(q, ax, w);
+        }
+        return float_array(h, xbins, 0);
+      },
+      "file"_a, "x"_a, "xbins"_a, "xlo"_a, "xhi"_a, "y"_a = nb::none(), "ybins"_a = 0, "ylo"_a = 0.0, "yhi"_a = 0.0,
+      "weight"_a = nb::none(), "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0,
+      "threads"_a = 0);
+
+  // Dataset (manifest) access; the Python layer builds its API on these.
+  nb::class_<motes::Dataset>(m, "DatasetCore")
+      .def_static("open", &motes::Dataset::open, "dir"_a)
+      .def_static("create", &motes::Dataset::create, "dir"_a)
+      .def_static("exists", &motes::Dataset::exists, "dir"_a)
+      .def_prop_ro("dir", &motes::Dataset::dir)
+      .def_prop_ro("attributes_json", [](const motes::Dataset& d) { return d.attributes().dump(); })
+      .def("set_attributes_json", [](motes::Dataset& d, const std::string& s) { d.set_attributes(nlohmann::json::parse(s)); })
+      .def_prop_ro("steps",
+                   [](const motes::Dataset& d) {
+                     nb::list out;
+                     for (const auto& st : d.steps()) {
+                       nb::dict sd;
+                       sd["index"] = st.index;
+                       sd["time"] = st.time;
+                       sd["attributes_json"] = st.attributes.dump();
+                       nb::dict sp;
+                       for (const auto& e : st.species) {
+                         nb::dict ed;
+                         ed["path"] = d.path_of(e);
+                         ed["count"] = e.count;
+                         ed["bounds"] = box_tuple(e.bounds);
+                         nb::list cols;
+                         for (const auto& c : e.columns)
+                           cols.append(nb::make_tuple(c.name, motes::dtype_name(c.dtype), fine_name(c.fine), c.unit));
+                         ed["columns"] = cols;
+                         sp[e.name.c_str()] = ed;
+                       }
+                       sd["species"] = sp;
+                       out.append(sd);
+                     }
+                     return out;
+                   })
+      .def(
+          "append_step",
+          [](motes::Dataset& d, int64_t index, double time, const std::string& attrs_json,
+             const std::vector<std::pair<std::string, std::vector<ColumnTuple>>>& species, uint32_t leaf_size,
+             uint32_t lod_count, uint32_t treelet_size, unsigned threads, bool sync, nb::object progress) {
+            nlohmann::json attrs;
+            try {
+              attrs = nlohmann::json::parse(attrs_json);
+            } catch (const nlohmann::json::exception& e) {
+              throw motes::UsageError(std::string("step attributes are not valid JSON: ") + e.what());
+            }
+            std::vector<motes::SpeciesColumns> sp;
+            for (const auto& [name, cols] : species) sp.emplace_back(name, views_of(cols));
+            auto opts = write_options(leaf_size, lod_count, treelet_size, threads, sync, progress);
+            std::vector<motes::WriteSummary> summaries;
+            {
+              nb::gil_scoped_release release;
+              d.append_step(index, time, attrs, sp, opts, &summaries);
+            }
+            nb::list out;
+            for (const auto& s : summaries) out.append(summary_dict(s));
+            return out;
+          },
+          "index"_a, "time"_a, "attributes_json"_a, "species"_a, "leaf_size"_a = 512, "lod_count"_a = 8,
+          "treelet_size"_a = 65536, "threads"_a = 0, "sync"_a = true, "progress"_a = nb::none());
+}
