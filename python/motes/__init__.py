@@ -1,1 +1,17 @@
-"""motes: parallel I/O, indexing and exploration of particle simulation data."""
+"""motes: parallel I/O, indexing and exploration of particle simulation data.
+
+>>> import motes
+>>> motes.write("run.motes", {"x": x, "y": y, "z": z, "energy": e}, step=0)
+>>> ds = motes.open("run.motes")
+>>> hot = ds.query("energy > 1.3", box=(0, 0, 0, 10, 10, 10))
+>>> counts, xedges, yedges = ds.histogram("ux", "uy", bins=128, where="x < 5")
+"""
+
+from ._core import FormatError, MotesError, UsageError, parse_expression
+from .dataset import Column, Dataset, Table, Writer, open, write
+from . import synth
+
+__version__ = "0.1.0"
+
+__all__ = ["open", "write", "Writer", "Dataset", "Table", "Column", "synth", "parse_expression",
+           "MotesError", "UsageError", "FormatError", "__version__"]

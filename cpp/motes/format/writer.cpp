@@ -85,28 +85,37 @@ void scan_global(ColumnPlan& p, unsigned threads) {
   p.gmax = any ? double(mx) : 0.0;
 }
 
-// A column is spatially incoherent when sample leaves each cover many of its
-// 32 bins; those get the quantile-code index.
+// A column is spatially incoherent when sample leaves cover about as many of its
+// 32 bins as random samples of the same size do; those get the quantile-code
+// index, unless random samples cover few bins (few distinct values: codes gain little).
 template <class T>
 bool looks_incoherent(const ColumnPlan& p, const Layout& layout) {
   const Levels& lv = layout.levels;
+  const uint64_t n = p.view->count;
   std::vector<uint32_t> leaves;
   for (uint32_t i = 0; i < layout.nodes.size(); ++i)
-    if (layout.nodes[i].is_leaf() && layout.nodes[i].own_count >= 64) leaves.push_back(i);
+    if (layout.nodes[i].is_leaf() && layout.nodes[i].own_count >= 16) leaves.push_back(i);
   if (leaves.size() < 16) return false;
   const size_t samples = std::min<size_t>(256, leaves.size());
-  double total_bins = 0;
+  auto bin_of_row = [&](uint64_t row, uint32_t& bits) {
+    double v = double(value_at<T>(*p.view, row));
+    if (!std::isnan(v)) bits |= 1u << spec::bitmap_bin(v, p.gmin, p.gmax);
+  };
+  double leaf_bins = 0, random_bins = 0;
+  uint64_t state = 0x9e3779b97f4a7c15ULL;
   for (size_t s = 0; s < samples; ++s) {
     uint32_t leaf = leaves[s * leaves.size() / samples];
-    uint32_t bits = 0;
+    uint32_t leaf_bits = 0, random_bits = 0;
     for (uint32_t r = lv.run_begin[leaf]; r < lv.run_begin[leaf + 1]; ++r)
       for (uint32_t k = 0; k < lv.runs[r].count; ++k) {
-        double v = double(value_at<T>(*p.view, layout.order[lv.runs[r].start + k]));
-        if (!std::isnan(v)) bits |= 1u << spec::bitmap_bin(v, p.gmin, p.gmax);
+        bin_of_row(layout.order[lv.runs[r].start + k], leaf_bits);
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;  // LCG: a fixed pseudo-random row
+        bin_of_row((state >> 11) % n, random_bits);
       }
-    total_bins += std::popcount(bits);
+    leaf_bins += std::popcount(leaf_bits);
+    random_bins += std::popcount(random_bits);
   }
-  return total_bins / double(samples) > spec::kBitmapBins / 4.0;
+  return random_bins >= 8.0 * double(samples) && leaf_bins > 0.5 * random_bins;
 }
 
 template <class T>

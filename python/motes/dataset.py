@@ -1,0 +1,418 @@
+"""Python API over the C++ core: datasets, steps, species, queries, analyses."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _core
+from ._core import FormatError, UsageError
+
+__all__ = ["open", "write", "Writer", "Dataset", "Table", "Column"]
+
+ColumnsLike = Mapping[str, np.ndarray]
+Quality = Union[float, Tuple[float, float]]
+BoxLike = Optional[Sequence[float]]
+
+_SUPPORTED = {np.dtype(t) for t in ("f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8")}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a species' schema."""
+
+    name: str
+    dtype: np.dtype
+    index: str  # "none" or "quantile": the extra index built for spatially incoherent columns
+    unit: str = ""
+
+
+class Table(dict):
+    """Query result: column name -> numpy array (all of equal length).
+
+    Converts to pandas (:meth:`to_pandas`) and Arrow (:meth:`to_arrow`).
+    ``counters`` tells how much the indexes pruned.
+    """
+
+    counters: Dict[str, int]
+
+    def __init__(self, columns: Mapping[str, np.ndarray], counters: Optional[Dict[str, int]] = None):
+        super().__init__(columns)
+        self.counters = counters or {}
+
+    def __len__(self) -> int:  # number of rows, like a DataFrame
+        for v in self.values():
+            return len(v)
+        return 0
+
+    @property
+    def num_rows(self) -> int:
+        return len(self)
+
+    def to_pandas(self):
+        import pandas as pd
+
+        return pd.DataFrame(dict(self), copy=False)
+
+    def to_arrow(self):
+        import pyarrow as pa
+
+        return pa.table({k: pa.array(v) for k, v in self.items()})
+
+
+def _quality_range(quality: Quality) -> Tuple[float, float]:
+    if isinstance(quality, (tuple, list)):
+        if len(quality) != 2:
+            raise UsageError("quality must be a number or a (from, to) pair")
+        return float(quality[0]), float(quality[1])
+    return 0.0, float(quality)
+
+
+def _box(box: BoxLike) -> Optional[List[float]]:
+    if box is None:
+        return None
+    b = np.asarray(box, dtype=np.float64).ravel()
+    if b.size != 6:
+        raise UsageError("box must be 6 numbers (xmin, ymin, zmin, xmax, ymax, zmax) or ((xmin, ymin, zmin), (xmax, ymax, zmax))")
+    return [float(v) for v in b]
+
+
+def _column_tuples(columns: ColumnsLike, index: Optional[Mapping[str, str]], units: Optional[Mapping[str, str]]):
+    if not isinstance(columns, Mapping) or not columns:
+        raise UsageError("columns must be a non-empty mapping of name -> 1-D numpy array")
+    index = dict(index or {})
+    units = dict(units or {})
+    for name in list(index) + list(units):
+        if name not in columns:
+            raise UsageError(f"index/unit given for unknown column '{name}' (columns: {', '.join(columns)})")
+    out = []
+    for name, values in columns.items():
+        arr = np.asarray(values)
+        if arr.ndim != 1:
+            raise UsageError(f"column '{name}' must be 1-D, got shape {arr.shape}")
+        if arr.dtype not in _SUPPORTED:
+            if arr.dtype == np.bool_:
+                arr = arr.astype(np.uint8)
+            else:
+                raise UsageError(f"column '{name}' has unsupported dtype {arr.dtype} (use float32/64, int8-64 or uint8-64)")
+        if not arr.dtype.isnative:
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+        out.append((str(name), arr, index.get(name, "auto"), units.get(name, "")))
+    return out
+
+
+class _Progress:
+    """tqdm bars for the core's (stage, done, total) callbacks."""
+
+    def __init__(self, enabled: bool, desc: str):
+        self.enabled = enabled
+        self.desc = desc
+        self.bars: Dict[str, Any] = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        from tqdm.auto import tqdm
+
+        bar = self.bars.get(stage)
+        if bar is None:
+            bar = self.bars[stage] = tqdm(total=total, desc=f"{self.desc}: {stage}", leave=False)
+        bar.n = done
+        bar.refresh()
+
+    def callback(self):
+        return self if self.enabled else None
+
+    def close(self):
+        for bar in self.bars.values():
+            bar.close()
+
+
+@dataclass
+class _WriteConfig:
+    leaf_size: int = 512
+    lod_count: int = 8
+    treelet_size: int = 65536
+    threads: int = 0
+    sync: bool = True
+
+
+def _write_kwargs(cfg: _WriteConfig) -> Dict[str, Any]:
+    return dict(leaf_size=cfg.leaf_size, lod_count=cfg.lod_count, treelet_size=cfg.treelet_size,
+                threads=cfg.threads, sync=cfg.sync)
+
+
+class Writer:
+    """Appends steps to a dataset (created when absent). Earlier steps are never rewritten.
+
+    >>> with motes.Writer("run.motes") as w:
+    ...     w.write_step(0, {"electrons": cols_e, "ions": cols_i}, time=0.0)
+    """
+
+    def __init__(self, path: Union[str, os.PathLike], *, leaf_size: int = 512, lod_count: int = 8,
+                 treelet_size: int = 65536, threads: int = 0, sync: bool = True, progress: bool = False):
+        self.path = os.fspath(path)
+        self._core = _core.DatasetCore.create(self.path)
+        self._cfg = _WriteConfig(leaf_size, lod_count, treelet_size, threads, sync)
+        self._progress = progress
+
+    def write_step(self, step: int, species: Union[ColumnsLike, Mapping[str, ColumnsLike]], *, time: float = 0.0,
+                   attributes: Optional[Mapping[str, Any]] = None, index: Optional[Mapping[str, str]] = None,
+                   units: Optional[Mapping[str, str]] = None, species_name: str = "particles") -> List[dict]:
+        """Writes one step. ``species`` maps species name -> columns, or is the columns of one species
+        (named ``species_name``). ``index`` maps column -> "auto" | "none" | "quantile".
+        Returns one summary dict per species (sizes, timings, per-column ranges)."""
+        if isinstance(species, Mapping) and species and all(isinstance(v, Mapping) for v in species.values()):
+            groups = species
+        else:
+            groups = {species_name: species}
+        payload = [(name, _column_tuples(cols, index, units)) for name, cols in groups.items()]
+        try:
+            attrs_json = json.dumps(dict(attributes or {}))
+        except TypeError as e:
+            raise UsageError(f"step attributes must be JSON-serialisable: {e}") from None
+        bar = _Progress(self._progress, f"step {step}")
+        try:
+            return self._core.append_step(int(step), float(time), attrs_json, payload, progress=bar.callback(),
+                                          **_write_kwargs(self._cfg))
+        finally:
+            bar.close()
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "Writer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str, ColumnsLike]], *, step: int = 0,
+          time: float = 0.0, species: str = "particles", attributes: Optional[Mapping[str, Any]] = None,
+          index: Optional[Mapping[str, str]] = None, units: Optional[Mapping[str, str]] = None,
+          leaf_size: int = 512, lod_count: int = 8, treelet_size: int = 65536, threads: int = 0,
+          sync: bool = True, progress: bool = False) -> List[dict]:
+    """Writes one step of particles into the dataset directory ``path`` (created when absent).
+
+    ``columns`` maps names to equal-length 1-D numpy arrays and must hold ``x``, ``y``, ``z``
+    (float32/float64); or it maps species names to such mappings. Arrays are read in place.
+    """
+    w = Writer(path, leaf_size=leaf_size, lod_count=lod_count, treelet_size=treelet_size, threads=threads,
+               sync=sync, progress=progress)
+    return w.write_step(step, columns, time=time, attributes=attributes, index=index, units=units,
+                        species_name=species)
+
+
+@dataclass
+class Step:
+    """One step of a dataset: its index, physical time, attributes and species."""
+
+    index: int
+    time: float
+    attributes: Dict[str, Any]
+    species: Dict[str, dict] = field(repr=False)
+
+
+class Dataset:
+    """An open dataset directory. Use :func:`motes.open`."""
+
+    def __init__(self, path: Union[str, os.PathLike]):
+        self.path = os.fspath(path)
+        self._core = _core.DatasetCore.open(self.path)
+        self._steps = [Step(s["index"], s["time"], json.loads(s["attributes_json"]), s["species"])
+                       for s in self._core.steps]
+        self._files: Dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<motes.Dataset {self.path!r}: {len(self._steps)} steps, species {self.species_names()}>"
+
+    # --- structure ---------------------------------------------------------------------------
+    @property
+    def steps(self) -> List[int]:
+        return [s.index for s in self._steps]
+
+    @property
+    def times(self) -> List[float]:
+        return [s.time for s in self._steps]
+
+    @property
+    def attributes(self) -> Dict[str, Any]:
+        return json.loads(self._core.attributes_json)
+
+    def step(self, step: Optional[int] = None) -> Step:
+        """The step with index ``step`` (default: the last step)."""
+        if not self._steps:
+            raise UsageError(f"dataset '{self.path}' has no steps")
+        if step is None:
+            return self._steps[-1]
+        for s in self._steps:
+            if s.index == step:
+                return s
+        raise UsageError(f"dataset has no step {step} (steps: {', '.join(map(str, self.steps[:20]))})")
+
+    def species_names(self, step: Optional[int] = None) -> List[str]:
+        return list(self.step(step).species) if self._steps else []
+
+    def _species(self, step: Optional[int], species: Optional[str]) -> dict:
+        st = self.step(step)
+        if species is None:
+            if len(st.species) != 1:
+                raise UsageError(f"step {st.index} has several species ({', '.join(st.species)}): pass species=")
+            species = next(iter(st.species))
+        if species not in st.species:
+            raise UsageError(f"step {st.index} has no species '{species}' (species: {', '.join(st.species)})")
+        return st.species[species]
+
+    def schema(self, step: Optional[int] = None, species: Optional[str] = None) -> List[Column]:
+        """Columns of a species: name, numpy dtype, extra index kind, unit."""
+        sp = self._species(step, species)
+        return [Column(n, np.dtype(_NP_DTYPES[d]), i, u) for n, d, i, u in sp["columns"]]
+
+    def count_total(self, step: Optional[int] = None, species: Optional[str] = None) -> int:
+        return int(self._species(step, species)["count"])
+
+    def bounds(self, step: Optional[int] = None, species: Optional[str] = None):
+        return self._species(step, species)["bounds"]
+
+    def file(self, step: Optional[int] = None, species: Optional[str] = None):
+        """The opened particle file of one species in one step (cached)."""
+        path = self._species(step, species)["path"]
+        f = self._files.get(path)
+        if f is None:
+            f = self._files[path] = _core.File.open(path)
+        return f
+
+    # --- queries -----------------------------------------------------------------------------
+    def select(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
+               step: Optional[int] = None, species: Optional[str] = None, threads: int = 0):
+        """The selection (file positions) matching the query, without copying any column."""
+        q0, q1 = _quality_range(quality)
+        return _core.select(self.file(step, species), where or "", _box(box), q0, q1, threads)
+
+    def query(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
+              columns: Optional[Sequence[str]] = None, step: Optional[int] = None, species: Optional[str] = None,
+              threads: int = 0) -> Table:
+        """Particles matching ``where`` (an expression such as ``"energy > 1.3 and 10 < x < 20"``)
+        inside ``box`` (xmin, ymin, zmin, xmax, ymax, zmax; inclusive), at ``quality`` in [0, 1]
+        (1 = every particle; a pair (q0, q1) reads only what q1 adds to q0).
+
+        Returns a :class:`Table` of the requested ``columns`` (default: all)."""
+        sel = self.select(where, box, quality, step=step, species=species, threads=threads)
+        names = self._columns(columns, step, species)
+        return Table({c: sel.gather(c, 0, sel.size) for c in names}, sel.counters)
+
+    def query_batches(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
+                      columns: Optional[Sequence[str]] = None, batch_size: int = 1 << 20,
+                      step: Optional[int] = None, species: Optional[str] = None, threads: int = 0) -> Iterator[Table]:
+        """Like :meth:`query`, yielding tables of at most ``batch_size`` rows (bounded memory)."""
+        if batch_size < 1:
+            raise UsageError("batch_size must be at least 1")
+        sel = self.select(where, box, quality, step=step, species=species, threads=threads)
+        names = self._columns(columns, step, species)
+        for begin in range(0, sel.size, batch_size):
+            end = min(sel.size, begin + batch_size)
+            yield Table({c: sel.gather(c, begin, end) for c in names}, sel.counters)
+
+    def _columns(self, columns, step, species) -> List[str]:
+        known = [c.name for c in self.schema(step, species)]
+        if columns is None:
+            return known
+        if isinstance(columns, str):
+            columns = [columns]
+        for c in columns:
+            if c not in known:
+                raise UsageError(f"unknown column '{c}' (columns: {', '.join(known)})")
+        return list(columns)
+
+    def count(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
+              step: Optional[int] = None, species: Optional[str] = None, threads: int = 0) -> int:
+        """Number of particles matching the query (nothing is copied)."""
+        q0, q1 = _quality_range(quality)
+        return int(_core.count(self.file(step, species), where or "", _box(box), q0, q1, threads))
+
+    def stats(self, column: str, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
+              step: Optional[int] = None, species: Optional[str] = None, threads: int = 0) -> Dict[str, Any]:
+        """count, valid (not NaN), min, max, sum, mean of ``column`` over the matching particles."""
+        q0, q1 = _quality_range(quality)
+        return _core.stats(self.file(step, species), column, where or "", _box(box), q0, q1, threads)
+
+    def histogram(self, x: str, y: Optional[str] = None, *, bins: Union[int, Tuple[int, int]] = 64,
+                  range: Optional[Sequence] = None, weights: Optional[str] = None, where: Optional[str] = None,
+                  box: BoxLike = None, quality: Quality = 1.0, step: Optional[int] = None,
+                  species: Optional[str] = None, threads: int = 0):
+        """1-D (``y=None``) or 2-D histogram of the matching particles, computed while traversing.
+
+        Same conventions as ``numpy.histogram`` / ``numpy.histogram2d`` with integer bins: returns
+        ``(counts, edges)`` or ``(counts, xedges, yedges)``; counts are int64, or float64 sums of
+        ``weights``. ``range`` defaults to the min/max of the matching values."""
+        f = self.file(step, species)
+        q0, q1 = _quality_range(quality)
+        b = _box(box)
+        where = where or ""
+        axes = [x] if y is None else [x, y]
+        nbins = [bins] * len(axes) if np.isscalar(bins) else list(bins)
+        if len(nbins) != len(axes):
+            raise UsageError("bins must be an int or one int per axis")
+        if range is None:
+            ranges = [None] * len(axes)
+        elif y is None:
+            ranges = [range]
+        else:
+            ranges = list(range)
+            if len(ranges) != 2:
+                raise UsageError("range of a 2-D histogram is ((xmin, xmax), (ymin, ymax))")
+        resolved = []
+        for name, r in zip(axes, ranges):
+            if r is None:
+                s = _core.stats(f, name, where, b, q0, q1, threads)
+                lo, hi = (0.0, 1.0) if s["min"] is None else (s["min"], s["max"])
+            else:
+                if len(r) != 2:
+                    raise UsageError(f"range for '{name}' must be (min, max)")
+                lo, hi = float(r[0]), float(r[1])
+                if lo > hi:
+                    raise UsageError(f"range for '{name}' has min > max")
+            if lo == hi:
+                lo, hi = lo - 0.5, hi + 0.5
+            resolved.append((lo, hi))
+        for n in nbins:
+            if int(n) != n or n < 1:
+                raise UsageError("bins must be positive integers")
+        if y is None:
+            h = _core.histogram(f, x, int(nbins[0]), *resolved[0], weight=weights, where=where, box=b,
+                                quality_from=q0, quality_to=q1, threads=threads)
+        else:
+            h = _core.histogram(f, x, int(nbins[0]), *resolved[0], y=y, ybins=int(nbins[1]), ylo=resolved[1][0],
+                                yhi=resolved[1][1], weight=weights, where=where, box=b, quality_from=q0,
+                                quality_to=q1, threads=threads)
+        if weights is None:
+            h = h.astype(np.int64)
+        edges = [np.linspace(lo, hi, int(n) + 1) for (lo, hi), n in zip(resolved, nbins)]
+        return (h, *edges)
+
+    def verify(self, progress: bool = False) -> Dict[str, int]:
+        """Checks every checksum (headers, index sections, data blocks) of every file.
+        Raises FormatError naming the first bad file and block; returns counts."""
+        files = 0
+        for st in self._steps:
+            for sp in st.species.values():
+                f = _core.File.open(sp["path"])
+                bar = _Progress(progress, os.path.basename(sp["path"]))
+                try:
+                    f.verify_data(None if not progress else (lambda d, t: bar("verify", d, t)))
+                finally:
+                    bar.close()
+                files += 1
+        return {"files": files, "steps": len(self._steps)}
+
+
+_NP_DTYPES = {"f32": "f4", "f64": "f8", "i8": "i1", "i16": "i2", "i32": "i4", "i64": "i8", "u8": "u1",
+              "u16": "u2", "u32": "u4", "u64": "u8"}
+
+
+def open(path: Union[str, os.PathLike]) -> Dataset:  # noqa: A001 - mirrors builtins.open on purpose
+    """Opens a dataset directory written by motes."""
+    return Dataset(path)

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs everything motes needs on a fresh Debian 12 machine (as root) and
+# builds the package into .venv. Safe to run again: it only does what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+for pkg in cmake ninja-build g++ clang libboost-dev nlohmann-json3-dev libxxhash-dev libgtest-dev python3 python3-venv python3-dev; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if ((${#need_apt[@]})); then
+  echo "setup: installing OS packages: ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($PY --version)"
+  "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip
+echo "setup: installing motes and its Python dependencies into .venv"
+.venv/bin/python -m pip install -q ".[test,bench,plot,arrow]"
+echo "setup: done ($(.venv/bin/python -c 'import motes; print("motes", motes.__version__)'))"

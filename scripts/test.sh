@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The full test suite: C++ (GoogleTest under ctest), Python (pytest + hypothesis),
+# and short libFuzzer runs of the file reader and the expression parser.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+JOBS=$(nproc)
+
+echo "== C++ tests (ctest)"
+cmake -S . -B build/cpp -G Ninja -DMOTES_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build/cpp -j "$JOBS"
+ctest --test-dir build/cpp --output-on-failure -j "$JOBS"
+
+echo "== fuzzing (libFuzzer, short runs)"
+CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DMOTES_FUZZ=ON -DMOTES_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build/fuzz -j "$JOBS" --target fuzz_reader fuzz_expr
+rm -rf build/fuzz/corpus && mkdir -p build/fuzz/corpus/reader build/fuzz/corpus/expr
+.venv/bin/python tests/fuzz/make_corpus.py build/fuzz/corpus
+build/fuzz/fuzz_expr -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -print_final_stats=1 build/fuzz/corpus/expr 2>&1 | tail -n 3
+build/fuzz/fuzz_reader -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 -print_final_stats=1 build/fuzz/corpus/reader 2>&1 | tail -n 3
+
+echo "== Python tests (pytest)"
+.venv/bin/python -m pytest -q tests/python

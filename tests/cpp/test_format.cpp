@@ -1,0 +1,247 @@
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "motes/format/dataset.hpp"
+#include "motes/format/reader.hpp"
+#include "motes/format/spec.hpp"
+#include "motes/format/writer.hpp"
+#include "test_util.hpp"
+
+using namespace motes;
+namespace fs = std::filesystem;
+
+namespace {
+
+WriteOptions small_options() {
+  WriteOptions o;
+  o.layout.leaf_size = 64;
+  o.layout.lod_count = 4;
+  o.layout.treelet_size = 2048;
+  o.block_bytes = 4096;
+  o.sync = false;
+  return o;
+}
+
+template <class T>
+std::vector<T> read_back(const ParticleFile& f, const std::string& name, const std::vector<uint64_t>& file_to_row) {
+  const ColumnIndex& c = f.columns()[f.column(name)];
+  std::vector<T> out(f.particle_count());
+  const T* p = static_cast<const T*>(c.data);
+  for (uint64_t i = 0; i < f.particle_count(); ++i) out[file_to_row[i]] = p[i];
+  return out;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+void spit(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+}  // namespace
+
+TEST(Format, RoundTripsEveryColumnBitExactly) {
+  auto cols = test::make_columns(20000);
+  std::string path = test::temp_path("roundtrip.mpf");
+  WriteSummary s = write_particle_file(path, cols.views(), small_options());
+  EXPECT_EQ(s.particle_count, 20000u);
+  auto f = ParticleFile::open(path, true);
+  ASSERT_EQ(f->particle_count(), 20000u);
+  // ids tell where each point came from
+  const uint64_t* ids = static_cast<const uint64_t*>(f->columns()[f->column("id")].data);
+  std::vector<uint64_t> file_to_row(ids, ids + 20000);
+  EXPECT_EQ(read_back<float>(*f, "x", file_to_row), cols.x);
+  EXPECT_EQ(read_back<float>(*f, "energy", file_to_row), cols.energy);
+  EXPECT_EQ(read_back<double>(*f, "noise", file_to_row), cols.noise);
+  EXPECT_EQ(read_back<int32_t>(*f, "kind", file_to_row), cols.kind);
+  // The noisy column got the quantile index automatically, the smooth one did not.
+  EXPECT_EQ(f->columns()[f->column("noise")].fine, FineIndex::quantile);
+  EXPECT_EQ(f->columns()[f->column("energy")].fine, FineIndex::none);
+  EXPECT_EQ(f->columns()[f->column("x")].fine, FineIndex::none);
+  // Node ranges bound their subtrees.
+  const ColumnIndex& e = f->columns()[f->column("energy")];
+  const Levels& lv = f->levels();
+  for (uint32_t i = 0; i < f->nodes().size(); ++i)
+    for (uint32_t r = lv.run_begin[i]; r < lv.run_begin[i + 1]; ++r)
+      for (uint32_t k = 0; k < lv.runs[r].count; ++k) {
+        float v = static_cast<const float*>(e.data)[lv.runs[r].start + k];
+        ASSERT_GE(v, e.node_min[0]);
+        ASSERT_LE(v, e.node_max[i]);
+        ASSERT_GE(v, e.node_min[i]);
+        ASSERT_TRUE(e.node_bits[i] & (1u << spec::bitmap_bin(v, e.global_min, e.global_max)));
+      }
+}
+
+TEST(Format, StridedInputIsReadInPlace) {
+  struct P { double x, y, z; float m; };
+  std::vector<P> aos(3000);
+  for (size_t i = 0; i < aos.size(); ++i) aos[i] = {double(i % 17), double(i % 31) * 0.5, double(i) * 1e-3, float(i)};
+  auto view = [&](const char* n, DType t, const void* p) {
+    ColumnView c;
+    c.spec = {n, t, FineIndex::none, "unit-" + std::string(n)};
+    c.data = p;
+    c.count = aos.size();
+    c.stride_bytes = sizeof(P);
+    return c;
+  };
+  std::vector<ColumnView> v = {view("x", DType::f64, &aos[0].x), view("y", DType::f64, &aos[0].y),
+                               view("z", DType::f64, &aos[0].z), view("m", DType::f32, &aos[0].m)};
+  std::string path = test::temp_path("strided.mpf");
+  write_particle_file(path, v, small_options());
+  auto f = ParticleFile::open(path, true);
+  EXPECT_EQ(f->columns()[f->column("m")].spec.unit, "unit-m");
+  const float* m = static_cast<const float*>(f->columns()[f->column("m")].data);
+  const double* x = static_cast<const double*>(f->columns()[f->column("x")].data);
+  for (uint64_t i = 0; i < aos.size(); ++i) EXPECT_EQ(x[i], aos[size_t(m[i])].x);
+}
+
+TEST(Format, EmptyInputWritesAValidFile) {
+  auto cols = test::make_columns(0);
+  std::string path = test::temp_path("empty.mpf");
+  write_particle_file(path, cols.views(), small_options());
+  auto f = ParticleFile::open(path, true);
+  EXPECT_EQ(f->particle_count(), 0u);
+}
+
+TEST(Format, RejectsBadSchemas) {
+  auto cols = test::make_columns(10);
+  auto v = cols.views();
+  auto expect_usage = [&](std::vector<ColumnView> cv, const char* needle) {
+    try {
+      write_particle_file(test::temp_path("bad.mpf"), cv, small_options());
+      FAIL() << "accepted: " << needle;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  auto dup = v;
+  dup[4].spec.name = "energy";
+  expect_usage(dup, "given twice");
+  auto bad_name = v;
+  bad_name[3].spec.name = "1energy";
+  expect_usage(bad_name, "not an identifier");
+  auto no_z = v;
+  no_z.erase(no_z.begin() + 2);
+  expect_usage(no_z, "'z' is missing");
+  auto short_col = v;
+  short_col[4].count = 5;
+  expect_usage(short_col, "different lengths");
+  EXPECT_FALSE(fs::exists(test::temp_path("bad.mpf")));
+}
+
+TEST(Format, DetectsCorruptionTruncationAndVersion) {
+  auto cols = test::make_columns(5000);
+  std::string path = test::temp_path("corrupt.mpf");
+  write_particle_file(path, cols.views(), small_options());
+  const std::string good = slurp(path);
+  auto expect_format_error = [&](const std::string& bytes, const char* needle, bool verify = false) {
+    std::string p = test::temp_path("mutated.mpf");
+    spit(p, bytes);
+    try {
+      ParticleFile::open(p, verify);
+      FAIL() << "accepted a file that should fail with: " << needle;
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_format_error(good.substr(0, 100), "shorter than");
+  expect_format_error(good.substr(0, good.size() - 10), "truncated");
+  std::string magic = good;
+  magic[0] = 'X';
+  expect_format_error(magic, "bad magic");
+  std::string version = good;
+  version[8] = 2;
+  expect_format_error(version, "version 2.0 is not supported");
+  std::string header = good;
+  header[20] ^= 1;
+  expect_format_error(header, "header checksum");
+  std::string data = good;
+  data[4096 + 100] ^= 0x40;  // inside the first column
+  EXPECT_NO_THROW(ParticleFile::open((spit(test::temp_path("d.mpf"), data), test::temp_path("d.mpf")), false));
+  expect_format_error(data, "checksum mismatch in column data of column 'x', block 0", true);
+  std::string meta = good;
+  spec::Header h;
+  std::memcpy(&h, good.data(), sizeof h);
+  meta[h.section_table_offset - 20] ^= 1;  // the last metadata section
+  expect_format_error(meta, "checksum mismatch");
+  std::string table = good;
+  table[h.section_table_offset + 3] ^= 1;
+  expect_format_error(table, "section table checksum");
+}
+
+TEST(Format, FlipEveryHeaderAndIndexByteIsCaught) {
+  auto cols = test::make_columns(300);
+  std::string path = test::temp_path("flip.mpf");
+  write_particle_file(path, cols.views(), small_options());
+  const std::string good = slurp(path);
+  spec::Header h;
+  std::memcpy(&h, good.data(), sizeof h);
+  const auto* table = reinterpret_cast<const spec::SectionEntry*>(good.data() + h.section_table_offset);
+  auto covered = [&](uint64_t at) {
+    if (at < spec::kHeaderBytes) return true;
+    if (at >= h.section_table_offset) return true;
+    for (uint32_t i = 0; i < h.section_count; ++i)
+      if (at >= table[i].offset && at < table[i].offset + table[i].length) return true;
+    return false;
+  };
+  std::string p = test::temp_path("flipped.mpf");
+  int caught = 0, total = 0;
+  for (uint64_t at = 0; at < good.size(); at += (at < spec::kHeaderBytes || at > good.size() - 3000) ? 1 : 61) {
+    std::string b = good;
+    b[at] ^= 0x10;
+    spit(p, b);
+    ++total;
+    try {
+      ParticleFile::open(p, true);
+      EXPECT_FALSE(covered(at)) << "undetected flip at byte " << at;  // only padding may change silently
+    } catch (const FormatError&) {
+      ++caught;
+    }
+  }
+  EXPECT_GT(caught, total / 2);
+}
+
+TEST(Format, FailedWriteKeepsThePreviousFile) {
+  auto cols = test::make_columns(1000);
+  std::string path = test::temp_path("keep.mpf");
+  write_particle_file(path, cols.views(), small_options());
+  const std::string before = slurp(path);
+  auto v = cols.views();
+  cols.x[500] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_THROW(write_particle_file(path, v, small_options()), UsageError);
+  EXPECT_EQ(slurp(path), before);
+  for (const auto& e : fs::directory_iterator(fs::path(path).parent_path()))
+    EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << "left a temporary: " << e.path();
+}
+
+TEST(Dataset, AppendsStepsAndSurvivesReopen) {
+  std::string dir = test::temp_path("ds.motes");
+  fs::remove_all(dir);
+  auto a = test::make_columns(2000, 1), b = test::make_columns(1000, 2);
+  {
+    Dataset d = Dataset::create(dir);
+    d.append_step(0, 0.0, {{"note", "first"}}, {{"electrons", a.views()}, {"ions", b.views()}}, small_options());
+    d.append_step(5, 2.5, nlohmann::json::object(), {{"electrons", b.views()}}, small_options());
+    EXPECT_THROW(d.append_step(5, 3.0, nlohmann::json::object(), {{"electrons", b.views()}}, small_options()), UsageError);
+  }
+  Dataset d = Dataset::open(dir);
+  ASSERT_EQ(d.steps().size(), 2u);
+  EXPECT_EQ(d.steps()[0].attributes["note"], "first");
+  EXPECT_EQ(d.step(5).time, 2.5);
+  EXPECT_EQ(d.step(0).find("ions").count, 1000u);
+  EXPECT_THROW(d.step(0).find("photons"), UsageError);
+  EXPECT_THROW(d.step(3), UsageError);
+  auto f = ParticleFile::open(d.path_of(d.step(0).find("electrons")), true);
+  EXPECT_EQ(f->particle_count(), 2000u);
+  // A failing step (bad input) leaves the manifest as it was.
+  b.x[3] = std::numeric_limits<float>::infinity();
+  Dataset d2 = Dataset::open(dir);
+  EXPECT_THROW(d2.append_step(9, 1.0, nlohmann::json::object(), {{"electrons", b.views()}}, small_options()), UsageError);
+  EXPECT_EQ(Dataset::open(dir).steps().size(), 2u);
+  EXPECT_THROW(Dataset::open(test::temp_path("nowhere.motes")), UsageError);
+}

@@ -1,0 +1,25 @@
+"""Seed corpora for the libFuzzer targets: small valid particle files and expressions."""
+
+import glob
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+
+import motes
+from motes import synth
+
+out = sys.argv[1]
+with tempfile.TemporaryDirectory() as tmp:
+    for kind, n in [("vpic", 2000), ("uniform", 300), ("wide", 100)]:
+        path = os.path.join(tmp, f"{kind}.motes")
+        motes.write(path, synth.generate(kind, n, seed=1, with_id=True), leaf_size=32, lod_count=4,
+                    treelet_size=256, sync=False)
+        for f in glob.glob(os.path.join(path, "steps", "*", "*.mpf")):
+            shutil.copy(f, os.path.join(out, "reader", f"{kind}.mpf"))
+for text in ["energy > 1.3 and 157.6 < x < 162.4", "not (ux**2 + uy**2 >= 4) or sqrt(abs(z)) == 1e-3",
+             "(x > 1) & (y < 2) | ~(z != 3)", "-x**-2 <= log10(y) / exp(z)", "a == b == c != d"]:
+    name = hashlib.sha1(text.encode()).hexdigest()[:12]
+    with open(os.path.join(out, "expr", name), "w") as f:
+        f.write(text)

@@ -1,0 +1,397 @@
+"""Tests for the ``motes`` command line (motes.cli), run in-process through ``main(argv)``."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+motes = pytest.importorskip("motes")
+
+_SRC = pathlib.Path(__file__).resolve().parents[2] / "python" / "motes"
+try:
+    import motes.cli as cli
+    _FROM_SOURCE = False
+except ImportError:  # installed package older than the source tree: load cli.py from the source
+    motes.__path__.append(str(_SRC))
+    import motes.cli as cli
+    _FROM_SOURCE = True
+
+main = cli.main
+
+N = 60_000
+SEED = 3
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def run(capsys, *argv):
+    """Runs the CLI in-process; returns (status, stdout, stderr)."""
+    status = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.fixture(scope="module")
+def vpic(tmp_path_factory):
+    """A vpic dataset written by `motes generate`, and the same data from motes.synth."""
+    path = tmp_path_factory.mktemp("cli") / "vpic.motes"
+    assert main(["generate", "vpic", str(N), str(path), "--seed", str(SEED), "--with-id", "--time", "0.5",
+                 "--no-progress"]) == 0
+    data = motes.synth.generate("vpic", N, seed=SEED, with_id=True)
+    return path, data
+
+
+def ids_where(data, mask):
+    return set(data["id"][mask].tolist())
+
+
+def f64(data, name):
+    return data[name].astype(np.float64)
+
+
+WHERE = "energy > 0.3 and q < 0"
+
+
+def brute(data):
+    """The WHERE query by brute force (comparisons are exact in float64, like the engine's)."""
+    return (f64(data, "energy") > 0.3) & (f64(data, "q") < 0)
+
+
+# --------------------------------------------------------------------------------------------------
+# write -> info
+# --------------------------------------------------------------------------------------------------
+def test_write_npz_csv_parquet_then_info(tmp_path, capsys):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    rng = np.random.default_rng(1)
+    n = 20_000
+    cols = {"x": rng.random(n), "y": rng.random(n), "z": rng.random(n),
+            "energy": rng.exponential(1.0, n).astype(np.float32),
+            "flag": rng.random(n) < 0.5, "id": np.arange(n, dtype=np.uint64)}
+    npz = tmp_path / "in.npz"
+    np.savez(npz, **cols)
+    ds = tmp_path / "w.motes"
+
+    status, out, err = run(capsys, "write", ds, npz, "--time", "1.5", "--index", "energy=quantile",
+                           "--unit", "energy=keV")
+    assert status == 0, err
+    assert "20,000" in out and "step 0" in out and "particles/s" in out
+
+    df = pd.DataFrame({k: v[: n // 2] for k, v in cols.items()})
+    df.to_csv(tmp_path / "in.csv", index=False)
+    status, out, err = run(capsys, "write", ds, tmp_path / "in.csv", "--time", "2.5")  # next step: 1
+    assert status == 0, err
+    assert "step 1" in out
+
+    df.iloc[: n // 4].to_parquet(tmp_path / "in.parquet")
+    status, out, err = run(capsys, "write", ds, tmp_path / "in.parquet", "--step", "7", "--species", "ions")
+    assert status == 0, err
+
+    status, out, err = run(capsys, "info", ds, "--json", "--all")
+    assert status == 0, err
+    info = json.loads(out)
+    assert info["step_count"] == 3
+    assert [s["index"] for s in info["steps"]] == [0, 1, 7]
+    assert [s["time"] for s in info["steps"]] == [1.5, 2.5, 0.0]
+    assert info["steps"][0]["species"]["particles"]["count"] == n
+    assert info["steps"][1]["species"]["particles"]["count"] == n // 2
+    assert info["steps"][2]["species"]["ions"]["count"] == n // 4
+    assert info["particle_count"] == n + n // 2 + n // 4
+    assert info["species"] == ["ions", "particles"]
+    first = info["files"][0]
+    assert first["count"] == n
+    byname = {c["name"]: c for c in first["columns"]}
+    assert list(byname) == ["x", "y", "z", "energy", "flag", "id"]
+    assert byname["flag"]["dtype"] == "u8" and byname["x"]["dtype"] == "f64"
+    assert byname["energy"]["index"] == "quantile" and byname["energy"]["unit"] == "keV"
+    assert byname["id"]["min"] == 0 and byname["id"]["max"] == n - 1
+    sz = first["sizes"]
+    assert sz["file_bytes"] >= sz["data_bytes"] > 0
+    assert sz["overhead_percent"] == pytest.approx(100.0 * (sz["file_bytes"] - sz["data_bytes"]) / sz["data_bytes"])
+    assert first["levels"] >= 1 and first["nodes"] >= 1
+    assert np.all(np.array(first["bounds"]["min"]) <= np.array(first["bounds"]["max"]))
+
+    # the data round-trip (file order differs: compare by id); npz is exact, csv text is parsed as float64
+    back = motes.open(ds).query(step=0)
+    order = np.argsort(back["id"])
+    np.testing.assert_array_equal(back["energy"][order], cols["energy"])
+    np.testing.assert_array_equal(back["x"][order], cols["x"])
+    np.testing.assert_array_equal(back["flag"][order], cols["flag"].astype(np.uint8))
+    back = motes.open(ds).query(step=1)
+    order = np.argsort(back["id"])
+    assert back["energy"].dtype == np.float64
+    np.testing.assert_array_equal(back["energy"][order].astype(np.float32), cols["energy"][: n // 2])
+    np.testing.assert_array_equal(back["x"][order], cols["x"][: n // 2])
+    np.testing.assert_array_equal(back["flag"][order], cols["flag"][: n // 2].astype(np.uint8))
+
+    status, out, err = run(capsys, "info", ds)  # human-readable: last step, one species
+    assert status == 0, err
+    assert "ions" in out and "overhead" in out and "levels" in out and "dtype" in out
+
+
+def test_write_rejects_bad_inputs(tmp_path, capsys):
+    pd = pytest.importorskip("pandas")
+    n = 100
+    df = pd.DataFrame({"x": np.zeros(n), "y": np.zeros(n), "z": np.zeros(n), "label": ["a"] * n})
+    df.to_csv(tmp_path / "s.csv", index=False)
+    status, _, err = run(capsys, "write", tmp_path / "a.motes", tmp_path / "s.csv")
+    assert status == 2 and "'label'" in err and "Traceback" not in err
+
+    np.savez(tmp_path / "noz.npz", x=np.zeros(n), y=np.zeros(n))
+    status, _, err = run(capsys, "write", tmp_path / "b.motes", tmp_path / "noz.npz")
+    assert status == 2 and "z" in err and "missing" in err
+
+    status, _, err = run(capsys, "write", tmp_path / "c.motes", tmp_path / "absent.npz")
+    assert status == 1 and "absent.npz" in err
+
+    status, _, err = run(capsys, "write", tmp_path / "c.motes", tmp_path / "noz.npz", "--bogus")
+    assert status == 2
+
+
+def test_csv_without_pandas(vpic, tmp_path, capsys, monkeypatch):
+    """The numpy fallbacks for reading and writing csv (pandas missing)."""
+    path, data = vpic
+    monkeypatch.setitem(sys.modules, "pandas", None)  # `import pandas` now raises ImportError
+    status, out, err = run(capsys, "query", path, "--where", WHERE, "--columns", "x,y,z,id,energy",
+                           "--batch-size", "500", "-o", tmp_path / "q.csv")
+    assert status == 0, err
+    status, out, err = run(capsys, "write", tmp_path / "r.motes", tmp_path / "q.csv")
+    assert status == 0, err
+    back = motes.open(tmp_path / "r.motes").query()
+    assert set(back["id"].tolist()) == ids_where(data, brute(data))
+    order, ref = np.argsort(back["id"]), np.argsort(data["id"])
+    sel = np.sort(back["id"]).astype(np.int64)
+    np.testing.assert_array_equal(back["energy"][order].astype(np.float32), data["energy"][ref][sel])
+    np.testing.assert_array_equal(back["x"][order].astype(np.float32), data["x"][ref][sel])
+
+
+# --------------------------------------------------------------------------------------------------
+# query
+# --------------------------------------------------------------------------------------------------
+def test_query_outputs_match_brute_force(vpic, tmp_path, capsys):
+    pd = pytest.importorskip("pandas")
+    pq = pytest.importorskip("pyarrow.parquet")
+    path, data = vpic
+    expected = ids_where(data, brute(data))
+    assert 0 < len(expected) < N
+
+    status, out, err = run(capsys, "query", path, "--where", WHERE, "-o", tmp_path / "q.npz")
+    assert status == 0, err
+    with np.load(tmp_path / "q.npz") as z:
+        assert sorted(z.files) == sorted(data)
+        assert set(z["id"].tolist()) == expected
+        assert len(z["id"]) == len(expected)
+        # values travel with their ids
+        order = np.argsort(z["id"])
+        sel = np.sort(np.fromiter(expected, dtype=np.uint64))
+        np.testing.assert_array_equal(z["energy"][order], data["energy"][np.argsort(data["id"])][sel])
+
+    status, out, err = run(capsys, "query", path, "--where", WHERE, "--columns", "id,energy",
+                           "--batch-size", "1000", "-o", tmp_path / "q.csv")
+    assert status == 0, err
+    df = pd.read_csv(tmp_path / "q.csv")
+    assert list(df.columns) == ["id", "energy"]
+    assert set(df["id"].tolist()) == expected and len(df) == len(expected)
+
+    status, out, err = run(capsys, "query", path, "--where", WHERE, "--batch-size", "777",
+                           "-o", tmp_path / "q.parquet")
+    assert status == 0, err
+    t = pq.read_table(tmp_path / "q.parquet")
+    assert t.num_rows == len(expected)
+    assert set(t.column("id").to_pylist()) == expected
+
+    # box (inclusive) + expression, npz
+    box = (60.0, 45.0, 0.0, 100.0, 55.0, 25.0)
+    mask = brute(data)
+    for a, lo, hi in zip("xyz", box[:3], box[3:]):
+        mask &= (f64(data, a) >= lo) & (f64(data, a) <= hi)
+    status, out, err = run(capsys, "query", path, "--where", WHERE, "--box", *box, "-o", tmp_path / "b.npz")
+    assert status == 0, err
+    with np.load(tmp_path / "b.npz") as z:
+        assert set(z["id"].tolist()) == ids_where(data, mask)
+
+    # an empty result still writes valid files
+    status, out, err = run(capsys, "query", path, "--where", "energy > 1e9", "-o", tmp_path / "e.parquet")
+    assert status == 0, err
+    assert pq.read_table(tmp_path / "e.parquet").num_rows == 0
+    status, out, err = run(capsys, "query", path, "--where", "energy > 1e9", "-o", tmp_path / "e.csv")
+    assert status == 0, err
+    assert len(pd.read_csv(tmp_path / "e.csv")) == 0
+
+
+def test_query_print_count_limit_quality(vpic, tmp_path, capsys):
+    path, data = vpic
+    n_expected = int(brute(data).sum())
+
+    status, out, err = run(capsys, "query", path, "--where", WHERE, "--count")
+    assert status == 0, err
+    assert out.strip() == str(n_expected)
+
+    status, out, err = run(capsys, "query", path, "--where", WHERE, "--limit", "5", "--columns", "id,x,energy")
+    assert status == 0, err
+    lines = out.strip().splitlines()
+    assert lines[0].split() == ["id", "x", "energy"]
+    assert len(lines) == 2 + 5 + 1  # header, rule, rows, summary
+    assert f"{n_expected:,} of {N:,}" in lines[-1]
+
+    status, out, err = run(capsys, "query", path, "--where", WHERE, "--limit", "3", "-o", tmp_path / "l.npz")
+    assert status == 0, err
+    with np.load(tmp_path / "l.npz") as z:
+        assert len(z["id"]) == 3 and set(z["id"].tolist()) <= ids_where(data, brute(data))
+
+    status, out, err = run(capsys, "query", path, "--quality", "0.25", "--count")
+    assert status == 0, err
+    assert 0 < int(out) < N
+    status, out, err = run(capsys, "query", path, "--quality-range", "0.25", "1", "--count")
+    assert status == 0, err
+    q = int(out)
+    status, out, err = run(capsys, "query", path, "--quality", "0.25", "--count")
+    assert int(out) + q == N
+
+
+# --------------------------------------------------------------------------------------------------
+# hist
+# --------------------------------------------------------------------------------------------------
+def test_hist_1d_plot_and_npz(vpic, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    path, data = vpic
+    status, out, err = run(capsys, "hist", path, "energy", "--bins", "50", "--where", "q > 0",
+                           "--plot", tmp_path / "e.png", "-o", tmp_path / "e.npz", "--log")
+    assert status == 0, err
+    assert "non-empty bins" in out and "#" in out
+    assert (tmp_path / "e.png").read_bytes()[:8] == PNG_SIGNATURE
+    mask = f64(data, "q") > 0
+    e = f64(data, "energy")[mask]
+    with np.load(tmp_path / "e.npz") as z:
+        edges = z["edges"]
+        assert len(edges) == 51
+        assert edges[0] == e.min() and edges[-1] == e.max()
+        ref, _ = np.histogram(e, bins=edges)
+        np.testing.assert_array_equal(z["counts"], ref)
+    assert f"total {int(mask.sum()):,}" in out
+
+    # weights, explicit range, csv output
+    status, out, err = run(capsys, "hist", path, "x", "--bins", "20", "--range", "50", "150",
+                           "--weights", "energy", "-o", tmp_path / "w.csv")
+    assert status == 0, err
+    tab = np.loadtxt(tmp_path / "w.csv", delimiter=",", skiprows=1)
+    ref, ref_edges = np.histogram(f64(data, "x"), bins=20, range=(50, 150), weights=f64(data, "energy"))
+    np.testing.assert_allclose(tab[:, 2], ref, rtol=1e-9)
+    np.testing.assert_array_equal(tab[:, 0], ref_edges[:-1])
+
+
+def test_hist_2d_plot_and_npz(vpic, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    path, data = vpic
+    box = (0.0, 0.0, 0.0, 200.0, 100.0, 25.0)
+    status, out, err = run(capsys, "hist", path, "x", "y", "--bins", "40", "30", "--yrange", "40", "60",
+                           "--box", *box, "--log", "--plot", tmp_path / "xy.png", "-o", tmp_path / "xy.npz")
+    assert status == 0, err
+    assert (tmp_path / "xy.png").read_bytes()[:8] == PNG_SIGNATURE
+    mask = np.ones(N, bool)
+    for a, lo, hi in zip("xyz", box[:3], box[3:]):
+        mask &= (f64(data, a) >= lo) & (f64(data, a) <= hi)
+    with np.load(tmp_path / "xy.npz") as z:
+        assert z["counts"].shape == (40, 30)
+        assert z["yedges"][0] == 40 and z["yedges"][-1] == 60
+        ref, _, _ = np.histogram2d(f64(data, "x")[mask], f64(data, "y")[mask], bins=(z["xedges"], z["yedges"]))
+        np.testing.assert_array_equal(z["counts"], ref.astype(np.int64))
+    assert "peak" in out
+
+
+# --------------------------------------------------------------------------------------------------
+# verify
+# --------------------------------------------------------------------------------------------------
+def test_verify_ok_then_corrupted(tmp_path, capsys):
+    path = tmp_path / "v.motes"
+    assert main(["generate", "uniform", "20k", str(path), "--no-progress"]) == 0
+    assert main(["generate", "uniform", "20k", str(path), "--seed", "1", "--no-progress"]) == 0
+    capsys.readouterr()
+
+    status, out, err = run(capsys, "verify", path, "--progress")
+    assert status == 0, err
+    assert out.startswith("OK") and "2 files" in out and "2 steps" in out
+
+    data_file = motes.open(path).file(step=1).path
+    assert pathlib.Path(data_file).parent.parent == path / "steps"
+    size = os.path.getsize(data_file)
+    with open(data_file, "r+b") as fh:
+        fh.seek(size // 2)
+        b = fh.read(1)
+        fh.seek(size // 2)
+        fh.write(bytes([b[0] ^ 0x5A]))
+
+    status, out, err = run(capsys, "verify", path, "--no-progress")
+    assert status == 1
+    assert "checksum" in err and "Traceback" not in err
+    assert not out.startswith("OK")
+
+
+# --------------------------------------------------------------------------------------------------
+# errors, version, help
+# --------------------------------------------------------------------------------------------------
+def test_user_errors(vpic, tmp_path, capsys):
+    path, _ = vpic
+    status, out, err = run(capsys, "query", path, "--where", "nosuch > 1")
+    assert status == 2
+    assert err.startswith("motes: error:") and "nosuch" in err
+
+    status, out, err = run(capsys, "query", path, "--where", "energy >> 1 and (")
+    assert status == 2 and err.startswith("motes: error:")
+
+    status, out, err = run(capsys, "hist", path, "energy", "--where", "energy <")
+    assert status == 2 and err.startswith("motes: error:")
+
+    status, out, err = run(capsys, "query", path, "--columns", "id,nosuch")
+    assert status == 2 and "nosuch" in err
+
+    status, out, err = run(capsys, "hist", path, "nosuch")
+    assert status == 2 and "nosuch" in err
+
+    status, out, err = run(capsys, "query", path, "--step", "99")
+    assert status == 2 and "99" in err
+
+    missing = tmp_path / "missing.motes"
+    for cmd in (["info", missing], ["query", missing, "--count"], ["verify", missing], ["hist", missing, "x"]):
+        status, out, err = run(capsys, *cmd)
+        assert status != 0
+        assert "missing.motes" in err and "Traceback" not in err
+
+    notds = tmp_path / "plain"
+    notds.mkdir()
+    status, out, err = run(capsys, "info", notds)
+    assert status != 0 and "not a motes dataset" in err
+
+    status, out, err = run(capsys, "query", path, "-o", tmp_path / "out.txt")
+    assert status == 2 and ".txt" in err
+
+    status, out, err = run(capsys, "query", path, "--quality", "2")
+    assert status == 2
+
+    status, out, err = run(capsys)  # no command
+    assert status == 2
+
+
+def test_version_and_help(capsys):
+    status, out, _ = run(capsys, "version")
+    assert status == 0 and motes.__version__ in out
+    status, out, _ = run(capsys, "--version")
+    assert status == 0 and motes.__version__ in out
+    for cmd in ("info", "write", "query", "hist", "verify", "generate", "version"):
+        status, out, _ = run(capsys, cmd, "--help")
+        assert status == 0 and "examples:" in out, cmd
+
+
+def test_python_m_help():
+    if _FROM_SOURCE:  # the installed package lacks cli.py: emulate `python -m motes.cli` from the source
+        code = ("import sys, runpy, motes; motes.__path__.append(sys.argv.pop(1)); "
+                "runpy.run_module('motes.cli', run_name='__main__', alter_sys=True)")
+        cmd = [sys.executable, "-c", code, str(_SRC), "--help"]
+    else:
+        cmd = [sys.executable, "-m", "motes.cli", "--help"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("usage: motes") and "query" in r.stdout and "examples:" in r.stdout
