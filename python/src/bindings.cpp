@@ -173,6 +173,7 @@ nb::dict counters_dict(const motes::QueryCounters& c) {
   d["nodes_whole"] = c.nodes_all;
   d["points_tested"] = c.points_tested;
   d["points_taken_whole"] = c.points_taken_whole;
+  d["scanned"] = c.scanned;
   return d;
 }
 

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <mutex>
 
 #include "motes/format/spec.hpp"
@@ -232,25 +236,77 @@ class Evaluator {
     return bool_[depth].data();
   }
 
-  template <class T, class Cmp>
-  static void compare_typed(const T* p, uint32_t m, double c, uint8_t* out, Cmp cmp) {
-    if constexpr (std::is_integral_v<T> && sizeof(T) == 8) {
-      long double lc = c;
-      for (uint32_t i = 0; i < m; ++i) out[i] = cmp((long double)p[i], lc);
+  // `v OP c` for v of type T and a double c, rewritten as an exactly equivalent
+  // comparison against a constant of type T (or a constant answer), so the loop
+  // compares native values and vectorises.
+  template <class T>
+  struct NativeCmp {
+    K kind;
+    T c{};
+    int constant = -1;  // -1: compare; 0: nothing matches; 1: everything matches
+  };
+
+  template <class T>
+  static NativeCmp<T> to_native(K kind, double c) {
+    if (std::isnan(c)) return {kind, T{}, kind == K::ne ? 1 : 0};
+    T below, above;  // the largest T <= c and the smallest T >= c
+    bool below_ok = true, above_ok = true;
+    if constexpr (std::is_floating_point_v<T>) {
+      T r = T(c);
+      below = above = r;
+      if (double(r) > c) below = std::nextafter(r, -std::numeric_limits<T>::infinity());
+      if (double(r) < c) above = std::nextafter(r, std::numeric_limits<T>::infinity());
     } else {
-      for (uint32_t i = 0; i < m; ++i) out[i] = cmp(double(p[i]), c);
+      using L = std::numeric_limits<T>;
+      long double f = std::floor((long double)c), u = std::ceil((long double)c);
+      below_ok = f >= (long double)L::min();  // otherwise no T is <= c
+      above_ok = u <= (long double)L::max();  // otherwise no T is >= c
+      below = f > (long double)L::max() ? L::max() : below_ok ? T(f) : L::min();
+      above = u < (long double)L::min() ? L::min() : above_ok ? T(u) : L::max();
+    }
+    bool exact = below_ok && above_ok && below == above;
+    switch (kind) {
+      case K::lt: return above_ok ? NativeCmp<T>{K::lt, above} : NativeCmp<T>{kind, T{}, 1};
+      case K::le: return below_ok ? NativeCmp<T>{K::le, below} : NativeCmp<T>{kind, T{}, 0};
+      case K::gt: return below_ok ? NativeCmp<T>{K::gt, below} : NativeCmp<T>{kind, T{}, 1};
+      case K::ge: return above_ok ? NativeCmp<T>{K::ge, above} : NativeCmp<T>{kind, T{}, 0};
+      case K::eq: return exact ? NativeCmp<T>{K::eq, below} : NativeCmp<T>{kind, T{}, 0};
+      default: return exact ? NativeCmp<T>{K::ne, below} : NativeCmp<T>{kind, T{}, 1};
     }
   }
 
-  template <class T, class Cmp>
-  static void compare_sparse(const T* p, const uint8_t* cand, uint32_t m, double c, uint8_t* out, Cmp cmp) {
-    for (uint32_t i = 0; i < m; ++i) {
-      if (!cand[i]) {
-        out[i] = 0;
-        continue;
-      }
-      if constexpr (std::is_integral_v<T> && sizeof(T) == 8) out[i] = cmp((long double)p[i], (long double)c);
-      else out[i] = cmp(double(p[i]), c);
+  // Bit i set when quantile code i of 64 lies in [lo, lo + span].
+  static uint64_t codes_in_range(const uint8_t* codes, uint8_t lo, uint8_t span) {
+#ifdef __SSE2__
+    const __m128i vlo = _mm_set1_epi8(char(lo)), vspan = _mm_set1_epi8(char(span));
+    uint64_t bits = 0;
+    for (int k = 0; k < 4; ++k) {
+      __m128i x = _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + 16 * k)), vlo);
+      __m128i in = _mm_cmpeq_epi8(_mm_min_epu8(x, vspan), x);  // unsigned x <= span
+      bits |= uint64_t(uint32_t(_mm_movemask_epi8(in))) << (16 * k);
+    }
+    return bits;
+#else
+    uint64_t bits = 0;
+    for (uint32_t i = 0; i < 64; ++i) bits |= uint64_t(uint8_t(codes[i] - lo) <= span) << i;
+    return bits;
+#endif
+  }
+
+  template <class T>
+  static void compare_typed(const T* __restrict p, uint32_t m, const NativeCmp<T>& nc, uint8_t* __restrict out) {
+    if (nc.constant >= 0) {
+      std::memset(out, nc.constant, m);
+      return;
+    }
+    const T c = nc.c;
+    switch (nc.kind) {
+      case K::lt: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] < c; break;
+      case K::le: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] <= c; break;
+      case K::gt: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] > c; break;
+      case K::ge: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] >= c; break;
+      case K::eq: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] == c; break;
+      default: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] != c; break;
     }
   }
 
@@ -275,30 +331,30 @@ class Evaluator {
       else if (kind == K::gt || kind == K::ge) lo = code;
       else lo = hi = code;
       if (lo > 0 || hi < 255) {
+        // Test exactly only the 64-point chunks whose codes admit a match.
         const uint8_t* codes = ci.codes + start;
-        uint8_t* cand = bool_buffer(depth + 1, m);
-        uint32_t any = 0;
-        for (uint32_t i = 0; i < m; ++i) {
-          uint8_t v = uint8_t(codes[i] >= lo) & uint8_t(codes[i] <= hi);
-          cand[i] = v;
-          any |= v;
-        }
-        if (!any) {
-          std::memset(out, 0, m);
-          return;
-        }
+        const uint8_t span = uint8_t(hi - lo);
         dispatch_dtype(ci.spec.dtype, [&](auto v) {
           using T = decltype(v);
           const T* p = static_cast<const T*>(ci.data) + start;
-          with_cmp(kind, [&](auto cmp) { compare_sparse(p, cand, m, c, out, cmp); });
+          const NativeCmp<T> nc = to_native<T>(kind, c);
+          // Only points whose code admits a match are loaded and tested.
+          uint32_t b = 0;
+          for (; b + 64 <= m; b += 64) {
+            std::memset(out + b, 0, 64);
+            for (uint64_t bits = codes_in_range(codes + b, lo, span); bits; bits &= bits - 1) {
+              uint32_t i = b + uint32_t(__builtin_ctzll(bits));
+              compare_typed(p + i, 1, nc, out + i);
+            }
+          }
+          if (b < m) compare_typed(p + b, m - b, nc, out + b);
         });
         return;
       }
     }
     dispatch_dtype(ci.spec.dtype, [&](auto v) {
       using T = decltype(v);
-      const T* p = static_cast<const T*>(ci.data) + start;
-      with_cmp(kind, [&](auto cmp) { compare_typed(p, m, c, out, cmp); });
+      compare_typed(static_cast<const T*>(ci.data) + start, m, to_native<T>(kind, c), out);
     });
   }
 
@@ -451,23 +507,26 @@ std::vector<Query::Task> Query::plan() {
   const ParticleFile& f = *file_;
   const Levels& lv = f.levels();
   const auto& nodes = f.nodes();
-  std::vector<Task> tasks;
   counters_ = {};
-  if (level_begin_ >= level_end_ || f.particle_count() == 0) return tasks;
-  auto runs_in_range = [&](uint32_t node, bool all) {
-    for (uint32_t r = lv.run_begin[node]; r < lv.run_begin[node + 1]; ++r) {
-      const Run& run = lv.runs[r];
-      if (run.level >= level_begin_ && run.level < level_end_) tasks.push_back({run.start, run.count, all});
-    }
-  };
+  if (level_begin_ >= level_end_ || f.particle_count() == 0) return {};
   if (!predicate_) {
     // Everything matches: the selected levels are one contiguous range.
-    tasks.push_back({lv.level_start[level_begin_], lv.level_start[level_end_] - lv.level_start[level_begin_], true});
-    counters_.points_taken_whole = tasks[0].count;
-    return tasks;
+    uint64_t b = lv.level_start[level_begin_], e = lv.level_start[level_end_];
+    counters_.points_taken_whole = e - b;
+    return {Task{b, e - b, true}};
   }
+  // Runs of one level are met in preorder, which is their file order, so
+  // bucketing tasks by level yields them sorted by position without a sort.
+  std::vector<std::vector<Task>> by_level(level_end_);
+  auto take_runs = [&](uint32_t node, bool all) {
+    for (uint32_t r = lv.run_begin[node]; r < lv.run_begin[node + 1]; ++r) {
+      const Run& run = lv.runs[r];
+      if (run.level < level_begin_ || run.level >= level_end_) continue;
+      by_level[run.level].push_back({run.start, run.count, all});
+      (all ? counters_.points_taken_whole : counters_.points_tested) += run.count;
+    }
+  };
   Pruner pruner(f);
-  std::vector<Run> whole;  // runs of subtrees that match entirely, merged per level below
   for (uint32_t i = 0; i < nodes.size();) {
     if (lv.subtree_count[i] == 0 || lv.depth[i] >= level_end_) {
       i = lv.subtree_end[i];
@@ -480,27 +539,48 @@ std::vector<Query::Task> Query::plan() {
       i = lv.subtree_end[i];
     } else if (t == Tri::all) {
       ++counters_.nodes_all;
-      whole.clear();
-      for (uint32_t k = i; k < lv.subtree_end[i]; ++k)
-        for (uint32_t r = lv.run_begin[k]; r < lv.run_begin[k + 1]; ++r)
-          if (lv.runs[r].level >= level_begin_ && lv.runs[r].level < level_end_) whole.push_back(lv.runs[r]);
-      std::sort(whole.begin(), whole.end(), [](const Run& a, const Run& b) { return a.start < b.start; });
-      for (const Run& r : whole) {
-        if (!tasks.empty() && tasks.back().all && tasks.back().start + tasks.back().count == r.start)
-          tasks.back().count += r.count;
-        else
-          tasks.push_back({r.start, r.count, true});
-        counters_.points_taken_whole += r.count;
-      }
+      for (uint32_t k = i; k < lv.subtree_end[i]; ++k) take_runs(k, true);
       i = lv.subtree_end[i];
     } else {
-      runs_in_range(i, false);
+      take_runs(i, false);
       ++i;
     }
   }
-  for (const Task& t : tasks)
-    if (!t.all) counters_.points_tested += t.count;
-  return tasks;
+  // When the index leaves much to test, the tested runs are scattered over the
+  // file and each costs a cache miss; one sequential pass over the selected
+  // levels is cheaper. The exact test decides every point either way.
+  const uint64_t range_begin = lv.level_start[level_begin_], range = lv.level_start[level_end_] - range_begin;
+  if (counters_.points_tested > range / 8) {
+    counters_.scanned = true;
+    std::vector<Task> blocks;
+    for (uint64_t b = 0; b < range; b += kScanBlock) blocks.push_back({range_begin + b, std::min(kScanBlock, range - b), false});
+    return blocks;
+  }
+  return coalesce(by_level);
+}
+
+// Concatenates the levels' tasks (each sorted, levels ascending: file order) and
+// joins nearby runs that need testing into blocks: fewer, longer loops over
+// contiguous memory. Points in the gaps lie inside the selected levels (one
+// contiguous file range) in pruned nodes, so the exact test rejects them;
+// runs taken whole are joined only with adjacent whole runs.
+std::vector<Query::Task> Query::coalesce(const std::vector<std::vector<Task>>& by_level) {
+  constexpr uint64_t kMaxGap = 64;
+  std::vector<Task> out;
+  for (const auto& level : by_level) {
+    for (const Task& t : level) {
+      if (!out.empty() && out.back().all == t.all) {
+        Task& b = out.back();
+        uint64_t end = b.start + b.count;
+        if (t.all ? end == t.start : (t.start - end <= kMaxGap && t.start + t.count - b.start <= kScanBlock)) {
+          b.count = t.start + t.count - b.start;
+          continue;
+        }
+      }
+      out.push_back(t);
+    }
+  }
+  return out;
 }
 
 size_t Query::run(const Sink& sink) {
@@ -535,6 +615,11 @@ size_t Query::run(const Sink& sink) {
       uint32_t m = uint32_t(t.count);
       ev->eval(t.start, m, mask.data());
       for (uint32_t i = 0; i < m;) {
+        uint64_t word;
+        if (i + 8 <= m && (std::memcpy(&word, mask.data() + i, 8), word == 0)) {
+          i += 8;
+          continue;
+        }
         if (!mask[i]) {
           ++i;
           continue;

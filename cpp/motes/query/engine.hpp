@@ -31,6 +31,7 @@ struct Segment {
 struct QueryCounters {
   uint64_t nodes_visited = 0, nodes_pruned = 0, nodes_all = 0;
   uint64_t points_tested = 0, points_taken_whole = 0;
+  bool scanned = false;  // the index pruned too little: the selected levels were scanned in order
 };
 
 class Query {
@@ -61,6 +62,8 @@ class Query {
   QueryCounters counters_;
 
   std::vector<Task> plan();
+  static constexpr uint64_t kScanBlock = 1 << 14;  // points per block of tested runs
+  static std::vector<Task> coalesce(const std::vector<std::vector<Task>>& by_level);
 };
 
 // A materialised selection: segments in traversal order with running offsets.
