@@ -74,7 +74,7 @@ decltype(auto) dispatch_dtype(DType t, F&& f) {
 // How a column's values are indexed beyond per-node min/max and the 32-bin bitmap.
 enum class FineIndex : uint8_t {
   none = 0,      // 32 equal-width bins per node only
-  quantile = 1,  // plus per-leaf bitmaps over quantile bins (for spatially incoherent columns)
+  quantile = 1,  // plus a u8 quantile code per point (for spatially incoherent columns)
   automatic = 255,  // writer decides from the data (never stored on disk)
 };
 

@@ -154,7 +154,7 @@ class Writer:
     def __init__(self, path: Union[str, os.PathLike], *, leaf_size: int = 512, lod_count: int = 8,
                  treelet_size: int = 65536, threads: int = 0, sync: bool = True, progress: bool = False):
         self.path = os.fspath(path)
-        self._core = _core.DatasetCore.create(self.path)
+        self._core = None  # created with the first step, once its columns passed validation
         self._cfg = _WriteConfig(leaf_size, lod_count, treelet_size, threads, sync)
         self._progress = progress
 
@@ -173,6 +173,8 @@ class Writer:
             attrs_json = json.dumps(dict(attributes or {}))
         except TypeError as e:
             raise UsageError(f"step attributes must be JSON-serialisable: {e}") from None
+        if self._core is None:
+            self._core = _core.DatasetCore.create(self.path)
         bar = _Progress(self._progress, f"step {step}")
         try:
             return self._core.append_step(int(step), float(time), attrs_json, payload, progress=bar.callback(),
@@ -398,9 +400,9 @@ class Dataset:
         Raises FormatError naming the first bad file and block; returns counts."""
         files = 0
         for st in self._steps:
-            for sp in st.species.values():
+            for name, sp in st.species.items():
                 f = _core.File.open(sp["path"])
-                bar = _Progress(progress, os.path.basename(sp["path"]))
+                bar = _Progress(progress, f"step {st.index} {name}")
                 try:
                     f.verify_data(None if not progress else (lambda d, t: bar("verify", d, t)))
                 finally:

@@ -184,9 +184,9 @@ NB_MODULE(_core, m) {
 
   static nb::object usage_error, format_error, motes_error;
   motes_error = nb::borrow(PyErr_NewException("motes.MotesError", PyExc_Exception, nullptr));
-  usage_error = nb::borrow(PyErr_NewException("motes.UsageError", PyExc_ValueError, nullptr));
   {
     nb::object bases = nb::make_tuple(motes_error, nb::handle(PyExc_ValueError));
+    usage_error = nb::borrow(PyErr_NewException("motes.UsageError", bases.ptr(), nullptr));
     format_error = nb::borrow(PyErr_NewException("motes.FormatError", bases.ptr(), nullptr));
   }
   m.attr("MotesError") = motes_error;

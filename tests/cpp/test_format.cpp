@@ -243,5 +243,5 @@ TEST(Dataset, AppendsStepsAndSurvivesReopen) {
   Dataset d2 = Dataset::open(dir);
   EXPECT_THROW(d2.append_step(9, 1.0, nlohmann::json::object(), {{"electrons", b.views()}}, small_options()), UsageError);
   EXPECT_EQ(Dataset::open(dir).steps().size(), 2u);
-  EXPECT_THROW(Dataset::open(test::temp_path("nowhere.motes")), UsageError);
+  EXPECT_THROW(Dataset::open(test::temp_path("nowhere.motes")), Error);
 }

@@ -108,8 +108,8 @@ def test_write_killed_midway_leaves_earlier_steps_intact(tmp_path):
         def die(stage, done, total):
             if stage == "columns" and done >= 1:
                 os._exit(17)   # the process dies in the middle of writing step 1
-        w = motes.Writer({str(path)!r})
-        w._core.append_step(1, 1.0, "{{}}", [("particles", motes.dataset._column_tuples(cols, None, None))],
+        core = motes._core.DatasetCore.open({str(path)!r})
+        core.append_step(1, 1.0, "{{}}", [("particles", motes.dataset._column_tuples(cols, None, None))],
                             progress=die)
     """)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)

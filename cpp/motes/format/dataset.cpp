@@ -1,6 +1,7 @@
 #include "motes/format/dataset.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -31,6 +32,12 @@ DType dtype_from_name(const std::string& s) {
   throw FormatError("unknown dtype '" + s + "' in manifest");
 }
 
+FineIndex fine_from_name(const std::string& s) {
+  if (s == "quantile") return FineIndex::quantile;
+  if (s == "none") return FineIndex::none;
+  throw FormatError("unknown index kind '" + s + "' in manifest");
+}
+
 bool valid_species_name(const std::string& s) {
   if (s.empty() || s.size() > 128) return false;
   for (char c : s)
@@ -53,6 +60,7 @@ Dataset Dataset::open(const std::string& dir) {
   Dataset d;
   d.dir_ = dir;
   fs::path mpath = fs::path(dir) / kManifest;
+  if (!fs::exists(dir)) throw Error("no such dataset: '" + dir + "' does not exist");
   std::ifstream in(mpath);
   if (!in) {
     if (fs::is_regular_file(dir)) throw UsageError("'" + dir + "' is a file, not a dataset directory (NAME.motes/)");
@@ -83,12 +91,14 @@ Dataset Dataset::open(const std::string& dir) {
         e.bounds = box_from(sp.at("bounds"));
         for (const json& c : sp.at("columns")) {
           ColumnSpec cs{c.at("name").get<std::string>(), dtype_from_name(c.at("dtype").get<std::string>()),
-                        c.value("fine", std::string("none")) == "quantile" ? FineIndex::quantile : FineIndex::none,
+                        fine_from_name(c.value("fine", std::string("none"))),
                         c.value("unit", std::string())};
           e.columns.push_back(std::move(cs));
         }
         st.species.push_back(std::move(e));
       }
+      for (const StepEntry& other : d.steps_)
+        if (other.index == st.index) throw FormatError("step " + std::to_string(st.index) + " is listed twice");
       d.steps_.push_back(std::move(st));
     }
   } catch (const json::exception& e) {
@@ -105,6 +115,7 @@ Dataset Dataset::create(const std::string& dir) {
   if (fs::exists(dir) && !fs::is_empty(dir))
     throw UsageError("'" + dir + "' is a non-empty directory without a motes manifest; refusing to write into it");
   fs::create_directories(dir);
+  sync_directory(fs::absolute(dir).parent_path().string());
   Dataset d;
   d.dir_ = dir;
   d.save(true);
@@ -138,6 +149,7 @@ const StepEntry& Dataset::append_step(int64_t index, double time, const json& at
     if (s.index == index) throw UsageError("step " + std::to_string(index) + " already exists in '" + dir_ + "'");
   if (species.empty()) throw UsageError("a step needs at least one species");
   if (!attributes.is_object()) throw UsageError("step attributes must be a JSON object");
+  if (!std::isfinite(time)) throw UsageError("step time must be a finite number, got " + std::to_string(time));
   for (size_t i = 0; i < species.size(); ++i) {
     if (!valid_species_name(species[i].first))
       throw UsageError("species name '" + species[i].first + "' is invalid (letters, digits, '_', '-', '.')");
@@ -153,7 +165,11 @@ const StepEntry& Dataset::append_step(int64_t index, double time, const json& at
     SpeciesEntry e;
     e.name = name;
     e.file = species_file_name(index, name);
-    fs::create_directories((fs::path(dir_) / e.file).parent_path());
+    fs::path step_dir = (fs::path(dir_) / e.file).parent_path();
+    if (!fs::exists(step_dir)) {
+      fs::create_directories(step_dir);
+      if (options.sync) sync_directory(step_dir.parent_path().string()), sync_directory(step_dir.parent_path().parent_path().string());
+    }
     WriteSummary ws = write_particle_file(path_of(e), cols, options);
     e.count = ws.particle_count;
     e.bounds = ws.bounds;

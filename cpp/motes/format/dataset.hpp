@@ -35,7 +35,8 @@ class Dataset {
  public:
   static constexpr const char* kManifest = "manifest.json";
 
-  // Opens an existing dataset; FormatError when the manifest is missing or invalid.
+  // Opens an existing dataset: Error when `dir` does not exist, UsageError when it holds
+  // no manifest, FormatError when the manifest is invalid.
   static Dataset open(const std::string& dir);
   // Opens `dir` for appending, creating it (and an empty manifest) when absent.
   static Dataset create(const std::string& dir);

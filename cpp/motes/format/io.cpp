@@ -82,8 +82,9 @@ void sync_directory(const std::string& dir) {
   std::string d = dir.empty() ? "." : dir;
   int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) throw_errno("cannot open directory", d);
-  ::fsync(fd);
+  int rc = ::fsync(fd);
   ::close(fd);
+  if (rc != 0) throw_errno("cannot sync directory", d);
 }
 
 }  // namespace motes

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <set>
 
 #include "motes/format/io.hpp"
 #include "motes/format/spec.hpp"
@@ -126,7 +127,9 @@ void ParticleFile::parse() {
   if (h.file_size != size_)
     fail("file is " + std::to_string(size_) + " bytes but its header says " + std::to_string(h.file_size) +
          (size_ < h.file_size ? " (truncated)" : " (trailing bytes)"));
+  if (h.header_bytes != spec::kHeaderBytes) fail("header size " + std::to_string(h.header_bytes) + " is not " + std::to_string(spec::kHeaderBytes));
   count_ = h.particle_count;
+  if (count_ > size_) fail("particle count " + std::to_string(count_) + " cannot fit in a " + std::to_string(size_) + "-byte file");
   lod_count_ = h.lod_count;
   leaf_size_ = h.leaf_size;
   block_bytes_ = h.block_bytes;
@@ -151,8 +154,14 @@ void ParticleFile::parse() {
     if (kCheckSums && !bulk && spec::checksum(map_ + e.offset, e.length) != e.checksum)
       fail(kind_name(e.kind) + " section checksum mismatch" +
            (e.column != spec::kNoColumn ? " (column " + std::to_string(e.column) + ")" : ""));
-    if (e.kind == spec::kSchema) schema = &e;
-    if (e.kind == spec::kNodes) nodes = &e;
+    if (e.kind == spec::kSchema) {
+      if (schema) fail("schema section appears twice");
+      schema = &e;
+    }
+    if (e.kind == spec::kNodes) {
+      if (nodes) fail("nodes section appears twice");
+      nodes = &e;
+    }
   }
   if (!schema) fail("schema section is missing");
   if (!nodes) fail("nodes section is missing");
@@ -177,7 +186,12 @@ void ParticleFile::parse() {
     c.spec.name.assign(reinterpret_cast<const char*>(p), name_len);
     c.spec.unit.assign(reinterpret_cast<const char*>(p + name_len), unit_len);
     p += name_len + unit_len;
+    for (const ColumnIndex& other : columns_) {
+      if (&other == &c) break;
+      if (other.spec.name == c.spec.name) fail("schema names column '" + c.spec.name + "' twice");
+    }
   }
+  if (p != end) fail("schema section has " + std::to_string(end - p) + " trailing bytes");
   for (const char* axis : {"x", "y", "z"}) {
     if (!has_column(axis)) fail(std::string("position column '") + axis + "' is missing");
     DType t = columns_[column(axis)].spec.dtype;
@@ -196,12 +210,13 @@ void ParticleFile::parse() {
   }
   if (levels_.level_count() != h.level_count) fail("level count does not match the node tree");
   for (const TreeNode& tn : nodes_)
-    if (tn.is_leaf() && tn.own_count > leaf_size_ && nodes_.size() > 1) fail("a leaf holds more points than the leaf size");
+    if (tn.is_leaf() && tn.own_count > leaf_size_) fail("a leaf holds more points than the leaf size");
 
   // Per-column sections.
   const uint64_t nn = nodes_.size();
   stats_.file_bytes = size_;
   uint64_t accounted = spec::kHeaderBytes + table_bytes;
+  std::set<std::pair<uint32_t, uint32_t>> seen_sections;
   for (size_t ti = 0; ti < table.size(); ++ti) {
     const spec::SectionEntry& e = table[ti];
     accounted += e.length;
@@ -211,6 +226,8 @@ void ParticleFile::parse() {
     if (e.column >= columns_.size()) fail(kind_name(e.kind) + " section names column " + std::to_string(e.column));
     ColumnIndex& c = columns_[e.column];
     size_t sz = dtype_size(c.spec.dtype);
+    if (!seen_sections.insert({e.kind, e.column}).second)
+      fail(kind_name(e.kind) + " section of column '" + c.spec.name + "' appears twice");
     const unsigned char* s = map_ + e.offset;
     const std::string col = " of column '" + c.spec.name + "'";
     switch (e.kind) {
@@ -224,7 +241,10 @@ void ParticleFile::parse() {
         Bulk b{kind_name(e.kind) + col, e.offset, e.length, codes ? block_bytes_ / sz : block_bytes_, {}};
         const spec::SectionEntry* sums = nullptr;
         for (const spec::SectionEntry& t : table)
-          if (t.kind == spec::kBlockSums && t.column == ti) sums = &t;
+          if (t.kind == spec::kBlockSums && t.column == ti) {
+            if (sums) fail("block checksums" + col + " appear twice");
+            sums = &t;
+          }
         if (!sums) fail("block checksums" + col + " are missing");
         uint64_t blocks = (e.length + b.block_bytes - 1) / b.block_bytes;
         if (sums->length != blocks * 8) fail("block checksums" + col + " have the wrong length");

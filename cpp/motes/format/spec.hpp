@@ -1,6 +1,7 @@
 // Byte-level constants of the particle file format; docs/format.md is the normative text.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #define XXH_INLINE_ALL
@@ -8,13 +9,14 @@
 
 namespace motes::spec {
 
+static_assert(std::endian::native == std::endian::little, "the format is little-endian; this port needs byte swapping");
+
 inline constexpr char kMagic[8] = {'M', 'O', 'T', 'E', 'S', 'P', 'R', 'T'};
 inline constexpr uint16_t kVersionMajor = 1;
 inline constexpr uint16_t kVersionMinor = 0;
 inline constexpr uint64_t kPage = 4096;
 inline constexpr uint32_t kHeaderBytes = 256;        // checksummed header prefix
 inline constexpr uint32_t kHeaderChecksumAt = 248;   // u64 XXH3 of bytes [0, 248)
-inline constexpr uint32_t kDefaultBlockBytes = 1u << 20;
 inline constexpr uint32_t kBitmapBins = 32;
 inline constexpr uint32_t kFineBins = 256;           // quantile codes are u8
 inline constexpr uint32_t kNoColumn = 0xFFFFFFFFu;

@@ -271,6 +271,7 @@ std::string encode_schema(const std::vector<ColumnPlan>& plans) {
 }  // namespace
 
 void validate_columns(const std::vector<ColumnView>& columns) {
+  if (columns.size() > 65535) throw UsageError("too many columns (" + std::to_string(columns.size()) + ", at most 65535)");
   std::set<std::string> seen;
   for (const ColumnView& c : columns) {
     if (!is_identifier(c.spec.name))

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <boost/sort/sort.hpp>
 #include <cmath>
+#include <limits>
 #include <numeric>
+#include <thread>
 #include <string>
 
 #include "motes/util/parallel.hpp"
@@ -19,6 +21,7 @@ struct Coordinate {
   bool is_f32;
   explicit Coordinate(const ColumnView& c)
       : base(static_cast<const char*>(c.data)), stride(c.stride()), is_f32(c.spec.dtype == DType::f32) {}
+  void prefetch(uint64_t row) const { __builtin_prefetch(base + int64_t(row) * stride); }
   double operator[](uint64_t row) const {
     const char* p = base + int64_t(row) * stride;
     return is_f32 ? double(*reinterpret_cast<const float*>(p)) : *reinterpret_cast<const double*>(p);
@@ -36,14 +39,22 @@ inline uint64_t spread_bits_3d(uint64_t v) {
   return v;
 }
 
+// Sort keys: a Morton code and the input row. Below 2^32 rows both pack into
+// one u64 (the code's top 32 bits above the row), which sorts much faster; the
+// shallow tree only needs the top bits, the treelets split on coordinates.
 struct KeyedRow {
-  uint64_t code;
+  uint64_t code;  // 63-bit Morton code
   uint64_t row;
   bool operator<(const KeyedRow& o) const { return code < o.code || (code == o.code && row < o.row); }
 };
+inline uint64_t code_bits(const KeyedRow& k) { return k.code << 1; }  // top Morton bit at bit 63
+inline uint64_t row_of(const KeyedRow& k) { return k.row; }
+inline uint64_t code_bits(uint64_t packed) { return packed & ~uint64_t(0xFFFFFFFF); }
+inline uint64_t row_of(uint64_t packed) { return packed & 0xFFFFFFFF; }
+inline int lowest_code_bit(const KeyedRow&) { return 1; }
+inline int lowest_code_bit(uint64_t) { return 32; }
 
 constexpr int kMortonBits = 21;
-constexpr int kTopBit = 3 * kMortonBits - 1;
 
 // Index order that makes every prefix of a leaf an evenly spread sample of it
 // (bit reversal of positions along the space-filling order).
@@ -59,29 +70,36 @@ void append_stratified(const uint64_t* rows, uint32_t n, std::vector<uint64_t>& 
 
 // Builds one treelet: a median-split k-d tree over points kept in space-filling
 // order (partitions are stable), each inner node taking K stratified LOD points.
+// Points move between two buffers, one level to the next (no copying back).
+template <class P>
 class TreeletBuilder {
  public:
   std::vector<TreeNode> nodes;
   std::vector<uint64_t> own;  // own rows of each node, in node order
 
-  TreeletBuilder(const LayoutOptions& o, const Coordinate* axes) : opt_(o), axes_(axes) {}
+  TreeletBuilder(const LayoutOptions& o, const Coordinate* axes) : opt_(&o), axes_(axes) {}
 
   void build(std::vector<uint64_t>&& rows) {
-    rows_ = std::move(rows);
-    uint64_t n = rows_.size();
+    const uint64_t n = rows.size();
+    rows_[0] = std::move(rows);
+    rows_[1].resize(n);
+    P lo[3], hi[3];
     for (int a = 0; a < 3; ++a) {
-      pos_[a].resize(n);
-      for (uint64_t i = 0; i < n; ++i) pos_[a][i] = axes_[a][rows_[i]];
+      pos_[0][a].resize(n);
+      pos_[1][a].resize(n);
+      lo[a] = std::numeric_limits<P>::max(), hi[a] = std::numeric_limits<P>::lowest();
+      for (uint64_t i = 0; i < n; ++i) {
+        if (i + 16 < n) axes_[a].prefetch(rows_[0][i + 16]);
+        P v = P(axes_[a][rows_[0][i]]);
+        pos_[0][a][i] = v;
+        lo[a] = std::min(lo[a], v), hi[a] = std::max(hi[a], v);
+      }
     }
-    tmp_rows_.resize(n);
-    for (auto& t : tmp_pos_) t.resize(n);
     scratch_.resize(n);
     own.reserve(n);
-    split(0, n);
-    release(rows_);
-    release(tmp_rows_);
-    release(scratch_);
-    for (int a = 0; a < 3; ++a) release(pos_[a]), release(tmp_pos_[a]);
+    split(0, n, 0, lo, hi);
+    release(rows_[0]), release(rows_[1]), release(scratch_);
+    for (int a = 0; a < 3; ++a) release(pos_[0][a]), release(pos_[1][a]);
   }
 
   template <class V>
@@ -90,93 +108,95 @@ class TreeletBuilder {
   }
 
  private:
-  const LayoutOptions& opt_;
+  const LayoutOptions* opt_;
   const Coordinate* axes_;
-  std::vector<uint64_t> rows_, tmp_rows_;
-  std::vector<double> pos_[3], tmp_pos_[3], scratch_;
+  std::vector<uint64_t> rows_[2];
+  std::vector<P> pos_[2][3], scratch_;
 
-  void move_point(uint64_t from, uint64_t to, bool into_tmp) {
-    if (into_tmp) {
-      tmp_rows_[to] = rows_[from];
-      for (int a = 0; a < 3; ++a) tmp_pos_[a][to] = pos_[a][from];
-    } else {
-      rows_[to] = tmp_rows_[from];
-      for (int a = 0; a < 3; ++a) pos_[a][to] = tmp_pos_[a][from];
-    }
-  }
-
-  void split(uint64_t lo, uint64_t hi) {
-    uint64_t n = hi - lo;
-    uint32_t id = uint32_t(nodes.size());
+  void split(uint64_t lo, uint64_t hi, int s, const P* blo, const P* bhi) {
+    const uint64_t n = hi - lo;
+    const uint32_t id = uint32_t(nodes.size());
     nodes.push_back(TreeNode{});
-    if (n <= opt_.leaf_size) {
+    const uint64_t* rows = rows_[s].data();
+    if (n <= opt_->leaf_size) {
       nodes[id].own_count = uint32_t(n);
-      append_stratified(rows_.data() + lo, uint32_t(n), own);
+      append_stratified(rows + lo, uint32_t(n), own);
       return;
     }
-    // Take K stratified LOD points out, keep the rest in order at [lo, lo + m).
-    uint32_t k = opt_.lod_count;
-    uint64_t m = 0, next_pick = 0;
-    for (uint64_t i = 0; i < n; ++i) {
-      if (next_pick < k && i == (2 * next_pick + 1) * n / (2 * k)) {
-        own.push_back(rows_[lo + i]);
-        ++next_pick;
-      } else {
-        move_point(lo + i, m++, true);
+    int axis = 0;
+    for (int a = 1; a < 3; ++a)
+      if (bhi[a] - blo[a] > bhi[axis] - blo[axis]) axis = a;
+    const P* v = pos_[s][axis].data();
+    std::copy(v + lo, v + hi, scratch_.begin());
+    std::nth_element(scratch_.begin(), scratch_.begin() + n / 2, scratch_.begin() + n);
+    const P median = scratch_[n / 2];
+
+    // K stratified LOD points leave; the rest splits at the median, ties filling the left half.
+    const uint32_t k = opt_->lod_count;
+    auto is_pick = [&](uint64_t i, uint32_t& next) {
+      if (next < k && i == (2 * uint64_t(next) + 1) * n / (2 * k)) return ++next, true;
+      return false;
+    };
+    uint64_t less = 0, equal = 0;
+    for (uint32_t next = 0, i = 0; i < n; ++i) {
+      if (is_pick(i, next)) continue;
+      less += v[lo + i] < median;
+      equal += v[lo + i] == median;
+    }
+    const uint64_t m = n - k, target = m / 2;
+    uint64_t left = less >= target ? less : std::min(target, less + equal);
+    const bool by_count = left == 0 || left == m;  // degenerate: split by order alone
+    if (by_count) left = target;
+    const int d = 1 - s;
+    uint64_t l = 0, r = left, ties = left - std::min(left, less);
+    for (uint32_t next = 0, i = 0; i < n; ++i) {
+      if (is_pick(i, next)) {
+        own.push_back(rows[lo + i]);
+        continue;
       }
+      P x = v[lo + i];
+      bool to_left = by_count ? (l < left) : (x < median || (x == median && ties > 0 && (--ties, true)));
+      uint64_t dst = lo + (to_left ? l++ : r++);
+      rows_[d][dst] = rows[lo + i];
+      for (int a = 0; a < 3; ++a) pos_[d][a][dst] = pos_[s][a][lo + i];
     }
     nodes[id].own_count = k;
-    for (uint64_t i = 0; i < m; ++i) move_point(i, lo + i, false);
-
-    // Median split on the axis of longest extent, stable on both sides.
-    int axis = 0;
-    double best = -1;
-    for (int a = 0; a < 3; ++a) {
-      auto [mn, mx] = std::minmax_element(pos_[a].begin() + lo, pos_[a].begin() + lo + m);
-      if (*mx - *mn > best) best = *mx - *mn, axis = a;
-    }
-    uint64_t half = m / 2;
-    std::copy(pos_[axis].begin() + lo, pos_[axis].begin() + lo + m, scratch_.begin());
-    std::nth_element(scratch_.begin(), scratch_.begin() + half, scratch_.begin() + m);
-    double median = scratch_[half];
-    uint64_t below = 0;
-    for (uint64_t i = 0; i < m; ++i) below += pos_[axis][lo + i] < median;
-    uint64_t equal_left = half - below;  // ties sent left to make the halves exact
-    uint64_t l = 0, r = half;
-    for (uint64_t i = 0; i < m; ++i) {
-      double v = pos_[axis][lo + i];
-      bool left = v < median || (v == median && equal_left > 0 && (--equal_left, true));
-      move_point(lo + i, left ? l++ : r++, true);
-    }
-    for (uint64_t i = 0; i < m; ++i) move_point(i, lo + i, false);
-    split(lo, lo + half);
+    P llo[3], lhi[3], rlo[3], rhi[3];
+    for (int a = 0; a < 3; ++a) llo[a] = rlo[a] = blo[a], lhi[a] = rhi[a] = bhi[a];
+    if (!by_count) lhi[axis] = rlo[axis] = median;
+    split(lo, lo + left, d, llo, lhi);
     nodes[id].right = uint32_t(nodes.size());
-    split(lo + half, lo + m);
+    split(lo + left, lo + m, d, rlo, rhi);
   }
 };
 
 struct ShallowNode {
   bool treelet;
-  uint64_t a, b;                 // range in the sorted array
+  uint64_t a, b;                   // range in the sorted array
   std::vector<uint64_t> lod_rows;  // inner only
   int left = -1, right = -1;
-  size_t task = 0;               // treelet only
+  size_t task = 0;                 // treelet only
 };
 
+// The top of the tree: a binary radix tree over Morton code bits (splits at
+// spatial midpoints, found by binary search in the sorted keys), down to
+// regions of at most treelet_size points.
+template <class Key>
 class ShallowBuilder {
  public:
   std::vector<ShallowNode> nodes;
-  std::vector<size_t> tasks;  // shallow node index of each treelet
+  std::vector<size_t> tasks;    // shallow node index of each treelet
   std::vector<uint64_t> taken;  // sorted positions already used as LOD points
 
-  ShallowBuilder(const std::vector<KeyedRow>& keys, const LayoutOptions& o) : keys_(keys), opt_(o) {}
+  ShallowBuilder(const std::vector<Key>& keys, const LayoutOptions& o) : keys_(keys), opt_(o) {}
 
   int build(uint64_t a, uint64_t b, int bit) {
     uint64_t n = (b - a) - count_taken(a, b);
-    while (bit >= 0 && n > opt_.treelet_size) {
+    const int lowest = keys_.empty() ? 63 : lowest_code_bit(keys_[0]);
+    while (bit >= lowest && n > opt_.treelet_size) {
       uint64_t mask = uint64_t(1) << bit;
-      auto it = std::partition_point(keys_.begin() + a, keys_.begin() + b,
-                                     [&](const KeyedRow& k) { return (k.code & mask) == 0; });
+      auto it = std::partition_point(keys_.begin() + int64_t(a), keys_.begin() + int64_t(b),
+                                     [&](const Key& k) { return (code_bits(k) & mask) == 0; });
       uint64_t m = uint64_t(it - keys_.begin());
       if (m == a || m == b) {
         --bit;
@@ -184,11 +204,11 @@ class ShallowBuilder {
       }
       int id = int(nodes.size());
       nodes.push_back(ShallowNode{false, a, b, {}, -1, -1, 0});
-      pick_lod(a, b, n, nodes[id].lod_rows);
+      pick_lod(a, b, n, nodes[size_t(id)].lod_rows);
       int l = build(a, m, bit - 1);
       int r = build(m, b, bit - 1);
-      nodes[id].left = l;
-      nodes[id].right = r;
+      nodes[size_t(id)].left = l;
+      nodes[size_t(id)].right = r;
       return id;
     }
     int id = int(nodes.size());
@@ -206,13 +226,13 @@ class ShallowBuilder {
         ++t;
         continue;
       }
-      rows.push_back(keys_[p].row);
+      rows.push_back(row_of(keys_[p]));
     }
     return rows;
   }
 
  private:
-  const std::vector<KeyedRow>& keys_;
+  const std::vector<Key>& keys_;
   const LayoutOptions& opt_;
 
   uint64_t count_taken(uint64_t a, uint64_t b) const {
@@ -227,10 +247,31 @@ class ShallowBuilder {
       uint64_t p = a + (2 * uint64_t(j) + 1) * span / (2 * k);
       while (is_taken(p)) p = (p + 1 < b) ? p + 1 : a;  // terminates: n_free > picked
       taken.insert(std::upper_bound(taken.begin(), taken.end(), p), p);
-      out.push_back(keys_[p].row);
+      out.push_back(row_of(keys_[p]));
     }
   }
 };
+
+// Sorts keys on all threads: split around sampled pivots, sort the parts in parallel.
+template <class Key>
+void sort_keys(std::vector<Key>& keys, unsigned threads) {
+  auto sort_range = [&](auto&& self, size_t lo, size_t hi, unsigned t) -> void {
+    if (t <= 1 || hi - lo < (1u << 16)) {
+      boost::sort::pdqsort(keys.begin() + int64_t(lo), keys.begin() + int64_t(hi));
+      return;
+    }
+    std::vector<Key> sample;
+    for (size_t i = 0; i < 1023; ++i) sample.push_back(keys[lo + (hi - lo) * (2 * i + 1) / 2046]);
+    std::nth_element(sample.begin(), sample.begin() + 511, sample.end());
+    const Key pivot = sample[511];
+    size_t mid = size_t(std::partition(keys.begin() + int64_t(lo), keys.begin() + int64_t(hi),
+                                       [&](const Key& k) { return k < pivot; }) - keys.begin());
+    std::thread other([&] { self(self, lo, mid, t / 2); });
+    self(self, mid, hi, t - t / 2);
+    other.join();
+  };
+  sort_range(sort_range, 0, keys.size(), threads);
+}
 
 template <class T>
 void check_finite_and_bound(const ColumnView& c, const char* axis, unsigned threads, double& lo, double& hi) {
@@ -263,18 +304,63 @@ void check_finite_and_bound(const ColumnView& c, const char* axis, unsigned thre
   hi = *std::max_element(his.begin(), his.end());
 }
 
+// Adds one axis' quantised bits into the 63-bit Morton codes.
 template <class T>
-void add_morton_axis(const ColumnView& c, double lo, double hi, int shift, std::vector<KeyedRow>& keys, unsigned threads) {
+void add_morton_axis(const ColumnView& c, double lo, double hi, int shift, std::vector<uint64_t>& codes, unsigned threads) {
   const char* base = static_cast<const char*>(c.data);
   int64_t stride = c.stride();
   double scale = hi > lo ? double((1u << kMortonBits) - 1) / (hi - lo) : 0.0;
-  parallel_ranges(keys.size(), threads, 1 << 16, [&](uint64_t b, uint64_t e) {
+  parallel_ranges(codes.size(), threads, 1 << 16, [&](uint64_t b, uint64_t e) {
     for (uint64_t i = b; i < e; ++i) {
       double v = double(*reinterpret_cast<const T*>(base + int64_t(i) * stride));
-      uint64_t q = uint64_t((v - lo) * scale);
-      keys[i].code |= spread_bits_3d(q) << shift;
+      codes[i] |= spread_bits_3d(uint64_t((v - lo) * scale)) << shift;
     }
   });
+}
+
+// Sorts the keys, builds the shallow tree and the treelets (in parallel) and
+// splices them into one preorder tree; own_rows[own_offset[i]...] are node i's points.
+template <class P, class Key>
+void build_tree(std::vector<Key>& keys, const LayoutOptions& options, unsigned threads, const ColumnView& x,
+                const ColumnView& y, const ColumnView& z, Layout& out, std::vector<uint64_t>& own_rows,
+                std::vector<uint64_t>& own_offset) {
+  const uint64_t n = keys.size();
+  sort_keys(keys, threads);
+  ShallowBuilder<Key> shallow(keys, options);
+  int root = shallow.build(0, n, 63);
+  Coordinate coords[3] = {Coordinate(x), Coordinate(y), Coordinate(z)};
+  std::vector<TreeletBuilder<P>> treelets(shallow.tasks.size(), TreeletBuilder<P>(options, coords));
+  parallel_for(shallow.tasks.size(), threads, [&](uint64_t t) {
+    treelets[t].build(shallow.treelet_rows(shallow.nodes[shallow.tasks[t]]));
+  });
+  keys = {};
+
+  own_rows.reserve(n);
+  auto emit = [&](auto&& self, int s) -> void {
+    const ShallowNode& sn = shallow.nodes[size_t(s)];
+    if (sn.treelet) {
+      TreeletBuilder<P>& t = treelets[sn.task];
+      uint32_t base = uint32_t(out.nodes.size());
+      uint64_t own_pos = own_rows.size();
+      for (const TreeNode& tn : t.nodes) {
+        out.nodes.push_back(TreeNode{tn.right ? tn.right + base : 0, tn.own_count});
+        own_offset.push_back(own_pos);
+        own_pos += tn.own_count;
+      }
+      own_rows.insert(own_rows.end(), t.own.begin(), t.own.end());
+      TreeletBuilder<P>::release(t.nodes);  // free its memory early
+      TreeletBuilder<P>::release(t.own);
+      return;
+    }
+    uint32_t id = uint32_t(out.nodes.size());
+    out.nodes.push_back(TreeNode{0, uint32_t(sn.lod_rows.size())});
+    own_offset.push_back(own_rows.size());
+    own_rows.insert(own_rows.end(), sn.lod_rows.begin(), sn.lod_rows.end());
+    self(self, sn.left);
+    out.nodes[id].right = uint32_t(out.nodes.size());
+    self(self, sn.right);
+  };
+  emit(emit, root);
 }
 
 }  // namespace
@@ -314,62 +400,30 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
     out.bounds.hi[a] = n ? hi : 0.0;
   }
 
-  std::vector<KeyedRow> keys(n);
-  parallel_ranges(n, threads, 1 << 16, [&](uint64_t b, uint64_t e) {
-    for (uint64_t i = b; i < e; ++i) keys[i] = KeyedRow{0, i};
-  });
+  std::vector<uint64_t> codes(n, 0);
   for (int a = 0; a < 3; ++a) {
     int shift = 2 - a;
     if (axes[a]->spec.dtype == DType::f32)
-      add_morton_axis<float>(*axes[a], out.bounds.lo[a], out.bounds.hi[a], shift, keys, threads);
+      add_morton_axis<float>(*axes[a], out.bounds.lo[a], out.bounds.hi[a], shift, codes, threads);
     else
-      add_morton_axis<double>(*axes[a], out.bounds.lo[a], out.bounds.hi[a], shift, keys, threads);
+      add_morton_axis<double>(*axes[a], out.bounds.lo[a], out.bounds.hi[a], shift, codes, threads);
   }
-  if (threads > 1)
-    boost::sort::block_indirect_sort(keys.begin(), keys.end(), std::less<KeyedRow>(), threads);
-  else
-    boost::sort::pdqsort(keys.begin(), keys.end());
-
-  ShallowBuilder shallow(keys, options);
-  int root = shallow.build(0, n, kTopBit);
-
-  Coordinate coords[3] = {Coordinate(x), Coordinate(y), Coordinate(z)};
-  std::vector<TreeletBuilder> treelets(shallow.tasks.size(), TreeletBuilder(options, coords));
-  parallel_for(shallow.tasks.size(), threads, [&](uint64_t t) {
-    treelets[t].build(shallow.treelet_rows(shallow.nodes[shallow.tasks[t]]));
-  });
-  keys.clear();
-  keys.shrink_to_fit();
-
-  // Splice shallow nodes and treelets into one preorder tree.
-  std::vector<uint64_t> own_rows;
-  own_rows.reserve(n);
-  std::vector<uint64_t> own_offset;
-  auto emit = [&](auto&& self, int s) -> void {
-    const ShallowNode& sn = shallow.nodes[size_t(s)];
-    if (sn.treelet) {
-      TreeletBuilder& t = treelets[sn.task];
-      uint32_t base = uint32_t(out.nodes.size());
-      uint64_t own_pos = own_rows.size();
-      for (const TreeNode& tn : t.nodes) {
-        out.nodes.push_back(TreeNode{tn.right ? tn.right + base : 0, tn.own_count});
-        own_offset.push_back(own_pos);
-        own_pos += tn.own_count;
-      }
-      own_rows.insert(own_rows.end(), t.own.begin(), t.own.end());
-      TreeletBuilder::release(t.nodes);  // free its memory early
-      TreeletBuilder::release(t.own);
-      return;
-    }
-    uint32_t id = uint32_t(out.nodes.size());
-    out.nodes.push_back(TreeNode{0, uint32_t(sn.lod_rows.size())});
-    own_offset.push_back(own_rows.size());
-    own_rows.insert(own_rows.end(), sn.lod_rows.begin(), sn.lod_rows.end());
-    self(self, sn.left);
-    out.nodes[id].right = uint32_t(out.nodes.size());
-    self(self, sn.right);
-  };
-  emit(emit, root);
+  const bool f32 = x.spec.dtype == DType::f32 && y.spec.dtype == DType::f32 && z.spec.dtype == DType::f32;
+  std::vector<uint64_t> own_rows, own_offset;
+  if (n < (uint64_t(1) << 32)) {
+    std::vector<uint64_t> keys(std::move(codes));
+    parallel_ranges(n, threads, 1 << 16, [&](uint64_t b, uint64_t e) {
+      for (uint64_t i = b; i < e; ++i) keys[i] = (keys[i] >> 31) << 32 | i;
+    });
+    f32 ? build_tree<float>(keys, options, threads, x, y, z, out, own_rows, own_offset)
+        : build_tree<double>(keys, options, threads, x, y, z, out, own_rows, own_offset);
+  } else {
+    std::vector<KeyedRow> keys(n);
+    for (uint64_t i = 0; i < n; ++i) keys[i] = KeyedRow{codes[i], i};
+    codes = {};
+    f32 ? build_tree<float>(keys, options, threads, x, y, z, out, own_rows, own_offset)
+        : build_tree<double>(keys, options, threads, x, y, z, out, own_rows, own_offset);
+  }
 
   out.levels = compute_levels(out.nodes, options.lod_count, n);
   out.order.resize(n);

@@ -1,0 +1,897 @@
+#!/usr/bin/env python3
+"""Foundation benchmark: motes next to its limits and peers, on the same data, in one run.
+
+Usage (from the repository root)::
+
+    python bench/foundation.py                      # 10M VPIC-like particles, figures 1-6
+    python bench/foundation.py --n 2000000          # quicker, smaller
+    python bench/foundation.py --big                # figures 1-6 plus figure 7 (100M particles, minutes)
+    python bench/foundation.py --only big           # figure 7 only -> bench/results/foundation-big.json
+    python bench/foundation.py --only write,energy  # a subset of the figures
+
+Figures (see bench/README.md for what each one means):
+
+1. ``write``       motes.write(sync=True) vs raw f.write+fdatasync, memcpy, h5py, Parquet (Morton-sorted)
+2. ``progressive`` quality 0.0 -> 1.0 in ten slices, all columns, threads=1: points/ms
+3. ``energy``      ``energy > t`` (~0.1%, spatially coherent), hot: motes vs h5py+numpy vs DuckDB/Parquet
+4. ``ux``          ``ux > t`` (~0.1%, spatially random), hot: motes vs h5py+numpy vs DuckDB/Parquet
+5. ``box``         a box holding ~1% of the particles, hot: motes vs h5py+numpy vs DuckDB/Parquet
+6. ``overhead``    (index + padding) / data and fine (quantile) index / data, from File.sizes
+7. ``big``         100M particles: write time and peak RSS during motes.write (child process)
+
+All temporary files live in a directory created under bench/ (same filesystem as the
+repository) and are deleted at the end. Results go to JSON (``--out``) and a table is
+printed. The benchmark measures; it asserts only correctness (equal result counts
+and contents across engines), never speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import gc
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+RESULTS = os.path.join(HERE, "results")
+FIGURES = ["write", "progressive", "energy", "ux", "box", "overhead", "big"]
+DEFAULT_FIGURES = FIGURES[:-1]
+MB = 1e6
+
+perf = time.perf_counter
+
+
+# ----------------------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------------------
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def timed(fn: Callable[[], Any], repeat: int, warmup: int = 1,
+          before: Optional[Callable[[], None]] = None,
+          after: Optional[Callable[[Any], None]] = None):
+    """Runs ``fn`` ``warmup`` + ``repeat`` times; ``before``/``after`` run untimed around each call.
+    Returns ({best, median, runs} in seconds, result of the last call)."""
+    result = None
+    times: List[float] = []
+    for i in range(warmup + repeat):
+        if before:
+            before()
+        gc.collect()
+        t0 = perf()
+        result = fn()
+        dt = perf() - t0
+        if after:
+            after(result)
+        if i >= warmup:
+            times.append(dt)
+    return {"best": min(times), "median": statistics.median(times), "runs": times}, result
+
+
+def rmpath(p: str) -> None:
+    if os.path.isdir(p):
+        shutil.rmtree(p)
+    elif os.path.exists(p):
+        os.remove(p)
+
+
+def du(p: str) -> int:
+    if os.path.isfile(p):
+        return os.path.getsize(p)
+    total = 0
+    for d, _, files in os.walk(p):
+        for f in files:
+            total += os.path.getsize(os.path.join(d, f))
+    return total
+
+
+def f32(v: float) -> float:
+    """``v`` rounded to float32, returned as a Python float (exactly representable in float32),
+    so that float32 columns compare identically in motes, numpy and DuckDB."""
+    return float(np.float32(v))
+
+
+def ms(t: float) -> float:
+    return t * 1e3
+
+
+def figure(name: str, description: str, value: float, unit: str, *, timing: Optional[dict] = None,
+           peers: Optional[Dict[str, dict]] = None, ratio: Optional[float] = None, ratio_meaning: str = "",
+           target: str = "", met: Optional[bool] = None, **extra) -> dict:
+    out = {"name": name, "description": description, "value": value, "unit": unit}
+    if timing is not None:
+        out["timing_s"] = timing
+    out["peers"] = peers or {}
+    out["ratio"] = ratio
+    out["ratio_meaning"] = ratio_meaning
+    out["target"] = target
+    out["met"] = met
+    out.update(extra)
+    return out
+
+
+def peer(value: float, unit: str, ratio: Optional[float], ratio_meaning: str, **extra) -> dict:
+    d = {"value": value, "unit": unit, "ratio": ratio, "ratio_meaning": ratio_meaning}
+    d.update(extra)
+    return d
+
+
+def machine_info() -> dict:
+    info: Dict[str, Any] = {
+        "hostname": platform.node(),
+        "platform": platform.platform(),
+        "nproc": os.cpu_count(),
+        "nproc_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+    }
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu_model"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal"):
+                    info["ram_bytes"] = int(line.split()[1]) * 1024
+                    info["ram_gib"] = round(info["ram_bytes"] / 2**30, 1)
+    except OSError:
+        pass
+    for mod in ("h5py", "pyarrow", "duckdb", "psutil"):
+        try:
+            info[mod] = __import__(mod).__version__
+        except Exception:  # pragma: no cover - optional
+            info[mod] = None
+    import motes
+    from motes import _core
+
+    info["motes"] = motes.__version__
+    info["motes_core_so"] = _core.__file__
+    info["motes_core_so_mtime"] = _dt.datetime.fromtimestamp(os.path.getmtime(_core.__file__)).isoformat()
+    # which commit the working tree is on (read, not git-run); the installed build may differ
+    try:
+        head = open(os.path.join(ROOT, ".git", "HEAD")).read().strip()
+        if head.startswith("ref: "):
+            ref = os.path.join(ROOT, ".git", head[5:])
+            info["git_head"] = open(ref).read().strip() if os.path.exists(ref) else head
+        else:
+            info["git_head"] = head
+    except OSError:
+        info["git_head"] = None
+    return info
+
+
+def fs_type(path: str) -> Optional[str]:
+    best, kind = "", None
+    try:
+        with open("/proc/mounts") as f:
+            for line in f:
+                parts = line.split()
+                mnt = parts[1]
+                if path.startswith(mnt) and len(mnt) > len(best):
+                    best, kind = mnt, f"{parts[2]} on {mnt} ({parts[0]})"
+    except OSError:
+        pass
+    return kind
+
+
+# ----------------------------------------------------------------------------------------------
+# peers: raw write, memcpy, h5py, Parquet (Morton-sorted)
+# ----------------------------------------------------------------------------------------------
+def raw_write(path: str, cols: Dict[str, np.ndarray]) -> None:
+    with open(path, "wb", buffering=0) as f:
+        for c in cols.values():
+            mv = memoryview(c).cast("B")
+            off = 0
+            while off < len(mv):  # write() may be partial for huge buffers
+                off += f.write(mv[off:])
+        os.fdatasync(f.fileno())
+
+
+def h5_write(path: str, cols: Dict[str, np.ndarray]) -> None:
+    import h5py
+
+    with h5py.File(path, "w") as f:
+        for name, c in cols.items():
+            f.create_dataset(name, data=c)
+        f.flush()
+        try:
+            os.fsync(f.id.get_vfd_handle())
+        except Exception:  # pragma: no cover - driver without an fd
+            pass
+    fd = os.open(path, os.O_RDONLY)  # belt and braces: flush anything written at close
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def morton_codes(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """63-bit Morton (Z-order) codes of positions quantised to 21 bits per axis over their bounds."""
+
+    def spread(v: np.ndarray) -> np.ndarray:
+        v = v & np.uint64(0x1FFFFF)
+        v = (v | (v << np.uint64(32))) & np.uint64(0x1F00000000FFFF)
+        v = (v | (v << np.uint64(16))) & np.uint64(0x1F0000FF0000FF)
+        v = (v | (v << np.uint64(8))) & np.uint64(0x100F00F00F00F00F)
+        v = (v | (v << np.uint64(4))) & np.uint64(0x10C30C30C30C30C3)
+        v = (v | (v << np.uint64(2))) & np.uint64(0x1249249249249249)
+        return v
+
+    code = np.zeros(len(x), dtype=np.uint64)
+    for shift, a in enumerate((x, y, z)):
+        lo, hi = float(a.min()), float(a.max())
+        scale = (2**21 - 1) / (hi - lo) if hi > lo else 0.0
+        q = ((a.astype(np.float64) - lo) * scale).astype(np.uint64)
+        code |= spread(q) << np.uint64(shift)
+    return code
+
+
+def morton_sort(cols: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    order = np.argsort(morton_codes(cols["x"], cols["y"], cols["z"]))
+    return {k: v[order] for k, v in cols.items()}
+
+
+def parquet_write(path: str, sorted_cols: Dict[str, np.ndarray], row_group: int) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({k: pa.array(v) for k, v in sorted_cols.items()})
+    pq.write_table(table, path, row_group_size=row_group)  # pyarrow defaults: snappy, statistics on
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def duck_query(con, sql: str, params: list):
+    """Runs ``sql`` and fetches the result as an Arrow table (no extra copy of the rows)."""
+    try:
+        return con.sql(sql, params=params).to_arrow_table()
+    except (TypeError, AttributeError):  # older DuckDB: DB-API path
+        cur = con.execute(sql, params)
+        for name in ("fetch_arrow_table", "arrow", "to_arrow_table"):
+            fn = getattr(cur, name, None)
+            if fn is not None:
+                return fn()
+        raise
+
+
+# ----------------------------------------------------------------------------------------------
+# the benchmark
+# ----------------------------------------------------------------------------------------------
+class Bench:
+    def __init__(self, args, tmp: str):
+        self.args = args
+        self.tmp = tmp
+        self.n = args.n
+        self.cols: Dict[str, np.ndarray] = {}
+        self.raw_bytes = 0
+        self.motes_path = os.path.join(tmp, "data.motes")
+        self.h5_path = os.path.join(tmp, "data.h5")
+        self.pq_path = os.path.join(tmp, "data.parquet")
+        self.figures: Dict[str, dict] = {}
+        self.memcpy_s: Optional[float] = None
+        self._ds = None
+        self._h5 = None
+        self._con = None
+
+    # ---- data --------------------------------------------------------------------------------
+    def generate(self) -> None:
+        from motes import synth
+
+        t0 = perf()
+        self.cols = synth.vpic(self.n, seed=self.args.seed)
+        self.gen_s = perf() - t0
+        self.raw_bytes = sum(c.nbytes for c in self.cols.values())
+        log(f"generated {self.n:,} VPIC-like particles ({self.raw_bytes / MB:.0f} MB raw) in {self.gen_s:.2f} s")
+
+    def ensure_files(self) -> None:
+        """The query figures need the three files; written once (untimed) when 'write' did not run."""
+        import motes
+
+        if not os.path.exists(self.motes_path):
+            motes.write(self.motes_path, self.cols, sync=True)
+        if not os.path.exists(self.h5_path):
+            h5_write(self.h5_path, self.cols)
+        if not os.path.exists(self.pq_path):
+            parquet_write(self.pq_path, morton_sort(self.cols), self.args.row_group)
+
+    @property
+    def ds(self):
+        import motes
+
+        if self._ds is None:
+            self._ds = motes.open(self.motes_path)
+        return self._ds
+
+    @property
+    def h5(self):
+        import h5py
+
+        if self._h5 is None:
+            self._h5 = h5py.File(self.h5_path, "r")
+        return self._h5
+
+    @property
+    def con(self):
+        import duckdb
+
+        if self._con is None:
+            self._con = duckdb.connect()
+            try:  # cache footers/metadata across queries: gives DuckDB its best hot case
+                self._con.execute("SET parquet_metadata_cache = true")
+            except Exception:
+                pass
+        return self._con
+
+    def memcpy_time(self) -> dict:
+        buf = np.empty(self.raw_bytes, dtype=np.uint8)
+        buf.fill(1)  # touch every page so the copy measures bandwidth, not page faults
+        views, off = [], 0
+        for c in self.cols.values():
+            views.append((buf[off:off + c.nbytes].view(c.dtype), c))
+            off += c.nbytes
+
+        def run():
+            for dst, src in views:
+                np.copyto(dst, src)
+
+        t, _ = timed(run, repeat=self.args.repeat, warmup=2)
+        del views, buf
+        self.memcpy_s = t["best"]
+        return t
+
+    # ---- figure 1: write ----------------------------------------------------------------------
+    def fig_write(self) -> None:
+        import motes
+
+        a, n, raw = self.args, self.n, self.raw_bytes
+        wr = a.write_repeat
+        log(f"figure 1 (write): {wr} runs each (+1 warm-up) of motes, raw, h5py, Parquet; memcpy")
+        summaries: List[dict] = []
+        p = self.motes_path
+        t_motes, _ = timed(lambda: summaries.append(motes.write(p, self.cols, sync=True)[0]), wr, 1,
+                           before=lambda: rmpath(p))
+        summ = summaries[-wr:]
+        layout = statistics.median(s["layout_seconds"] for s in summ)
+        wsec = statistics.median(s["write_seconds"] for s in summ)
+
+        rp = os.path.join(self.tmp, "raw.bin")
+        t_raw, _ = timed(lambda: raw_write(rp, self.cols), wr, 1, before=lambda: rmpath(rp))
+        rmpath(rp)
+
+        t_mem = self.memcpy_time()
+
+        t_h5, _ = timed(lambda: h5_write(self.h5_path, self.cols), wr, 1, before=lambda: rmpath(self.h5_path))
+
+        sorted_holder: Dict[str, Any] = {}
+
+        def sort_only():
+            sorted_holder["c"] = morton_sort(self.cols)
+
+        t_sort, _ = timed(sort_only, wr, 1)
+        t_pq, _ = timed(lambda: parquet_write(self.pq_path, sorted_holder["c"], a.row_group), wr, 1,
+                        before=lambda: rmpath(self.pq_path))
+        sorted_holder.clear()
+
+        def rate(t):
+            return n / t / 1e6
+
+        m_med = t_motes["median"]
+        raw_med = t_raw["median"]
+        pct = 100.0 * raw_med / m_med  # motes rate as % of raw rate
+        pq_total = t_sort["median"] + t_pq["median"]
+        peers = {
+            "raw_write_fdatasync": peer(rate(raw_med), "M particles/s", raw_med / m_med,
+                                        "motes rate / peer rate", seconds=t_raw, mb_per_s=raw / raw_med / MB),
+            "memcpy": peer(rate(t_mem["best"]), "M particles/s", t_mem["best"] / m_med,
+                           "motes rate / peer rate", seconds=t_mem,
+                           mb_per_s=raw / t_mem["best"] / MB),
+            "h5py": peer(rate(t_h5["median"]), "M particles/s", t_h5["median"] / m_med,
+                         "motes rate / peer rate", seconds=t_h5,
+                         mb_per_s=raw / t_h5["median"] / MB, file_bytes=du(self.h5_path),
+                         note="one contiguous dataset per column, then flush + fsync"),
+            "parquet_morton": peer(rate(pq_total), "M particles/s", pq_total / m_med,
+                                   "motes rate / peer rate",
+                                   seconds_sort=t_sort, seconds_write=t_pq,
+                                   write_only_m_per_s=rate(t_pq["median"]),
+                                   mb_per_s=raw / pq_total / MB, file_bytes=du(self.pq_path),
+                                   note=f"numpy Morton sort (21 bits/axis), pyarrow defaults (snappy), "
+                                        f"row groups of {a.row_group:,} rows, then fsync"),
+        }
+        self.figures["write"] = figure(
+            "write", "motes.write(sync=True): build (sort + index) + write + fdatasync, wall time",
+            rate(m_med), "M particles/s", timing=t_motes, peers=peers,
+            ratio=pct / 100.0, ratio_meaning="motes rate / raw write rate",
+            target="motes rate >= 50% of the raw write rate", met=pct >= 50.0,
+            mb_per_s=raw / m_med / MB, percent_of_raw=pct,
+            motes_layout_seconds_median=layout, motes_write_seconds_median=wsec,
+            motes_file_bytes=du(self.motes_path), raw_bytes=raw)
+        log(f"  motes {m_med:.3f} s ({rate(m_med):.2f} M/s = {pct:.0f}% of raw {raw_med:.3f} s); "
+            f"layout {layout:.3f} s, write {wsec:.3f} s; h5py {t_h5['median']:.3f} s; "
+            f"parquet sort {t_sort['median']:.3f} + write {t_pq['median']:.3f} s; memcpy {t_mem['best'] * 1e3:.1f} ms")
+
+    # ---- figure 2: progressive read -----------------------------------------------------------
+    def fig_progressive(self) -> None:
+        ds, n = self.ds, self.n
+        slices = [(k / 10, (k + 1) / 10) for k in range(10)]
+        counts = [ds.count(quality=q) for q in slices]
+        assert sum(counts) == n, f"progressive slices count {sum(counts)} != n {n}"
+
+        def run():
+            rows = 0
+            for q in slices:
+                rows += len(ds.query(quality=q, threads=1))
+            return rows
+
+        log(f"figure 2 (progressive read): {self.args.repeat} runs")
+        t, rows = timed(run, self.args.repeat, warmup=1)
+        assert rows == n, f"progressive read returned {rows} rows, expected {n}"
+        # correctness beyond counts: the slices hold the whole data set as a multiset (sum check)
+        sums = {c: 0.0 for c in ("x", "energy")}
+        per_slice = []
+        for q in slices:
+            t0 = perf()
+            tab = ds.query(quality=q, threads=1)
+            per_slice.append(perf() - t0)
+            for c in sums:
+                sums[c] += float(tab[c].astype(np.float64).sum())
+        for c, s in sums.items():
+            ref = float(self.cols[c].astype(np.float64).sum())
+            assert abs(s - ref) <= 1e-9 * abs(ref) + 1e-6, f"progressive union differs in column {c}"
+        if self.memcpy_s is None:
+            self.memcpy_time()
+        med = t["median"]
+        pts_ms = n / ms(med)
+        mem_pts_ms = n / ms(self.memcpy_s)
+        self.figures["progressive"] = figure(
+            "progressive", "quality (k/10, (k+1)/10) for k = 0..9, all 8 columns copied out, threads=1; "
+                           "points per ms over the whole progression",
+            pts_ms, "points/ms", timing=t,
+            peers={"memcpy": peer(mem_pts_ms, "points/ms", pts_ms / mem_pts_ms,
+                                  "motes rate / memcpy rate")},
+            ratio=pts_ms / 1e5, ratio_meaning="motes / target (100k points/ms)",
+            target=">= 100000 points/ms", met=pts_ms >= 1e5,
+            slice_counts=counts, slice_seconds=per_slice, rows_total=rows, union_equals_n=True,
+            mb_per_s=self.raw_bytes / med / MB)
+        log(f"  {med * 1e3:.1f} ms for {n:,} points = {pts_ms:,.0f} points/ms (memcpy {mem_pts_ms:,.0f})")
+
+    # ---- figures 3-5: hot selective queries ----------------------------------------------------
+    def _query_figure(self, key: str, description: str, where: Optional[str], box: Optional[List[float]],
+                      filter_cols: List[str], mask_fn: Callable[[Dict[str, np.ndarray]], np.ndarray],
+                      sql_where: str, sql_params: list, target_ms: float, h5_factor: Optional[float],
+                      extra: dict) -> None:
+        ds, h5, con, a = self.ds, self.h5, self.con, self.args
+        names = list(self.cols)
+        # --- motes
+        t_m, tab = timed(lambda: ds.query(where, box=box), a.query_repeat, warmup=2)
+        t_m1, tab1 = timed(lambda: ds.query(where, box=box, threads=1), a.query_repeat, warmup=2)
+        cnt = ds.count(where, box=box)
+        # --- h5py: full read of the needed columns (into preallocated buffers) + numpy filter
+        bufs = {c: np.empty(self.n, dtype=h5[c].dtype) for c in names}
+        for b in bufs.values():
+            b.fill(0)
+
+        def h5_query():
+            got = {}
+            for c in filter_cols:
+                h5[c].read_direct(bufs[c])
+                got[c] = bufs[c]
+            m = mask_fn(got)
+            out = {}
+            for c in names:
+                if c not in got:
+                    h5[c].read_direct(bufs[c])
+                out[c] = bufs[c][m]
+            return out
+
+        t_h, ref = timed(h5_query, a.slow_repeat, warmup=1)
+        # --- DuckDB over the Morton-sorted Parquet file
+        sql = f"SELECT * FROM read_parquet('{self.pq_path}') WHERE {sql_where}"
+        t_d, dtab = timed(lambda: duck_query(con, sql, sql_params), a.query_repeat, warmup=2)
+        # --- correctness: equal counts and equal contents (as multisets, column by column)
+        counts = {"motes": len(tab), "motes_threads1": len(tab1), "motes_count": cnt,
+                  "h5py_numpy": len(ref[names[0]]), "duckdb": dtab.num_rows}
+        assert len(set(counts.values())) == 1, f"{key}: engines disagree on the count: {counts}"
+        for c in names:
+            r = np.sort(ref[c])
+            assert np.array_equal(np.sort(tab[c]), r), f"{key}: motes column {c} differs from h5py+numpy"
+            assert np.array_equal(np.sort(tab1[c]), r), f"{key}: motes(threads=1) column {c} differs"
+            assert np.array_equal(np.sort(dtab.column(c).to_numpy()), r), f"{key}: DuckDB column {c} differs"
+        del bufs
+        m_med = t_m["median"]
+        h_ratio = t_h["median"] / m_med
+        met = ms(m_med) <= target_ms and (h5_factor is None or h_ratio >= h5_factor)
+        tgt = f"<= {target_ms:g} ms" + (f" and >= {h5_factor:g}x faster than h5py load+filter" if h5_factor else "")
+        self.figures[key] = figure(
+            key, description, ms(m_med), "ms", timing=t_m,
+            peers={
+                "motes_threads1": peer(ms(t_m1["median"]), "ms", t_m1["median"] / m_med,
+                                       "peer time / motes time", timing_s=t_m1),
+                "h5py_numpy": peer(ms(t_h["median"]), "ms", h_ratio, "peer time / motes time",
+                                   timing_s=t_h, note="hot page cache; read_direct of every column into "
+                                                      "preallocated arrays, numpy mask, copy out matches"),
+                "duckdb_parquet": peer(ms(t_d["median"]), "ms", t_d["median"] / m_med,
+                                       "peer time / motes time", timing_s=t_d, sql=sql,
+                                       params=sql_params, note="hot; Morton-sorted Parquet, fetched as Arrow"),
+            },
+            ratio=h_ratio, ratio_meaning="h5py+numpy time / motes time (x faster)",
+            target=tgt, met=met, rows=len(tab), fraction=len(tab) / self.n, counts=counts,
+            motes_counters=dict(tab.counters), **extra)
+        log(f"  rows {len(tab):,}: motes {ms(m_med):.3f} ms (threads=1 {ms(t_m1['median']):.3f} ms), "
+            f"h5py {ms(t_h['median']):.1f} ms, DuckDB {ms(t_d['median']):.1f} ms; counters {dict(tab.counters)}")
+
+    def fig_threshold(self, col: str, target_ms: float, h5_factor: Optional[float], what: str) -> None:
+        t = f32(np.quantile(self.cols[col], 1.0 - self.args.select_fraction))
+        log(f"figure {'3' if col == 'energy' else '4'} ({col} > {t!r}, ~{self.args.select_fraction:.1%})")
+        self._query_figure(
+            col, f"`{col} > t` selecting ~{self.args.select_fraction:.1%} ({what}), hot, all 8 columns returned",
+            f"{col} > {t!r}", None, [col], lambda g: g[col] > np.float32(t),
+            f"{col} > ?", [t], target_ms, h5_factor, {"threshold": t})
+
+    def find_box(self) -> dict:
+        """A cube around a particle in a dense region, grown/shrunk (bisection on the half-width, using
+        ds.count) until it holds ~1% of the particles; bounds rounded to float32."""
+        ds, n, cols = self.ds, self.n, self.cols
+        rng = np.random.default_rng(self.args.seed + 1)
+        x, y, z = cols["x"], cols["y"], cols["z"]
+        lo = np.array([x.min(), y.min(), z.min()], dtype=np.float64)
+        hi = np.array([x.max(), y.max(), z.max()], dtype=np.float64)
+        g = np.array([40, 20, 10])  # coarse grid: dense cells = top 10% of the occupied ones
+        cell = np.zeros(n, dtype=np.int64)
+        for a, arr in enumerate((x, y, z)):
+            i = ((arr - lo[a]) * (g[a] / (hi[a] - lo[a]))).astype(np.int64)
+            np.clip(i, 0, g[a] - 1, out=i)
+            cell = cell * g[a] + i
+        hist = np.bincount(cell, minlength=int(np.prod(g)))
+        dense = hist >= np.quantile(hist[hist > 0], 0.9)
+        candidates = np.flatnonzero(dense[cell])
+        idx = int(candidates[rng.integers(len(candidates))])
+        c = np.array([x[idx], y[idx], z[idx]], dtype=np.float64)
+        goal = self.args.box_fraction * n
+
+        def box_of(h):
+            return [f32(v) for v in (*np.maximum(c - h, lo), *np.minimum(c + h, hi))]
+
+        h_lo, h_hi = 0.0, float((hi - lo).max())
+        best = None
+        for _ in range(60):
+            h = 0.5 * (h_lo + h_hi)
+            b = box_of(h)
+            k = ds.count(box=b)
+            if best is None or abs(k - goal) < abs(best[1] - goal):
+                best = (b, k, h)
+            if abs(k - goal) <= 0.02 * goal:
+                break
+            if k < goal:
+                h_lo = h
+            else:
+                h_hi = h
+        b, k, h = best
+        assert 0.8 * goal <= k <= 1.2 * goal, f"could not find a box holding ~1% (best {k} of {n})"
+        return {"box": b, "count": k, "half_width": h, "centre_particle": idx, "centre": c.tolist()}
+
+    def fig_box(self) -> None:
+        info = self.find_box()
+        b = info["box"]
+        log(f"figure 5 (box ~{self.args.box_fraction:.0%}): box {[round(v, 3) for v in b]} holds {info['count']:,}")
+        x0, y0, z0, x1, y1, z1 = (np.float32(v) for v in b)
+
+        def mask(g):
+            return ((g["x"] >= x0) & (g["x"] <= x1) & (g["y"] >= y0) & (g["y"] <= y1)
+                    & (g["z"] >= z0) & (g["z"] <= z1))
+
+        self._query_figure(
+            "box", f"box (inclusive) holding ~{self.args.box_fraction:.0%} of the particles, around a particle "
+                   f"in a dense region, hot, all 8 columns returned",
+            None, b, ["x", "y", "z"], mask,
+            "x BETWEEN ? AND ? AND y BETWEEN ? AND ? AND z BETWEEN ? AND ?",
+            [b[0], b[3], b[1], b[4], b[2], b[5]], 2.0, None, {"box": info})
+
+    # ---- figure 6: overhead -------------------------------------------------------------------
+    def fig_overhead(self) -> None:
+        s = dict(self.ds.file().sizes)
+        data = s["data_bytes"]
+        ov = 100.0 * (s["index_bytes"] + s["padding_bytes"]) / data
+        fine = 100.0 * s["fine_index_bytes"] / data
+        total = 100.0 * (s["file_bytes"] - data) / data
+        peers = {
+            "fine_index": peer(fine, "% of data bytes", fine / 10.0, "value / 10% limit",
+                               target="<= 10%", met=fine <= 10.0,
+                               note="extra quantile index built for the spatially random columns (ux, uy, uz)"),
+            "all_overhead": peer(total, "% of data bytes", None, "(file_bytes - data_bytes) / data_bytes"),
+        }
+        if os.path.exists(self.h5_path):
+            peers["h5py_file"] = peer(100.0 * (du(self.h5_path) - self.raw_bytes) / self.raw_bytes,
+                                      "% of raw bytes", None, "HDF5 file size over raw column bytes")
+        if os.path.exists(self.pq_path):
+            peers["parquet_file"] = peer(100.0 * (du(self.pq_path) - self.raw_bytes) / self.raw_bytes,
+                                         "% of raw bytes", None,
+                                         "Parquet (snappy) file size over raw column bytes (negative: compressed)")
+        self.figures["overhead"] = figure(
+            "overhead", "(index_bytes + padding_bytes) / data_bytes of the particle file (File.sizes)",
+            ov, "% of data bytes", peers=peers, ratio=ov / 2.0, ratio_meaning="overhead % / target (2%)",
+            target="<= 2% (and fine index <= 10%)", met=ov <= 2.0 and fine <= 10.0, sizes=s)
+        log(f"figure 6 (overhead): index+padding {ov:.2f}%, fine index {fine:.2f}%, total {total:.2f}% ({s})")
+
+    # ---- figure 7: big -----------------------------------------------------------------------
+    def fig_big(self) -> None:
+        a = self.args
+        out = os.path.join(self.tmp, "big.json")
+        cmd = [sys.executable, os.path.abspath(__file__), "--_big-child", "--n", str(a.big_n), "--seed",
+               str(a.seed), "--tmp", self.tmp, "--out", out]
+        log(f"figure 7 (big): {a.big_n:,} particles in a child process: {' '.join(cmd)}")
+        t0 = perf()
+        subprocess.run(cmd, check=True)
+        log(f"  child done in {perf() - t0:.1f} s")
+        r = json.load(open(out))
+        raw = r["raw_bytes"]
+        peak_ratio = r["peak_rss_write_bytes"] / raw
+        t_m = r["motes_write_s"]
+        t_r = r["raw_write_s"]
+        self.figures["big"] = figure(
+            "big", f"{a.big_n:,} VPIC-like particles in one file: peak RSS of the process during "
+                   f"motes.write(sync=True), as a multiple of the raw column bytes (the input arrays are 1x)",
+            peak_ratio, "x raw bytes",
+            peers={
+                "input_arrays": peer(r["rss_before_write_bytes"] / raw, "x raw bytes", None,
+                                     "RSS just before motes.write (input arrays + interpreter)"),
+                "extra_during_write": peer((r["peak_rss_write_bytes"] - r["rss_before_write_bytes"]) / raw,
+                                           "x raw bytes", None, "peak RSS during write minus RSS before"),
+                "write_time": peer(t_m, "s", None, "", m_particles_per_s=a.big_n / t_m / 1e6,
+                                   mb_per_s=raw / t_m / MB, layout_seconds=r["layout_seconds"],
+                                   write_seconds=r["write_seconds"]),
+                "raw_write_fdatasync": peer(t_r, "s", t_r / t_m, "motes rate / raw rate",
+                                            mb_per_s=raw / t_r / MB),
+            },
+            ratio=peak_ratio / 2.5, ratio_meaning="peak RSS ratio / target (2.5x)",
+            target="peak RSS during write <= 2.5x raw bytes", met=peak_ratio <= 2.5, child=r)
+        log(f"  peak RSS {peak_ratio:.2f}x raw ({r['peak_rss_write_bytes'] / 2**30:.2f} GiB), "
+            f"write {t_m:.1f} s ({a.big_n / t_m / 1e6:.2f} M/s), raw write {t_r:.1f} s")
+
+
+def big_child(args) -> None:
+    """Child process of figure 7: generate, then measure motes.write's peak RSS in isolation."""
+    import motes
+    from motes import synth
+
+    try:
+        import psutil
+
+        proc = psutil.Process()
+
+        def rss():
+            return proc.memory_info().rss
+    except ImportError:  # pragma: no cover
+        def rss():
+            with open("/proc/self/statm") as f:
+                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+    def vm_hwm():
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM"):
+                    return int(line.split()[1]) * 1024
+        return 0
+
+    r: Dict[str, Any] = {"n": args.n, "rss_start_bytes": rss()}
+    t0 = perf()
+    cols = synth.vpic(args.n, seed=args.seed)
+    r["generate_s"] = perf() - t0
+    r["raw_bytes"] = raw = sum(c.nbytes for c in cols.values())
+    gc.collect()
+    r["peak_rss_generate_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    r["rss_before_write_bytes"] = rss()
+    try:  # reset VmHWM (Linux >= 4.0) so that it covers motes.write only
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        r["hwm_reset"] = True
+    except OSError:
+        r["hwm_reset"] = False
+    peak = [rss()]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.is_set():
+            peak[0] = max(peak[0], rss())
+            stop.wait(0.005)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    path = os.path.join(args.tmp, "big.motes")
+    t0 = perf()
+    summ = motes.write(path, cols, sync=True)[0]
+    r["motes_write_s"] = perf() - t0
+    stop.set()
+    th.join()
+    r["peak_rss_sampled_bytes"] = peak[0]
+    r["vm_hwm_bytes"] = vm_hwm() if r["hwm_reset"] else None
+    r["peak_rss_write_bytes"] = max(peak[0], r["vm_hwm_bytes"] or 0)
+    r["layout_seconds"] = summ["layout_seconds"]
+    r["write_seconds"] = summ["write_seconds"]
+    r["file_bytes"] = summ["file_bytes"]
+    r["data_bytes"] = summ["data_bytes"]
+    r["sizes"] = dict(motes.open(path).file().sizes)
+    rmpath(path)
+    rp = os.path.join(args.tmp, "big.raw")
+    t0 = perf()
+    raw_write(rp, cols)
+    r["raw_write_s"] = perf() - t0
+    rmpath(rp)
+    print(f"[big child] raw {raw / 2**30:.2f} GiB, generate {r['generate_s']:.1f} s "
+          f"(peak {r['peak_rss_generate_bytes'] / 2**30:.2f} GiB), write {r['motes_write_s']:.1f} s, "
+          f"peak RSS during write {r['peak_rss_write_bytes'] / 2**30:.2f} GiB", flush=True)
+    with open(args.out, "w") as f:
+        json.dump(r, f, indent=1)
+
+
+# ----------------------------------------------------------------------------------------------
+# output
+# ----------------------------------------------------------------------------------------------
+def fmt(v, unit=""):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        if abs(v) >= 1000:
+            s = f"{v:,.0f}"
+        elif abs(v) >= 10:
+            s = f"{v:.1f}"
+        else:
+            s = f"{v:.3g}"
+    else:
+        s = str(v)
+    return f"{s} {unit}".strip()
+
+
+def table_rows(figs: Dict[str, dict]) -> List[List[str]]:
+    rows = []
+    for k, f in figs.items():
+        first = True
+        main = fmt(f["value"], f["unit"])
+        for pname, p in f["peers"].items():
+            rows.append([k if first else "", main if first else "", pname, fmt(p["value"], p["unit"]),
+                         (f"{p['ratio']:.3g} ({p['ratio_meaning']})" if p["ratio"] is not None else "-"),
+                         f["target"] if first else "", ("yes" if f["met"] else "NO") if first else ""])
+            first = False
+        if first:
+            rows.append([k, main, "", "", "", f["target"], "yes" if f["met"] else "NO"])
+    return rows
+
+
+def print_table(figs: Dict[str, dict]) -> str:
+    head = ["figure", "motes", "peer / limit", "peer value", "ratio", "target", "met"]
+    rows = table_rows(figs)
+    w = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w[i]) for i, c in enumerate(r)) for r in [head] + rows]
+    lines.insert(1, "  ".join("-" * x for x in w))
+    return "\n".join(lines)
+
+
+def markdown_table(figs: Dict[str, dict]) -> str:
+    head = ["figure", "motes", "peer / limit", "peer value", "ratio", "target", "met"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in table_rows(figs):
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=10_000_000, help="particles (default 10M)")
+    ap.add_argument("--seed", type=int, default=0, help="synth.vpic seed (default 0)")
+    ap.add_argument("--out", default=None, help="JSON output (default bench/results/foundation.json, "
+                                                 "or foundation-big.json with --only big)")
+    ap.add_argument("--big", action="store_true", help="also run figure 7 (100M particles; minutes)")
+    ap.add_argument("--big-n", type=int, default=100_000_000, help="particles for figure 7 (default 100M)")
+    ap.add_argument("--only", default=None, help=f"comma-separated subset of: {','.join(FIGURES)}")
+    ap.add_argument("--repeat", type=int, default=7, help="timed runs of memcpy and the progressive read")
+    ap.add_argument("--query-repeat", type=int, default=15, help="timed runs of motes and DuckDB queries")
+    ap.add_argument("--slow-repeat", type=int, default=5, help="timed runs of the h5py load+filter baseline")
+    ap.add_argument("--write-repeat", type=int, default=3, help="timed runs of each writer (after 1 warm-up)")
+    ap.add_argument("--row-group", type=int, default=1 << 20, help="Parquet row-group size (rows)")
+    ap.add_argument("--select-fraction", type=float, default=0.001, help="fraction kept by figures 3-4")
+    ap.add_argument("--box-fraction", type=float, default=0.01, help="fraction inside the box of figure 5")
+    ap.add_argument("--tmp", default=None, help="scratch directory (default: a new one under bench/)")
+    ap.add_argument("--_big-child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    if args._big_child:
+        big_child(args)
+        return 0
+
+    figs = args.only.split(",") if args.only else list(DEFAULT_FIGURES) + (["big"] if args.big else [])
+    for f in figs:
+        if f not in FIGURES:
+            ap.error(f"unknown figure '{f}' (figures: {', '.join(FIGURES)})")
+    if args.out is None:
+        args.out = os.path.join(RESULTS, "foundation-big.json" if figs == ["big"] else "foundation.json")
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+
+    tmp = args.tmp or tempfile.mkdtemp(prefix=".tmp-foundation-", dir=HERE)
+    os.makedirs(tmp, exist_ok=True)
+    started = _dt.datetime.now(_dt.timezone.utc)
+    meta = {
+        "benchmark": "foundation",
+        "command": " ".join(["python", "bench/foundation.py"] + (argv if argv is not None else sys.argv[1:])),
+        "started_utc": started.isoformat(timespec="seconds"),
+        "n": args.n, "seed": args.seed, "dataset": "motes.synth.vpic (8 float32 columns)",
+        "figures_run": figs,
+        "scratch_dir": tmp, "scratch_fs": fs_type(os.path.abspath(tmp)),
+        "loadavg_start": os.getloadavg(),
+        "timing": "time.perf_counter; 'value' uses the median of the timed runs (after warm-up); "
+                  "best and all runs are in timing_s; memcpy uses its best run (a limit)",
+        "repeats": {"write": args.write_repeat, "query": args.query_repeat, "h5py": args.slow_repeat,
+                    "progressive_memcpy": args.repeat},
+        "machine": machine_info(),
+    }
+    log(f"foundation benchmark: n={args.n:,}, figures {figs}, scratch {tmp}")
+    b = Bench(args, tmp)
+    try:
+        if any(f != "big" for f in figs):
+            b.generate()
+            meta["generate_s"] = b.gen_s
+            meta["raw_bytes"] = b.raw_bytes
+            if "write" in figs:
+                b.fig_write()
+            if any(f in figs for f in ("progressive", "energy", "ux", "box", "overhead")):
+                b.ensure_files()
+            if "progressive" in figs:
+                b.fig_progressive()
+            if "energy" in figs:
+                b.fig_threshold("energy", 0.5, 100.0, "spatially coherent: a thin energetic sheet")
+            if "ux" in figs:
+                b.fig_threshold("ux", 5.0, None, "spatially random thermal noise")
+            if "box" in figs:
+                b.fig_box()
+            if "overhead" in figs:
+                b.fig_overhead()
+            if b._h5 is not None:
+                b._h5.close()
+            b._ds = None
+            b.cols = {}
+            gc.collect()
+        if "big" in figs:
+            b.fig_big()
+    finally:
+        if args.tmp is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    meta["loadavg_end"] = os.getloadavg()
+    meta["elapsed_s"] = (_dt.datetime.now(_dt.timezone.utc) - started).total_seconds()
+    result = {"meta": meta, "figures": b.figures,
+              "summary": {k: {"value": f["value"], "unit": f["unit"], "target": f["target"], "met": f["met"]}
+                          for k, f in b.figures.items()}}
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1, default=float)
+        f.write("\n")
+    print()
+    print(print_table(b.figures))
+    print()
+    log(f"wrote {os.path.relpath(args.out)} in {meta['elapsed_s']:.0f} s "
+        f"(load average {meta['loadavg_start'][0]:.2f} -> {meta['loadavg_end'][0]:.2f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
