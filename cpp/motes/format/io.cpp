@@ -55,6 +55,14 @@ void AtomicFile::pwrite_all(const void* data, size_t n, uint64_t offset) {
   }
 }
 
+void AtomicFile::start_writeback(uint64_t offset, uint64_t n) {
+#ifdef __linux__
+  if (sync_) ::sync_file_range(fd_, off_t(offset), off_t(n), SYNC_FILE_RANGE_WRITE);  // advisory: errors surface in commit()
+#else
+  (void)offset, (void)n;
+#endif
+}
+
 void AtomicFile::commit() {
   if (sync_ && ::fdatasync(fd_) != 0) throw_errno("cannot sync", temp_);
   if (::close(fd_) != 0) {

@@ -17,6 +17,9 @@ class AtomicFile {
   AtomicFile& operator=(const AtomicFile&) = delete;
 
   void pwrite_all(const void* data, size_t n, uint64_t offset);
+  // Asks the kernel to start writing [offset, offset + n) to disk now (when syncing), so the
+  // device works while the caller computes the next block and commit() waits less.
+  void start_writeback(uint64_t offset, uint64_t n);
   void commit();
   const std::string& temp_path() const { return temp_; }
 

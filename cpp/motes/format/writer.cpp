@@ -189,11 +189,13 @@ void write_column(ColumnPlan& p, const Layout& layout, const std::vector<uint32_
       if (r.start + r.count <= ce) ++run_cursor; else break;
     }
     file.pwrite_all(buf.data(), len * sizeof(T), p.data_offset + cb * sizeof(T));
+    file.start_writeback(p.data_offset + cb * sizeof(T), len * sizeof(T));
     p.data_sums.push_back(spec::checksum(buf.data(), len * sizeof(T)));
     if (fine) {
       for (uint64_t i = 0; i < len; ++i) codes[i] = spec::fine_code(double(buf[i]), p.edges.data());
       // Codes blocks cover the same points as data blocks.
       file.pwrite_all(codes.data(), len, p.codes_offset + cb);
+      file.start_writeback(p.codes_offset + cb, len);
       p.code_sums.push_back(spec::checksum(codes.data(), len));
     }
   }
