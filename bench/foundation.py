@@ -65,21 +65,28 @@ def log(msg: str) -> None:
 def timed(fn: Callable[[], Any], repeat: int, warmup: int = 1,
           before: Optional[Callable[[], None]] = None,
           after: Optional[Callable[[Any], None]] = None):
-    """Runs ``fn`` ``warmup`` + ``repeat`` times; ``before``/``after`` run untimed around each call.
+    """Runs ``fn`` ``warmup`` + ``repeat`` times back to back; ``before``/``after`` run untimed around
+    each call. The garbage collector is paused during the loop (no collection inside a timing).
     Returns ({best, median, runs} in seconds, result of the last call)."""
     result = None
     times: List[float] = []
-    for i in range(warmup + repeat):
-        if before:
-            before()
-        gc.collect()
-        t0 = perf()
-        result = fn()
-        dt = perf() - t0
-        if after:
-            after(result)
-        if i >= warmup:
-            times.append(dt)
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for i in range(warmup + repeat):
+            if before:
+                before()
+            t0 = perf()
+            result = fn()
+            dt = perf() - t0
+            if after:
+                after(result)
+            if i >= warmup:
+                times.append(dt)
+    finally:
+        if was_enabled:
+            gc.enable()
     return {"best": min(times), "median": statistics.median(times), "runs": times}, result
 
 
@@ -368,32 +375,53 @@ class Bench:
 
         a, n, raw = self.args, self.n, self.raw_bytes
         wr = a.write_repeat
-        log(f"figure 1 (write): {wr} runs each (+1 warm-up) of motes, raw, h5py, Parquet; memcpy")
-        summaries: List[dict] = []
-        p = self.motes_path
-        t_motes, _ = timed(lambda: summaries.append(motes.write(p, self.cols, sync=True)[0]), wr, 1,
-                           before=lambda: rmpath(p))
-        summ = summaries[-wr:]
-        layout = statistics.median(s["layout_seconds"] for s in summ)
-        wsec = statistics.median(s["write_seconds"] for s in summ)
-
+        log(f"figure 1 (write): 1 warm-up + {wr} rounds, each round runs every writer once (interleaved, so "
+            f"that drifting machine noise hits all of them alike)")
+        p, p2 = self.motes_path, os.path.join(self.tmp, "nofine.motes")
         rp = os.path.join(self.tmp, "raw.bin")
-        t_raw, _ = timed(lambda: raw_write(rp, self.cols), wr, 1, before=lambda: rmpath(rp))
-        rmpath(rp)
-
-        t_mem = self.memcpy_time()
-
-        t_h5, _ = timed(lambda: h5_write(self.h5_path, self.cols), wr, 1, before=lambda: rmpath(self.h5_path))
-
+        summ: List[dict] = []
+        summ2: List[dict] = []
+        fine_cols: Dict[str, str] = {}
         sorted_holder: Dict[str, Any] = {}
+
+        def motes_write():
+            summ.append(motes.write(p, self.cols, sync=True)[0])
+
+        def motes_nofine():  # diagnostic: no extra quantile index for the noise-like columns
+            summ2.append(motes.write(p2, self.cols, sync=True, index=fine_cols)[0])
 
         def sort_only():
             sorted_holder["c"] = morton_sort(self.cols)
 
-        t_sort, _ = timed(sort_only, wr, 1)
-        t_pq, _ = timed(lambda: parquet_write(self.pq_path, sorted_holder["c"], a.row_group), wr, 1,
-                        before=lambda: rmpath(self.pq_path))
+        writers = [
+            ("motes", motes_write, p),
+            ("nofine", motes_nofine, p2),
+            ("raw", lambda: raw_write(rp, self.cols), rp),
+            ("h5py", lambda: h5_write(self.h5_path, self.cols), self.h5_path),
+            ("sort", sort_only, None),
+            ("parquet", lambda: parquet_write(self.pq_path, sorted_holder["c"], a.row_group), self.pq_path),
+        ]
+        runs: Dict[str, List[float]] = {k: [] for k, _, _ in writers}
+        for rnd in range(wr + 1):
+            for key, fn, path in writers:
+                if key == "nofine" and not fine_cols:
+                    fine_cols.update({c["name"]: "none" for c in summ[-1]["columns"] if c["index"] == "quantile"})
+                t, _ = timed(fn, 1, warmup=0, before=(lambda q=path: rmpath(q)) if path else None)
+                if rnd > 0:  # round 0 is the warm-up
+                    runs[key].append(t["runs"][0])
+        rmpath(p2)
+        rmpath(rp)
         sorted_holder.clear()
+        summ, summ2 = summ[1:], summ2[1:]
+
+        def stat(v):
+            return {"best": min(v), "median": statistics.median(v), "runs": v}
+
+        t_motes, t_nofine, t_raw, t_h5, t_sort, t_pq = (stat(runs[k]) for k in
+                                                         ("motes", "nofine", "raw", "h5py", "sort", "parquet"))
+        layout = statistics.median(s["layout_seconds"] for s in summ)
+        wsec = statistics.median(s["write_seconds"] for s in summ)
+        t_mem = self.memcpy_time()
 
         def rate(t):
             return n / t / 1e6
@@ -405,6 +433,13 @@ class Bench:
         peers = {
             "raw_write_fdatasync": peer(rate(raw_med), "M particles/s", raw_med / m_med,
                                         "motes rate / peer rate", seconds=t_raw, mb_per_s=raw / raw_med / MB),
+            "motes_without_fine_index": peer(
+                rate(t_nofine["median"]), "M particles/s", t_nofine["median"] / m_med, "motes rate / peer rate",
+                seconds=t_nofine, index=fine_cols,
+                layout_seconds_median=statistics.median(s["layout_seconds"] for s in summ2),
+                write_seconds_median=statistics.median(s["write_seconds"] for s in summ2),
+                note="diagnostic, not a peer: motes.write with index='none' for the columns that get the "
+                     "quantile index by default; shows what that index costs"),
             "memcpy": peer(rate(t_mem["best"]), "M particles/s", t_mem["best"] / m_med,
                            "motes rate / peer rate", seconds=t_mem,
                            mb_per_s=raw / t_mem["best"] / MB),
@@ -422,12 +457,13 @@ class Bench:
         }
         self.figures["write"] = figure(
             "write", "motes.write(sync=True): build (sort + index) + write + fdatasync, wall time",
-            rate(m_med), "M particles/s", timing=t_motes, peers=peers,
+            rate(m_med), "M particles/s", timing=t_motes, peers=peers, best_value=rate(t_motes["best"]),
             ratio=pct / 100.0, ratio_meaning="motes rate / raw write rate",
             target="motes rate >= 50% of the raw write rate", met=pct >= 50.0,
             mb_per_s=raw / m_med / MB, percent_of_raw=pct,
             motes_layout_seconds_median=layout, motes_write_seconds_median=wsec,
-            motes_file_bytes=du(self.motes_path), raw_bytes=raw)
+            motes_file_bytes=du(self.motes_path), raw_bytes=raw, loadavg=os.getloadavg())
+        log(f"  motes without fine index {t_nofine['median']:.3f} s")
         log(f"  motes {m_med:.3f} s ({rate(m_med):.2f} M/s = {pct:.0f}% of raw {raw_med:.3f} s); "
             f"layout {layout:.3f} s, write {wsec:.3f} s; h5py {t_h5['median']:.3f} s; "
             f"parquet sort {t_sort['median']:.3f} + write {t_pq['median']:.3f} s; memcpy {t_mem['best'] * 1e3:.1f} ms")
@@ -462,19 +498,26 @@ class Bench:
             assert abs(s - ref) <= 1e-9 * abs(ref) + 1e-6, f"progressive union differs in column {c}"
         if self.memcpy_s is None:
             self.memcpy_time()
+        # a second limit: copying into freshly allocated arrays (what a query returns), page faults included
+        t_fresh, _ = timed(lambda: [c.copy() for c in self.cols.values()], self.args.repeat, warmup=1)
         med = t["median"]
         pts_ms = n / ms(med)
         mem_pts_ms = n / ms(self.memcpy_s)
+        fresh_pts_ms = n / ms(t_fresh["median"])
         self.figures["progressive"] = figure(
             "progressive", "quality (k/10, (k+1)/10) for k = 0..9, all 8 columns copied out, threads=1; "
                            "points per ms over the whole progression",
-            pts_ms, "points/ms", timing=t,
+            pts_ms, "points/ms", timing=t, best_value=n / ms(t["best"]),
             peers={"memcpy": peer(mem_pts_ms, "points/ms", pts_ms / mem_pts_ms,
-                                  "motes rate / memcpy rate")},
+                                  "motes rate / memcpy rate", note="best run; into a touched buffer"),
+                   "memcpy_fresh": peer(fresh_pts_ms, "points/ms", pts_ms / fresh_pts_ms,
+                                        "motes rate / copy rate", timing_s=t_fresh,
+                                        note="median; ndarray.copy() of every column: allocation + page "
+                                             "faults + copy, as a query's output arrays are new")},
             ratio=pts_ms / 1e5, ratio_meaning="motes / target (100k points/ms)",
             target=">= 100000 points/ms", met=pts_ms >= 1e5,
             slice_counts=counts, slice_seconds=per_slice, rows_total=rows, union_equals_n=True,
-            mb_per_s=self.raw_bytes / med / MB)
+            mb_per_s=self.raw_bytes / med / MB, loadavg=os.getloadavg())
         log(f"  {med * 1e3:.1f} ms for {n:,} points = {pts_ms:,.0f} points/ms (memcpy {mem_pts_ms:,.0f})")
 
     # ---- figures 3-5: hot selective queries ----------------------------------------------------
@@ -488,6 +531,21 @@ class Bench:
         t_m, tab = timed(lambda: ds.query(where, box=box), a.query_repeat, warmup=2)
         t_m1, tab1 = timed(lambda: ds.query(where, box=box, threads=1), a.query_repeat, warmup=2)
         cnt = ds.count(where, box=box)
+        # diagnostic breakdown of the default-threads query: select (traversal) vs gather (copy-out)
+        sel_t, gat_t = [], []
+        for _ in range(a.query_repeat):
+            t0 = perf()
+            sel = ds.select(where, box=box)
+            t1 = perf()
+            for c in names:
+                sel.gather(c, 0, sel.size)
+            t2 = perf()
+            sel_t.append(t1 - t0)
+            gat_t.append(t2 - t1)
+        t_cnt, _ = timed(lambda: ds.count(where, box=box), a.query_repeat, warmup=1)
+        # diagnostic: the same query after 10 ms idle (an interactive user's pace): caches/CPU go cold
+        t_idle, _ = timed(lambda: ds.query(where, box=box), max(5, a.query_repeat // 3), warmup=1,
+                          before=lambda: time.sleep(0.01))
         # --- h5py: full read of the needed columns (into preallocated buffers) + numpy filter
         bufs = {c: np.empty(self.n, dtype=h5[c].dtype) for c in names}
         for b in bufs.values():
@@ -525,7 +583,7 @@ class Bench:
         met = ms(m_med) <= target_ms and (h5_factor is None or h_ratio >= h5_factor)
         tgt = f"<= {target_ms:g} ms" + (f" and >= {h5_factor:g}x faster than h5py load+filter" if h5_factor else "")
         self.figures[key] = figure(
-            key, description, ms(m_med), "ms", timing=t_m,
+            key, description, ms(m_med), "ms", timing=t_m, best_value=ms(t_m["best"]),
             peers={
                 "motes_threads1": peer(ms(t_m1["median"]), "ms", t_m1["median"] / m_med,
                                        "peer time / motes time", timing_s=t_m1),
@@ -538,9 +596,16 @@ class Bench:
             },
             ratio=h_ratio, ratio_meaning="h5py+numpy time / motes time (x faster)",
             target=tgt, met=met, rows=len(tab), fraction=len(tab) / self.n, counts=counts,
-            motes_counters=dict(tab.counters), **extra)
+            motes_counters=dict(tab.counters),
+            motes_breakdown_ms={"count": ms(t_cnt["median"]), "select": ms(statistics.median(sel_t)),
+                                "gather_all_columns": ms(statistics.median(gat_t)),
+                                "query_after_10ms_idle": ms(t_idle["median"]),
+                                "note": "medians, default threads; query = select + one gather per column"},
+            loadavg=os.getloadavg(), **extra)
         log(f"  rows {len(tab):,}: motes {ms(m_med):.3f} ms (threads=1 {ms(t_m1['median']):.3f} ms), "
-            f"h5py {ms(t_h['median']):.1f} ms, DuckDB {ms(t_d['median']):.1f} ms; counters {dict(tab.counters)}")
+            f"h5py {ms(t_h['median']):.1f} ms, DuckDB {ms(t_d['median']):.1f} ms")
+        log(f"  motes select {ms(statistics.median(sel_t)):.3f} ms + gather {ms(statistics.median(gat_t)):.3f} ms; "
+            f"count {ms(t_cnt['median']):.3f} ms; after 10 ms idle {ms(t_idle['median']):.3f} ms; counters {dict(tab.counters)}")
 
     def fig_threshold(self, col: str, target_ms: float, h5_factor: Optional[float], what: str) -> None:
         t = f32(np.quantile(self.cols[col], 1.0 - self.args.select_fraction))
@@ -657,6 +722,9 @@ class Bench:
             peers={
                 "input_arrays": peer(r["rss_before_write_bytes"] / raw, "x raw bytes", None,
                                      "RSS just before motes.write (input arrays + interpreter)"),
+                "peak_minus_interpreter": peer((r["peak_rss_write_bytes"] - r["rss_start_bytes"]) / raw,
+                                               "x raw bytes", None,
+                                               "peak RSS during write minus RSS at start (interpreter, imports)"),
                 "extra_during_write": peer((r["peak_rss_write_bytes"] - r["rss_before_write_bytes"]) / raw,
                                            "x raw bytes", None, "peak RSS during write minus RSS before"),
                 "write_time": peer(t_m, "s", None, "", m_particles_per_s=a.big_n / t_m / 1e6,
@@ -769,6 +837,8 @@ def table_rows(figs: Dict[str, dict]) -> List[List[str]]:
     for k, f in figs.items():
         first = True
         main = fmt(f["value"], f["unit"])
+        if f.get("best_value") is not None:
+            main += f" (best {fmt(f['best_value'])})"
         for pname, p in f["peers"].items():
             rows.append([k if first else "", main if first else "", pname, fmt(p["value"], p["unit"]),
                          (f"{p['ratio']:.3g} ({p['ratio_meaning']})" if p["ratio"] is not None else "-"),
@@ -806,10 +876,10 @@ def main(argv=None) -> int:
     ap.add_argument("--big", action="store_true", help="also run figure 7 (100M particles; minutes)")
     ap.add_argument("--big-n", type=int, default=100_000_000, help="particles for figure 7 (default 100M)")
     ap.add_argument("--only", default=None, help=f"comma-separated subset of: {','.join(FIGURES)}")
-    ap.add_argument("--repeat", type=int, default=7, help="timed runs of memcpy and the progressive read")
-    ap.add_argument("--query-repeat", type=int, default=15, help="timed runs of motes and DuckDB queries")
-    ap.add_argument("--slow-repeat", type=int, default=5, help="timed runs of the h5py load+filter baseline")
-    ap.add_argument("--write-repeat", type=int, default=3, help="timed runs of each writer (after 1 warm-up)")
+    ap.add_argument("--repeat", type=int, default=10, help="timed runs of memcpy and the progressive read")
+    ap.add_argument("--query-repeat", type=int, default=30, help="timed runs of motes and DuckDB queries")
+    ap.add_argument("--slow-repeat", type=int, default=7, help="timed runs of the h5py load+filter baseline")
+    ap.add_argument("--write-repeat", type=int, default=5, help="timed runs of each writer (after 1 warm-up)")
     ap.add_argument("--row-group", type=int, default=1 << 20, help="Parquet row-group size (rows)")
     ap.add_argument("--select-fraction", type=float, default=0.001, help="fraction kept by figures 3-4")
     ap.add_argument("--box-fraction", type=float, default=0.01, help="fraction inside the box of figure 5")
@@ -878,9 +948,17 @@ def main(argv=None) -> int:
         if args.tmp is None:
             shutil.rmtree(tmp, ignore_errors=True)
     meta["loadavg_end"] = os.getloadavg()
+    from motes import _core
+
+    end_mtime = _dt.datetime.fromtimestamp(os.path.getmtime(_core.__file__)).isoformat()
+    if end_mtime != meta["machine"]["motes_core_so_mtime"]:
+        meta["warning"] = (f"the installed motes core changed during the run (mtime {end_mtime}); "
+                           f"figures may mix two builds: run again")
+        log("WARNING: " + meta["warning"])
     meta["elapsed_s"] = (_dt.datetime.now(_dt.timezone.utc) - started).total_seconds()
     result = {"meta": meta, "figures": b.figures,
-              "summary": {k: {"value": f["value"], "unit": f["unit"], "target": f["target"], "met": f["met"]}
+              "summary": {k: {"value": f["value"], "unit": f["unit"], "ratio": f["ratio"],
+                              "ratio_meaning": f["ratio_meaning"], "target": f["target"], "met": f["met"]}
                           for k, f in b.figures.items()}}
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1, default=float)

@@ -16,8 +16,8 @@ CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DMOTES_FUZZ=ON -DMOTES_BUILD_TEST
 cmake --build build/fuzz -j "$JOBS" --target fuzz_reader fuzz_expr
 rm -rf build/fuzz/corpus && mkdir -p build/fuzz/corpus/reader build/fuzz/corpus/expr
 .venv/bin/python tests/fuzz/make_corpus.py build/fuzz/corpus
-build/fuzz/fuzz_expr -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -print_final_stats=1 build/fuzz/corpus/expr 2>&1 | tail -n 3
-build/fuzz/fuzz_reader -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 -print_final_stats=1 build/fuzz/corpus/reader 2>&1 | tail -n 3
+build/fuzz/fuzz_expr -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -print_final_stats=1 build/fuzz/corpus/expr 2>&1 | grep -E "^stat::(number_of_executed_units|new_units_added)|ERROR|SUMMARY"
+build/fuzz/fuzz_reader -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 -print_final_stats=1 build/fuzz/corpus/reader 2>&1 | grep -E "^stat::(number_of_executed_units|new_units_added)|ERROR|SUMMARY"
 
 echo "== Python tests (pytest)"
 .venv/bin/python -m pytest -q tests/python

@@ -304,7 +304,7 @@ class Dataset:
         Returns a :class:`Table` of the requested ``columns`` (default: all)."""
         sel = self.select(where, box, quality, step=step, species=species, threads=threads)
         names = self._columns(columns, step, species)
-        return Table({c: sel.gather(c, 0, sel.size) for c in names}, sel.counters)
+        return Table(dict(zip(names, sel.gather_columns(names, 0, sel.size))), sel.counters)
 
     def query_batches(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
                       columns: Optional[Sequence[str]] = None, batch_size: int = 1 << 20,
@@ -316,7 +316,7 @@ class Dataset:
         names = self._columns(columns, step, species)
         for begin in range(0, sel.size, batch_size):
             end = min(sel.size, begin + batch_size)
-            yield Table({c: sel.gather(c, begin, end) for c in names}, sel.counters)
+            yield Table(dict(zip(names, sel.gather_columns(names, begin, end))), sel.counters)
 
     def _columns(self, columns, step, species) -> List[str]:
         known = [c.name for c in self.schema(step, species)]

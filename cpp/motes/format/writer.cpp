@@ -29,7 +29,6 @@ bool is_identifier(const std::string& s) {
   return true;
 }
 
-bool is_float(DType t) { return t == DType::f32 || t == DType::f64; }
 
 // Everything the writer learns about one column on its way to disk.
 struct ColumnPlan {

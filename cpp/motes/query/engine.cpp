@@ -662,17 +662,26 @@ void Selection::gather(const ParticleFile& file, size_t column, uint64_t row_beg
   if (row_end > size() || row_begin > row_end) throw UsageError("selection rows out of range");
   if (row_begin == row_end) return;
   const ColumnIndex& ci = file.columns().at(column);
-  const size_t sz = dtype_size(ci.spec.dtype);
   const char* src = static_cast<const char*>(ci.data);
   char* dst = static_cast<char*>(dest);
   // Copies rows [a, b) of the selection; split by rows so big segments are shared between threads.
+  // Short segments (typical of filtered results) are copied element by element, not by memcpy calls.
   auto copy_rows = [&](uint64_t a, uint64_t b) {
     if (a >= b) return;
-    for (size_t k = segment_of(a), k1 = segment_of(b - 1) + 1; k < k1; ++k) {
-      uint64_t r0 = std::max(offsets_[k], a), r1 = std::min(offsets_[k + 1], b);
-      uint64_t from = segments_[k].start + (r0 - offsets_[k]);
-      std::memcpy(dst + (r0 - row_begin) * sz, src + from * sz, (r1 - r0) * sz);
-    }
+    dispatch_dtype(ci.spec.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* from_base = reinterpret_cast<const T*>(src);
+      T* to_base = reinterpret_cast<T*>(dst) - row_begin;
+      for (size_t k = segment_of(a), k1 = segment_of(b - 1) + 1; k < k1; ++k) {
+        uint64_t r0 = std::max(offsets_[k], a), r1 = std::min(offsets_[k + 1], b);
+        const T* from = from_base + segments_[k].start + (r0 - offsets_[k]);
+        if (r1 - r0 < 16) {
+          for (uint64_t r = r0; r < r1; ++r) to_base[r] = from[r - r0];
+        } else {
+          std::memcpy(to_base + r0, from, (r1 - r0) * sizeof(T));
+        }
+      }
+    });
   };
   uint64_t rows = row_end - row_begin;
   if (threads <= 1 || rows < (1u << 16)) return copy_rows(row_begin, row_end);

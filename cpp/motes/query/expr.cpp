@@ -306,6 +306,12 @@ const char* op_text(K k) {
   }
 }
 
+std::string wrap(std::string prefix, const std::string& body, const char* suffix) {
+  prefix.append(body);
+  prefix.append(suffix);
+  return prefix;
+}
+
 void collect_columns(const Expr& e, std::vector<int>& out) {
   if (e.kind == K::column) out.push_back(e.column);
   for (const auto& a : e.args) collect_columns(*a, out);
@@ -332,10 +338,10 @@ std::string Expr::to_string() const {
       return s.str();
     }
     case K::column: return name;
-    case K::negate: return "-(" + args[0]->to_string() + ")";
-    case K::call: return name + "(" + args[0]->to_string() + ")";
-    case K::not_: return "not (" + args[0]->to_string() + ")";
-    default: return "(" + args[0]->to_string() + op_text(kind) + args[1]->to_string() + ")";
+    case K::negate: return wrap("-(", args[0]->to_string(), ")");
+    case K::call: return wrap(name + "(", args[0]->to_string(), ")");
+    case K::not_: return wrap("not (", args[0]->to_string(), ")");
+    default: return wrap("(", args[0]->to_string() + op_text(kind) + args[1]->to_string(), ")");
   }
 }
 
