@@ -18,6 +18,10 @@ struct Error : std::runtime_error {
 struct UsageError : Error {
   using Error::Error;
 };
+// A dataset or file that does not exist.
+struct NotFoundError : Error {
+  using Error::Error;
+};
 // A file that is not a valid motes file (bad magic, checksum mismatch, truncation, ...).
 struct FormatError : Error {
   using Error::Error;

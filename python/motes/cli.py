@@ -368,7 +368,7 @@ def _print_info(info: Dict[str, Any]) -> None:
         _out(f"  file     {d['path']} (format {d['format_version']})")
         _out("  bounds   " + "  ".join(f"{a} [{_g(l)}, {_g(h)}]" for a, l, h in zip("xyz", lo, hi)))
         _out(f"  tree     {d['levels']} levels, {_num(d['nodes'])} nodes, leaf size {d['leaf_size']}, "
-             f"{d['lod_count']} LODs")
+             f"{d['lod_count']} LOD particles per inner node")
         ov = sz.get("overhead_percent")
         _out(f"  size     {_bytes(sz['file_bytes'])} = data {_bytes(sz['data_bytes'])} + index "
              f"{_bytes(sz['index_bytes'])} + fine index {_bytes(sz['fine_index_bytes'])} + padding "
@@ -936,13 +936,13 @@ def _add_selection(p) -> None:
     g = p.add_argument_group("selection")
     g.add_argument("-w", "--where", metavar="EXPR", default=None,
                    help="filter expression, e.g. \"energy > 1.3 and 10 < x < 20\" (and, or, not, parentheses, "
-                        "comparisons of columns with numbers)")
+                        "comparisons (chained: 1 < x < 2), arithmetic + - * / **, abs sqrt exp log log10 sin cos tan)")
     g.add_argument("--box", nargs=6, type=float, metavar=("XMIN", "YMIN", "ZMIN", "XMAX", "YMAX", "ZMAX"),
                    help="spatial box, bounds inclusive")
     q = g.add_mutually_exclusive_group()
     q.add_argument("--quality", type=_quality_arg, metavar="Q", default=None,
-                   help="level of detail in [0, 1]: read about a fraction Q of the particles, spread over space "
-                        "(default 1: every particle)")
+                   help="level of detail in [0, 1], linear in tree levels so the particle count grows "
+                        "exponentially with Q: a spread-out sample of real particles (0: none, default 1: every particle)")
     q.add_argument("--quality-range", type=_quality_arg, nargs=2, metavar=("Q0", "Q1"), default=None,
                    help="only the particles that quality Q1 adds to quality Q0 (progressive refinement)")
     g.add_argument("--step", type=int, default=None, help="step index (default: the last step)")
@@ -962,7 +962,7 @@ def _add_write_options(p) -> None:
     g.add_argument("--unit", type=_key_value, action="append", metavar="COL=UNIT",
                    help="physical unit of a column, stored in the schema (repeatable)")
     g.add_argument("--leaf-size", type=_positive_int, default=512, help="particles per leaf of the spatial tree")
-    g.add_argument("--lod-count", type=_positive_int, default=8, help="number of level-of-detail tiers")
+    g.add_argument("--lod-count", type=_positive_int, default=8, help="sample (level-of-detail) particles kept by each inner tree node")
     g.add_argument("--threads", type=_nonneg_int, default=0, help="worker threads, 0 for all cores")
     _add_progress(g)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -173,12 +174,19 @@ class Writer:
             attrs_json = json.dumps(dict(attributes or {}))
         except TypeError as e:
             raise UsageError(f"step attributes must be JSON-serialisable: {e}") from None
+        created = False
         if self._core is None:
+            created = not os.path.exists(self.path)
             self._core = _core.DatasetCore.create(self.path)
         bar = _Progress(self._progress, f"step {step}")
         try:
             return self._core.append_step(int(step), float(time), attrs_json, payload, progress=bar.callback(),
                                           **_write_kwargs(self._cfg))
+        except BaseException:
+            if created:  # leave nothing behind: the dataset did not exist before this call
+                self._core = None
+                shutil.rmtree(self.path, ignore_errors=True)
+            raise
         finally:
             bar.close()
 

@@ -10,6 +10,8 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <filesystem>
+
 #include "motes/analysis/analysis.hpp"
 #include "motes/format/dataset.hpp"
 #include "motes/format/reader.hpp"
@@ -198,7 +200,11 @@ NB_MODULE(_core, m) {
       PyErr_SetString(usage_error.ptr(), e.what());
     } catch (const motes::FormatError& e) {
       PyErr_SetString(format_error.ptr(), e.what());
+    } catch (const motes::NotFoundError& e) {
+      PyErr_SetString(PyExc_FileNotFoundError, e.what());
     } catch (const motes::Error& e) {
+      PyErr_SetString(PyExc_OSError, e.what());
+    } catch (const std::filesystem::filesystem_error& e) {
       PyErr_SetString(PyExc_OSError, e.what());
     }
   });

@@ -85,6 +85,7 @@ def test_steps_species_attributes_and_units(tmp_path):
     ({"x": np.zeros(3), "y": np.zeros(3), "z": np.zeros(3), "s": np.array(["a", "b", "c"])}, "unsupported dtype"),
     ({"x": np.zeros((3, 2)), "y": np.zeros(3), "z": np.zeros(3)}, "must be 1-D"),
     ({"x": np.zeros(3, np.int32), "y": np.zeros(3), "z": np.zeros(3)}, "must be f32 or f64"),
+    ({"x": np.zeros(3), "y": np.zeros(3), "z": np.zeros(3), "nan": np.zeros(3)}, "reserved word"),
 ])
 def test_bad_input_is_refused_and_writes_nothing(tmp_path, bad, match):
     rng = np.random.default_rng(1)
@@ -129,3 +130,31 @@ def test_not_a_dataset(tmp_path):
     (tmp_path / "junk").write_text("x")
     with pytest.raises(motes.UsageError, match="non-empty directory"):
         motes.write(tmp_path, {a: np.zeros(3) for a in "xyz"})
+
+
+def test_first_failed_write_leaves_nothing(tmp_path):
+    with pytest.raises(motes.UsageError, match="'z' is missing"):
+        motes.write(tmp_path / "new.motes", {"x": np.zeros(3), "y": np.zeros(3)})
+    assert not (tmp_path / "new.motes").exists()
+
+
+def test_explicit_quantile_index_where_impossible_is_refused(tmp_path):
+    cols = {a: np.random.default_rng(0).random(100) for a in "xyz"}
+    cols["tag"] = np.zeros(100, np.uint8)
+    with pytest.raises(motes.UsageError, match="cannot have a quantile index"):
+        motes.write(tmp_path / "q.motes", cols, index={"x": "quantile"})
+    with pytest.raises(motes.UsageError, match="cannot have a quantile index"):
+        motes.write(tmp_path / "q.motes", cols, index={"tag": "quantile"})
+    with pytest.raises(motes.UsageError, match="must be 'auto', 'none' or 'quantile'"):
+        motes.write(tmp_path / "q.motes", cols, index={"tag": "fast"})
+
+
+def test_missing_dataset_is_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such dataset"):
+        motes.open(tmp_path / "nope.motes")
+
+
+def test_stats_are_deterministic(clustered_ds):
+    _, ds = clustered_ds
+    sums = {ds.stats("mass", where="x > 0.1")["sum"] for _ in range(10)}
+    assert len(sums) == 1

@@ -1,6 +1,7 @@
 #include "motes/analysis/analysis.hpp"
 
 #include <cmath>
+#include <mutex>
 #include <string>
 
 namespace motes {
@@ -63,9 +64,11 @@ uint64_t count(Query& q) {
 ColumnStats stats(Query& q, size_t column) {
   const void* data = column_data(q, column);
   DType t = q.file().columns()[column].spec.dtype;
-  std::vector<ColumnStats> per(q.threads());
-  q.run([&](unsigned w, size_t, const std::vector<Segment>& segs) {
-    ColumnStats& s = per[w];
+  // Partials per work chunk, merged in chunk order: the same sum whatever thread ran what.
+  std::vector<ColumnStats> per;
+  std::mutex m;
+  q.run([&](unsigned, size_t chunk, const std::vector<Segment>& segs) {
+    ColumnStats s;
     dispatch_dtype(t, [&](auto tag) {
       using T = decltype(tag);
       const T* p = static_cast<const T*>(data);
@@ -82,6 +85,9 @@ ColumnStats stats(Query& q, size_t column) {
         }
       }
     });
+    std::lock_guard lock(m);
+    if (per.size() <= chunk) per.resize(chunk + 1);
+    per[chunk] = s;
   });
   ColumnStats out;
   for (const ColumnStats& s : per) {

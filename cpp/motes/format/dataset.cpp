@@ -60,7 +60,7 @@ Dataset Dataset::open(const std::string& dir) {
   Dataset d;
   d.dir_ = dir;
   fs::path mpath = fs::path(dir) / kManifest;
-  if (!fs::exists(dir)) throw Error("no such dataset: '" + dir + "' does not exist");
+  if (!fs::exists(dir)) throw NotFoundError("no such dataset: '" + dir + "' does not exist");
   std::ifstream in(mpath);
   if (!in) {
     if (fs::is_regular_file(dir)) throw UsageError("'" + dir + "' is a file, not a dataset directory (NAME.motes/)");

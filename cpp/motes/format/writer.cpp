@@ -278,6 +278,8 @@ void validate_columns(const std::vector<ColumnView>& columns) {
     if (!is_identifier(c.spec.name))
       throw UsageError("column name '" + c.spec.name +
                        "' is not an identifier (letters, digits, '_', not starting with a digit, at most 255 bytes)");
+    for (const char* word : {"and", "or", "not", "inf", "nan"})
+      if (c.spec.name == word) throw UsageError("column name '" + c.spec.name + "' is a reserved word of the query language");
     if (!seen.insert(c.spec.name).second) throw UsageError("column '" + c.spec.name + "' is given twice");
     if (!dtype_valid(uint8_t(c.spec.dtype))) throw UsageError("column '" + c.spec.name + "' has an unknown dtype");
     if (c.count != columns[0].count)
@@ -286,6 +288,12 @@ void validate_columns(const std::vector<ColumnView>& columns) {
                        std::to_string(c.count));
     if (c.count && !c.data) throw UsageError("column '" + c.spec.name + "' has no data pointer");
     if (c.spec.unit.size() > (1u << 20)) throw UsageError("unit metadata of column '" + c.spec.name + "' exceeds 1 MiB");
+  }
+  for (const ColumnView& c : columns) {
+    bool position = c.spec.name == "x" || c.spec.name == "y" || c.spec.name == "z";
+    if (c.spec.fine == FineIndex::quantile && (position || dtype_size(c.spec.dtype) == 1))
+      throw UsageError("column '" + c.spec.name + "' cannot have a quantile index (" +
+                       (position ? "positions are indexed by the tree itself" : "1-byte values are their own codes") + ")");
   }
   for (const char* axis : {"x", "y", "z"}) {
     if (!seen.count(axis))
