@@ -90,6 +90,21 @@ def timed(fn: Callable[[], Any], repeat: int, warmup: int = 1,
     return {"best": min(times), "median": statistics.median(times), "runs": times}, result
 
 
+_CAL = np.random.default_rng(12345).random(2_000_000).astype(np.float32)
+
+
+def calibration_ms() -> float:
+    """A fixed CPU-bound probe (np.sort of 2M float32, best of 5), recorded next to every figure: on a
+    shared VM the host's speed drifts (phases ~1.4x slower were seen); compare it across runs before
+    comparing figures."""
+    best = float("inf")
+    for _ in range(5):
+        t0 = perf()
+        np.sort(_CAL)
+        best = min(best, perf() - t0)
+    return best * 1e3
+
+
 def rmpath(p: str) -> None:
     if os.path.isdir(p):
         shutil.rmtree(p)
@@ -129,6 +144,7 @@ def figure(name: str, description: str, value: float, unit: str, *, timing: Opti
     out["target"] = target
     out["met"] = met
     out.update(extra)
+    out["calibration_ms_after"] = calibration_ms()
     return out
 
 
@@ -422,6 +438,8 @@ class Bench:
         layout = statistics.median(s["layout_seconds"] for s in summ)
         wsec = statistics.median(s["write_seconds"] for s in summ)
         t_mem = self.memcpy_time()
+        # drift-robust ratio: the median over rounds of (raw time / motes time) of the same round
+        pct_rounds = statistics.median(100.0 * r / m for r, m in zip(runs["raw"], runs["motes"]))
 
         def rate(t):
             return n / t / 1e6
@@ -460,7 +478,7 @@ class Bench:
             rate(m_med), "M particles/s", timing=t_motes, peers=peers, best_value=rate(t_motes["best"]),
             ratio=pct / 100.0, ratio_meaning="motes rate / raw write rate",
             target="motes rate >= 50% of the raw write rate", met=pct >= 50.0,
-            mb_per_s=raw / m_med / MB, percent_of_raw=pct,
+            mb_per_s=raw / m_med / MB, percent_of_raw=pct, percent_of_raw_median_of_rounds=pct_rounds,
             motes_layout_seconds_median=layout, motes_write_seconds_median=wsec,
             motes_file_bytes=du(self.motes_path), raw_bytes=raw, loadavg=os.getloadavg())
         log(f"  motes without fine index {t_nofine['median']:.3f} s")
@@ -910,6 +928,7 @@ def main(argv=None) -> int:
         "figures_run": figs,
         "scratch_dir": tmp, "scratch_fs": fs_type(os.path.abspath(tmp)),
         "loadavg_start": os.getloadavg(),
+        "calibration_ms_start": calibration_ms(),
         "timing": "time.perf_counter; 'value' uses the median of the timed runs (after warm-up); "
                   "best and all runs are in timing_s; memcpy uses its best run (a limit)",
         "repeats": {"write": args.write_repeat, "query": args.query_repeat, "h5py": args.slow_repeat,
@@ -948,6 +967,7 @@ def main(argv=None) -> int:
         if args.tmp is None:
             shutil.rmtree(tmp, ignore_errors=True)
     meta["loadavg_end"] = os.getloadavg()
+    meta["calibration_ms_end"] = calibration_ms()
     from motes import _core
 
     end_mtime = _dt.datetime.fromtimestamp(os.path.getmtime(_core.__file__)).isoformat()
@@ -967,7 +987,8 @@ def main(argv=None) -> int:
     print(print_table(b.figures))
     print()
     log(f"wrote {os.path.relpath(args.out)} in {meta['elapsed_s']:.0f} s "
-        f"(load average {meta['loadavg_start'][0]:.2f} -> {meta['loadavg_end'][0]:.2f})")
+        f"(load average {meta['loadavg_start'][0]:.2f} -> {meta['loadavg_end'][0]:.2f}; calibration probe "
+        f"{meta['calibration_ms_start']:.2f} -> {meta['calibration_ms_end']:.2f} ms)")
     return 0
 
 

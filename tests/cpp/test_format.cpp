@@ -3,6 +3,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "motes/format/dataset.hpp"
 #include "motes/format/reader.hpp"
@@ -244,4 +245,33 @@ TEST(Dataset, AppendsStepsAndSurvivesReopen) {
   EXPECT_THROW(d2.append_step(9, 1.0, nlohmann::json::object(), {{"electrons", b.views()}}, small_options()), UsageError);
   EXPECT_EQ(Dataset::open(dir).steps().size(), 2u);
   EXPECT_THROW(Dataset::open(test::temp_path("nowhere.motes")), Error);
+}
+
+TEST(Format, QuantileCodesAgreeWithTheSpecFunction) {
+  // Noise with long runs of equal values and NaNs exercises every path of the writer's fast code lookup.
+  auto cols = test::make_columns(30000, 5);
+  std::vector<double> steps(cols.x.size());
+  std::mt19937_64 rng(9);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    uint64_t r = rng() % 100;
+    steps[i] = r < 40 ? 0.5 : r < 45 ? std::numeric_limits<double>::quiet_NaN() : double(rng() % 1000) / 7.0;
+  }
+  auto v = cols.views();
+  for (auto& c : v)
+    if (c.spec.name == "noise") c.spec.fine = FineIndex::quantile;
+  ColumnView sv;
+  sv.spec = {"steps", DType::f64, FineIndex::quantile, ""};
+  sv.data = steps.data();
+  sv.count = steps.size();
+  v.push_back(sv);
+  std::string path = test::temp_path("codes.mpf");
+  write_particle_file(path, v, small_options());
+  auto f = ParticleFile::open(path, true);
+  for (const char* name : {"noise", "steps"}) {
+    const ColumnIndex& c = f->columns()[f->column(name)];
+    ASSERT_EQ(c.fine, FineIndex::quantile) << name;
+    const double* values = static_cast<const double*>(c.data);
+    for (uint64_t i = 0; i < f->particle_count(); ++i)
+      ASSERT_EQ(c.codes[i], spec::fine_code(values[i], c.edges.data())) << name << " at " << i << " value " << values[i];
+  }
 }

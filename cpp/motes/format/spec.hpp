@@ -89,13 +89,11 @@ inline uint32_t bitmap_bin(double v, double lo, double hi) {
 }
 
 // The quantile code of v: how many interior edges edges[1..255] are <= v; monotone in v.
+// (Branch-free binary search: the largest k in [0, 255] with k == 0 or edges[k] <= v.)
 inline uint8_t fine_code(double v, const double* edges) {
-  uint32_t lo = 0, hi = kFineBins - 1;  // answer in [0, 255]
-  while (lo < hi) {
-    uint32_t mid = (lo + hi + 1) / 2;
-    if (edges[mid] <= v) lo = mid; else hi = mid - 1;
-  }
-  return uint8_t(lo);
+  uint32_t pos = 0;
+  for (uint32_t step = kFineBins / 2; step; step >>= 1) pos += edges[pos + step] <= v ? step : 0;
+  return uint8_t(pos);
 }
 
 }  // namespace motes::spec
