@@ -17,6 +17,7 @@
 #include "motes/format/reader.hpp"
 #include "motes/format/writer.hpp"
 #include "motes/query/engine.hpp"
+#include "motes/util/parallel.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -320,9 +321,13 @@ NB_MODULE(_core, m) {
             }
             {
               nb::gil_scoped_release release;
-              // Small results: one thread walks the columns; large ones share each column's rows.
-              for (size_t k = 0; k < index.size(); ++k)
-                s.selection.gather(*s.file, index[k], begin, end, dest[k], s.threads);
+              // Columns go to different threads; a column's rows are shared only when few columns are asked for.
+              const uint64_t rows = end - begin;
+              const unsigned across = rows >= 1024 ? s.threads : 1;
+              const unsigned within = index.size() >= s.threads ? 1 : s.threads;
+              motes::parallel_for(index.size(), across, [&](uint64_t k) {
+                s.selection.gather(*s.file, index[k], begin, end, dest[k], within);
+              });
             }
             return out;
           },

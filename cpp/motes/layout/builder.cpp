@@ -266,9 +266,7 @@ void sort_keys(std::vector<Key>& keys, unsigned threads) {
     const Key pivot = sample[511];
     size_t mid = size_t(std::partition(keys.begin() + int64_t(lo), keys.begin() + int64_t(hi),
                                        [&](const Key& k) { return k < pivot; }) - keys.begin());
-    std::thread other([&] { self(self, lo, mid, t / 2); });
-    self(self, mid, hi, t - t / 2);
-    other.join();
+    parallel_for(2, 2, [&](uint64_t part) { part ? self(self, mid, hi, t - t / 2) : self(self, lo, mid, t / 2); });
   };
   sort_range(sort_range, 0, keys.size(), threads);
 }

@@ -515,6 +515,21 @@ std::vector<Query::Task> Query::plan() {
     counters_.points_taken_whole = e - b;
     return {Task{b, e - b, true}};
   }
+  const uint64_t range_begin = lv.level_start[level_begin_], range = lv.level_start[level_end_] - range_begin;
+  auto scan_all = [&] {
+    counters_.scanned = true;
+    counters_.points_tested = range;
+    std::vector<Task> blocks;
+    for (uint64_t b = 0; b < range; b += kScanBlock) blocks.push_back({range_begin + b, std::min(kScanBlock, range - b), false});
+    return blocks;
+  };
+  // A predicate only on spatially incoherent columns (those with quantile codes)
+  // prunes almost no node: skip the traversal and scan the codes in order.
+  bool incoherent_only = true;
+  for (int c : referenced_columns(*predicate_))
+    incoherent_only &= f.columns()[size_t(c)].fine == FineIndex::quantile;
+  if (incoherent_only) return scan_all();
+
   // Runs of one level are met in preorder, which is their file order, so
   // bucketing tasks by level yields them sorted by position without a sort.
   std::vector<std::vector<Task>> by_level(level_end_);
@@ -549,13 +564,7 @@ std::vector<Query::Task> Query::plan() {
   // When the index leaves much to test, the tested runs are scattered over the
   // file and each costs a cache miss; one sequential pass over the selected
   // levels is cheaper. The exact test decides every point either way.
-  const uint64_t range_begin = lv.level_start[level_begin_], range = lv.level_start[level_end_] - range_begin;
-  if (counters_.points_tested > range / 8) {
-    counters_.scanned = true;
-    std::vector<Task> blocks;
-    for (uint64_t b = 0; b < range; b += kScanBlock) blocks.push_back({range_begin + b, std::min(kScanBlock, range - b), false});
-    return blocks;
-  }
+  if (counters_.points_tested > range / 8) return scan_all();
   return coalesce(by_level);
 }
 
@@ -676,6 +685,7 @@ void Selection::gather(const ParticleFile& file, size_t column, uint64_t row_beg
         uint64_t r0 = std::max(offsets_[k], a), r1 = std::min(offsets_[k + 1], b);
         const T* from = from_base + segments_[k].start + (r0 - offsets_[k]);
         if (r1 - r0 < 16) {
+          if (k + 8 < k1) __builtin_prefetch(from_base + segments_[k + 8].start);  // scattered rows: hide the misses
           for (uint64_t r = r0; r < r1; ++r) to_base[r] = from[r - r0];
         } else {
           std::memcpy(to_base + r0, from, (r1 - r0) * sizeof(T));
