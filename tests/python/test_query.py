@@ -160,3 +160,29 @@ def test_query_errors_are_clear(uniform_ds):
         ds.query(box=[0, 0, 0, 1])
     with pytest.raises(motes.UsageError, match="no step 7"):
         ds.query(step=7)
+
+
+def test_concurrent_queries_from_python_threads(clustered_ds):
+    from concurrent.futures import ThreadPoolExecutor
+
+    data, ds = clustered_ds
+    wheres = ["energy > 0.5", "x < 0.3 and y > 0.2", "ux > 1.5", "mass > 1"] * 4
+    want = [ds.count(w) for w in wheres]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        got = list(pool.map(lambda w: len(ds.query(w, columns=["id"])), wheres))
+    assert got == want
+
+
+def test_queries_work_in_a_forked_child(clustered_ds):
+    import multiprocessing as mp
+
+    data, ds = clustered_ds
+    want = ds.count("energy > 0.5")  # the parent's thread pool exists before the fork
+    ctx = mp.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply(_count_in_child, (ds.path, "energy > 0.5"))
+    assert got == want
+
+
+def _count_in_child(path, where):
+    return motes.open(path).count(where)
