@@ -194,7 +194,7 @@ void write_column(ColumnPlan& p, const Layout& layout, const std::vector<uint32_
     uint64_t len = ce - cb;
     const uint64_t* ord = layout.order.data() + cb;
     for (uint64_t i = 0; i < len; ++i) {
-      if (i + 16 < len) __builtin_prefetch(base + int64_t(ord[i + 16]) * stride);
+      if (i + 64 < len) __builtin_prefetch(base + int64_t(ord[i + 64]) * stride);
       buf[i] = *reinterpret_cast<const T*>(base + int64_t(ord[i]) * stride);
     }
     // Runs are disjoint and sorted by start: walk those overlapping [cb, ce).

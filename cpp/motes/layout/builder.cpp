@@ -55,6 +55,7 @@ inline int lowest_code_bit(const KeyedRow&) { return 1; }
 inline int lowest_code_bit(uint64_t) { return 32; }
 
 constexpr int kMortonBits = 21;
+constexpr uint32_t kMaxLod = 1024;  // LOD points per inner node, at most
 
 // Index order that makes every prefix of a leaf an evenly spread sample of it
 // (bit reversal of positions along the space-filling order).
@@ -89,7 +90,7 @@ class TreeletBuilder {
       pos_[1][a].resize(n);
       lo[a] = std::numeric_limits<P>::max(), hi[a] = std::numeric_limits<P>::lowest();
       for (uint64_t i = 0; i < n; ++i) {
-        if (i + 16 < n) axes_[a].prefetch(rows_[0][i + 16]);
+        if (i + 64 < n) axes_[a].prefetch(rows_[0][i + 64]);
         P v = P(axes_[a][rows_[0][i]]);
         pos_[0][a][i] = v;
         lo[a] = std::min(lo[a], v), hi[a] = std::max(hi[a], v);
@@ -113,6 +114,35 @@ class TreeletBuilder {
   std::vector<uint64_t> rows_[2];
   std::vector<P> pos_[2][3], scratch_;
 
+  // The value of rank n/2 of v[0, n), exactly. Floyd-Rivest style: a sorted sample
+  // brackets the median, one branch-free pass keeps only the values between the
+  // brackets, and selection runs on those few; a missed bracket falls back to a
+  // selection over everything.
+  P select_median(const P* v, uint64_t n) {
+    const uint64_t want = n / 2;
+    if (n >= 4096) {
+      constexpr uint32_t kSample = 1024, kBand = 48;
+      P sample[kSample];
+      for (uint32_t i = 0; i < kSample; ++i) sample[i] = v[(2 * uint64_t(i) + 1) * n / (2 * kSample)];
+      std::sort(sample, sample + kSample);
+      const P low = sample[kSample / 2 - kBand], high = sample[kSample / 2 + kBand];
+      uint64_t below = 0, kept = 0;
+      for (uint64_t i = 0; i < n; ++i) {
+        const P x = v[i];
+        below += x < low;
+        scratch_[kept] = x;
+        kept += (x >= low) & (x <= high);
+      }
+      if (want >= below && want < below + kept) {
+        std::nth_element(scratch_.begin(), scratch_.begin() + int64_t(want - below), scratch_.begin() + int64_t(kept));
+        return scratch_[want - below];
+      }
+    }
+    std::copy(v, v + n, scratch_.begin());
+    std::nth_element(scratch_.begin(), scratch_.begin() + int64_t(want), scratch_.begin() + int64_t(n));
+    return scratch_[want];
+  }
+
   void split(uint64_t lo, uint64_t hi, int s, const P* blo, const P* bhi) {
     const uint64_t n = hi - lo;
     const uint32_t id = uint32_t(nodes.size());
@@ -127,38 +157,39 @@ class TreeletBuilder {
     for (int a = 1; a < 3; ++a)
       if (bhi[a] - blo[a] > bhi[axis] - blo[axis]) axis = a;
     const P* v = pos_[s][axis].data();
-    std::copy(v + lo, v + hi, scratch_.begin());
-    std::nth_element(scratch_.begin(), scratch_.begin() + n / 2, scratch_.begin() + n);
-    const P median = scratch_[n / 2];
+    const P median = select_median(v + lo, n);
 
     // K stratified LOD points leave; the rest splits at the median, ties filling the left half.
+    // Loops run between the picks, without branches on the data.
     const uint32_t k = opt_->lod_count;
-    auto is_pick = [&](uint64_t i, uint32_t& next) {
-      if (next < k && i == (2 * uint64_t(next) + 1) * n / (2 * k)) return ++next, true;
-      return false;
-    };
+    uint64_t picks[kMaxLod + 1];
+    for (uint32_t j = 0; j < k; ++j) picks[j] = (2 * uint64_t(j) + 1) * n / (2 * k);
+    picks[k] = n;
     uint64_t less = 0, equal = 0;
-    for (uint32_t next = 0, i = 0; i < n; ++i) {
-      if (is_pick(i, next)) continue;
-      less += v[lo + i] < median;
-      equal += v[lo + i] == median;
-    }
+    for (uint64_t i = lo; i < hi; ++i) less += v[i] < median, equal += v[i] == median;
+    for (uint32_t j = 0; j < k; ++j) less -= v[lo + picks[j]] < median, equal -= v[lo + picks[j]] == median;
     const uint64_t m = n - k, target = m / 2;
     uint64_t left = less >= target ? less : std::min(target, less + equal);
     const bool by_count = left == 0 || left == m;  // degenerate: split by order alone
     if (by_count) left = target;
     const int d = 1 - s;
+    uint64_t* out_rows = rows_[d].data() + lo;
+    P* out_pos[3] = {pos_[d][0].data() + lo, pos_[d][1].data() + lo, pos_[d][2].data() + lo};
+    const P* in_pos[3] = {pos_[s][0].data() + lo, pos_[s][1].data() + lo, pos_[s][2].data() + lo};
     uint64_t l = 0, r = left, ties = left - std::min(left, less);
-    for (uint32_t next = 0, i = 0; i < n; ++i) {
-      if (is_pick(i, next)) {
-        own.push_back(rows[lo + i]);
-        continue;
+    for (uint64_t begin = 0, j = 0; j <= k; begin = picks[j] + 1, ++j) {
+      for (uint64_t i = begin; i < picks[j]; ++i) {
+        const P x = v[lo + i];
+        const bool eq = x == median;
+        const bool to_left = by_count ? l < left : (x < median) | (eq & (ties > 0));
+        ties -= uint64_t(eq & to_left & !by_count);
+        const uint64_t dst = to_left ? l : r;
+        l += to_left;
+        r += !to_left;
+        out_rows[dst] = rows[lo + i];
+        out_pos[0][dst] = in_pos[0][i], out_pos[1][dst] = in_pos[1][i], out_pos[2][dst] = in_pos[2][i];
       }
-      P x = v[lo + i];
-      bool to_left = by_count ? (l < left) : (x < median || (x == median && ties > 0 && (--ties, true)));
-      uint64_t dst = lo + (to_left ? l++ : r++);
-      rows_[d][dst] = rows[lo + i];
-      for (int a = 0; a < 3; ++a) pos_[d][a][dst] = pos_[s][a][lo + i];
+      if (j < k) own.push_back(rows[lo + picks[j]]);
     }
     nodes[id].own_count = k;
     P llo[3], lhi[3], rlo[3], rhi[3];
@@ -364,7 +395,7 @@ void build_tree(std::vector<Key>& keys, const LayoutOptions& options, unsigned t
 }  // namespace
 
 void check_layout_options(const LayoutOptions& o) {
-  if (o.lod_count < 1) throw UsageError("lod_count must be at least 1");
+  if (o.lod_count < 1 || o.lod_count > kMaxLod) throw UsageError("lod_count must be in [1, " + std::to_string(kMaxLod) + "]");
   if (o.leaf_size < 2 * o.lod_count || o.leaf_size < 4)
     throw UsageError("leaf_size (" + std::to_string(o.leaf_size) + ") must be at least 4 and at least 2 x lod_count (" +
                      std::to_string(o.lod_count) + ")");
