@@ -219,7 +219,7 @@ class ShallowBuilder {
   std::vector<size_t> tasks;    // shallow node index of each treelet
   std::vector<uint64_t> taken;  // sorted positions already used as LOD points
 
-  ShallowBuilder(const std::vector<Key>& keys, const LayoutOptions& o) : keys_(keys), opt_(o) {}
+  ShallowBuilder(const BigVector<Key>& keys, const LayoutOptions& o) : keys_(keys), opt_(o) {}
 
   int build(uint64_t a, uint64_t b, int bit) {
     uint64_t n = (b - a) - count_taken(a, b);
@@ -263,7 +263,7 @@ class ShallowBuilder {
   }
 
  private:
-  const std::vector<Key>& keys_;
+  const BigVector<Key>& keys_;
   const LayoutOptions& opt_;
 
   uint64_t count_taken(uint64_t a, uint64_t b) const {
@@ -285,7 +285,7 @@ class ShallowBuilder {
 
 // Sorts keys on all threads: split around sampled pivots, sort the parts in parallel.
 template <class Key>
-void sort_keys(std::vector<Key>& keys, unsigned threads) {
+void sort_keys(BigVector<Key>& keys, unsigned threads) {
   auto sort_range = [&](auto&& self, size_t lo, size_t hi, unsigned t) -> void {
     if (t <= 1 || hi - lo < (1u << 16)) {
       boost::sort::pdqsort(keys.begin() + int64_t(lo), keys.begin() + int64_t(hi));
@@ -335,7 +335,7 @@ void check_finite_and_bound(const ColumnView& c, const char* axis, unsigned thre
 
 // Adds one axis' quantised bits into the 63-bit Morton codes.
 template <class T>
-void add_morton_axis(const ColumnView& c, double lo, double hi, int shift, std::vector<uint64_t>& codes, unsigned threads) {
+void add_morton_axis(const ColumnView& c, double lo, double hi, int shift, BigVector<uint64_t>& codes, unsigned threads) {
   const char* base = static_cast<const char*>(c.data);
   int64_t stride = c.stride();
   double scale = hi > lo ? double((1u << kMortonBits) - 1) / (hi - lo) : 0.0;
@@ -350,8 +350,8 @@ void add_morton_axis(const ColumnView& c, double lo, double hi, int shift, std::
 // Sorts the keys, builds the shallow tree and the treelets (in parallel) and
 // splices them into one preorder tree; own_rows[own_offset[i]...] are node i's points.
 template <class P, class Key>
-void build_tree(std::vector<Key>& keys, const LayoutOptions& options, unsigned threads, const ColumnView& x,
-                const ColumnView& y, const ColumnView& z, Layout& out, std::vector<uint64_t>& own_rows,
+void build_tree(BigVector<Key>& keys, const LayoutOptions& options, unsigned threads, const ColumnView& x,
+                const ColumnView& y, const ColumnView& z, Layout& out, BigVector<uint64_t>& own_rows,
                 std::vector<uint64_t>& own_offset) {
   const uint64_t n = keys.size();
   sort_keys(keys, threads);
@@ -429,7 +429,7 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
     out.bounds.hi[a] = n ? hi : 0.0;
   }
 
-  std::vector<uint64_t> codes(n, 0);
+  BigVector<uint64_t> codes(n, 0);
   for (int a = 0; a < 3; ++a) {
     int shift = 2 - a;
     if (axes[a]->spec.dtype == DType::f32)
@@ -438,16 +438,17 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
       add_morton_axis<double>(*axes[a], out.bounds.lo[a], out.bounds.hi[a], shift, codes, threads);
   }
   const bool f32 = x.spec.dtype == DType::f32 && y.spec.dtype == DType::f32 && z.spec.dtype == DType::f32;
-  std::vector<uint64_t> own_rows, own_offset;
+  BigVector<uint64_t> own_rows;
+  std::vector<uint64_t> own_offset;
   if (n < (uint64_t(1) << 32)) {
-    std::vector<uint64_t> keys(std::move(codes));
+    BigVector<uint64_t> keys(std::move(codes));
     parallel_ranges(n, threads, 1 << 16, [&](uint64_t b, uint64_t e) {
       for (uint64_t i = b; i < e; ++i) keys[i] = (keys[i] >> 31) << 32 | i;
     });
     f32 ? build_tree<float>(keys, options, threads, x, y, z, out, own_rows, own_offset)
         : build_tree<double>(keys, options, threads, x, y, z, out, own_rows, own_offset);
   } else {
-    std::vector<KeyedRow> keys(n);
+    BigVector<KeyedRow> keys(n);
     for (uint64_t i = 0; i < n; ++i) keys[i] = KeyedRow{codes[i], i};
     codes = {};
     f32 ? build_tree<float>(keys, options, threads, x, y, z, out, own_rows, own_offset)

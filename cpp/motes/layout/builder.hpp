@@ -7,6 +7,7 @@
 
 #include "motes/layout/tree.hpp"
 #include "motes/types.hpp"
+#include "motes/util/memory.hpp"
 
 namespace motes {
 
@@ -20,7 +21,7 @@ struct LayoutOptions {
 struct Layout {
   std::vector<TreeNode> nodes;  // preorder
   Levels levels;
-  std::vector<uint64_t> order;  // file position -> input row
+  BigVector<uint64_t> order;  // file position -> input row
   Box bounds;                   // of the positions
 };
 
