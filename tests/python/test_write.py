@@ -158,3 +158,19 @@ def test_stats_are_deterministic(clustered_ds):
     _, ds = clustered_ds
     sums = {ds.stats("mass", where="x > 0.1")["sum"] for _ in range(10)}
     assert len(sums) == 1
+
+
+def test_automatic_quantile_codes_stay_within_ten_percent(tmp_path):
+    rng = np.random.default_rng(4)
+    n = 200_000
+    cols = {a: rng.random(n).astype("f4") for a in "xyz"}
+    for k in range(8):  # every attribute is spatially random noise
+        cols[f"n{k}"] = rng.standard_normal(n).astype("f4")
+    summary = motes.write(tmp_path / "noise.motes", cols, sync=False)[0]
+    chosen = [c["name"] for c in summary["columns"] if c["index"] == "quantile"]
+    sizes = motes.open(tmp_path / "noise.motes").file().sizes
+    assert 0 < len(chosen) < 8
+    assert sizes["fine_index_bytes"] <= 0.10 * sizes["data_bytes"]
+    # an explicit request is always honoured, budget or not
+    summary = motes.write(tmp_path / "all.motes", cols, sync=False, index={f"n{k}": "quantile" for k in range(8)})[0]
+    assert sum(c["index"] == "quantile" for c in summary["columns"]) == 8

@@ -21,6 +21,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// Automatic quantile codes may add at most this fraction of the data bytes.
+constexpr double kFineBudget = 0.10;
+
 bool is_identifier(const std::string& s) {
   if (s.empty() || s.size() > 255) return false;
   auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
@@ -87,17 +90,18 @@ void scan_global(ColumnPlan& p, unsigned threads) {
   p.gmax = any ? double(mx) : 0.0;
 }
 
-// A column is spatially incoherent when sample leaves cover about as many of its
-// 32 bins as random samples of the same size do; those get the quantile-code
-// index, unless random samples cover few bins (few distinct values: codes gain little).
+// How spatially incoherent a column is: the bins sample leaves cover, over the bins
+// random samples of the same size cover (about 1 for noise, near 0 for smooth
+// fields). 0 when it cannot tell (too little data) or when random samples cover
+// few bins (few distinct values: codes would gain little).
 template <class T>
-bool looks_incoherent(const ColumnPlan& p, const Layout& layout) {
+double incoherence(const ColumnPlan& p, const Layout& layout) {
   const Levels& lv = layout.levels;
   const uint64_t n = p.view->count;
   std::vector<uint32_t> leaves;
   for (uint32_t i = 0; i < layout.nodes.size(); ++i)
     if (layout.nodes[i].is_leaf() && layout.nodes[i].own_count >= 16) leaves.push_back(i);
-  if (leaves.size() < 16) return false;
+  if (leaves.size() < 16) return 0.0;
   const size_t samples = std::min<size_t>(256, leaves.size());
   auto bin_of_row = [&](uint64_t row, uint32_t& bits) {
     double v = double(value_at<T>(*p.view, row));
@@ -117,7 +121,7 @@ bool looks_incoherent(const ColumnPlan& p, const Layout& layout) {
     leaf_bins += std::popcount(leaf_bits);
     random_bins += std::popcount(random_bits);
   }
-  return random_bins >= 8.0 * double(samples) && leaf_bins > 0.5 * random_bins;
+  return random_bins >= 8.0 * double(samples) ? leaf_bins / random_bins : 0.0;
 }
 
 // spec::fine_code, made fast for millions of values: a uniform grid over the
@@ -364,15 +368,30 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
     dispatch_dtype(columns[i].spec.dtype, [&](auto v) { scan_global<decltype(v)>(p, threads); });
     const std::string& name = columns[i].spec.name;
     bool position = name == "x" || name == "y" || name == "z";
-    FineIndex want = columns[i].spec.fine;
-    if (position || p.size == 1 || n == 0) want = FineIndex::none;
-    if (want == FineIndex::automatic)
-      want = dispatch_dtype(columns[i].spec.dtype, [&](auto v) { return looks_incoherent<decltype(v)>(p, layout); })
-                 ? FineIndex::quantile
-                 : FineIndex::none;
-    p.fine = want;
-    if (p.fine == FineIndex::quantile) dispatch_dtype(columns[i].spec.dtype, [&](auto v) { compute_edges<decltype(v)>(p); });
+    p.fine = columns[i].spec.fine;
+    if (position || p.size == 1 || n == 0) p.fine = FineIndex::none;
   }
+  // Automatic quantile indexes: the most incoherent columns first (score above 1/2),
+  // while all codes together stay within kFineBudget of the data bytes.
+  const uint64_t code_cost = spec::align_up(n, spec::kPage) + (spec::kFineBins + 1) * sizeof(double);
+  uint64_t data_bytes = 0, code_bytes = 0;
+  std::vector<std::pair<double, size_t>> candidates;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    data_bytes += n * plans[i].size;
+    if (plans[i].fine == FineIndex::quantile) code_bytes += code_cost;
+    if (plans[i].fine != FineIndex::automatic) continue;
+    plans[i].fine = FineIndex::none;
+    double score = dispatch_dtype(columns[i].spec.dtype, [&](auto v) { return incoherence<decltype(v)>(plans[i], layout); });
+    if (score > 0.5) candidates.push_back({score, i});
+  }
+  std::sort(candidates.begin(), candidates.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  for (const auto& [score, i] : candidates) {
+    if (double(code_bytes + code_cost) > kFineBudget * double(data_bytes)) break;
+    plans[i].fine = FineIndex::quantile;
+    code_bytes += code_cost;
+  }
+  for (ColumnPlan& p : plans)
+    if (p.fine == FineIndex::quantile) dispatch_dtype(p.view->spec.dtype, [&](auto v) { compute_edges<decltype(v)>(p); });
 
   // Bulk sections first, page aligned, in schema order.
   uint64_t offset = spec::kPage;
