@@ -156,24 +156,23 @@ def _quality_arg(text: str) -> float:
     return q
 
 
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid integer '{text}'") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
-    return v
+def _int_at_least(minimum: int):
+    """An argparse type: an integer >= minimum."""
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid integer '{text}'") from None
+        if v < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {v}")
+        return v
+
+    return parse
 
 
-def _nonneg_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid integer '{text}'") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
-    return v
+_positive_int = _int_at_least(1)
+_nonneg_int = _int_at_least(0)
 
 
 def _key_value(text: str) -> tuple:
