@@ -80,14 +80,17 @@ class TreeletBuilder {
 
   TreeletBuilder(const LayoutOptions& o, const Coordinate* axes) : opt_(&o), axes_(axes) {}
 
-  void build(std::vector<uint64_t>&& rows) {
-    const uint64_t n = rows.size();
-    rows_[0] = std::move(rows);
-    rows_[1].resize(n);
+  // fill(rows) puts the treelet's input rows, in space-filling order, into `rows`.
+  template <class Fill>
+  void build(Fill&& fill) {
+    Scratch& w = scratch();
+    fill(w.rows[0]);
+    const uint64_t n = w.rows[0].size();
+    w.rows[1].resize(n);
+    rows_[0] = w.rows[0].data(), rows_[1] = w.rows[1].data();
     P lo[3], hi[3];
     for (int a = 0; a < 3; ++a) {
-      pos_[0][a].resize(n);
-      pos_[1][a].resize(n);
+      for (int b = 0; b < 2; ++b) w.pos[b][a].resize(n), pos_[b][a] = w.pos[b][a].data();
       lo[a] = std::numeric_limits<P>::max(), hi[a] = std::numeric_limits<P>::lowest();
       for (uint64_t i = 0; i < n; ++i) {
         if (i + 64 < n) axes_[a].prefetch(rows_[0][i + 64]);
@@ -96,11 +99,11 @@ class TreeletBuilder {
         lo[a] = std::min(lo[a], v), hi[a] = std::max(hi[a], v);
       }
     }
-    scratch_.resize(n);
+    w.select.resize(n);
+    select_ = w.select.data();
     own.reserve(n);
     split(0, n, 0, lo, hi);
-    release(rows_[0]), release(rows_[1]), release(scratch_);
-    for (int a = 0; a < 3; ++a) release(pos_[0][a]), release(pos_[1][a]);
+    if (n > kKeepScratch) w = Scratch();  // an unusually large treelet: give its memory back
   }
 
   template <class V>
@@ -109,10 +112,23 @@ class TreeletBuilder {
   }
 
  private:
+  // Working buffers, kept per thread from one treelet to the next: fresh memory
+  // for every treelet would cost a page fault (and a cleared page) per 4 KiB.
+  struct Scratch {
+    std::vector<uint64_t> rows[2];
+    std::vector<P> pos[2][3], select;
+  };
+  static Scratch& scratch() {
+    static thread_local Scratch s;
+    return s;
+  }
+  static constexpr uint64_t kKeepScratch = uint64_t(1) << 22;
+
   const LayoutOptions* opt_;
   const Coordinate* axes_;
-  std::vector<uint64_t> rows_[2];
-  std::vector<P> pos_[2][3], scratch_;
+  uint64_t* rows_[2] = {};
+  P* pos_[2][3] = {};
+  P* select_ = nullptr;
 
   // The value of rank n/2 of v[0, n), exactly. Floyd-Rivest style: a sorted sample
   // brackets the median, one branch-free pass keeps only the values between the
@@ -130,24 +146,24 @@ class TreeletBuilder {
       for (uint64_t i = 0; i < n; ++i) {
         const P x = v[i];
         below += x < low;
-        scratch_[kept] = x;
+        select_[kept] = x;
         kept += (x >= low) & (x <= high);
       }
       if (want >= below && want < below + kept) {
-        std::nth_element(scratch_.begin(), scratch_.begin() + int64_t(want - below), scratch_.begin() + int64_t(kept));
-        return scratch_[want - below];
+        std::nth_element(select_, select_ + (want - below), select_ + kept);
+        return select_[want - below];
       }
     }
-    std::copy(v, v + n, scratch_.begin());
-    std::nth_element(scratch_.begin(), scratch_.begin() + int64_t(want), scratch_.begin() + int64_t(n));
-    return scratch_[want];
+    std::copy(v, v + n, select_);
+    std::nth_element(select_, select_ + want, select_ + n);
+    return select_[want];
   }
 
   void split(uint64_t lo, uint64_t hi, int s, const P* blo, const P* bhi) {
     const uint64_t n = hi - lo;
     const uint32_t id = uint32_t(nodes.size());
     nodes.push_back(TreeNode{});
-    const uint64_t* rows = rows_[s].data();
+    const uint64_t* rows = rows_[s];
     if (n <= opt_->leaf_size) {
       nodes[id].own_count = uint32_t(n);
       append_stratified(rows + lo, uint32_t(n), own);
@@ -156,7 +172,7 @@ class TreeletBuilder {
     int axis = 0;
     for (int a = 1; a < 3; ++a)
       if (bhi[a] - blo[a] > bhi[axis] - blo[axis]) axis = a;
-    const P* v = pos_[s][axis].data();
+    const P* v = pos_[s][axis];
     const P median = select_median(v + lo, n);
 
     // K stratified LOD points leave; the rest splits at the median, ties filling the left half.
@@ -173,9 +189,9 @@ class TreeletBuilder {
     const bool by_count = left == 0 || left == m;  // degenerate: split by order alone
     if (by_count) left = target;
     const int d = 1 - s;
-    uint64_t* out_rows = rows_[d].data() + lo;
-    P* out_pos[3] = {pos_[d][0].data() + lo, pos_[d][1].data() + lo, pos_[d][2].data() + lo};
-    const P* in_pos[3] = {pos_[s][0].data() + lo, pos_[s][1].data() + lo, pos_[s][2].data() + lo};
+    uint64_t* out_rows = rows_[d] + lo;
+    P* out_pos[3] = {pos_[d][0] + lo, pos_[d][1] + lo, pos_[d][2] + lo};
+    const P* in_pos[3] = {pos_[s][0] + lo, pos_[s][1] + lo, pos_[s][2] + lo};
     uint64_t l = 0, r = left, ties = left - std::min(left, less);
     for (uint64_t begin = 0, j = 0; j <= k; begin = picks[j] + 1, ++j) {
       for (uint64_t i = begin; i < picks[j]; ++i) {
@@ -248,8 +264,8 @@ class ShallowBuilder {
     return id;
   }
 
-  std::vector<uint64_t> treelet_rows(const ShallowNode& s) const {
-    std::vector<uint64_t> rows;
+  void treelet_rows(const ShallowNode& s, std::vector<uint64_t>& rows) const {
+    rows.clear();
     rows.reserve(s.b - s.a);
     auto t = std::lower_bound(taken.begin(), taken.end(), s.a);
     for (uint64_t p = s.a; p < s.b; ++p) {
@@ -259,7 +275,6 @@ class ShallowBuilder {
       }
       rows.push_back(row_of(keys_[p]));
     }
-    return rows;
   }
 
  private:
@@ -360,10 +375,13 @@ void build_tree(BigVector<Key>& keys, const LayoutOptions& options, unsigned thr
   Coordinate coords[3] = {Coordinate(x), Coordinate(y), Coordinate(z)};
   std::vector<TreeletBuilder<P>> treelets(shallow.tasks.size(), TreeletBuilder<P>(options, coords));
   parallel_for(shallow.tasks.size(), threads, [&](uint64_t t) {
-    treelets[t].build(shallow.treelet_rows(shallow.nodes[shallow.tasks[t]]));
+    treelets[t].build([&](std::vector<uint64_t>& rows) { shallow.treelet_rows(shallow.nodes[shallow.tasks[t]], rows); });
   });
+  if constexpr (std::is_same_v<Key, uint64_t>) {
+    own_rows.swap(keys);  // the keys' pages are touched already: reuse them
+    own_rows.clear();
+  }
   keys = {};
-
   own_rows.reserve(n);
   auto emit = [&](auto&& self, int s) -> void {
     const ShallowNode& sn = shallow.nodes[size_t(s)];
