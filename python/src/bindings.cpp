@@ -10,12 +10,16 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <array>
+#include <chrono>
+#include <cmath>
 #include <filesystem>
 
 #include "motes/analysis/analysis.hpp"
 #include "motes/format/dataset.hpp"
 #include "motes/format/reader.hpp"
 #include "motes/format/writer.hpp"
+#include "motes/parallel/aggregation.hpp"
 #include "motes/query/engine.hpp"
 #include "motes/util/parallel.hpp"
 
@@ -425,6 +429,86 @@ NB_MODULE(_core, m) {
       "file"_a, "x"_a, "xbins"_a, "xlo"_a, "xhi"_a, "y"_a = nb::none(), "ybins"_a = 0, "ylo"_a = 0.0, "yhi"_a = 0.0,
       "weight"_a = nb::none(), "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0,
       "threads"_a = 0);
+
+  m.def(
+      "simulate_aggregation",
+      [](InputArray x, InputArray y, InputArray z, std::vector<uint32_t> grid, const std::string& method,
+         uint64_t bytes_per_particle, uint64_t target_bytes, bool best_axis) {
+        // Virtual ranks: a grid[0] x grid[1] x grid[2] decomposition of the bounds; each rank
+        // summarises its particles as the MPI writer's ranks do, then one plan is built.
+        if (grid.size() != 3 || !grid[0] || !grid[1] || !grid[2]) throw motes::UsageError("grid must be 3 positive integers");
+        if (method != "adaptive" && method != "aug") throw motes::UsageError("method must be 'adaptive' or 'aug'");
+        auto view = [](const InputArray& a, const char* n) {
+          motes::ColumnView v;
+          v.spec = {n, dtype_of(a, n)};
+          v.data = a.data();
+          v.count = a.shape(0);
+          v.stride_bytes = a.stride(0) * int64_t(motes::dtype_size(v.spec.dtype));
+          return v;
+        };
+        motes::ColumnView axes[3] = {view(x, "x"), view(y, "y"), view(z, "z")};
+        nb::dict out;
+        nb::gil_scoped_release release;
+        using Clock = std::chrono::steady_clock;
+        auto t0 = Clock::now();
+        const uint64_t n = axes[0].count, ranks = uint64_t(grid[0]) * grid[1] * grid[2];
+        double lo[3], hi[3];
+        for (int a = 0; a < 3; ++a) {
+          lo[a] = INFINITY, hi[a] = -INFINITY;
+          for (uint64_t i = 0; i < n; ++i) {
+            double v = motes::load_as_double(axes[a].spec.dtype, axes[a].data, i);
+            lo[a] = std::min(lo[a], v), hi[a] = std::max(hi[a], v);
+          }
+        }
+        std::vector<std::array<std::vector<double>, 3>> local(ranks);
+        for (uint64_t i = 0; i < n; ++i) {
+          uint64_t r = 0, mul = 1;
+          double p[3];
+          for (int a = 0; a < 3; ++a) {
+            p[a] = motes::load_as_double(axes[a].spec.dtype, axes[a].data, i);
+            double t = hi[a] > lo[a] ? (p[a] - lo[a]) / (hi[a] - lo[a]) : 0.0;
+            r += mul * std::min<uint64_t>(grid[a] - 1, uint64_t(t * grid[a]));
+            mul *= grid[a];
+          }
+          for (int a = 0; a < 3; ++a) local[r][a].push_back(p[a]);
+        }
+        motes::AggregationOptions o;
+        o.bytes_per_particle = bytes_per_particle;
+        o.target_bytes = target_bytes;
+        o.best_axis = best_axis;
+        const uint64_t cap = target_bytes ? motes::cell_cap(target_bytes, bytes_per_particle) : 1ull << 62;
+        std::vector<motes::RankSummary> summaries(ranks);
+        motes::parallel_for(ranks, 0, [&](uint64_t r) {
+          motes::ColumnView v[3];
+          for (int a = 0; a < 3; ++a) {
+            v[a].spec = {"p", motes::DType::f64};
+            v[a].data = local[r][a].data();
+            v[a].count = local[r][a].size();
+          }
+          // AUG (the baseline) works from counts and boxes alone, as in its reference code.
+          summaries[r] = motes::summarize_rank(v[0], v[1], v[2], method == "aug" ? (1ull << 62) : cap);
+        });
+        auto t1 = Clock::now();
+        motes::AggregationPlan plan = method == "aug" ? motes::plan_aug(summaries, o) : motes::plan_adaptive(summaries, o);
+        auto t2 = Clock::now();
+        motes::Balance b = motes::balance(plan, bytes_per_particle);
+        nb::gil_scoped_acquire gil;
+        out["ranks"] = ranks;
+        out["atoms"] = plan.atoms.size();
+        out["target_bytes"] = plan.target_bytes;
+        out["files"] = b.files;
+        out["mean_bytes"] = b.mean;
+        out["sd_bytes"] = b.sd;
+        out["max_bytes"] = b.max;
+        out["sd_over_mean"] = b.sd_over_mean();
+        out["max_over_mean"] = b.max_over_mean();
+        out["summarize_seconds"] = std::chrono::duration<double>(t1 - t0).count();
+        out["plan_seconds"] = std::chrono::duration<double>(t2 - t1).count();
+        return out;
+      },
+      "x"_a, "y"_a, "z"_a, "grid"_a, "method"_a = "adaptive", "bytes_per_particle"_a = 32, "target_bytes"_a = 0,
+      "best_axis"_a = false,
+      "Builds an aggregation plan for virtual ranks on a grid over the particles' bounds; returns its file-size balance.");
 
   // Dataset (manifest) access; the Python layer builds its API on these.
   nb::class_<motes::Dataset>(m, "DatasetCore")

@@ -1,0 +1,323 @@
+#include "motes/parallel/aggregation.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+namespace motes {
+
+namespace {
+
+double center(const Box& b, int axis) { return 0.5 * (b.lo[axis] + b.hi[axis]); }
+
+void grow(Box& into, const Box& b, bool& empty) {
+  for (int a = 0; a < 3; ++a) {
+    into.lo[a] = empty ? b.lo[a] : std::min(into.lo[a], b.lo[a]);
+    into.hi[a] = empty ? b.hi[a] : std::max(into.hi[a], b.hi[a]);
+  }
+  empty = false;
+}
+
+std::vector<Atom> make_atoms(const std::vector<RankSummary>& ranks) {
+  std::vector<Atom> atoms;
+  for (uint32_t r = 0; r < ranks.size(); ++r) {
+    const RankSummary& s = ranks[r];
+    if (s.count == 0) continue;  // ranks without particles take no part
+    for (int a = 0; a < 3; ++a)
+      if (!(s.bounds.lo[a] <= s.bounds.hi[a]) || !std::isfinite(s.bounds.lo[a]) || !std::isfinite(s.bounds.hi[a]))
+        throw UsageError("rank " + std::to_string(r) + " reports invalid bounds");
+    if (s.cells.empty()) {
+      atoms.push_back({r, 0, s.bounds, s.count});
+      continue;
+    }
+    uint64_t sum = 0;
+    for (uint32_t c = 0; c < s.cells.size(); ++c) {
+      if (!s.cells[c].count) continue;
+      sum += s.cells[c].count;
+      atoms.push_back({r, c, s.cells[c].box, s.cells[c].count});
+    }
+    if (sum != s.count)
+      throw UsageError("rank " + std::to_string(r) + " histogram holds " + std::to_string(sum) + " particles, its count is " +
+                       std::to_string(s.count));
+  }
+  return atoms;
+}
+
+// Octree cells over [lo, hi) of the points idx[b, e), halved at midpoints.
+class CellSplitter {
+ public:
+  CellSplitter(const ColumnView* axes, uint64_t max_cell, std::vector<RankCell>& out)
+      : axes_(axes), max_(max_cell), out_(out) {}
+
+  void split(std::vector<uint64_t>& idx, uint64_t b, uint64_t e, const Box& box, int depth) {
+    const uint64_t n = e - b;
+    if (n == 0) return;
+    if (n <= max_ || depth >= 40) {
+      out_.push_back({box, n});
+      return;
+    }
+    double mid[3];
+    for (int a = 0; a < 3; ++a) mid[a] = 0.5 * (box.lo[a] + box.hi[a]);
+    // Counting sort of the points into their octants.
+    uint64_t counts[8] = {};
+    std::vector<uint8_t> oct(n);
+    for (uint64_t i = 0; i < n; ++i) {
+      uint8_t o = 0;
+      for (int a = 0; a < 3; ++a) o |= uint8_t(value(a, idx[b + i]) >= mid[a]) << a;
+      oct[i] = o;
+      ++counts[o];
+    }
+    if (*std::max_element(counts, counts + 8) == n && depth > 0 && box_is_point(box)) {
+      out_.push_back({box, n});
+      return;
+    }
+    uint64_t start[9] = {0};
+    for (int o = 0; o < 8; ++o) start[o + 1] = start[o] + counts[o];
+    std::vector<uint64_t> tmp(n);
+    uint64_t fill[8];
+    std::copy(start, start + 8, fill);
+    for (uint64_t i = 0; i < n; ++i) tmp[fill[oct[i]]++] = idx[b + i];
+    std::copy(tmp.begin(), tmp.end(), idx.begin() + int64_t(b));
+    for (int o = 0; o < 8; ++o) {
+      Box child{};
+      for (int a = 0; a < 3; ++a) {
+        bool upper = (o >> a) & 1;
+        child.lo[a] = upper ? mid[a] : box.lo[a];
+        child.hi[a] = upper ? box.hi[a] : mid[a];
+      }
+      split(idx, b + start[o], b + start[o + 1], child, depth + 1);
+    }
+  }
+
+ private:
+  const ColumnView* axes_;
+  uint64_t max_;
+  std::vector<RankCell>& out_;
+
+  double value(int a, uint64_t row) const {
+    const char* p = static_cast<const char*>(axes_[a].data) + int64_t(row) * axes_[a].stride();
+    return axes_[a].spec.dtype == DType::f32 ? double(*reinterpret_cast<const float*>(p)) : *reinterpret_cast<const double*>(p);
+  }
+  static bool box_is_point(const Box& b) {
+    for (int a = 0; a < 3; ++a)
+      if (std::nextafter(b.lo[a], INFINITY) < b.hi[a]) return false;
+    return true;
+  }
+};
+
+uint64_t resolve_target(const std::vector<RankSummary>& ranks, const AggregationOptions& o, uint64_t total) {
+  if (o.bytes_per_particle == 0) throw UsageError("bytes_per_particle must be positive");
+  if (o.target_bytes) return o.target_bytes;
+  uint64_t per_rank = ranks.empty() ? 0 : total * o.bytes_per_particle / ranks.size();
+  return std::clamp<uint64_t>(per_rank, uint64_t(64) << 20, uint64_t(1) << 30);
+}
+
+void assign_aggregators(AggregationPlan& plan, size_t ranks) {
+  const size_t n = plan.leaves.size();
+  for (size_t i = 0; i < n; ++i) plan.leaves[i].aggregator = uint32_t(n ? i * ranks / n : 0);
+}
+
+// The adaptive tree: atoms kept sorted by center along each axis; a split
+// partitions the three orders stably, so each level costs linear time.
+class AdaptiveBuilder {
+ public:
+  AdaptiveBuilder(AggregationPlan& plan, const AggregationOptions& o, double per_file)
+      : plan_(plan), opt_(o), per_file_(per_file), left_(plan.atoms.size(), 0) {}
+
+  void build() {
+    const size_t n = plan_.atoms.size();
+    std::vector<uint32_t> order[3];
+    for (int a = 0; a < 3; ++a) {
+      order[a].resize(n);
+      std::iota(order[a].begin(), order[a].end(), 0u);
+      std::stable_sort(order[a].begin(), order[a].end(), [&](uint32_t i, uint32_t j) {
+        return center(plan_.atoms[i].box, a) < center(plan_.atoms[j].box, a);
+      });
+    }
+    if (n) split(order);
+  }
+
+ private:
+  AggregationPlan& plan_;
+  const AggregationOptions& opt_;
+  double per_file_;
+  std::vector<uint8_t> left_;
+
+  uint64_t sum(const std::vector<uint32_t>& ids) const {
+    uint64_t t = 0;
+    for (uint32_t i : ids) t += plan_.atoms[i].count;
+    return t;
+  }
+
+  // Index s in order[axis] whose prefix count is closest to `want` (1 <= s < n).
+  size_t best_cut(const std::vector<uint32_t>& ids, double want, double& error) const {
+    uint64_t prefix = 0;
+    size_t best = 1;
+    error = INFINITY;
+    for (size_t s = 1; s < ids.size(); ++s) {
+      prefix += plan_.atoms[ids[s - 1]].count;
+      double e = std::fabs(double(prefix) - want);
+      if (e < error) error = e, best = s;
+      if (double(prefix) > want) break;  // prefixes only grow
+    }
+    return best;
+  }
+
+  void split(std::vector<uint32_t> (&order)[3]) {
+    const uint64_t total = sum(order[0]);
+    const uint64_t files = std::max<uint64_t>(1, uint64_t(std::llround(double(total) / per_file_)));
+    if (files == 1 || order[0].size() == 1) return leaf(order[0]);
+    const double want = double(total) * double(files / 2) / double(files);
+    int axis = 0;
+    size_t cut = 0;
+    double error = INFINITY;
+    Box extent{};
+    bool empty = true;
+    for (uint32_t i : order[0]) grow(extent, plan_.atoms[i].box, empty);
+    int first = 0;
+    for (int a = 1; a < 3; ++a)
+      if (extent.hi[a] - extent.lo[a] > extent.hi[first] - extent.lo[first]) first = a;
+    for (int a = 0; a < 3; ++a) {
+      if (!opt_.best_axis && a != first) continue;
+      double e;
+      size_t c = best_cut(order[a], want, e);
+      if (e < error) error = e, cut = c, axis = a;
+    }
+    // A poor best split (coarse atoms) of a node not much above the target: keep it whole.
+    const double target_count = double(plan_.target_bytes) / double(opt_.bytes_per_particle);
+    if (error > 0.25 * want && double(total) <= opt_.overfull * target_count) return leaf(order[0]);
+    for (size_t s = 0; s < order[axis].size(); ++s) left_[order[axis][s]] = s < cut;
+    std::vector<uint32_t> lo[3], hi[3];
+    for (int a = 0; a < 3; ++a) {
+      for (uint32_t i : order[a]) (left_[i] ? lo[a] : hi[a]).push_back(i);
+      std::vector<uint32_t>().swap(order[a]);
+    }
+    split(lo);
+    split(hi);
+  }
+
+  void leaf(const std::vector<uint32_t>& ids) {
+    AggregationLeaf l;
+    bool empty = true;
+    for (uint32_t i : ids) {
+      l.count += plan_.atoms[i].count;
+      grow(l.bounds, plan_.atoms[i].box, empty);
+    }
+    l.atoms = ids;
+    std::sort(l.atoms.begin(), l.atoms.end());
+    plan_.leaves.push_back(std::move(l));
+  }
+};
+
+}  // namespace
+
+RankSummary summarize_rank(const ColumnView& x, const ColumnView& y, const ColumnView& z, uint64_t max_cell) {
+  const ColumnView axes[3] = {x, y, z};
+  RankSummary s;
+  s.count = x.count;
+  if (y.count != x.count || z.count != x.count) throw UsageError("position columns have different lengths");
+  for (const ColumnView& c : axes)
+    if (c.spec.dtype != DType::f32 && c.spec.dtype != DType::f64) throw UsageError("positions must be f32 or f64");
+  if (!s.count) return s;
+  for (int a = 0; a < 3; ++a) s.bounds.lo[a] = INFINITY, s.bounds.hi[a] = -INFINITY;
+  for (uint64_t i = 0; i < s.count; ++i)
+    for (int a = 0; a < 3; ++a) {
+      const char* p = static_cast<const char*>(axes[a].data) + int64_t(i) * axes[a].stride();
+      double v = axes[a].spec.dtype == DType::f32 ? double(*reinterpret_cast<const float*>(p)) : *reinterpret_cast<const double*>(p);
+      if (!std::isfinite(v)) throw UsageError("position " + std::to_string(i) + " is not finite");
+      s.bounds.lo[a] = std::min(s.bounds.lo[a], v), s.bounds.hi[a] = std::max(s.bounds.hi[a], v);
+    }
+  std::vector<uint64_t> idx(s.count);
+  std::iota(idx.begin(), idx.end(), 0);
+  // Cells are half-open at their upper faces; widen the top so the maximum falls inside.
+  Box root = s.bounds;
+  for (int a = 0; a < 3; ++a) root.hi[a] = std::nextafter(root.hi[a], INFINITY);
+  CellSplitter(axes, std::max<uint64_t>(1, max_cell), s.cells).split(idx, 0, s.count, root, 0);
+  return s;
+}
+
+AggregationPlan plan_adaptive(const std::vector<RankSummary>& ranks, const AggregationOptions& o) {
+  AggregationPlan plan;
+  plan.atoms = make_atoms(ranks);
+  uint64_t total = 0;
+  for (const Atom& a : plan.atoms) total += a.count;
+  plan.target_bytes = resolve_target(ranks, o, total);
+  if (!(o.overfull >= 1.0)) throw UsageError("overfull must be at least 1");
+  const double target_count = double(plan.target_bytes) / double(o.bytes_per_particle);
+  // Leaves of equal size near the target: k files of total/k particles each.
+  const double files = std::max(1.0, std::ceil(double(total) / target_count));
+  AdaptiveBuilder(plan, o, double(total) / files).build();
+  assign_aggregators(plan, ranks.size());
+  return plan;
+}
+
+AggregationPlan plan_aug(const std::vector<RankSummary>& ranks, const AggregationOptions& o) {
+  AggregationPlan plan;
+  plan.atoms = make_atoms(ranks);
+  uint64_t total = 0;
+  for (const Atom& a : plan.atoms) total += a.count;
+  plan.target_bytes = resolve_target(ranks, o, total);
+  if (plan.atoms.empty()) return plan;
+  Box domain{};
+  bool empty = true;
+  double size[3] = {0, 0, 0};
+  for (const RankSummary& r : ranks) {
+    if (!r.count) continue;
+    grow(domain, r.bounds, empty);
+    for (int a = 0; a < 3; ++a) size[a] = std::max(size[a], r.bounds.hi[a] - r.bounds.lo[a]);
+  }
+  uint64_t cells[3];
+  auto count_cells = [&] {
+    for (int a = 0; a < 3; ++a) {
+      double extent = domain.hi[a] - domain.lo[a];
+      if (!(size[a] > 0)) size[a] = extent > 0 ? extent : 1.0;
+      cells[a] = std::max<uint64_t>(1, uint64_t(std::ceil(extent / size[a])));
+    }
+  };
+  count_cells();
+  for (int a = 0; cells[0] * cells[1] * cells[2] > ranks.size(); a = (a + 1) % 3) {
+    size[a] *= 2;  // as in the reference code: x, then y, then z
+    count_cells();
+  }
+  const uint64_t ncells = cells[0] * cells[1] * cells[2];
+  std::vector<int64_t> leaf_of(ncells, -1);
+  for (uint32_t i = 0; i < plan.atoms.size(); ++i) {
+    uint64_t idx[3];
+    for (int a = 0; a < 3; ++a) {
+      double t = (center(plan.atoms[i].box, a) - domain.lo[a]) / size[a];
+      idx[a] = std::min<uint64_t>(cells[a] - 1, t > 0 ? uint64_t(t) : 0);
+    }
+    uint64_t c = idx[0] + cells[0] * (idx[1] + cells[1] * idx[2]);
+    if (leaf_of[c] < 0) {
+      leaf_of[c] = int64_t(plan.leaves.size());
+      plan.leaves.emplace_back();
+      for (int a = 0; a < 3; ++a) {
+        plan.leaves.back().bounds.lo[a] = domain.lo[a] + size[a] * double(idx[a]);
+        plan.leaves.back().bounds.hi[a] = domain.lo[a] + size[a] * double(idx[a] + 1);
+      }
+      plan.leaves.back().aggregator = uint32_t(c * (ranks.size() / ncells));  // cell i -> rank i * (P / cells)
+    }
+    AggregationLeaf& l = plan.leaves[size_t(leaf_of[c])];
+    l.atoms.push_back(i);
+    l.count += plan.atoms[i].count;
+  }
+  return plan;
+}
+
+Balance balance(const AggregationPlan& plan, uint64_t bytes_per_particle) {
+  Balance b;
+  b.files = plan.leaves.size();
+  if (!b.files) return b;
+  double sum = 0, sum2 = 0;
+  for (const AggregationLeaf& l : plan.leaves) {
+    double v = double(l.count) * double(bytes_per_particle);
+    sum += v, sum2 += v * v;
+    b.max = std::max(b.max, v);
+  }
+  b.mean = sum / double(b.files);
+  b.sd = std::sqrt(std::max(0.0, sum2 / double(b.files) - b.mean * b.mean));
+  return b;
+}
+
+}  // namespace motes
