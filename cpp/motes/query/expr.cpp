@@ -335,10 +335,11 @@ std::string Expr::to_string() const {
       std::ostringstream s;
       s.precision(17);
       s << value;
-      return s.str();
+      // A negative literal is parenthesised: "-2 ** x" would read back as -(2 ** x).
+      return std::signbit(value) ? wrap("(", s.str(), ")") : s.str();
     }
     case K::column: return name;
-    case K::negate: return wrap("-(", args[0]->to_string(), ")");
+    case K::negate: return wrap("(-", args[0]->to_string(), ")");  // whole, so it can be a power's base
     case K::call: return wrap(name + "(", args[0]->to_string(), ")");
     case K::not_: return wrap("not (", args[0]->to_string(), ")");
     default: return wrap("(", args[0]->to_string() + op_text(kind) + args[1]->to_string(), ")");
