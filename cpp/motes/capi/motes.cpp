@@ -1,0 +1,171 @@
+// The C API over the dataset writer: errors become status codes and a per-thread message.
+#include "motes/capi/motes.h"
+
+#include <filesystem>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "motes/format/dataset.hpp"
+
+struct motes_writer {
+  explicit motes_writer(motes::Dataset d) : dataset(std::move(d)) {}
+  motes::Dataset dataset;
+  motes::WriteOptions options;
+  bool in_step = false;
+  int64_t step = 0;
+  double time = 0;
+  nlohmann::json attributes = nlohmann::json::object();
+  std::vector<motes::SpeciesColumns> species;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+motes_status fail(motes_status s, const std::string& message) {
+  last_error = message;
+  return s;
+}
+
+// Runs f, turning every exception into a status and message.
+template <class F>
+motes_status guarded(F&& f) {
+  try {
+    last_error.clear();
+    return f();
+  } catch (const motes::UsageError& e) {
+    return fail(MOTES_ERROR_USAGE, e.what());
+  } catch (const motes::FormatError& e) {
+    return fail(MOTES_ERROR_FORMAT, e.what());
+  } catch (const motes::Error& e) {
+    return fail(MOTES_ERROR_IO, e.what());
+  } catch (const std::filesystem::filesystem_error& e) {
+    return fail(MOTES_ERROR_IO, e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(MOTES_ERROR_MEMORY, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(MOTES_ERROR_INTERNAL, std::string("internal error: ") + e.what());
+  } catch (...) {
+    return fail(MOTES_ERROR_INTERNAL, "internal error");
+  }
+}
+
+motes::ColumnView* find_column(motes_writer* w, const char* species, const char* name) {
+  for (auto& [sp, cols] : w->species)
+    if (sp == species)
+      for (auto& c : cols)
+        if (c.spec.name == name) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* motes_last_error(void) { return last_error.c_str(); }
+
+void motes_version(int* major, int* minor, int* patch) {
+  if (major) *major = 0;
+  if (minor) *minor = 1;
+  if (patch) *patch = 0;
+}
+
+motes_status motes_writer_open(const char* path, motes_writer** writer) {
+  return guarded([&] {
+    if (!path || !writer) return fail(MOTES_ERROR_USAGE, "motes_writer_open: path and writer must not be NULL");
+    *writer = nullptr;
+    auto* w = new motes_writer(motes::Dataset::create(path));
+    *writer = w;
+    return MOTES_OK;
+  });
+}
+
+motes_status motes_writer_set_options(motes_writer* w, uint32_t leaf_size, uint32_t lod_count, uint32_t threads, int sync) {
+  return guarded([&] {
+    if (!w) return fail(MOTES_ERROR_USAGE, "motes_writer_set_options: writer is NULL");
+    motes::LayoutOptions o = w->options.layout;
+    if (leaf_size) o.leaf_size = leaf_size;
+    if (lod_count) o.lod_count = lod_count;
+    o.threads = threads;
+    motes::check_layout_options(o);
+    w->options.layout = o;
+    w->options.sync = sync != 0;
+    return MOTES_OK;
+  });
+}
+
+motes_status motes_writer_begin_step(motes_writer* w, int64_t step, double time) {
+  return guarded([&] {
+    if (!w) return fail(MOTES_ERROR_USAGE, "motes_writer_begin_step: writer is NULL");
+    w->in_step = true;
+    w->step = step;
+    w->time = time;
+    w->attributes = nlohmann::json::object();
+    w->species.clear();
+    return MOTES_OK;
+  });
+}
+
+motes_status motes_writer_set_step_attributes(motes_writer* w, const char* json_object) {
+  return guarded([&] {
+    if (!w || !json_object) return fail(MOTES_ERROR_USAGE, "motes_writer_set_step_attributes: NULL argument");
+    if (!w->in_step) return fail(MOTES_ERROR_USAGE, "no step begun: call motes_writer_begin_step first");
+    nlohmann::json j = nlohmann::json::parse(json_object, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return fail(MOTES_ERROR_USAGE, "step attributes are not a JSON object");
+    w->attributes = std::move(j);
+    return MOTES_OK;
+  });
+}
+
+motes_status motes_writer_set_column(motes_writer* w, const char* species, const char* name, motes_dtype dtype,
+                                     const void* data, uint64_t count, int64_t stride_bytes) {
+  return guarded([&] {
+    if (!w || !species || !name) return fail(MOTES_ERROR_USAGE, "motes_writer_set_column: NULL argument");
+    if (!w->in_step) return fail(MOTES_ERROR_USAGE, "no step begun: call motes_writer_begin_step first");
+    if (!motes::dtype_valid(uint8_t(dtype)))
+      return fail(MOTES_ERROR_USAGE, "column '" + std::string(name) + "': unknown dtype " + std::to_string(int(dtype)));
+    if (count && !data) return fail(MOTES_ERROR_USAGE, "column '" + std::string(name) + "': data is NULL");
+    if (find_column(w, species, name))
+      return fail(MOTES_ERROR_USAGE, "column '" + std::string(name) + "' of species '" + species + "' is set twice");
+    motes::ColumnView v;
+    v.spec = {name, motes::DType(dtype), motes::FineIndex::automatic, ""};
+    v.data = data;
+    v.count = count;
+    v.stride_bytes = stride_bytes;
+    for (auto& [sp, cols] : w->species)
+      if (sp == species) return cols.push_back(v), MOTES_OK;
+    w->species.push_back({species, {v}});
+    return MOTES_OK;
+  });
+}
+
+motes_status motes_writer_set_unit(motes_writer* w, const char* species, const char* name, const char* unit) {
+  return guarded([&] {
+    if (!w || !species || !name || !unit) return fail(MOTES_ERROR_USAGE, "motes_writer_set_unit: NULL argument");
+    motes::ColumnView* c = find_column(w, species, name);
+    if (!c) return fail(MOTES_ERROR_USAGE, "no column '" + std::string(name) + "' of species '" + species + "' is set");
+    c->spec.unit = unit;
+    return MOTES_OK;
+  });
+}
+
+motes_status motes_writer_write_step(motes_writer* w) {
+  return guarded([&] {
+    if (!w) return fail(MOTES_ERROR_USAGE, "motes_writer_write_step: writer is NULL");
+    if (!w->in_step) return fail(MOTES_ERROR_USAGE, "no step begun: call motes_writer_begin_step first");
+    w->dataset.append_step(w->step, w->time, w->attributes, w->species, w->options);
+    w->in_step = false;
+    w->species.clear();
+    return MOTES_OK;
+  });
+}
+
+motes_status motes_writer_close(motes_writer* w) {
+  return guarded([&] {
+    delete w;
+    return MOTES_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,79 @@
+/* motes C API: write particle steps from C, C++ or Fortran (through iso_c_binding).
+ *
+ * Every function returns a motes_status; on failure motes_last_error() gives a
+ * message naming the problem (per thread, valid until the next call on that
+ * thread). No C++ exception crosses this boundary.
+ *
+ *   motes_writer* w;
+ *   motes_writer_open("run.motes", &w);
+ *   motes_writer_begin_step(w, 0, 0.0);
+ *   motes_writer_set_column(w, "electrons", "x", MOTES_F32, x, n, 0);   // stride 0: contiguous
+ *   ...                                                                 // y, z, any attributes
+ *   motes_writer_write_step(w);          // the step becomes visible atomically
+ *   motes_writer_close(w);
+ */
+#ifndef MOTES_H
+#define MOTES_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum motes_status {
+  MOTES_OK = 0,
+  MOTES_ERROR_USAGE = 1,    /* bad arguments or data (names, lengths, NaN positions, ...) */
+  MOTES_ERROR_FORMAT = 2,   /* an existing file or manifest is not valid motes data */
+  MOTES_ERROR_IO = 3,       /* the operating system failed (create, write, sync, rename) */
+  MOTES_ERROR_MEMORY = 4,   /* out of memory */
+  MOTES_ERROR_INTERNAL = 5  /* a bug: please report it with the message */
+} motes_status;
+
+/* Column types; the values are those of the file format. */
+typedef enum motes_dtype {
+  MOTES_F32 = 1, MOTES_F64 = 2,
+  MOTES_I8 = 3, MOTES_I16 = 4, MOTES_I32 = 5, MOTES_I64 = 6,
+  MOTES_U8 = 7, MOTES_U16 = 8, MOTES_U32 = 9, MOTES_U64 = 10
+} motes_dtype;
+
+typedef struct motes_writer motes_writer;
+
+/* The message of the last failure on this thread ("" after a success). */
+const char* motes_last_error(void);
+
+void motes_version(int* major, int* minor, int* patch);
+
+/* Opens (creating when absent) the dataset directory `path` for appending steps. */
+motes_status motes_writer_open(const char* path, motes_writer** writer);
+
+/* Sets layout options for the following steps; 0 keeps a default. */
+motes_status motes_writer_set_options(motes_writer* writer, uint32_t leaf_size, uint32_t lod_count, uint32_t threads,
+                                      int sync);
+
+/* Starts a step: forgets the columns of the previous one. */
+motes_status motes_writer_begin_step(motes_writer* writer, int64_t step, double time);
+
+/* Attributes of the step being built, as a JSON object text (e.g. "{\"dt\": 0.1}"). */
+motes_status motes_writer_set_step_attributes(motes_writer* writer, const char* json_object);
+
+/* Hands over one column of one species. The data are read in place when the step is
+ * written, so they must stay valid until motes_writer_write_step returns.
+ * stride_bytes: distance between consecutive values; 0 means contiguous. */
+motes_status motes_writer_set_column(motes_writer* writer, const char* species, const char* name, motes_dtype dtype,
+                                     const void* data, uint64_t count, int64_t stride_bytes);
+
+/* Free-text unit of a column already set (e.g. openPMD unitSI/unitDimension as JSON). */
+motes_status motes_writer_set_unit(motes_writer* writer, const char* species, const char* name, const char* unit);
+
+/* Writes every species of the step, then publishes it in the manifest. */
+motes_status motes_writer_write_step(motes_writer* writer);
+
+/* Releases the writer (an unwritten step is discarded). Accepts NULL. */
+motes_status motes_writer_close(motes_writer* writer);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MOTES_H */
