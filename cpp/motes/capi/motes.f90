@@ -1,0 +1,169 @@
+! motes Fortran 2008 bindings: the C API (motes.h) through iso_c_binding.
+!
+!   use motes
+!   type(c_ptr) :: w
+!   call check(motes_writer_open("run.motes", w))
+!   call check(motes_writer_begin_step(w, 0_int64, 0.0d0))
+!   call check(motes_writer_set_column(w, "electrons", "x", MOTES_F64, c_loc(x), size(x, kind=int64), 0_int64))
+!   ...
+!   call check(motes_writer_write_step(w))
+!   call check(motes_writer_close(w))
+!
+! Strings are passed as ordinary Fortran character arguments; the wrappers add the
+! terminating NUL. Arrays are passed with c_loc (they need the target attribute);
+! the stride is in bytes, 0 for contiguous. Status codes are those of motes.h.
+module motes
+  use, intrinsic :: iso_c_binding
+  use, intrinsic :: iso_fortran_env, only: int64
+  implicit none
+  private
+
+  integer(c_int), parameter, public :: MOTES_OK = 0, MOTES_ERROR_USAGE = 1, MOTES_ERROR_FORMAT = 2, &
+                                       MOTES_ERROR_IO = 3, MOTES_ERROR_MEMORY = 4, MOTES_ERROR_INTERNAL = 5
+  integer(c_int), parameter, public :: MOTES_F32 = 1, MOTES_F64 = 2, MOTES_I8 = 3, MOTES_I16 = 4, MOTES_I32 = 5, &
+                                       MOTES_I64 = 6, MOTES_U8 = 7, MOTES_U16 = 8, MOTES_U32 = 9, MOTES_U64 = 10
+
+  public :: motes_writer_open, motes_writer_set_options, motes_writer_begin_step, motes_writer_set_step_attributes, &
+            motes_writer_set_column, motes_writer_set_unit, motes_writer_write_step, motes_writer_close, &
+            motes_last_error
+
+  interface
+    function c_open(path, writer) bind(c, name="motes_writer_open") result(s)
+      import :: c_char, c_ptr, c_int
+      character(kind=c_char), intent(in) :: path(*)
+      type(c_ptr), intent(out) :: writer
+      integer(c_int) :: s
+    end function
+    function c_set_options(writer, leaf_size, lod_count, threads, sync) bind(c, name="motes_writer_set_options") result(s)
+      import :: c_ptr, c_int, c_int32_t
+      type(c_ptr), value :: writer
+      integer(c_int32_t), value :: leaf_size, lod_count, threads
+      integer(c_int), value :: sync
+      integer(c_int) :: s
+    end function
+    function c_begin_step(writer, step, time) bind(c, name="motes_writer_begin_step") result(s)
+      import :: c_ptr, c_int, c_int64_t, c_double
+      type(c_ptr), value :: writer
+      integer(c_int64_t), value :: step
+      real(c_double), value :: time
+      integer(c_int) :: s
+    end function
+    function c_set_attributes(writer, json) bind(c, name="motes_writer_set_step_attributes") result(s)
+      import :: c_ptr, c_int, c_char
+      type(c_ptr), value :: writer
+      character(kind=c_char), intent(in) :: json(*)
+      integer(c_int) :: s
+    end function
+    function c_set_column(writer, species, name, dtype, data, count, stride) bind(c, name="motes_writer_set_column") result(s)
+      import :: c_ptr, c_int, c_char, c_int64_t
+      type(c_ptr), value :: writer
+      character(kind=c_char), intent(in) :: species(*), name(*)
+      integer(c_int), value :: dtype
+      type(c_ptr), value :: data
+      integer(c_int64_t), value :: count, stride
+      integer(c_int) :: s
+    end function
+    function c_set_unit(writer, species, name, unit) bind(c, name="motes_writer_set_unit") result(s)
+      import :: c_ptr, c_int, c_char
+      type(c_ptr), value :: writer
+      character(kind=c_char), intent(in) :: species(*), name(*), unit(*)
+      integer(c_int) :: s
+    end function
+    function c_write_step(writer) bind(c, name="motes_writer_write_step") result(s)
+      import :: c_ptr, c_int
+      type(c_ptr), value :: writer
+      integer(c_int) :: s
+    end function
+    function c_close(writer) bind(c, name="motes_writer_close") result(s)
+      import :: c_ptr, c_int
+      type(c_ptr), value :: writer
+      integer(c_int) :: s
+    end function
+    function c_last_error() bind(c, name="motes_last_error") result(p)
+      import :: c_ptr
+      type(c_ptr) :: p
+    end function
+    function c_strlen(p) bind(c, name="strlen") result(n)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: p
+      integer(c_size_t) :: n
+    end function
+  end interface
+
+contains
+
+  function cstr(s) result(out)
+    character(len=*), intent(in) :: s
+    character(kind=c_char, len=len(s) + 1) :: out
+    out = s // c_null_char
+  end function
+
+  integer function motes_writer_open(path, writer) result(s)
+    character(len=*), intent(in) :: path
+    type(c_ptr), intent(out) :: writer
+    s = c_open(cstr(path), writer)
+  end function
+
+  integer function motes_writer_set_options(writer, leaf_size, lod_count, threads, sync) result(s)
+    type(c_ptr), intent(in) :: writer
+    integer, intent(in) :: leaf_size, lod_count, threads
+    logical, intent(in) :: sync
+    s = c_set_options(writer, int(leaf_size, c_int32_t), int(lod_count, c_int32_t), int(threads, c_int32_t), &
+                      merge(1_c_int, 0_c_int, sync))
+  end function
+
+  integer function motes_writer_begin_step(writer, step, time) result(s)
+    type(c_ptr), intent(in) :: writer
+    integer(int64), intent(in) :: step
+    real(c_double), intent(in) :: time
+    s = c_begin_step(writer, int(step, c_int64_t), time)
+  end function
+
+  integer function motes_writer_set_step_attributes(writer, json) result(s)
+    type(c_ptr), intent(in) :: writer
+    character(len=*), intent(in) :: json
+    s = c_set_attributes(writer, cstr(json))
+  end function
+
+  integer function motes_writer_set_column(writer, species, name, dtype, data, count, stride_bytes) result(s)
+    type(c_ptr), intent(in) :: writer
+    character(len=*), intent(in) :: species, name
+    integer(c_int), intent(in) :: dtype
+    type(c_ptr), intent(in) :: data
+    integer(int64), intent(in) :: count, stride_bytes
+    s = c_set_column(writer, cstr(species), cstr(name), dtype, data, int(count, c_int64_t), int(stride_bytes, c_int64_t))
+  end function
+
+  integer function motes_writer_set_unit(writer, species, name, unit) result(s)
+    type(c_ptr), intent(in) :: writer
+    character(len=*), intent(in) :: species, name, unit
+    s = c_set_unit(writer, cstr(species), cstr(name), cstr(unit))
+  end function
+
+  integer function motes_writer_write_step(writer) result(s)
+    type(c_ptr), intent(in) :: writer
+    s = c_write_step(writer)
+  end function
+
+  integer function motes_writer_close(writer) result(s)
+    type(c_ptr), intent(inout) :: writer
+    s = c_close(writer)
+    writer = c_null_ptr
+  end function
+
+  ! The message of the last failure on this thread, as a Fortran string.
+  function motes_last_error() result(msg)
+    character(len=:), allocatable :: msg
+    type(c_ptr) :: p
+    character(kind=c_char), pointer :: chars(:)
+    integer :: n, i
+    p = c_last_error()
+    n = int(c_strlen(p))
+    call c_f_pointer(p, chars, [n])
+    allocate(character(len=n) :: msg)
+    do i = 1, n
+      msg(i:i) = chars(i)
+    end do
+  end function
+
+end module motes
