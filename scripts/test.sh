@@ -12,7 +12,7 @@ cmake --build build/cpp -j "$JOBS"
 ctest --test-dir build/cpp --output-on-failure -j "$JOBS"
 
 echo "== fuzzing (libFuzzer, short runs)"
-CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DMOTES_FUZZ=ON -DMOTES_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DMOTES_FUZZ=ON -DMOTES_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/fuzz -j "$JOBS" --target fuzz_reader fuzz_expr
 rm -rf build/fuzz/corpus && mkdir -p build/fuzz/corpus/reader build/fuzz/corpus/expr
 .venv/bin/python tests/fuzz/make_corpus.py build/fuzz/corpus

@@ -143,7 +143,7 @@ void ParticleFile::parse() {
   if (kCheckSums && spec::checksum(map_ + h.section_table_offset, table_bytes) != h.section_table_checksum)
     fail("section table checksum mismatch");
   std::vector<spec::SectionEntry> table(h.section_count);
-  std::memcpy(table.data(), map_ + h.section_table_offset, table_bytes);
+  if (table_bytes) std::memcpy(table.data(), map_ + h.section_table_offset, table_bytes);
 
   const spec::SectionEntry* schema = nullptr;
   const spec::SectionEntry* nodes = nullptr;
@@ -249,7 +249,7 @@ void ParticleFile::parse() {
         uint64_t blocks = (e.length + b.block_bytes - 1) / b.block_bytes;
         if (sums->length != blocks * 8) fail("block checksums" + col + " have the wrong length");
         b.sums.resize(blocks);
-        std::memcpy(b.sums.data(), map_ + sums->offset, sums->length);
+        if (sums->length) std::memcpy(b.sums.data(), map_ + sums->offset, sums->length);
         bulk_.push_back(std::move(b));
         if (codes) c.codes = s; else c.data = s;
         break;
