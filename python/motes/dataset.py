@@ -250,7 +250,16 @@ class Dataset:
 
     @property
     def attributes(self) -> Dict[str, Any]:
+        """Dataset-level attributes (a JSON object), e.g. the code and its input deck."""
         return json.loads(self._core.attributes_json)
+
+    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
+        """Replaces the dataset-level attributes (the manifest is rewritten atomically)."""
+        try:
+            text = json.dumps(dict(attributes))
+        except (TypeError, ValueError) as e:
+            raise UsageError(f"dataset attributes must be a JSON-serialisable mapping: {e}") from None
+        self._core.set_attributes_json(text)
 
     def step(self, step: Optional[int] = None) -> Step:
         """The step with index ``step`` (default: the last step)."""

@@ -174,3 +174,14 @@ def test_automatic_quantile_codes_stay_within_ten_percent(tmp_path):
     # an explicit request is always honoured, budget or not
     summary = motes.write(tmp_path / "all.motes", cols, sync=False, index={f"n{k}": "quantile" for k in range(8)})[0]
     assert sum(c["index"] == "quantile" for c in summary["columns"]) == 8
+
+
+def test_dataset_attributes_round_trip(tmp_path):
+    motes.write(tmp_path / "a.motes", {a: np.zeros(4, "f4") for a in "xyz"}, sync=False)
+    ds = motes.open(tmp_path / "a.motes")
+    assert ds.attributes == {}
+    ds.set_attributes({"code": "vpic", "deck": {"nx": 64}})
+    assert motes.open(tmp_path / "a.motes").attributes == {"code": "vpic", "deck": {"nx": 64}}
+    with pytest.raises(motes.UsageError, match="JSON-serialisable"):
+        ds.set_attributes({"bad": object()})
+    assert motes.open(tmp_path / "a.motes").steps == [0]
