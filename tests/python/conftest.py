@@ -32,3 +32,8 @@ def vpic_ds(tmp_path_factory):
 
 def ids_of(table):
     return np.sort(table["id"])
+
+
+@pytest.fixture(scope="session")
+def wide_ds(tmp_path_factory):
+    return _dataset(tmp_path_factory, "wide", 20_000, 14)

@@ -59,7 +59,7 @@ def in_box(c, b):
             & (c["z"] >= b[2]) & (c["z"] <= b[5]))
 
 
-@pytest.mark.parametrize("which", ["uniform_ds", "clustered_ds"])
+@pytest.mark.parametrize("which", ["uniform_ds", "clustered_ds", "wide_ds"])
 def test_random_queries_equal_brute_force(which, request):
     data, ds = request.getfixturevalue(which)
 
