@@ -53,3 +53,9 @@ def test_histogram_errors(vpic_ds):
         ds.histogram("nope")
     with pytest.raises(motes.UsageError, match="min > max"):
         ds.histogram("x", range=(3, 1))
+
+
+def test_weighted_histograms_are_reproducible(vpic_ds):
+    _, ds = vpic_ds
+    runs = {ds.histogram("x", "y", bins=8, weights="energy", where="ux > 0")[0].tobytes() for _ in range(8)}
+    assert len(runs) == 1

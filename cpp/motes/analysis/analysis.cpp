@@ -116,7 +116,7 @@ std::vector<double> histogram(Query& q, const Axis& x, std::optional<size_t> wei
       int64_t b = bx.bin(load_as_double(xt, xd, p));
       if (b >= 0) h[size_t(b)] += wd ? load_as_double(wt, wd, p) : 1.0;
     });
-  });
+  }, Query::Schedule::fixed);
   for (size_t k = 1; k < per.size(); ++k)
     for (size_t b = 0; b < x.bins; ++b) per[0][b] += per[k][b];
   return per[0];
@@ -143,7 +143,7 @@ std::vector<double> histogram2d(Query& q, const Axis& x, const Axis& y, std::opt
       if (j < 0) return;
       h[size_t(i) * y.bins + size_t(j)] += wd ? load_as_double(wt, wd, p) : 1.0;
     });
-  });
+  }, Query::Schedule::fixed);
   std::vector<double> out(cells, 0.0);
   for (const auto& h : per)
     for (size_t c = 0; c < h.size(); ++c) out[c] += h[c];

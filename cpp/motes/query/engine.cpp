@@ -592,7 +592,7 @@ std::vector<Query::Task> Query::coalesce(const std::vector<std::vector<Task>>& b
   return out;
 }
 
-size_t Query::run(const Sink& sink) {
+size_t Query::run(const Sink& sink, Schedule schedule) {
   std::vector<Task> tasks = plan();
   // Chunks of about equal work; whole runs cost little per point.
   std::vector<size_t> chunk_begin{0};
@@ -611,7 +611,7 @@ size_t Query::run(const Sink& sink) {
   for (const Task& t : tasks)
     if (!t.all) max_run = std::max<uint32_t>(max_run, uint32_t(t.count));
   const Expr* pred = predicate_.get();
-  parallel_for_worker(chunks, threads_, [&](unsigned worker, uint64_t c) {
+  auto process = [&](unsigned worker, uint64_t c) {
     std::vector<Segment> segs;
     std::vector<uint8_t> mask(max_run);
     std::unique_ptr<Evaluator> ev = pred ? std::make_unique<Evaluator>(*file_, *pred) : nullptr;
@@ -640,7 +640,17 @@ size_t Query::run(const Sink& sink) {
       }
     }
     sink(worker, size_t(c), segs);
-  });
+  };
+  if (schedule == Schedule::fixed) {
+    // Worker w takes chunks w, w + t, w + 2t, ... in order: per-worker partial sums
+    // come out the same on every run with the same thread count.
+    const uint64_t t = std::max<uint64_t>(1, std::min<uint64_t>(threads_, chunks));
+    parallel_for_worker(t, unsigned(t), [&](unsigned, uint64_t w) {
+      for (uint64_t c = w; c < chunks; c += t) process(unsigned(w), c);
+    });
+  } else {
+    parallel_for_worker(chunks, threads_, process);
+  }
   return chunks;
 }
 

@@ -41,7 +41,10 @@ class Query {
   // Evaluates the query; calls sink(worker, chunk, segments) once per work chunk
   // (chunks are numbered in traversal order; workers in [0, threads())).
   using Sink = std::function<void(unsigned worker, size_t chunk, const std::vector<Segment>&)>;
-  size_t run(const Sink& sink);  // returns the number of chunks
+  // dynamic: chunks go to whichever worker is free; fixed: worker w gets chunks
+  // w, w + threads, ... (reproducible per-worker partial results).
+  enum class Schedule { dynamic, fixed };
+  size_t run(const Sink& sink, Schedule schedule = Schedule::dynamic);  // returns the number of chunks
 
   unsigned threads() const { return threads_; }
   const ParticleFile& file() const { return *file_; }
