@@ -237,12 +237,19 @@ RankSummary summarize_rank(const ColumnView& x, const ColumnView& y, const Colum
   return s;
 }
 
-AggregationPlan plan_adaptive(const std::vector<RankSummary>& ranks, const AggregationOptions& o) {
+// The atoms of all ranks and the resolved file target, shared by both planners.
+AggregationPlan start_plan(const std::vector<RankSummary>& ranks, const AggregationOptions& o, uint64_t& total) {
   AggregationPlan plan;
   plan.atoms = make_atoms(ranks);
-  uint64_t total = 0;
+  total = 0;
   for (const Atom& a : plan.atoms) total += a.count;
   plan.target_bytes = resolve_target(ranks, o, total);
+  return plan;
+}
+
+AggregationPlan plan_adaptive(const std::vector<RankSummary>& ranks, const AggregationOptions& o) {
+  uint64_t total;
+  AggregationPlan plan = start_plan(ranks, o, total);
   if (!(o.overfull >= 1.0)) throw UsageError("overfull must be at least 1");
   const double target_count = double(plan.target_bytes) / double(o.bytes_per_particle);
   // Leaves of equal size near the target: k files of total/k particles each.
@@ -253,11 +260,8 @@ AggregationPlan plan_adaptive(const std::vector<RankSummary>& ranks, const Aggre
 }
 
 AggregationPlan plan_aug(const std::vector<RankSummary>& ranks, const AggregationOptions& o) {
-  AggregationPlan plan;
-  plan.atoms = make_atoms(ranks);
-  uint64_t total = 0;
-  for (const Atom& a : plan.atoms) total += a.count;
-  plan.target_bytes = resolve_target(ranks, o, total);
+  uint64_t total;
+  AggregationPlan plan = start_plan(ranks, o, total);
   if (plan.atoms.empty()) return plan;
   Box domain{};
   bool empty = true;
