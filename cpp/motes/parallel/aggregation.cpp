@@ -238,7 +238,7 @@ RankSummary summarize_rank(const ColumnView& x, const ColumnView& y, const Colum
 }
 
 // The atoms of all ranks and the resolved file target, shared by both planners.
-AggregationPlan start_plan(const std::vector<RankSummary>& ranks, const AggregationOptions& o, uint64_t& total) {
+static AggregationPlan start_plan(const std::vector<RankSummary>& ranks, const AggregationOptions& o, uint64_t& total) {
   AggregationPlan plan;
   plan.atoms = make_atoms(ranks);
   total = 0;
