@@ -111,6 +111,20 @@ inline double load_as_double(DType t, const void* base, uint64_t i) {
   });
 }
 
+// Reads one position column (f32 or f64, any stride) as double; the caller checked the dtype.
+struct Coordinate {
+  const char* base;
+  int64_t stride;
+  bool is_f32;
+  explicit Coordinate(const ColumnView& c)
+      : base(static_cast<const char*>(c.data)), stride(c.stride()), is_f32(c.spec.dtype == DType::f32) {}
+  void prefetch(uint64_t row) const { __builtin_prefetch(base + int64_t(row) * stride); }
+  double operator[](uint64_t row) const {
+    const char* p = base + int64_t(row) * stride;
+    return is_f32 ? double(*reinterpret_cast<const float*>(p)) : *reinterpret_cast<const double*>(p);
+  }
+};
+
 struct Box {
   double lo[3];
   double hi[3];

@@ -14,20 +14,6 @@ namespace motes {
 
 namespace {
 
-// Reads one coordinate column (f32 or f64, any stride) as double.
-struct Coordinate {
-  const char* base;
-  int64_t stride;
-  bool is_f32;
-  explicit Coordinate(const ColumnView& c)
-      : base(static_cast<const char*>(c.data)), stride(c.stride()), is_f32(c.spec.dtype == DType::f32) {}
-  void prefetch(uint64_t row) const { __builtin_prefetch(base + int64_t(row) * stride); }
-  double operator[](uint64_t row) const {
-    const char* p = base + int64_t(row) * stride;
-    return is_f32 ? double(*reinterpret_cast<const float*>(p)) : *reinterpret_cast<const double*>(p);
-  }
-};
-
 // Spreads the low 21 bits of v so that bit k lands on bit 3k.
 inline uint64_t spread_bits_3d(uint64_t v) {
   v &= 0x1fffff;

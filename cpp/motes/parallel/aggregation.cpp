@@ -47,7 +47,7 @@ std::vector<Atom> make_atoms(const std::vector<RankSummary>& ranks) {
 // Octree cells over [lo, hi) of the points idx[b, e), halved at midpoints.
 class CellSplitter {
  public:
-  CellSplitter(const ColumnView* axes, uint64_t max_cell, std::vector<RankCell>& out)
+  CellSplitter(const Coordinate* axes, uint64_t max_cell, std::vector<RankCell>& out)
       : axes_(axes), max_(max_cell), out_(out) {}
 
   void split(std::vector<uint64_t>& idx, uint64_t b, uint64_t e, const Box& box, int depth) {
@@ -64,7 +64,7 @@ class CellSplitter {
     std::vector<uint8_t> oct(n);
     for (uint64_t i = 0; i < n; ++i) {
       uint8_t o = 0;
-      for (int a = 0; a < 3; ++a) o |= uint8_t(value(a, idx[b + i]) >= mid[a]) << a;
+      for (int a = 0; a < 3; ++a) o |= uint8_t(axes_[a][idx[b + i]] >= mid[a]) << a;
       oct[i] = o;
       ++counts[o];
     }
@@ -91,14 +91,10 @@ class CellSplitter {
   }
 
  private:
-  const ColumnView* axes_;
+  const Coordinate* axes_;
   uint64_t max_;
   std::vector<RankCell>& out_;
 
-  double value(int a, uint64_t row) const {
-    const char* p = static_cast<const char*>(axes_[a].data) + int64_t(row) * axes_[a].stride();
-    return axes_[a].spec.dtype == DType::f32 ? double(*reinterpret_cast<const float*>(p)) : *reinterpret_cast<const double*>(p);
-  }
   static bool box_is_point(const Box& b) {
     for (int a = 0; a < 3; ++a)
       if (std::nextafter(b.lo[a], INFINITY) < b.hi[a]) return false;
@@ -220,11 +216,11 @@ RankSummary summarize_rank(const ColumnView& x, const ColumnView& y, const Colum
   for (const ColumnView& c : axes)
     if (c.spec.dtype != DType::f32 && c.spec.dtype != DType::f64) throw UsageError("positions must be f32 or f64");
   if (!s.count) return s;
+  const Coordinate coords[3] = {Coordinate(x), Coordinate(y), Coordinate(z)};
   for (int a = 0; a < 3; ++a) s.bounds.lo[a] = INFINITY, s.bounds.hi[a] = -INFINITY;
   for (uint64_t i = 0; i < s.count; ++i)
     for (int a = 0; a < 3; ++a) {
-      const char* p = static_cast<const char*>(axes[a].data) + int64_t(i) * axes[a].stride();
-      double v = axes[a].spec.dtype == DType::f32 ? double(*reinterpret_cast<const float*>(p)) : *reinterpret_cast<const double*>(p);
+      double v = coords[a][i];
       if (!std::isfinite(v)) throw UsageError("position " + std::to_string(i) + " is not finite");
       s.bounds.lo[a] = std::min(s.bounds.lo[a], v), s.bounds.hi[a] = std::max(s.bounds.hi[a], v);
     }
@@ -233,7 +229,7 @@ RankSummary summarize_rank(const ColumnView& x, const ColumnView& y, const Colum
   // Cells are half-open at their upper faces; widen the top so the maximum falls inside.
   Box root = s.bounds;
   for (int a = 0; a < 3; ++a) root.hi[a] = std::nextafter(root.hi[a], INFINITY);
-  CellSplitter(axes, std::max<uint64_t>(1, max_cell), s.cells).split(idx, 0, s.count, root, 0);
+  CellSplitter(coords, std::max<uint64_t>(1, max_cell), s.cells).split(idx, 0, s.count, root, 0);
   return s;
 }
 
