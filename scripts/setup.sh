@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-for pkg in cmake ninja-build g++ gfortran clang libclang-rt-14-dev libboost-dev nlohmann-json3-dev libxxhash-dev libgtest-dev python3 python3-venv python3-dev; do
+for pkg in cmake ninja-build g++ gfortran clang libclang-rt-14-dev libboost-dev nlohmann-json3-dev libxxhash-dev libgtest-dev openmpi-bin libopenmpi-dev python3 python3-venv python3-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if ((${#need_apt[@]})); then
@@ -21,6 +21,11 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install -q --upgrade pip
+if ! .venv/bin/python -c "import mpi4py" 2>/dev/null; then
+  # Built from source against the OS's Open MPI, so Python and C++ share one MPI.
+  echo "setup: building mpi4py against $(mpirun --version | head -1)"
+  .venv/bin/python -m pip install -q --no-binary=mpi4py "mpi4py>=3.1"
+fi
 echo "setup: installing motes and its Python dependencies into .venv"
 .venv/bin/python -m pip install -q ".[test,bench,plot,arrow]"
 echo "setup: done ($(.venv/bin/python -c 'import motes; print("motes", motes.__version__)'))"

@@ -296,20 +296,28 @@ class Dataset:
     def bounds(self, step: Optional[int] = None, species: Optional[str] = None):
         return self._species(step, species)["bounds"]
 
-    def file(self, step: Optional[int] = None, species: Optional[str] = None):
-        """The opened particle file of one species in one step (cached)."""
+    def source(self, step: Optional[int] = None, species: Optional[str] = None):
+        """The particles of one species in one step (cached): one particle file, or the part
+        files of a parallel write behind their step index; queries run over it."""
         path = self._species(step, species)["path"]
-        f = self._files.get(path)
-        if f is None:
-            f = self._files[path] = _core.File.open(path)
-        return f
+        c = self._files.get(path)
+        if c is None:
+            c = self._files[path] = _core.Collection.open(path)
+        return c
+
+    def file(self, step: Optional[int] = None, species: Optional[str] = None, part: int = 0):
+        """Particle file ``part`` of one species in one step (a serial write has one)."""
+        src = self.source(step, species)
+        if not 0 <= part < src.part_count:
+            raise UsageError(f"part {part} out of range (this species has {src.part_count} part files)")
+        return src.part(part)
 
     # --- queries -----------------------------------------------------------------------------
     def select(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
                step: Optional[int] = None, species: Optional[str] = None, threads: int = 0):
         """The selection (file positions) matching the query, without copying any column."""
         q0, q1 = _quality_range(quality)
-        return _core.select(self.file(step, species), where or "", _box(box), q0, q1, threads)
+        return _core.select(self.source(step, species), where or "", _box(box), q0, q1, threads)
 
     def query(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
               columns: Optional[Sequence[str]] = None, step: Optional[int] = None, species: Optional[str] = None,
@@ -350,13 +358,13 @@ class Dataset:
               step: Optional[int] = None, species: Optional[str] = None, threads: int = 0) -> int:
         """Number of particles matching the query (nothing is copied)."""
         q0, q1 = _quality_range(quality)
-        return int(_core.count(self.file(step, species), where or "", _box(box), q0, q1, threads))
+        return int(_core.count(self.source(step, species), where or "", _box(box), q0, q1, threads))
 
     def stats(self, column: str, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
               step: Optional[int] = None, species: Optional[str] = None, threads: int = 0) -> Dict[str, Any]:
         """count, valid (not NaN), min, max, sum, mean of ``column`` over the matching particles."""
         q0, q1 = _quality_range(quality)
-        return _core.stats(self.file(step, species), column, where or "", _box(box), q0, q1, threads)
+        return _core.stats(self.source(step, species), column, where or "", _box(box), q0, q1, threads)
 
     def histogram(self, x: str, y: Optional[str] = None, *, bins: Union[int, Tuple[int, int]] = 64,
                   range: Optional[Sequence] = None, weights: Optional[str] = None, where: Optional[str] = None,
@@ -367,7 +375,7 @@ class Dataset:
         Same conventions as ``numpy.histogram`` / ``numpy.histogram2d`` with integer bins: returns
         ``(counts, edges)`` or ``(counts, xedges, yedges)``; counts are int64, or float64 sums of
         ``weights``. ``range`` defaults to the min/max of the matching values."""
-        f = self.file(step, species)
+        f = self.source(step, species)
         q0, q1 = _quality_range(quality)
         b = _box(box)
         where = where or ""
@@ -418,13 +426,15 @@ class Dataset:
         files = 0
         for st in self._steps:
             for name, sp in st.species.items():
-                f = _core.File.open(sp["path"])
-                bar = _Progress(progress, f"step {st.index} {name}")
-                try:
-                    f.verify_data(None if not progress else (lambda d, t: bar("verify", d, t)))
-                finally:
-                    bar.close()
-                files += 1
+                src = _core.Collection.open(sp["path"])
+                for k in range(src.part_count):
+                    f = src.part(k)
+                    bar = _Progress(progress, f"step {st.index} {name}" + (f" part {k}" if src.part_count > 1 else ""))
+                    try:
+                        f.verify_data(None if not progress else (lambda d, t: bar("verify", d, t)))
+                    finally:
+                        bar.close()
+                    files += 1
         return {"files": files, "steps": len(self._steps)}
 
 

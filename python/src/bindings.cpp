@@ -164,9 +164,8 @@ nb::object float_array(const std::vector<double>& v, size_t rows, size_t cols) {
   return nb::cast(nb::ndarray<nb::numpy, double, nb::ndim<2>>(data, 2, shape, owner));
 }
 
-// A query's selection bound to its file, gathered into numpy on demand.
+// A query's selection (bound to its collection), gathered into numpy on demand.
 struct PySelection {
-  std::shared_ptr<motes::ParticleFile> file;
   motes::Selection selection;
   motes::QueryCounters counters;
   unsigned threads;
@@ -292,19 +291,55 @@ NB_MODULE(_core, m) {
           },
           "progress"_a = nb::none());
 
+  nb::class_<motes::Collection>(m, "Collection",
+                                "One species of one step: a particle file or the part files of a step index.")
+      .def_static(
+          "open",
+          [](const std::string& path) {
+            nb::gil_scoped_release release;
+            return std::const_pointer_cast<motes::Collection>(motes::Collection::open(path));
+          },
+          "path"_a)
+      .def_prop_ro("path", &motes::Collection::path)
+      .def_prop_ro("count", &motes::Collection::particle_count)
+      .def_prop_ro("part_count", &motes::Collection::part_count)
+      .def_prop_ro("bounds", [](const motes::Collection& c) { return box_tuple(c.bounds()); })
+      .def_prop_ro("part_counts",
+                   [](const motes::Collection& c) {
+                     std::vector<uint64_t> out;
+                     for (size_t k = 0; k < c.part_count(); ++k) out.push_back(c.part_particle_count(k));
+                     return out;
+                   })
+      .def_prop_ro("part_bounds",
+                   [](const motes::Collection& c) {
+                     nb::list out;
+                     if (c.index())
+                       for (const auto& p : c.index()->parts()) out.append(box_tuple(p.bounds));
+                     else
+                       out.append(box_tuple(c.bounds()));
+                     return out;
+                   })
+      .def(
+          "part",
+          [](const motes::Collection& c, size_t k) {
+            nb::gil_scoped_release release;
+            return std::const_pointer_cast<motes::ParticleFile>(c.part(k));
+          },
+          "k"_a, "Part k's particle file (opened on first use).");
+
   nb::class_<PySelection>(m, "Selection")
       .def_prop_ro("size", [](const PySelection& s) { return s.selection.size(); })
       .def_prop_ro("counters", [](const PySelection& s) { return counters_dict(s.counters); })
       .def(
           "gather",
           [](const PySelection& s, const std::string& column, uint64_t begin, uint64_t end) {
-            size_t c = s.file->column(column);
+            size_t c = s.selection.collection().column(column);
             if (end > s.selection.size()) end = s.selection.size();
             if (begin > end) begin = end;
-            auto [arr, data] = new_array(s.file->columns()[c].spec.dtype, end - begin);
+            auto [arr, data] = new_array(s.selection.collection().schema()[c].dtype, end - begin);
             {
               nb::gil_scoped_release release;
-              s.selection.gather(*s.file, c, begin, end, data, s.threads);
+              s.selection.gather(c, begin, end, data, s.threads);
             }
             return arr;
           },
@@ -318,8 +353,8 @@ NB_MODULE(_core, m) {
             std::vector<void*> dest;
             nb::list out;
             for (const std::string& name : columns) {
-              index.push_back(s.file->column(name));
-              auto [arr, data] = new_array(s.file->columns()[index.back()].spec.dtype, end - begin);
+              index.push_back(s.selection.collection().column(name));
+              auto [arr, data] = new_array(s.selection.collection().schema()[index.back()].dtype, end - begin);
               out.append(arr);
               dest.push_back(data);
             }
@@ -330,7 +365,7 @@ NB_MODULE(_core, m) {
               const unsigned across = rows >= 1024 ? s.threads : 1;
               const unsigned within = index.size() >= s.threads ? 1 : s.threads;
               motes::parallel_for(index.size(), across, [&](uint64_t k) {
-                s.selection.gather(*s.file, index[k], begin, end, dest[k], within);
+                s.selection.gather(index[k], begin, end, dest[k], within);
               });
             }
             return out;
@@ -349,7 +384,7 @@ NB_MODULE(_core, m) {
 
   m.def(
       "select",
-      [](std::shared_ptr<motes::ParticleFile> f, const std::string& where, std::optional<std::vector<double>> box,
+      [](std::shared_ptr<motes::Collection> f, const std::string& where, std::optional<std::vector<double>> box,
          double qfrom, double qto, unsigned threads) {
         auto spec = query_spec(where, box, qfrom, qto, threads);
         auto out = std::make_unique<PySelection>();
@@ -360,25 +395,24 @@ NB_MODULE(_core, m) {
           out->counters = q.counters();
           out->threads = q.threads();
         }
-        out->file = f;
         return out;
       },
-      "file"_a, "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0, "threads"_a = 0);
+      "source"_a, "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0, "threads"_a = 0);
 
   m.def(
       "count",
-      [](std::shared_ptr<motes::ParticleFile> f, const std::string& where, std::optional<std::vector<double>> box,
+      [](std::shared_ptr<motes::Collection> f, const std::string& where, std::optional<std::vector<double>> box,
          double qfrom, double qto, unsigned threads) {
         auto spec = query_spec(where, box, qfrom, qto, threads);
         nb::gil_scoped_release release;
         motes::Query q(f, spec);
         return motes::count(q);
       },
-      "file"_a, "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0, "threads"_a = 0);
+      "source"_a, "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0, "threads"_a = 0);
 
   m.def(
       "stats",
-      [](std::shared_ptr<motes::ParticleFile> f, const std::string& column, const std::string& where,
+      [](std::shared_ptr<motes::Collection> f, const std::string& column, const std::string& where,
          std::optional<std::vector<double>> box, double qfrom, double qto, unsigned threads) {
         auto spec = query_spec(where, box, qfrom, qto, threads);
         motes::ColumnStats s;
@@ -396,12 +430,12 @@ NB_MODULE(_core, m) {
         d["mean"] = s.valid ? nb::cast(s.mean()) : nb::none();
         return d;
       },
-      "file"_a, "column"_a, "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0,
+      "source"_a, "column"_a, "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0,
       "threads"_a = 0);
 
   m.def(
       "histogram",
-      [](std::shared_ptr<motes::ParticleFile> f, const std::string& x, uint32_t xbins, double xlo, double xhi,
+      [](std::shared_ptr<motes::Collection> f, const std::string& x, uint32_t xbins, double xlo, double xhi,
          std::optional<std::string> y, uint32_t ybins, double ylo, double yhi, std::optional<std::string> weight,
          const std::string& where, std::optional<std::vector<double>> box, double qfrom, double qto,
          unsigned threads) {
@@ -426,7 +460,7 @@ NB_MODULE(_core, m) {
         }
         return float_array(h, xbins, 0);
       },
-      "file"_a, "x"_a, "xbins"_a, "xlo"_a, "xhi"_a, "y"_a = nb::none(), "ybins"_a = 0, "ylo"_a = 0.0, "yhi"_a = 0.0,
+      "source"_a, "x"_a, "xbins"_a, "xlo"_a, "xhi"_a, "y"_a = nb::none(), "ybins"_a = 0, "ylo"_a = 0.0, "yhi"_a = 0.0,
       "weight"_a = nb::none(), "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0,
       "threads"_a = 0);
 

@@ -85,7 +85,7 @@ struct Fixture {
     Query q(file, spec);
     Selection s(q);
     std::vector<uint64_t> out(s.size());
-    s.gather(*file, file->column("id"), 0, s.size(), out.data(), 2);
+    s.gather(file->column("id"), 0, s.size(), out.data(), 2);
     std::sort(out.begin(), out.end());
     return out;
   }

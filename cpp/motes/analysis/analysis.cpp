@@ -44,16 +44,28 @@ void for_each_point(const std::vector<Segment>& segs, F&& f) {
     for (uint64_t p = s.start; p < s.start + s.count; ++p) f(p);
 }
 
-const void* column_data(const Query& q, size_t column) {
-  if (column >= q.file().columns().size()) throw UsageError("column index out of range");
-  return q.file().columns()[column].data;
-}
+// A column of the collection: its dtype and, per part, its values (parts are
+// opened by the query before their chunks reach a sink).
+class ColumnData {
+ public:
+  ColumnData(const Query& q, size_t column) : q_(q), column_(column) {
+    if (column >= q.collection().schema().size()) throw UsageError("column index out of range");
+    dtype_ = q.collection().schema()[column].dtype;
+  }
+  DType dtype() const { return dtype_; }
+  const void* in(uint32_t part) const { return q_.collection().part(part)->columns()[column_].data; }
+
+ private:
+  const Query& q_;
+  size_t column_;
+  DType dtype_;
+};
 
 }  // namespace
 
 uint64_t count(Query& q) {
   std::vector<uint64_t> per(q.threads(), 0);
-  q.run([&](unsigned w, size_t, const std::vector<Segment>& segs) {
+  q.run([&](unsigned w, size_t, uint32_t, const std::vector<Segment>& segs) {
     for (const Segment& s : segs) per[w] += s.count;
   });
   uint64_t total = 0;
@@ -62,16 +74,15 @@ uint64_t count(Query& q) {
 }
 
 ColumnStats stats(Query& q, size_t column) {
-  const void* data = column_data(q, column);
-  DType t = q.file().columns()[column].spec.dtype;
+  ColumnData col(q, column);
   // Partials per work chunk, merged in chunk order: the same sum whatever thread ran what.
   std::vector<ColumnStats> per;
   std::mutex m;
-  q.run([&](unsigned, size_t chunk, const std::vector<Segment>& segs) {
+  q.run([&](unsigned, size_t chunk, uint32_t part, const std::vector<Segment>& segs) {
     ColumnStats s;
-    dispatch_dtype(t, [&](auto tag) {
+    dispatch_dtype(col.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      const T* p = static_cast<const T*>(data);
+      const T* p = static_cast<const T*>(col.in(part));
       for (const Segment& seg : segs) {
         s.count += seg.count;
         for (uint64_t i = seg.start; i < seg.start + seg.count; ++i) {
@@ -104,17 +115,17 @@ ColumnStats stats(Query& q, size_t column) {
 
 std::vector<double> histogram(Query& q, const Axis& x, std::optional<size_t> weight) {
   Binner bx(x);
-  const ParticleFile& f = q.file();
-  const void* xd = column_data(q, x.column);
-  const void* wd = weight ? column_data(q, *weight) : nullptr;
-  DType xt = f.columns()[x.column].spec.dtype;
-  DType wt = weight ? f.columns()[*weight].spec.dtype : DType::f64;
+  ColumnData xc(q, x.column);
+  std::optional<ColumnData> wc;
+  if (weight) wc.emplace(q, *weight);
   std::vector<std::vector<double>> per(q.threads(), std::vector<double>(x.bins, 0.0));
-  q.run([&](unsigned w, size_t, const std::vector<Segment>& segs) {
+  q.run([&](unsigned w, size_t, uint32_t part, const std::vector<Segment>& segs) {
     std::vector<double>& h = per[w];
+    const void* xd = xc.in(part);
+    const void* wd = wc ? wc->in(part) : nullptr;
     for_each_point(segs, [&](uint64_t p) {
-      int64_t b = bx.bin(load_as_double(xt, xd, p));
-      if (b >= 0) h[size_t(b)] += wd ? load_as_double(wt, wd, p) : 1.0;
+      int64_t b = bx.bin(load_as_double(xc.dtype(), xd, p));
+      if (b >= 0) h[size_t(b)] += wd ? load_as_double(wc->dtype(), wd, p) : 1.0;
     });
   }, Query::Schedule::fixed);
   for (size_t k = 1; k < per.size(); ++k)
@@ -125,23 +136,23 @@ std::vector<double> histogram(Query& q, const Axis& x, std::optional<size_t> wei
 std::vector<double> histogram2d(Query& q, const Axis& x, const Axis& y, std::optional<size_t> weight) {
   Binner bx(x), by(y);
   if (uint64_t(x.bins) * y.bins > (1ull << 26)) throw UsageError("2-D histogram has more than 2^26 bins");
-  const ParticleFile& f = q.file();
-  const void* xd = column_data(q, x.column);
-  const void* yd = column_data(q, y.column);
-  const void* wd = weight ? column_data(q, *weight) : nullptr;
-  DType xt = f.columns()[x.column].spec.dtype, yt = f.columns()[y.column].spec.dtype;
-  DType wt = weight ? f.columns()[*weight].spec.dtype : DType::f64;
+  ColumnData xc(q, x.column), yc(q, y.column);
+  std::optional<ColumnData> wc;
+  if (weight) wc.emplace(q, *weight);
   size_t cells = size_t(x.bins) * y.bins;
   std::vector<std::vector<double>> per(q.threads());
-  q.run([&](unsigned w, size_t, const std::vector<Segment>& segs) {
+  q.run([&](unsigned w, size_t, uint32_t part, const std::vector<Segment>& segs) {
     std::vector<double>& h = per[w];
     if (h.empty()) h.assign(cells, 0.0);
+    const void* xd = xc.in(part);
+    const void* yd = yc.in(part);
+    const void* wd = wc ? wc->in(part) : nullptr;
     for_each_point(segs, [&](uint64_t p) {
-      int64_t i = bx.bin(load_as_double(xt, xd, p));
+      int64_t i = bx.bin(load_as_double(xc.dtype(), xd, p));
       if (i < 0) return;
-      int64_t j = by.bin(load_as_double(yt, yd, p));
+      int64_t j = by.bin(load_as_double(yc.dtype(), yd, p));
       if (j < 0) return;
-      h[size_t(i) * y.bins + size_t(j)] += wd ? load_as_double(wt, wd, p) : 1.0;
+      h[size_t(i) * y.bins + size_t(j)] += wd ? load_as_double(wc->dtype(), wd, p) : 1.0;
     });
   }, Query::Schedule::fixed);
   std::vector<double> out(cells, 0.0);

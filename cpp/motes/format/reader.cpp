@@ -167,35 +167,14 @@ void ParticleFile::parse() {
   if (!nodes) fail("nodes section is missing");
 
   // Schema.
-  const unsigned char* p = map_ + schema->offset;
-  const unsigned char* end = p + schema->length;
-  if (h.column_count == 0 || h.column_count > 65535) fail("implausible column count " + std::to_string(h.column_count));
-  columns_.resize(h.column_count);
-  for (ColumnIndex& c : columns_) {
-    if (end - p < 8) fail("schema section is truncated");
-    uint8_t dtype = p[0], fine = p[1];
-    uint16_t name_len = load<uint16_t>(p + 2);
-    uint32_t unit_len = load<uint32_t>(p + 4);
-    p += 8;
-    if (!dtype_valid(dtype)) fail("schema names unknown dtype code " + std::to_string(dtype));
-    if (fine != uint8_t(FineIndex::none) && fine != uint8_t(FineIndex::quantile))
-      fail("schema names unknown index kind " + std::to_string(fine));
-    if (uint64_t(end - p) < uint64_t(name_len) + unit_len) fail("schema section is truncated");
-    c.spec.dtype = DType(dtype);
-    c.spec.fine = c.fine = FineIndex(fine);
-    c.spec.name.assign(reinterpret_cast<const char*>(p), name_len);
-    c.spec.unit.assign(reinterpret_cast<const char*>(p + name_len), unit_len);
-    p += name_len + unit_len;
-    for (const ColumnIndex& other : columns_) {
-      if (&other == &c) break;
-      if (other.spec.name == c.spec.name) fail("schema names column '" + c.spec.name + "' twice");
-    }
-  }
-  if (p != end) fail("schema section has " + std::to_string(end - p) + " trailing bytes");
-  for (const char* axis : {"x", "y", "z"}) {
-    if (!has_column(axis)) fail(std::string("position column '") + axis + "' is missing");
-    DType t = columns_[column(axis)].spec.dtype;
-    if (t != DType::f32 && t != DType::f64) fail(std::string("position column '") + axis + "' is not f32/f64");
+  std::vector<ColumnSpec> specs;
+  std::string problem = spec::decode_schema(map_ + schema->offset, map_ + schema->offset + schema->length,
+                                            h.column_count, specs);
+  if (!problem.empty()) fail(problem);
+  columns_.resize(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    columns_[i].fine = specs[i].fine;
+    columns_[i].spec = std::move(specs[i]);
   }
 
   // Tree.

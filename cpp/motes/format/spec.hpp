@@ -4,6 +4,10 @@
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <string>
+#include <vector>
+
+#include "motes/types.hpp"
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -95,5 +99,13 @@ inline uint8_t fine_code(double v, const double* edges) {
   for (uint32_t step = kFineBins / 2; step; step >>= 1) pos += edges[pos + step] <= v ? step : 0;
   return uint8_t(pos);
 }
+
+// Schema records (u8 dtype, u8 index kind, u16 name length, u32 unit length, name,
+// unit), shared by particle files and step indexes.
+std::string encode_schema(const std::vector<ColumnSpec>& columns);
+// Decodes exactly `count` records filling [p, end); returns an error message, empty on success.
+// Checks dtype and index codes, duplicate names, and that x, y, z exist as f32/f64.
+std::string decode_schema(const unsigned char* p, const unsigned char* end, uint32_t count,
+                          std::vector<ColumnSpec>& out);
 
 }  // namespace motes::spec

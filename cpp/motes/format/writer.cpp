@@ -289,22 +289,6 @@ std::string encode_bitmaps(const ColumnPlan& p) {
   return out;
 }
 
-std::string encode_schema(const std::vector<ColumnPlan>& plans) {
-  std::string out;
-  for (const ColumnPlan& p : plans) {
-    const ColumnSpec& s = p.view->spec;
-    out.push_back(char(s.dtype));
-    out.push_back(char(p.fine));
-    uint16_t name_len = uint16_t(s.name.size());
-    uint32_t unit_len = uint32_t(s.unit.size());
-    out.append(reinterpret_cast<const char*>(&name_len), 2);
-    out.append(reinterpret_cast<const char*>(&unit_len), 4);
-    out += s.name;
-    out += s.unit;
-  }
-  return out;
-}
-
 }  // namespace
 
 void validate_columns(const std::vector<ColumnView>& columns) {
@@ -420,7 +404,9 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   });
 
   MetadataBuilder meta{offset, {}, {}};
-  meta.add(spec::kSchema, spec::kNoColumn, encode_schema(plans));
+  std::vector<ColumnSpec> schema;
+  for (const ColumnPlan& p : plans) schema.push_back(ColumnSpec{p.view->spec.name, p.view->spec.dtype, p.fine, p.view->spec.unit});
+  meta.add(spec::kSchema, spec::kNoColumn, spec::encode_schema(schema));
   meta.add(spec::kNodes, spec::kNoColumn, as_bytes(layout.nodes));
   static_assert(sizeof(TreeNode) == 8);
   for (uint32_t i = 0; i < plans.size(); ++i) {
@@ -472,7 +458,8 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   summary.file_bytes = file_size;
   for (const ColumnPlan& p : plans) {
     summary.data_bytes += n * p.size;
-    summary.columns.push_back(ColumnSummary{p.view->spec.name, p.view->spec.dtype, p.fine, p.gmin, p.gmax, p.nan_count});
+    summary.columns.push_back(ColumnSummary{p.view->spec.name, p.view->spec.dtype, p.fine, p.gmin, p.gmax, p.nan_count,
+                                            p.node_bits.empty() ? 0u : p.node_bits[0]});
   }
   summary.node_count = uint32_t(layout.nodes.size());
   summary.level_count = layout.levels.level_count();

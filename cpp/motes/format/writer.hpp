@@ -25,6 +25,7 @@ struct ColumnSummary {
   FineIndex fine;
   double min, max;  // over non-NaN values; 0, 0 when there are none
   uint64_t nan_count;
+  uint32_t root_bits;  // the root node's 32-bin bitmap over [min, max]; 0 when every value is NaN
 };
 
 struct WriteSummary {

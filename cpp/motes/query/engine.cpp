@@ -57,7 +57,7 @@ bool is_simple_comparison(const Expr& e, int& column, double& constant, K& kind)
 // Decides, per node, whether none/some/all of its subtree can match.
 class Pruner {
  public:
-  explicit Pruner(const ParticleFile& f) : f_(f) {}
+  explicit Pruner(const std::vector<ColumnIndex>& columns) : columns_(columns) {}
 
   Tri eval(const Expr& e, uint32_t node) const {
     switch (e.kind) {
@@ -85,7 +85,7 @@ class Pruner {
   }
 
  private:
-  const ParticleFile& f_;
+  const std::vector<ColumnIndex>& columns_;
 
   Tri compare(const Expr& e, uint32_t node) const {
     int col;
@@ -107,7 +107,7 @@ class Pruner {
   }
 
   Tri simple(int col, double c, K kind, uint32_t node) const {
-    const ColumnIndex& ci = f_.columns()[size_t(col)];
+    const ColumnIndex& ci = columns_[size_t(col)];
     uint32_t bits = ci.node_bits[node];
     if (std::isnan(c)) return kind == K::ne ? Tri::all : Tri::none;
     if (bits == 0) return kind == K::ne ? Tri::all : Tri::none;  // only NaN values here
@@ -151,7 +151,7 @@ class Pruner {
       case K::number:
         return {e.value, e.value, std::isnan(e.value)};
       case K::column: {
-        const ColumnIndex& ci = f_.columns()[size_t(e.column)];
+        const ColumnIndex& ci = columns_[size_t(e.column)];
         if (ci.node_bits[node] == 0) return {0, 0, true};
         return {ci.node_min[node], ci.node_max[node]};
       }
@@ -477,16 +477,16 @@ ExprPtr box_expression(const Box& b) {
 
 }  // namespace
 
-Query::Query(std::shared_ptr<const ParticleFile> file, const QuerySpec& spec) : file_(std::move(file)) {
+Query::Query(std::shared_ptr<const ParticleFile> file, const QuerySpec& spec) : Query(Collection::of(std::move(file)), spec) {}
+
+Query::Query(std::shared_ptr<const Collection> collection, const QuerySpec& spec)
+    : collection_(std::move(collection)), quality_from_(spec.quality_from), quality_to_(spec.quality_to) {
   if (spec.quality_from > spec.quality_to)
     throw UsageError("quality range is reversed: from " + std::to_string(spec.quality_from) + " to " +
                      std::to_string(spec.quality_to));
-  uint32_t levels = file_->levels().level_count();
-  level_begin_ = levels_for_quality(spec.quality_from, levels);
-  level_end_ = levels_for_quality(spec.quality_to, levels);
   threads_ = spec.threads ? spec.threads : default_threads();
   std::vector<std::string> names;
-  for (const ColumnIndex& c : file_->columns()) names.push_back(c.spec.name);
+  for (const ColumnSpec& c : collection_->schema()) names.push_back(c.name);
   if (!spec.where.empty()) predicate_ = parse_expression(spec.where);
   if (spec.box) {
     ExprPtr b = box_expression(*spec.box);
@@ -503,22 +503,44 @@ Query::Query(std::shared_ptr<const ParticleFile> file, const QuerySpec& spec) : 
   if (predicate_) bind_columns(*predicate_, names);
 }
 
-std::vector<Query::Task> Query::plan() {
-  const ParticleFile& f = *file_;
+std::vector<uint32_t> Query::parts_to_read() {
+  const StepIndex* index = collection_->index();
+  std::vector<uint32_t> out;
+  if (quality_to_ <= 0.0 || quality_from_ >= quality_to_) return out;
+  if (!index || !predicate_) {
+    for (uint32_t k = 0; k < collection_->part_count(); ++k) out.push_back(k);
+    return out;
+  }
+  const auto& nodes = index->nodes();
+  Pruner pruner(index->columns());
+  for (uint32_t i = 0; i < nodes.size();) {
+    if (pruner.eval(*predicate_, i) == Tri::none) {
+      counters_.parts_pruned += nodes[i].part_count;
+      i = nodes[i].subtree_end;
+      continue;
+    }
+    if (nodes[i].is_leaf()) out.push_back(nodes[i].first_part);
+    ++i;
+  }
+  return out;
+}
+
+std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& counters) {
   const Levels& lv = f.levels();
   const auto& nodes = f.nodes();
-  counters_ = {};
+  const uint32_t level_begin_ = levels_for_quality(quality_from_, lv.level_count());
+  const uint32_t level_end_ = levels_for_quality(quality_to_, lv.level_count());
   if (level_begin_ >= level_end_ || f.particle_count() == 0) return {};
   if (!predicate_) {
     // Everything matches: the selected levels are one contiguous range.
     uint64_t b = lv.level_start[level_begin_], e = lv.level_start[level_end_];
-    counters_.points_taken_whole = e - b;
+    counters.points_taken_whole = e - b;
     return {Task{b, e - b, true}};
   }
   const uint64_t range_begin = lv.level_start[level_begin_], range = lv.level_start[level_end_] - range_begin;
   auto scan_all = [&] {
-    counters_.scanned = true;
-    counters_.points_tested = range;
+    counters.scanned = true;
+    counters.points_tested = range;
     std::vector<Task> blocks;
     for (uint64_t b = 0; b < range; b += kScanBlock) blocks.push_back({range_begin + b, std::min(kScanBlock, range - b), false});
     return blocks;
@@ -538,22 +560,22 @@ std::vector<Query::Task> Query::plan() {
       const Run& run = lv.runs[r];
       if (run.level < level_begin_ || run.level >= level_end_) continue;
       by_level[run.level].push_back({run.start, run.count, all});
-      (all ? counters_.points_taken_whole : counters_.points_tested) += run.count;
+      (all ? counters.points_taken_whole : counters.points_tested) += run.count;
     }
   };
-  Pruner pruner(f);
+  Pruner pruner(f.columns());
   for (uint32_t i = 0; i < nodes.size();) {
     if (lv.subtree_count[i] == 0 || lv.depth[i] >= level_end_) {
       i = lv.subtree_end[i];
       continue;
     }
-    ++counters_.nodes_visited;
+    ++counters.nodes_visited;
     Tri t = pruner.eval(*predicate_, i);
     if (t == Tri::none) {
-      ++counters_.nodes_pruned;
+      ++counters.nodes_pruned;
       i = lv.subtree_end[i];
     } else if (t == Tri::all) {
-      ++counters_.nodes_all;
+      ++counters.nodes_all;
       for (uint32_t k = i; k < lv.subtree_end[i]; ++k) take_runs(k, true);
       i = lv.subtree_end[i];
     } else {
@@ -564,7 +586,7 @@ std::vector<Query::Task> Query::plan() {
   // When the index leaves much to test, the tested runs are scattered over the
   // file and each costs a cache miss; one sequential pass over the selected
   // levels is cheaper. The exact test decides every point either way.
-  if (counters_.points_tested > range / 8) return scan_all();
+  if (counters.points_tested > range / 8) return scan_all();
   return coalesce(by_level);
 }
 
@@ -593,7 +615,23 @@ std::vector<Query::Task> Query::coalesce(const std::vector<std::vector<Task>>& b
 }
 
 size_t Query::run(const Sink& sink, Schedule schedule) {
-  std::vector<Task> tasks = plan();
+  counters_ = {};
+  size_t chunks = 0;
+  for (uint32_t part : parts_to_read()) {
+    std::shared_ptr<const ParticleFile> file = collection_->part(part);
+    QueryCounters c;
+    std::vector<Task> tasks = plan(*file, c);
+    ++counters_.parts_read;
+    counters_.nodes_visited += c.nodes_visited, counters_.nodes_pruned += c.nodes_pruned, counters_.nodes_all += c.nodes_all;
+    counters_.points_tested += c.points_tested, counters_.points_taken_whole += c.points_taken_whole;
+    counters_.scanned |= c.scanned;
+    chunks += run_part(*file, part, tasks, chunks, sink, schedule);
+  }
+  return chunks;
+}
+
+size_t Query::run_part(const ParticleFile& file, uint32_t part, const std::vector<Task>& tasks, size_t first_chunk,
+                       const Sink& sink, Schedule schedule) {
   // Chunks of about equal work; whole runs cost little per point.
   std::vector<size_t> chunk_begin{0};
   uint64_t work = 0;
@@ -614,7 +652,7 @@ size_t Query::run(const Sink& sink, Schedule schedule) {
   auto process = [&](unsigned worker, uint64_t c) {
     std::vector<Segment> segs;
     std::vector<uint8_t> mask(max_run);
-    std::unique_ptr<Evaluator> ev = pred ? std::make_unique<Evaluator>(*file_, *pred) : nullptr;
+    std::unique_ptr<Evaluator> ev = pred ? std::make_unique<Evaluator>(file, *pred) : nullptr;
     for (size_t k = chunk_begin[c]; k < chunk_begin[c + 1]; ++k) {
       const Task& t = tasks[k];
       if (t.all) {
@@ -639,7 +677,7 @@ size_t Query::run(const Sink& sink, Schedule schedule) {
         i = j;
       }
     }
-    sink(worker, size_t(c), segs);
+    sink(worker, first_chunk + size_t(c), part, segs);
   };
   if (schedule == Schedule::fixed) {
     // Worker w takes chunks w, w + t, w + 2t, ... in order: per-worker partial sums
@@ -654,19 +692,31 @@ size_t Query::run(const Sink& sink, Schedule schedule) {
   return chunks;
 }
 
-Selection::Selection(Query& query) {
-  std::vector<std::vector<Segment>> parts;
+Selection::Selection(Query& query) : collection_(query.collection_ptr()) {
+  struct Chunk {
+    uint32_t part;
+    std::vector<Segment> segments;
+  };
+  std::vector<Chunk> chunks;
   std::mutex m;
-  query.run([&](unsigned, size_t chunk, const std::vector<Segment>& segs) {
+  query.run([&](unsigned, size_t chunk, uint32_t part, const std::vector<Segment>& segs) {
     std::lock_guard lock(m);
-    if (parts.size() <= chunk) parts.resize(chunk + 1);
-    parts[chunk] = segs;
+    if (chunks.size() <= chunk) chunks.resize(chunk + 1);
+    chunks[chunk] = {part, segs};
   });
   size_t total = 0;
-  for (const auto& p : parts) total += p.size();
+  for (const auto& c : chunks) total += c.segments.size();
   segments_.reserve(total);
-  for (const auto& p : parts)
-    for (const Segment& s : p) push_segment(segments_, s.start, s.count);
+  part_of_.reserve(total);
+  for (const auto& c : chunks)
+    for (const Segment& s : c.segments) {
+      if (!part_of_.empty() && part_of_.back() == c.part && segments_.back().start + segments_.back().count == s.start) {
+        segments_.back().count += s.count;
+        continue;
+      }
+      segments_.push_back(s);
+      part_of_.push_back(c.part);
+    }
   offsets_.resize(segments_.size() + 1);
   offsets_[0] = 0;
   for (size_t k = 0; k < segments_.size(); ++k) offsets_[k + 1] = offsets_[k] + segments_[k].count;
@@ -676,26 +726,30 @@ size_t Selection::segment_of(uint64_t row) const {
   return size_t(std::upper_bound(offsets_.begin(), offsets_.end(), row) - offsets_.begin()) - 1;
 }
 
-void Selection::gather(const ParticleFile& file, size_t column, uint64_t row_begin, uint64_t row_end, void* dest,
-                       unsigned threads) const {
+void Selection::gather(size_t column, uint64_t row_begin, uint64_t row_end, void* dest, unsigned threads) const {
   if (row_end > size() || row_begin > row_end) throw UsageError("selection rows out of range");
   if (row_begin == row_end) return;
-  const ColumnIndex& ci = file.columns().at(column);
-  const char* src = static_cast<const char*>(ci.data);
+  if (column >= collection_->schema().size()) throw UsageError("column index out of range");
+  const DType dtype = collection_->schema()[column].dtype;
+  // The column's data in every part the rows touch (opened already by the query).
+  std::vector<const char*> base(collection_->part_count(), nullptr);
+  for (size_t k = segment_of(row_begin), k1 = segment_of(row_end - 1) + 1; k < k1; ++k)
+    if (!base[part_of_[k]]) base[part_of_[k]] = static_cast<const char*>(collection_->part(part_of_[k])->columns()[column].data);
   char* dst = static_cast<char*>(dest);
   // Copies rows [a, b) of the selection; split by rows so big segments are shared between threads.
   // Short segments (typical of filtered results) are copied element by element, not by memcpy calls.
   auto copy_rows = [&](uint64_t a, uint64_t b) {
     if (a >= b) return;
-    dispatch_dtype(ci.spec.dtype, [&](auto tag) {
+    dispatch_dtype(dtype, [&](auto tag) {
       using T = decltype(tag);
-      const T* from_base = reinterpret_cast<const T*>(src);
       T* to_base = reinterpret_cast<T*>(dst) - row_begin;
       for (size_t k = segment_of(a), k1 = segment_of(b - 1) + 1; k < k1; ++k) {
+        const T* from_base = reinterpret_cast<const T*>(base[part_of_[k]]);
         uint64_t r0 = std::max(offsets_[k], a), r1 = std::min(offsets_[k + 1], b);
         const T* from = from_base + segments_[k].start + (r0 - offsets_[k]);
         if (r1 - r0 < 16) {
-          if (k + 8 < k1) __builtin_prefetch(from_base + segments_[k + 8].start);  // scattered rows: hide the misses
+          if (k + 8 < k1 && part_of_[k + 8] == part_of_[k])
+            __builtin_prefetch(from_base + segments_[k + 8].start);  // scattered rows: hide the misses
           for (uint64_t r = r0; r < r1; ++r) to_base[r] = from[r - r0];
         } else {
           std::memcpy(to_base + r0, from, (r1 - r0) * sizeof(T));
@@ -705,9 +759,9 @@ void Selection::gather(const ParticleFile& file, size_t column, uint64_t row_beg
   };
   uint64_t rows = row_end - row_begin;
   if (threads <= 1 || rows < (1u << 16)) return copy_rows(row_begin, row_end);
-  uint64_t parts = std::min<uint64_t>(uint64_t(threads) * 4, rows / (1 << 14) + 1);
-  parallel_for(parts, threads, [&](uint64_t p) {
-    copy_rows(row_begin + rows * p / parts, row_begin + rows * (p + 1) / parts);
+  uint64_t pieces = std::min<uint64_t>(uint64_t(threads) * 4, rows / (1 << 14) + 1);
+  parallel_for(pieces, threads, [&](uint64_t p) {
+    copy_rows(row_begin + rows * p / pieces, row_begin + rows * (p + 1) / pieces);
   });
 }
 
@@ -716,7 +770,8 @@ void Selection::positions(uint64_t row_begin, uint64_t row_end, uint64_t* dest) 
   if (row_begin == row_end) return;
   for (size_t k = segment_of(row_begin); k < segments_.size() && offsets_[k] < row_end; ++k) {
     uint64_t r0 = std::max(offsets_[k], row_begin), r1 = std::min(offsets_[k + 1], row_end);
-    for (uint64_t r = r0; r < r1; ++r) dest[r - row_begin] = segments_[k].start + (r - offsets_[k]);
+    uint64_t first = collection_->part_offset(part_of_[k]) + segments_[k].start;
+    for (uint64_t r = r0; r < r1; ++r) dest[r - row_begin] = first + (r - offsets_[k]);
   }
 }
 

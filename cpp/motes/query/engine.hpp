@@ -1,6 +1,7 @@
-// Query execution over one particle file: prune the tree with every index
-// (node ranges, bitmaps, level range), then filter candidate runs exactly,
-// in parallel, producing the selection as sorted-by-task segments.
+// Query execution over a collection (one particle file, or the parts of a step
+// index): skip parts through the step index, prune each part's tree with every
+// index (node ranges, bitmaps, level range), then filter candidate runs exactly,
+// in parallel, producing the selection as segments in part and file order.
 #pragma once
 
 #include <functional>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "motes/format/reader.hpp"
+#include "motes/query/collection.hpp"
 #include "motes/query/expr.hpp"
 
 namespace motes {
@@ -22,7 +24,7 @@ struct QuerySpec {
   unsigned threads = 0;         // 0 = all cores
 };
 
-// A contiguous range of selected points in file order.
+// A contiguous range of selected points of one part, in file order.
 struct Segment {
   uint64_t start;
   uint64_t count;
@@ -31,26 +33,27 @@ struct Segment {
 struct QueryCounters {
   uint64_t nodes_visited = 0, nodes_pruned = 0, nodes_all = 0;
   uint64_t points_tested = 0, points_taken_whole = 0;
-  bool scanned = false;  // the index pruned too little: the selected levels were scanned in order
+  bool scanned = false;  // the index pruned too little: the selected levels were scanned in order (in some part)
+  uint64_t parts_read = 0, parts_pruned = 0;  // part files opened / skipped through the step index
 };
 
 class Query {
  public:
-  Query(std::shared_ptr<const ParticleFile> file, const QuerySpec& spec);
+  Query(std::shared_ptr<const Collection> collection, const QuerySpec& spec);
+  Query(std::shared_ptr<const ParticleFile> file, const QuerySpec& spec);  // a collection of one file
 
-  // Evaluates the query; calls sink(worker, chunk, segments) once per work chunk
-  // (chunks are numbered in traversal order; workers in [0, threads())).
-  using Sink = std::function<void(unsigned worker, size_t chunk, const std::vector<Segment>&)>;
+  // Evaluates the query; calls sink(worker, chunk, part, segments) once per work chunk
+  // (chunks are numbered in traversal order over all parts; workers in [0, threads())).
+  using Sink = std::function<void(unsigned worker, size_t chunk, uint32_t part, const std::vector<Segment>&)>;
   // dynamic: chunks go to whichever worker is free; fixed: worker w gets chunks
-  // w, w + threads, ... (reproducible per-worker partial results).
+  // w, w + threads, ... of each part (reproducible per-worker partial results).
   enum class Schedule { dynamic, fixed };
   size_t run(const Sink& sink, Schedule schedule = Schedule::dynamic);  // returns the number of chunks
 
   unsigned threads() const { return threads_; }
-  const ParticleFile& file() const { return *file_; }
+  const Collection& collection() const { return *collection_; }
+  const std::shared_ptr<const Collection>& collection_ptr() const { return collection_; }
   const QueryCounters& counters() const { return counters_; }
-  uint32_t level_begin() const { return level_begin_; }
-  uint32_t level_end() const { return level_end_; }
 
  private:
   struct Task {
@@ -58,13 +61,16 @@ class Query {
     uint64_t count;
     bool all;  // every point matches: no test needed
   };
-  std::shared_ptr<const ParticleFile> file_;
+  std::shared_ptr<const Collection> collection_;
   ExprPtr predicate_;  // null when everything matches
   unsigned threads_;
-  uint32_t level_begin_, level_end_;
+  double quality_from_, quality_to_;
   QueryCounters counters_;
 
-  std::vector<Task> plan();
+  std::vector<uint32_t> parts_to_read();
+  std::vector<Task> plan(const ParticleFile& file, QueryCounters& counters);
+  size_t run_part(const ParticleFile& file, uint32_t part, const std::vector<Task>& tasks, size_t first_chunk,
+                  const Sink& sink, Schedule schedule);
   static constexpr uint64_t kScanBlock = 1 << 14;  // points per block of tested runs
   static std::vector<Task> coalesce(const std::vector<std::vector<Task>>& by_level);
 };
@@ -75,15 +81,16 @@ class Selection {
   Selection() = default;
   explicit Selection(Query& query);
   uint64_t size() const { return offsets_.empty() ? 0 : offsets_.back(); }
-  const std::vector<Segment>& segments() const { return segments_; }
+  const Collection& collection() const { return *collection_; }
   // Copies rows [row_begin, row_end) of the selection of column `column` into dest (column dtype).
-  void gather(const ParticleFile& file, size_t column, uint64_t row_begin, uint64_t row_end, void* dest,
-              unsigned threads) const;
-  // File positions of rows [row_begin, row_end).
+  void gather(size_t column, uint64_t row_begin, uint64_t row_end, void* dest, unsigned threads) const;
+  // Positions of rows [row_begin, row_end) in the collection (part offset + position in the part's file).
   void positions(uint64_t row_begin, uint64_t row_end, uint64_t* dest) const;
 
  private:
+  std::shared_ptr<const Collection> collection_;
   std::vector<Segment> segments_;
+  std::vector<uint32_t> part_of_;  // part of each segment
   std::vector<uint64_t> offsets_;  // offsets_[k] = rows before segment k; back() = total
   size_t segment_of(uint64_t row) const;
 };

@@ -1,0 +1,58 @@
+#include "motes/format/spec.hpp"
+
+namespace motes::spec {
+
+std::string encode_schema(const std::vector<ColumnSpec>& columns) {
+  std::string out;
+  for (const ColumnSpec& s : columns) {
+    out.push_back(char(s.dtype));
+    out.push_back(char(s.fine));
+    uint16_t name_len = uint16_t(s.name.size());
+    uint32_t unit_len = uint32_t(s.unit.size());
+    out.append(reinterpret_cast<const char*>(&name_len), 2);
+    out.append(reinterpret_cast<const char*>(&unit_len), 4);
+    out += s.name;
+    out += s.unit;
+  }
+  return out;
+}
+
+std::string decode_schema(const unsigned char* p, const unsigned char* end, uint32_t count,
+                          std::vector<ColumnSpec>& out) {
+  out.clear();
+  if (count == 0 || count > 65535) return "implausible column count " + std::to_string(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    if (end - p < 8) return "schema is truncated";
+    uint8_t dtype = p[0], fine = p[1];
+    uint16_t name_len;
+    uint32_t unit_len;
+    std::memcpy(&name_len, p + 2, 2);
+    std::memcpy(&unit_len, p + 4, 4);
+    p += 8;
+    if (!dtype_valid(dtype)) return "schema names unknown dtype code " + std::to_string(dtype);
+    if (fine != uint8_t(FineIndex::none) && fine != uint8_t(FineIndex::quantile))
+      return "schema names unknown index kind " + std::to_string(fine);
+    if (uint64_t(end - p) < uint64_t(name_len) + unit_len) return "schema is truncated";
+    ColumnSpec c;
+    c.dtype = DType(dtype);
+    c.fine = FineIndex(fine);
+    c.name.assign(reinterpret_cast<const char*>(p), name_len);
+    c.unit.assign(reinterpret_cast<const char*>(p + name_len), unit_len);
+    p += name_len + unit_len;
+    for (const ColumnSpec& other : out)
+      if (other.name == c.name) return "schema names column '" + c.name + "' twice";
+    out.push_back(std::move(c));
+  }
+  if (p != end) return "schema has " + std::to_string(end - p) + " trailing bytes";
+  for (const char* axis : {"x", "y", "z"}) {
+    const ColumnSpec* found = nullptr;
+    for (const ColumnSpec& c : out)
+      if (c.name == axis) found = &c;
+    if (!found) return std::string("position column '") + axis + "' is missing";
+    if (found->dtype != DType::f32 && found->dtype != DType::f64)
+      return std::string("position column '") + axis + "' is not f32/f64";
+  }
+  return {};
+}
+
+}  // namespace motes::spec
