@@ -8,10 +8,10 @@
 """
 
 from ._core import FormatError, MotesError, UsageError, parse_expression
-from .dataset import Column, Dataset, Table, Writer, open, write
+from .dataset import Column, Dataset, Table, Writer, open, read_partition, write
 from . import synth
 
 __version__ = "0.1.0"
 
-__all__ = ["open", "write", "Writer", "Dataset", "Table", "Column", "synth", "parse_expression",
+__all__ = ["open", "write", "read_partition", "Writer", "Dataset", "Table", "Column", "synth", "parse_expression",
            "MotesError", "UsageError", "FormatError", "__version__"]

@@ -13,7 +13,7 @@ import numpy as np
 from . import _core
 from ._core import FormatError, UsageError
 
-__all__ = ["open", "write", "Writer", "Dataset", "Table", "Column"]
+__all__ = ["open", "write", "Writer", "Dataset", "Table", "Column", "read_partition"]
 
 ColumnsLike = Mapping[str, np.ndarray]
 Quality = Union[float, Tuple[float, float]]
@@ -150,21 +150,37 @@ class Writer:
 
     >>> with motes.Writer("run.motes") as w:
     ...     w.write_step(0, {"electrons": cols_e, "ions": cols_i}, time=0.0)
+
+    With ``comm`` (an mpi4py communicator) every rank of it calls :meth:`write_step` with its
+    own particles (the same species and columns everywhere, any counts, zero included); the
+    step is aggregated into a few spatially coherent part files (``aggregation``: "adaptive"
+    or the "aug" uniform-grid baseline; ``target_bytes`` per file, 0 = automatic) and
+    published once all are written. Errors are raised on every rank.
     """
 
     def __init__(self, path: Union[str, os.PathLike], *, leaf_size: int = 512, lod_count: int = 8,
-                 treelet_size: int = 65536, threads: int = 0, sync: bool = True, progress: bool = False):
+                 treelet_size: int = 65536, threads: int = 0, sync: bool = True, progress: bool = False,
+                 comm: Any = None, aggregation: str = "adaptive", target_bytes: int = 0, best_axis: bool = False,
+                 overfull: float = 1.25):
         self.path = os.fspath(path)
         self._core = None  # created with the first step, once its columns passed validation
         self._cfg = _WriteConfig(leaf_size, lod_count, treelet_size, threads, sync)
         self._progress = progress
+        self._comm = None if comm is None else _comm_handle(comm)
+        if aggregation not in ("adaptive", "aug"):
+            raise UsageError(f"aggregation must be 'adaptive' or 'aug', got {aggregation!r}")
+        if int(target_bytes) < 0 or not float(overfull) >= 1.0:
+            raise UsageError("target_bytes must be >= 0 and overfull >= 1")
+        self._aggregation = dict(method=aggregation, target_bytes=int(target_bytes), best_axis=bool(best_axis),
+                                 overfull=float(overfull))
 
     def write_step(self, step: int, species: Union[ColumnsLike, Mapping[str, ColumnsLike]], *, time: float = 0.0,
                    attributes: Optional[Mapping[str, Any]] = None, index: Optional[Mapping[str, str]] = None,
                    units: Optional[Mapping[str, str]] = None, species_name: str = "particles") -> List[dict]:
         """Writes one step. ``species`` maps species name -> columns, or is the columns of one species
         (named ``species_name``). ``index`` maps column -> "auto" | "none" | "quantile".
-        Returns one summary dict per species (sizes, timings, per-column ranges)."""
+        Returns one summary dict per species (sizes, timings, per-column ranges); a parallel
+        writer returns its report instead (parts, balance, phase timings; the same on every rank)."""
         if isinstance(species, Mapping) and species and all(isinstance(v, Mapping) for v in species.values()):
             groups = species
         else:
@@ -174,6 +190,9 @@ class Writer:
             attrs_json = json.dumps(dict(attributes or {}))
         except TypeError as e:
             raise UsageError(f"step attributes must be JSON-serialisable: {e}") from None
+        if self._comm is not None:
+            return _core.write_step_parallel(self._comm, self.path, int(step), float(time), attrs_json, payload,
+                                             **_write_kwargs(self._cfg), **self._aggregation)
         created = False
         if self._core is None:
             created = not os.path.exists(self.path)
@@ -204,14 +223,17 @@ def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str
           time: float = 0.0, species: str = "particles", attributes: Optional[Mapping[str, Any]] = None,
           index: Optional[Mapping[str, str]] = None, units: Optional[Mapping[str, str]] = None,
           leaf_size: int = 512, lod_count: int = 8, treelet_size: int = 65536, threads: int = 0,
-          sync: bool = True, progress: bool = False) -> List[dict]:
+          sync: bool = True, progress: bool = False, comm: Any = None, aggregation: str = "adaptive",
+          target_bytes: int = 0, best_axis: bool = False):
     """Writes one step of particles into the dataset directory ``path`` (created when absent).
 
     ``columns`` maps names to equal-length 1-D numpy arrays and must hold ``x``, ``y``, ``z``
     (float32/float64); or it maps species names to such mappings. Arrays are read in place.
+    With ``comm`` (mpi4py), a collective write of every rank's columns (see :class:`Writer`).
     """
     w = Writer(path, leaf_size=leaf_size, lod_count=lod_count, treelet_size=treelet_size, threads=threads,
-               sync=sync, progress=progress)
+               sync=sync, progress=progress, comm=comm, aggregation=aggregation, target_bytes=target_bytes,
+               best_axis=best_axis)
     return w.write_step(step, columns, time=time, attributes=attributes, index=index, units=units,
                         species_name=species)
 
@@ -436,6 +458,32 @@ class Dataset:
                         bar.close()
                     files += 1
         return {"files": files, "steps": len(self._steps)}
+
+
+def _comm_handle(comm: Any) -> int:
+    if not getattr(_core, "has_mpi", False):
+        raise UsageError("this motes was built without MPI: install an MPI library (e.g. libopenmpi-dev) and rebuild")
+    try:
+        return int(comm.py2f())
+    except AttributeError:
+        raise UsageError(f"comm must be an mpi4py communicator, got {type(comm).__name__}") from None
+
+
+def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = None, where: Optional[str] = None,
+                   columns: Optional[Sequence[str]] = None, step: Optional[int] = None,
+                   species: Optional[str] = None, threads: int = 0) -> Table:
+    """Collective read of one step over the ranks of ``comm`` (mpi4py), whatever number of
+    ranks wrote it. With ``box`` (this rank's region, inclusive; every rank passes one) each
+    rank gets the particles inside its box, e.g. to restart a simulation on a new
+    decomposition; without, each rank gets an even share of the matching particles.
+    Part files are read by ranks spread over the communicator and the rows sent to the
+    ranks that asked for them."""
+    handle = _comm_handle(comm)
+    ds = Dataset(path)
+    src = ds._species(step, species)
+    names = ds._columns(columns, step, species)
+    cols = _core.read_partition(handle, src["path"], _box(box), where or "", names, threads)
+    return Table({n: cols[n] for n in names})
 
 
 _NP_DTYPES = {"f32": "f4", "f64": "f8", "i8": "i1", "i16": "i2", "i32": "i4", "i64": "i8", "u8": "u1",

@@ -22,6 +22,9 @@
 #include "motes/parallel/aggregation.hpp"
 #include "motes/query/engine.hpp"
 #include "motes/util/parallel.hpp"
+#ifdef MOTES_HAVE_MPI
+#include "motes/parallel/mpi_io.hpp"
+#endif
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -179,6 +182,8 @@ nb::dict counters_dict(const motes::QueryCounters& c) {
   d["points_tested"] = c.points_tested;
   d["points_taken_whole"] = c.points_taken_whole;
   d["scanned"] = c.scanned;
+  d["parts_read"] = c.parts_read;
+  d["parts_pruned"] = c.parts_pruned;
   return d;
 }
 
@@ -564,6 +569,7 @@ NB_MODULE(_core, m) {
                        for (const auto& e : st.species) {
                          nb::dict ed;
                          ed["path"] = d.path_of(e);
+                         ed["parts"] = e.parts;
                          ed["count"] = e.count;
                          ed["bounds"] = box_tuple(e.bounds);
                          nb::list cols;
@@ -602,4 +608,90 @@ NB_MODULE(_core, m) {
           },
           "index"_a, "time"_a, "attributes_json"_a, "species"_a, "leaf_size"_a = 512, "lod_count"_a = 8,
           "treelet_size"_a = 65536, "threads"_a = 0, "sync"_a = true, "progress"_a = nb::none());
+
+#ifdef MOTES_HAVE_MPI
+  m.attr("has_mpi") = true;
+  // Communicators come from mpi4py as Fortran handles (comm.py2f()): no mpi4py headers needed.
+  m.def(
+      "write_step_parallel",
+      [](int comm_f, const std::string& dir, int64_t index, double time, const std::string& attrs_json,
+         const std::vector<std::pair<std::string, std::vector<ColumnTuple>>>& species, uint32_t leaf_size,
+         uint32_t lod_count, uint32_t treelet_size, unsigned threads, bool sync, uint64_t target_bytes,
+         const std::string& method, bool best_axis, double overfull) {
+        nlohmann::json attrs;
+        try {
+          attrs = nlohmann::json::parse(attrs_json);
+        } catch (const nlohmann::json::exception& e) {
+          throw motes::UsageError(std::string("step attributes are not valid JSON: ") + e.what());
+        }
+        if (method != "adaptive" && method != "aug") throw motes::UsageError("aggregation must be 'adaptive' or 'aug'");
+        std::vector<motes::SpeciesColumns> sp;
+        for (const auto& [name, cols] : species) sp.emplace_back(name, views_of(cols));
+        motes::ParallelWriteOptions o;
+        o.write = write_options(leaf_size, lod_count, treelet_size, threads, sync, nb::none());
+        o.aggregation.target_bytes = target_bytes;
+        o.aggregation.best_axis = best_axis;
+        o.aggregation.overfull = overfull;
+        o.method = method == "aug" ? motes::AggregationMethod::aug : motes::AggregationMethod::adaptive;
+        motes::ParallelWriteReport r;
+        {
+          nb::gil_scoped_release release;
+          r = motes::write_step_parallel(MPI_Comm_f2c(comm_f), dir, index, time, attrs, sp, o);
+        }
+        nb::dict d;
+        nb::list species_out;
+        for (const auto& s : r.species) {
+          nb::dict sd;
+          sd["name"] = s.name;
+          sd["count"] = s.count;
+          sd["parts"] = s.parts;
+          sd["target_bytes"] = s.target_bytes;
+          sd["balance"] = nb::dict();
+          sd["balance"]["files"] = s.balance.files;
+          sd["balance"]["mean_bytes"] = s.balance.mean;
+          sd["balance"]["sd_over_mean"] = s.balance.sd_over_mean();
+          sd["balance"]["max_over_mean"] = s.balance.max_over_mean();
+          species_out.append(sd);
+        }
+        d["species"] = species_out;
+        d["file_bytes"] = r.file_bytes;
+        d["plan_seconds"] = r.plan_seconds;
+        d["exchange_seconds"] = r.exchange_seconds;
+        d["write_seconds"] = r.write_seconds;
+        d["commit_seconds"] = r.commit_seconds;
+        d["total_seconds"] = r.total_seconds;
+        return d;
+      },
+      "comm"_a, "dir"_a, "index"_a, "time"_a, "attributes_json"_a, "species"_a, "leaf_size"_a = 512,
+      "lod_count"_a = 8, "treelet_size"_a = 65536, "threads"_a = 0, "sync"_a = true, "target_bytes"_a = 0,
+      "method"_a = "adaptive", "best_axis"_a = false, "overfull"_a = 1.25);
+
+  m.def(
+      "read_partition",
+      [](int comm_f, const std::string& path, std::optional<std::vector<double>> box, const std::string& where,
+         const std::vector<std::string>& columns, unsigned threads) {
+        motes::PartitionRequest req;
+        req.box = box_of(box);
+        req.where = where;
+        req.columns = columns;
+        req.threads = threads;
+        motes::LocalParticles lp;
+        {
+          nb::gil_scoped_release release;
+          lp = motes::read_partition(MPI_Comm_f2c(comm_f), path, req);
+        }
+        nb::dict out;
+        for (size_t j = 0; j < lp.schema.size(); ++j) {
+          auto [arr, data] = new_array(lp.schema[j].dtype, lp.count);
+          if (lp.count) std::memcpy(data, lp.columns[j].data(), lp.columns[j].size());
+          std::vector<unsigned char>().swap(lp.columns[j]);
+          out[lp.schema[j].name.c_str()] = arr;
+        }
+        return out;
+      },
+      "comm"_a, "path"_a, "box"_a = nb::none(), "where"_a = "", "columns"_a = std::vector<std::string>{},
+      "threads"_a = 0);
+#else
+  m.attr("has_mpi") = false;
+#endif
 }

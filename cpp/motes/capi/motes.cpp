@@ -6,50 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "motes/format/dataset.hpp"
-
-struct motes_writer {
-  explicit motes_writer(motes::Dataset d) : dataset(std::move(d)) {}
-  motes::Dataset dataset;
-  motes::WriteOptions options;
-  bool in_step = false;
-  int64_t step = 0;
-  double time = 0;
-  nlohmann::json attributes = nlohmann::json::object();
-  std::vector<motes::SpeciesColumns> species;
-};
+#include "motes/capi/writer_state.hpp"
 
 namespace {
-
-thread_local std::string last_error;
-
-motes_status fail(motes_status s, const std::string& message) {
-  last_error = message;
-  return s;
-}
-
-// Runs f, turning every exception into a status and message.
-template <class F>
-motes_status guarded(F&& f) {
-  try {
-    last_error.clear();
-    return f();
-  } catch (const motes::UsageError& e) {
-    return fail(MOTES_ERROR_USAGE, e.what());
-  } catch (const motes::FormatError& e) {
-    return fail(MOTES_ERROR_FORMAT, e.what());
-  } catch (const motes::Error& e) {
-    return fail(MOTES_ERROR_IO, e.what());
-  } catch (const std::filesystem::filesystem_error& e) {
-    return fail(MOTES_ERROR_IO, e.what());
-  } catch (const std::bad_alloc&) {
-    return fail(MOTES_ERROR_MEMORY, "out of memory");
-  } catch (const std::exception& e) {
-    return fail(MOTES_ERROR_INTERNAL, std::string("internal error: ") + e.what());
-  } catch (...) {
-    return fail(MOTES_ERROR_INTERNAL, "internal error");
-  }
-}
 
 motes::ColumnView* find_column(motes_writer* w, const char* species, const char* name) {
   for (auto& [sp, cols] : w->species)
@@ -75,7 +34,8 @@ motes_status motes_writer_open(const char* path, motes_writer** writer) {
   return guarded([&] {
     if (!path || !writer) return fail(MOTES_ERROR_USAGE, "motes_writer_open: path and writer must not be NULL");
     *writer = nullptr;
-    auto* w = new motes_writer(motes::Dataset::create(path));
+    auto* w = new motes_writer();
+    w->dataset = motes::Dataset::create(path);
     *writer = w;
     return MOTES_OK;
   });
@@ -154,7 +114,8 @@ motes_status motes_writer_write_step(motes_writer* w) {
   return guarded([&] {
     if (!w) return fail(MOTES_ERROR_USAGE, "motes_writer_write_step: writer is NULL");
     if (!w->in_step) return fail(MOTES_ERROR_USAGE, "no step begun: call motes_writer_begin_step first");
-    w->dataset.append_step(w->step, w->time, w->attributes, w->species, w->options);
+    if (w->write_collective) w->write_collective(*w);
+    else w->dataset->append_step(w->step, w->time, w->attributes, w->species, w->options);
     w->in_step = false;
     w->species.clear();
     return MOTES_OK;

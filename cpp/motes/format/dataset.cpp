@@ -87,6 +87,8 @@ Dataset Dataset::open(const std::string& dir) {
         e.file = sp.at("file").get<std::string>();
         if (e.file.find("..") != std::string::npos || (!e.file.empty() && e.file[0] == '/'))
           throw FormatError("species file '" + e.file + "' points outside the dataset");
+        e.parts = sp.value("parts", 1u);
+        if (e.parts == 0) throw FormatError("species '" + name + "' has 0 parts");
         e.count = sp.at("count").get<uint64_t>();
         e.bounds = box_from(sp.at("bounds"));
         for (const json& c : sp.at("columns")) {
@@ -142,34 +144,54 @@ std::string Dataset::species_file_name(int64_t index, const std::string& species
   return std::string("steps/") + buf + "/" + species + ".mpf";
 }
 
-const StepEntry& Dataset::append_step(int64_t index, double time, const json& attributes,
-                                      const std::vector<SpeciesColumns>& species, const WriteOptions& options,
-                                      std::vector<WriteSummary>* summaries) {
+std::string Dataset::species_index_name(int64_t index, const std::string& species) {
+  std::string f = species_file_name(index, species);
+  return f.substr(0, f.size() - 4) + ".mpi";
+}
+
+void Dataset::check_new_step(int64_t index, double time, const json& attributes,
+                             const std::vector<std::string>& species) const {
   for (const StepEntry& s : steps_)
     if (s.index == index) throw UsageError("step " + std::to_string(index) + " already exists in '" + dir_ + "'");
   if (species.empty()) throw UsageError("a step needs at least one species");
   if (!attributes.is_object()) throw UsageError("step attributes must be a JSON object");
   if (!std::isfinite(time)) throw UsageError("step time must be a finite number, got " + std::to_string(time));
   for (size_t i = 0; i < species.size(); ++i) {
-    if (!valid_species_name(species[i].first))
-      throw UsageError("species name '" + species[i].first + "' is invalid (letters, digits, '_', '-', '.')");
+    if (!valid_species_name(species[i]))
+      throw UsageError("species name '" + species[i] + "' is invalid (letters, digits, '_', '-', '.')");
     for (size_t j = 0; j < i; ++j)
-      if (species[j].first == species[i].first) throw UsageError("species '" + species[i].first + "' is given twice");
-    validate_columns(species[i].second);
+      if (species[j] == species[i]) throw UsageError("species '" + species[i] + "' is given twice");
   }
+}
+
+bool Dataset::make_step_directory(int64_t index, bool sync) const {
+  fs::path step_dir = (fs::path(dir_) / species_file_name(index, "x")).parent_path();
+  for (const StepEntry& s : steps_)
+    if (s.index == index) throw UsageError("step " + std::to_string(index) + " already exists in '" + dir_ + "'");
+  // The step is not published, so anything in its directory is debris of a write that
+  // crashed (a killed rank leaves part files behind): clear it.
+  if (fs::exists(step_dir)) fs::remove_all(step_dir);
+  fs::create_directories(step_dir);
+  if (sync) sync_directory(step_dir.parent_path().string()), sync_directory(step_dir.parent_path().parent_path().string());
+  return true;
+}
+
+const StepEntry& Dataset::append_step(int64_t index, double time, const json& attributes,
+                                      const std::vector<SpeciesColumns>& species, const WriteOptions& options,
+                                      std::vector<WriteSummary>* summaries) {
+  std::vector<std::string> names;
+  for (const auto& sp : species) names.push_back(sp.first);
+  check_new_step(index, time, attributes, names);
+  for (const auto& sp : species) validate_columns(sp.second);
   StepEntry st;
   st.index = index;
   st.time = time;
   st.attributes = attributes;
+  make_step_directory(index, options.sync);
   for (const auto& [name, cols] : species) {
     SpeciesEntry e;
     e.name = name;
     e.file = species_file_name(index, name);
-    fs::path step_dir = (fs::path(dir_) / e.file).parent_path();
-    if (!fs::exists(step_dir)) {
-      fs::create_directories(step_dir);
-      if (options.sync) sync_directory(step_dir.parent_path().string()), sync_directory(step_dir.parent_path().parent_path().string());
-    }
     WriteSummary ws = write_particle_file(path_of(e), cols, options);
     e.count = ws.particle_count;
     e.bounds = ws.bounds;
@@ -220,6 +242,7 @@ void Dataset::save(bool sync) const {
         cols.push_back(jc);
       }
       sp[e.name] = {{"file", e.file}, {"count", e.count}, {"bounds", box_json(e.bounds)}, {"columns", cols}};
+      if (e.parts != 1) sp[e.name]["parts"] = e.parts;
     }
     js["species"] = sp;
     steps.push_back(js);

@@ -15,7 +15,8 @@ namespace motes {
 
 struct SpeciesEntry {
   std::string name;
-  std::string file;  // relative to the dataset directory
+  std::string file;  // relative to the dataset directory: a particle file (.mpf) or a step index (.mpi)
+  uint32_t parts = 1;  // particle files behind a step index
   uint64_t count = 0;
   Box bounds{};
   std::vector<ColumnSpec> columns;
@@ -56,6 +57,14 @@ class Dataset {
 
   // Lower-level pieces of append_step for writers that produce the files themselves (MPI).
   static std::string species_file_name(int64_t index, const std::string& species);
+  static std::string species_index_name(int64_t index, const std::string& species);
+  // UsageError unless the step can be appended: a new index, a finite time, an object of
+  // attributes, valid and distinct species names.
+  void check_new_step(int64_t index, double time, const nlohmann::json& attributes,
+                      const std::vector<std::string>& species) const;
+  // Creates the directory of an unpublished step (and syncs its parents), first removing
+  // what a crashed write of it left there. Returns true.
+  bool make_step_directory(int64_t index, bool sync) const;
   void commit_step(StepEntry step, bool sync = true);
 
  private:

@@ -47,16 +47,13 @@ std::vector<Atom> make_atoms(const std::vector<RankSummary>& ranks) {
 // Octree cells over [lo, hi) of the points idx[b, e), halved at midpoints.
 class CellSplitter {
  public:
-  CellSplitter(const Coordinate* axes, uint64_t max_cell, std::vector<RankCell>& out)
-      : axes_(axes), max_(max_cell), out_(out) {}
+  CellSplitter(const Coordinate* axes, uint64_t max_cell, std::vector<RankCell>& out, std::vector<uint32_t>* cell_of)
+      : axes_(axes), max_(max_cell), out_(out), cell_of_(cell_of) {}
 
   void split(std::vector<uint64_t>& idx, uint64_t b, uint64_t e, const Box& box, int depth) {
     const uint64_t n = e - b;
     if (n == 0) return;
-    if (n <= max_ || depth >= 40) {
-      out_.push_back({box, n});
-      return;
-    }
+    if (n <= max_ || depth >= 40) return emit(idx, b, e, box);
     double mid[3];
     for (int a = 0; a < 3; ++a) mid[a] = 0.5 * (box.lo[a] + box.hi[a]);
     // Counting sort of the points into their octants.
@@ -68,10 +65,7 @@ class CellSplitter {
       oct[i] = o;
       ++counts[o];
     }
-    if (*std::max_element(counts, counts + 8) == n && depth > 0 && box_is_point(box)) {
-      out_.push_back({box, n});
-      return;
-    }
+    if (*std::max_element(counts, counts + 8) == n && depth > 0 && box_is_point(box)) return emit(idx, b, e, box);
     uint64_t start[9] = {0};
     for (int o = 0; o < 8; ++o) start[o + 1] = start[o] + counts[o];
     std::vector<uint64_t> tmp(n);
@@ -94,6 +88,13 @@ class CellSplitter {
   const Coordinate* axes_;
   uint64_t max_;
   std::vector<RankCell>& out_;
+  std::vector<uint32_t>* cell_of_;
+
+  void emit(const std::vector<uint64_t>& idx, uint64_t b, uint64_t e, const Box& box) {
+    if (cell_of_)
+      for (uint64_t i = b; i < e; ++i) (*cell_of_)[idx[i]] = uint32_t(out_.size());
+    out_.push_back({box, e - b});
+  }
 
   static bool box_is_point(const Box& b) {
     for (int a = 0; a < 3; ++a)
@@ -105,8 +106,7 @@ class CellSplitter {
 uint64_t resolve_target(const std::vector<RankSummary>& ranks, const AggregationOptions& o, uint64_t total) {
   if (o.bytes_per_particle == 0) throw UsageError("bytes_per_particle must be positive");
   if (o.target_bytes) return o.target_bytes;
-  uint64_t per_rank = ranks.empty() ? 0 : total * o.bytes_per_particle / ranks.size();
-  return std::clamp<uint64_t>(per_rank, uint64_t(64) << 20, uint64_t(1) << 30);
+  return automatic_target_bytes(total * o.bytes_per_particle, ranks.size());
 }
 
 void assign_aggregators(AggregationPlan& plan, size_t ranks) {
@@ -208,13 +208,20 @@ class AdaptiveBuilder {
 
 }  // namespace
 
-RankSummary summarize_rank(const ColumnView& x, const ColumnView& y, const ColumnView& z, uint64_t max_cell) {
+uint64_t automatic_target_bytes(uint64_t total_bytes, size_t ranks) {
+  uint64_t per_rank = ranks ? total_bytes / ranks : 0;
+  return std::clamp<uint64_t>(per_rank, uint64_t(64) << 20, uint64_t(1) << 30);
+}
+
+RankSummary summarize_rank(const ColumnView& x, const ColumnView& y, const ColumnView& z, uint64_t max_cell,
+                           std::vector<uint32_t>* cell_of) {
   const ColumnView axes[3] = {x, y, z};
   RankSummary s;
   s.count = x.count;
   if (y.count != x.count || z.count != x.count) throw UsageError("position columns have different lengths");
   for (const ColumnView& c : axes)
     if (c.spec.dtype != DType::f32 && c.spec.dtype != DType::f64) throw UsageError("positions must be f32 or f64");
+  if (cell_of) cell_of->assign(s.count, 0);
   if (!s.count) return s;
   const Coordinate coords[3] = {Coordinate(x), Coordinate(y), Coordinate(z)};
   for (int a = 0; a < 3; ++a) s.bounds.lo[a] = INFINITY, s.bounds.hi[a] = -INFINITY;
@@ -229,7 +236,7 @@ RankSummary summarize_rank(const ColumnView& x, const ColumnView& y, const Colum
   // Cells are half-open at their upper faces; widen the top so the maximum falls inside.
   Box root = s.bounds;
   for (int a = 0; a < 3; ++a) root.hi[a] = std::nextafter(root.hi[a], INFINITY);
-  CellSplitter(coords, std::max<uint64_t>(1, max_cell), s.cells).split(idx, 0, s.count, root, 0);
+  CellSplitter(coords, std::max<uint64_t>(1, max_cell), s.cells, cell_of).split(idx, 0, s.count, root, 0);
   return s;
 }
 

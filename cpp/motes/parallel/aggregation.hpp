@@ -28,7 +28,12 @@ struct RankSummary {
 
 // A rank's summary from its positions: octree cells over the bounds, split at
 // midpoints until each holds at most `max_cell` particles (or cannot be split).
-RankSummary summarize_rank(const ColumnView& x, const ColumnView& y, const ColumnView& z, uint64_t max_cell);
+// With cell_of, also the cell of every particle (an index into the summary's cells).
+RankSummary summarize_rank(const ColumnView& x, const ColumnView& y, const ColumnView& z, uint64_t max_cell,
+                           std::vector<uint32_t>* cell_of = nullptr);
+
+// The automatic file target: the data per rank, clamped to [64 MiB, 1 GiB].
+uint64_t automatic_target_bytes(uint64_t total_bytes, size_t ranks);
 
 // The cap summarize_rank should use for a given file target: a tenth of a file,
 // so that leaves can be balanced to within about 10%.

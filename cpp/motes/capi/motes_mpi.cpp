@@ -1,0 +1,60 @@
+// The C API's parallel writers: the serial writer's state, written collectively.
+#include "motes/capi/motes_mpi.h"
+
+#include <cstring>
+
+#include "motes/capi/writer_state.hpp"
+#include "motes/parallel/mpi_io.hpp"
+
+extern "C" {
+
+motes_status motes_writer_open_parallel(const char* path, MPI_Comm comm, motes_writer** writer) {
+  return guarded([&] {
+    if (!path || !writer) return fail(MOTES_ERROR_USAGE, "motes_writer_open_parallel: path and writer must not be NULL");
+    *writer = nullptr;
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) return fail(MOTES_ERROR_USAGE, "motes_writer_open_parallel: call MPI_Init first");
+    if (comm == MPI_COMM_NULL) return fail(MOTES_ERROR_USAGE, "motes_writer_open_parallel: the communicator is MPI_COMM_NULL");
+    auto* w = new motes_writer();
+    // A private duplicate: motes' messages never mix with the caller's on `comm`.
+    MPI_Comm own;
+    MPI_Comm_dup(comm, &own);
+    std::string dir = path;
+    auto comm_holder = std::shared_ptr<MPI_Comm>(new MPI_Comm(own), [](MPI_Comm* c) {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized) MPI_Comm_free(c);
+      delete c;
+    });
+    w->write_collective = [dir, comm_holder](motes_writer& self) {
+      motes::ParallelWriteOptions o;
+      o.write = self.options;
+      o.aggregation.target_bytes = self.target_bytes;
+      o.aggregation.best_axis = self.best_axis != 0;
+      o.method = self.method_aug ? motes::AggregationMethod::aug : motes::AggregationMethod::adaptive;
+      motes::write_step_parallel(*comm_holder, dir, self.step, self.time, self.attributes, self.species, o);
+    };
+    *writer = w;
+    return MOTES_OK;
+  });
+}
+
+motes_status motes_writer_open_parallel_f(const char* path, MPI_Fint comm, motes_writer** writer) {
+  return motes_writer_open_parallel(path, MPI_Comm_f2c(comm), writer);
+}
+
+motes_status motes_writer_set_aggregation(motes_writer* w, uint64_t target_bytes, const char* method, int best_axis) {
+  return guarded([&] {
+    if (!w || !method) return fail(MOTES_ERROR_USAGE, "motes_writer_set_aggregation: NULL argument");
+    if (!w->write_collective) return fail(MOTES_ERROR_USAGE, "motes_writer_set_aggregation: the writer is not parallel");
+    if (std::strcmp(method, "adaptive") != 0 && std::strcmp(method, "aug") != 0)
+      return fail(MOTES_ERROR_USAGE, std::string("aggregation method must be 'adaptive' or 'aug', got '") + method + "'");
+    w->target_bytes = target_bytes;
+    w->method_aug = std::strcmp(method, "aug") == 0;
+    w->best_axis = best_axis;
+    return MOTES_OK;
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,722 @@
+#include "motes/parallel/mpi_io.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <new>
+#include <thread>
+
+#include "motes/format/spec.hpp"
+#include "motes/format/step_index.hpp"
+#include "motes/util/parallel.hpp"
+
+namespace fs = std::filesystem;
+
+namespace motes {
+
+namespace {
+
+constexpr int kTagData = 4711, kTagCount = 4712;
+constexpr uint64_t kMaxMessage = uint64_t(1) << 30;  // bytes per message: MPI counts are int
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct Comm {
+  MPI_Comm comm;
+  int rank = 0, size = 1;
+  explicit Comm(MPI_Comm c) : comm(c) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) throw UsageError("MPI is not initialised: call MPI_Init before a parallel motes call");
+    if (c == MPI_COMM_NULL) throw UsageError("the communicator is MPI_COMM_NULL");
+    MPI_Comm_rank(c, &rank);
+    MPI_Comm_size(c, &size);
+  }
+};
+
+// Messages of any size: split into pieces of at most kMaxMessage bytes. Sender and
+// receiver split the same way, and MPI keeps messages between two ranks with one
+// tag in order, so the pieces match up.
+void isend_bytes(const void* data, uint64_t n, int dest, int tag, MPI_Comm comm, std::vector<MPI_Request>& out) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    int len = int(std::min(n, kMaxMessage));
+    out.emplace_back();
+    MPI_Isend(p, len, MPI_BYTE, dest, tag, comm, &out.back());
+    p += len, n -= uint64_t(len);
+  }
+}
+void irecv_bytes(void* data, uint64_t n, int source, int tag, MPI_Comm comm, std::vector<MPI_Request>& out) {
+  char* p = static_cast<char*>(data);
+  while (n > 0) {
+    int len = int(std::min(n, kMaxMessage));
+    out.emplace_back();
+    MPI_Irecv(p, len, MPI_BYTE, source, tag, comm, &out.back());
+    p += len, n -= uint64_t(len);
+  }
+}
+void wait_all(std::vector<MPI_Request>& r) {
+  if (!r.empty()) MPI_Waitall(int(r.size()), r.data(), MPI_STATUSES_IGNORE);
+  r.clear();
+}
+
+// Every rank's byte string, on every rank.
+std::vector<std::string> allgather_strings(const Comm& c, const std::string& mine) {
+  int len = int(mine.size());
+  std::vector<int> lens(size_t(c.size)), offs(size_t(c.size) + 1, 0);
+  MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, c.comm);
+  for (int r = 0; r < c.size; ++r) offs[size_t(r) + 1] = offs[size_t(r)] + lens[size_t(r)];
+  std::string all(size_t(offs.back()), '\0');
+  MPI_Allgatherv(mine.data(), len, MPI_BYTE, all.data(), lens.data(), offs.data(), MPI_BYTE, c.comm);
+  std::vector<std::string> out(size_t(c.size));
+  for (int r = 0; r < c.size; ++r) out[size_t(r)] = all.substr(size_t(offs[size_t(r)]), size_t(lens[size_t(r)]));
+  return out;
+}
+
+// Every rank's array of T on rank 0 (empty elsewhere), concatenated, with per-rank offsets.
+template <class T>
+std::vector<T> gather_to_root(const Comm& c, const std::vector<T>& mine, std::vector<int>* offsets_out = nullptr) {
+  int bytes = int(mine.size() * sizeof(T));
+  std::vector<int> lens(size_t(c.size)), offs(size_t(c.size) + 1, 0);
+  MPI_Gather(&bytes, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, c.comm);
+  if (c.rank == 0)
+    for (int r = 0; r < c.size; ++r) offs[size_t(r) + 1] = offs[size_t(r)] + lens[size_t(r)];
+  std::vector<T> all(c.rank == 0 ? size_t(offs.back()) / sizeof(T) : 0);
+  MPI_Gatherv(mine.data(), bytes, MPI_BYTE, all.data(), lens.data(), offs.data(), MPI_BYTE, 0, c.comm);
+  if (offsets_out) {
+    offsets_out->resize(size_t(c.size) + 1);
+    for (size_t r = 0; r <= size_t(c.size); ++r) (*offsets_out)[r] = offs[r] / int(sizeof(T));
+  }
+  return all;
+}
+
+// Rank 0's per-rank arrays of T, one to each rank.
+template <class T>
+std::vector<T> scatter_from_root(const Comm& c, const std::vector<std::vector<T>>& per_rank) {
+  std::vector<int> lens(size_t(c.size)), offs(size_t(c.size) + 1, 0);
+  std::vector<T> flat;
+  if (c.rank == 0) {
+    for (int r = 0; r < c.size; ++r) {
+      lens[size_t(r)] = int(per_rank[size_t(r)].size() * sizeof(T));
+      offs[size_t(r) + 1] = offs[size_t(r)] + lens[size_t(r)];
+      flat.insert(flat.end(), per_rank[size_t(r)].begin(), per_rank[size_t(r)].end());
+    }
+  }
+  int mine = 0;
+  MPI_Scatter(lens.data(), 1, MPI_INT, &mine, 1, MPI_INT, 0, c.comm);
+  std::vector<T> out(size_t(mine) / sizeof(T));
+  MPI_Scatterv(flat.data(), lens.data(), offs.data(), MPI_BYTE, out.data(), mine, MPI_BYTE, 0, c.comm);
+  return out;
+}
+
+// A failure on one rank, carried to all of them.
+struct Failure {
+  int kind = 0;  // 0 none, 1 usage, 2 format, 3 not found, 4 I/O or other
+  std::string message;
+};
+
+template <class F>
+Failure attempt(F&& f) {
+  try {
+    f();
+    return {};
+  } catch (const UsageError& e) {
+    return {1, e.what()};
+  } catch (const FormatError& e) {
+    return {2, e.what()};
+  } catch (const NotFoundError& e) {
+    return {3, e.what()};
+  } catch (const std::bad_alloc&) {
+    return {4, "out of memory"};
+  } catch (const std::exception& e) {
+    return {4, e.what()};
+  }
+}
+
+// Collective: when any rank failed, every rank throws one error listing the failed
+// ranks and their messages (the kind of the lowest failed rank).
+void agree(const Comm& c, const Failure& mine, const std::string& stage) {
+  int failed = mine.kind != 0, any = 0;
+  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, c.comm);
+  if (!any) return;
+  std::string packed = mine.kind ? std::string(1, char('0' + mine.kind)) + mine.message : std::string();
+  std::vector<std::string> all = allgather_strings(c, packed);
+  std::string text;
+  int kind = 0, listed = 0, failures = 0;
+  for (int r = 0; r < c.size; ++r) {
+    const std::string& m = all[size_t(r)];
+    if (m.empty()) continue;
+    ++failures;
+    if (!kind) kind = m[0] - '0';
+    if (listed < 8) text += (listed ? "; " : "") + std::string("rank ") + std::to_string(r) + ": " + m.substr(1), ++listed;
+  }
+  if (failures > listed) text += "; and " + std::to_string(failures - listed) + " more ranks";
+  std::string message = stage + " failed on " + std::to_string(failures) + " of " + std::to_string(c.size) +
+                        " ranks (" + text + ")";
+  if (kind == 1) throw UsageError(message);
+  if (kind == 2) throw FormatError(message);
+  if (kind == 3) throw NotFoundError(message);
+  throw Error(message);
+}
+
+// One line per species: "name:col/dtype,col/dtype,..." in the caller's order.
+std::string schema_text(const std::vector<SpeciesColumns>& species) {
+  std::string s;
+  for (const auto& [name, cols] : species) {
+    s += name + ":";
+    for (const ColumnView& c : cols) s += c.spec.name + "/" + dtype_name(c.spec.dtype) + ",";
+    s += "\n";
+  }
+  return s;
+}
+
+// Describes how rank r's schema text differs from rank 0's.
+std::string schema_difference(const std::string& ref, const std::string& other) {
+  auto parse = [](const std::string& t) {
+    std::map<std::string, std::map<std::string, std::string>> out;
+    size_t p = 0;
+    while (p < t.size()) {
+      size_t nl = t.find('\n', p), colon = t.find(':', p);
+      std::string name = t.substr(p, colon - p);
+      auto& cols = out[name];
+      for (size_t q = colon + 1; q < nl;) {
+        size_t comma = t.find(',', q), slash = t.find('/', q);
+        cols[t.substr(q, slash - q)] = t.substr(slash + 1, comma - slash - 1);
+        q = comma + 1;
+      }
+      p = nl + 1;
+    }
+    return out;
+  };
+  auto a = parse(ref), b = parse(other);
+  std::vector<std::string> notes;
+  for (const auto& [sp, cols] : a) {
+    auto it = b.find(sp);
+    if (it == b.end()) {
+      notes.push_back("species '" + sp + "' is missing");
+      continue;
+    }
+    for (const auto& [col, t] : cols) {
+      auto jt = it->second.find(col);
+      if (jt == it->second.end()) notes.push_back("column '" + sp + "." + col + "' is missing");
+      else if (jt->second != t) notes.push_back("column '" + sp + "." + col + "' is " + jt->second + " (rank 0: " + t + ")");
+    }
+    for (const auto& [col, t] : it->second)
+      if (!cols.count(col)) notes.push_back("column '" + sp + "." + col + "' (" + t + ") is extra");
+  }
+  for (const auto& [sp, cols] : b)
+    if (!a.count(sp)) notes.push_back("species '" + sp + "' is extra");
+  if (notes.empty()) notes.push_back("columns are in a different order");
+  std::string s;
+  for (size_t i = 0; i < notes.size(); ++i) s += (i ? ", " : "") + notes[i];
+  return s;
+}
+
+// Collective: UsageError on every rank unless all ranks pass the same species and columns.
+void check_same_schema(const Comm& c, const std::vector<SpeciesColumns>& species) {
+  std::string mine = schema_text(species);
+  uint64_t h = spec::checksum(mine.data(), mine.size()), lo = 0, hi = 0;
+  MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, c.comm);
+  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, c.comm);
+  if (lo == hi) return;
+  std::vector<std::string> all = allgather_strings(c, mine);
+  std::string text;
+  int listed = 0, differing = 0;
+  for (int r = 1; r < c.size; ++r) {
+    if (all[size_t(r)] == all[0]) continue;
+    ++differing;
+    if (listed < 6) text += std::string(listed ? "; " : "") + "rank " + std::to_string(r) + ": " +
+                            schema_difference(all[0], all[size_t(r)]), ++listed;
+  }
+  if (differing > listed) text += "; and " + std::to_string(differing - listed) + " more ranks";
+  throw UsageError("ranks disagree on the schema of the step (" + text + ")");
+}
+
+unsigned ranks_on_this_node(const Comm& c) {
+  MPI_Comm node;
+  MPI_Comm_split_type(c.comm, MPI_COMM_TYPE_SHARED, c.rank, MPI_INFO_NULL, &node);
+  int n = 1;
+  MPI_Comm_size(node, &n);
+  MPI_Comm_free(&node);
+  return unsigned(std::max(1, n));
+}
+
+unsigned threads_per_rank(const Comm& c, unsigned requested) {
+  if (requested) return requested;
+  return std::max(1u, default_threads() / ranks_on_this_node(c));
+}
+
+// Per-part facts an aggregator sends to rank 0 after writing, as f64 words.
+void pack_part(std::vector<double>& out, uint32_t part, const WriteSummary& w) {
+  out.push_back(double(part));
+  out.push_back(double(w.particle_count));
+  out.push_back(double(w.file_bytes));
+  for (int a = 0; a < 3; ++a) out.push_back(w.bounds.lo[a]);
+  for (int a = 0; a < 3; ++a) out.push_back(w.bounds.hi[a]);
+  for (const ColumnSummary& s : w.columns) {
+    out.push_back(s.min);
+    out.push_back(s.max);
+    out.push_back(double(s.nan_count));
+    out.push_back(double(s.root_bits));
+    out.push_back(double(uint8_t(s.fine)));
+  }
+}
+
+struct SpeciesPlan {
+  uint64_t total = 0;
+  uint64_t target_bytes = 0;
+  uint32_t parts = 0;
+  std::vector<uint32_t> aggregator;  // per part
+  Balance balance;
+};
+
+// Writes one species' parts. Returns, on rank 0, the part summaries in part order.
+std::vector<PartSummary> write_species(const Comm& c, const Dataset* dataset_on_root, const std::string& dir,
+                                       int64_t index, const std::string& name, const std::vector<ColumnView>& cols,
+                                       const ParallelWriteOptions& options, SpeciesPlan& plan,
+                                       ParallelWriteReport& report) {
+  auto t0 = Clock::now();
+  const uint64_t n = cols.empty() ? 0 : cols[0].count;
+  uint64_t bpp = 0;
+  for (const ColumnView& v : cols) bpp += dtype_size(v.spec.dtype);
+  MPI_Allreduce(&n, &plan.total, 1, MPI_UINT64_T, MPI_SUM, c.comm);
+  if (plan.total == 0) return {};
+
+  AggregationOptions ao = options.aggregation;
+  ao.bytes_per_particle = bpp;
+  ao.target_bytes = ao.target_bytes ? ao.target_bytes : automatic_target_bytes(plan.total * bpp, size_t(c.size));
+  plan.target_bytes = ao.target_bytes;
+
+  // 1. Summaries (cells of at most a tenth of a file) to rank 0.
+  auto find = [&](const char* axis) -> const ColumnView& {
+    for (const ColumnView& v : cols)
+      if (v.spec.name == axis) return v;
+    throw UsageError(std::string("position column '") + axis + "' is missing");
+  };
+  std::vector<uint32_t> cell_of;
+  RankSummary mine;
+  Failure f = attempt([&] { mine = summarize_rank(find("x"), find("y"), find("z"), cell_cap(ao.target_bytes, bpp), &cell_of); });
+  agree(c, f, "summarising positions of species '" + name + "'");
+  std::vector<double> words{double(mine.count)};
+  for (int a = 0; a < 3; ++a) words.push_back(mine.bounds.lo[a]);
+  for (int a = 0; a < 3; ++a) words.push_back(mine.bounds.hi[a]);
+  for (const RankCell& cell : mine.cells) {
+    for (int a = 0; a < 3; ++a) words.push_back(cell.box.lo[a]);
+    for (int a = 0; a < 3; ++a) words.push_back(cell.box.hi[a]);
+    words.push_back(double(cell.count));
+  }
+  std::vector<int> offs;
+  std::vector<double> all = gather_to_root(c, words, &offs);
+
+  // 2. Rank 0 plans; each rank learns the part of each of its cells, each aggregator
+  // what it receives: [cells: part per cell] [incoming parts: part, sources, (rank, count)...].
+  std::vector<std::vector<uint64_t>> instructions;
+  f = attempt([&] {
+    if (c.rank != 0) return;
+    std::vector<RankSummary> ranks(size_t(c.size));
+    for (int r = 0; r < c.size; ++r) {
+      const double* w = all.data() + offs[size_t(r)];
+      size_t len = size_t(offs[size_t(r) + 1] - offs[size_t(r)]);
+      RankSummary& s = ranks[size_t(r)];
+      s.count = uint64_t(w[0]);
+      for (int a = 0; a < 3; ++a) s.bounds.lo[a] = w[1 + a], s.bounds.hi[a] = w[4 + a];
+      for (size_t k = 7; k + 7 <= len; k += 7) {
+        RankCell cell{};
+        for (int a = 0; a < 3; ++a) cell.box.lo[a] = w[k + size_t(a)], cell.box.hi[a] = w[k + 3 + size_t(a)];
+        cell.count = uint64_t(w[k + 6]);
+        s.cells.push_back(cell);
+      }
+    }
+    AggregationPlan p = options.method == AggregationMethod::aug ? plan_aug(ranks, ao) : plan_adaptive(ranks, ao);
+    plan.parts = uint32_t(p.leaves.size());
+    plan.balance = balance(p, bpp);
+    plan.aggregator.clear();
+    for (const AggregationLeaf& l : p.leaves) plan.aggregator.push_back(l.aggregator);
+    std::vector<std::vector<uint64_t>> part_of_cell(size_t(c.size));
+    for (int r = 0; r < c.size; ++r) part_of_cell[size_t(r)].assign(ranks[size_t(r)].cells.size(), 0);
+    std::vector<std::vector<uint64_t>> incoming(size_t(c.size));
+    for (uint32_t k = 0; k < p.leaves.size(); ++k) {
+      std::map<uint32_t, uint64_t> from;  // rank -> particles, ascending ranks
+      for (uint32_t a : p.leaves[k].atoms) {
+        const Atom& atom = p.atoms[a];
+        part_of_cell[atom.rank][atom.cell] = k;
+        from[atom.rank] += atom.count;
+      }
+      auto& in = incoming[p.leaves[k].aggregator];
+      in.push_back(k);
+      in.push_back(from.size());
+      for (auto [r, cnt] : from) in.push_back(r), in.push_back(cnt);
+    }
+    instructions.resize(size_t(c.size));
+    for (int r = 0; r < c.size; ++r) {
+      instructions[size_t(r)] = std::move(part_of_cell[size_t(r)]);
+      instructions[size_t(r)].insert(instructions[size_t(r)].end(), incoming[size_t(r)].begin(), incoming[size_t(r)].end());
+    }
+  });
+  agree(c, f, "planning the aggregation of species '" + name + "'");
+  MPI_Bcast(&plan.parts, 1, MPI_UINT32_T, 0, c.comm);
+  plan.aggregator.resize(plan.parts);
+  MPI_Bcast(plan.aggregator.data(), int(plan.parts), MPI_UINT32_T, 0, c.comm);
+  std::vector<uint64_t> mine_in = scatter_from_root(c, instructions);
+  report.plan_seconds = std::max(report.plan_seconds, seconds_since(t0));
+
+  // 3. Exchange: per destination part (ascending), per column, one message set. Buffers
+  // are all allocated before the first message, so a failure (memory) is agreed on
+  // while no message is in flight.
+  auto t1 = Clock::now();
+  const size_t ncells = mine.cells.size();
+  struct Outgoing {
+    uint32_t part;
+    std::vector<std::vector<unsigned char>> columns;
+  };
+  struct Incoming {
+    uint32_t part;
+    uint64_t count = 0;
+    std::vector<std::pair<int, uint64_t>> from;  // (rank, particles), ascending ranks
+    std::vector<std::vector<unsigned char>> columns;
+  };
+  std::vector<Outgoing> sending;
+  std::vector<Incoming> receiving;
+  f = attempt([&] {
+    std::map<uint32_t, std::vector<uint64_t>> by_part;  // part -> local particle indexes
+    for (uint64_t i = 0; i < n; ++i) by_part[uint32_t(mine_in[cell_of[i]])].push_back(i);
+    std::vector<uint32_t>().swap(cell_of);
+    for (const auto& [part, idx] : by_part) {
+      Outgoing o{part, {}};
+      for (const ColumnView& v : cols) {
+        const size_t size = dtype_size(v.spec.dtype);
+        const int64_t stride = v.stride_bytes ? v.stride_bytes : int64_t(size);
+        std::vector<unsigned char> buf(idx.size() * size);
+        const unsigned char* src = static_cast<const unsigned char*>(v.data);
+        for (size_t j = 0; j < idx.size(); ++j) std::memcpy(buf.data() + j * size, src + int64_t(idx[j]) * stride, size);
+        o.columns.push_back(std::move(buf));
+      }
+      sending.push_back(std::move(o));
+    }
+    for (size_t k = ncells; k < mine_in.size();) {
+      Incoming in;
+      in.part = uint32_t(mine_in[k]);
+      const uint64_t sources = mine_in[k + 1];
+      for (uint64_t s = 0; s < sources; ++s) in.from.emplace_back(int(mine_in[k + 2 + 2 * s]), mine_in[k + 3 + 2 * s]);
+      k += 2 + 2 * sources;
+      for (const auto& fr : in.from) in.count += fr.second;
+      for (const ColumnView& v : cols) in.columns.emplace_back(in.count * dtype_size(v.spec.dtype));
+      receiving.push_back(std::move(in));
+    }
+  });
+  agree(c, f, "preparing the transfer of species '" + name + "'");
+  std::vector<MPI_Request> sends, recvs;
+  for (const Outgoing& o : sending)
+    for (const auto& buf : o.columns) isend_bytes(buf.data(), buf.size(), int(plan.aggregator[o.part]), kTagData, c.comm, sends);
+  for (Incoming& in : receiving) {
+    uint64_t at = 0;
+    for (const auto& [r, cnt] : in.from) {
+      for (size_t col = 0; col < cols.size(); ++col) {
+        const size_t size = dtype_size(cols[col].spec.dtype);
+        irecv_bytes(in.columns[col].data() + at * size, cnt * size, r, kTagData, c.comm, recvs);
+      }
+      at += cnt;
+    }
+  }
+  wait_all(recvs);  // every rank posted its sends first, so this cannot deadlock
+  wait_all(sends);
+  sending.clear();
+  report.exchange_seconds = std::max(report.exchange_seconds, seconds_since(t1));
+
+  // 4. Aggregators write their parts.
+  auto t2 = Clock::now();
+  const std::string index_path = dir + "/" + Dataset::species_index_name(index, name);
+  std::vector<double> written;
+  f = attempt([&] {
+    WriteOptions wo = options.write;
+    wo.layout.threads = threads_per_rank(c, wo.layout.threads);
+    wo.progress = nullptr;
+    for (Incoming& in : receiving) {
+      std::vector<ColumnView> views;
+      for (size_t col = 0; col < cols.size(); ++col) {
+        ColumnView v;
+        v.spec = cols[col].spec;
+        v.data = in.columns[col].data();
+        v.count = in.count;
+        views.push_back(v);
+      }
+      WriteSummary w = write_particle_file(StepIndex::part_path(index_path, in.part), views, wo);
+      pack_part(written, in.part, w);
+      in.columns.clear();
+    }
+  });
+  receiving.clear();
+  agree(c, f, "writing the part files of species '" + name + "'");
+  report.write_seconds = std::max(report.write_seconds, seconds_since(t2));
+
+  // 5. Part summaries to rank 0, in part order.
+  std::vector<double> summaries = gather_to_root(c, written);
+  std::vector<PartSummary> parts;
+  if (c.rank == 0) {
+    parts.resize(plan.parts);
+    const size_t per = 9 + 5 * cols.size();
+    for (size_t k = 0; k + per <= summaries.size(); k += per) {
+      const double* w = summaries.data() + k;
+      PartSummary& p = parts.at(size_t(w[0]));
+      p.count = uint64_t(w[1]);
+      p.file_bytes = uint64_t(w[2]);
+      for (int a = 0; a < 3; ++a) p.bounds.lo[a] = w[3 + a], p.bounds.hi[a] = w[6 + a];
+      for (size_t col = 0; col < cols.size(); ++col) {
+        const double* cw = w + 9 + 5 * col;
+        p.columns.push_back(ColumnSummary{cols[col].spec.name, cols[col].spec.dtype, FineIndex(uint8_t(cw[4])), cw[0],
+                                          cw[1], uint64_t(cw[2]), uint32_t(cw[3])});
+      }
+    }
+  }
+  (void)dataset_on_root;
+  return parts;
+}
+
+}  // namespace
+
+ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, int64_t index, double time,
+                                        const nlohmann::json& attributes, const std::vector<SpeciesColumns>& species,
+                                        const ParallelWriteOptions& options) {
+  Comm c(comm);
+  auto t0 = Clock::now();
+  ParallelWriteReport report;
+  // Local checks first, then agreement on the schema, then the dataset (rank 0 only).
+  Failure f = attempt([&] {
+    for (const auto& [name, cols] : species) validate_columns(cols);
+    check_layout_options(options.write.layout);
+  });
+  agree(c, f, "checking the columns of step " + std::to_string(index));
+  check_same_schema(c, species);
+  std::optional<Dataset> dataset;
+  bool created_step_dir = false;
+  f = attempt([&] {
+    if (c.rank != 0) return;
+    dataset = Dataset::create(dir);
+    std::vector<std::string> names;
+    for (const auto& sp : species) names.push_back(sp.first);
+    dataset->check_new_step(index, time, attributes, names);
+    created_step_dir = dataset->make_step_directory(index, options.write.sync);
+  });
+  agree(c, f, "opening dataset '" + dir + "' for step " + std::to_string(index));
+
+  // From here on a failure leaves the step invisible; rank 0 removes what it created.
+  auto cleanup = [&] {
+    if (c.rank != 0 || !created_step_dir) return;
+    std::error_code ec;
+    fs::remove_all((fs::path(dir) / Dataset::species_file_name(index, "x")).parent_path(), ec);
+  };
+  try {
+    StepEntry entry;
+    entry.index = index;
+    entry.time = time;
+    entry.attributes = attributes;
+    for (const auto& [name, cols] : species) {
+      SpeciesPlan plan;
+      std::vector<PartSummary> parts =
+          write_species(c, dataset ? &*dataset : nullptr, dir, index, name, cols, options, plan, report);
+      ParallelWriteReport::Species rs{name, plan.total, plan.parts, plan.target_bytes, plan.balance};
+      auto t3 = Clock::now();
+      f = attempt([&] {
+        if (c.rank != 0) return;
+        SpeciesEntry e;
+        e.name = name;
+        for (const ColumnView& v : cols) e.columns.push_back(ColumnSpec{v.spec.name, v.spec.dtype, FineIndex::none, v.spec.unit});
+        if (plan.total == 0) {
+          // Nothing to aggregate: one empty particle file, as a serial write makes.
+          e.file = Dataset::species_file_name(index, name);
+          std::vector<ColumnView> empty = cols;
+          for (ColumnView& v : empty) v.count = 0;
+          WriteSummary w = write_particle_file(dir + "/" + e.file, empty, options.write);
+          e.bounds = w.bounds;
+          report.file_bytes += w.file_bytes;
+        } else {
+          e.file = Dataset::species_index_name(index, name);
+          e.parts = plan.parts;
+          e.count = plan.total;
+          for (size_t col = 0; col < e.columns.size(); ++col)
+            for (const PartSummary& p : parts)
+              if (p.columns[col].fine == FineIndex::quantile) e.columns[col].fine = FineIndex::quantile;
+          StepIndex::write(dir + "/" + e.file, e.columns, parts, options.write.sync);
+          auto idx = StepIndex::open(dir + "/" + e.file);
+          e.bounds = idx->bounds();
+          for (const PartSummary& p : parts) report.file_bytes += p.file_bytes;
+        }
+        entry.species.push_back(std::move(e));
+      });
+      agree(c, f, "writing the step index of species '" + name + "'");
+      report.commit_seconds = std::max(report.commit_seconds, seconds_since(t3));
+      MPI_Bcast(&rs.parts, 1, MPI_UINT32_T, 0, c.comm);
+      MPI_Bcast(&rs.balance.files, 1, MPI_UINT64_T, 0, c.comm);
+      double b[3] = {rs.balance.mean, rs.balance.sd, rs.balance.max};
+      MPI_Bcast(b, 3, MPI_DOUBLE, 0, c.comm);
+      rs.balance.mean = b[0], rs.balance.sd = b[1], rs.balance.max = b[2];
+      report.species.push_back(rs);
+    }
+    auto t4 = Clock::now();
+    f = attempt([&] {
+      if (c.rank == 0) dataset->commit_step(std::move(entry), options.write.sync);
+    });
+    agree(c, f, "publishing step " + std::to_string(index) + " in the manifest");
+    report.commit_seconds = std::max(report.commit_seconds, seconds_since(t4));
+  } catch (...) {
+    cleanup();
+    throw;
+  }
+  MPI_Bcast(&report.file_bytes, 1, MPI_UINT64_T, 0, c.comm);
+  report.total_seconds = seconds_since(t0);
+  double local[5] = {report.plan_seconds, report.exchange_seconds, report.write_seconds, report.commit_seconds,
+                     report.total_seconds};
+  double slowest[5];
+  MPI_Allreduce(local, slowest, 5, MPI_DOUBLE, MPI_MAX, c.comm);
+  report.plan_seconds = slowest[0], report.exchange_seconds = slowest[1], report.write_seconds = slowest[2];
+  report.commit_seconds = slowest[3], report.total_seconds = slowest[4];
+  return report;
+}
+
+namespace {
+
+bool overlaps(const Box& a, const Box& b) {
+  for (int k = 0; k < 3; ++k)
+    if (a.hi[k] < b.lo[k] || b.hi[k] < a.lo[k]) return false;
+  return true;
+}
+
+}  // namespace
+
+LocalParticles read_partition(MPI_Comm comm, const std::string& path, const PartitionRequest& request) {
+  Comm c(comm);
+  std::shared_ptr<const Collection> coll;
+  std::vector<size_t> columns;
+  LocalParticles out;
+  Failure f = attempt([&] {
+    coll = Collection::open(path);
+    if (request.columns.empty())
+      for (size_t k = 0; k < coll->schema().size(); ++k) columns.push_back(k);
+    for (const std::string& name : request.columns) columns.push_back(coll->column(name));
+    for (size_t k : columns) out.schema.push_back(coll->schema()[k]);
+    if (request.box)
+      for (int a = 0; a < 3; ++a)
+        if (!(request.box->lo[a] <= request.box->hi[a])) throw UsageError("this rank's box is empty or invalid");
+  });
+  agree(c, f, "opening '" + path + "' for a parallel read");
+  int has_box = request.box.has_value(), all_box = 0, any_box = 0;
+  MPI_Allreduce(&has_box, &all_box, 1, MPI_INT, MPI_MIN, c.comm);
+  MPI_Allreduce(&has_box, &any_box, 1, MPI_INT, MPI_MAX, c.comm);
+  if (all_box != any_box) throw UsageError("read_partition: either every rank passes a box or none does");
+
+  const size_t parts = coll->part_count();
+  auto reader = [&](size_t k) { return int(uint64_t(k) * uint64_t(c.size) / parts); };
+  auto part_bounds = [&](size_t k) { return coll->index() ? coll->index()->parts()[k].bounds : coll->bounds(); };
+  QuerySpec spec;
+  spec.where = request.where;
+  spec.threads = threads_per_rank(c, request.threads);
+  std::vector<size_t> sizes;
+  for (size_t k : columns) sizes.push_back(dtype_size(coll->schema()[k].dtype));
+
+  // Sends of one selection's rows [a, b) to rank `dest`: one message set per column.
+  std::vector<std::vector<unsigned char>> buffers;
+  std::vector<MPI_Request> sends, recvs;
+  auto send_rows = [&](const Selection& s, uint64_t a, uint64_t b, int dest) {
+    for (size_t j = 0; j < columns.size(); ++j) {
+      buffers.emplace_back((b - a) * sizes[j]);
+      s.gather(columns[j], a, b, buffers.back().data(), spec.threads);
+      isend_bytes(buffers.back().data(), buffers.back().size(), dest, kTagData, c.comm, sends);
+    }
+  };
+  auto part_query = [&](size_t k, const QuerySpec& q) {
+    Query query(Collection::of(coll->part(k)), q);
+    return Selection(query);
+  };
+  std::vector<std::pair<int, uint64_t>> expect;  // (source, rows) in arrival order
+
+  if (all_box) {
+    std::vector<double> mine(6), boxes(6 * size_t(c.size));
+    for (int a = 0; a < 3; ++a) mine[size_t(a)] = request.box->lo[a], mine[3 + size_t(a)] = request.box->hi[a];
+    MPI_Allgather(mine.data(), 6, MPI_DOUBLE, boxes.data(), 6, MPI_DOUBLE, c.comm);
+    auto box_of = [&](int r) {
+      Box b;
+      for (int a = 0; a < 3; ++a) b.lo[a] = boxes[6 * size_t(r) + size_t(a)], b.hi[a] = boxes[6 * size_t(r) + 3 + size_t(a)];
+      return b;
+    };
+    // Servers: for each own part and each rank whose box meets it, the selection; then
+    // (once every server succeeded) a count and the rows.
+    struct Served {
+      int dest;
+      Selection selection;
+      uint64_t count;
+    };
+    std::vector<Served> served;
+    f = attempt([&] {
+      for (size_t k = 0; k < parts; ++k) {
+        if (reader(k) != c.rank) continue;
+        for (int r = 0; r < c.size; ++r) {
+          if (!overlaps(part_bounds(k), box_of(r))) continue;
+          QuerySpec q = spec;
+          q.box = box_of(r);
+          Selection s = part_query(k, q);
+          served.push_back({r, std::move(s), 0});
+          served.back().count = served.back().selection.size();
+        }
+      }
+    });
+    agree(c, f, "serving a parallel read of '" + path + "'");
+    for (const Served& s : served) {
+      isend_bytes(&s.count, 8, s.dest, kTagCount, c.comm, sends);
+      if (s.count) send_rows(s.selection, 0, s.count, s.dest);
+    }
+    // Clients: a count from each part's reader whose part meets this rank's box.
+    std::vector<uint64_t> counts_in(parts, 0);
+    std::vector<size_t> from_parts;
+    for (size_t k = 0; k < parts; ++k) {
+      if (!overlaps(part_bounds(k), *request.box)) continue;
+      from_parts.push_back(k);
+      irecv_bytes(&counts_in[k], 8, reader(k), kTagCount, c.comm, recvs);
+    }
+    wait_all(recvs);
+    for (size_t k : from_parts)
+      if (counts_in[k]) expect.emplace_back(reader(k), counts_in[k]);
+  } else {
+    // Even shares of the matching particles in part order: counts first, known to all.
+    std::vector<Selection> selections(parts);
+    std::vector<uint64_t> counts(parts, 0), total_counts(parts, 0);
+    f = attempt([&] {
+      for (size_t k = 0; k < parts; ++k)
+        if (reader(k) == c.rank) selections[k] = part_query(k, spec), counts[k] = selections[k].size();
+    });
+    agree(c, f, "serving a parallel read of '" + path + "'");
+    MPI_Allreduce(counts.data(), total_counts.data(), int(parts), MPI_UINT64_T, MPI_SUM, c.comm);
+    uint64_t total = 0;
+    std::vector<uint64_t> offset(parts + 1, 0);
+    for (size_t k = 0; k < parts; ++k) offset[k + 1] = offset[k] + total_counts[k];
+    total = offset[parts];
+    auto share_begin = [&](int r) { return uint64_t((unsigned __int128)total * uint64_t(r) / uint64_t(c.size)); };
+    for (size_t k = 0; k < parts; ++k) {
+      for (int r = 0; r < c.size; ++r) {
+        uint64_t a = std::max(offset[k], share_begin(r)), b = std::min(offset[k + 1], share_begin(r + 1));
+        if (a >= b) continue;
+        if (reader(k) == c.rank) send_rows(selections[k], a - offset[k], b - offset[k], r);
+        if (r == c.rank) expect.emplace_back(reader(k), b - a);
+      }
+    }
+  }
+  // Receive the rows, in the order the servers sent them.
+  for (const auto& e : expect) out.count += e.second;
+  out.columns.resize(columns.size());
+  for (size_t j = 0; j < columns.size(); ++j) out.columns[j].resize(out.count * sizes[j]);
+  uint64_t at = 0;
+  for (const auto& [source, rows] : expect) {
+    for (size_t j = 0; j < columns.size(); ++j)
+      irecv_bytes(out.columns[j].data() + at * sizes[j], rows * sizes[j], source, kTagData, c.comm, recvs);
+    at += rows;
+  }
+  wait_all(recvs);
+  wait_all(sends);
+  return out;
+}
+
+}  // namespace motes

@@ -1,0 +1,76 @@
+// Parallel write and read with MPI (DESIGN.md section 6). Every function here is
+// collective over the communicator it is given and raises the same error on every
+// rank when any rank fails, so callers never hang on a peer that gave up.
+//
+// Write: ranks summarise their particles -> rank 0 plans the aggregation (adaptive
+// k-d tree or AUG) -> non-blocking point-to-point transfers of columns to the
+// aggregators -> each aggregator writes one part file with the serial writer ->
+// rank 0 writes the step index and then the manifest entry (the step appears
+// atomically).
+// Read: any number of ranks; part files are assigned to read aggregators spread
+// over the ranks (or shared evenly when there are fewer ranks than files); each
+// rank receives the particles in its box, or an even share.
+#pragma once
+
+#include <mpi.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "motes/format/dataset.hpp"
+#include "motes/parallel/aggregation.hpp"
+#include "motes/query/engine.hpp"
+
+namespace motes {
+
+enum class AggregationMethod { adaptive, aug };
+
+struct ParallelWriteOptions {
+  WriteOptions write;  // layout and sync of every part file; layout.threads 0 = cores / ranks on the node
+  // target_bytes (0 = automatic), overfull, best_axis; bytes_per_particle is taken from the schema.
+  AggregationOptions aggregation;
+  AggregationMethod method = AggregationMethod::adaptive;
+};
+
+// What one collective write did; the same on every rank.
+struct ParallelWriteReport {
+  struct Species {
+    std::string name;
+    uint64_t count = 0;
+    uint32_t parts = 0;
+    uint64_t target_bytes = 0;
+    Balance balance;  // of the part files' data bytes
+  };
+  std::vector<Species> species;
+  uint64_t file_bytes = 0;  // all part files
+  // Slowest rank per phase (seconds).
+  double plan_seconds = 0, exchange_seconds = 0, write_seconds = 0, commit_seconds = 0, total_seconds = 0;
+};
+
+// Writes step `index` of the dataset directory `dir` (created when absent) from every
+// rank's local columns. Every rank passes the same species with the same column names
+// and dtypes (any lengths, zero included); a rank whose schema differs makes every
+// rank raise UsageError naming the ranks and columns.
+ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, int64_t index, double time,
+                                        const nlohmann::json& attributes, const std::vector<SpeciesColumns>& species,
+                                        const ParallelWriteOptions& options = {});
+
+struct PartitionRequest {
+  std::optional<Box> box;            // this rank's region (inclusive); none: an even share (all ranks alike)
+  std::string where;                 // optional filter
+  std::vector<std::string> columns;  // empty: all
+  unsigned threads = 0;              // 0 = cores / ranks on the node
+};
+
+struct LocalParticles {
+  std::vector<ColumnSpec> schema;                   // of the returned columns
+  std::vector<std::vector<unsigned char>> columns;  // raw little-endian values, count each
+  uint64_t count = 0;
+};
+
+// Reads the particles of `path` (a particle file or a step index) on every rank of
+// `comm`, whatever the number of ranks that wrote it.
+LocalParticles read_partition(MPI_Comm comm, const std::string& path, const PartitionRequest& request);
+
+}  // namespace motes

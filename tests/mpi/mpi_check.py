@@ -1,0 +1,257 @@
+"""Checks of the parallel writer and reader, run under mpirun by tests/python/test_mpi.py.
+
+    mpirun -n P python tests/mpi/mpi_check.py write DIR --scenario grid|empty|one|overlap --method adaptive|aug
+    mpirun -n Q python tests/mpi/mpi_check.py read DIR --scenario ...
+    mpirun -n P python tests/mpi/mpi_check.py errors DIR
+    mpirun -n P python tests/mpi/mpi_check.py crash DIR
+
+Every rank regenerates the same global data (seeded) and keeps its share, so rank 0
+can compare what was written and read with the input exactly. A failed check
+raises on rank 0, which aborts the job with a non-zero exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+import motes
+
+N = 120_000
+
+
+def global_data(step: int = 0):
+    d = motes.synth.clustered(N, seed=17 + step, with_id=True)
+    d["charge"] = np.where(d["id"] % 3 == 0, -1, 1).astype(np.int8)
+    d["w"] = (d["id"].astype(np.float64) * 1e-6)
+    return d
+
+
+def rank_boxes(size: int):
+    """A rank grid over the unit cube (the simulation's decomposition)."""
+    dims = MPI.Compute_dims(size, 3)
+    boxes = []
+    for r in range(size):
+        i, rem = divmod(r, dims[1] * dims[2])
+        j, k = divmod(rem, dims[2])
+        lo = np.array([i / dims[0], j / dims[1], k / dims[2]])
+        hi = np.array([(i + 1) / dims[0], (j + 1) / dims[1], (k + 1) / dims[2]])
+        boxes.append((lo, hi, dims, (i, j, k)))
+    return boxes
+
+
+def owner(d, size: int, scenario: str):
+    """The rank that holds each particle."""
+    if scenario == "one":
+        return np.zeros(len(d["x"]), dtype=np.int64)
+    if scenario == "overlap":  # ranks hold random particles: every rank's bounds cover the whole domain
+        return (d["id"].astype(np.int64) * 7919) % size
+    dims = MPI.Compute_dims(size, 3)
+    idx = [np.clip((d[a] * dims[n]).astype(np.int64), 0, dims[n] - 1) for n, a in enumerate("xyz")]
+    r = (idx[0] * dims[1] + idx[1]) * dims[2] + idx[2]
+    if scenario == "empty":  # the upper half of the ranks hold nothing: their particles go to rank 0
+        r = np.where(r >= max(1, size // 2), 0, r)
+    return r
+
+
+def local(d, comm, scenario):
+    mine = owner(d, comm.size, scenario) == comm.rank
+    return {k: np.ascontiguousarray(v[mine]) for k, v in d.items()}
+
+
+def same_rows(got: dict, want: dict, what: str):
+    """Equal as sets of rows (all columns), keyed by the unique id."""
+    assert set(got) == set(want), f"{what}: columns {sorted(got)} != {sorted(want)}"
+    og, ow = np.argsort(got["id"]), np.argsort(want["id"])
+    assert len(og) == len(ow), f"{what}: {len(og)} rows, expected {len(ow)}"
+    for k in want:
+        a, b = got[k][og], want[k][ow]
+        assert a.dtype == b.dtype, f"{what}: column {k} dtype {a.dtype} != {b.dtype}"
+        assert np.array_equal(a, b), f"{what}: column {k} differs"
+
+
+def gather_table(comm, table):
+    parts = comm.gather({k: np.asarray(v) for k, v in table.items()}, root=0)
+    if comm.rank != 0:
+        return None
+    return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def cmd_write(args, comm):
+    w = motes.Writer(args.dir, comm=comm, aggregation=args.method, target_bytes=args.target, sync=False)
+    for step in range(2):
+        d = global_data(step)
+        report = w.write_step(step, {"electrons": local(d, comm, args.scenario)}, time=0.5 * step,
+                              attributes={"ranks": comm.size})
+        sp = report["species"][0]
+        assert sp["count"] == N, report
+        assert sp["parts"] >= 1
+        if comm.rank == 0:
+            print(f"step {step}: {sp['parts']} parts, balance {sp['balance']}", flush=True)
+    comm.Barrier()
+    if comm.rank == 0:
+        ds = motes.open(args.dir)
+        assert ds.steps == [0, 1] and ds.times == [0.0, 0.5]
+        assert ds.step(1).attributes == {"ranks": comm.size}
+        for step in range(2):
+            d = global_data(step)
+            same_rows(dict(ds.query(step=step)), d, f"serial read of step {step}")
+            # Queries over the parts equal a brute force.
+            for where, box in [("energy > 1.3", None), (None, (0.1, 0.2, 0.0, 0.5, 0.6, 0.7)),
+                               ("charge < 0 and w < 0.05", (0.0, 0.0, 0.0, 0.6, 1.0, 1.0)), ("ux > 0.5", None)]:
+                mask = np.ones(N, bool)
+                if where:
+                    mask &= {"energy > 1.3": d["energy"] > np.float32(1.3),
+                             "charge < 0 and w < 0.05": (d["charge"] < 0) & (d["w"] < 0.05),
+                             "ux > 0.5": d["ux"] > np.float32(0.5)}[where]
+                if box:
+                    for n, a in enumerate("xyz"):
+                        mask &= (d[a] >= box[n]) & (d[a] <= box[n + 3])
+                got = ds.query(where, box=box, step=step)
+                same_rows(dict(got), {k: v[mask] for k, v in d.items()}, f"query {where} {box}")
+                assert ds.count(where, box=box, step=step) == int(mask.sum())
+            h, _ = ds.histogram("energy", bins=20, range=(0, 4), step=step)
+            assert np.array_equal(h, np.histogram(d["energy"], bins=20, range=(0, 4))[0])
+        ds.verify()
+        print("write checks passed", flush=True)
+
+
+def cmd_read(args, comm):
+    ds = motes.open(args.dir)
+    for step in ds.steps:
+        d = global_data(step)
+        # An even share on every rank: the union is the data, with no duplicates.
+        even = motes.read_partition(args.dir, comm, step=step)
+        all_rows = gather_table(comm, even)
+        if comm.rank == 0:
+            same_rows(all_rows, d, f"even read on {comm.size} ranks")
+        sizes = comm.allgather(len(even))
+        assert max(sizes) - min(sizes) <= 1, sizes
+        # Restart read: each rank's grid box (half-open boxes made inclusive; ties go to both).
+        lo, hi, dims, _ = rank_boxes(comm.size)[comm.rank]
+        eps = np.nextafter(np.float32(1), np.float32(2)) - np.float32(1)
+        box = tuple(lo) + tuple(hi + (hi >= 1.0) * eps)
+        mine = motes.read_partition(args.dir, comm, step=step, box=box)
+        want = {k: v for k, v in d.items()}
+        mask = np.ones(N, bool)
+        for n, a in enumerate("xyz"):
+            mask &= (d[a] >= box[n]) & (d[a] <= box[n + 3])
+        same_rows(dict(mine), {k: v[mask] for k, v in want.items()}, f"box read on rank {comm.rank}")
+        # A filtered even read with a column subset, on a sub-communicator of the first ranks.
+        q = max(1, comm.size - 1)
+        sub = comm.Split(0 if comm.rank < q else MPI.UNDEFINED, comm.rank)
+        if sub != MPI.COMM_NULL:
+            part = motes.read_partition(args.dir, sub, step=step, where="energy > 1", columns=["id", "energy"])
+            rows = gather_table(sub, part)
+            if sub.rank == 0:
+                m = d["energy"] > np.float32(1)
+                same_rows(rows, {"id": d["id"][m], "energy": d["energy"][m]}, f"filtered read on {q} ranks")
+            sub.Free()
+    if comm.rank == 0:
+        print("read checks passed", flush=True)
+
+
+def expect_error(kind, fn, *needles):
+    try:
+        fn()
+    except kind as e:
+        for n in needles:
+            assert n in str(e), f"message lacks {n!r}: {e}"
+        return str(e)
+    raise AssertionError(f"no {kind.__name__} raised")
+
+
+def cmd_errors(args, comm):
+    d = global_data(0)
+    w = motes.Writer(args.dir, comm=comm, sync=False, target_bytes=200_000)
+    w.write_step(0, local(d, comm, "grid"))
+    # A rank whose schema differs: every rank raises, naming the rank and the column.
+    cols = local(d, comm, "grid")
+    last = comm.size - 1
+    if comm.rank == last:
+        cols["w"] = cols["w"].astype(np.float32)
+    msg = expect_error(motes.UsageError, lambda: w.write_step(1, cols), f"rank {last}", "'particles.w' is f32")
+    if comm.rank == 0:
+        print("schema mismatch:", msg, flush=True)
+    # A species missing on one rank.
+    species = {"electrons": local(d, comm, "grid")}
+    if comm.rank != last:
+        species["ions"] = local(d, comm, "grid")
+    if comm.size > 1:
+        expect_error(motes.UsageError, lambda: w.write_step(1, species), "species 'ions' is missing")
+    # Bad positions on one rank only.
+    cols = local(d, comm, "one")
+    if comm.rank == 0:
+        cols["x"] = cols["x"].copy()
+        cols["x"][5] = np.nan
+    expect_error(motes.UsageError, lambda: w.write_step(1, cols), "rank 0")
+    # An aggregator that cannot write its part files (its file size limit stands in for a full disk).
+    import resource
+    import signal
+
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    bad = comm.size - 1
+    if comm.rank == bad:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (65536, limit[1]))
+    expect_error(OSError, lambda: w.write_step(2, local(d, comm, "grid")), "writing the part files", f"rank {bad}")
+    if comm.rank == bad:
+        resource.setrlimit(resource.RLIMIT_FSIZE, limit)
+    comm.Barrier()
+    if comm.rank == 0:
+        assert not os.path.exists(os.path.join(args.dir, "steps", "000002")), "a failed step left its directory"
+    if comm.rank == 0:
+        ds = motes.open(args.dir)
+        assert ds.steps == [0], ds.steps
+        same_rows(dict(ds.query()), d, "step 0 after failed steps")
+    # The dataset still takes new steps after the failures.
+    w.write_step(3, local(d, comm, "grid"))
+    comm.Barrier()
+    if comm.rank == 0:
+        assert motes.open(args.dir).steps == [0, 3]
+        print("error checks passed", flush=True)
+
+
+def cmd_crash(args, comm):
+    """Rank 1 dies while step 1 is being written; mpirun then stops every rank."""
+    d = global_data(0)
+    w = motes.Writer(args.dir, comm=comm, sync=True, target_bytes=2_000_000)
+    w.write_step(0, local(d, comm, "grid"))
+    comm.Barrier()
+    big = motes.synth.clustered(3_000_000, seed=5, with_id=True)
+    cols = local(big, comm, "grid")
+    if comm.rank == 1:
+        threading.Timer(args.delay, lambda: os._exit(3)).start()
+    w.write_step(1, cols)
+    time.sleep(60)  # only reached when the write beat the timer: the caller treats that as inconclusive
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("command", choices=["write", "read", "errors", "crash"])
+    p.add_argument("dir")
+    p.add_argument("--scenario", default="grid", choices=["grid", "empty", "one", "overlap"])
+    p.add_argument("--method", default="adaptive", choices=["adaptive", "aug"])
+    p.add_argument("--target", type=int, default=400_000)
+    p.add_argument("--delay", type=float, default=0.3)
+    args = p.parse_args()
+    comm = MPI.COMM_WORLD.Dup()
+    try:
+        {"write": cmd_write, "read": cmd_read, "errors": cmd_errors, "crash": cmd_crash}[args.command](args, comm)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(1)
+
+
+if __name__ == "__main__":
+    main()
