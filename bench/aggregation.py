@@ -33,7 +33,7 @@ def main():
     args = ap.parse_args()
 
     rows = []
-    for kind in ("clustered", "vpic"):
+    for kind in ("clustered", "vpic", "jets", "column"):
         t = time.perf_counter()
         data = synth.generate(kind, args.n, seed=args.seed)
         print(f"{kind}: {args.n:,} particles generated in {time.perf_counter() - t:.1f} s")

@@ -24,9 +24,9 @@ pytestmark = [
 ]
 
 
-def mpirun(ranks, *args, expect_ok=True, timeout=300):
+def mpirun(ranks, *args, expect_ok=True, timeout=300, env_extra=None):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1", PYTHONUNBUFFERED="1")
+               OMPI_MCA_rmaps_base_oversubscribe="1", PYTHONUNBUFFERED="1", **(env_extra or {}))
     cmd = ["mpirun", "--oversubscribe", "-n", str(ranks), sys.executable, str(CHECK), *map(str, args)]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     if expect_ok:
@@ -40,6 +40,13 @@ def test_written_on_p_ranks_reads_back_on_q(tmp_path, write_ranks, read_ranks):
     assert "write checks passed" in out.stdout
     out = mpirun(read_ranks, "read", tmp_path / "run.motes")
     assert "read checks passed" in out.stdout
+
+
+def test_transfers_split_into_many_messages(tmp_path):
+    # Messages above 2 GiB are split; a 1000-byte limit exercises the same path on small data.
+    small = {"MOTES_MPI_MAX_MESSAGE": "1000"}
+    mpirun(3, "write", tmp_path / "run.motes", env_extra=small)
+    mpirun(2, "read", tmp_path / "run.motes", env_extra=small)
 
 
 @pytest.mark.parametrize("scenario", ["empty", "one", "overlap"])

@@ -15,7 +15,7 @@ except ImportError:  # package not built / not on sys.path: load by file path
     synth = importlib.util.module_from_spec(_spec)
     _spec.loader.exec_module(synth)
 
-KINDS = ("uniform", "clustered", "vpic", "wide")
+KINDS = ("uniform", "clustered", "vpic", "wide", "jets", "column")
 
 F4, F8, U8 = np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.uint64)
 
@@ -28,6 +28,10 @@ EXPECTED = {
              ("uz", F4), ("energy", F4), ("q", F4)],
     "wide": [("x", F4), ("y", F4), ("z", F4)]
     + [(f"a{i}", F8) for i in range(14)],
+    "jets": [("x", F4), ("y", F4), ("z", F4), ("ux", F4), ("uy", F4),
+             ("uz", F4), ("energy", F4), ("jet", np.dtype(np.int8))],
+    "column": [("x", F4), ("y", F4), ("z", F4), ("ux", F4), ("uy", F4),
+               ("uz", F4), ("energy", F4), ("density", F4)],
 }
 
 N_SMALL = 20_000
@@ -250,3 +254,17 @@ def test_vpic_energy_smooth(big_vpic):
     # whereas randomly paired particles differ a lot more
     rnd = np.abs(e[1:] - e[:-1]) / e[1:]
     assert np.median(rnd) > 3 * np.median(rel)
+
+
+@pytest.mark.parametrize("kind", ["jets", "column"])
+def test_scale_distributions_are_strongly_nonuniform(kind):
+    d = synth.generate(kind, 400_000, seed=2)
+    assert synth.density_contrast(d) > 1000
+    assert np.allclose(d["energy"], 0.5 * (d["ux"] ** 2 + d["uy"] ** 2 + d["uz"] ** 2), rtol=1e-5)
+
+
+def test_jets_labels_and_direction():
+    d = synth.jets(200_000, seed=4)
+    assert set(np.unique(d["jet"])) == {-1, 0, 1, 2}
+    assert d["ux"][d["jet"] == 0].mean() > 0.8  # the x-wall jet points along +x
+    assert d["uz"][d["jet"] == 2].mean() < -0.8  # the top jet points down

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -21,7 +22,21 @@ namespace motes {
 namespace {
 
 constexpr int kTagData = 4711, kTagCount = 4712;
-constexpr uint64_t kMaxMessage = uint64_t(1) << 30;  // bytes per message: MPI counts are int
+// Bytes per message: MPI counts are int, so larger transfers go in pieces of 1 GiB.
+// MOTES_MPI_MAX_MESSAGE lowers it (tests use it to exercise the splitting on small data).
+uint64_t max_message() {
+  static const uint64_t v = [] {
+    const char* e = std::getenv("MOTES_MPI_MAX_MESSAGE");
+    uint64_t limit = uint64_t(1) << 30;
+    if (e && *e) {
+      char* end = nullptr;
+      unsigned long long parsed = std::strtoull(e, &end, 10);
+      if (end && *end == '\0' && parsed > 0) limit = std::min<uint64_t>(limit, parsed);
+    }
+    return limit;
+  }();
+  return v;
+}
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -39,13 +54,13 @@ struct Comm {
   }
 };
 
-// Messages of any size: split into pieces of at most kMaxMessage bytes. Sender and
+// Messages of any size: split into pieces of at most max_message() bytes. Sender and
 // receiver split the same way, and MPI keeps messages between two ranks with one
 // tag in order, so the pieces match up.
 void isend_bytes(const void* data, uint64_t n, int dest, int tag, MPI_Comm comm, std::vector<MPI_Request>& out) {
   const char* p = static_cast<const char*>(data);
   while (n > 0) {
-    int len = int(std::min(n, kMaxMessage));
+    int len = int(std::min(n, max_message()));
     out.emplace_back();
     MPI_Isend(p, len, MPI_BYTE, dest, tag, comm, &out.back());
     p += len, n -= uint64_t(len);
@@ -54,7 +69,7 @@ void isend_bytes(const void* data, uint64_t n, int dest, int tag, MPI_Comm comm,
 void irecv_bytes(void* data, uint64_t n, int source, int tag, MPI_Comm comm, std::vector<MPI_Request>& out) {
   char* p = static_cast<char*>(data);
   while (n > 0) {
-    int len = int(std::min(n, kMaxMessage));
+    int len = int(std::min(n, max_message()));
     out.emplace_back();
     MPI_Irecv(p, len, MPI_BYTE, source, tag, comm, &out.back());
     p += len, n -= uint64_t(len);

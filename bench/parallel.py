@@ -1,0 +1,258 @@
+"""Parallel write and read bandwidth under MPI: motes next to its peers, same data, same run.
+
+    python bench/parallel.py [--n 10000000] [--ranks 4 8 16] [--kinds uniform vpic]
+                             [--out bench/results/parallel.json]
+
+For each rank count the script starts ``mpirun -n P`` on itself (oversubscribed on
+this 2-core machine). Every rank takes the particles of its cell of a rank grid
+(a simulation's domain decomposition: counts are very unequal on clustered data)
+and, one after the other, each peer writes the step durably (fsync) and reads it
+back; times are the slowest rank's, median of --repeat runs:
+
+* motes, adaptive aggregation (10 MB target files unless --target) and the AUG
+  baseline: ``motes.write(..., comm=comm)``; reads: ``motes.read_partition`` with
+  each rank's box (restart) and as even shares.
+* file-per-process raw: each rank writes its columns into its own file (the
+  least work any writer can do; the issue's reference rate).
+* HDF5 single shared file with h5py: h5py from PyPI is serial, so rank 0 gathers
+  the columns and writes one dataset per column (how serial-HDF5 codes do it);
+  reads: every rank reads its even slice of the shared file.
+
+Reads run on a hot page cache (dropping caches needs privileges this machine lacks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def driver(args):
+    rows = []
+    scratch = tempfile.mkdtemp(prefix="motes-par-", dir=args.scratch)
+    try:
+        for kind in args.kinds:
+            cache = os.path.join(scratch, kind)  # one .npy per column, memory-mapped by the ranks
+            import motes
+
+            d = motes.synth.generate(kind, args.n, seed=1)
+            os.makedirs(cache, exist_ok=True)
+            for name, v in d.items():
+                np.save(os.path.join(cache, name + ".npy"), v)
+            with open(os.path.join(cache, "columns.json"), "w") as f:
+                json.dump(list(d), f)
+            del d
+            for ranks in args.ranks:
+                out = os.path.join(scratch, f"rows-{kind}-{ranks}.json")
+                env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+                cmd = ["mpirun", "--oversubscribe", "-n", str(ranks), sys.executable, os.path.abspath(__file__),
+                       "--worker", "--data", cache, "--kind", kind, "--scratch", scratch, "--rows", out,
+                       "--repeat", str(args.repeat), "--target", str(args.target)]
+                print(" ".join(cmd[:4]), f"... {kind} on {ranks} ranks", flush=True)
+                subprocess.run(cmd, env=env, check=True)
+                with open(out) as f:
+                    rows.extend(json.load(f))
+            shutil.rmtree(cache)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    import motes
+
+    result = dict(benchmark="parallel", command="python bench/parallel.py " + " ".join(sys.argv[1:]), n=args.n,
+                  motes=motes.__version__,
+                  machine=dict(cpus=os.cpu_count(), python=platform.python_version(), platform=platform.platform()),
+                  target="motes write >= 50% of the file-per-process raw write rate (4 ranks, VPIC-like clustered)",
+                  rows=rows)
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+    print(f"wrote {args.out}")
+
+
+def worker(args):
+    from mpi4py import MPI
+
+    import motes
+
+    comm = MPI.COMM_WORLD
+    rank, size = comm.rank, comm.size
+    with open(os.path.join(args.data, "columns.json")) as f:
+        names = json.load(f)
+    src = {k: np.load(os.path.join(args.data, k + ".npy"), mmap_mode="r") for k in names}
+    dims = MPI.Compute_dims(size, 3)
+    lo = [float(src[a].min()) for a in "xyz"]
+    hi = [float(src[a].max()) for a in "xyz"]
+    idx = [np.clip(((src[a] - lo[k]) / (hi[k] - lo[k] + 1e-30) * dims[k]).astype(np.int64), 0, dims[k] - 1)
+           for k, a in enumerate("xyz")]
+    owner = (idx[0] * dims[1] + idx[1]) * dims[2] + idx[2]
+    mine = np.flatnonzero(owner == rank)
+    del idx, owner
+    cols = {k: np.ascontiguousarray(src[k][mine]) for k in names}
+    local_bytes = sum(v.nbytes for v in cols.values())
+    total_bytes = comm.allreduce(local_bytes)
+    counts = comm.allgather(len(mine))
+    # This rank's grid box (inclusive), for restart reads.
+    i, rem = divmod(rank, dims[1] * dims[2])
+    j, k = divmod(rem, dims[2])
+    cell = (i, j, k)
+    box = [lo[a] + (hi[a] - lo[a]) * cell[a] / dims[a] for a in range(3)] + \
+          [lo[a] + (hi[a] - lo[a]) * (cell[a] + 1) / dims[a] for a in range(3)]
+    for a in range(3):
+        if cell[a] == dims[a] - 1:
+            box[3 + a] = hi[a]
+    base = os.path.join(args.scratch, f"{args.kind}-{size}")
+
+    def timed(fn):
+        times = []
+        for rep in range(args.repeat):
+            comm.Barrier()
+            t = time.perf_counter()
+            info = fn(rep)
+            comm.Barrier()
+            times.append(comm.allreduce(time.perf_counter() - t, op=MPI.MAX))
+        return statistics.median(times), times, info
+
+    def fsync_path(path):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    results = {}
+
+    # --- file per process, raw columns -------------------------------------------------------
+    fpp_dir = base + "-fpp"
+    if rank == 0:
+        os.makedirs(fpp_dir, exist_ok=True)
+    comm.Barrier()
+
+    def fpp_write(rep):
+        path = os.path.join(fpp_dir, f"rank{rank:05d}.bin")
+        with open(path, "wb") as f:
+            for v in cols.values():
+                f.write(memoryview(v).cast("B"))
+            f.flush()
+            os.fsync(f.fileno())
+        return None
+
+    def fpp_read(rep):
+        path = os.path.join(fpp_dir, f"rank{rank:05d}.bin")
+        with open(path, "rb") as f:
+            out = {k: np.fromfile(f, dtype=v.dtype, count=len(v)) for k, v in cols.items()}
+        return sum(len(v) for v in out.values())
+
+    results["fpp_write"] = timed(fpp_write)
+    results["fpp_read"] = timed(fpp_read)
+
+    # --- HDF5 single shared file through rank 0 ------------------------------------------------
+    import h5py
+
+    h5_path = base + ".h5"
+
+    def h5_write(rep):
+        gathered = {k: comm.gather(v, root=0) for k, v in cols.items()}
+        if rank == 0:
+            with h5py.File(h5_path, "w") as f:
+                g = f.create_group("Step#0")
+                for k, parts in gathered.items():
+                    g.create_dataset(k, data=np.concatenate(parts))
+            fsync_path(h5_path)
+        return None
+
+    def h5_read(rep):
+        n = sum(counts)
+        a, b = n * rank // size, n * (rank + 1) // size
+        with h5py.File(h5_path, "r") as f:
+            out = {k: f["Step#0"][k][a:b] for k in names}
+        return b - a
+
+    results["hdf5_rank0_write"] = timed(h5_write)
+    results["hdf5_slices_read"] = timed(h5_read)
+
+    # --- motes ---------------------------------------------------------------------------------
+    reports = {}
+    for method in ("adaptive", "aug"):
+        path = base + f"-{method}.motes"
+
+        def motes_write(rep, method=method, path=path):
+            if rank == 0 and os.path.exists(path):
+                shutil.rmtree(path)
+            comm.Barrier()
+            return motes.write(path, cols, comm=comm, aggregation=method, target_bytes=args.target, sync=True)
+
+        t = timed(motes_write)
+        results[f"motes_{method}_write"] = t
+        reports[method] = t[2]
+    path = base + "-adaptive.motes"
+    results["motes_restart_read"] = timed(lambda rep: len(motes.read_partition(path, comm, box=box)))
+    results["motes_even_read"] = timed(lambda rep: len(motes.read_partition(path, comm)))
+    # The restart read returns exactly this rank's particles.
+    got = motes.read_partition(path, comm, box=box)
+    assert len(got) >= len(mine), (len(got), len(mine))
+
+    rows = []
+    if rank == 0:
+        fpp = results["fpp_write"][0]
+        for name, (median, times, info) in results.items():
+            row = dict(kind=args.kind, ranks=size, n=sum(counts), data_bytes=total_bytes, peer=name,
+                       seconds=median, runs=times, mb_per_s=total_bytes / median / 1e6,
+                       rank_count_max_over_mean=max(counts) / (sum(counts) / size))
+            if name.endswith("_write"):
+                row["ratio_to_fpp_write"] = fpp / median
+            if name.endswith("_read"):
+                row["ratio_to_fpp_read"] = results["fpp_read"][0] / median
+            if name.startswith("motes_") and name.endswith("_write"):
+                rep = reports[name.split("_")[1]]
+                sp = rep["species"][0]
+                row.update(parts=sp["parts"], balance=sp["balance"],
+                           phases={k: rep[k] for k in ("plan_seconds", "exchange_seconds", "write_seconds",
+                                                        "commit_seconds", "total_seconds")})
+            rows.append(row)
+            print(f"  {args.kind:<9} P={size:<3} {name:<20} {median:7.3f} s  {row['mb_per_s']:8.1f} MB/s"
+                  + (f"  x{row['ratio_to_fpp_write']:.2f} of FPP" if "ratio_to_fpp_write" in row else "")
+                  + (f"  x{row['ratio_to_fpp_read']:.2f} of FPP" if "ratio_to_fpp_read" in row else ""), flush=True)
+        with open(args.rows, "w") as f:
+            json.dump(rows, f)
+    comm.Barrier()
+    if rank == 0:
+        for p in (fpp_dir, base + "-adaptive.motes", base + "-aug.motes"):
+            shutil.rmtree(p, ignore_errors=True)
+        if os.path.exists(h5_path):
+            os.remove(h5_path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=10_000_000)
+    ap.add_argument("--ranks", type=int, nargs="+", default=[4, 8, 16])
+    ap.add_argument("--kinds", nargs="+", default=["uniform", "vpic"])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--target", type=int, default=10_000_000, help="motes target bytes per file")
+    ap.add_argument("--scratch", default=os.path.join(HERE, ".tmp-parallel"))
+    ap.add_argument("--out", default=os.path.join(HERE, "results", "parallel.json"))
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--data", help=argparse.SUPPRESS)
+    ap.add_argument("--kind", help=argparse.SUPPRESS)
+    ap.add_argument("--rows", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker(args)
+    else:
+        os.makedirs(args.scratch, exist_ok=True)
+        driver(args)
+
+
+if __name__ == "__main__":
+    main()
