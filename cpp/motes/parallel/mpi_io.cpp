@@ -398,21 +398,6 @@ std::vector<PartSummary> write_species(const Comm& c, const Dataset* dataset_on_
   std::vector<Outgoing> sending;
   std::vector<Incoming> receiving;
   f = attempt([&] {
-    std::map<uint32_t, std::vector<uint64_t>> by_part;  // part -> local particle indexes
-    for (uint64_t i = 0; i < n; ++i) by_part[uint32_t(mine_in[cell_of[i]])].push_back(i);
-    std::vector<uint32_t>().swap(cell_of);
-    for (const auto& [part, idx] : by_part) {
-      Outgoing o{part, {}};
-      for (const ColumnView& v : cols) {
-        const size_t size = dtype_size(v.spec.dtype);
-        const int64_t stride = v.stride_bytes ? v.stride_bytes : int64_t(size);
-        std::vector<unsigned char> buf(idx.size() * size);
-        const unsigned char* src = static_cast<const unsigned char*>(v.data);
-        for (size_t j = 0; j < idx.size(); ++j) std::memcpy(buf.data() + j * size, src + int64_t(idx[j]) * stride, size);
-        o.columns.push_back(std::move(buf));
-      }
-      sending.push_back(std::move(o));
-    }
     for (size_t k = ncells; k < mine_in.size();) {
       Incoming in;
       in.part = uint32_t(mine_in[k]);
@@ -423,6 +408,54 @@ std::vector<PartSummary> write_species(const Comm& c, const Dataset* dataset_on_
       for (const ColumnView& v : cols) in.columns.emplace_back(in.count * dtype_size(v.spec.dtype));
       receiving.push_back(std::move(in));
     }
+    // Local particles grouped by destination part: a counting sort over the parts this rank feeds.
+    std::vector<uint32_t> fed(mine_in.begin(), mine_in.begin() + int64_t(ncells));
+    std::sort(fed.begin(), fed.end());
+    fed.erase(std::unique(fed.begin(), fed.end()), fed.end());
+    std::vector<uint32_t> slot_of_cell(ncells);
+    for (size_t cell = 0; cell < ncells; ++cell)
+      slot_of_cell[cell] = uint32_t(std::lower_bound(fed.begin(), fed.end(), uint32_t(mine_in[cell])) - fed.begin());
+    std::vector<uint64_t> start(fed.size() + 1, 0);
+    for (uint64_t i = 0; i < n; ++i) ++start[slot_of_cell[cell_of[i]] + 1];
+    for (size_t k = 0; k < fed.size(); ++k) start[k + 1] += start[k];
+    std::vector<uint64_t> order(n), fill(start.begin(), start.end() - 1);
+    for (uint64_t i = 0; i < n; ++i) order[fill[slot_of_cell[cell_of[i]]]++] = i;
+    std::vector<uint32_t>().swap(cell_of);
+    for (size_t k = 0; k < fed.size(); ++k) {
+      const uint64_t* idx = order.data() + start[k];
+      const uint64_t count = start[k + 1] - start[k];
+      // A part this rank aggregates itself is filled in place, without a message.
+      std::vector<unsigned char*> self(cols.size(), nullptr);
+      if (int(plan.aggregator[fed[k]]) == c.rank) {
+        for (Incoming& in : receiving) {
+          if (in.part != fed[k]) continue;
+          uint64_t at = 0;
+          for (const auto& [r, cnt] : in.from) {
+            if (r == c.rank) break;
+            at += cnt;
+          }
+          for (size_t col = 0; col < cols.size(); ++col)
+            self[col] = in.columns[col].data() + at * dtype_size(cols[col].spec.dtype);
+        }
+      }
+      Outgoing o{fed[k], {}};
+      for (size_t col = 0; col < cols.size(); ++col) {
+        const ColumnView& v = cols[col];
+        unsigned char* dest = self[col];
+        if (!dest) {
+          o.columns.emplace_back(count * dtype_size(v.spec.dtype));
+          dest = o.columns.back().data();
+        }
+        dispatch_dtype(v.spec.dtype, [&](auto tag) {
+          using T = decltype(tag);
+          const int64_t stride = v.stride_bytes ? v.stride_bytes : int64_t(sizeof(T));
+          const unsigned char* src = static_cast<const unsigned char*>(v.data);
+          T* out = reinterpret_cast<T*>(dest);
+          for (uint64_t j = 0; j < count; ++j) std::memcpy(out + j, src + int64_t(idx[j]) * stride, sizeof(T));
+        });
+      }
+      if (!o.columns.empty()) sending.push_back(std::move(o));
+    }
   });
   agree(c, f, "preparing the transfer of species '" + name + "'");
   std::vector<MPI_Request> sends, recvs;
@@ -431,10 +464,11 @@ std::vector<PartSummary> write_species(const Comm& c, const Dataset* dataset_on_
   for (Incoming& in : receiving) {
     uint64_t at = 0;
     for (const auto& [r, cnt] : in.from) {
-      for (size_t col = 0; col < cols.size(); ++col) {
-        const size_t size = dtype_size(cols[col].spec.dtype);
-        irecv_bytes(in.columns[col].data() + at * size, cnt * size, r, kTagData, c.comm, recvs);
-      }
+      if (r != c.rank)
+        for (size_t col = 0; col < cols.size(); ++col) {
+          const size_t size = dtype_size(cols[col].spec.dtype);
+          irecv_bytes(in.columns[col].data() + at * size, cnt * size, r, kTagData, c.comm, recvs);
+        }
       at += cnt;
     }
   }
