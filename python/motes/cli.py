@@ -278,27 +278,39 @@ def _output_kind(path: str, allowed: Sequence[str], option: str = "-o") -> str:
 # motes info
 # ----------------------------------------------------------------------------------------------
 def _file_info(ds, step: int, species: str) -> Dict[str, Any]:
-    f = ds.file(step, species)
-    sizes = dict(f.sizes)
+    """One species of one step: its file, or the sum over the part files of a parallel write."""
+    src = ds.source(step, species)
+    files = [src.part(k) for k in range(src.part_count)]
+    sizes: Dict[str, Any] = {}
+    for f in files:
+        for k, v in f.sizes.items():
+            sizes[k] = sizes.get(k, 0) + v
     data = sizes.get("data_bytes", 0)
     overhead = sizes.get("file_bytes", 0) - data
     sizes["overhead_bytes"] = overhead
     sizes["overhead_percent"] = (100.0 * overhead / data) if data else None
     cols = []
-    for c in f.columns:
-        cols.append({"name": c["name"], "dtype": c["dtype"], "index": c["index"], "unit": c["unit"],
-                     "min": _finite(c["min"]), "max": _finite(c["max"]), "nan_count": c["nan_count"]})
-    (lo, hi) = f.bounds
+    for j, c in enumerate(files[0].columns):
+        per = [f.columns[j] for f in files]
+        valid = [p for f, p in zip(files, per) if p["nan_count"] < f.count]  # parts with a range
+        cols.append({"name": c["name"], "dtype": c["dtype"],
+                     "index": "quantile" if any(p["index"] == "quantile" for p in per) else "none",
+                     "unit": c["unit"],
+                     "min": _finite(min(p["min"] for p in valid)) if valid else None,
+                     "max": _finite(max(p["max"] for p in valid)) if valid else None,
+                     "nan_count": sum(p["nan_count"] for p in per)})
+    (lo, hi) = src.bounds
     return {
         "step": step,
         "species": species,
-        "path": f.path,
-        "count": int(f.count),
-        "format_version": ".".join(str(v) for v in f.version),
-        "levels": int(f.level_count),
-        "nodes": int(f.node_count),
-        "leaf_size": int(f.leaf_size),
-        "lod_count": int(f.lod_count),
+        "path": src.path,
+        "parts": int(src.part_count),
+        "count": int(src.count),
+        "format_version": ".".join(str(v) for v in files[0].version),
+        "levels": max(int(f.level_count) for f in files),
+        "nodes": sum(int(f.node_count) for f in files),
+        "leaf_size": int(files[0].leaf_size),
+        "lod_count": int(files[0].lod_count),
         "bounds": {"min": [_finite(v) for v in lo], "max": [_finite(v) for v in hi]},
         "sizes": sizes,
         "columns": cols,
@@ -364,7 +376,8 @@ def _print_info(info: Dict[str, Any]) -> None:
         lo, hi = d["bounds"]["min"], d["bounds"]["max"]
         _out("")
         _out(f"step {d['step']}, species '{d['species']}': {_num(d['count'])} particles")
-        _out(f"  file     {d['path']} (format {d['format_version']})")
+        parts = f", {d['parts']} part files" if d.get('parts', 1) > 1 else ""
+        _out(f"  file     {d['path']} (format {d['format_version']}{parts})")
         _out("  bounds   " + "  ".join(f"{a} [{_g(l)}, {_g(h)}]" for a, l, h in zip("xyz", lo, hi)))
         _out(f"  tree     {d['levels']} levels, {_num(d['nodes'])} nodes, leaf size {d['leaf_size']}, "
              f"{d['lod_count']} LOD particles per inner node")
