@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       motes::Query q(file, spec);
       motes::Selection s(q);
       std::vector<char> buf(s.size() * 8 + 8);
-      for (size_t c = 0; c < file->columns().size(); ++c) s.gather(*file, c, 0, s.size(), buf.data(), 1);
+      for (size_t c = 0; c < file->columns().size(); ++c) s.gather(c, 0, s.size(), buf.data(), 1);
       motes::histogram(q, motes::Axis{file->column("x"), 8, 0.0, 1.0});
     }
   } catch (const motes::Error&) {

@@ -18,6 +18,18 @@ with tempfile.TemporaryDirectory() as tmp:
                     treelet_size=256, sync=False)
         for f in glob.glob(os.path.join(path, "steps", "*", "*.mpf")):
             shutil.copy(f, os.path.join(out, "reader", f"{kind}.mpf"))
+# Step indexes: a parallel write on MPI_COMM_SELF (mpi4py initialises MPI as a singleton).
+os.makedirs(os.path.join(out, "index"), exist_ok=True)
+if getattr(motes._core, "has_mpi", False):
+    from mpi4py import MPI
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for kind, n, target in [("clustered", 3000, 20_000), ("uniform", 500, 100_000)]:
+            path = os.path.join(tmp, f"{kind}.motes")
+            motes.write(path, synth.generate(kind, n, seed=2, with_id=True), comm=MPI.COMM_SELF,
+                        target_bytes=target, sync=False)
+            for f in glob.glob(os.path.join(path, "steps", "*", "*.mpi")):
+                shutil.copy(f, os.path.join(out, "index", f"{kind}.mpi"))
 for text in ["energy > 1.3 and 157.6 < x < 162.4", "not (ux**2 + uy**2 >= 4) or sqrt(abs(z)) == 1e-3",
              "(x > 1) & (y < 2) | ~(z != 3)", "-x**-2 <= log10(y) / exp(z)", "a == b == c != d"]:
     name = hashlib.sha1(text.encode()).hexdigest()[:12]

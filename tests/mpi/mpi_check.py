@@ -185,12 +185,17 @@ def cmd_errors(args, comm):
         species["ions"] = local(d, comm, "grid")
     if comm.size > 1:
         expect_error(motes.UsageError, lambda: w.write_step(1, species), "species 'ions' is missing")
+    # A rank one step behind: every rank raises before anything is written.
+    if comm.size > 1:
+        behind = 0 if comm.rank == last else 1
+        expect_error(motes.UsageError, lambda: w.write_step(behind, local(d, comm, "grid")),
+                     "ranks disagree on the step", f"rank {last} writes step 0 (rank 0: step 1)")
     # Bad positions on one rank only.
     cols = local(d, comm, "one")
     if comm.rank == 0:
         cols["x"] = cols["x"].copy()
         cols["x"][5] = np.nan
-    expect_error(motes.UsageError, lambda: w.write_step(1, cols), "rank 0")
+    expect_error(motes.UsageError, lambda: w.write_step(1, cols), "rank 0", "position column 'x'", "row 5")
     # An aggregator that cannot write its part files (its file size limit stands in for a full disk).
     import resource
     import signal

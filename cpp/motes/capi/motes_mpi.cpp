@@ -16,17 +16,18 @@ motes_status motes_writer_open_parallel(const char* path, MPI_Comm comm, motes_w
     MPI_Initialized(&initialized);
     if (!initialized) return fail(MOTES_ERROR_USAGE, "motes_writer_open_parallel: call MPI_Init first");
     if (comm == MPI_COMM_NULL) return fail(MOTES_ERROR_USAGE, "motes_writer_open_parallel: the communicator is MPI_COMM_NULL");
-    auto* w = new motes_writer();
     // A private duplicate: motes' messages never mix with the caller's on `comm`.
     MPI_Comm own;
     MPI_Comm_dup(comm, &own);
-    std::string dir = path;
     auto comm_holder = std::shared_ptr<MPI_Comm>(new MPI_Comm(own), [](MPI_Comm* c) {
       int finalized = 0;
       MPI_Finalized(&finalized);
       if (!finalized) MPI_Comm_free(c);
       delete c;
     });
+    std::string dir = path;
+    motes::open_dataset_parallel(own, dir);
+    auto w = std::make_unique<motes_writer>();
     w->write_collective = [dir, comm_holder](motes_writer& self) {
       motes::ParallelWriteOptions o;
       o.write = self.options;
@@ -35,7 +36,7 @@ motes_status motes_writer_open_parallel(const char* path, MPI_Comm comm, motes_w
       o.method = self.method_aug ? motes::AggregationMethod::aug : motes::AggregationMethod::adaptive;
       motes::write_step_parallel(*comm_holder, dir, self.step, self.time, self.attributes, self.species, o);
     };
-    *writer = w;
+    *writer = w.release();
     return MOTES_OK;
   });
 }

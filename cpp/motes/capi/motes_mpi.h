@@ -23,7 +23,10 @@ extern "C" {
 #endif
 
 /* Opens the dataset directory `path` (rank 0 creates it when absent) for collective
- * writes over `comm` (any communicator; motes keeps no reference after close). */
+ * writes over `comm` (any communicator: motes works on a duplicate of it). Collective;
+ * fails on every rank when the directory cannot be a dataset.
+ * motes_writer_close of a parallel writer is collective too (it frees the duplicate),
+ * and must come before MPI_Finalize. */
 motes_status motes_writer_open_parallel(const char* path, MPI_Comm comm, motes_writer** writer);
 
 /* The same with a Fortran communicator handle (MPI_Comm_c2f / comm%MPI_VAL). */

@@ -228,7 +228,9 @@ RankSummary summarize_rank(const ColumnView& x, const ColumnView& y, const Colum
   for (uint64_t i = 0; i < s.count; ++i)
     for (int a = 0; a < 3; ++a) {
       double v = coords[a][i];
-      if (!std::isfinite(v)) throw UsageError("position " + std::to_string(i) + " is not finite");
+      if (!std::isfinite(v))
+        throw UsageError("position column '" + axes[a].spec.name + "' has a non-finite value (" + std::to_string(v) +
+                         ") at row " + std::to_string(i));
       s.bounds.lo[a] = std::min(s.bounds.lo[a], v), s.bounds.hi[a] = std::max(s.bounds.hi[a], v);
     }
   std::vector<uint64_t> idx(s.count);

@@ -252,6 +252,34 @@ void check_same_schema(const Comm& c, const std::vector<SpeciesColumns>& species
   throw UsageError("ranks disagree on the schema of the step (" + text + ")");
 }
 
+// Collective: UsageError on every rank unless all ranks write the same step index,
+// time and attributes (a rank one step behind would otherwise write into another step).
+void check_same_step(const Comm& c, int64_t index, double time, const nlohmann::json& attributes) {
+  std::string mine = std::to_string(index) + "\n";
+  mine.append(reinterpret_cast<const char*>(&time), sizeof time);
+  mine += "\n" + attributes.dump();
+  uint64_t h = spec::checksum(mine.data(), mine.size()), lo = 0, hi = 0;
+  MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, c.comm);
+  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, c.comm);
+  if (lo == hi) return;
+  std::vector<std::string> all = allgather_strings(c, mine);
+  std::string text;
+  int listed = 0, differing = 0;
+  for (int r = 1; r < c.size; ++r) {
+    if (all[size_t(r)] == all[0]) continue;
+    ++differing;
+    if (listed < 6) {
+      std::string what = all[size_t(r)].substr(0, all[size_t(r)].find('\n')) != all[0].substr(0, all[0].find('\n'))
+                             ? "step " + all[size_t(r)].substr(0, all[size_t(r)].find('\n')) + " (rank 0: step " +
+                                   all[0].substr(0, all[0].find('\n')) + ")"
+                             : std::string("a different time or attributes");
+      text += std::string(listed ? "; " : "") + "rank " + std::to_string(r) + " writes " + what, ++listed;
+    }
+  }
+  if (differing > listed) text += "; and " + std::to_string(differing - listed) + " more ranks";
+  throw UsageError("ranks disagree on the step being written (" + text + ")");
+}
+
 unsigned ranks_on_this_node(const Comm& c) {
   MPI_Comm node;
   MPI_Comm_split_type(c.comm, MPI_COMM_TYPE_SHARED, c.rank, MPI_INFO_NULL, &node);
@@ -528,6 +556,14 @@ std::vector<PartSummary> write_species(const Comm& c, const Dataset* dataset_on_
 
 }  // namespace
 
+void open_dataset_parallel(MPI_Comm comm, const std::string& dir) {
+  Comm c(comm);
+  Failure f = attempt([&] {
+    if (c.rank == 0) Dataset::create(dir);
+  });
+  agree(c, f, "opening dataset '" + dir + "'");
+}
+
 ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, int64_t index, double time,
                                         const nlohmann::json& attributes, const std::vector<SpeciesColumns>& species,
                                         const ParallelWriteOptions& options) {
@@ -540,6 +576,7 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
     check_layout_options(options.write.layout);
   });
   agree(c, f, "checking the columns of step " + std::to_string(index));
+  check_same_step(c, index, time, attributes);
   check_same_schema(c, species);
   std::optional<Dataset> dataset;
   bool created_step_dir = false;

@@ -48,10 +48,15 @@ struct ParallelWriteReport {
   double plan_seconds = 0, exchange_seconds = 0, write_seconds = 0, commit_seconds = 0, total_seconds = 0;
 };
 
+// Collective: rank 0 opens the dataset directory `dir`, creating it when absent; every
+// rank raises the same error when that fails (e.g. a non-empty directory without a manifest).
+void open_dataset_parallel(MPI_Comm comm, const std::string& dir);
+
 // Writes step `index` of the dataset directory `dir` (created when absent) from every
-// rank's local columns. Every rank passes the same species with the same column names
-// and dtypes (any lengths, zero included); a rank whose schema differs makes every
-// rank raise UsageError naming the ranks and columns.
+// rank's local columns. Every rank passes the same step index, time, attributes and
+// species with the same column names and dtypes (any lengths, zero included); a rank
+// that differs makes every rank raise UsageError naming the ranks and columns. Column
+// units are taken from rank 0.
 ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, int64_t index, double time,
                                         const nlohmann::json& attributes, const std::vector<SpeciesColumns>& species,
                                         const ParallelWriteOptions& options = {});

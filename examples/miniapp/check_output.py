@@ -1,0 +1,80 @@
+"""Checks a dataset written by the jets mini-apps (run by ctest after them).
+
+    python examples/miniapp/check_output.py DIR EXPECTED_STEPS
+
+EXPECTED_STEPS is a comma-separated list of step indexes ("5,10,15,20"; a single
+one as "5,"), or else a number of steps. For every step: particles are present, their ids are unique,
+positions lie in the unit box, energy is 0.5 |u|^2, and the indexed query
+"energy > 0.5" returns exactly what a numpy brute force over all particles does.
+"""
+
+import sys
+
+import numpy as np
+
+import motes
+
+WHERE = "energy > 0.5"
+
+
+def fail(message):
+    print(f"check_output: FAILED: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def check_step(ds, step):
+    everything = ds.query(step=step)
+    n = len(everything)
+    if n == 0:
+        fail(f"step {step} holds no particles")
+    if ds.count(step=step) != n:
+        fail(f"step {step}: count() says {ds.count(step=step)}, query() returned {n}")
+    missing = {"x", "y", "z", "ux", "uy", "uz", "energy", "id", "jet"} - set(everything)
+    if missing:
+        fail(f"step {step}: columns {sorted(missing)} are missing (has {sorted(everything)})")
+    ids = everything["id"]
+    if len(np.unique(ids)) != n:
+        fail(f"step {step}: {n - len(np.unique(ids))} duplicate ids")
+    for axis in "xyz":
+        v = everything[axis]
+        if not (np.all(v >= 0) and np.all(v <= 1)):
+            fail(f"step {step}: {axis} leaves the unit box ({v.min()} .. {v.max()})")
+    u2 = sum(everything[c].astype(np.float64) ** 2 for c in ("ux", "uy", "uz"))
+    if not np.allclose(everything["energy"], 0.5 * u2, rtol=1e-5, atol=1e-7):
+        fail(f"step {step}: energy is not 0.5 |u|^2")
+
+    # The query through the indexes against a brute force over the same particles;
+    # rows may come back in another order, so both sides are compared sorted by id.
+    mask = everything["energy"] > 0.5
+    got = ds.query(WHERE, step=step)
+    if len(got) != int(mask.sum()) or ds.count(WHERE, step=step) != int(mask.sum()):
+        fail(f"step {step}: '{WHERE}' gives {len(got)} rows, brute force {int(mask.sum())}")
+    order_got = np.argsort(got["id"], kind="stable")
+    order_want = np.argsort(ids[mask], kind="stable")
+    for name, column in everything.items():
+        if not np.array_equal(got[name][order_got], column[mask][order_want]):
+            fail(f"step {step}: column '{name}' of '{WHERE}' differs from the brute force")
+    return n, int(mask.sum())
+
+
+def main():
+    if len(sys.argv) != 3:
+        fail(__doc__)
+    path, expected = sys.argv[1], sys.argv[2]
+    ds = motes.open(path)
+    if "," in expected:
+        want = [int(s) for s in expected.split(",") if s]
+        if ds.steps != want:
+            fail(f"steps are {ds.steps}, expected {want}")
+    elif len(ds.steps) != int(expected):
+        fail(f"{len(ds.steps)} steps ({ds.steps}), expected {expected}")
+    for step in ds.steps:
+        if "dt" not in ds.step(step).attributes:
+            fail(f"step {step}: attributes {ds.step(step).attributes} lack 'dt'")
+        n, hot = check_step(ds, step)
+        print(f"step {step:5d}: {n:8d} particles, {hot:8d} with {WHERE}: ok")
+    print(f"check_output: {path}: {len(ds.steps)} steps ok")
+
+
+if __name__ == "__main__":
+    main()

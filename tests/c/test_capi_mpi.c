@@ -1,0 +1,207 @@
+/* The parallel C API under MPI (run with 3 or more ranks): local columns of
+ * rank-dependent lengths (one rank empty), a schema mismatch and a NaN position on
+ * one rank reported on every rank, aggregation settings, and a writer opened on a
+ * sub-communicator. Every rank checks its own statuses; the job fails when any did. */
+#include <math.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "motes/capi/motes_mpi.h"
+
+static int rank = 0, size = 1, failures = 0;
+#define CHECK(cond, what)                                                                                \
+  do {                                                                                                   \
+    if (!(cond)) {                                                                                       \
+      fprintf(stderr, "rank %d: FAILED %s (line %d): %s\n", rank, what, __LINE__, motes_last_error()); \
+      ++failures;                                                                                        \
+    }                                                                                                    \
+  } while (0)
+
+struct particle {
+  double x, y, z;
+  float energy;
+};
+
+/* This rank's particles: a slab of the unit cube along x; rank 1 holds none. */
+static uint64_t make_particles(int r, int nranks, int step, struct particle** p, uint64_t** id) {
+  uint64_t n = r == 1 ? 0 : (uint64_t)(500 * (r + 1) + 100 * step);
+  *p = malloc(sizeof(struct particle) * (n ? n : 1));
+  *id = malloc(sizeof(uint64_t) * (n ? n : 1));
+  for (uint64_t i = 0; i < n; ++i) {
+    (*p)[i].x = (r + (double)(i % 101) / 101.0) / nranks;
+    (*p)[i].y = (double)(i % 89) / 89.0;
+    (*p)[i].z = 0.5 + 0.4 * sin(0.01 * (double)i);
+    (*p)[i].energy = (float)(i % 13);
+    (*id)[i] = ((uint64_t)r << 32) | i;
+  }
+  return n;
+}
+
+/* Sets x, y, z (strided, from the array of structs), energy and id. */
+static void set_columns(motes_writer* w, const struct particle* p, const uint64_t* id, uint64_t n, motes_dtype energy) {
+  CHECK(motes_writer_set_column(w, "e", "x", MOTES_F64, &p->x, n, sizeof *p) == MOTES_OK, "x");
+  CHECK(motes_writer_set_column(w, "e", "y", MOTES_F64, &p->y, n, sizeof *p) == MOTES_OK, "y");
+  CHECK(motes_writer_set_column(w, "e", "z", MOTES_F64, &p->z, n, sizeof *p) == MOTES_OK, "z");
+  CHECK(motes_writer_set_column(w, "e", "energy", energy, &p->energy, n, sizeof *p) == MOTES_OK, "energy");
+  CHECK(motes_writer_set_column(w, "e", "id", MOTES_U64, id, n, 0) == MOTES_OK, "id");
+}
+
+/* The status of a collective call must be the same on every rank. */
+static void check_same_everywhere(motes_status s, MPI_Comm comm, const char* what) {
+  int mine = (int)s, lo = 0, hi = 0;
+  MPI_Allreduce(&mine, &lo, 1, MPI_INT, MPI_MIN, comm);
+  MPI_Allreduce(&mine, &hi, 1, MPI_INT, MPI_MAX, comm);
+  CHECK(lo == hi, what);
+}
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size < 3) {
+    if (rank == 0) fprintf(stderr, "run with at least 3 ranks\n");
+    MPI_Finalize();
+    return 2;
+  }
+  /* One path for all ranks: rank 0's pid. */
+  char path[256];
+  int pid = (int)getpid();
+  MPI_Bcast(&pid, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  snprintf(path, sizeof path, "%s/motes-capi-mpi-%d.motes", argc > 1 ? argv[1] : "/tmp", pid);
+
+  motes_writer* w = NULL;
+  CHECK(motes_writer_open_parallel(path, MPI_COMM_WORLD, &w) == MOTES_OK, "open_parallel");
+  CHECK(motes_writer_set_aggregation(w, 0, "bogus", 1) == MOTES_ERROR_USAGE, "bad aggregation method refused");
+  CHECK(strstr(motes_last_error(), "bogus") != NULL, "message names the method");
+  CHECK(motes_writer_set_aggregation(w, 0, NULL, 1) == MOTES_ERROR_USAGE, "NULL method refused");
+  CHECK(motes_writer_set_aggregation(w, 64 * 1024, "adaptive", 1) == MOTES_OK, "adaptive aggregation");
+
+  /* Steps 0 and 1: local columns of different lengths, rank 1 empty; step 1 with AUG. */
+  for (int step = 0; step < 2; ++step) {
+    struct particle* p;
+    uint64_t* id;
+    uint64_t n = make_particles(rank, size, step, &p, &id);
+    if (step == 1) CHECK(motes_writer_set_aggregation(w, 0, "aug", 0) == MOTES_OK, "aug aggregation");
+    CHECK(motes_writer_begin_step(w, step, 0.5 * step) == MOTES_OK, "begin step");
+    CHECK(motes_writer_set_step_attributes(w, "{\"dt\": 0.5}") == MOTES_OK, "attributes");
+    set_columns(w, p, id, n, MOTES_F32);
+    motes_status s = motes_writer_write_step(w);
+    CHECK(s == MOTES_OK, step == 0 ? "write step 0" : "write step 1");
+    check_same_everywhere(s, MPI_COMM_WORLD, "write status agrees");
+    free(p);
+    free(id);
+  }
+
+  /* Step 2: the last rank gives energy another dtype: every rank is told, naming it. */
+  {
+    struct particle* p;
+    uint64_t* id;
+    uint64_t n = make_particles(rank, size, 2, &p, &id);
+    double* energy64 = malloc(sizeof(double) * (n ? n : 1));
+    for (uint64_t i = 0; i < n; ++i) energy64[i] = p[i].energy;
+    CHECK(motes_writer_begin_step(w, 2, 1.0) == MOTES_OK, "begin step 2");
+    if (rank == size - 1) {
+      CHECK(motes_writer_set_column(w, "e", "x", MOTES_F64, &p->x, n, sizeof *p) == MOTES_OK, "x");
+      CHECK(motes_writer_set_column(w, "e", "y", MOTES_F64, &p->y, n, sizeof *p) == MOTES_OK, "y");
+      CHECK(motes_writer_set_column(w, "e", "z", MOTES_F64, &p->z, n, sizeof *p) == MOTES_OK, "z");
+      CHECK(motes_writer_set_column(w, "e", "energy", MOTES_F64, energy64, n, 0) == MOTES_OK, "energy f64");
+      CHECK(motes_writer_set_column(w, "e", "id", MOTES_U64, id, n, 0) == MOTES_OK, "id");
+    } else {
+      set_columns(w, p, id, n, MOTES_F32);
+    }
+    motes_status s = motes_writer_write_step(w);
+    CHECK(s == MOTES_ERROR_USAGE, "dtype mismatch refused on every rank");
+    char expected[64];
+    snprintf(expected, sizeof expected, "rank %d", size - 1);
+    CHECK(strstr(motes_last_error(), expected) != NULL, "message names the rank");
+    CHECK(strstr(motes_last_error(), "energy") != NULL, "message names the column");
+    check_same_everywhere(s, MPI_COMM_WORLD, "mismatch status agrees");
+
+    /* The same step again with a NaN position on rank 0 only (a local check). */
+    CHECK(motes_writer_begin_step(w, 2, 1.0) == MOTES_OK, "begin step 2 again");
+    if (rank == 0) p[3].y = NAN;
+    set_columns(w, p, id, n, MOTES_F32);
+    s = motes_writer_write_step(w);
+    CHECK(s == MOTES_ERROR_USAGE, "NaN on one rank refused on every rank");
+    CHECK(strstr(motes_last_error(), "rank 0") != NULL, "NaN message names the rank");
+    check_same_everywhere(s, MPI_COMM_WORLD, "NaN status agrees");
+
+    /* And once more, correct: the failures left no trace of step 2. */
+    if (rank == 0) p[3].y = 0.25;
+    CHECK(motes_writer_begin_step(w, 2, 1.0) == MOTES_OK, "begin step 2 once more");
+    set_columns(w, p, id, n, MOTES_F32);
+    CHECK(motes_writer_write_step(w) == MOTES_OK, "write step 2 after the failures");
+    free(energy64);
+    free(p);
+    free(id);
+  }
+  CHECK(motes_writer_close(w) == MOTES_OK, "close");
+
+  /* Step 3 from a sub-communicator: the even ranks write it; the others have none. */
+  MPI_Comm sub;
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2 == 0 ? 0 : MPI_UNDEFINED, rank, &sub);
+  if (sub != MPI_COMM_NULL) {
+    int sub_rank = 0, sub_size = 1;
+    MPI_Comm_rank(sub, &sub_rank);
+    MPI_Comm_size(sub, &sub_size);
+    motes_writer* ws = NULL;
+    CHECK(motes_writer_open_parallel(path, sub, &ws) == MOTES_OK, "open_parallel on a sub-communicator");
+    MPI_Comm_free(&sub); /* motes keeps its own duplicate */
+    struct particle* p;
+    uint64_t* id;
+    uint64_t n = make_particles(sub_rank, sub_size, 3, &p, &id);
+    CHECK(motes_writer_begin_step(ws, 3, 1.5) == MOTES_OK, "begin step 3");
+    set_columns(ws, p, id, n, MOTES_F32);
+    motes_status s = motes_writer_write_step(ws);
+    CHECK(s == MOTES_OK, "write step 3 on the sub-communicator");
+    CHECK(motes_writer_close(ws) == MOTES_OK, "close the sub-communicator's writer");
+    free(p);
+    free(id);
+  } else {
+    motes_writer* ws = (motes_writer*)&ws; /* must be reset to NULL on failure */
+    CHECK(motes_writer_open_parallel(path, sub, &ws) == MOTES_ERROR_USAGE, "MPI_COMM_NULL refused");
+    CHECK(ws == NULL, "writer is NULL after a failed open");
+  }
+  CHECK(motes_writer_open_parallel(NULL, MPI_COMM_WORLD, &w) == MOTES_ERROR_USAGE, "NULL path refused");
+
+  /* The manifest lists steps 0..3 with the global counts (it is JSON, written with
+   * one-space indentation; docs/format.md). */
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    char manifest[320];
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", path);
+    FILE* f = fopen(manifest, "rb");
+    CHECK(f != NULL, "manifest exists");
+    static char text[1 << 16];
+    size_t len = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[len] = '\0';
+    if (f) fclose(f);
+    int even_ranks = (size + 1) / 2;
+    for (int step = 0; step < 4; ++step) {
+      uint64_t expected = 0;
+      int writers = step == 3 ? even_ranks : size;
+      for (int r = 0; r < writers; ++r) expected += r == 1 ? 0 : (uint64_t)(500 * (r + 1) + 100 * step);
+      char want[64];
+      snprintf(want, sizeof want, "\"index\": %d", step);
+      CHECK(strstr(text, want) != NULL, "manifest lists the step");
+      snprintf(want, sizeof want, "\"count\": %llu", (unsigned long long)expected);
+      CHECK(strstr(text, want) != NULL, "manifest holds the global count");
+    }
+  }
+
+  int total = 0;
+  MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (rank == 0) {
+    if (total == 0) printf("parallel C API: all checks passed on %d ranks (%s)\n", size, path);
+    char cleanup[300];
+    snprintf(cleanup, sizeof cleanup, "rm -rf '%s'", path);
+    if (total == 0 && system(cleanup) != 0) total = 1;
+  }
+  MPI_Bcast(&total, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Finalize();
+  return total ? 1 : 0;
+}
