@@ -93,7 +93,10 @@ def worker(args):
     dims = MPI.Compute_dims(size, 3)
     lo = [float(src[a].min()) for a in "xyz"]
     hi = [float(src[a].max()) for a in "xyz"]
-    idx = [np.clip(((src[a] - lo[k]) / (hi[k] - lo[k] + 1e-30) * dims[k]).astype(np.int64), 0, dims[k] - 1)
+    # Cell edges in float64; a particle belongs to the cell whose [edge_i, edge_i+1) holds it,
+    # so the inclusive box [edge_i, edge_i+1] of its rank always contains it.
+    edges = [np.linspace(lo[k], hi[k], dims[k] + 1) for k in range(3)]
+    idx = [np.clip(np.searchsorted(edges[k], np.asarray(src[a], dtype=np.float64), side="right") - 1, 0, dims[k] - 1)
            for k, a in enumerate("xyz")]
     owner = (idx[0] * dims[1] + idx[1]) * dims[2] + idx[2]
     mine = np.flatnonzero(owner == rank)
@@ -106,11 +109,7 @@ def worker(args):
     i, rem = divmod(rank, dims[1] * dims[2])
     j, k = divmod(rem, dims[2])
     cell = (i, j, k)
-    box = [lo[a] + (hi[a] - lo[a]) * cell[a] / dims[a] for a in range(3)] + \
-          [lo[a] + (hi[a] - lo[a]) * (cell[a] + 1) / dims[a] for a in range(3)]
-    for a in range(3):
-        if cell[a] == dims[a] - 1:
-            box[3 + a] = hi[a]
+    box = [float(edges[a][cell[a]]) for a in range(3)] + [float(edges[a][cell[a] + 1]) for a in range(3)]
     base = os.path.join(args.scratch, f"{args.kind}-{size}")
 
     def timed(fn):

@@ -29,16 +29,18 @@ def timed(label, fn):
 
 
 def decompose(data, size):
-    """Rank of every particle: the cell of a rank grid over the bounds that holds it."""
+    """Rank of every particle: the cell of a rank grid over the bounds that holds it.
+    Cell edges are float64; a particle belongs to the cell whose [edge_i, edge_i+1) holds it,
+    so the inclusive box of its rank contains it."""
     dims = MPI.Compute_dims(size, 3)
     owner = np.zeros(len(data["x"]), dtype=np.int64)
-    boxes = []
+    edges = []
     for n, a in enumerate("xyz"):
-        lo, hi = float(data[a].min()), float(data[a].max())
-        cell = np.clip(((data[a] - lo) / (hi - lo) * dims[n]).astype(np.int64), 0, dims[n] - 1)
+        e = np.linspace(float(data[a].min()), float(data[a].max()), dims[n] + 1)
+        cell = np.clip(np.searchsorted(e, data[a].astype(np.float64), side="right") - 1, 0, dims[n] - 1)
         owner = owner * dims[n] + cell
-        boxes.append((lo, hi, dims[n]))
-    return owner, boxes
+        edges.append(e)
+    return owner, edges
 
 
 def main():
@@ -61,13 +63,13 @@ def main():
         data, ms = timed("gen", lambda: synth.vpic(args.n, seed=args.seed, with_id=True))
         raw = sum(v.nbytes for v in data.values())
         print(f"      {len(data)} columns, {raw / 1e6:.0f} MB in memory, {ms / 1e3:.1f} s")
-        owner, boxes = decompose(data, size)
+        owner, edges = decompose(data, size)
         order = np.argsort(owner, kind="stable")
         counts = np.bincount(owner, minlength=size)
         names = [(k, v.dtype.str) for k, v in data.items()]
     names = comm.bcast(names)
     counts = comm.bcast(counts if rank == 0 else None)
-    boxes = comm.bcast(boxes if rank == 0 else None)
+    edges = comm.bcast(edges if rank == 0 else None)
     local = {}
     for k, dt in names:
         buf = np.empty(counts[rank], dtype=dt)
@@ -93,9 +95,8 @@ def main():
               f"exchange {report['exchange_seconds']:.2f} s, write {report['write_seconds']:.2f} s)")
 
     # Restart read: every rank asks for its grid cell and must get back exactly its particles.
-    ijk = np.unravel_index(rank, [b[2] for b in boxes])
-    box = [lo + (hi - lo) * i / d for (lo, hi, d), i in zip(boxes, ijk)] + \
-          [hi if i == d - 1 else lo + (hi - lo) * (i + 1) / d for (lo, hi, d), i in zip(boxes, ijk)]
+    ijk = np.unravel_index(rank, [len(e) - 1 for e in edges])
+    box = [float(e[i]) for e, i in zip(edges, ijk)] + [float(e[i + 1]) for e, i in zip(edges, ijk)]
     mine = motes.read_partition(path, comm, box=box, columns=["id"])
     got = set(mine["id"].tolist())
     missing = len(set(local["id"].tolist()) - got)

@@ -191,7 +191,7 @@ void write_particles(motes_writer* w, const Particles& p, const Domain& d, int s
 
   const double t0 = MPI_Wtime();
   check(motes_writer_begin_step(w, step, double(step) * kDt), "motes_writer_begin_step");
-  // Only rank 0's attributes are stored, so they hold global values only.
+  // Every rank must pass the same attributes (motes checks), so they hold global values only.
   char attributes[256];
   std::snprintf(attributes, sizeof attributes,
                 "{\"dt\": %g, \"injected\": %llu, \"removed\": %llu, \"ranks\": %d, \"grid\": [%d, %d, %d]}",

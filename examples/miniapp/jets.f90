@@ -157,7 +157,7 @@ contains
     double precision :: t0, seconds, slowest
     character(len=128) :: attributes
     nl = int(n, int64)
-    ! Only rank 0's attributes are stored, so they hold values every rank agrees on.
+    ! Every rank must pass the same attributes (motes checks), so they hold values all ranks agree on.
     write(attributes, '(a,es10.3,a,i0,a,i0,a)') '{"dt": ', dt, ', "injected": ', njets * per_jet * every, &
       ', "ranks": ', nranks, '}'
     energy(1:n) = 0.5 * (ux(1:n)**2 + uy(1:n)**2 + uz(1:n)**2)
