@@ -94,10 +94,26 @@ def cmd_write(args, comm):
         assert sp["parts"] >= 1
         if comm.rank == 0:
             print(f"step {step}: {sp['parts']} parts, balance {sp['balance']}", flush=True)
+    # Several species in one step, one of them empty on every rank.
+    d = global_data(0)
+    mine = local(d, comm, args.scenario)
+    ions = {k: v[::3].copy() for k, v in mine.items()}
+    neutrals = {k: v[:0].copy() for k, v in mine.items()}
+    w.write_step(2, {"electrons": mine, "ions": ions, "neutrals": neutrals}, time=1.0)
     comm.Barrier()
     if comm.rank == 0:
         ds = motes.open(args.dir)
-        assert ds.steps == [0, 1] and ds.times == [0.0, 0.5]
+        assert ds.species_names(2) == ["electrons", "ions", "neutrals"], ds.species_names(2)
+        same_rows(dict(ds.query(step=2, species="electrons")), d, "electrons of step 2")
+        assert ds.count(step=2, species="neutrals") == 0
+        assert len(ds.query(step=2, species="neutrals")["id"]) == 0
+    all_ions = gather_table(comm, ions)
+    if comm.rank == 0:
+        same_rows(dict(motes.open(args.dir).query(step=2, species="ions")), all_ions, "ions of step 2")
+    comm.Barrier()
+    if comm.rank == 0:
+        ds = motes.open(args.dir)
+        assert ds.steps == [0, 1, 2] and ds.times == [0.0, 0.5, 1.0]
         assert ds.step(1).attributes == {"ranks": comm.size}
         for step in range(2):
             d = global_data(step)
@@ -124,10 +140,14 @@ def cmd_write(args, comm):
 
 def cmd_read(args, comm):
     ds = motes.open(args.dir)
-    for step in ds.steps:
+    # Step 2's empty species: an empty particle file, read on every rank as nothing.
+    for kw in ({}, {"box": (0, 0, 0, 1, 1, 1)}):
+        empty = motes.read_partition(args.dir, comm, step=2, species="neutrals", **kw)
+        assert len(empty) == 0 and set(empty) == set(global_data(0)), (len(empty), list(empty))
+    for step in (0, 1):
         d = global_data(step)
         # An even share on every rank: the union is the data, with no duplicates.
-        even = motes.read_partition(args.dir, comm, step=step)
+        even = motes.read_partition(args.dir, comm, step=step, species="electrons")
         all_rows = gather_table(comm, even)
         if comm.rank == 0:
             same_rows(all_rows, d, f"even read on {comm.size} ranks")
@@ -137,7 +157,7 @@ def cmd_read(args, comm):
         lo, hi, dims, _ = rank_boxes(comm.size)[comm.rank]
         eps = np.nextafter(np.float32(1), np.float32(2)) - np.float32(1)
         box = tuple(lo) + tuple(hi + (hi >= 1.0) * eps)
-        mine = motes.read_partition(args.dir, comm, step=step, box=box)
+        mine = motes.read_partition(args.dir, comm, step=step, species="electrons", box=box)
         want = {k: v for k, v in d.items()}
         mask = np.ones(N, bool)
         for n, a in enumerate("xyz"):
@@ -147,7 +167,8 @@ def cmd_read(args, comm):
         q = max(1, comm.size - 1)
         sub = comm.Split(0 if comm.rank < q else MPI.UNDEFINED, comm.rank)
         if sub != MPI.COMM_NULL:
-            part = motes.read_partition(args.dir, sub, step=step, where="energy > 1", columns=["id", "energy"])
+            part = motes.read_partition(args.dir, sub, step=step, species="electrons", where="energy > 1",
+                                        columns=["id", "energy"])
             rows = gather_table(sub, part)
             if sub.rank == 0:
                 m = d["energy"] > np.float32(1)

@@ -65,10 +65,10 @@ def test_parallel_step_layout_on_disk(tmp_path):
     step_dir = tmp_path / "run.motes" / "steps" / "000000"
     parts = sorted(p.name for p in step_dir.glob("electrons.p*.mpf"))
     assert parts == [f"electrons.p{k:06d}.mpf" for k in range(entry["parts"])]
-    src = motes.open(tmp_path / "run.motes").source(0)
+    src = motes.open(tmp_path / "run.motes").source(0, "electrons")
     assert src.part_count == entry["parts"] and sum(src.part_counts) == 120_000
     # Box queries open only the parts their box meets.
-    sel = motes.open(tmp_path / "run.motes").select(box=(0, 0, 0, 0.2, 0.2, 0.2), step=0)
+    sel = motes.open(tmp_path / "run.motes").select(box=(0, 0, 0, 0.2, 0.2, 0.2), step=0, species="electrons")
     assert sel.counters["parts_pruned"] > 0
 
 

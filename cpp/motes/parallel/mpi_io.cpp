@@ -704,8 +704,10 @@ LocalParticles read_partition(MPI_Comm comm, const std::string& path, const Part
   std::vector<size_t> sizes;
   for (size_t k : columns) sizes.push_back(dtype_size(coll->schema()[k].dtype));
 
-  // Sends of one selection's rows [a, b) to rank `dest`: one message set per column.
+  // Sends of one selection's rows [a, b) to rank `dest`: one message set per column. Every
+  // buffer a send reads from lives until wait_all(sends) at the end.
   std::vector<std::vector<unsigned char>> buffers;
+  std::vector<uint64_t> counts_out;
   std::vector<MPI_Request> sends, recvs;
   auto send_rows = [&](const Selection& s, uint64_t a, uint64_t b, int dest) {
     for (size_t j = 0; j < columns.size(); ++j) {
@@ -751,9 +753,12 @@ LocalParticles read_partition(MPI_Comm comm, const std::string& path, const Part
       }
     });
     agree(c, f, "serving a parallel read of '" + path + "'");
-    for (const Served& s : served) {
-      isend_bytes(&s.count, 8, s.dest, kTagCount, c.comm, sends);
-      if (s.count) send_rows(s.selection, 0, s.count, s.dest);
+    // The counts live until the sends complete (the end of this function), not this block.
+    counts_out.resize(served.size());
+    for (size_t i = 0; i < served.size(); ++i) {
+      counts_out[i] = served[i].count;
+      isend_bytes(&counts_out[i], 8, served[i].dest, kTagCount, c.comm, sends);
+      if (counts_out[i]) send_rows(served[i].selection, 0, counts_out[i], served[i].dest);
     }
     // Clients: a count from each part's reader whose part meets this rank's box.
     std::vector<uint64_t> counts_in(parts, 0);
