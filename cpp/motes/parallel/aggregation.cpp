@@ -47,8 +47,11 @@ std::vector<Atom> make_atoms(const std::vector<RankSummary>& ranks) {
 // Octree cells over [lo, hi) of the points idx[b, e), halved at midpoints.
 class CellSplitter {
  public:
-  CellSplitter(const Coordinate* axes, uint64_t max_cell, std::vector<RankCell>& out, std::vector<uint32_t>* cell_of)
-      : axes_(axes), max_(max_cell), out_(out), cell_of_(cell_of) {}
+  // Scratch for the octants and the reordering, allocated once for all points: a
+  // fresh buffer per node costs page faults on every level.
+  CellSplitter(const Coordinate* axes, uint64_t max_cell, std::vector<RankCell>& out, std::vector<uint32_t>* cell_of,
+               uint64_t points)
+      : axes_(axes), max_(max_cell), out_(out), cell_of_(cell_of), oct_(points), tmp_(points) {}
 
   void split(std::vector<uint64_t>& idx, uint64_t b, uint64_t e, const Box& box, int depth) {
     const uint64_t n = e - b;
@@ -58,7 +61,7 @@ class CellSplitter {
     for (int a = 0; a < 3; ++a) mid[a] = 0.5 * (box.lo[a] + box.hi[a]);
     // Counting sort of the points into their octants.
     uint64_t counts[8] = {};
-    std::vector<uint8_t> oct(n);
+    uint8_t* oct = oct_.data() + b;
     for (uint64_t i = 0; i < n; ++i) {
       uint8_t o = 0;
       for (int a = 0; a < 3; ++a) o |= uint8_t(axes_[a][idx[b + i]] >= mid[a]) << a;
@@ -68,11 +71,11 @@ class CellSplitter {
     if (*std::max_element(counts, counts + 8) == n && depth > 0 && box_is_point(box)) return emit(idx, b, e, box);
     uint64_t start[9] = {0};
     for (int o = 0; o < 8; ++o) start[o + 1] = start[o] + counts[o];
-    std::vector<uint64_t> tmp(n);
+    uint64_t* tmp = tmp_.data() + b;
     uint64_t fill[8];
     std::copy(start, start + 8, fill);
     for (uint64_t i = 0; i < n; ++i) tmp[fill[oct[i]]++] = idx[b + i];
-    std::copy(tmp.begin(), tmp.end(), idx.begin() + int64_t(b));
+    std::copy(tmp, tmp + n, idx.begin() + int64_t(b));
     for (int o = 0; o < 8; ++o) {
       Box child{};
       for (int a = 0; a < 3; ++a) {
@@ -89,6 +92,8 @@ class CellSplitter {
   uint64_t max_;
   std::vector<RankCell>& out_;
   std::vector<uint32_t>* cell_of_;
+  std::vector<uint8_t> oct_;
+  std::vector<uint64_t> tmp_;
 
   void emit(const std::vector<uint64_t>& idx, uint64_t b, uint64_t e, const Box& box) {
     if (cell_of_)
@@ -238,7 +243,7 @@ RankSummary summarize_rank(const ColumnView& x, const ColumnView& y, const Colum
   // Cells are half-open at their upper faces; widen the top so the maximum falls inside.
   Box root = s.bounds;
   for (int a = 0; a < 3; ++a) root.hi[a] = std::nextafter(root.hi[a], INFINITY);
-  CellSplitter(coords, std::max<uint64_t>(1, max_cell), s.cells, cell_of).split(idx, 0, s.count, root, 0);
+  CellSplitter(coords, std::max<uint64_t>(1, max_cell), s.cells, cell_of, s.count).split(idx, 0, s.count, root, 0);
   return s;
 }
 
