@@ -17,12 +17,6 @@ namespace motes {
 
 namespace {
 
-// Fuzzing builds skip checksum comparisons so mutated inputs reach the structural checks.
-#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-constexpr bool kCheckSums = false;
-#else
-constexpr bool kCheckSums = true;
-#endif
 
 template <class T>
 T load(const unsigned char* p) {
@@ -121,7 +115,7 @@ void ParticleFile::parse() {
   if (h.version_major != spec::kVersionMajor)
     fail("format version " + std::to_string(h.version_major) + "." + std::to_string(h.version_minor) +
          " is not supported (this motes reads version " + std::to_string(spec::kVersionMajor) + ".x)");
-  if (kCheckSums && spec::checksum(map_, spec::kHeaderChecksumAt) != h.header_checksum) fail("header checksum mismatch (corrupted header)");
+  if (spec::kCheckSums && spec::checksum(map_, spec::kHeaderChecksumAt) != h.header_checksum) fail("header checksum mismatch (corrupted header)");
   major_ = h.version_major;
   minor_ = h.version_minor;
   if (h.file_size != size_)
@@ -140,7 +134,7 @@ void ParticleFile::parse() {
   uint64_t table_bytes = uint64_t(h.section_count) * sizeof(spec::SectionEntry);
   if (h.section_table_offset < spec::kPage || h.section_table_offset > size_ || table_bytes > size_ - h.section_table_offset)
     fail("section table lies outside the file");
-  if (kCheckSums && spec::checksum(map_ + h.section_table_offset, table_bytes) != h.section_table_checksum)
+  if (spec::kCheckSums && spec::checksum(map_ + h.section_table_offset, table_bytes) != h.section_table_checksum)
     fail("section table checksum mismatch");
   std::vector<spec::SectionEntry> table(h.section_count);
   if (table_bytes) std::memcpy(table.data(), map_ + h.section_table_offset, table_bytes);
@@ -151,7 +145,7 @@ void ParticleFile::parse() {
     if (e.offset < spec::kPage || e.offset > size_ || e.length > size_ - e.offset)
       fail(kind_name(e.kind) + " section lies outside the file");
     bool bulk = e.kind == spec::kColumn || e.kind == spec::kFineCodes;
-    if (kCheckSums && !bulk && spec::checksum(map_ + e.offset, e.length) != e.checksum)
+    if (spec::kCheckSums && !bulk && spec::checksum(map_ + e.offset, e.length) != e.checksum)
       fail(kind_name(e.kind) + " section checksum mismatch" +
            (e.column != spec::kNoColumn ? " (column " + std::to_string(e.column) + ")" : ""));
     if (e.kind == spec::kSchema) {
@@ -304,7 +298,7 @@ void ParticleFile::verify_data(const std::function<void(uint64_t, uint64_t)>& pr
     for (uint64_t k = 0; k < b.sums.size(); ++k) {
       uint64_t off = k * b.block_bytes;
       uint64_t len = std::min<uint64_t>(b.block_bytes, b.length - off);
-      if (kCheckSums && spec::checksum(map_ + b.offset + off, len) != b.sums[k])
+      if (spec::kCheckSums && spec::checksum(map_ + b.offset + off, len) != b.sums[k])
         fail("checksum mismatch in " + b.what + ", block " + std::to_string(k) + " (bytes " +
              std::to_string(b.offset + off) + ".." + std::to_string(b.offset + off + len) + ")");
       if (progress) progress(++done, total);

@@ -15,6 +15,13 @@ namespace motes::spec {
 
 static_assert(std::endian::native == std::endian::little, "the format is little-endian; this port needs byte swapping");
 
+// Fuzzing builds skip checksum comparisons so mutated inputs reach the structural checks.
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+inline constexpr bool kCheckSums = false;
+#else
+inline constexpr bool kCheckSums = true;
+#endif
+
 inline constexpr char kMagic[8] = {'M', 'O', 'T', 'E', 'S', 'P', 'R', 'T'};
 inline constexpr uint16_t kVersionMajor = 1;
 inline constexpr uint16_t kVersionMinor = 0;

@@ -13,11 +13,6 @@ namespace motes {
 
 namespace {
 
-#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-constexpr bool kCheckSums = false;
-#else
-constexpr bool kCheckSums = true;
-#endif
 
 constexpr char kIndexMagic[8] = {'M', 'O', 'T', 'E', 'S', 'I', 'D', 'X'};
 constexpr uint16_t kIndexMajor = 1, kIndexMinor = 0;
@@ -221,14 +216,14 @@ std::shared_ptr<const StepIndex> StepIndex::open(const std::string& path) {
   if (h.version_major != kIndexMajor)
     fail("step index version " + std::to_string(h.version_major) + "." + std::to_string(h.version_minor) +
          " is not supported (this motes reads " + std::to_string(kIndexMajor) + ".x)");
-  if (kCheckSums && h.header_checksum != spec::checksum(&h, offsetof(IndexHeader, header_checksum)))
+  if (spec::kCheckSums && h.header_checksum != spec::checksum(&h, offsetof(IndexHeader, header_checksum)))
     fail("header checksum mismatch");
   if (h.header_bytes != kIndexHeaderBytes) fail("unexpected header size " + std::to_string(h.header_bytes));
   if (h.body_bytes != bytes.size() - kIndexHeaderBytes)
     fail("body is " + std::to_string(bytes.size() - kIndexHeaderBytes) + " bytes, header says " +
          std::to_string(h.body_bytes) + " (truncated?)");
   const unsigned char* body = reinterpret_cast<const unsigned char*>(bytes.data()) + kIndexHeaderBytes;
-  if (kCheckSums && h.body_checksum != spec::checksum(body, h.body_bytes)) fail("body checksum mismatch");
+  if (spec::kCheckSums && h.body_checksum != spec::checksum(body, h.body_bytes)) fail("body checksum mismatch");
   if (h.part_count == 0) fail("step index lists no parts");
   if (h.node_count != 2 * uint64_t(h.part_count) - 1)
     fail("node count " + std::to_string(h.node_count) + " does not match " + std::to_string(h.part_count) + " parts");

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <new>
 #include <thread>
@@ -232,9 +233,10 @@ std::string schema_difference(const std::string& ref, const std::string& other) 
   return s;
 }
 
-// Collective: UsageError on every rank unless all ranks pass the same species and columns.
-void check_same_schema(const Comm& c, const std::vector<SpeciesColumns>& species) {
-  std::string mine = schema_text(species);
+// Collective: UsageError on every rank unless every rank's `mine` equals rank 0's. The
+// message lists up to 6 differing ranks, each explained by describe(rank 0's, its own).
+void check_ranks_agree(const Comm& c, const std::string& mine, const std::string& what,
+                       const std::function<std::string(const std::string&, const std::string&)>& describe) {
   uint64_t h = spec::checksum(mine.data(), mine.size()), lo = 0, hi = 0;
   MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, c.comm);
   MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, c.comm);
@@ -245,11 +247,17 @@ void check_same_schema(const Comm& c, const std::vector<SpeciesColumns>& species
   for (int r = 1; r < c.size; ++r) {
     if (all[size_t(r)] == all[0]) continue;
     ++differing;
-    if (listed < 6) text += std::string(listed ? "; " : "") + "rank " + std::to_string(r) + ": " +
-                            schema_difference(all[0], all[size_t(r)]), ++listed;
+    if (listed < 6)
+      text += std::string(listed ? "; " : "") + "rank " + std::to_string(r) + describe(all[0], all[size_t(r)]), ++listed;
   }
   if (differing > listed) text += "; and " + std::to_string(differing - listed) + " more ranks";
-  throw UsageError("ranks disagree on the schema of the step (" + text + ")");
+  throw UsageError("ranks disagree on " + what + " (" + text + ")");
+}
+
+// Collective: UsageError on every rank unless all ranks pass the same species and columns.
+void check_same_schema(const Comm& c, const std::vector<SpeciesColumns>& species) {
+  check_ranks_agree(c, schema_text(species), "the schema of the step",
+                    [](const std::string& ref, const std::string& other) { return ": " + schema_difference(ref, other); });
 }
 
 // Collective: UsageError on every rank unless all ranks write the same step index,
@@ -258,26 +266,10 @@ void check_same_step(const Comm& c, int64_t index, double time, const nlohmann::
   std::string mine = std::to_string(index) + "\n";
   mine.append(reinterpret_cast<const char*>(&time), sizeof time);
   mine += "\n" + attributes.dump();
-  uint64_t h = spec::checksum(mine.data(), mine.size()), lo = 0, hi = 0;
-  MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, c.comm);
-  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, c.comm);
-  if (lo == hi) return;
-  std::vector<std::string> all = allgather_strings(c, mine);
-  std::string text;
-  int listed = 0, differing = 0;
-  for (int r = 1; r < c.size; ++r) {
-    if (all[size_t(r)] == all[0]) continue;
-    ++differing;
-    if (listed < 6) {
-      std::string what = all[size_t(r)].substr(0, all[size_t(r)].find('\n')) != all[0].substr(0, all[0].find('\n'))
-                             ? "step " + all[size_t(r)].substr(0, all[size_t(r)].find('\n')) + " (rank 0: step " +
-                                   all[0].substr(0, all[0].find('\n')) + ")"
-                             : std::string("a different time or attributes");
-      text += std::string(listed ? "; " : "") + "rank " + std::to_string(r) + " writes " + what, ++listed;
-    }
-  }
-  if (differing > listed) text += "; and " + std::to_string(differing - listed) + " more ranks";
-  throw UsageError("ranks disagree on the step being written (" + text + ")");
+  check_ranks_agree(c, mine, "the step being written", [](const std::string& ref, const std::string& other) {
+    const std::string a = ref.substr(0, ref.find('\n')), b = other.substr(0, other.find('\n'));
+    return a != b ? " writes step " + b + " (rank 0: step " + a + ")" : std::string(" writes a different time or attributes");
+  });
 }
 
 unsigned ranks_on_this_node(const Comm& c) {
