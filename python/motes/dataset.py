@@ -11,7 +11,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from . import _core
-from ._core import FormatError, UsageError
+from ._core import FormatError, MotesError, UsageError
 
 __all__ = ["open", "write", "Writer", "Dataset", "Table", "Column", "read_partition"]
 
@@ -167,6 +167,7 @@ class Writer:
         self._cfg = _WriteConfig(leaf_size, lod_count, treelet_size, threads, sync)
         self._progress = progress
         self._comm = None if comm is None else _comm_handle(comm)
+        self._comm_obj = comm
         if aggregation not in ("adaptive", "aug"):
             raise UsageError(f"aggregation must be 'adaptive' or 'aug', got {aggregation!r}")
         if int(target_bytes) < 0 or not float(overfull) >= 1.0:
@@ -181,15 +182,19 @@ class Writer:
         (named ``species_name``). ``index`` maps column -> "auto" | "none" | "quantile".
         Returns one summary dict per species (sizes, timings, per-column ranges); a parallel
         writer returns its report instead (parts, balance, phase timings; the same on every rank)."""
-        if isinstance(species, Mapping) and species and all(isinstance(v, Mapping) for v in species.values()):
-            groups = species
-        else:
-            groups = {species_name: species}
-        payload = [(name, _column_tuples(cols, index, units)) for name, cols in groups.items()]
-        try:
-            attrs_json = json.dumps(dict(attributes or {}))
-        except TypeError as e:
-            raise UsageError(f"step attributes must be JSON-serialisable: {e}") from None
+        def prepare():
+            if isinstance(species, Mapping) and species and all(isinstance(v, Mapping) for v in species.values()):
+                groups = species
+            else:
+                groups = {species_name: species}
+            payload = [(name, _column_tuples(cols, index, units)) for name, cols in groups.items()]
+            try:
+                attrs_json = json.dumps(dict(attributes or {}))
+            except TypeError as e:
+                raise UsageError(f"step attributes must be JSON-serialisable: {e}") from None
+            return payload, attrs_json
+
+        payload, attrs_json = _on_every_rank(self._comm_obj, prepare, f"checking the columns of step {step}")
         if self._comm is not None:
             return _core.write_step_parallel(self._comm, self.path, int(step), float(time), attrs_json, payload,
                                              **_write_kwargs(self._cfg), **self._aggregation)
@@ -469,6 +474,25 @@ def _comm_handle(comm: Any) -> int:
         raise UsageError(f"comm must be an mpi4py communicator, got {type(comm).__name__}") from None
 
 
+def _on_every_rank(comm: Any, fn, stage: str):
+    """Runs fn() on every rank of comm (None: serially). When it raises on any rank, every
+    rank raises: a rank that gave up before a collective call would leave the others waiting."""
+    if comm is None:
+        return fn()
+    result, error = None, None
+    try:
+        result = fn()
+    except (MotesError, ValueError, TypeError, OSError) as e:
+        error = e
+    errors = comm.allgather(None if error is None else f"{type(error).__name__}: {error}")
+    failed = [(r, m) for r, m in enumerate(errors) if m is not None]
+    if failed:
+        listed = "; ".join(f"rank {r}: {m}" for r, m in failed[:8])
+        more = f"; and {len(failed) - 8} more ranks" if len(failed) > 8 else ""
+        raise UsageError(f"{stage} failed on {len(failed)} of {comm.size} ranks ({listed}{more})")
+    return result
+
+
 def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = None, where: Optional[str] = None,
                    columns: Optional[Sequence[str]] = None, step: Optional[int] = None,
                    species: Optional[str] = None, threads: int = 0) -> Table:
@@ -479,10 +503,13 @@ def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = N
     Part files are read by ranks spread over the communicator and the rows sent to the
     ranks that asked for them."""
     handle = _comm_handle(comm)
-    ds = Dataset(path)
-    src = ds._species(step, species)
-    names = ds._columns(columns, step, species)
-    cols = _core.read_partition(handle, src["path"], _box(box), where or "", names, threads)
+
+    def prepare():
+        ds = Dataset(path)
+        return ds._species(step, species)["path"], ds._columns(columns, step, species), _box(box)
+
+    src, names, b = _on_every_rank(comm, prepare, f"opening '{os.fspath(path)}' for a parallel read")
+    cols = _core.read_partition(handle, src, b, where or "", names, threads)
     return Table({n: cols[n] for n in names})
 
 

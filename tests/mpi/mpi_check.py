@@ -211,6 +211,18 @@ def cmd_errors(args, comm):
         behind = 0 if comm.rank == last else 1
         expect_error(motes.UsageError, lambda: w.write_step(behind, local(d, comm, "grid")),
                      "ranks disagree on the step", f"rank {last} writes step 0 (rank 0: step 1)")
+    # Input only one rank gets wrong, caught before any collective call: still raised everywhere.
+    cols = local(d, comm, "grid")
+    if comm.rank == last:
+        cols["w"] = cols["w"].astype(np.float16)
+    expect_error(motes.UsageError, lambda: w.write_step(1, cols), f"rank {last}", "unsupported dtype float16")
+    cols = ["id", "bogus"] if comm.rank == last else ["id"]
+    expect_error(motes.UsageError, lambda: motes.read_partition(args.dir, comm, columns=cols), f"rank {last}",
+                 "unknown column 'bogus'")
+    if comm.size > 1:
+        cols = ["id"] if comm.rank == last else ["id", "x"]
+        expect_error(motes.UsageError, lambda: motes.read_partition(args.dir, comm, columns=cols),
+                     "ranks disagree on what to read", f"rank {last}")
     # Bad positions on one rank only.
     cols = local(d, comm, "one")
     if comm.rank == 0:

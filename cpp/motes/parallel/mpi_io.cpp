@@ -668,6 +668,14 @@ bool overlaps(const Box& a, const Box& b) {
 
 LocalParticles read_partition(MPI_Comm comm, const std::string& path, const PartitionRequest& request) {
   Comm c(comm);
+  {
+    // Ranks that disagree on what to read would disagree on every message size below.
+    std::string mine = path + "\n" + request.where + "\n";
+    for (const std::string& col : request.columns) mine += col + ",";
+    check_ranks_agree(c, mine, "what to read", [](const std::string&, const std::string&) {
+      return std::string(" asks for another file, filter or column list than rank 0");
+    });
+  }
   std::shared_ptr<const Collection> coll;
   std::vector<size_t> columns;
   LocalParticles out;
