@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -213,6 +213,43 @@ class Writer:
             raise
         finally:
             bar.close()
+
+    def write_step_chunks(self, step: int, species: Mapping[str, Iterable[ColumnsLike]], *, time: float = 0.0,
+                          attributes: Optional[Mapping[str, Any]] = None, index: Optional[Mapping[str, str]] = None,
+                          units: Optional[Mapping[str, Mapping[str, str]]] = None) -> List[dict]:
+        """Writes one step from streams of column chunks, in bounded memory: ``species`` maps
+        each species name to an iterable of column mappings (all with the same columns), and
+        every non-empty chunk becomes one part file behind the species' step index. Use chunks
+        of a million rows or more: queries prune within a part, and skip whole parts only
+        where their bounds allow. ``units`` maps species -> column -> unit text. The step
+        appears only when every chunk is written; on any error nothing is published."""
+        if self._comm is not None:
+            raise UsageError("write_step_chunks is serial; parallel writers use write_step")
+        try:
+            attrs_json = json.dumps(dict(attributes or {}))
+        except TypeError as e:
+            raise UsageError(f"step attributes must be JSON-serialisable: {e}") from None
+        if not isinstance(species, Mapping) or not species:
+            raise UsageError("species must be a non-empty mapping of name -> iterable of column chunks")
+        created = False
+        if self._core is None:
+            created = not os.path.exists(self.path)
+            self._core = _core.DatasetCore.create(self.path)
+        units = dict(units or {})
+        try:
+            parted = self._core.begin_parted_step(int(step), float(time), attrs_json, list(species),
+                                                  **_write_kwargs(self._cfg))
+            summaries = []
+            for name, chunks in species.items():
+                for chunk in chunks:
+                    summaries.append(parted.add_part(name, _column_tuples(chunk, index, units.get(name))))
+            parted.commit()
+            return summaries
+        except BaseException:
+            if created:
+                self._core = None
+                shutil.rmtree(self.path, ignore_errors=True)
+            raise
 
     def close(self) -> None:
         pass

@@ -584,6 +584,23 @@ NB_MODULE(_core, m) {
                      return out;
                    })
       .def(
+          "begin_parted_step",
+          [](motes::Dataset& d, int64_t index, double time, const std::string& attrs_json,
+             std::vector<std::string> species, uint32_t leaf_size, uint32_t lod_count, uint32_t treelet_size,
+             unsigned threads, bool sync) {
+            nlohmann::json attrs;
+            try {
+              attrs = nlohmann::json::parse(attrs_json);
+            } catch (const nlohmann::json::exception& e) {
+              throw motes::UsageError(std::string("step attributes are not valid JSON: ") + e.what());
+            }
+            auto opts = write_options(leaf_size, lod_count, treelet_size, threads, sync, nb::none());
+            return new motes::PartedStepWriter(d, index, time, attrs, opts, std::move(species));
+          },
+          "index"_a, "time"_a, "attributes_json"_a, "species"_a, "leaf_size"_a = 512, "lod_count"_a = 8,
+          "treelet_size"_a = 65536, "threads"_a = 0, "sync"_a = true, nb::keep_alive<0, 1>(),
+          nb::rv_policy::take_ownership)
+      .def(
           "append_step",
           [](motes::Dataset& d, int64_t index, double time, const std::string& attrs_json,
              const std::vector<std::pair<std::string, std::vector<ColumnTuple>>>& species, uint32_t leaf_size,
@@ -608,6 +625,25 @@ NB_MODULE(_core, m) {
           },
           "index"_a, "time"_a, "attributes_json"_a, "species"_a, "leaf_size"_a = 512, "lod_count"_a = 8,
           "treelet_size"_a = 65536, "threads"_a = 0, "sync"_a = true, "progress"_a = nb::none());
+
+  nb::class_<motes::PartedStepWriter>(m, "PartedStep",
+                                      "A step written part by part; invisible until commit().")
+      .def(
+          "add_part",
+          [](motes::PartedStepWriter& w, const std::string& species, const std::vector<ColumnTuple>& cols) {
+            auto views = views_of(cols);
+            motes::WriteSummary s;
+            {
+              nb::gil_scoped_release release;
+              s = w.add_part(species, views);
+            }
+            return summary_dict(s);
+          },
+          "species"_a, "columns"_a)
+      .def("commit", [](motes::PartedStepWriter& w) {
+        nb::gil_scoped_release release;
+        w.commit();
+      });
 
 #ifdef MOTES_HAVE_MPI
   m.attr("has_mpi") = true;

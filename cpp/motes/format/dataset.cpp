@@ -251,4 +251,80 @@ void Dataset::save(bool sync) const {
   write_file_atomic((fs::path(dir_) / kManifest).string(), m.dump(1) + "\n", sync);
 }
 
+PartedStepWriter::PartedStepWriter(Dataset& dataset, int64_t index, double time, json attributes,
+                                   WriteOptions options, std::vector<std::string> species)
+    : dataset_(dataset), options_(std::move(options)) {
+  dataset_.check_new_step(index, time, attributes, species);
+  entry_.index = index;
+  entry_.time = time;
+  entry_.attributes = std::move(attributes);
+  for (std::string& name : species) species_.push_back({std::move(name), {}, {}});
+  dataset_.make_step_directory(index, options_.sync);
+}
+
+PartedStepWriter::SpeciesParts& PartedStepWriter::find(const std::string& name) {
+  for (SpeciesParts& s : species_)
+    if (s.name == name) return s;
+  std::string names;
+  for (const SpeciesParts& s : species_) names += (names.empty() ? "" : ", ") + s.name;
+  throw UsageError("species '" + name + "' was not declared for step " + std::to_string(entry_.index) + " (declared: " +
+                   names + ")");
+}
+
+WriteSummary PartedStepWriter::add_part(const std::string& species, const std::vector<ColumnView>& columns) {
+  if (committed_) throw UsageError("step " + std::to_string(entry_.index) + " is already committed");
+  SpeciesParts& sp = find(species);
+  validate_columns(columns);
+  std::vector<ColumnSpec> schema;
+  for (const ColumnView& c : columns) schema.push_back(ColumnSpec{c.spec.name, c.spec.dtype, FineIndex::none, c.spec.unit});
+  if (sp.schema.empty()) {
+    sp.schema = schema;
+  } else {
+    bool same = schema.size() == sp.schema.size();
+    for (size_t i = 0; same && i < schema.size(); ++i)
+      same = schema[i].name == sp.schema[i].name && schema[i].dtype == sp.schema[i].dtype;
+    if (!same) throw UsageError("species '" + species + "': a part's columns differ from its first part's");
+  }
+  if (columns.empty() || columns[0].count == 0) return {};
+  std::string index_path = dataset_.dir() + "/" + Dataset::species_index_name(entry_.index, species);
+  WriteSummary w = write_particle_file(StepIndex::part_path(index_path, sp.parts.size()), columns, options_);
+  sp.parts.push_back({w.particle_count, w.file_bytes, w.bounds, w.columns});
+  return w;
+}
+
+const StepEntry& PartedStepWriter::commit() {
+  if (committed_) throw UsageError("step " + std::to_string(entry_.index) + " is already committed");
+  for (SpeciesParts& sp : species_) {
+    if (sp.schema.empty()) throw UsageError("species '" + sp.name + "' has no columns: add at least one part");
+    SpeciesEntry e;
+    e.name = sp.name;
+    e.columns = sp.schema;
+    if (sp.parts.empty()) {
+      e.file = Dataset::species_file_name(entry_.index, sp.name);
+      std::vector<ColumnView> empty;
+      for (const ColumnSpec& c : sp.schema) {
+        ColumnView v;
+        v.spec = c;
+        empty.push_back(v);
+      }
+      e.bounds = write_particle_file(dataset_.path_of(e), empty, options_).bounds;
+    } else {
+      e.file = Dataset::species_index_name(entry_.index, sp.name);
+      e.parts = uint32_t(sp.parts.size());
+      for (size_t c = 0; c < e.columns.size(); ++c)
+        for (const PartSummary& p : sp.parts)
+          if (p.columns[c].fine == FineIndex::quantile) e.columns[c].fine = FineIndex::quantile;
+      StepIndex::write(dataset_.path_of(e), e.columns, sp.parts, options_.sync);
+      auto idx = StepIndex::open(dataset_.path_of(e));
+      e.count = idx->particle_count();
+      e.bounds = idx->bounds();
+    }
+    entry_.species.push_back(std::move(e));
+  }
+  committed_ = true;
+  int64_t index = entry_.index;
+  dataset_.commit_step(std::move(entry_), options_.sync);
+  return dataset_.step(index);
+}
+
 }  // namespace motes

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "motes/format/step_index.hpp"
 #include "motes/format/writer.hpp"
 #include "motes/types.hpp"
 
@@ -72,6 +73,33 @@ class Dataset {
   nlohmann::json attributes_ = nlohmann::json::object();
   std::vector<StepEntry> steps_;
   void save(bool sync) const;
+};
+
+// Writes one step part by part, for writers that cannot hold a species in memory at
+// once (converters streaming a big file): every add_part writes one part file of a
+// species; commit() writes each species' step index, then the manifest. Until then the
+// step is invisible, and an uncommitted writer leaves only files the manifest ignores.
+class PartedStepWriter {
+ public:
+  PartedStepWriter(Dataset& dataset, int64_t index, double time, nlohmann::json attributes, WriteOptions options,
+                   std::vector<std::string> species);
+  // Rows of `species`; every part of a species has the same columns (names, dtypes). Empty parts
+  // write nothing (a species whose parts are all empty becomes one empty particle file).
+  WriteSummary add_part(const std::string& species, const std::vector<ColumnView>& columns);
+  const StepEntry& commit();
+
+ private:
+  struct SpeciesParts {
+    std::string name;
+    std::vector<ColumnSpec> schema;  // from the first part
+    std::vector<PartSummary> parts;
+  };
+  Dataset& dataset_;
+  StepEntry entry_;
+  WriteOptions options_;
+  std::vector<SpeciesParts> species_;
+  bool committed_ = false;
+  SpeciesParts& find(const std::string& name);
 };
 
 }  // namespace motes

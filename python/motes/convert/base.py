@@ -1,0 +1,109 @@
+"""The in-between form of a conversion: steps of species whose columns stream in chunks.
+
+A *source* reads a file or dataset and yields :class:`Step` objects; a *sink* consumes
+them and writes its format. Nothing holds a whole step: a species hands out its rows
+through ``chunks()``, an iterator of column dicts of at most ``chunk_rows`` rows each,
+and can be iterated again (sinks that need two passes call it twice).
+
+Units travel as motes' free-text unit of a column. For openPMD quantities it is the
+JSON text ``{"unitSI": <float>, "unitDimension": [7 floats]}`` (see :func:`openpmd_unit`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .._core import UsageError
+
+Chunk = Dict[str, np.ndarray]
+
+DEFAULT_CHUNK_ROWS = 1 << 20
+
+
+@dataclass
+class Species:
+    """One species of one step: its schema and a re-iterable stream of row chunks."""
+
+    name: str
+    columns: List[Tuple[str, np.dtype]]          # schema, in order
+    count: int                                    # total rows
+    chunks: Callable[[], Iterator[Chunk]]         # each call starts again from the first row
+    units: Dict[str, str] = field(default_factory=dict)        # column -> unit text
+    attributes: Dict[str, Any] = field(default_factory=dict)   # species-level metadata (JSON-able)
+
+    def column_names(self) -> List[str]:
+        return [c for c, _ in self.columns]
+
+
+@dataclass
+class Step:
+    index: int
+    time: float
+    attributes: Dict[str, Any]
+    species: Dict[str, Species]
+
+
+def openpmd_unit(unit_si: float, unit_dimension: Sequence[float]) -> str:
+    """The unit text motes stores for an openPMD record component."""
+    dims = [float(v) for v in unit_dimension]
+    if len(dims) != 7:
+        raise UsageError(f"unitDimension needs 7 powers (L, M, T, I, theta, N, J), got {len(dims)}")
+    return json.dumps({"unitSI": float(unit_si), "unitDimension": dims})
+
+
+def parse_openpmd_unit(text: str) -> Optional[Tuple[float, List[float]]]:
+    """(unitSI, unitDimension) from a unit text written by :func:`openpmd_unit`, or None."""
+    if not text or not text.lstrip().startswith("{"):
+        return None
+    try:
+        d = json.loads(text)
+        return float(d["unitSI"]), [float(v) for v in d["unitDimension"]]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def chunked_arrays(arrays: Dict[str, Any], count: int, chunk_rows: int) -> Callable[[], Iterator[Chunk]]:
+    """chunks() over array-likes that support slicing (numpy arrays, h5py datasets, memmaps):
+    each chunk reads only its rows."""
+
+    def gen() -> Iterator[Chunk]:
+        for start in range(0, count, chunk_rows):
+            stop = min(count, start + chunk_rows)
+            yield {k: np.asarray(v[start:stop]) for k, v in arrays.items()}
+
+    return gen
+
+
+def check_columns(where: str, columns: Dict[str, Any]) -> int:
+    """Equal lengths and 1-D; returns the length. UsageError naming the file/path otherwise."""
+    lengths = {}
+    for k, v in columns.items():
+        shape = getattr(v, "shape", None)
+        if shape is None or len(shape) != 1:
+            raise UsageError(f"{where}: '{k}' is not a 1-D array (shape {shape})")
+        lengths[k] = int(shape[0])
+    if len(set(lengths.values())) > 1:
+        detail = ", ".join(f"{k}: {n}" for k, n in lengths.items())
+        raise UsageError(f"{where}: columns have unequal lengths ({detail})")
+    return next(iter(lengths.values()), 0)
+
+
+SUPPORTED_DTYPES = {np.dtype(t) for t in ("f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8")}
+
+
+def check_dtype(where: str, name: str, dtype: np.dtype) -> np.dtype:
+    dt = np.dtype(dtype)
+    if dt == np.bool_:
+        return np.dtype(np.uint8)
+    if dt.newbyteorder("=") in SUPPORTED_DTYPES:
+        return dt.newbyteorder("=")
+    raise UsageError(f"{where}: column '{name}' has unsupported dtype {dt} "
+                     "(motes stores float32/64, int8-64 and uint8-64)")
+
+
+Source = Callable[..., Iterable[Step]]
+Sink = Callable[..., None]
