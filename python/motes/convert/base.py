@@ -107,3 +107,22 @@ def check_dtype(where: str, name: str, dtype: np.dtype) -> np.dtype:
 
 Source = Callable[..., Iterable[Step]]
 Sink = Callable[..., None]
+
+
+def rechunk(chunks: Iterable[Chunk], chunk_rows: int) -> Iterator[Chunk]:
+    """Chunks of exactly chunk_rows rows (the last may be shorter) from chunks of any size."""
+    pending: List[Chunk] = []
+    rows = 0
+    for c in chunks:
+        n = len(next(iter(c.values()))) if c else 0
+        start = 0
+        while n - start > 0:
+            take = min(chunk_rows - rows, n - start)
+            pending.append({k: v[start:start + take] for k, v in c.items()})
+            rows += take
+            start += take
+            if rows == chunk_rows:
+                yield {k: np.concatenate([p[k] for p in pending]) for k in pending[0]}
+                pending, rows = [], 0
+    if rows:
+        yield {k: np.concatenate([p[k] for p in pending]) for k in pending[0]}

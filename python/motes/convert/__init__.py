@@ -1,0 +1,204 @@
+"""Conversions between motes and the formats users already have.
+
+    motes.convert.convert("run_%T.h5", "run.motes")                 # openPMD series -> motes
+    motes.convert.convert("run.motes", "hot.parquet", where="energy > 1.3", step=10)
+    motes.convert.convert("run.motes", "preview.vtkhdf", quality=0.5)  # ParaView
+
+Every format module provides ``read(path, **options) -> Iterator[Step]`` and/or
+``write(path, steps, **options)`` over the streaming form of :mod:`motes.convert.base`,
+so a conversion holds one chunk of rows at a time, never a whole step. The destination
+appears only when the conversion succeeded: it is written under a temporary name next
+to it and renamed at the end; on any error nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import shutil
+import tempfile
+from dataclasses import replace
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
+
+import numpy as np
+
+from .._core import UsageError
+from .base import DEFAULT_CHUNK_ROWS, Species, Step
+
+__all__ = ["convert", "read", "write", "FORMATS", "detect_format", "Step", "Species"]
+
+
+class Format:
+    def __init__(self, name: str, module: str, extensions: Sequence[str], can_read: bool, can_write: bool,
+                 description: str):
+        self.name, self.module, self.extensions = name, module, tuple(extensions)
+        self.can_read, self.can_write, self.description = can_read, can_write, description
+
+    def load(self):
+        return importlib.import_module(f"{__name__}.{self.module}")
+
+
+FORMATS: Dict[str, Format] = {f.name: f for f in [
+    Format("motes", "motes_format", [".motes"], True, True, "motes dataset directory"),
+    Format("openpmd", "openpmd", [".h5", ".bp"], True, True,
+           "openPMD 1.1 series (openpmd-api; file-based when the path holds %T)"),
+    Format("h5part", "h5part", [".h5part"], True, True, "H5Part (Step#N groups; ParaView, VisIt)"),
+    Format("hdf5", "hdf5", [".h5", ".hdf5", ".he5"], True, False, "any group of equal-length 1-D HDF5 datasets"),
+    Format("vtkhdf", "vtkhdf", [".vtkhdf", ".hdf"], False, True, "VTKHDF PolyData of vertices (ParaView, VTK)"),
+    Format("parquet", "tables", [".parquet", ".pq"], True, True, "Apache Parquet table"),
+    Format("arrow", "tables", [".arrow", ".feather", ".ipc"], True, True, "Arrow IPC file"),
+    Format("csv", "tables", [".csv"], True, True, "CSV with a header line"),
+    Format("npz", "tables", [".npz"], True, True, "numpy .npz of 1-D arrays"),
+]}
+
+
+def _sniff_hdf5(path: str) -> str:
+    """openpmd, h5part or hdf5 for an existing HDF5 file, by its content."""
+    try:
+        import h5py
+    except ImportError:  # pragma: no cover - h5py is a dependency of the convert extra
+        raise UsageError("reading HDF5 needs h5py (pip install 'motes[convert]')") from None
+    try:
+        with h5py.File(path, "r") as f:
+            if "openPMD" in f.attrs:
+                return "openpmd"
+            if any(k.startswith("Step#") for k in f.keys()):
+                return "h5part"
+            return "hdf5"
+    except OSError as e:
+        raise UsageError(f"{path}: cannot be opened as HDF5 ({e})") from None
+
+
+def detect_format(path: str, for_writing: bool) -> str:
+    """The format of ``path``: by its content for existing HDF5 files, else by its extension."""
+    p = os.fspath(path)
+    low = p.lower().rstrip("/")
+    if "%t" in low or "%0" in low and "t." in low:
+        return "openpmd"  # a file-based openPMD series pattern
+    if low.endswith(".motes") or (os.path.isdir(p) and os.path.exists(os.path.join(p, "manifest.json"))):
+        return "motes"
+    if low.endswith(".vtkhdf"):
+        return "vtkhdf"
+    if low.endswith(".h5part"):
+        return "h5part"
+    if not for_writing and os.path.isfile(p) and low.endswith((".h5", ".hdf5", ".hdf", ".he5")):
+        return _sniff_hdf5(p)
+    if for_writing and low.endswith((".h5", ".hdf5")):
+        raise UsageError(f"{p}: an .h5 destination can be openPMD or H5Part; choose with to='openpmd' or "
+                         "to='h5part' (CLI: --to)")
+    for f in FORMATS.values():
+        if low.endswith(f.extensions) and (f.can_write if for_writing else f.can_read):
+            return f.name
+    kinds = ", ".join(f"{f.name} ({'/'.join(f.extensions)})" for f in FORMATS.values()
+                      if (f.can_write if for_writing else f.can_read))
+    raise UsageError(f"{p}: cannot tell the format from the name; give it explicitly ({kinds})")
+
+
+def _format(name: Optional[str], path: str, for_writing: bool) -> Format:
+    name = name or detect_format(path, for_writing)
+    if name not in FORMATS:
+        raise UsageError(f"unknown format '{name}' (formats: {', '.join(FORMATS)})")
+    f = FORMATS[name]
+    if for_writing and not f.can_write:
+        raise UsageError(f"motes cannot write {name} ({f.description}); it can read it")
+    if not for_writing and not f.can_read:
+        raise UsageError(f"motes cannot read {name} ({f.description}); it can write it")
+    return f
+
+
+def read(path: str, format: Optional[str] = None, **options) -> Iterator[Step]:
+    """The steps of ``path``, streaming (see :mod:`motes.convert.base`)."""
+    p = os.fspath(path)
+    if "%" not in p and not os.path.exists(p):
+        raise FileNotFoundError(f"no such file or dataset: '{p}'")
+    return _format(format, p, False).load().read(p, **options)
+
+
+def write(path: str, steps: Iterable[Step], format: Optional[str] = None, **options) -> None:
+    """Writes ``steps`` to ``path`` in place (no temporary name; see :func:`convert`)."""
+    p = os.fspath(path)
+    _format(format, p, True).load().write(p, steps, **options)
+
+
+def _select(steps: Iterable[Step], step: Optional[Sequence[int]], species: Optional[Sequence[str]],
+            progress) -> Iterator[Step]:
+    """Keeps the chosen steps and species; counts rows into the progress bar."""
+    wanted_steps = None if step is None else {int(s) for s in step}
+    seen_steps = set()
+    for st in steps:
+        if wanted_steps is not None and st.index not in wanted_steps:
+            continue
+        seen_steps.add(st.index)
+        chosen = st.species
+        if species is not None:
+            missing = [s for s in species if s not in st.species]
+            if missing:
+                raise UsageError(f"step {st.index} has no species {', '.join(map(repr, missing))} "
+                                 f"(species: {', '.join(st.species)})")
+            chosen = {s: st.species[s] for s in species}
+        if progress is not None:
+            chosen = {k: replace(v, chunks=_counted(v.chunks, progress)) for k, v in chosen.items()}
+        yield replace(st, species=chosen)
+    if wanted_steps is not None and wanted_steps - seen_steps:
+        raise UsageError(f"the source has no step {', '.join(map(str, sorted(wanted_steps - seen_steps)))}")
+
+
+def _counted(chunks, bar):
+    def gen():
+        for c in chunks():
+            n = len(next(iter(c.values()))) if c else 0
+            bar.update(n)
+            yield c
+    return gen
+
+
+def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format: Optional[str] = None,
+            step: Optional[Sequence[int]] = None, species: Optional[Sequence[str]] = None,
+            chunk_rows: int = DEFAULT_CHUNK_ROWS, overwrite: bool = False, progress: bool = False,
+            read_options: Optional[Dict[str, Any]] = None, write_options: Optional[Dict[str, Any]] = None) -> str:
+    """Converts ``src`` into ``dst`` (formats from the names or content unless given), in
+    bounded memory: chunks of ``chunk_rows`` rows. ``step`` / ``species`` keep only those.
+    ``read_options`` go to the source (for a motes source: ``where``, ``box``, ``quality``,
+    ``columns``; for generic HDF5: ``group``, ``columns`` mapping), ``write_options`` to the
+    destination. Returns the destination path. The destination must not exist unless
+    ``overwrite``; it appears only once complete."""
+    src, dst = os.fspath(src), os.fspath(dst)
+    if chunk_rows < 1:
+        raise UsageError("chunk_rows must be at least 1")
+    fin = _format(src_format, src, False)
+    fout = _format(dst_format, dst, True)
+    if "%" not in src and not os.path.exists(src):
+        raise FileNotFoundError(f"no such file or dataset: '{src}'")
+    if os.path.lexists(dst) and not overwrite:
+        raise UsageError(f"{dst} exists; pass overwrite=True (CLI: --overwrite) to replace it")
+    parent = os.path.dirname(os.path.abspath(dst)) or "."
+    if not os.path.isdir(parent):
+        raise UsageError(f"{dst}: the folder {parent} does not exist")
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(desc=f"{os.path.basename(src)} -> {os.path.basename(dst)}", unit=" rows", unit_scale=True)
+    # Written into a private folder next to the destination, then moved into place: a
+    # failed conversion leaves nothing, and readers never see a half-written file.
+    tmp = tempfile.mkdtemp(prefix=".motes-convert-", dir=parent)
+    try:
+        steps = fin.load().read(src, chunk_rows=chunk_rows, **(read_options or {}))
+        fout.load().write(os.path.join(tmp, os.path.basename(dst.rstrip("/"))),
+                          _select(steps, step, species, bar), **(write_options or {}))
+        produced = os.listdir(tmp)
+        if not produced:
+            raise UsageError(f"{src}: nothing to convert (no steps or species selected)")
+        for name in produced:
+            target = os.path.join(parent, name)
+            if os.path.lexists(target):
+                if os.path.isdir(target) and not os.path.islink(target):
+                    shutil.rmtree(target)
+                else:
+                    os.remove(target)
+            os.replace(os.path.join(tmp, name), target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if bar is not None:
+            bar.close()
+    return dst

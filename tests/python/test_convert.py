@@ -1,0 +1,147 @@
+"""motes convert: the framework, motes as source and sink, and the flat table formats."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import motes
+from motes import convert, synth
+from motes.cli import main as cli
+
+
+def same_rows(got, want, exact_dtypes=True):
+    og, ow = np.argsort(got["id"]), np.argsort(want["id"])
+    assert set(got) == set(want)
+    for k in want:
+        a, b = np.asarray(got[k])[og], np.asarray(want[k])[ow]
+        if exact_dtypes:
+            assert a.dtype == b.dtype, k
+        assert np.array_equal(a.astype(b.dtype), b), k
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    d = synth.vpic(60_000, seed=3, with_id=True)
+    path = tmp_path_factory.mktemp("conv") / "src.motes"
+    w = motes.Writer(path, sync=False)
+    w.write_step(0, {"electrons": d, "ions": {k: v[:1000] for k, v in d.items()}}, time=0.5,
+                 attributes={"dt": 0.25, "code": "synth"}, units={"x": "m", "energy": "MeV"})
+    w.write_step(7, {"electrons": {k: v[::2] for k, v in d.items()}}, time=1.75)
+    return d, str(path)
+
+
+@pytest.mark.parametrize("ext", ["parquet", "arrow", "npz", "csv"])
+def test_table_round_trip(tmp_path, source, ext):
+    d, src = source
+    out = tmp_path / f"e.{ext}"
+    convert.convert(src, out, step=[0], species=["electrons"], chunk_rows=5000)
+    back = tmp_path / "back.motes"
+    convert.convert(out, back, chunk_rows=7000)
+    ds = motes.open(back)
+    same_rows(dict(ds.query()), d, exact_dtypes=ext != "csv")  # CSV keeps values, not dtypes
+    assert ds.source().part_count == 9  # 60k rows in chunks of 7000: bounded memory, one part per chunk
+    if ext in ("parquet", "arrow", "npz"):
+        assert ds.steps == [0] and ds.times == [0.5]
+        assert ds.step().attributes == {"dt": 0.25, "code": "synth"}
+        assert ds.species_names() == ["electrons"]
+    if ext in ("parquet", "arrow"):
+        units = {c.name: c.unit for c in ds.schema()}
+        assert units["x"] == "m" and units["energy"] == "MeV"
+
+
+def test_motes_to_motes_keeps_steps_species_and_queries(tmp_path, source):
+    d, src = source
+    dst = tmp_path / "copy.motes"
+    convert.convert(src, dst, chunk_rows=10_000)
+    a, b = motes.open(src), motes.open(dst)
+    assert a.steps == b.steps and a.times == b.times
+    for st in a.steps:
+        for sp in a.species_names(st):
+            same_rows(dict(b.query(step=st, species=sp)), dict(a.query(step=st, species=sp)))
+            assert b.count("energy > 0.05", step=st, species=sp) == a.count("energy > 0.05", step=st, species=sp)
+
+
+def test_spatial_blocks_are_compact_and_partition_the_rows(tmp_path, source):
+    d, src = source
+    steps = list(convert.read(src, chunk_rows=4000, where="energy > 0.01", species=["electrons"], steps=[0]))
+    sp = steps[0].species["electrons"]
+    patches = sp.attributes["motes_patches"]
+    chunks = list(sp.chunks())
+    assert len(chunks) == len(patches) > 10
+    mask = d["energy"] > np.float32(0.01)
+    ids = np.concatenate([c["id"] for c in chunks])
+    assert len(ids) == len(np.unique(ids)) == mask.sum() == sp.count
+    for c, p in zip(chunks, patches):
+        assert len(c["id"]) == p["numParticles"] <= 4000
+        for a, axis in enumerate("xyz"):
+            assert (c[axis] >= p["offset"][a]).all() and (c[axis] <= p["offset"][a] + p["extent"][a]).all()
+
+
+def test_query_result_and_preview_export(tmp_path, source):
+    d, src = source
+    convert.convert(src, tmp_path / "hot.npz", step=[0], species=["electrons"],
+                    read_options={"where": "energy > 0.05", "box": (50, 0, 0, 200, 100, 50), "columns": ["id", "x", "y", "z", "energy"]})
+    z = np.load(tmp_path / "hot.npz")
+    m = (d["energy"] > np.float32(0.05)) & (d["x"] >= 50)
+    assert sorted(z["id"]) == sorted(d["id"][m])
+    assert set(z.files) == {"id", "x", "y", "z", "energy", "__motes__"}
+    convert.convert(src, tmp_path / "prev.parquet", step=[0], species=["electrons"], read_options={"quality": 0.5})
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(tmp_path / "prev.parquet").num_rows == motes.open(src).count(quality=0.5, step=0,
+                                                                                      species="electrons")
+
+
+def test_errors_name_the_problem_and_leave_nothing(tmp_path, source):
+    d, src = source
+    with pytest.raises(motes.UsageError, match="one species of one step"):
+        convert.convert(src, tmp_path / "all.parquet")
+    assert not os.path.exists(tmp_path / "all.parquet")
+    assert [p for p in os.listdir(tmp_path) if p.startswith(".motes-convert")] == []
+    with pytest.raises(motes.UsageError, match="needs position columns x, y, z"):
+        convert.convert(src, tmp_path / "bad.motes", read_options={"columns": ["id", "energy"]})
+    assert not os.path.exists(tmp_path / "bad.motes")
+    with pytest.raises(motes.UsageError, match="cannot tell the format"):
+        convert.convert(src, tmp_path / "out.xyz")
+    with pytest.raises(motes.UsageError, match="choose with to="):
+        convert.convert(src, tmp_path / "out.h5")
+    with pytest.raises(FileNotFoundError):
+        convert.convert(tmp_path / "missing.parquet", tmp_path / "m.motes")
+    (tmp_path / "exists.parquet").write_bytes(b"old")
+    with pytest.raises(motes.UsageError, match="exists"):
+        convert.convert(src, tmp_path / "exists.parquet", step=[7])
+    assert (tmp_path / "exists.parquet").read_bytes() == b"old"
+    (tmp_path / "junk.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(motes.FormatError, match="junk.parquet"):
+        convert.convert(tmp_path / "junk.parquet", tmp_path / "j.motes")
+    with pytest.raises(motes.UsageError, match="no step 3"):
+        convert.convert(src, tmp_path / "s.parquet", step=[3])
+    # A table with nulls or strings is refused with the column named.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"x": [1.0, None], "y": [0.0, 1.0], "z": [0.0, 1.0]}), tmp_path / "nulls.parquet")
+    with pytest.raises(motes.UsageError, match="'x' has 1 missing"):
+        convert.convert(tmp_path / "nulls.parquet", tmp_path / "n.motes")
+    pq.write_table(pa.table({"x": [1.0], "y": [0.0], "z": [0.0], "name": ["a"]}), tmp_path / "str.parquet")
+    with pytest.raises(motes.UsageError, match="'name'"):
+        convert.convert(tmp_path / "str.parquet", tmp_path / "s.motes")
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".motes")]
+
+
+def test_cli_convert(tmp_path, source, capsys):
+    d, src = source
+    dst = tmp_path / "hot.arrow"
+    assert cli(["convert", src, str(dst), "--step", "0", "--species", "electrons", "--where", "energy > 0.05",
+                "--columns", "id,x,y,z,energy", "--no-progress"]) == 0
+    import pyarrow as pa
+
+    t = pa.ipc.open_file(dst).read_all()
+    assert t.num_rows == int((d["energy"] > np.float32(0.05)).sum())
+    assert json.loads(t.schema.metadata[b"motes"])["species"] == "electrons"
+    assert cli(["convert", src, str(dst), "--step", "7", "--no-progress"]) == 2
+    assert "exists" in capsys.readouterr().err
+    assert cli(["convert", str(dst), str(tmp_path / "x.motes"), "--where", "x > 1"]) == 2
+    assert "select from a motes dataset" in capsys.readouterr().err
