@@ -586,3 +586,24 @@ def test_through_a_motes_dataset(tmp_path):
     s.flush()
     assert num.sum() == 2000 and len(num) >= 4     # one patch per spatial block of <= 500 rows
     s.close()
+
+
+def test_export_reads_in_openpmd_viewer(tmp_path):
+    """A motes step exported as a file-based openPMD series opens in openPMD-viewer."""
+    viewer = pytest.importorskip("openpmd_viewer")
+    import motes
+    from motes import convert, synth
+
+    d = synth.vpic(20_000, seed=5, with_id=True)
+    w = motes.Writer(tmp_path / "a.motes", sync=False)
+    w.write_step(0, {"electrons": d}, time=0.5)
+    w.write_step(4, {"electrons": {k: v[::2] for k, v in d.items()}}, time=1.5)
+    (tmp_path / "diags").mkdir()
+    convert.convert(tmp_path / "a.motes", tmp_path / "diags" / "data_%T.h5", chunk_rows=5000)
+    ts = viewer.OpenPMDTimeSeries(str(tmp_path / "diags"), backend="h5py", check_all_files=True)
+    assert list(ts.iterations) == [0, 4]
+    assert np.allclose(ts.t, [0.5, 1.5])
+    ids, energy = ts.get_particle(["id", "energy"], species="electrons", iteration=4)
+    order, want = np.argsort(ids), np.argsort(d["id"][::2])
+    assert np.array_equal(ids[order], d["id"][::2][want])
+    assert np.array_equal(energy[order].astype(np.float32), d["energy"][::2][want])
