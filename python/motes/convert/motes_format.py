@@ -14,13 +14,15 @@ so an import never holds a whole step.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .._core import UsageError
 from ..dataset import Dataset, Writer
-from .base import DEFAULT_CHUNK_ROWS, Species, Step
+from .base import DEFAULT_CHUNK_ROWS, Chunk, Species, Step
 
 # Step attributes under this key carry species-level metadata (openPMD record constants,
 # offsets) through a motes dataset, whose steps have attributes but its species do not.
@@ -100,7 +102,11 @@ def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, where: Optional[str
 
 
 def write(path: str, steps: Iterable[Step], *, leaf_size: int = 512, lod_count: int = 8, sync: bool = True,
-          threads: int = 0, index: Optional[Dict[str, str]] = None) -> None:
+          threads: int = 0, index: Optional[Dict[str, str]] = None, memory_limit: int = 1 << 30) -> None:
+    """Writes the steps into a new motes dataset. A species whose data fit in
+    ``memory_limit`` bytes is gathered and written as one file (the best layout); a larger
+    one is sorted into spatial buckets on disk first (two passes over the source) and each
+    bucket becomes one part file, so parts stay spatially disjoint and queries skip them."""
     w = Writer(path, leaf_size=leaf_size, lod_count=lod_count, sync=sync, threads=threads)
     wrote = False
     for st in steps:
@@ -120,19 +126,106 @@ def write(path: str, steps: Iterable[Step], *, leaf_size: int = 512, lod_count: 
             if not {"x", "y", "z"} <= set(sp.column_names()):
                 raise UsageError(f"step {st.index}, species '{name}': motes needs position columns x, y, z "
                                  f"(columns: {', '.join(sp.column_names())}); map them when importing")
-        w.write_step_chunks(st.index, {name: _nonempty_first(sp) for name, sp in st.species.items()}, time=st.time,
-                            attributes=attrs, index=index, units={name: sp.units for name, sp in st.species.items()})
+        spill = path.rstrip("/") + ".spill"
+        try:
+            w.write_step_chunks(st.index, {name: _parts(sp, memory_limit, spill) for name, sp in st.species.items()},
+                                time=st.time, attributes=attrs, index=index,
+                                units={name: sp.units for name, sp in st.species.items()})
+        finally:
+            shutil.rmtree(spill, ignore_errors=True)
         wrote = True
     if not wrote:
         raise UsageError("nothing to write: the source has no steps with species")
 
 
-def _nonempty_first(sp: Species):
-    """The chunks of a species; an all-empty species still yields one empty chunk with its columns."""
-    any_rows = False
+def _row_bytes(sp: Species) -> int:
+    return sum(np.dtype(dt).itemsize for _, dt in sp.columns)
+
+
+def _parts(sp: Species, memory_limit: int, spill: str) -> Iterator[Chunk]:
+    """The part files' rows of a species: all of it at once when it fits in memory_limit,
+    else spatial buckets of at most about memory_limit / 2 bytes each."""
+    if sp.count * _row_bytes(sp) <= memory_limit:
+        yield _gather(sp)
+    else:
+        yield from _buckets(sp, max(1, memory_limit // 2 // _row_bytes(sp)), spill)
+
+
+def _gather(sp: Species) -> Chunk:
+    out = {name: np.empty(sp.count, dtype=dt) for name, dt in sp.columns}
+    at = 0
     for c in sp.chunks():
-        if c and len(next(iter(c.values()))):
-            any_rows = True
-            yield c
-    if not any_rows:
-        yield {name: np.empty(0, dtype=dt) for name, dt in sp.columns}
+        n = len(next(iter(c.values()))) if c else 0
+        if at + n > sp.count:
+            raise UsageError(f"species '{sp.name}' gave more rows than the {sp.count} it announced")
+        for name, _ in sp.columns:
+            out[name][at:at + n] = c[name]
+        at += n
+    if at != sp.count:
+        raise UsageError(f"species '{sp.name}' gave {at} rows, announced {sp.count}")
+    return out
+
+
+def _buckets(sp: Species, bucket_rows: int, spill: str) -> Iterator[Chunk]:
+    """External spatial sort: k-d split planes from a sample of the positions (pass 1),
+    rows appended to per-bucket files (pass 2), then each bucket read back whole."""
+    stride = max(1, sp.count // (1 << 20))
+    sample = [[], [], []]
+    for c in sp.chunks():
+        for a, axis in enumerate("xyz"):
+            sample[a].append(np.asarray(c[axis][::stride], dtype=np.float64))
+    pts = np.stack([np.concatenate(s) for s in sample], axis=1)
+    buckets = max(1, -(-sp.count // bucket_rows))
+    # Nodes of a k-d tree with `buckets` leaves: (axis, value, left, right); leaves are -1 - bucket.
+    nodes: List[Tuple[int, float, int, int]] = []
+
+    def build(p: np.ndarray, k: int) -> int:
+        if k <= 1 or len(p) < 2:
+            build.leaves += 1
+            return -build.leaves
+        axis = int(np.argmax(p.max(axis=0) - p.min(axis=0)))
+        left_k = k // 2
+        cut = np.partition(p[:, axis], len(p) * left_k // k)[len(p) * left_k // k]
+        lo, hi = p[p[:, axis] < cut], p[p[:, axis] >= cut]
+        me = len(nodes)
+        nodes.append((axis, float(cut), 0, 0))
+        left = build(lo, left_k)
+        right = build(hi, k - left_k)
+        nodes[me] = (axis, float(cut), left, right)
+        return me
+
+    build.leaves = 0
+    root = build(pts, buckets)
+    del pts, sample
+    os.makedirs(spill, exist_ok=True)
+    counts: Dict[int, int] = {}
+    axis_of = np.array([n[0] for n in nodes], dtype=np.int64)
+    value_of = np.array([n[1] for n in nodes], dtype=np.float64)
+    left_of = np.array([n[2] for n in nodes], dtype=np.int64)
+    right_of = np.array([n[3] for n in nodes], dtype=np.int64)
+    for c in sp.chunks():
+        n = len(c["x"])
+        pos = [np.asarray(c[a], dtype=np.float64) for a in "xyz"]
+        where = np.full(n, root, dtype=np.int64)
+        active = np.arange(n) if root >= 0 else np.empty(0, dtype=np.int64)
+        while active.size:  # one tree level per pass, all rows at once
+            node = where[active]
+            coord = np.choose(axis_of[node], [pos[0][active], pos[1][active], pos[2][active]])
+            step = np.where(coord < value_of[node], left_of[node], right_of[node])
+            where[active] = step
+            active = active[step >= 0]
+        bucket = -1 - where
+        order = np.argsort(bucket, kind="stable")
+        bounds = np.searchsorted(bucket[order], np.arange(build.leaves + 1))
+        for b in range(build.leaves):
+            sel = order[bounds[b]:bounds[b + 1]]
+            if not len(sel):
+                continue
+            counts[b] = counts.get(b, 0) + len(sel)
+            for name, dt in sp.columns:
+                with open(os.path.join(spill, f"{b}.{name}"), "ab") as f:
+                    np.ascontiguousarray(c[name][sel], dtype=dt).tofile(f)
+    for b in sorted(counts):
+        yield {name: np.fromfile(os.path.join(spill, f"{b}.{name}"), dtype=dt) for name, dt in sp.columns}
+        for name, _ in sp.columns:
+            os.remove(os.path.join(spill, f"{b}.{name}"))
