@@ -169,8 +169,8 @@ def test_vtkhdf_preview_opens_in_vtk(tmp_path, source):
     d, src = source
     out = tmp_path / "preview.vtkhdf"
     convert.convert(src, out, species=["electrons"], read_options={"quality": 0.6})
-    vtk = pytest.importorskip("vtk")
-    r = vtk.vtkHDFReader()
+    vtk_hdf = pytest.importorskip("vtkmodules.vtkIOHDF")  # no rendering libraries needed
+    r = vtk_hdf.vtkHDFReader()
     r.SetFileName(str(out))
     r.Update()
     assert r.GetNumberOfSteps() == 2
