@@ -137,6 +137,8 @@ def _select(steps: Iterable[Step], step: Optional[Sequence[int]], species: Optio
                                  f"(species: {', '.join(st.species)})")
             chosen = {s: st.species[s] for s in species}
         if progress is not None:
+            progress.total = (progress.total or 0) + sum(int(v.count) for v in chosen.values())
+            progress.refresh()
             chosen = {k: replace(v, chunks=_counted(v.chunks, progress)) for k, v in chosen.items()}
         yield replace(st, species=chosen)
     if wanted_steps is not None and wanted_steps - seen_steps:

@@ -960,6 +960,14 @@ def _create_series(io, path: str, encoding: str, info: Dict[str, Any]):
     where = f"{path}: series"
     if info.get("author"):
         series.set_author(str(info["author"]))
+    else:  # recommended by the standard: whoever ran the conversion (MOTES_AUTHOR overrides the login name)
+        import getpass  # noqa: PLC0415
+
+        try:
+            author = os.environ.get("MOTES_AUTHOR") or getpass.getuser()
+        except (KeyError, OSError):
+            author = "unknown"
+        series.set_author(author)
     if info.get("software"):
         if info.get("softwareVersion"):
             series.set_software(str(info["software"]), str(info["softwareVersion"]))
