@@ -195,6 +195,14 @@ def read(path, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, species=None, steps=None
     return iter(out)
 
 
+def one_species(species, holder: str) -> Optional[str]:
+    """The species a one-species file is asked to hold; None: the only one of each step."""
+    sel = _species_selection(species)
+    if sel is not None and len(sel) != 1:
+        raise UsageError(f"{holder} holds one species; got species={species!r} (write one file each)")
+    return sel[0] if sel else None
+
+
 def _pick_species(path: str, step: Step, wanted: Optional[str], chosen: Optional[str]) -> Optional[Species]:
     names = list(step.species)
     if wanted is not None:
@@ -261,10 +269,7 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
     species: the species to write; needed when a step holds several. A step without it is
     written as an empty step group (time and attributes kept). The file is removed on error."""
     path = os.fspath(path)
-    sel = _species_selection(species)
-    if sel is not None and len(sel) != 1:
-        raise UsageError(f"an H5Part file holds one species; got species={species!r} (write one file each)")
-    wanted = sel[0] if sel else None
+    wanted = one_species(species, "an H5Part file")
     f = open_file(path, "w")
     ok = False
     try:

@@ -41,7 +41,7 @@ import numpy as np
 
 from .._core import UsageError
 from .base import Species, Step, check_dtype
-from .h5part import _pick_species, _species_selection
+from .h5part import _pick_species, one_species
 from .hdf5 import open_file
 
 __all__ = ["write"]
@@ -247,10 +247,7 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
     species: the species to write; needed when a step holds several (a VTKHDF PolyData holds
     one point set). A step without it is written with no points. The file is removed on error."""
     path = os.fspath(path)
-    sel = _species_selection(species)
-    if sel is not None and len(sel) != 1:
-        raise UsageError(f"a VTKHDF PolyData file holds one species; got species={species!r} (write one file each)")
-    wanted = sel[0] if sel else None
+    wanted = one_species(species, "a VTKHDF PolyData file")
     f = open_file(path, "w")
     ok = False
     try:
