@@ -532,11 +532,12 @@ def _on_every_rank(comm: Any, fn, stage: str):
 
 def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = None, where: Optional[str] = None,
                    columns: Optional[Sequence[str]] = None, step: Optional[int] = None,
-                   species: Optional[str] = None, threads: int = 0) -> Table:
+                   species: Optional[str] = None, quality: float = 1.0, threads: int = 0) -> Table:
     """Collective read of one step over the ranks of ``comm`` (mpi4py), whatever number of
     ranks wrote it. With ``box`` (this rank's region, inclusive; every rank passes one) each
     rank gets the particles inside its box, e.g. to restart a simulation on a new
     decomposition; without, each rank gets an even share of the matching particles.
+    ``quality`` < 1 reads a level-of-detail preview (the particles of ``ds.query(quality=q)``).
     Part files are read by ranks spread over the communicator and the rows sent to the
     ranks that asked for them."""
     handle = _comm_handle(comm)
@@ -545,8 +546,13 @@ def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = N
         ds = Dataset(path)
         return ds._species(step, species)["path"], ds._columns(columns, step, species), _box(box)
 
-    src, names, b = _on_every_rank(comm, prepare, f"opening '{os.fspath(path)}' for a parallel read")
-    cols = _core.read_partition(handle, src, b, where or "", names, threads)
+    def prepare_all():
+        if not 0.0 <= float(quality) <= 1.0:
+            raise UsageError(f"quality must be in [0, 1], got {quality}")
+        return prepare()
+
+    src, names, b = _on_every_rank(comm, prepare_all, f"opening '{os.fspath(path)}' for a parallel read")
+    cols = _core.read_partition(handle, src, b, where or "", names, threads, float(quality))
     return Table({n: cols[n] for n in names})
 
 

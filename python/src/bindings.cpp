@@ -705,10 +705,11 @@ NB_MODULE(_core, m) {
   m.def(
       "read_partition",
       [](int comm_f, const std::string& path, std::optional<std::vector<double>> box, const std::string& where,
-         const std::vector<std::string>& columns, unsigned threads) {
+         const std::vector<std::string>& columns, unsigned threads, double quality) {
         motes::PartitionRequest req;
         req.box = box_of(box);
         req.where = where;
+        req.quality = quality;
         req.columns = columns;
         req.threads = threads;
         motes::LocalParticles lp;
@@ -726,7 +727,7 @@ NB_MODULE(_core, m) {
         return out;
       },
       "comm"_a, "path"_a, "box"_a = nb::none(), "where"_a = "", "columns"_a = std::vector<std::string>{},
-      "threads"_a = 0);
+      "threads"_a = 0, "quality"_a = 1.0);
 #else
   m.attr("has_mpi") = false;
 #endif

@@ -163,6 +163,13 @@ def cmd_read(args, comm):
         for n, a in enumerate("xyz"):
             mask &= (d[a] >= box[n]) & (d[a] <= box[n + 3])
         same_rows(dict(mine), {k: v[mask] for k, v in want.items()}, f"box read on rank {comm.rank}")
+        # A preview spread over the ranks: the same particles as a serial read at that quality.
+        preview = gather_table(comm, motes.read_partition(args.dir, comm, step=step, species="electrons",
+                                                          quality=0.6, columns=["id", "energy"]))
+        if comm.rank == 0:
+            want = ds.query(step=step, species="electrons", quality=0.6, columns=["id", "energy"])
+            assert 0 < len(want["id"]) < N
+            same_rows(preview, dict(want), f"preview read on {comm.size} ranks")
         # A filtered even read with a column subset, on a sub-communicator of the first ranks.
         q = max(1, comm.size - 1)
         sub = comm.Split(0 if comm.rank < q else MPI.UNDEFINED, comm.rank)

@@ -670,10 +670,10 @@ LocalParticles read_partition(MPI_Comm comm, const std::string& path, const Part
   Comm c(comm);
   {
     // Ranks that disagree on what to read would disagree on every message size below.
-    std::string mine = path + "\n" + request.where + "\n";
+    std::string mine = path + "\n" + request.where + "\n" + std::to_string(request.quality) + "\n";
     for (const std::string& col : request.columns) mine += col + ",";
     check_ranks_agree(c, mine, "what to read", [](const std::string&, const std::string&) {
-      return std::string(" asks for another file, filter or column list than rank 0");
+      return std::string(" asks for another file, filter, quality or column list than rank 0");
     });
   }
   std::shared_ptr<const Collection> coll;
@@ -700,6 +700,7 @@ LocalParticles read_partition(MPI_Comm comm, const std::string& path, const Part
   auto part_bounds = [&](size_t k) { return coll->index() ? coll->index()->parts()[k].bounds : coll->bounds(); };
   QuerySpec spec;
   spec.where = request.where;
+  spec.quality_to = request.quality;
   spec.threads = threads_per_rank(c, request.threads);
   std::vector<size_t> sizes;
   for (size_t k : columns) sizes.push_back(dtype_size(coll->schema()[k].dtype));
