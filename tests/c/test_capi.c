@@ -54,6 +54,22 @@ int main(void) {
   CHECK(motes_writer_set_column(w, "electrons", "id", MOTES_U64, id, N, 0) == MOTES_ERROR_USAGE, "duplicate refused");
   CHECK(motes_writer_write_step(w) == MOTES_OK, "write step 0");
 
+  /* A declared schema: columns of a species nobody sets in a step are written empty. */
+  CHECK(motes_writer_define_column(w, "ions", "x", MOTES_F32, "m") == MOTES_OK, "define ions.x");
+  CHECK(motes_writer_define_column(w, "ions", "y", MOTES_F32, "m") == MOTES_OK, "define ions.y");
+  CHECK(motes_writer_define_column(w, "ions", "z", MOTES_F32, NULL) == MOTES_OK, "define ions.z");
+  CHECK(motes_writer_define_column(w, "ions", "z", MOTES_F32, NULL) == MOTES_OK, "same declaration again");
+  CHECK(motes_writer_define_column(w, "ions", "z", MOTES_F64, NULL) == MOTES_ERROR_USAGE, "redeclared dtype refused");
+  CHECK(strstr(motes_last_error(), "already declared as f32") != NULL, "message names the declared dtype");
+  CHECK(motes_writer_begin_step(w, 2, 1.5) == MOTES_OK, "begin step 2");
+  CHECK(motes_writer_set_column(w, "electrons", "x", MOTES_F64, &p[0].x, N, sizeof(struct particle)) == MOTES_OK, "x");
+  CHECK(motes_writer_set_column(w, "electrons", "y", MOTES_F64, &p[0].y, N, sizeof(struct particle)) == MOTES_OK, "y");
+  CHECK(motes_writer_set_column(w, "electrons", "z", MOTES_F64, &p[0].z, N, sizeof(struct particle)) == MOTES_OK, "z");
+  CHECK(motes_writer_set_column(w, "ions", "x", MOTES_F64, &p[0].x, N, sizeof(struct particle)) == MOTES_ERROR_USAGE,
+        "a set column must have its declared dtype");
+  CHECK(strstr(motes_last_error(), "declared f32, set as f64") != NULL, "message names both dtypes");
+  CHECK(motes_writer_write_step(w) == MOTES_OK, "write step 2 with an empty declared species");
+
   /* A step with a NaN position fails with a clear message and leaves step 0 alone. */
   p[10].y = NAN;
   CHECK(motes_writer_begin_step(w, 1, 1.0) == MOTES_OK, "begin step 1");

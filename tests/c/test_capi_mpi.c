@@ -135,6 +135,18 @@ int main(int argc, char** argv) {
     CHECK(motes_writer_begin_step(w, 2, 1.0) == MOTES_OK, "begin step 2 once more");
     set_columns(w, p, id, n, MOTES_F32);
     CHECK(motes_writer_write_step(w) == MOTES_OK, "write step 2 after the failures");
+
+    /* Step 4 with a declared schema: a rank without particles sets no column at all. */
+    CHECK(motes_writer_define_column(w, "e", "x", MOTES_F64, "m") == MOTES_OK, "define x");
+    CHECK(motes_writer_define_column(w, "e", "y", MOTES_F64, "m") == MOTES_OK, "define y");
+    CHECK(motes_writer_define_column(w, "e", "z", MOTES_F64, "m") == MOTES_OK, "define z");
+    CHECK(motes_writer_define_column(w, "e", "energy", MOTES_F32, NULL) == MOTES_OK, "define energy");
+    CHECK(motes_writer_define_column(w, "e", "id", MOTES_U64, NULL) == MOTES_OK, "define id");
+    CHECK(motes_writer_begin_step(w, 4, 2.0) == MOTES_OK, "begin step 4");
+    if (n) set_columns(w, p, id, n, MOTES_F32);
+    s = motes_writer_write_step(w);
+    CHECK(s == MOTES_OK, "write step 4, empty ranks setting nothing");
+    check_same_everywhere(s, MPI_COMM_WORLD, "step 4 status agrees");
     free(energy64);
     free(p);
     free(id);
@@ -191,6 +203,14 @@ int main(int argc, char** argv) {
       snprintf(want, sizeof want, "\"count\": %llu", (unsigned long long)expected);
       CHECK(strstr(text, want) != NULL, "manifest holds the global count");
     }
+    /* Step 4 holds step 2's particles, and the declared unit. */
+    uint64_t expected4 = 0;
+    for (int r = 0; r < size; ++r) expected4 += r == 1 ? 0 : (uint64_t)(500 * (r + 1) + 100 * 2);
+    char want4[64];
+    snprintf(want4, sizeof want4, "\"count\": %llu", (unsigned long long)expected4);
+    CHECK(strstr(text, "\"index\": 4") != NULL, "manifest lists step 4");
+    CHECK(strstr(text, want4) != NULL, "step 4 holds the global count");
+    CHECK(strstr(text, "\"unit\": \"m\"") != NULL, "the declared unit is stored");
   }
 
   int total = 0;

@@ -22,6 +22,11 @@ program test_fortran
 
   call expect(motes_writer_open(trim(path), w), MOTES_OK, 'open')
   call expect(motes_writer_set_options(w, 64, 4, 0, .false.), MOTES_OK, 'options')
+  ! a declared species this process has no particles of: written empty, no set_column needed
+  call expect(motes_writer_define_column(w, 'neutrals', 'x', MOTES_F64, 'm'), MOTES_OK, 'define x')
+  call expect(motes_writer_define_column(w, 'neutrals', 'y', MOTES_F64, ''), MOTES_OK, 'define y')
+  call expect(motes_writer_define_column(w, 'neutrals', 'z', MOTES_F64, ''), MOTES_OK, 'define z')
+  call expect(motes_writer_define_column(w, 'neutrals', 'z', MOTES_F32, ''), MOTES_ERROR_USAGE, 'redefine refused')
   call expect(motes_writer_begin_step(w, 3_int64, 1.5d0), MOTES_OK, 'begin step')
   call expect(motes_writer_set_step_attributes(w, '{"code": "fortran"}'), MOTES_OK, 'attributes')
   call expect(motes_writer_set_column(w, 'ions', 'x', MOTES_F64, c_loc(x), int(n, int64), 0_int64), MOTES_OK, 'x')

@@ -18,6 +18,36 @@ motes::ColumnView* find_column(motes_writer* w, const char* species, const char*
   return nullptr;
 }
 
+// Adds every declared column this step did not set, empty, and the declared units
+// of columns set without one. Declared species come first, in declaration order.
+void complete_declared_columns(motes_writer* w) {
+  std::vector<motes::SpeciesColumns> out;
+  auto species_of = [&](const std::string& name) -> std::vector<motes::ColumnView>& {
+    for (auto& sp : out)
+      if (sp.first == name) return sp.second;
+    out.push_back({name, {}});
+    return out.back().second;
+  };
+  for (const auto& [sp, spec] : w->declared) {
+    motes::ColumnView* set = find_column(w, sp.c_str(), spec.name.c_str());
+    motes::ColumnView v;
+    if (set) {
+      v = *set;
+      if (v.spec.unit.empty()) v.spec.unit = spec.unit;
+    } else {
+      v.spec = spec;
+    }
+    species_of(sp).push_back(v);
+  }
+  for (const auto& [sp, cols] : w->species)
+    for (const motes::ColumnView& c : cols) {
+      bool declared = false;
+      for (const auto& [dsp, spec] : w->declared) declared |= dsp == sp && spec.name == c.spec.name;
+      if (!declared) species_of(sp).push_back(c);
+    }
+  w->species = std::move(out);
+}
+
 }  // namespace
 
 extern "C" {
@@ -55,6 +85,25 @@ motes_status motes_writer_set_options(motes_writer* w, uint32_t leaf_size, uint3
   });
 }
 
+motes_status motes_writer_define_column(motes_writer* w, const char* species, const char* name, motes_dtype dtype,
+                                        const char* unit) {
+  return guarded([&] {
+    if (!w || !species || !name) return fail(MOTES_ERROR_USAGE, "motes_writer_define_column: NULL argument");
+    if (!motes::dtype_valid(uint8_t(dtype)))
+      return fail(MOTES_ERROR_USAGE, "column '" + std::string(name) + "': unknown dtype " + std::to_string(int(dtype)));
+    for (const auto& [sp, spec] : w->declared)
+      if (sp == species && spec.name == name) {
+        if (spec.dtype != motes::DType(dtype))
+          return fail(MOTES_ERROR_USAGE, "column '" + std::string(name) + "' of species '" + species +
+                                             "' is already declared as " + motes::dtype_name(spec.dtype));
+        return MOTES_OK;
+      }
+    w->declared.push_back({species, motes::ColumnSpec{name, motes::DType(dtype), motes::FineIndex::automatic,
+                                                      unit ? unit : ""}});
+    return MOTES_OK;
+  });
+}
+
 motes_status motes_writer_begin_step(motes_writer* w, int64_t step, double time) {
   return guarded([&] {
     if (!w) return fail(MOTES_ERROR_USAGE, "motes_writer_begin_step: writer is NULL");
@@ -88,6 +137,11 @@ motes_status motes_writer_set_column(motes_writer* w, const char* species, const
     if (count && !data) return fail(MOTES_ERROR_USAGE, "column '" + std::string(name) + "': data is NULL");
     if (find_column(w, species, name))
       return fail(MOTES_ERROR_USAGE, "column '" + std::string(name) + "' of species '" + species + "' is set twice");
+    for (const auto& [sp, spec] : w->declared)
+      if (sp == species && spec.name == name && spec.dtype != motes::DType(dtype))
+        return fail(MOTES_ERROR_USAGE, "column '" + std::string(name) + "' of species '" + species + "' is declared " +
+                                           motes::dtype_name(spec.dtype) + ", set as " +
+                                           motes::dtype_name(motes::DType(dtype)));
     motes::ColumnView v;
     v.spec = {name, motes::DType(dtype), motes::FineIndex::automatic, ""};
     v.data = data;
@@ -114,6 +168,7 @@ motes_status motes_writer_write_step(motes_writer* w) {
   return guarded([&] {
     if (!w) return fail(MOTES_ERROR_USAGE, "motes_writer_write_step: writer is NULL");
     if (!w->in_step) return fail(MOTES_ERROR_USAGE, "no step begun: call motes_writer_begin_step first");
+    complete_declared_columns(w);
     if (w->write_collective) w->write_collective(*w);
     else w->dataset->append_step(w->step, w->time, w->attributes, w->species, w->options);
     w->in_step = false;

@@ -23,7 +23,8 @@ module motes
   integer(c_int), parameter, public :: MOTES_F32 = 1, MOTES_F64 = 2, MOTES_I8 = 3, MOTES_I16 = 4, MOTES_I32 = 5, &
                                        MOTES_I64 = 6, MOTES_U8 = 7, MOTES_U16 = 8, MOTES_U32 = 9, MOTES_U64 = 10
 
-  public :: motes_writer_open, motes_writer_set_options, motes_writer_begin_step, motes_writer_set_step_attributes, &
+  public :: motes_writer_open, motes_writer_set_options, motes_writer_define_column, motes_writer_begin_step, &
+            motes_writer_set_step_attributes, &
             motes_writer_set_column, motes_writer_set_unit, motes_writer_write_step, motes_writer_close, &
             motes_last_error
 
@@ -61,6 +62,13 @@ module motes
       integer(c_int), value :: dtype
       type(c_ptr), value :: data
       integer(c_int64_t), value :: count, stride
+      integer(c_int) :: s
+    end function
+    function c_define_column(writer, species, name, dtype, unit) bind(c, name="motes_writer_define_column") result(s)
+      import :: c_ptr, c_int, c_char
+      type(c_ptr), value :: writer
+      character(kind=c_char), intent(in) :: species(*), name(*), unit(*)
+      integer(c_int), value :: dtype
       integer(c_int) :: s
     end function
     function c_set_unit(writer, species, name, unit) bind(c, name="motes_writer_set_unit") result(s)
@@ -132,6 +140,14 @@ contains
     type(c_ptr), intent(in) :: data
     integer(int64), intent(in) :: count, stride_bytes
     s = c_set_column(writer, cstr(species), cstr(name), dtype, data, int(count, c_int64_t), int(stride_bytes, c_int64_t))
+  end function
+
+  ! Declares a column once for all later steps; unit may be '' (none). See motes.h.
+  integer function motes_writer_define_column(writer, species, name, dtype, unit) result(s)
+    type(c_ptr), intent(in) :: writer
+    character(len=*), intent(in) :: species, name, unit
+    integer(c_int), intent(in) :: dtype
+    s = c_define_column(writer, cstr(species), cstr(name), dtype, cstr(unit))
   end function
 
   integer function motes_writer_set_unit(writer, species, name, unit) result(s)

@@ -6,6 +6,7 @@
  *
  *   motes_writer* w;
  *   motes_writer_open("run.motes", &w);
+ *   motes_writer_define_column(w, "electrons", "x", MOTES_F32, "m");   // optional schema, once
  *   motes_writer_begin_step(w, 0, 0.0);
  *   motes_writer_set_column(w, "electrons", "x", MOTES_F32, x, n, 0);   // stride 0: contiguous
  *   ...                                                                 // y, z, any attributes
@@ -50,6 +51,13 @@ motes_status motes_writer_open(const char* path, motes_writer** writer);
 /* Sets layout options for the following steps; 0 keeps a default. */
 motes_status motes_writer_set_options(motes_writer* writer, uint32_t leaf_size, uint32_t lod_count, uint32_t threads,
                                       int sync);
+
+/* Declares a column of a species once, for every following step (optional). A declared
+ * column set later must have this dtype; one not set in a step is written empty, so a
+ * process (or MPI rank) without particles of a species need not set its columns at all.
+ * unit may be NULL. Declaring the same column again with another dtype is refused. */
+motes_status motes_writer_define_column(motes_writer* writer, const char* species, const char* name,
+                                        motes_dtype dtype, const char* unit);
 
 /* Starts a step: forgets the columns of the previous one. */
 motes_status motes_writer_begin_step(motes_writer* writer, int64_t step, double time);

@@ -20,6 +20,8 @@ struct motes_writer {
   double time = 0;
   nlohmann::json attributes = nlohmann::json::object();
   std::vector<motes::SpeciesColumns> species;
+  // The schema declared with motes_writer_define_column: (species, column), in order.
+  std::vector<std::pair<std::string, motes::ColumnSpec>> declared;
   // Set by motes_writer_open_parallel: writes the step collectively instead.
   std::function<void(motes_writer&)> write_collective;
   // Aggregation settings of parallel writers (motes_writer_set_aggregation).
