@@ -195,3 +195,34 @@ def test_big_imports_are_sorted_into_spatial_parts(tmp_path, source):
     mask = (d["x"] >= 90) & (d["x"] <= 100) & (d["y"] >= 45) & (d["y"] <= 55)
     assert sel.size == int(mask.sum())
     assert not any(p.endswith(".spill") for p in os.listdir(tmp_path))
+
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+_DTYPES = ["f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8"]
+
+
+@settings(max_examples=int(os.environ.get("MOTES_HYPOTHESIS_EXAMPLES", 25)), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.integers(0, 3000), extra=st.lists(st.sampled_from(_DTYPES), max_size=4),
+       pos=st.sampled_from(["f4", "f8"]), fmt=st.sampled_from(["parquet", "arrow", "npz", "h5part"]),
+       chunk=st.integers(1, 1500), seed=st.integers(0, 2**31 - 1))
+def test_random_tables_round_trip_exactly(tmp_path_factory, n, extra, pos, fmt, chunk, seed):
+    rng = np.random.default_rng(seed)
+    cols = {a: rng.uniform(-1e3, 1e3, n).astype(pos) for a in "xyz"}
+    for i, dt in enumerate(extra):
+        info = np.iinfo(dt) if np.dtype(dt).kind in "iu" else None
+        cols[f"c{i}"] = (rng.integers(info.min, info.max, n, dtype=dt, endpoint=True) if info
+                         else rng.standard_normal(n).astype(dt))
+    cols["id"] = np.arange(n, dtype=np.uint64)
+    tmp = tmp_path_factory.mktemp("rt")
+    motes.write(tmp / "a.motes", cols, time=0.25, sync=False)
+    convert.convert(tmp / "a.motes", tmp / f"t.{fmt}", chunk_rows=chunk)
+    convert.convert(tmp / f"t.{fmt}", tmp / "b.motes", chunk_rows=chunk)
+    got = dict(motes.open(tmp / "b.motes").query())
+    if n:
+        same_rows(got, cols)
+    else:
+        assert all(len(v) == 0 for v in got.values()) and set(got) == set(cols)
+    assert motes.open(tmp / "b.motes").times == [0.25]
