@@ -251,6 +251,33 @@ void Dataset::save(bool sync) const {
   write_file_atomic((fs::path(dir_) / kManifest).string(), m.dump(1) + "\n", sync);
 }
 
+SpeciesEntry Dataset::finish_species(int64_t index, const std::string& name, std::vector<ColumnSpec> schema,
+                                     const std::vector<PartSummary>& parts, const WriteOptions& options) const {
+  SpeciesEntry e;
+  e.name = name;
+  e.columns = std::move(schema);
+  if (parts.empty()) {
+    e.file = species_file_name(index, name);
+    std::vector<ColumnView> empty;
+    for (const ColumnSpec& c : e.columns) {
+      ColumnView v;
+      v.spec = c;
+      empty.push_back(v);
+    }
+    e.bounds = write_particle_file(path_of(e), empty, options).bounds;
+    return e;
+  }
+  e.file = species_index_name(index, name);
+  e.parts = uint32_t(parts.size());
+  for (size_t c = 0; c < e.columns.size(); ++c)
+    for (const PartSummary& p : parts)
+      if (p.columns[c].fine == FineIndex::quantile) e.columns[c].fine = FineIndex::quantile;
+  IndexNode root = StepIndex::write(path_of(e), e.columns, parts, options.sync);
+  e.count = root.count;
+  e.bounds = root.bounds;
+  return e;
+}
+
 PartedStepWriter::PartedStepWriter(Dataset& dataset, int64_t index, double time, json attributes,
                                    WriteOptions options, std::vector<std::string> species)
     : dataset_(dataset), options_(std::move(options)) {
@@ -296,30 +323,7 @@ const StepEntry& PartedStepWriter::commit() {
   if (committed_) throw UsageError("step " + std::to_string(entry_.index) + " is already committed");
   for (SpeciesParts& sp : species_) {
     if (sp.schema.empty()) throw UsageError("species '" + sp.name + "' has no columns: add at least one part");
-    SpeciesEntry e;
-    e.name = sp.name;
-    e.columns = sp.schema;
-    if (sp.parts.empty()) {
-      e.file = Dataset::species_file_name(entry_.index, sp.name);
-      std::vector<ColumnView> empty;
-      for (const ColumnSpec& c : sp.schema) {
-        ColumnView v;
-        v.spec = c;
-        empty.push_back(v);
-      }
-      e.bounds = write_particle_file(dataset_.path_of(e), empty, options_).bounds;
-    } else {
-      e.file = Dataset::species_index_name(entry_.index, sp.name);
-      e.parts = uint32_t(sp.parts.size());
-      for (size_t c = 0; c < e.columns.size(); ++c)
-        for (const PartSummary& p : sp.parts)
-          if (p.columns[c].fine == FineIndex::quantile) e.columns[c].fine = FineIndex::quantile;
-      StepIndex::write(dataset_.path_of(e), e.columns, sp.parts, options_.sync);
-      auto idx = StepIndex::open(dataset_.path_of(e));
-      e.count = idx->particle_count();
-      e.bounds = idx->bounds();
-    }
-    entry_.species.push_back(std::move(e));
+    entry_.species.push_back(dataset_.finish_species(entry_.index, sp.name, sp.schema, sp.parts, options_));
   }
   committed_ = true;
   int64_t index = entry_.index;

@@ -67,6 +67,12 @@ class Dataset {
   // what a crashed write of it left there. Returns true.
   bool make_step_directory(int64_t index, bool sync) const;
   void commit_step(StepEntry step, bool sync = true);
+  // The manifest entry of a species of step `index` whose rows are in `parts`, already
+  // written at the part paths of species_index_name: writes its step index; with no
+  // parts, one empty particle file of `schema` instead. Index kinds: quantile where any
+  // part has quantile codes.
+  SpeciesEntry finish_species(int64_t index, const std::string& name, std::vector<ColumnSpec> schema,
+                              const std::vector<PartSummary>& parts, const WriteOptions& options) const;
 
  private:
   std::string dir_;

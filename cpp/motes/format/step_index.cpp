@@ -117,8 +117,8 @@ std::string StepIndex::part_path(const std::string& index_path, size_t k) {
   return base + buf;
 }
 
-void StepIndex::write(const std::string& path, const std::vector<ColumnSpec>& schema,
-                      const std::vector<PartSummary>& parts, bool sync) {
+IndexNode StepIndex::write(const std::string& path, const std::vector<ColumnSpec>& schema,
+                           const std::vector<PartSummary>& parts, bool sync) {
   if (parts.empty()) throw UsageError("a step index needs at least one part");
   const size_t ncol = schema.size();
   for (size_t k = 0; k < parts.size(); ++k)
@@ -201,6 +201,7 @@ void StepIndex::write(const std::string& path, const std::vector<ColumnSpec>& sc
   std::string bytes(reinterpret_cast<const char*>(&h), sizeof h);
   bytes += body;
   write_file_atomic(path, bytes, sync);
+  return nodes[0];
 }
 
 std::shared_ptr<const StepIndex> StepIndex::open(const std::string& path) {

@@ -46,8 +46,9 @@ class StepIndex {
 
   // Writes the index of `parts` (in part-number order) to `path` atomically. The root
   // bitmaps of the parts, each over its own range, are remapped to the global range.
-  static void write(const std::string& path, const std::vector<ColumnSpec>& schema,
-                    const std::vector<PartSummary>& parts, bool sync = true);
+  // Returns the root node: the particle count and bounds of all parts.
+  static IndexNode write(const std::string& path, const std::vector<ColumnSpec>& schema,
+                         const std::vector<PartSummary>& parts, bool sync = true);
 
   // The file of part k: "<index path without .mpi>.p<k, 6 digits>.mpf".
   static std::string part_path(const std::string& index_path, size_t k);

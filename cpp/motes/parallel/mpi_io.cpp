@@ -311,7 +311,7 @@ struct SpeciesPlan {
 };
 
 // Writes one species' parts. Returns, on rank 0, the part summaries in part order.
-std::vector<PartSummary> write_species(const Comm& c, const Dataset* dataset_on_root, const std::string& dir,
+std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
                                        int64_t index, const std::string& name, const std::vector<ColumnView>& cols,
                                        const ParallelWriteOptions& options, SpeciesPlan& plan,
                                        ParallelWriteReport& report) {
@@ -542,7 +542,6 @@ std::vector<PartSummary> write_species(const Comm& c, const Dataset* dataset_on_
       }
     }
   }
-  (void)dataset_on_root;
   return parts;
 }
 
@@ -596,34 +595,16 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
     for (const auto& [name, cols] : species) {
       SpeciesPlan plan;
       std::vector<PartSummary> parts =
-          write_species(c, dataset ? &*dataset : nullptr, dir, index, name, cols, options, plan, report);
+          write_species(c, dir, index, name, cols, options, plan, report);
       ParallelWriteReport::Species rs{name, plan.total, plan.parts, plan.target_bytes, plan.balance};
       auto t3 = Clock::now();
       f = attempt([&] {
         if (c.rank != 0) return;
-        SpeciesEntry e;
-        e.name = name;
-        for (const ColumnView& v : cols) e.columns.push_back(ColumnSpec{v.spec.name, v.spec.dtype, FineIndex::none, v.spec.unit});
-        if (plan.total == 0) {
-          // Nothing to aggregate: one empty particle file, as a serial write makes.
-          e.file = Dataset::species_file_name(index, name);
-          std::vector<ColumnView> empty = cols;
-          for (ColumnView& v : empty) v.count = 0;
-          WriteSummary w = write_particle_file(dir + "/" + e.file, empty, options.write);
-          e.bounds = w.bounds;
-          report.file_bytes += w.file_bytes;
-        } else {
-          e.file = Dataset::species_index_name(index, name);
-          e.parts = plan.parts;
-          e.count = plan.total;
-          for (size_t col = 0; col < e.columns.size(); ++col)
-            for (const PartSummary& p : parts)
-              if (p.columns[col].fine == FineIndex::quantile) e.columns[col].fine = FineIndex::quantile;
-          StepIndex::write(dir + "/" + e.file, e.columns, parts, options.write.sync);
-          auto idx = StepIndex::open(dir + "/" + e.file);
-          e.bounds = idx->bounds();
-          for (const PartSummary& p : parts) report.file_bytes += p.file_bytes;
-        }
+        std::vector<ColumnSpec> schema;
+        for (const ColumnView& v : cols) schema.push_back(ColumnSpec{v.spec.name, v.spec.dtype, FineIndex::none, v.spec.unit});
+        SpeciesEntry e = dataset->finish_species(index, name, std::move(schema), parts, options.write);
+        if (parts.empty()) report.file_bytes += fs::file_size(dataset->path_of(e));
+        for (const PartSummary& p : parts) report.file_bytes += p.file_bytes;
         entry.species.push_back(std::move(e));
       });
       agree(c, f, "writing the step index of species '" + name + "'");
