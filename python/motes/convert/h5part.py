@@ -33,7 +33,7 @@ import numpy as np
 
 from .._core import FormatError, UsageError
 from .base import DEFAULT_CHUNK_ROWS, Species, Step, check_dtype
-from .hdf5 import (attr_to_json, check_chunk_rows, dtype_of, file_chunks, open_file, read_attributes,
+from .hdf5 import (attr_to_json, check_chunk_rows, created_file, dtype_of, file_chunks, open_file, read_attributes,
                    unit_of, write_attributes)
 
 __all__ = ["read", "write"]
@@ -270,9 +270,7 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
     written as an empty step group (time and attributes kept). The file is removed on error."""
     path = os.fspath(path)
     wanted = one_species(species, "an H5Part file")
-    f = open_file(path, "w")
-    ok = False
-    try:
+    with created_file(path) as f:
         chosen = wanted
         i = -1
         for i, step in enumerate(steps):
@@ -303,11 +301,3 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
             f.attrs[SPECIES_ATTR] = str(chosen)
         if i < 0:
             raise UsageError(f"{path}: no steps to write")
-        ok = True
-    finally:
-        f.close()
-        if not ok:
-            try:
-                os.remove(path)
-            except OSError:
-                pass

@@ -17,6 +17,7 @@ This module also holds the small HDF5 helpers shared by the H5Part and VTKHDF co
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -65,6 +66,22 @@ def open_file(path, mode: str = "r"):
         return h5py.File(path, mode)
     except OSError as e:
         raise UsageError(f"{path}: cannot create the file ({e})") from None
+
+
+@contextlib.contextmanager
+def created_file(path):
+    """A new HDF5 file for writing; closed at the end, and removed when the block fails."""
+    f = open_file(path, "w")
+    try:
+        yield f
+    except BaseException:
+        f.close()
+        try:
+            os.remove(path)
+        except OSError:
+            pass
+        raise
+    f.close()
 
 
 def attr_to_json(value: Any) -> Any:

@@ -42,7 +42,7 @@ import numpy as np
 from .._core import UsageError
 from .base import Species, Step, check_dtype
 from .h5part import _pick_species, one_species
-from .hdf5 import open_file
+from .hdf5 import created_file
 
 __all__ = ["write"]
 
@@ -248,9 +248,7 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
     one point set). A step without it is written with no points. The file is removed on error."""
     path = os.fspath(path)
     wanted = one_species(species, "a VTKHDF PolyData file")
-    f = open_file(path, "w")
-    ok = False
-    try:
+    with created_file(path) as f:
         w = _PolyDataWriter(path, f)
         chosen = wanted
         for step in steps:
@@ -262,11 +260,3 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
         if not w.times:
             raise UsageError(f"{path}: no steps to write")
         w.finish(chosen)
-        ok = True
-    finally:
-        f.close()
-        if not ok:
-            try:
-                os.remove(path)
-            except OSError:
-                pass
