@@ -23,6 +23,7 @@ module motes
   integer(c_int), parameter, public :: MOTES_F32 = 1, MOTES_F64 = 2, MOTES_I8 = 3, MOTES_I16 = 4, MOTES_I32 = 5, &
                                        MOTES_I64 = 6, MOTES_U8 = 7, MOTES_U16 = 8, MOTES_U32 = 9, MOTES_U64 = 10
 
+  public :: motes_c_string
   public :: motes_writer_open, motes_writer_set_options, motes_writer_define_column, motes_writer_begin_step, &
             motes_writer_set_step_attributes, &
             motes_writer_set_column, motes_writer_set_unit, motes_writer_write_step, motes_writer_close, &
@@ -100,7 +101,8 @@ module motes
 
 contains
 
-  function cstr(s) result(out)
+  ! A Fortran string as a NUL-terminated C string (for the C API's char* arguments).
+  function motes_c_string(s) result(out)
     character(len=*), intent(in) :: s
     character(kind=c_char, len=len(s) + 1) :: out
     out = s // c_null_char
@@ -109,7 +111,7 @@ contains
   integer function motes_writer_open(path, writer) result(s)
     character(len=*), intent(in) :: path
     type(c_ptr), intent(out) :: writer
-    s = c_open(cstr(path), writer)
+    s = c_open(motes_c_string(path), writer)
   end function
 
   integer function motes_writer_set_options(writer, leaf_size, lod_count, threads, sync) result(s)
@@ -130,7 +132,7 @@ contains
   integer function motes_writer_set_step_attributes(writer, json) result(s)
     type(c_ptr), intent(in) :: writer
     character(len=*), intent(in) :: json
-    s = c_set_attributes(writer, cstr(json))
+    s = c_set_attributes(writer, motes_c_string(json))
   end function
 
   integer function motes_writer_set_column(writer, species, name, dtype, data, count, stride_bytes) result(s)
@@ -139,7 +141,8 @@ contains
     integer(c_int), intent(in) :: dtype
     type(c_ptr), intent(in) :: data
     integer(int64), intent(in) :: count, stride_bytes
-    s = c_set_column(writer, cstr(species), cstr(name), dtype, data, int(count, c_int64_t), int(stride_bytes, c_int64_t))
+    s = c_set_column(writer, motes_c_string(species), motes_c_string(name), dtype, data, int(count, c_int64_t), &
+                     int(stride_bytes, c_int64_t))
   end function
 
   ! Declares a column once for all later steps; unit may be '' (none). See motes.h.
@@ -147,13 +150,13 @@ contains
     type(c_ptr), intent(in) :: writer
     character(len=*), intent(in) :: species, name, unit
     integer(c_int), intent(in) :: dtype
-    s = c_define_column(writer, cstr(species), cstr(name), dtype, cstr(unit))
+    s = c_define_column(writer, motes_c_string(species), motes_c_string(name), dtype, motes_c_string(unit))
   end function
 
   integer function motes_writer_set_unit(writer, species, name, unit) result(s)
     type(c_ptr), intent(in) :: writer
     character(len=*), intent(in) :: species, name, unit
-    s = c_set_unit(writer, cstr(species), cstr(name), cstr(unit))
+    s = c_set_unit(writer, motes_c_string(species), motes_c_string(name), motes_c_string(unit))
   end function
 
   integer function motes_writer_write_step(writer) result(s)

@@ -21,7 +21,7 @@
 module motes_parallel
   use, intrinsic :: iso_c_binding
   use, intrinsic :: iso_fortran_env, only: int64
-  use motes, only: MOTES_ERROR_USAGE
+  use motes, only: MOTES_ERROR_USAGE, motes_c_string
   implicit none
   private
 
@@ -50,19 +50,13 @@ module motes_parallel
 
 contains
 
-  function cstr(s) result(out)
-    character(len=*), intent(in) :: s
-    character(kind=c_char, len=len(s) + 1) :: out
-    out = s // c_null_char
-  end function
-
   ! Opens the dataset directory `path` for collective writes over `comm` (any
   ! communicator; motes duplicates it, so the caller may free its own afterwards).
   integer function motes_writer_open_parallel(path, comm, writer) result(s)
     character(len=*), intent(in) :: path
     integer, intent(in) :: comm
     type(c_ptr), intent(out) :: writer
-    s = c_open_parallel_f(cstr(path), comm, writer)
+    s = c_open_parallel_f(motes_c_string(path), comm, writer)
   end function
 
   ! Aggregation of the following steps: target bytes per part file (0 = automatic),
@@ -79,7 +73,8 @@ contains
       s = MOTES_ERROR_USAGE
       return
     end if
-    s = c_set_aggregation(writer, int(target_bytes, c_int64_t), cstr(trim(method)), merge(1_c_int, 0_c_int, best_axis))
+    s = c_set_aggregation(writer, int(target_bytes, c_int64_t), motes_c_string(trim(method)), &
+                          merge(1_c_int, 0_c_int, best_axis))
   end function
 
 end module motes_parallel
