@@ -14,6 +14,7 @@ to it and renamed at the end; on any error nothing is left behind.
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import shutil
 import tempfile
@@ -185,7 +186,13 @@ def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format:
     # failed conversion leaves nothing, and readers never see a half-written file.
     tmp = tempfile.mkdtemp(prefix=".motes-convert-", dir=parent)
     try:
-        steps = fin.load().read(src, chunk_rows=chunk_rows, **(read_options or {}))
+        source = fin.load()
+        options = dict(read_options or {})
+        if step is not None and "steps" in inspect.signature(source.read).parameters:
+            # Sources that can skip steps do so before preparing them (a motes source plans
+            # spatial blocks per species); _select still filters what others yield.
+            options.setdefault("steps", [int(s) for s in step])
+        steps = source.read(src, chunk_rows=chunk_rows, **options)
         fout.load().write(os.path.join(tmp, os.path.basename(dst.rstrip("/"))),
                           _select(steps, step, species, bar), **(write_options or {}))
         produced = os.listdir(tmp)
