@@ -1,0 +1,98 @@
+"""The ``motes`` command: inspect, write, query, histogram and verify particle datasets.
+
+Run ``motes --help`` or ``motes COMMAND --help``. Every command is also callable in-process::
+
+    from motes.cli import main
+    status = main(["query", "run.motes", "--where", "energy > 1.3", "--count"])
+
+Exit status: 0 on success, 2 for usage errors (bad arguments, unknown columns, malformed
+expressions), 1 for format and I/O errors (missing or corrupted files, failed checksums).
+
+Heavy modules (numpy, pandas, pyarrow, matplotlib) are imported inside the commands that
+need them, so ``motes --help`` stays fast. One module per command (``info``, ``write``,
+``generate``, ``query``, ``hist``, ``verify``, ``convert``, ``version``), each with
+``add_parser(subs)`` and the command's function; :mod:`.common` holds what they share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Optional, Sequence
+
+from .. import __version__
+from .._core import FormatError, MotesError, UsageError
+from . import convert, generate, hist, info, query, verify, version, write
+from .common import CliError, _err, _Formatter
+
+__all__ = ["main", "build_parser", "CliError"]
+
+# The order of the commands in ``motes --help``.
+COMMANDS = (info, write, query, hist, verify, generate, version, convert)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="motes",
+        formatter_class=_Formatter,
+        description="motes: parallel I/O, indexing and exploration of particle simulation data.\n\n"
+                    "A dataset is a directory of steps; each step holds one file per particle species,\n"
+                    "laid out in a spatial tree with levels of detail and indexes for fast queries.",
+        epilog="examples:\n"
+               "  motes generate vpic 1M run.motes --with-id      # a synthetic demo dataset\n"
+               "  motes write run.motes particles.parquet --step 10 --time 2.5\n"
+               "  motes info run.motes\n"
+               "  motes query run.motes --where 'energy > 1.3' --columns x,y,z,energy -o hot.parquet\n"
+               "  motes hist run.motes x y --bins 256 128 --log --plot xy.png\n"
+               "  motes verify run.motes\n\n"
+               "Run 'motes COMMAND --help' for the options of a command.\n"
+               "Exit status: 0 success, 1 format or I/O error, 2 usage error.",
+    )
+    parser.add_argument("--version", action="version", version=f"motes {__version__}")
+    subs = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    for command in COMMANDS:
+        command.add_parser(subs)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Runs the ``motes`` command line; returns the exit status (never raises for user errors)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(None if argv is None else list(argv))
+    except SystemExit as e:  # --help, --version, argument errors (argparse printed the message)
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    if getattr(args, "func", None) is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except BrokenPipeError:  # e.g. `motes query ... | head`
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError, AttributeError):
+            pass
+        return 0
+    except KeyboardInterrupt:
+        _err("motes: interrupted")
+        return 130
+    except CliError as e:
+        _err(f"motes: error: {e}")
+        return e.status
+    except UsageError as e:
+        _err(f"motes: error: {e}")
+        return 2
+    except (FormatError, MotesError) as e:
+        _err(f"motes: error: {e}")
+        return 1
+    except FileNotFoundError as e:
+        msg = str(e) if not e.filename else f"no such file or directory: '{e.filename}'"
+        _err(f"motes: error: {msg}")
+        return 1
+    except OSError as e:
+        msg = f"{e.strerror}: '{e.filename}'" if e.filename and e.strerror else str(e)
+        _err(f"motes: error: {msg}")
+        return 1
+

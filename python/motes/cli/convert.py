@@ -1,0 +1,70 @@
+"""``motes convert``: between motes and openPMD, H5Part, HDF5, VTKHDF, Parquet, Arrow, CSV, NPZ."""
+
+from __future__ import annotations
+
+import time
+
+from .._core import UsageError
+from .common import (_add_progress, _key_value, _out, _positive_int, _progress, _quality_arg, _sub)
+
+
+def cmd_convert(args) -> int:
+    from .. import convert as conv
+
+    read_options: dict = {}
+    if args.where or args.box or args.quality is not None or args.columns:
+        src_fmt = args.src_format or conv.detect_format(args.src, False)
+        if src_fmt != "motes":
+            raise UsageError("--where, --box, --quality and --columns select from a motes dataset; "
+                             f"the source is {src_fmt}")
+        read_options = {"where": args.where, "box": args.box,
+                        "quality": 1.0 if args.quality is None else args.quality,
+                        "columns": args.columns.split(",") if args.columns else None}
+    if args.group:
+        read_options["group"] = args.group
+    if args.map:
+        read_options["columns"] = dict(args.map)
+    t0 = time.perf_counter()
+    conv.convert(args.src, args.dst, src_format=args.src_format, dst_format=args.dst_format,
+                 step=args.step, species=args.species, chunk_rows=args.chunk_rows, overwrite=args.overwrite,
+                 progress=_progress(args), read_options=read_options)
+    _out(f"converted {args.src} -> {args.dst} in {time.perf_counter() - t0:.2f} s")
+    return 0
+
+
+def add_parser(subs) -> None:
+    p = _sub(subs, "convert", "convert between motes and openPMD, H5Part, HDF5, VTKHDF, Parquet, Arrow, CSV, NPZ",
+             "Converts SRC into DST, streaming in chunks of --chunk-rows rows (bounded memory). Formats\n"
+             "come from the names (.motes, .h5part, .vtkhdf, .parquet, .arrow/.feather, .csv, .npz; a\n"
+             "path with %T is a file-based openPMD series) or, for existing .h5 files, from their\n"
+             "content (openPMD, H5Part or plain HDF5); --from/--to choose explicitly. DST appears only\n"
+             "once complete: a failed conversion leaves nothing. From a motes dataset, --where, --box,\n"
+             "--quality and --columns export a query result or a preview.",
+             "  motes convert run_%T.h5 run.motes                     # openPMD series -> motes\n"
+             "  motes convert sim.h5part run.motes\n"
+             "  motes convert run.motes out.h5 --to openpmd           # openPMD with particle patches\n"
+             "  motes convert run.motes preview.vtkhdf --quality 0.6   # open in ParaView\n"
+             "  motes convert run.motes hot.parquet --step 10 --where 'energy > 1.3'\n"
+             "  motes convert dump.h5 run.motes --from hdf5 --group /particles --map x=px --map y=py --map z=pz")
+    p.add_argument("src", metavar="SRC", help="source file, series pattern or dataset")
+    p.add_argument("dst", metavar="DST", help="destination (must not exist unless --overwrite)")
+    p.add_argument("--from", dest="src_format", default=None, metavar="FORMAT",
+                   help="source format: motes, openpmd, h5part, hdf5, parquet, arrow, csv, npz")
+    p.add_argument("--to", dest="dst_format", default=None, metavar="FORMAT",
+                   help="destination format: motes, openpmd, h5part, vtkhdf, parquet, arrow, csv, npz")
+    p.add_argument("--step", type=int, action="append", default=None, help="keep this step (repeatable)")
+    p.add_argument("--species", action="append", default=None, help="keep this species (repeatable)")
+    p.add_argument("-w", "--where", metavar="EXPR", default=None, help="motes source: filter expression")
+    p.add_argument("--box", nargs=6, type=float, metavar=("XMIN", "YMIN", "ZMIN", "XMAX", "YMAX", "ZMAX"),
+                   help="motes source: spatial box, bounds inclusive")
+    p.add_argument("--quality", type=_quality_arg, default=None, metavar="Q",
+                   help="motes source: level of detail in [0, 1] (a preview)")
+    p.add_argument("--columns", metavar="A,B,C", default=None, help="motes source: columns to export")
+    p.add_argument("--group", default=None, help="plain HDF5 source: the group holding the datasets")
+    p.add_argument("--map", type=_key_value, action="append", metavar="COL=DATASET",
+                   help="plain HDF5 source: motes column from a dataset of the group (repeatable)")
+    p.add_argument("--chunk-rows", type=_positive_int, default=1 << 20, help="rows per chunk")
+    p.add_argument("--overwrite", action="store_true", help="replace DST if it exists")
+    _add_progress(p)
+    p.set_defaults(func=cmd_convert)
+

@@ -1,0 +1,208 @@
+"""``motes hist``: 1-D and 2-D histograms, as text, PNG plots, .npz or .csv."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import List
+
+from .._core import UsageError
+from .common import (_add_selection, _check_columns, _describe_selection, _g, _num, _open, _out, _output_kind, _positive_int, _require, _seconds, _selection_kwargs, _species_of, _sub)
+
+
+def _axis_label(ds, name: str, step, species) -> str:
+    for c in ds.schema(step, species):
+        if c.name == name and c.unit:
+            return f"{name} [{c.unit}]"
+    return name
+
+
+def _text_bars(counts, edges, log: bool, max_rows: int = 20, width: int = 40) -> List[str]:
+    import numpy as np
+
+    n = len(counts)
+    group = max(1, -(-n // max_rows))
+    starts = np.arange(0, n, group)
+    sums = np.add.reduceat(np.asarray(counts, dtype=np.float64), starts)
+    lo = edges[starts]
+    hi = edges[np.minimum(starts + group, n)]
+    vals = np.log10(1.0 + np.maximum(sums, 0)) if log else np.maximum(sums, 0)
+    top = vals.max() if len(vals) and vals.max() > 0 else 1.0
+    integer = np.issubdtype(np.asarray(counts).dtype, np.integer)
+    labels = [f"[{_g(a, 4)}, {_g(b, 4)}{']' if i == len(starts) - 1 else ')'}" for i, (a, b) in enumerate(zip(lo, hi))]
+    values = [_num(s) if integer else _g(s, 4) for s in sums]
+    lw, vw = max(map(len, labels)), max(map(len, values))
+    out = []
+    for lab, val, v in zip(labels, values, vals):
+        bar = "#" * int(round(width * v / top))
+        if v > 0 and not bar:
+            bar = "."
+        out.append(f"  {lab:>{lw}} {val:>{vw}} {bar}")
+    if group > 1:
+        out.append(f"  ({group} bins per row{', log scale' if log else ''})")
+    elif log:
+        out.append("  (log scale)")
+    return out
+
+
+def _plot(args, ds, species, counts, edges, title: str) -> None:
+    _require("matplotlib", "plot", "--plot")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import LogNorm
+
+    what = f"sum of {args.weights}" if args.weights else "count"
+    fig, ax = plt.subplots(figsize=(7, 5) if len(edges) == 1 else (7, 5.6))
+    try:
+        if len(edges) == 1:
+            if args.log:
+                ax.stairs(counts, edges[0], baseline=None, color="C0")
+                if np.any(np.asarray(counts) > 0):
+                    ax.set_yscale("log")
+            else:
+                ax.stairs(counts, edges[0], fill=True, alpha=0.35)
+                ax.stairs(counts, edges[0], color="C0")
+            ax.set_xlabel(_axis_label(ds, args.x, args.step, species))
+            ax.set_ylabel(what)
+        else:
+            c = np.asarray(counts, dtype=np.float64).T  # pcolormesh wants (ny, nx)
+            norm = None
+            if args.log:
+                c = np.ma.masked_less_equal(c, 0)
+                if c.count():
+                    norm = LogNorm(vmin=float(c.min()), vmax=float(c.max()))
+            mesh = ax.pcolormesh(edges[0], edges[1], c, norm=norm, shading="flat", cmap="viridis")
+            fig.colorbar(mesh, ax=ax, label=what + (" (log)" if args.log else ""))
+            ax.set_xlabel(_axis_label(ds, args.x, args.step, species))
+            ax.set_ylabel(_axis_label(ds, args.y, args.step, species))
+        ax.set_title(title, fontsize=10)
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=args.dpi)
+    finally:
+        plt.close(fig)
+
+
+def _save_hist(path: str, args, counts, edges) -> None:
+    import numpy as np
+
+    kind = _output_kind(path, ("npz", "csv"))
+    if kind == "npz":
+        arrays = {"counts": counts, "x": np.array(args.x), "where": np.array(args.where or "")}
+        if len(edges) == 1:
+            arrays["edges"] = edges[0]
+        else:
+            arrays.update(xedges=edges[0], yedges=edges[1], y=np.array(args.y))
+        if args.weights:
+            arrays["weights"] = np.array(args.weights)
+        with open(path, "wb") as fh:
+            np.savez(fh, **arrays)
+        return
+    value = "sum" if args.weights else "count"
+    vfmt = "%.17g" if args.weights else "%d"
+    if len(edges) == 1:
+        e = edges[0]
+        table = np.column_stack([e[:-1], e[1:], counts])
+        np.savetxt(path, table, delimiter=",", header=f"{args.x}_lo,{args.x}_hi,{value}", comments="",
+                   fmt=["%.17g", "%.17g", vfmt])
+    else:
+        xe, ye = edges
+        ix, iy = np.meshgrid(np.arange(len(xe) - 1), np.arange(len(ye) - 1), indexing="ij")
+        ix, iy = ix.ravel(), iy.ravel()
+        table = np.column_stack([xe[ix], xe[ix + 1], ye[iy], ye[iy + 1], np.asarray(counts).ravel()])
+        np.savetxt(path, table, delimiter=",", comments="",
+                   header=f"{args.x}_lo,{args.x}_hi,{args.y}_lo,{args.y}_hi,{value}",
+                   fmt=["%.17g"] * 4 + [vfmt])
+
+
+def cmd_hist(args) -> int:
+    import numpy as np
+
+    if args.plot:
+        _output_kind(args.plot, ("png",), option="--plot")
+    if args.output:
+        _output_kind(args.output, ("npz", "csv"))
+    two_d = args.y is not None
+    bins = args.bins if args.bins is not None else ([64] if not two_d else [128])
+    if len(bins) > 2 or (len(bins) == 2 and not two_d):
+        raise UsageError("--bins takes one number, or two (NX NY) for a 2-D histogram")
+    if args.yrange is not None and not two_d:
+        raise UsageError("--yrange needs a second column Y (2-D histogram)")
+    ds = _open(args.dataset)
+    species = _species_of(ds, args.step, args.species)
+    cols = [args.x] + ([args.y] if two_d else []) + ([args.weights] if args.weights else [])
+    _check_columns(ds, cols, args.step, species, "the histogram columns")
+    kw = _selection_kwargs(args, species)
+    if two_d:
+        nb = (bins[0], bins[-1])
+        rng = None if args.range is None and args.yrange is None else (args.range, args.yrange)
+    else:
+        nb = bins[0]
+        rng = args.range
+    t0 = time.perf_counter()
+    res = ds.histogram(args.x, args.y, bins=nb, range=rng, weights=args.weights, **kw)
+    dt = time.perf_counter() - t0
+    counts, edges = res[0], list(res[1:])
+    total = counts.sum()
+    nonempty = int(np.count_nonzero(counts))
+    what = _describe_selection(args)
+    axes = " x ".join(f"{name} {len(e) - 1} bins [{_g(e[0])}, {_g(e[-1])}]" for name, e in
+                      zip([args.x] + ([args.y] if two_d else []), edges))
+    _out(f"histogram of {axes}" + (f", {what}" if what else "") + f"  ({_seconds(dt)})")
+    if args.weights:
+        _out(f"  total {_g(total)} (sum of {args.weights}), non-empty bins {_num(nonempty)} of {_num(counts.size)}")
+    else:
+        _out(f"  total {_num(total)} particles, non-empty bins {_num(nonempty)} of {_num(counts.size)}")
+    if two_d:
+        if nonempty:
+            i, j = np.unravel_index(int(np.argmax(counts)), counts.shape)
+            peak = _g(counts[i, j]) if args.weights else _num(counts[i, j])
+            _out(f"  peak {peak} at {args.x} [{_g(edges[0][i])}, {_g(edges[0][i + 1])}), "
+                 f"{args.y} [{_g(edges[1][j])}, {_g(edges[1][j + 1])})")
+    else:
+        for line in _text_bars(counts, edges[0], args.log):
+            _out(line)
+    if args.plot:
+        title = f"{os.path.basename(os.path.normpath(ds.path))}, step {ds.step(args.step).index}, {species}"
+        if what:
+            title += "\n" + what
+        _plot(args, ds, species, counts, edges, title)
+        _out(f"wrote plot {args.plot}")
+    if args.output:
+        _save_hist(args.output, args, counts, edges)
+        _out(f"wrote {args.output}")
+    return 0
+
+
+def add_parser(subs) -> None:
+    p = _sub(subs, "hist", "1-D or 2-D histogram of the selected particles",
+             "Histograms column X (or X against Y) over the selected particles, computed while\n"
+             "traversing the file (nothing is copied). Prints the total, the number of non-empty\n"
+             "bins and, in 1-D, a text bar chart; --plot writes a PNG (needs matplotlib), -o saves\n"
+             "the counts and bin edges. Ranges default to the min/max of the selected values; like\n"
+             "numpy.histogram, bins are half-open except the last, which includes its right edge.",
+             "  motes hist run.motes energy --bins 100 --log\n"
+             "  motes hist run.motes energy --where 'q < 0' --range 0 2 --plot energy.png -o energy.npz\n"
+             "  motes hist run.motes x y --bins 256 128 --log --plot xy.png\n"
+             "  motes hist run.motes x uz --weights energy --box 60 45 0 100 55 50 -o xuz.csv")
+    p.add_argument("dataset", metavar="DATASET", help="dataset directory")
+    p.add_argument("x", metavar="X", help="column on the x axis")
+    p.add_argument("y", metavar="Y", nargs="?", default=None, help="column on the y axis (2-D histogram)")
+    g = p.add_argument_group("binning")
+    g.add_argument("--bins", type=_positive_int, nargs="+", metavar="N", default=None,
+                   help="number of bins: N, or NX NY in 2-D (default: 64 in 1-D, 128 per axis in 2-D)")
+    g.add_argument("--range", type=float, nargs=2, metavar=("LO", "HI"), default=None,
+                   help="range of X (default: min/max of the selected values)")
+    g.add_argument("--yrange", type=float, nargs=2, metavar=("LO", "HI"), default=None,
+                   help="range of Y (default: min/max of the selected values)")
+    g.add_argument("--weights", metavar="COL", default=None, help="sum this column instead of counting")
+    _add_selection(p)
+    g = p.add_argument_group("output")
+    g.add_argument("--plot", metavar="OUT.png", default=None, help="write a PNG plot (needs matplotlib)")
+    g.add_argument("--log", action="store_true", help="logarithmic count scale (plot and text chart)")
+    g.add_argument("--dpi", type=_positive_int, default=120, help="resolution of the plot")
+    g.add_argument("-o", "--output", metavar="OUT", default=None,
+                   help="save counts and edges to OUT.npz (counts, edges | xedges, yedges) or OUT.csv")
+    p.set_defaults(func=cmd_hist)

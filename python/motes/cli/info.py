@@ -1,0 +1,154 @@
+"""``motes info``: steps, species, columns, sizes of a dataset."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict
+
+from .common import (_bytes, _finite, _g, _num, _open, _out, _species_of, _sub, _table)
+
+
+def _file_info(ds, step: int, species: str) -> Dict[str, Any]:
+    """One species of one step: its file, or the sum over the part files of a parallel write."""
+    src = ds.source(step, species)
+    files = [src.part(k) for k in range(src.part_count)]
+    sizes: Dict[str, Any] = {}
+    for f in files:
+        for k, v in f.sizes.items():
+            sizes[k] = sizes.get(k, 0) + v
+    data = sizes.get("data_bytes", 0)
+    overhead = sizes.get("file_bytes", 0) - data
+    sizes["overhead_bytes"] = overhead
+    sizes["overhead_percent"] = (100.0 * overhead / data) if data else None
+    cols = []
+    for j, c in enumerate(files[0].columns):
+        per = [f.columns[j] for f in files]
+        valid = [p for f, p in zip(files, per) if p["nan_count"] < f.count]  # parts with a range
+        cols.append({"name": c["name"], "dtype": c["dtype"],
+                     "index": "quantile" if any(p["index"] == "quantile" for p in per) else "none",
+                     "unit": c["unit"],
+                     "min": _finite(min(p["min"] for p in valid)) if valid else None,
+                     "max": _finite(max(p["max"] for p in valid)) if valid else None,
+                     "nan_count": sum(p["nan_count"] for p in per)})
+    (lo, hi) = src.bounds
+    return {
+        "step": step,
+        "species": species,
+        "path": src.path,
+        "parts": int(src.part_count),
+        "count": int(src.count),
+        "format_version": ".".join(str(v) for v in files[0].version),
+        "levels": max(int(f.level_count) for f in files),
+        "nodes": sum(int(f.node_count) for f in files),
+        "leaf_size": int(files[0].leaf_size),
+        "lod_count": int(files[0].lod_count),
+        "bounds": {"min": [_finite(v) for v in lo], "max": [_finite(v) for v in hi]},
+        "sizes": sizes,
+        "columns": cols,
+    }
+
+
+def _info_data(ds, args) -> Dict[str, Any]:
+    steps = []
+    for st in (ds.step(i) for i in ds.steps):
+        species = {}
+        for name, sp in st.species.items():
+            lo, hi = sp["bounds"]
+            species[name] = {"count": int(sp["count"]),
+                             "bounds": {"min": [_finite(v) for v in lo], "max": [_finite(v) for v in hi]}}
+        steps.append({"index": st.index, "time": _finite(st.time), "attributes": st.attributes,
+                      "species": species})
+    details = []
+    if steps:
+        chosen = ds.steps if args.all else [ds.step(args.step).index]
+        for s in chosen:
+            for name in ds.species_names(s):
+                if args.species is not None and name != args.species:
+                    continue
+                details.append(_file_info(ds, s, name))
+        if args.species is not None and not details:
+            _species_of(ds, args.step, args.species)  # raises with the list of species
+    return {
+        "path": ds.path,
+        "attributes": ds.attributes,
+        "step_count": len(steps),
+        "species": sorted({n for s in steps for n in s["species"]}),
+        "particle_count": sum(sp["count"] for s in steps for sp in s["species"].values()),
+        "steps": steps,
+        "files": details,
+    }
+
+
+def _print_info(info: Dict[str, Any]) -> None:
+    steps = info["steps"]
+    _out(f"dataset    {info['path']}")
+    if not steps:
+        _out("steps      none (empty dataset)")
+        return
+    times = [s["time"] for s in steps if s["time"] is not None]
+    tr = f", time {_g(min(times))} .. {_g(max(times))}" if times else ""
+    _out(f"steps      {len(steps)} (index {steps[0]['index']} .. {steps[-1]['index']}{tr})")
+    _out(f"species    {', '.join(info['species'])}")
+    _out(f"particles  {_num(info['particle_count'])} in all steps")
+    if info["attributes"]:
+        _out(f"attributes {json.dumps(info['attributes'])}")
+    _out("")
+    shown = steps if len(steps) <= 40 else steps[:20] + steps[-20:]
+    rows = []
+    for i, s in enumerate(shown):
+        if len(steps) > 40 and i == 20:
+            rows.append(["...", "", "", ""])
+        for j, (name, sp) in enumerate(s["species"].items()):
+            rows.append([str(s["index"]) if j == 0 else "", _g(s["time"]) if j == 0 else "", name,
+                         _num(sp["count"])])
+    _out(_table(["step", "time", "species", "particles"], rows, ["<", ">", "<", ">"], indent="  "))
+    for d in info["files"]:
+        sz = d["sizes"]
+        lo, hi = d["bounds"]["min"], d["bounds"]["max"]
+        _out("")
+        _out(f"step {d['step']}, species '{d['species']}': {_num(d['count'])} particles")
+        parts = f", {d['parts']} part files" if d.get('parts', 1) > 1 else ""
+        _out(f"  file     {d['path']} (format {d['format_version']}{parts})")
+        _out("  bounds   " + "  ".join(f"{a} [{_g(l)}, {_g(h)}]" for a, l, h in zip("xyz", lo, hi)))
+        _out(f"  tree     {d['levels']} levels, {_num(d['nodes'])} nodes, leaf size {d['leaf_size']}, "
+             f"{d['lod_count']} LOD particles per inner node")
+        ov = sz.get("overhead_percent")
+        _out(f"  size     {_bytes(sz['file_bytes'])} = data {_bytes(sz['data_bytes'])} + index "
+             f"{_bytes(sz['index_bytes'])} + fine index {_bytes(sz['fine_index_bytes'])} + padding "
+             f"{_bytes(sz['padding_bytes'])}" + (f"  (overhead {ov:.1f}% of data)" if ov is not None else ""))
+        rows = []
+        for c in d["columns"]:
+            integer = c["dtype"][0] in "iu"
+            fmt = (lambda v: "-" if v is None else (str(int(v)) if integer else _g(v)))
+            rows.append([c["name"], c["dtype"], c["index"], c["unit"] or "", fmt(c["min"]), fmt(c["max"]),
+                         _num(c["nan_count"]) if c["nan_count"] else ""])
+        _out("  columns")
+        _out(_table(["name", "dtype", "index", "unit", "min", "max", "NaNs"], rows,
+                    ["<", "<", "<", "<", ">", ">", ">"], indent="    "))
+
+
+def cmd_info(args) -> int:
+    ds = _open(args.dataset)
+    info = _info_data(ds, args)
+    if args.json:
+        _out(json.dumps(info, indent=2, allow_nan=False))
+    else:
+        _print_info(info)
+    return 0
+
+
+def add_parser(subs) -> None:
+    p = _sub(subs, "info", "describe a dataset: steps, species, columns, sizes",
+             "Describes a dataset: its steps (index, time), species and particle counts, and for the\n"
+             "files of one step (default: the last; --all: every step) the columns (dtype, index kind,\n"
+             "unit, min/max), spatial bounds, file sizes (data, index, fine index, padding, overhead)\n"
+             "and the spatial tree (levels, nodes).",
+             "  motes info run.motes\n"
+             "  motes info run.motes --step 0 --species ions\n"
+             "  motes info run.motes --json | jq '.files[0].columns'")
+    p.add_argument("dataset", metavar="DATASET", help="dataset directory")
+    p.add_argument("--json", action="store_true", help="machine-readable JSON output")
+    p.add_argument("--step", type=int, default=None, help="step whose files are described (default: last)")
+    p.add_argument("--species", default=None, help="describe only this species")
+    p.add_argument("--all", action="store_true", help="describe the files of every step")
+    p.set_defaults(func=cmd_info)
