@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -94,9 +95,11 @@ struct ColumnView {
   ColumnSpec spec;
   const void* data = nullptr;
   uint64_t count = 0;
-  int64_t stride_bytes = 0;  // 0 means contiguous
+  // Bytes from one value to the next: any sign, and 0 for one value broadcast to every
+  // row. Unset means contiguous (the dtype's size).
+  std::optional<int64_t> stride_bytes;
 
-  int64_t stride() const { return stride_bytes ? stride_bytes : int64_t(dtype_size(spec.dtype)); }
+  int64_t stride() const { return stride_bytes.value_or(int64_t(dtype_size(spec.dtype))); }
   template <class T>
   T at(uint64_t i) const {
     return *reinterpret_cast<const T*>(static_cast<const char*>(data) + int64_t(i) * stride());

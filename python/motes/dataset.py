@@ -12,15 +12,13 @@ import numpy as np
 
 from . import _core
 from ._core import FormatError, MotesError, UsageError
+from .dtypes import column_array, numpy_dtype
 
 __all__ = ["open", "write", "Writer", "Dataset", "Table", "Column", "read_partition"]
 
 ColumnsLike = Mapping[str, np.ndarray]
 Quality = Union[float, Tuple[float, float]]
 BoxLike = Optional[Sequence[float]]
-
-_SUPPORTED = {np.dtype(t) for t in ("f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8")}
-
 
 @dataclass(frozen=True)
 class Column:
@@ -90,20 +88,8 @@ def _column_tuples(columns: ColumnsLike, index: Optional[Mapping[str, str]], uni
     for name in list(index) + list(units):
         if name not in columns:
             raise UsageError(f"index/unit given for unknown column '{name}' (columns: {', '.join(columns)})")
-    out = []
-    for name, values in columns.items():
-        arr = np.asarray(values)
-        if arr.ndim != 1:
-            raise UsageError(f"column '{name}' must be 1-D, got shape {arr.shape}")
-        if arr.dtype not in _SUPPORTED:
-            if arr.dtype == np.bool_:
-                arr = arr.astype(np.uint8)
-            else:
-                raise UsageError(f"column '{name}' has unsupported dtype {arr.dtype} (use float32/64, int8-64 or uint8-64)")
-        if not arr.dtype.isnative:
-            arr = arr.astype(arr.dtype.newbyteorder("="))
-        out.append((str(name), arr, index.get(name, "auto"), units.get(name, "")))
-    return out
+    return [(str(name), column_array(str(name), values), index.get(name, "auto"), units.get(name, ""))
+            for name, values in columns.items()]
 
 
 class _Progress:
@@ -352,7 +338,7 @@ class Dataset:
     def schema(self, step: Optional[int] = None, species: Optional[str] = None) -> List[Column]:
         """Columns of a species: name, numpy dtype, extra index kind, unit."""
         sp = self._species(step, species)
-        return [Column(n, np.dtype(_NP_DTYPES[d]), i, u) for n, d, i, u in sp["columns"]]
+        return [Column(n, numpy_dtype(d), i, u) for n, d, i, u in sp["columns"]]
 
     def count_total(self, step: Optional[int] = None, species: Optional[str] = None) -> int:
         return int(self._species(step, species)["count"])
@@ -554,10 +540,6 @@ def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = N
     src, names, b = _on_every_rank(comm, prepare_all, f"opening '{os.fspath(path)}' for a parallel read")
     cols = _core.read_partition(handle, src, b, where or "", names, threads, float(quality))
     return Table({n: cols[n] for n in names})
-
-
-_NP_DTYPES = {"f32": "f4", "f64": "f8", "i8": "i1", "i16": "i2", "i32": "i4", "i64": "i8", "u8": "u1",
-              "u16": "u2", "u32": "u4", "u64": "u8"}
 
 
 def open(path: Union[str, os.PathLike]) -> Dataset:  # noqa: A001 - mirrors builtins.open on purpose

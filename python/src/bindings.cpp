@@ -67,16 +67,21 @@ const char* fine_name(motes::FineIndex f) { return f == motes::FineIndex::quanti
 // (name, array, index kind, unit) tuples from Python.
 using ColumnTuple = std::tuple<std::string, InputArray, std::string, std::string>;
 
+// A view of a numpy array by its real stride (0 for a broadcast value, negative for a
+// reversed view). The Python layer copies what a stride in elements cannot describe.
+motes::ColumnView view_of(const InputArray& arr, const std::string& name, motes::FineIndex fine = motes::FineIndex::none,
+                          const std::string& unit = "") {
+  motes::ColumnView v;
+  v.spec = {name, dtype_of(arr, name), fine, unit};
+  v.data = arr.data();
+  v.count = arr.shape(0);
+  v.stride_bytes = arr.stride(0) * int64_t(motes::dtype_size(v.spec.dtype));
+  return v;
+}
+
 std::vector<motes::ColumnView> views_of(const std::vector<ColumnTuple>& cols) {
   std::vector<motes::ColumnView> out;
-  for (const auto& [name, arr, fine, unit] : cols) {
-    motes::ColumnView v;
-    v.spec = {name, dtype_of(arr, name), fine_of(fine, name), unit};
-    v.data = arr.data();
-    v.count = arr.shape(0);
-    v.stride_bytes = arr.stride(0) * int64_t(motes::dtype_size(v.spec.dtype));
-    out.push_back(std::move(v));
-  }
+  for (const auto& [name, arr, fine, unit] : cols) out.push_back(view_of(arr, name, fine_of(fine, name), unit));
   return out;
 }
 
@@ -217,6 +222,12 @@ NB_MODULE(_core, m) {
       PyErr_SetString(PyExc_OSError, e.what());
     }
   });
+
+  {
+    nb::list names;  // the stored dtypes, in code order: Python derives its dtype table from this
+    for (uint8_t c = 1; motes::dtype_valid(c); ++c) names.append(motes::dtype_name(motes::DType(c)));
+    m.attr("dtype_names") = names;
+  }
 
   m.def("parse_expression", [](const std::string& text) { return motes::parse_expression(text)->to_string(); },
         "text"_a, "Parses a query expression; returns its fully parenthesised form or raises UsageError.");
@@ -477,15 +488,12 @@ NB_MODULE(_core, m) {
         // summarises its particles as the MPI writer's ranks do, then one plan is built.
         if (grid.size() != 3 || !grid[0] || !grid[1] || !grid[2]) throw motes::UsageError("grid must be 3 positive integers");
         if (method != "adaptive" && method != "aug") throw motes::UsageError("method must be 'adaptive' or 'aug'");
-        auto view = [](const InputArray& a, const char* n) {
-          motes::ColumnView v;
-          v.spec = {n, dtype_of(a, n)};
-          v.data = a.data();
-          v.count = a.shape(0);
-          v.stride_bytes = a.stride(0) * int64_t(motes::dtype_size(v.spec.dtype));
-          return v;
-        };
-        motes::ColumnView axes[3] = {view(x, "x"), view(y, "y"), view(z, "z")};
+        motes::ColumnView axes[3] = {view_of(x, "x"), view_of(y, "y"), view_of(z, "z")};
+        for (const motes::ColumnView& a : axes)
+          if ((a.spec.dtype != motes::DType::f32 && a.spec.dtype != motes::DType::f64) || a.count != axes[0].count)
+            throw motes::UsageError("x, y and z must be float32 or float64 arrays of equal length");
+        const motes::Coordinate coords[3] = {motes::Coordinate(axes[0]), motes::Coordinate(axes[1]),
+                                             motes::Coordinate(axes[2])};
         nb::dict out;
         nb::gil_scoped_release release;
         using Clock = std::chrono::steady_clock;
@@ -495,7 +503,7 @@ NB_MODULE(_core, m) {
         for (int a = 0; a < 3; ++a) {
           lo[a] = INFINITY, hi[a] = -INFINITY;
           for (uint64_t i = 0; i < n; ++i) {
-            double v = motes::load_as_double(axes[a].spec.dtype, axes[a].data, i);
+            double v = coords[a][i];
             lo[a] = std::min(lo[a], v), hi[a] = std::max(hi[a], v);
           }
         }
@@ -504,7 +512,7 @@ NB_MODULE(_core, m) {
           uint64_t r = 0, mul = 1;
           double p[3];
           for (int a = 0; a < 3; ++a) {
-            p[a] = motes::load_as_double(axes[a].spec.dtype, axes[a].data, i);
+            p[a] = coords[a][i];
             double t = hi[a] > lo[a] ? (p[a] - lo[a]) / (hi[a] - lo[a]) : 0.0;
             r += mul * std::min<uint64_t>(grid[a] - 1, uint64_t(t * grid[a]));
             mul *= grid[a];

@@ -101,6 +101,40 @@ TEST(Format, StridedInputIsReadInPlace) {
   for (uint64_t i = 0; i < aos.size(); ++i) EXPECT_EQ(x[i], aos[size_t(m[i])].x);
 }
 
+TEST(Format, NegativeAndZeroStridesAreReadAsGiven) {
+  // x runs backwards through its array (a reversed view); w is one value for every row
+  // (a broadcast, stride 0). Read as contiguous, w would read far past its one value.
+  const uint64_t n = 50000;
+  std::vector<double> xs(n), ys(n), zs(n);
+  std::vector<uint32_t> ids(n);
+  for (uint64_t i = 0; i < n; ++i) xs[i] = double(i) / n, ys[i] = double(i % 101), zs[i] = double(i % 7), ids[i] = uint32_t(i);
+  const double w = 42.5;
+  auto view = [&](const char* name, DType t, const void* p, std::optional<int64_t> stride) {
+    ColumnView c;
+    c.spec = {name, t, FineIndex::none, ""};
+    c.data = p;
+    c.count = n;
+    c.stride_bytes = stride;
+    return c;
+  };
+  // Row i of the input is (xs[n-1-i], ys[i], zs[i], w, ids[i]).
+  std::vector<ColumnView> v = {view("x", DType::f64, &xs[n - 1], -int64_t(sizeof(double))),
+                               view("y", DType::f64, ys.data(), std::nullopt), view("z", DType::f64, zs.data(), 8),
+                               view("w", DType::f64, &w, 0), view("id", DType::u32, ids.data(), std::nullopt)};
+  std::string path = test::temp_path("strides.mpf");
+  write_particle_file(path, v, small_options());
+  auto f = ParticleFile::open(path, true);
+  const double* x = static_cast<const double*>(f->columns()[f->column("x")].data);
+  const double* y = static_cast<const double*>(f->columns()[f->column("y")].data);
+  const double* wf = static_cast<const double*>(f->columns()[f->column("w")].data);
+  const uint32_t* id = static_cast<const uint32_t*>(f->columns()[f->column("id")].data);
+  for (uint64_t r = 0; r < n; ++r) {
+    ASSERT_EQ(wf[r], w);
+    ASSERT_EQ(x[r], xs[n - 1 - id[r]]);
+    ASSERT_EQ(y[r], ys[id[r]]);
+  }
+}
+
 TEST(Format, EmptyInputWritesAValidFile) {
   auto cols = test::make_columns(0);
   std::string path = test::temp_path("empty.mpf");

@@ -30,6 +30,7 @@ def global_data(step: int = 0):
     d = motes.synth.clustered(N, seed=17 + step, with_id=True)
     d["charge"] = np.where(d["id"] % 3 == 0, -1, 1).astype(np.int8)
     d["w"] = (d["id"].astype(np.float64) * 1e-6)
+    d["b"] = np.broadcast_to(np.float32(2.5), (N,))  # one value for every particle (stride 0)
     return d
 
 
@@ -61,8 +62,17 @@ def owner(d, size: int, scenario: str):
 
 
 def local(d, comm, scenario):
+    """This rank's particles as a simulation holds them: positions as fields of a record
+    array (strided), the broadcast column still a broadcast, the rest contiguous."""
     mine = owner(d, comm.size, scenario) == comm.rank
-    return {k: np.ascontiguousarray(v[mine]) for k, v in d.items()}
+    out = {k: np.ascontiguousarray(v[mine]) for k, v in d.items() if k != "b"}
+    rec = np.empty(len(out["x"]), dtype=[("x", out["x"].dtype), ("tag", "i1"), ("y", out["y"].dtype),
+                                         ("z", out["z"].dtype)])
+    for a in "xyz":
+        rec[a] = out[a]
+        out[a] = rec[a]
+    out["b"] = np.broadcast_to(d["b"][0], (len(rec),))
+    return out
 
 
 def same_rows(got: dict, want: dict, what: str):

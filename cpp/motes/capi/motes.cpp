@@ -146,7 +146,7 @@ motes_status motes_writer_set_column(motes_writer* w, const char* species, const
     v.spec = {name, motes::DType(dtype), motes::FineIndex::automatic, ""};
     v.data = data;
     v.count = count;
-    v.stride_bytes = stride_bytes;
+    if (stride_bytes != 0) v.stride_bytes = stride_bytes;  // 0: contiguous (motes.h)
     for (auto& [sp, cols] : w->species)
       if (sp == species) return cols.push_back(v), MOTES_OK;
     w->species.push_back({species, {v}});

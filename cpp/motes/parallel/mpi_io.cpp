@@ -468,7 +468,7 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
         }
         dispatch_dtype(v.spec.dtype, [&](auto tag) {
           using T = decltype(tag);
-          const int64_t stride = v.stride_bytes ? v.stride_bytes : int64_t(sizeof(T));
+          const int64_t stride = v.stride();
           const unsigned char* src = static_cast<const unsigned char*>(v.data);
           T* out = reinterpret_cast<T*>(dest);
           for (uint64_t j = 0; j < count; ++j) std::memcpy(out + j, src + int64_t(idx[j]) * stride, sizeof(T));
