@@ -1,6 +1,7 @@
 // Core value types shared by every layer: dtypes, schema, column views, errors.
 #pragma once
 
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -127,6 +128,14 @@ struct Coordinate {
     return is_f32 ? double(*reinterpret_cast<const float*>(p)) : *reinterpret_cast<const double*>(p);
   }
 };
+
+// A double as the shortest text that reads back exactly ("0.1", "1e+300", "nan"), whatever
+// the C locale: error messages and comparisons never depend on LC_NUMERIC.
+inline std::string number_text(double v) {
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
 
 struct Box {
   double lo[3];

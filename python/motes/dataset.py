@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _core
+from . import _args, _core
 from ._core import FormatError, MotesError, UsageError
 from .dtypes import column_array, numpy_dtype
 
@@ -63,18 +63,16 @@ class Table(dict):
         return pa.table({k: pa.array(v) for k, v in self.items()})
 
 
-def _quality_range(quality: Quality) -> Tuple[float, float]:
-    if isinstance(quality, (tuple, list)):
-        if len(quality) != 2:
-            raise UsageError("quality must be a number or a (from, to) pair")
-        return float(quality[0]), float(quality[1])
-    return 0.0, float(quality)
+_quality_range = _args.quality
 
 
 def _box(box: BoxLike) -> Optional[List[float]]:
     if box is None:
         return None
-    b = np.asarray(box, dtype=np.float64).ravel()
+    try:
+        b = np.asarray(box, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        b = np.empty(0)
     if b.size != 6:
         raise UsageError("box must be 6 numbers (xmin, ymin, zmin, xmax, ymax, zmax) or ((xmin, ymin, zmin), (xmax, ymax, zmax))")
     return [float(v) for v in b]
@@ -125,6 +123,12 @@ class _WriteConfig:
     threads: int = 0
     sync: bool = True
 
+    def __post_init__(self):
+        for name in ("leaf_size", "lod_count", "treelet_size"):
+            setattr(self, name, _args.integer(name, getattr(self, name), 1, _args.UINT32[1]))
+        self.threads = _args.threads(self.threads)
+        self.sync = bool(self.sync)
+
 
 def _write_kwargs(cfg: _WriteConfig) -> Dict[str, Any]:
     return dict(leaf_size=cfg.leaf_size, lod_count=cfg.lod_count, treelet_size=cfg.treelet_size,
@@ -142,23 +146,30 @@ class Writer:
     step is aggregated into a few spatially coherent part files (``aggregation``: "adaptive"
     or the "aug" uniform-grid baseline; ``target_bytes`` per file, 0 = automatic) and
     published once all are written. Errors are raised on every rank.
+
+    One writer at a time per dataset: each step is written under the dataset's lock, against
+    the manifest on disk. When another process or handle holds the lock, the writer waits up
+    to ``lock_timeout`` seconds (default: the ``MOTES_LOCK_TIMEOUT`` environment variable,
+    else 0), then raises ``UsageError`` naming the holder.
     """
 
     def __init__(self, path: Union[str, os.PathLike], *, leaf_size: int = 512, lod_count: int = 8,
                  treelet_size: int = 65536, threads: int = 0, sync: bool = True, progress: bool = False,
                  comm: Any = None, aggregation: str = "adaptive", target_bytes: int = 0, best_axis: bool = False,
-                 overfull: float = 1.25):
-        self.path = os.fspath(path)
+                 overfull: float = 1.25, lock_timeout: Optional[float] = None):
+        self.path = _args.path(path)
         self._core = None  # created with the first step, once its columns passed validation
         self._cfg = _WriteConfig(leaf_size, lod_count, treelet_size, threads, sync)
+        self._lock_timeout = None if lock_timeout is None else _args.number("lock_timeout", lock_timeout)
         self._progress = progress
         self._comm = None if comm is None else _comm_handle(comm)
         self._comm_obj = comm
         if aggregation not in ("adaptive", "aug"):
             raise UsageError(f"aggregation must be 'adaptive' or 'aug', got {aggregation!r}")
-        if int(target_bytes) < 0 or not float(overfull) >= 1.0:
-            raise UsageError("target_bytes must be >= 0 and overfull >= 1")
-        self._aggregation = dict(method=aggregation, target_bytes=int(target_bytes), best_axis=bool(best_axis),
+        target_bytes = _args.integer("target_bytes", target_bytes, *_args.UINT64)
+        if not _args.number("overfull", overfull) >= 1.0:
+            raise UsageError(f"overfull must be >= 1, got {overfull}")
+        self._aggregation = dict(method=aggregation, target_bytes=target_bytes, best_axis=bool(best_axis),
                                  overfull=float(overfull))
 
     def write_step(self, step: int, species: Union[ColumnsLike, Mapping[str, ColumnsLike]], *, time: float = 0.0,
@@ -173,32 +184,42 @@ class Writer:
                 groups = species
             else:
                 groups = {species_name: species}
-            payload = [(name, _column_tuples(cols, index, units)) for name, cols in groups.items()]
-            try:
-                attrs_json = json.dumps(dict(attributes or {}))
-            except TypeError as e:
-                raise UsageError(f"step attributes must be JSON-serialisable: {e}") from None
-            return payload, attrs_json
+            payload = [(_args.text("species name", name), _column_tuples(cols, index, units))
+                       for name, cols in groups.items()]
+            return payload, _args.attributes("step attributes", attributes), _args.step(step), \
+                _args.number("step time", time)
 
-        payload, attrs_json = _on_every_rank(self._comm_obj, prepare, f"checking the columns of step {step}")
+        payload, attrs_json, step, time = _on_every_rank(self._comm_obj, prepare, f"checking the columns of step {step}")
         if self._comm is not None:
-            return _core.write_step_parallel(self._comm, self.path, int(step), float(time), attrs_json, payload,
-                                             **_write_kwargs(self._cfg), **self._aggregation)
-        created = False
-        if self._core is None:
-            created = not os.path.exists(self.path)
-            self._core = _core.DatasetCore.create(self.path)
+            timeout = {} if self._lock_timeout is None else {"lock_timeout": self._lock_timeout}
+            return _core.write_step_parallel(self._comm, self.path, step, time, attrs_json, payload,
+                                             **_write_kwargs(self._cfg), **self._aggregation, **timeout)
         bar = _Progress(self._progress, f"step {step}")
+        with self._writing():
+            try:
+                return self._core.append_step(step, time, attrs_json, payload, progress=bar.callback(),
+                                              **_write_kwargs(self._cfg))
+            finally:
+                bar.close()
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """Opens (or creates) the dataset for a write; when the write fails in a dataset this
+        writer created and no step was ever published there, removes it again (under the lock,
+        so a dataset another process has written to in the meantime is kept)."""
+        if self._core is None:
+            self._core = _core.DatasetCore.create(self.path, lock_timeout=self._lock_timeout)
         try:
-            return self._core.append_step(int(step), float(time), attrs_json, payload, progress=bar.callback(),
-                                          **_write_kwargs(self._cfg))
+            yield
         except BaseException:
-            if created:  # leave nothing behind: the dataset did not exist before this call
+            core = self._core
+            if core.created:
                 self._core = None
-                shutil.rmtree(self.path, ignore_errors=True)
+                try:
+                    core.remove_if_unused()
+                except (MotesError, OSError):
+                    pass
             raise
-        finally:
-            bar.close()
 
     def write_step_chunks(self, step: int, species: Mapping[str, Iterable[ColumnsLike]], *, time: float = 0.0,
                           attributes: Optional[Mapping[str, Any]] = None, index: Optional[Mapping[str, str]] = None,
@@ -211,31 +232,23 @@ class Writer:
         appears only when every chunk is written; on any error nothing is published."""
         if self._comm is not None:
             raise UsageError("write_step_chunks is serial; parallel writers use write_step")
-        try:
-            attrs_json = json.dumps(dict(attributes or {}))
-        except TypeError as e:
-            raise UsageError(f"step attributes must be JSON-serialisable: {e}") from None
+        attrs_json = _args.attributes("step attributes", attributes)
+        step, time = _args.step(step), _args.number("step time", time)
         if not isinstance(species, Mapping) or not species:
             raise UsageError("species must be a non-empty mapping of name -> iterable of column chunks")
-        created = False
-        if self._core is None:
-            created = not os.path.exists(self.path)
-            self._core = _core.DatasetCore.create(self.path)
+        names = [_args.text("species name", name) for name in species]
         units = dict(units or {})
-        try:
-            parted = self._core.begin_parted_step(int(step), float(time), attrs_json, list(species),
-                                                  **_write_kwargs(self._cfg))
-            summaries = []
-            for name, chunks in species.items():
-                for chunk in chunks:
-                    summaries.append(parted.add_part(name, _column_tuples(chunk, index, units.get(name))))
-            parted.commit()
+        with self._writing():
+            parted = self._core.begin_parted_step(step, time, attrs_json, names, **_write_kwargs(self._cfg))
+            try:
+                summaries = []
+                for name, chunks in species.items():
+                    for chunk in chunks:
+                        summaries.append(parted.add_part(name, _column_tuples(chunk, index, units.get(name))))
+                parted.commit()
+            finally:
+                parted.close()  # releases the lock; an uncommitted step's files are removed
             return summaries
-        except BaseException:
-            if created:
-                self._core = None
-                shutil.rmtree(self.path, ignore_errors=True)
-            raise
 
     def close(self) -> None:
         pass
@@ -252,7 +265,7 @@ def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str
           index: Optional[Mapping[str, str]] = None, units: Optional[Mapping[str, str]] = None,
           leaf_size: int = 512, lod_count: int = 8, treelet_size: int = 65536, threads: int = 0,
           sync: bool = True, progress: bool = False, comm: Any = None, aggregation: str = "adaptive",
-          target_bytes: int = 0, best_axis: bool = False):
+          target_bytes: int = 0, best_axis: bool = False, lock_timeout: Optional[float] = None):
     """Writes one step of particles into the dataset directory ``path`` (created when absent).
 
     ``columns`` maps names to equal-length 1-D numpy arrays and must hold ``x``, ``y``, ``z``
@@ -261,7 +274,7 @@ def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str
     """
     w = Writer(path, leaf_size=leaf_size, lod_count=lod_count, treelet_size=treelet_size, threads=threads,
                sync=sync, progress=progress, comm=comm, aggregation=aggregation, target_bytes=target_bytes,
-               best_axis=best_axis)
+               best_axis=best_axis, lock_timeout=lock_timeout)
     return w.write_step(step, columns, time=time, attributes=attributes, index=index, units=units,
                         species_name=species)
 
@@ -280,7 +293,7 @@ class Dataset:
     """An open dataset directory. Use :func:`motes.open`."""
 
     def __init__(self, path: Union[str, os.PathLike]):
-        self.path = os.fspath(path)
+        self.path = _args.path(path)
         self._core = _core.DatasetCore.open(self.path)
         self._steps = [Step(s["index"], s["time"], json.loads(s["attributes_json"]), s["species"])
                        for s in self._core.steps]
@@ -303,12 +316,13 @@ class Dataset:
         """Dataset-level attributes (a JSON object), e.g. the code and its input deck."""
         return json.loads(self._core.attributes_json)
 
-    def set_attributes(self, attributes: Mapping[str, Any]) -> None:
-        """Replaces the dataset-level attributes (the manifest is rewritten atomically)."""
-        try:
-            text = json.dumps(dict(attributes))
-        except (TypeError, ValueError) as e:
-            raise UsageError(f"dataset attributes must be a JSON-serialisable mapping: {e}") from None
+    def set_attributes(self, attributes: Mapping[str, Any], *, lock_timeout: Optional[float] = None) -> None:
+        """Replaces the dataset-level attributes. Like a step write, this takes the dataset's
+        lock (waiting up to ``lock_timeout`` seconds for another writer) and rewrites the
+        manifest on disk atomically, keeping every step appended since this handle was opened."""
+        text = _args.attributes("dataset attributes", attributes)
+        if lock_timeout is not None:
+            self._core.lock_timeout = _args.number("lock_timeout", lock_timeout)
         self._core.set_attributes_json(text)
 
     def step(self, step: Optional[int] = None) -> Step:
@@ -317,6 +331,7 @@ class Dataset:
             raise UsageError(f"dataset '{self.path}' has no steps")
         if step is None:
             return self._steps[-1]
+        step = _args.step(step)
         for s in self._steps:
             if s.index == step:
                 return s
@@ -325,7 +340,7 @@ class Dataset:
     def species_names(self, step: Optional[int] = None) -> List[str]:
         return list(self.step(step).species) if self._steps else []
 
-    def _species(self, step: Optional[int], species: Optional[str]) -> dict:
+    def _resolve(self, step: Optional[int], species: Optional[str]) -> Tuple[Step, str]:
         st = self.step(step)
         if species is None:
             if len(st.species) != 1:
@@ -333,7 +348,11 @@ class Dataset:
             species = next(iter(st.species))
         if species not in st.species:
             raise UsageError(f"step {st.index} has no species '{species}' (species: {', '.join(st.species)})")
-        return st.species[species]
+        return st, species
+
+    def _species(self, step: Optional[int], species: Optional[str]) -> dict:
+        st, name = self._resolve(step, species)
+        return st.species[name]
 
     def schema(self, step: Optional[int] = None, species: Optional[str] = None) -> List[Column]:
         """Columns of a species: name, numpy dtype, extra index kind, unit."""
@@ -348,11 +367,13 @@ class Dataset:
 
     def source(self, step: Optional[int] = None, species: Optional[str] = None):
         """The particles of one species in one step (cached): one particle file, or the part
-        files of a parallel write behind their step index; queries run over it."""
-        path = self._species(step, species)["path"]
-        c = self._files.get(path)
+        files of a parallel write behind their step index; queries run over it. The files are
+        checked against the manifest (checksums, count, bounds, schema) when first opened."""
+        st, name = self._resolve(step, species)
+        key = (st.index, name)
+        c = self._files.get(key)
         if c is None:
-            c = self._files[path] = _core.Collection.open(path)
+            c = self._files[key] = self._core.open_species(st.index, name)
         return c
 
     def file(self, step: Optional[int] = None, species: Optional[str] = None, part: int = 0):
@@ -367,7 +388,7 @@ class Dataset:
                step: Optional[int] = None, species: Optional[str] = None, threads: int = 0):
         """The selection (file positions) matching the query, without copying any column."""
         q0, q1 = _quality_range(quality)
-        return _core.select(self.source(step, species), where or "", _box(box), q0, q1, threads)
+        return _core.select(self.source(step, species), _args.where(where), _box(box), q0, q1, _args.threads(threads))
 
     def query(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
               columns: Optional[Sequence[str]] = None, step: Optional[int] = None, species: Optional[str] = None,
@@ -408,13 +429,14 @@ class Dataset:
               step: Optional[int] = None, species: Optional[str] = None, threads: int = 0) -> int:
         """Number of particles matching the query (nothing is copied)."""
         q0, q1 = _quality_range(quality)
-        return int(_core.count(self.source(step, species), where or "", _box(box), q0, q1, threads))
+        return int(_core.count(self.source(step, species), _args.where(where), _box(box), q0, q1, _args.threads(threads)))
 
     def stats(self, column: str, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
               step: Optional[int] = None, species: Optional[str] = None, threads: int = 0) -> Dict[str, Any]:
         """count, valid (not NaN), min, max, sum, mean of ``column`` over the matching particles."""
         q0, q1 = _quality_range(quality)
-        return _core.stats(self.source(step, species), column, where or "", _box(box), q0, q1, threads)
+        return _core.stats(self.source(step, species), _args.text("column", column), _args.where(where), _box(box),
+                           q0, q1, _args.threads(threads))
 
     def histogram(self, x: str, y: Optional[str] = None, *, bins: Union[int, Tuple[int, int]] = 64,
                   range: Optional[Sequence] = None, weights: Optional[str] = None, where: Optional[str] = None,
@@ -428,7 +450,8 @@ class Dataset:
         f = self.source(step, species)
         q0, q1 = _quality_range(quality)
         b = _box(box)
-        where = where or ""
+        where = _args.where(where)
+        threads = _args.threads(threads)
         axes = [x] if y is None else [x, y]
         nbins = [bins] * len(axes) if np.isscalar(bins) else list(bins)
         if len(nbins) != len(axes):
@@ -471,12 +494,16 @@ class Dataset:
         return (h, *edges)
 
     def verify(self, progress: bool = False) -> Dict[str, int]:
-        """Checks every checksum (headers, index sections, data blocks) of every file.
-        Raises FormatError naming the first bad file and block; returns counts."""
-        files = 0
+        """Checks everything: the manifest against the files (the header checksums it records,
+        particle counts, bounds, schemas), and every checksum of every file (headers, index
+        sections, data blocks). Raises FormatError naming the first bad file and block; returns
+        counts ("pinned": species whose files the manifest identifies by checksum, all of them
+        unless the dataset was written by motes 0.1)."""
+        files = pinned = 0
         for st in self._steps:
             for name, sp in st.species.items():
-                src = _core.Collection.open(sp["path"])
+                src = self._core.open_species(st.index, name)  # checked against the manifest, not cached
+                pinned += sp["checksum"] is not None
                 for k in range(src.part_count):
                     f = src.part(k)
                     bar = _Progress(progress, f"step {st.index} {name}" + (f" part {k}" if src.part_count > 1 else ""))
@@ -485,7 +512,8 @@ class Dataset:
                     finally:
                         bar.close()
                     files += 1
-        return {"files": files, "steps": len(self._steps)}
+        species = sum(len(st.species) for st in self._steps)
+        return {"files": files, "steps": len(self._steps), "species": species, "pinned": pinned}
 
 
 def _comm_handle(comm: Any) -> int:
@@ -529,16 +557,14 @@ def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = N
     handle = _comm_handle(comm)
 
     def prepare():
+        q = _args.quality(quality)[1]
         ds = Dataset(path)
-        return ds._species(step, species)["path"], ds._columns(columns, step, species), _box(box)
+        ds.source(step, species)  # the files, checked against the manifest
+        return (ds._species(step, species)["path"], ds._columns(columns, step, species), _box(box), q,
+                _args.where(where), _args.threads(threads))
 
-    def prepare_all():
-        if not 0.0 <= float(quality) <= 1.0:
-            raise UsageError(f"quality must be in [0, 1], got {quality}")
-        return prepare()
-
-    src, names, b = _on_every_rank(comm, prepare_all, f"opening '{os.fspath(path)}' for a parallel read")
-    cols = _core.read_partition(handle, src, b, where or "", names, threads, float(quality))
+    src, names, b, q, w, t = _on_every_rank(comm, prepare, f"opening '{os.fspath(path)}' for a parallel read")
+    cols = _core.read_partition(handle, src, b, w, names, t, q)
     return Table({n: cols[n] for n in names})
 
 

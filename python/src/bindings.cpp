@@ -13,6 +13,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 
 #include "motes/analysis/analysis.hpp"
@@ -172,6 +173,15 @@ nb::object float_array(const std::vector<double>& v, size_t rows, size_t cols) {
   return nb::cast(nb::ndarray<nb::numpy, double, nb::ndim<2>>(data, 2, shape, owner));
 }
 
+// A step written part by part, closed explicitly (the writer holds the dataset's lock).
+struct PyPartedStep {
+  std::unique_ptr<motes::PartedStepWriter> writer;
+  motes::PartedStepWriter& get() {
+    if (!writer) throw motes::UsageError("this part-by-part step is closed");
+    return *writer;
+  }
+};
+
 // A query's selection (bound to its collection), gathered into numpy on demand.
 struct PySelection {
   motes::Selection selection;
@@ -207,19 +217,26 @@ NB_MODULE(_core, m) {
   m.attr("MotesError") = motes_error;
   m.attr("UsageError") = usage_error;
   m.attr("FormatError") = format_error;
+  // Messages quote user input and file bytes: decoded with backslashreplace, a byte that is
+  // not UTF-8 shows as \xNN instead of turning the error into a UnicodeDecodeError.
+  static auto raise = [](PyObject* type, const char* what) {
+    PyObject* msg = PyUnicode_DecodeUTF8(what, Py_ssize_t(std::strlen(what)), "backslashreplace");
+    PyErr_SetObject(type, msg);
+    Py_XDECREF(msg);
+  };
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
     } catch (const motes::UsageError& e) {
-      PyErr_SetString(usage_error.ptr(), e.what());
+      raise(usage_error.ptr(), e.what());
     } catch (const motes::FormatError& e) {
-      PyErr_SetString(format_error.ptr(), e.what());
+      raise(format_error.ptr(), e.what());
     } catch (const motes::NotFoundError& e) {
-      PyErr_SetString(PyExc_FileNotFoundError, e.what());
+      raise(PyExc_FileNotFoundError, e.what());
     } catch (const motes::Error& e) {
-      PyErr_SetString(PyExc_OSError, e.what());
+      raise(PyExc_OSError, e.what());
     } catch (const std::filesystem::filesystem_error& e) {
-      PyErr_SetString(PyExc_OSError, e.what());
+      raise(PyExc_OSError, e.what());
     }
   });
 
@@ -560,11 +577,33 @@ NB_MODULE(_core, m) {
   // Dataset (manifest) access; the Python layer builds its API on these.
   nb::class_<motes::Dataset>(m, "DatasetCore")
       .def_static("open", &motes::Dataset::open, "dir"_a)
-      .def_static("create", &motes::Dataset::create, "dir"_a)
+      .def_static(
+          "create",
+          [](const std::string& dir, std::optional<double> lock_timeout) {
+            return motes::Dataset::create(dir, lock_timeout ? *lock_timeout : motes::default_lock_timeout());
+          },
+          "dir"_a, "lock_timeout"_a = nb::none())
       .def_static("exists", &motes::Dataset::exists, "dir"_a)
       .def_prop_ro("dir", &motes::Dataset::dir)
+      .def_prop_ro("created", &motes::Dataset::created, "Whether create() made the directory.")
+      .def_prop_rw("lock_timeout", &motes::Dataset::lock_timeout, &motes::Dataset::set_lock_timeout)
+      .def("reload", &motes::Dataset::reload, "Re-reads the manifest from disk.")
+      .def("remove_if_unused",
+           [](motes::Dataset& d) {
+             nb::gil_scoped_release release;
+             return d.remove_if_unused();
+           })
+      .def(
+          "open_species",
+          [](const motes::Dataset& d, int64_t step, const std::string& species) {
+            const motes::SpeciesEntry& e = d.step(step).find(species);
+            nb::gil_scoped_release release;
+            return std::const_pointer_cast<motes::Collection>(motes::Collection::open_species(d.dir(), step, e));
+          },
+          "step"_a, "species"_a, "One species of one step, its files checked against the manifest.")
       .def_prop_ro("attributes_json", [](const motes::Dataset& d) { return d.attributes().dump(); })
-      .def("set_attributes_json", [](motes::Dataset& d, const std::string& s) { d.set_attributes(nlohmann::json::parse(s)); })
+      .def("set_attributes_json",
+           [](motes::Dataset& d, const std::string& s) { d.set_attributes(motes::parse_attributes(s, "dataset attributes")); })
       .def_prop_ro("steps",
                    [](const motes::Dataset& d) {
                      nb::list out;
@@ -578,6 +617,7 @@ NB_MODULE(_core, m) {
                          nb::dict ed;
                          ed["path"] = d.path_of(e);
                          ed["parts"] = e.parts;
+                         ed["checksum"] = e.checksum ? nb::cast(motes::checksum_text(*e.checksum)) : nb::none();
                          ed["count"] = e.count;
                          ed["bounds"] = box_tuple(e.bounds);
                          nb::list cols;
@@ -596,14 +636,10 @@ NB_MODULE(_core, m) {
           [](motes::Dataset& d, int64_t index, double time, const std::string& attrs_json,
              std::vector<std::string> species, uint32_t leaf_size, uint32_t lod_count, uint32_t treelet_size,
              unsigned threads, bool sync) {
-            nlohmann::json attrs;
-            try {
-              attrs = nlohmann::json::parse(attrs_json);
-            } catch (const nlohmann::json::exception& e) {
-              throw motes::UsageError(std::string("step attributes are not valid JSON: ") + e.what());
-            }
+            nlohmann::json attrs = motes::parse_attributes(attrs_json, "step attributes");
             auto opts = write_options(leaf_size, lod_count, treelet_size, threads, sync, nb::none());
-            return new motes::PartedStepWriter(d, index, time, attrs, opts, std::move(species));
+            nb::gil_scoped_release release;  // may wait for the dataset's lock
+            return new PyPartedStep{std::make_unique<motes::PartedStepWriter>(d, index, time, attrs, opts, std::move(species))};
           },
           "index"_a, "time"_a, "attributes_json"_a, "species"_a, "leaf_size"_a = 512, "lod_count"_a = 8,
           "treelet_size"_a = 65536, "threads"_a = 0, "sync"_a = true, nb::keep_alive<0, 1>(),
@@ -613,12 +649,7 @@ NB_MODULE(_core, m) {
           [](motes::Dataset& d, int64_t index, double time, const std::string& attrs_json,
              const std::vector<std::pair<std::string, std::vector<ColumnTuple>>>& species, uint32_t leaf_size,
              uint32_t lod_count, uint32_t treelet_size, unsigned threads, bool sync, nb::object progress) {
-            nlohmann::json attrs;
-            try {
-              attrs = nlohmann::json::parse(attrs_json);
-            } catch (const nlohmann::json::exception& e) {
-              throw motes::UsageError(std::string("step attributes are not valid JSON: ") + e.what());
-            }
+            nlohmann::json attrs = motes::parse_attributes(attrs_json, "step attributes");
             std::vector<motes::SpeciesColumns> sp;
             for (const auto& [name, cols] : species) sp.emplace_back(name, views_of(cols));
             auto opts = write_options(leaf_size, lod_count, treelet_size, threads, sync, progress);
@@ -634,24 +665,32 @@ NB_MODULE(_core, m) {
           "index"_a, "time"_a, "attributes_json"_a, "species"_a, "leaf_size"_a = 512, "lod_count"_a = 8,
           "treelet_size"_a = 65536, "threads"_a = 0, "sync"_a = true, "progress"_a = nb::none());
 
-  nb::class_<motes::PartedStepWriter>(m, "PartedStep",
-                                      "A step written part by part; invisible until commit().")
+  nb::class_<PyPartedStep>(m, "PartedStep",
+                           "A step written part by part; invisible until commit(); holds the dataset's lock until close().")
       .def(
           "add_part",
-          [](motes::PartedStepWriter& w, const std::string& species, const std::vector<ColumnTuple>& cols) {
+          [](PyPartedStep& p, const std::string& species, const std::vector<ColumnTuple>& cols) {
             auto views = views_of(cols);
             motes::WriteSummary s;
             {
               nb::gil_scoped_release release;
-              s = w.add_part(species, views);
+              s = p.get().add_part(species, views);
             }
             return summary_dict(s);
           },
           "species"_a, "columns"_a)
-      .def("commit", [](motes::PartedStepWriter& w) {
-        nb::gil_scoped_release release;
-        w.commit();
-      });
+      .def("commit",
+           [](PyPartedStep& p) {
+             nb::gil_scoped_release release;
+             p.get().commit();
+           })
+      .def(
+          "close",
+          [](PyPartedStep& p) {
+            nb::gil_scoped_release release;
+            p.writer.reset();
+          },
+          "Releases the lock; the files of an uncommitted step are removed.");
 
 #ifdef MOTES_HAVE_MPI
   m.attr("has_mpi") = true;
@@ -661,13 +700,8 @@ NB_MODULE(_core, m) {
       [](int comm_f, const std::string& dir, int64_t index, double time, const std::string& attrs_json,
          const std::vector<std::pair<std::string, std::vector<ColumnTuple>>>& species, uint32_t leaf_size,
          uint32_t lod_count, uint32_t treelet_size, unsigned threads, bool sync, uint64_t target_bytes,
-         const std::string& method, bool best_axis, double overfull) {
-        nlohmann::json attrs;
-        try {
-          attrs = nlohmann::json::parse(attrs_json);
-        } catch (const nlohmann::json::exception& e) {
-          throw motes::UsageError(std::string("step attributes are not valid JSON: ") + e.what());
-        }
+         const std::string& method, bool best_axis, double overfull, std::optional<double> lock_timeout) {
+        nlohmann::json attrs = motes::parse_attributes(attrs_json, "step attributes");
         if (method != "adaptive" && method != "aug") throw motes::UsageError("aggregation must be 'adaptive' or 'aug'");
         std::vector<motes::SpeciesColumns> sp;
         for (const auto& [name, cols] : species) sp.emplace_back(name, views_of(cols));
@@ -677,6 +711,7 @@ NB_MODULE(_core, m) {
         o.aggregation.best_axis = best_axis;
         o.aggregation.overfull = overfull;
         o.method = method == "aug" ? motes::AggregationMethod::aug : motes::AggregationMethod::adaptive;
+        if (lock_timeout) o.lock_timeout = *lock_timeout;
         motes::ParallelWriteReport r;
         {
           nb::gil_scoped_release release;
@@ -708,7 +743,7 @@ NB_MODULE(_core, m) {
       },
       "comm"_a, "dir"_a, "index"_a, "time"_a, "attributes_json"_a, "species"_a, "leaf_size"_a = 512,
       "lod_count"_a = 8, "treelet_size"_a = 65536, "threads"_a = 0, "sync"_a = true, "target_bytes"_a = 0,
-      "method"_a = "adaptive", "best_axis"_a = false, "overfull"_a = 1.25);
+      "method"_a = "adaptive", "best_axis"_a = false, "overfull"_a = 1.25, "lock_timeout"_a = nb::none());
 
   m.def(
       "read_partition",

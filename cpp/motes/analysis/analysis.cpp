@@ -15,7 +15,7 @@ class Binner {
     if (a.bins == 0) throw UsageError("histogram needs at least one bin");
     if (a.bins > (1u << 24)) throw UsageError("histogram has too many bins (" + std::to_string(a.bins) + ")");
     if (!(std::isfinite(a.lo) && std::isfinite(a.hi) && a.lo < a.hi))
-      throw UsageError("histogram range [" + std::to_string(a.lo) + ", " + std::to_string(a.hi) + "] is not a finite, increasing interval");
+      throw UsageError("histogram range [" + number_text(a.lo) + ", " + number_text(a.hi) + "] is not a finite, increasing interval");
     double step = (a.hi - a.lo) / double(a.bins);
     edges_.resize(a.bins + 1);
     for (uint32_t k = 0; k <= a.bins; ++k) edges_[k] = double(k) * step + a.lo;

@@ -1,6 +1,12 @@
-// A dataset directory: a JSON manifest listing steps, each holding particle
-// files per species. A step becomes visible only when the manifest naming it
-// has been atomically replaced, so a crash never exposes a partial step.
+// A dataset directory: a JSON manifest listing steps, each holding particle files per
+// species. A step becomes visible only when the manifest naming it has been atomically
+// replaced, so a crash never exposes a partial step.
+//
+// Concurrency: one writer at a time per dataset, enforced by an exclusive lock on
+// <dataset>/.lock taken for each write (a step, a parted step, new attributes); a second
+// writer waits up to its lock timeout, then gets a UsageError naming the holder. Every
+// manifest update re-reads the manifest from disk under the lock, never a copy cached when
+// a handle was opened. Readers take no lock and are never blocked.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -8,87 +14,106 @@
 #include <utility>
 #include <vector>
 
+#include "motes/format/io.hpp"
+#include "motes/format/manifest.hpp"
 #include "motes/format/step_index.hpp"
 #include "motes/format/writer.hpp"
 #include "motes/types.hpp"
 
 namespace motes {
 
-struct SpeciesEntry {
-  std::string name;
-  std::string file;  // relative to the dataset directory: a particle file (.mpf) or a step index (.mpi)
-  uint32_t parts = 1;  // particle files behind a step index
-  uint64_t count = 0;
-  Box bounds{};
-  std::vector<ColumnSpec> columns;
-};
-
-struct StepEntry {
-  int64_t index = 0;
-  double time = 0.0;
-  nlohmann::json attributes = nlohmann::json::object();
-  std::vector<SpeciesEntry> species;
-  const SpeciesEntry& find(const std::string& species) const;  // UsageError naming the species present
-};
-
 using SpeciesColumns = std::pair<std::string, std::vector<ColumnView>>;
+
+// Seconds a writer waits for another writer's lock: MOTES_LOCK_TIMEOUT, else 0 (no wait).
+double default_lock_timeout();
 
 class Dataset {
  public:
-  static constexpr const char* kManifest = "manifest.json";
+  static constexpr const char* kManifest = Manifest::kFileName;
+  static constexpr const char* kLockFile = ".lock";
 
-  // Opens an existing dataset: Error when `dir` does not exist, UsageError when it holds
-  // no manifest, FormatError when the manifest is invalid.
+  // Opens an existing dataset (a snapshot of its manifest): NotFoundError when `dir` does
+  // not exist, UsageError when it holds no manifest, FormatError when the manifest is invalid.
   static Dataset open(const std::string& dir);
-  // Opens `dir` for appending, creating it (and an empty manifest) when absent.
-  static Dataset create(const std::string& dir);
+  // Opens `dir` for appending, creating it (and an empty manifest) when absent; created()
+  // tells whether this call made the directory.
+  static Dataset create(const std::string& dir, double lock_timeout = default_lock_timeout());
   static bool exists(const std::string& dir);
 
   const std::string& dir() const { return dir_; }
-  const std::vector<StepEntry>& steps() const { return steps_; }
+  bool created() const { return created_; }
+  double lock_timeout() const { return lock_timeout_; }
+  void set_lock_timeout(double seconds) { lock_timeout_ = seconds; }
+  const std::vector<StepEntry>& steps() const { return manifest_.steps; }
   const StepEntry& step(int64_t index) const;  // UsageError listing the steps present
   std::string path_of(const SpeciesEntry& s) const { return dir_ + "/" + s.file; }
-  const nlohmann::json& attributes() const { return attributes_; }
+  const nlohmann::json& attributes() const { return manifest_.attributes; }
+  // Re-reads the manifest from disk (a snapshot refreshed).
+  void reload();
+
+  // An exclusive write: holds the dataset's lock while it lives; the manifest is re-read
+  // from disk when it starts. The methods that change the dataset take one as proof.
+  class Writing {
+   public:
+    Writing(Writing&&) noexcept = default;
+    Writing& operator=(Writing&&) noexcept = default;
+
+   private:
+    friend class Dataset;
+    explicit Writing(FileLock lock) : lock_(std::move(lock)) {}
+    FileLock lock_;
+  };
+  Writing begin_writing(const std::string& what);
+
+  // Replaces the dataset-level attributes (under the lock, against the manifest on disk).
   void set_attributes(nlohmann::json a);
 
-  // Writes every species of a new step, then the manifest. Earlier steps are never touched.
+  // Writes every species of a new step, then the manifest. Earlier steps are never touched;
+  // on failure nothing of the step is left behind.
   const StepEntry& append_step(int64_t index, double time, const nlohmann::json& attributes,
                                const std::vector<SpeciesColumns>& species, const WriteOptions& options = {},
                                std::vector<WriteSummary>* summaries = nullptr);
 
+  // After a failed first write into a dataset this handle created: removes the directory
+  // when, under the lock, the manifest on disk still lists no step. Returns whether it did.
+  bool remove_if_unused();
+
   // Lower-level pieces of append_step for writers that produce the files themselves (MPI).
-  static std::string species_file_name(int64_t index, const std::string& species);
-  static std::string species_index_name(int64_t index, const std::string& species);
   // UsageError unless the step can be appended: a new index, a finite time, an object of
   // attributes, valid and distinct species names.
   void check_new_step(int64_t index, double time, const nlohmann::json& attributes,
                       const std::vector<std::string>& species) const;
   // Creates the directory of an unpublished step (and syncs its parents), first removing
-  // what a crashed write of it left there. Returns true.
-  bool make_step_directory(int64_t index, bool sync) const;
-  void commit_step(StepEntry step, bool sync = true);
+  // what a crashed write of it left there.
+  void make_step_directory(const Writing&, int64_t index, bool sync) const;
+  // Removes the directory of a step that failed before it was published.
+  void remove_step_directory(const Writing&, int64_t index) const;
+  void commit_step(const Writing&, StepEntry step, bool sync = true);
   // The manifest entry of a species of step `index` whose rows are in `parts`, already
   // written at the part paths of species_index_name: writes its step index; with no
   // parts, one empty particle file of `schema` instead. Index kinds: quantile where any
   // part has quantile codes.
-  SpeciesEntry finish_species(int64_t index, const std::string& name, std::vector<ColumnSpec> schema,
+  SpeciesEntry finish_species(const Writing&, int64_t index, const std::string& name, std::vector<ColumnSpec> schema,
                               const std::vector<PartSummary>& parts, const WriteOptions& options) const;
 
  private:
   std::string dir_;
-  nlohmann::json attributes_ = nlohmann::json::object();
-  std::vector<StepEntry> steps_;
+  Manifest manifest_;
+  bool created_ = false;
+  double lock_timeout_ = 0;
   void save(bool sync) const;
 };
 
 // Writes one step part by part, for writers that cannot hold a species in memory at
 // once (converters streaming a big file): every add_part writes one part file of a
-// species; commit() writes each species' step index, then the manifest. Until then the
-// step is invisible, and an uncommitted writer leaves only files the manifest ignores.
+// species; commit() writes each species' step index, then the manifest. It holds the
+// dataset's lock from construction to commit (or destruction); until commit the step is
+// invisible, and an uncommitted writer removes what it wrote.
 class PartedStepWriter {
  public:
   PartedStepWriter(Dataset& dataset, int64_t index, double time, nlohmann::json attributes, WriteOptions options,
                    std::vector<std::string> species);
+  ~PartedStepWriter();
   // Rows of `species`; every part of a species has the same columns (names, dtypes). Empty parts
   // write nothing (a species whose parts are all empty becomes one empty particle file).
   WriteSummary add_part(const std::string& species, const std::vector<ColumnView>& columns);
@@ -101,6 +126,7 @@ class PartedStepWriter {
     std::vector<PartSummary> parts;
   };
   Dataset& dataset_;
+  Dataset::Writing writing_;
   StepEntry entry_;
   WriteOptions options_;
   std::vector<SpeciesParts> species_;

@@ -1,6 +1,7 @@
 // POSIX file helpers: full writes, durable atomic replacement of a file.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace motes {
@@ -31,6 +32,39 @@ class AtomicFile {
 
 // Writes a small file atomically (used for manifests).
 void write_file_atomic(const std::string& path, const std::string& contents, bool sync = true);
+
+// UsageError for a path that cannot name a file: empty, or holding a NUL byte (which the
+// operating system would silently cut the path at).
+void check_path(const std::string& path);
+
+// Opens `path` for reading and checks that it is a regular file (not a FIFO, a device such
+// as /dev/zero, or a directory) of at most max_bytes, without blocking on a FIFO. Returns
+// the descriptor and sets *size. FormatError naming `what` and the file otherwise.
+int open_regular_file(const std::string& path, const std::string& what, uint64_t max_bytes, uint64_t* size);
+
+// The whole of a small regular file (manifests, step indexes), read with pread after the
+// checks of open_regular_file.
+std::string read_regular_file(const std::string& path, const std::string& what, uint64_t max_bytes);
+
+// An exclusive advisory lock (flock) on a file, held while the object lives; released by
+// the kernel when the process dies, so a crash never leaves a stale lock. Handles in one
+// process exclude each other like separate processes. The file names the holder (pid,
+// host, what it is doing), so a writer refused the lock can say who holds it.
+class FileLock {
+ public:
+  // Waits up to timeout_seconds (0: does not wait) for the lock; UsageError naming the
+  // holder when it stays taken.
+  static FileLock acquire(const std::string& path, const std::string& what, double timeout_seconds);
+  FileLock(FileLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  FileLock& operator=(FileLock&& other) noexcept;
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  ~FileLock();
+
+ private:
+  explicit FileLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
 
 void sync_directory(const std::string& dir);
 

@@ -64,30 +64,46 @@ std::string kind_name(uint32_t kind) {
 std::shared_ptr<ParticleFile> ParticleFile::open(const std::string& path, bool verify) {
   std::shared_ptr<ParticleFile> f(new ParticleFile());
   f->path_ = path;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw_errno("cannot open particle file", path);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    throw_errno("cannot stat", path);
-  }
-  f->size_ = uint64_t(st.st_size);
+  // A regular file only (a FIFO, /dev/zero or a directory is refused before any read).
+  f->fd_ = open_regular_file(path, "particle file", std::numeric_limits<uint64_t>::max(), &f->size_);
+  f->parse();  // header and index sections through pread: a truncated file is an error, not SIGBUS
   if (f->size_ > 0) {
-    void* m = ::mmap(nullptr, f->size_, PROT_READ, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED) {
-      ::close(fd);
-      throw_errno("cannot map", path);
-    }
+    void* m = ::mmap(nullptr, f->size_, PROT_READ, MAP_SHARED, f->fd_, 0);
+    if (m == MAP_FAILED) throw_errno("cannot map", path);
     f->map_ = static_cast<const unsigned char*>(m);
+    for (ColumnIndex& c : f->columns_) {
+      if (c.data) c.data = f->map_ + reinterpret_cast<uintptr_t>(c.data);  // offsets until mapped
+      if (c.codes) c.codes = f->map_ + reinterpret_cast<uintptr_t>(c.codes);
+    }
   }
-  ::close(fd);
-  f->parse();
   if (verify) f->verify_data();
   return f;
 }
 
 ParticleFile::~ParticleFile() {
   if (map_) ::munmap(const_cast<unsigned char*>(map_), size_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void ParticleFile::check_unchanged() const {
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) throw_errno("cannot stat", path_);
+  if (uint64_t(st.st_size) != size_)
+    fail("the file changed size while open (" + std::to_string(size_) + " -> " + std::to_string(st.st_size) +
+         " bytes): another process truncated or rewrote it in place");
+}
+
+std::string ParticleFile::read_at(uint64_t offset, uint64_t length) const {
+  std::string out(length, '\0');
+  uint64_t done = 0;
+  while (done < length) {
+    ssize_t r = ::pread(fd_, out.data() + done, length - done, off_t(offset + done));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) throw_errno("cannot read", path_);
+    if (r == 0) fail("the file ends at byte " + std::to_string(offset + done) + ", inside a section (truncated while open?)");
+    done += uint64_t(r);
+  }
+  return out;
 }
 
 void ParticleFile::fail(const std::string& what) const { throw FormatError(path_ + ": " + what); }
@@ -110,14 +126,16 @@ void ParticleFile::parse() {
   if (size_ < spec::kPage)
     fail("file is " + std::to_string(size_) + " bytes, shorter than the 4096-byte header (truncated or not a motes file)");
   spec::Header h;
-  std::memcpy(&h, map_, sizeof h);
+  const std::string header = read_at(0, sizeof h);
+  std::memcpy(&h, header.data(), sizeof h);
   if (std::memcmp(h.magic, spec::kMagic, 8) != 0) fail("not a motes particle file (bad magic)");
   if (h.version_major != spec::kVersionMajor)
     fail("format version " + std::to_string(h.version_major) + "." + std::to_string(h.version_minor) +
          " is not supported (this motes reads version " + std::to_string(spec::kVersionMajor) + ".x)");
-  if (spec::kCheckSums && spec::checksum(map_, spec::kHeaderChecksumAt) != h.header_checksum) fail("header checksum mismatch (corrupted header)");
+  if (spec::kCheckSums && spec::checksum(header.data(), spec::kHeaderChecksumAt) != h.header_checksum) fail("header checksum mismatch (corrupted header)");
   major_ = h.version_major;
   minor_ = h.version_minor;
+  header_checksum_ = h.header_checksum;
   if (h.file_size != size_)
     fail("file is " + std::to_string(size_) + " bytes but its header says " + std::to_string(h.file_size) +
          (size_ < h.file_size ? " (truncated)" : " (trailing bytes)"));
@@ -134,18 +152,28 @@ void ParticleFile::parse() {
   uint64_t table_bytes = uint64_t(h.section_count) * sizeof(spec::SectionEntry);
   if (h.section_table_offset < spec::kPage || h.section_table_offset > size_ || table_bytes > size_ - h.section_table_offset)
     fail("section table lies outside the file");
-  if (spec::kCheckSums && spec::checksum(map_ + h.section_table_offset, table_bytes) != h.section_table_checksum)
+  const std::string table_text = read_at(h.section_table_offset, table_bytes);
+  if (spec::kCheckSums && spec::checksum(table_text.data(), table_bytes) != h.section_table_checksum)
     fail("section table checksum mismatch");
   std::vector<spec::SectionEntry> table(h.section_count);
-  if (table_bytes) std::memcpy(table.data(), map_ + h.section_table_offset, table_bytes);
+  if (table_bytes) std::memcpy(table.data(), table_text.data(), table_bytes);
+  // The index sections (everything but the bulk column data and codes), read once.
+  std::vector<std::string> section_bytes(table.size());
+  uint64_t index_read = 0;
 
   const spec::SectionEntry* schema = nullptr;
   const spec::SectionEntry* nodes = nullptr;
-  for (const spec::SectionEntry& e : table) {
+  for (size_t ti = 0; ti < table.size(); ++ti) {
+    const spec::SectionEntry& e = table[ti];
     if (e.offset < spec::kPage || e.offset > size_ || e.length > size_ - e.offset)
       fail(kind_name(e.kind) + " section lies outside the file");
     bool bulk = e.kind == spec::kColumn || e.kind == spec::kFineCodes;
-    if (spec::kCheckSums && !bulk && spec::checksum(map_ + e.offset, e.length) != e.checksum)
+    if (!bulk) {
+      index_read += e.length;  // sections do not overlap: more than the file means a damaged table
+      if (index_read > size_) fail("index sections add up to more than the file (overlapping sections)");
+      section_bytes[ti] = read_at(e.offset, e.length);
+    }
+    if (spec::kCheckSums && !bulk && spec::checksum(section_bytes[ti].data(), e.length) != e.checksum)
       fail(kind_name(e.kind) + " section checksum mismatch" +
            (e.column != spec::kNoColumn ? " (column " + std::to_string(e.column) + ")" : ""));
     if (e.kind == spec::kSchema) {
@@ -160,10 +188,13 @@ void ParticleFile::parse() {
   if (!schema) fail("schema section is missing");
   if (!nodes) fail("nodes section is missing");
 
+  auto bytes_of = [&](const spec::SectionEntry* e) {
+    return reinterpret_cast<const unsigned char*>(section_bytes[size_t(e - table.data())].data());
+  };
+
   // Schema.
   std::vector<ColumnSpec> specs;
-  std::string problem = spec::decode_schema(map_ + schema->offset, map_ + schema->offset + schema->length,
-                                            h.column_count, specs);
+  std::string problem = spec::decode_schema(bytes_of(schema), bytes_of(schema) + schema->length, h.column_count, specs);
   if (!problem.empty()) fail(problem);
   columns_.resize(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -175,7 +206,7 @@ void ParticleFile::parse() {
   if (nodes->length != uint64_t(h.node_count) * sizeof(TreeNode) || h.node_count == 0)
     fail("nodes section has " + std::to_string(nodes->length) + " bytes for " + std::to_string(h.node_count) + " nodes");
   nodes_.resize(h.node_count);
-  std::memcpy(nodes_.data(), map_ + nodes->offset, nodes->length);
+  std::memcpy(nodes_.data(), bytes_of(nodes), nodes->length);
   try {
     levels_ = compute_levels(nodes_, lod_count_, count_);
   } catch (const FormatError& e) {
@@ -201,7 +232,7 @@ void ParticleFile::parse() {
     size_t sz = dtype_size(c.spec.dtype);
     if (!seen_sections.insert({e.kind, e.column}).second)
       fail(kind_name(e.kind) + " section of column '" + c.spec.name + "' appears twice");
-    const unsigned char* s = map_ + e.offset;
+    const unsigned char* s = bytes_of(&e);  // an index section (bulk sections are mapped later)
     const std::string col = " of column '" + c.spec.name + "'";
     switch (e.kind) {
       case spec::kColumn:
@@ -222,9 +253,11 @@ void ParticleFile::parse() {
         uint64_t blocks = (e.length + b.block_bytes - 1) / b.block_bytes;
         if (sums->length != blocks * 8) fail("block checksums" + col + " have the wrong length");
         b.sums.resize(blocks);
-        if (sums->length) std::memcpy(b.sums.data(), map_ + sums->offset, sums->length);
+        if (sums->length) std::memcpy(b.sums.data(), bytes_of(sums), sums->length);
         bulk_.push_back(std::move(b));
-        if (codes) c.codes = s; else c.data = s;
+        // The offset for now: open() turns it into an address once the file is mapped.
+        const unsigned char* at = reinterpret_cast<const unsigned char*>(uintptr_t(e.offset));
+        if (codes) c.codes = at; else c.data = at;
         break;
       }
       case spec::kNodeRanges: {

@@ -54,7 +54,13 @@ class ParticleFile {
   const Box& bounds() const { return bounds_; }
   uint16_t version_major() const { return major_; }
   uint16_t version_minor() const { return minor_; }
+  // The header's checksum: it covers every other checksum, so it identifies the whole file.
+  uint64_t header_checksum() const { return header_checksum_; }
   FileStats stats() const { return stats_; }
+
+  // FormatError when the file's size changed since it was opened (truncated under the
+  // reader): checked before a query reads mapped data, where it would otherwise die of SIGBUS.
+  void check_unchanged() const;
 
   // Checks every bulk block checksum; throws FormatError naming the section and block.
   // Calls progress(done, total) per block when given.
@@ -63,14 +69,17 @@ class ParticleFile {
  private:
   ParticleFile() = default;
   void parse();
+  std::string read_at(uint64_t offset, uint64_t length) const;  // pread, FormatError when short
   [[noreturn]] void fail(const std::string& what) const;
 
   std::string path_;
+  int fd_ = -1;  // kept open: check_unchanged() and the index reads use it
   const unsigned char* map_ = nullptr;
   uint64_t size_ = 0;
   uint64_t count_ = 0;
   uint32_t lod_count_ = 0, leaf_size_ = 0, block_bytes_ = 0;
   uint16_t major_ = 0, minor_ = 0;
+  uint64_t header_checksum_ = 0;
   Box bounds_{};
   std::vector<TreeNode> nodes_;
   Levels levels_;

@@ -39,14 +39,19 @@ std::string decode_schema(const unsigned char* p, const unsigned char* end, uint
     c.name.assign(reinterpret_cast<const char*>(p), name_len);
     c.unit.assign(reinterpret_cast<const char*>(p + name_len), unit_len);
     p += name_len + unit_len;
-    for (const ColumnSpec& other : out)
-      if (other.name == c.name) return "schema names column '" + c.name + "' twice";
     out.push_back(std::move(c));
   }
   if (p != end) return "schema has " + std::to_string(end - p) + " trailing bytes";
+  return check_schema(out);
+}
+
+std::string check_schema(const std::vector<ColumnSpec>& columns) {
+  for (size_t i = 0; i < columns.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (columns[j].name == columns[i].name) return "schema names column '" + columns[i].name + "' twice";
   for (const char* axis : {"x", "y", "z"}) {
     const ColumnSpec* found = nullptr;
-    for (const ColumnSpec& c : out)
+    for (const ColumnSpec& c : columns)
       if (c.name == axis) found = &c;
     if (!found) return std::string("position column '") + axis + "' is missing";
     if (found->dtype != DType::f32 && found->dtype != DType::f64)

@@ -114,5 +114,7 @@ std::string encode_schema(const std::vector<ColumnSpec>& columns);
 // Checks dtype and index codes, duplicate names, and that x, y, z exist as f32/f64.
 std::string decode_schema(const unsigned char* p, const unsigned char* end, uint32_t count,
                           std::vector<ColumnSpec>& out);
+// The problem with a schema (a name twice, x, y or z missing or not f32/f64), empty if none.
+std::string check_schema(const std::vector<ColumnSpec>& columns);
 
 }  // namespace motes::spec

@@ -117,7 +117,7 @@ std::string StepIndex::part_path(const std::string& index_path, size_t k) {
   return base + buf;
 }
 
-IndexNode StepIndex::write(const std::string& path, const std::vector<ColumnSpec>& schema,
+StepIndexSummary StepIndex::write(const std::string& path, const std::vector<ColumnSpec>& schema,
                            const std::vector<PartSummary>& parts, bool sync) {
   if (parts.empty()) throw UsageError("a step index needs at least one part");
   const size_t ncol = schema.size();
@@ -201,13 +201,11 @@ IndexNode StepIndex::write(const std::string& path, const std::vector<ColumnSpec
   std::string bytes(reinterpret_cast<const char*>(&h), sizeof h);
   bytes += body;
   write_file_atomic(path, bytes, sync);
-  return nodes[0];
+  return {nodes[0].count, nodes[0].bounds, h.header_checksum};
 }
 
 std::shared_ptr<const StepIndex> StepIndex::open(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_errno("cannot open step index", path);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes = read_regular_file(path, "step index", kMaxBytes);  // type and size checked first
   auto fail = [&](const std::string& what) -> void { throw FormatError(path + ": " + what); };
   if (bytes.size() < kIndexHeaderBytes)
     fail("file is " + std::to_string(bytes.size()) + " bytes, shorter than the 128-byte step index header");
@@ -239,6 +237,7 @@ std::shared_ptr<const StepIndex> StepIndex::open(const std::string& path) {
 
   auto idx = std::make_shared<StepIndex>();
   idx->path_ = path;
+  idx->header_checksum_ = h.header_checksum;
   idx->count_ = h.particle_count;
   for (int a = 0; a < 3; ++a) idx->bounds_.lo[a] = h.bounds_lo[a], idx->bounds_.hi[a] = h.bounds_hi[a];
   std::vector<ColumnSpec> specs;

@@ -35,6 +35,14 @@ struct PartSummary {
   uint64_t file_bytes = 0;
   Box bounds{};
   std::vector<ColumnSummary> columns;
+  uint64_t header_checksum = 0;
+};
+
+// What writing a step index produced: the particles of all parts and the index's checksum.
+struct StepIndexSummary {
+  uint64_t count = 0;
+  Box bounds{};
+  uint64_t header_checksum = 0;
 };
 
 class StepIndex {
@@ -43,17 +51,20 @@ class StepIndex {
 
   // Opens and validates an index file; FormatError naming the file and the problem.
   static std::shared_ptr<const StepIndex> open(const std::string& path);
+  // The largest step index file accepted (a bigger one is refused before it is read).
+  static constexpr uint64_t kMaxBytes = uint64_t(1) << 34;
 
   // Writes the index of `parts` (in part-number order) to `path` atomically. The root
   // bitmaps of the parts, each over its own range, are remapped to the global range.
-  // Returns the root node: the particle count and bounds of all parts.
-  static IndexNode write(const std::string& path, const std::vector<ColumnSpec>& schema,
+  // Returns the particle count and bounds of all parts and the index's header checksum.
+  static StepIndexSummary write(const std::string& path, const std::vector<ColumnSpec>& schema,
                          const std::vector<PartSummary>& parts, bool sync = true);
 
   // The file of part k: "<index path without .mpi>.p<k, 6 digits>.mpf".
   static std::string part_path(const std::string& index_path, size_t k);
 
   const std::string& path() const { return path_; }
+  uint64_t header_checksum() const { return header_checksum_; }
   uint64_t particle_count() const { return count_; }
   const Box& bounds() const { return bounds_; }
   const std::vector<IndexPart>& parts() const { return parts_; }
@@ -64,6 +75,7 @@ class StepIndex {
 
  private:
   std::string path_;
+  uint64_t header_checksum_ = 0;
   uint64_t count_ = 0;
   Box bounds_{};
   std::vector<IndexPart> parts_;

@@ -456,6 +456,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
 
   summary.particle_count = n;
   summary.file_bytes = file_size;
+  summary.header_checksum = h.header_checksum;
   for (const ColumnPlan& p : plans) {
     summary.data_bytes += n * p.size;
     summary.columns.push_back(ColumnSummary{p.view->spec.name, p.view->spec.dtype, p.fine, p.gmin, p.gmax, p.nan_count,

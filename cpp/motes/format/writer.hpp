@@ -36,6 +36,7 @@ struct WriteSummary {
   Box bounds{};
   std::vector<ColumnSummary> columns;
   double layout_seconds = 0, write_seconds = 0;
+  uint64_t header_checksum = 0;  // pins the whole file (the header covers every checksum)
 };
 
 // Checks names (identifiers, unique), dtypes, equal lengths and the x, y, z

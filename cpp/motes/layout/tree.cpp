@@ -84,7 +84,7 @@ Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, ui
 
 uint32_t levels_for_quality(double q, uint32_t level_count) {
   if (std::isnan(q) || q < 0.0 || q > 1.0)
-    throw UsageError("quality must be a number in [0, 1], got " + std::to_string(q));
+    throw UsageError("quality must be a number in [0, 1], got " + number_text(q));
   if (q >= 1.0) return level_count;
   return std::min<uint32_t>(level_count, uint32_t(std::ceil(q * level_count)));
 }

@@ -234,7 +234,7 @@ RankSummary summarize_rank(const ColumnView& x, const ColumnView& y, const Colum
     for (int a = 0; a < 3; ++a) {
       double v = coords[a][i];
       if (!std::isfinite(v))
-        throw UsageError("position column '" + axes[a].spec.name + "' has a non-finite value (" + std::to_string(v) +
+        throw UsageError("position column '" + axes[a].spec.name + "' has a non-finite value (" + number_text(v) +
                          ") at row " + std::to_string(i));
       s.bounds.lo[a] = std::min(s.bounds.lo[a], v), s.bounds.hi[a] = std::max(s.bounds.hi[a], v);
     }

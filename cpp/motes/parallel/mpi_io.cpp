@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -291,6 +292,7 @@ void pack_part(std::vector<double>& out, uint32_t part, const WriteSummary& w) {
   out.push_back(double(part));
   out.push_back(double(w.particle_count));
   out.push_back(double(w.file_bytes));
+  out.push_back(std::bit_cast<double>(w.header_checksum));  // bits, not a value: sent as they are
   for (int a = 0; a < 3; ++a) out.push_back(w.bounds.lo[a]);
   for (int a = 0; a < 3; ++a) out.push_back(w.bounds.hi[a]);
   for (const ColumnSummary& s : w.columns) {
@@ -499,7 +501,7 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
 
   // 4. Aggregators write their parts.
   auto t2 = Clock::now();
-  const std::string index_path = dir + "/" + Dataset::species_index_name(index, name);
+  const std::string index_path = dir + "/" + species_index_name(index, name);
   std::vector<double> written;
   f = attempt([&] {
     WriteOptions wo = options.write;
@@ -528,15 +530,16 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
   std::vector<PartSummary> parts;
   if (c.rank == 0) {
     parts.resize(plan.parts);
-    const size_t per = 9 + 5 * cols.size();
+    const size_t per = 10 + 5 * cols.size();
     for (size_t k = 0; k + per <= summaries.size(); k += per) {
       const double* w = summaries.data() + k;
       PartSummary& p = parts.at(size_t(w[0]));
       p.count = uint64_t(w[1]);
       p.file_bytes = uint64_t(w[2]);
-      for (int a = 0; a < 3; ++a) p.bounds.lo[a] = w[3 + a], p.bounds.hi[a] = w[6 + a];
+      p.header_checksum = std::bit_cast<uint64_t>(w[3]);
+      for (int a = 0; a < 3; ++a) p.bounds.lo[a] = w[4 + a], p.bounds.hi[a] = w[7 + a];
       for (size_t col = 0; col < cols.size(); ++col) {
-        const double* cw = w + 9 + 5 * col;
+        const double* cw = w + 10 + 5 * col;
         p.columns.push_back(ColumnSummary{cols[col].spec.name, cols[col].spec.dtype, FineIndex(uint8_t(cw[4])), cw[0],
                                           cw[1], uint64_t(cw[2]), uint32_t(cw[3])});
       }
@@ -550,7 +553,7 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
 void open_dataset_parallel(MPI_Comm comm, const std::string& dir) {
   Comm c(comm);
   Failure f = attempt([&] {
-    if (c.rank == 0) Dataset::create(dir);
+    if (c.rank == 0) Dataset::create(dir, default_lock_timeout());
   });
   agree(c, f, "opening dataset '" + dir + "'");
 }
@@ -569,23 +572,24 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
   agree(c, f, "checking the columns of step " + std::to_string(index));
   check_same_step(c, index, time, attributes);
   check_same_schema(c, species);
+  // Rank 0 holds the dataset's lock from here to the manifest update (one writer at a time).
   std::optional<Dataset> dataset;
-  bool created_step_dir = false;
+  std::optional<Dataset::Writing> writing;
   f = attempt([&] {
     if (c.rank != 0) return;
-    dataset = Dataset::create(dir);
+    dataset = Dataset::create(dir, options.lock_timeout);
     std::vector<std::string> names;
     for (const auto& sp : species) names.push_back(sp.first);
     dataset->check_new_step(index, time, attributes, names);
-    created_step_dir = dataset->make_step_directory(index, options.write.sync);
+    writing.emplace(dataset->begin_writing("write step " + std::to_string(index) + " of '" + dir + "'"));
+    dataset->check_new_step(index, time, attributes, names);  // against the manifest on disk
+    dataset->make_step_directory(*writing, index, options.write.sync);
   });
   agree(c, f, "opening dataset '" + dir + "' for step " + std::to_string(index));
 
   // From here on a failure leaves the step invisible; rank 0 removes what it created.
   auto cleanup = [&] {
-    if (c.rank != 0 || !created_step_dir) return;
-    std::error_code ec;
-    fs::remove_all((fs::path(dir) / Dataset::species_file_name(index, "x")).parent_path(), ec);
+    if (c.rank == 0 && writing) dataset->remove_step_directory(*writing, index);
   };
   try {
     StepEntry entry;
@@ -602,7 +606,7 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
         if (c.rank != 0) return;
         std::vector<ColumnSpec> schema;
         for (const ColumnView& v : cols) schema.push_back(ColumnSpec{v.spec.name, v.spec.dtype, FineIndex::none, v.spec.unit});
-        SpeciesEntry e = dataset->finish_species(index, name, std::move(schema), parts, options.write);
+        SpeciesEntry e = dataset->finish_species(*writing, index, name, std::move(schema), parts, options.write);
         if (parts.empty()) report.file_bytes += fs::file_size(dataset->path_of(e));
         for (const PartSummary& p : parts) report.file_bytes += p.file_bytes;
         entry.species.push_back(std::move(e));
@@ -618,7 +622,7 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
     }
     auto t4 = Clock::now();
     f = attempt([&] {
-      if (c.rank == 0) dataset->commit_step(std::move(entry), options.write.sync);
+      if (c.rank == 0) dataset->commit_step(*writing, std::move(entry), options.write.sync);
     });
     agree(c, f, "publishing step " + std::to_string(index) + " in the manifest");
     report.commit_seconds = std::max(report.commit_seconds, seconds_since(t4));
@@ -651,7 +655,7 @@ LocalParticles read_partition(MPI_Comm comm, const std::string& path, const Part
   Comm c(comm);
   {
     // Ranks that disagree on what to read would disagree on every message size below.
-    std::string mine = path + "\n" + request.where + "\n" + std::to_string(request.quality) + "\n";
+    std::string mine = path + "\n" + request.where + "\n" + number_text(request.quality) + "\n";
     for (const std::string& col : request.columns) mine += col + ",";
     check_ranks_agree(c, mine, "what to read", [](const std::string&, const std::string&) {
       return std::string(" asks for another file, filter, quality or column list than rank 0");

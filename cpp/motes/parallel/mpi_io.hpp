@@ -31,6 +31,7 @@ struct ParallelWriteOptions {
   // target_bytes (0 = automatic), overfull, best_axis; bytes_per_particle is taken from the schema.
   AggregationOptions aggregation;
   AggregationMethod method = AggregationMethod::adaptive;
+  double lock_timeout = default_lock_timeout();  // seconds rank 0 waits for another writer's lock
 };
 
 // What one collective write did; the same on every rank.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "motes/format/manifest.hpp"
 #include "motes/format/reader.hpp"
 #include "motes/format/step_index.hpp"
 
@@ -17,6 +18,11 @@ class Collection {
  public:
   // Opens a particle file (.mpf) or a step index (.mpi, by its extension).
   static std::shared_ptr<const Collection> open(const std::string& path);
+  // Opens species `entry` of step `step` of the dataset in `dir`, checking the files against
+  // the manifest: the header checksums it records (when it does: manifests 1.1+), the
+  // particle count, bounds and schema. FormatError naming the file and what differs.
+  static std::shared_ptr<const Collection> open_species(const std::string& dir, int64_t step,
+                                                        const SpeciesEntry& entry);
   static std::shared_ptr<const Collection> of(std::shared_ptr<const ParticleFile> file);
   static std::shared_ptr<const Collection> of(std::shared_ptr<const StepIndex> index);
 
@@ -41,6 +47,8 @@ class Collection {
   std::vector<ColumnSpec> schema_;
   std::vector<uint64_t> part_count_, part_offset_;
   std::shared_ptr<const StepIndex> index_;
+  std::vector<uint64_t> part_checksums_;  // expected header checksums of the parts (may be empty)
+  std::string owner_;                     // "step S, species P" when opened from a manifest
   mutable std::vector<std::shared_ptr<const ParticleFile>> parts_;
   mutable std::unique_ptr<std::mutex> lock_ = std::make_unique<std::mutex>();
 };

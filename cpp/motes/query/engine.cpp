@@ -448,8 +448,8 @@ ExprPtr box_expression(const Box& b) {
   ExprPtr all;
   for (int a = 0; a < 3; ++a) {
     if (!(b.lo[a] <= b.hi[a]))
-      throw UsageError(std::string("box is empty or invalid on ") + axes[a] + ": [" + std::to_string(b.lo[a]) + ", " +
-                       std::to_string(b.hi[a]) + "]");
+      throw UsageError(std::string("box is empty or invalid on ") + axes[a] + ": [" + number_text(b.lo[a]) + ", " +
+                       number_text(b.hi[a]) + "]");
     for (int side = 0; side < 2; ++side) {
       auto cmp = std::make_unique<Expr>();
       cmp->kind = side == 0 ? K::ge : K::le;
@@ -482,8 +482,8 @@ Query::Query(std::shared_ptr<const ParticleFile> file, const QuerySpec& spec) : 
 Query::Query(std::shared_ptr<const Collection> collection, const QuerySpec& spec)
     : collection_(std::move(collection)), quality_from_(spec.quality_from), quality_to_(spec.quality_to) {
   if (spec.quality_from > spec.quality_to)
-    throw UsageError("quality range is reversed: from " + std::to_string(spec.quality_from) + " to " +
-                     std::to_string(spec.quality_to));
+    throw UsageError("quality range is reversed: from " + number_text(spec.quality_from) + " to " +
+                     number_text(spec.quality_to));
   threads_ = spec.threads ? spec.threads : default_threads();
   std::vector<std::string> names;
   for (const ColumnSpec& c : collection_->schema()) names.push_back(c.name);
@@ -619,6 +619,7 @@ size_t Query::run(const Sink& sink, Schedule schedule) {
   size_t chunks = 0;
   for (uint32_t part : parts_to_read()) {
     std::shared_ptr<const ParticleFile> file = collection_->part(part);
+    file->check_unchanged();  // a file truncated under us is an error here, not SIGBUS below
     QueryCounters c;
     std::vector<Task> tasks = plan(*file, c);
     ++counters_.parts_read;
@@ -734,7 +735,11 @@ void Selection::gather(size_t column, uint64_t row_begin, uint64_t row_end, void
   // The column's data in every part the rows touch (opened already by the query).
   std::vector<const char*> base(collection_->part_count(), nullptr);
   for (size_t k = segment_of(row_begin), k1 = segment_of(row_end - 1) + 1; k < k1; ++k)
-    if (!base[part_of_[k]]) base[part_of_[k]] = static_cast<const char*>(collection_->part(part_of_[k])->columns()[column].data);
+    if (!base[part_of_[k]]) {
+      auto file = collection_->part(part_of_[k]);
+      file->check_unchanged();
+      base[part_of_[k]] = static_cast<const char*>(file->columns()[column].data);
+    }
   char* dst = static_cast<char*>(dest);
   // Copies rows [a, b) of the selection; split by rows so big segments are shared between threads.
   // Short segments (typical of filtered results) are copied element by element, not by memcpy calls.

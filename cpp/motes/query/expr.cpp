@@ -5,7 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
+#include <charconv>
+#include <system_error>
 
 namespace motes {
 
@@ -21,7 +22,37 @@ struct Token {
 };
 
 constexpr size_t kMaxExpressionBytes = 1 << 16;
-constexpr int kMaxNesting = 200;
+constexpr int kMaxNesting = 200;      // parentheses, nots and unary signs inside each other
+constexpr uint32_t kMaxHeight = 512;  // nodes on the longest root-to-leaf path (a + b + ... is left-deep)
+
+// The length of the valid UTF-8 sequence of a non-ASCII character at s[i], 0 when invalid.
+size_t utf8_length(const std::string& s, size_t i) {
+  unsigned char c = static_cast<unsigned char>(s[i]);
+  size_t n = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
+  if (!n || i + n > s.size()) return 0;
+  for (size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+  return n;
+}
+
+// Text for messages: printable characters as they are, control characters and bytes that
+// are not UTF-8 as \xNN (so a message is valid UTF-8 whatever the input).
+std::string printable(const std::string& s) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t n = c >= 0x80 ? utf8_length(s, i) : (c >= 0x20 && c < 0x7f);
+    if (n) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
+      ++i;
+    }
+  }
+  return out;
+}
 
 class Parser {
  public:
@@ -42,8 +73,9 @@ class Parser {
   size_t at_ = 0;
   int depth_ = 0;
 
-  [[noreturn]] void error(const Token& t, const std::string& what) const {
-    throw UsageError("syntax error at position " + std::to_string(t.pos + 1) + " of '" + text_ + "': " + what);
+  [[noreturn]] void error(const Token& t, const std::string& what) const { error_at(t.pos, what); }
+  [[noreturn]] void error_at(size_t pos, const std::string& what) const {
+    throw UsageError("syntax error at position " + std::to_string(pos + 1) + " of '" + printable(text_) + "': " + what);
   }
 
   void tokenize() {
@@ -56,12 +88,17 @@ class Parser {
       }
       size_t start = i;
       if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && i + 1 < n && std::isdigit(static_cast<unsigned char>(text_[i + 1])))) {
-        const char* b = text_.c_str() + i;
-        char* e = nullptr;
-        double v = std::strtod(b, &e);
-        i += size_t(e - b);
-        if (i < n && (std::isalpha(static_cast<unsigned char>(text_[i])) || text_[i] == '_'))
-          throw UsageError("syntax error at position " + std::to_string(i + 1) + " of '" + text_ + "': malformed number");
+        // Decimal only, whatever the C locale (strtod would read "0.5" as 0 under a
+        // decimal-comma locale, and would accept hex such as 0x10).
+        double v = 0;
+        auto r = std::from_chars(text_.data() + i, text_.data() + n, v, std::chars_format::general);
+        if (r.ec == std::errc::result_out_of_range) {
+          error_at(i, "number '" + text_.substr(start, size_t(r.ptr - (text_.data() + start))) + "' is out of range");
+        }
+        if (r.ec != std::errc()) error_at(i, "malformed number");
+        i = size_t(r.ptr - text_.data());
+        if (i < n && (std::isalnum(static_cast<unsigned char>(text_[i])) || text_[i] == '_' || text_[i] == '.'))
+          error_at(i, "malformed number");
         tokens_.push_back({Token::number, text_.substr(start, i - start), v, start});
       } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
         while (i < n && (std::isalnum(static_cast<unsigned char>(text_[i])) || text_[i] == '_')) ++i;
@@ -83,8 +120,9 @@ class Parser {
           }
         }
         if (!found) {
-          std::string what = c == '=' ? "'=' is not an operator (did you mean '=='?)" : std::string("unexpected character '") + c + "'";
-          throw UsageError("syntax error at position " + std::to_string(i + 1) + " of '" + text_ + "': " + what);
+          size_t len = static_cast<unsigned char>(c) >= 0x80 ? std::max<size_t>(1, utf8_length(text_, i)) : 1;
+          error_at(i, c == '=' ? "'=' is not an operator (did you mean '=='?)"
+                               : "unexpected character '" + printable(text_.substr(i, len)) + "'");
         }
       }
     }
@@ -101,11 +139,16 @@ class Parser {
     return false;
   }
 
-  static ExprPtr make(K k, ExprPtr a = nullptr, ExprPtr b = nullptr) {
+  // A node; every tree walk (binding, pruning, evaluation, printing) recurses, so the height
+  // is bounded here, where a long chain such as x + x + ... + x is built without recursion.
+  ExprPtr make(K k, ExprPtr a = nullptr, ExprPtr b = nullptr) const {
     auto e = std::make_unique<Expr>();
     e->kind = k;
-    if (a) e->args.push_back(std::move(a));
-    if (b) e->args.push_back(std::move(b));
+    if (a) e->height = std::max(e->height, a->height + 1), e->args.push_back(std::move(a));
+    if (b) e->height = std::max(e->height, b->height + 1), e->args.push_back(std::move(b));
+    if (e->height > kMaxHeight)
+      error(peek(), "expression is too deep (more than " + std::to_string(kMaxHeight) +
+                        " nested operations; split a long sum or product into parenthesised groups)");
     return e;
   }
 
@@ -325,6 +368,7 @@ ExprPtr Expr::clone() const {
   e->value = value;
   e->name = name;
   e->column = column;
+  e->height = height;
   for (const auto& a : args) e->args.push_back(a->clone());
   return e;
 }
@@ -332,11 +376,9 @@ ExprPtr Expr::clone() const {
 std::string Expr::to_string() const {
   switch (kind) {
     case K::number: {
-      std::ostringstream s;
-      s.precision(17);
-      s << value;
+      std::string s = number_text(value);  // shortest exact text, locale-independent
       // A negative literal is parenthesised: "-2 ** x" would read back as -(2 ** x).
-      return std::signbit(value) ? wrap("(", s.str(), ")") : s.str();
+      return std::signbit(value) ? wrap("(", s, ")") : s;
     }
     case K::column: return name;
     case K::negate: return wrap("(-", args[0]->to_string(), ")");  // whole, so it can be a power's base

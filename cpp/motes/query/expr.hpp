@@ -26,6 +26,7 @@ struct Expr {
   double value = 0;           // number
   std::string name;           // column or function name
   int column = -1;            // column index, set by bind()
+  uint32_t height = 1;        // nodes on the longest path down from here (bounded by the parser)
   std::vector<std::unique_ptr<Expr>> args;
 
   bool is_boolean() const { return kind >= Kind::lt; }

@@ -1,0 +1,316 @@
+#include "motes/format/manifest.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "motes/format/io.hpp"
+#include "motes/format/spec.hpp"
+
+using nlohmann::json;
+
+namespace motes {
+
+namespace {
+
+// Thrown by the parse callback when a value is nested too deeply.
+struct TooDeep {};
+
+// Parses without recursion (nlohmann's parser keeps its own stack), refusing values
+// nested deeper than max_depth before they are built: a manifest or attribute text of
+// 100,000 nested arrays is an error, not a stack overflow in a later walk over it.
+json parse_limited(const std::string& text, int max_depth) {
+  return json::parse(text, [max_depth](int depth, json::parse_event_t, json&) {
+    if (depth > max_depth) throw TooDeep{};
+    return true;
+  });
+}
+
+// The depth of a value already built (for attributes that come as json, not text).
+int depth_of(const json& root, int limit) {
+  std::vector<std::pair<const json*, int>> todo{{&root, 1}};
+  int deepest = 0;
+  while (!todo.empty()) {
+    auto [j, d] = todo.back();
+    todo.pop_back();
+    deepest = std::max(deepest, d);
+    if (deepest > limit) return deepest;
+    if (j->is_structured())
+      for (const json& child : *j) todo.push_back({&child, d + 1});
+  }
+  return deepest;
+}
+
+// Message text from a json exception: nlohmann quotes the bytes it read, which may not be
+// UTF-8; every byte outside printable ASCII becomes \xNN.
+std::string printable(const std::string& s) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f) out.push_back(char(c));
+    else out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
+  }
+  return out;
+}
+
+struct Problem {
+  std::string what;
+};
+
+[[noreturn]] void bad(const std::string& what) { throw Problem{what}; }
+
+const json& member(const json& obj, const char* key, const std::string& where) {
+  auto it = obj.find(key);
+  if (it == obj.end()) bad(where + "has no '" + key + "'");
+  return *it;
+}
+
+std::string text_of(const json& j, const std::string& what) {
+  if (!j.is_string()) bad(what + " is not a string");
+  return j.get<std::string>();
+}
+
+uint64_t unsigned_of(const json& j, const std::string& what) {
+  if (!j.is_number_unsigned() && !(j.is_number_integer() && j.get<int64_t>() >= 0))
+    bad(what + " is not a non-negative integer");
+  return j.get<uint64_t>();
+}
+
+double finite_of(const json& j, const std::string& what) {
+  if (!j.is_number()) bad(what + " is not a number");
+  double v = j.get<double>();
+  if (!std::isfinite(v)) bad(what + " is not finite");
+  return v;
+}
+
+uint64_t checksum_of(const json& j, const std::string& what) {
+  std::string s = text_of(j, what);
+  bool ok = s.size() == 16;
+  for (char c : s) ok = ok && std::isxdigit(static_cast<unsigned char>(c)) && !std::isupper(static_cast<unsigned char>(c));
+  if (!ok) bad(what + " is not 16 lowercase hex digits");
+  return std::stoull(s, nullptr, 16);
+}
+
+DType dtype_from_name(const std::string& s, const std::string& what) {
+  for (uint8_t c = 1; dtype_valid(c); ++c)
+    if (s == dtype_name(DType(c))) return DType(c);
+  bad(what + " has unknown dtype '" + s + "'");
+}
+
+FineIndex fine_from_name(const std::string& s, const std::string& what) {
+  if (s == "quantile") return FineIndex::quantile;
+  if (s == "none") return FineIndex::none;
+  bad(what + " has unknown index kind '" + s + "'");
+}
+
+Box box_from(const json& j, const std::string& where) {
+  if (!j.is_array() || j.size() != 2 || !j[0].is_array() || !j[1].is_array() || j[0].size() != 3 || j[1].size() != 3)
+    bad(where + "bounds are not [[xmin, ymin, zmin], [xmax, ymax, zmax]]");
+  Box b{};
+  for (int a = 0; a < 3; ++a) {
+    b.lo[a] = finite_of(j[0][size_t(a)], where + "bounds");
+    b.hi[a] = finite_of(j[1][size_t(a)], where + "bounds");
+    if (b.lo[a] > b.hi[a]) bad(where + "bounds have min > max");
+  }
+  return b;
+}
+
+json box_json(const Box& b) { return json::array({{b.lo[0], b.lo[1], b.lo[2]}, {b.hi[0], b.hi[1], b.hi[2]}}); }
+
+SpeciesEntry species_from(const std::string& name, const json& sp, int64_t index, const std::string& at) {
+  const std::string where = at + "species '" + printable(name) + "': ";
+  if (!valid_species_name(name)) bad(at + "species name '" + printable(name) + "' is invalid");
+  if (!sp.is_object()) bad(where + "is not an object");
+  SpeciesEntry e;
+  e.name = name;
+  e.file = text_of(member(sp, "file", where), where + "file");
+  // Files live where the writers put them: this also keeps every path inside the dataset.
+  bool is_index = e.file == species_index_name(index, name);
+  if (!is_index && e.file != species_file_name(index, name))
+    bad(where + "file '" + printable(e.file) + "' is not " + species_file_name(index, name) + " or " +
+        species_index_name(index, name));
+  auto parts = sp.find("parts");
+  uint64_t np = parts == sp.end() ? 1 : unsigned_of(*parts, where + "parts");
+  if (np == 0 || np > (uint64_t(1) << 31)) bad(where + "has " + std::to_string(np) + " parts");
+  if (!is_index && np != 1) bad(where + "a single particle file cannot have " + std::to_string(np) + " parts");
+  e.parts = uint32_t(np);
+  e.count = unsigned_of(member(sp, "count", where), where + "count");
+  e.bounds = box_from(member(sp, "bounds", where), where);
+  const json& cols = member(sp, "columns", where);
+  if (!cols.is_array() || cols.empty() || cols.size() > 65535) bad(where + "columns are not a list of 1 to 65535 columns");
+  for (const json& c : cols) {
+    if (!c.is_object()) bad(where + "a column is not an object");
+    ColumnSpec cs;
+    cs.name = text_of(member(c, "name", where + "column: "), where + "column name");
+    const std::string what = where + "column '" + printable(cs.name) + "'";
+    cs.dtype = dtype_from_name(text_of(member(c, "dtype", what + ": "), what + " dtype"), what);
+    auto fine = c.find("fine");
+    cs.fine = fine == c.end() ? FineIndex::none : fine_from_name(text_of(*fine, what + " index kind"), what);
+    auto unit = c.find("unit");
+    cs.unit = unit == c.end() ? std::string() : text_of(*unit, what + " unit");
+    e.columns.push_back(std::move(cs));
+  }
+  std::string problem = spec::check_schema(e.columns);
+  if (!problem.empty()) bad(where + printable(problem));
+  auto sum = sp.find("checksum");
+  if (sum != sp.end()) e.checksum = checksum_of(*sum, where + "checksum");
+  auto psums = sp.find("part_checksums");
+  if (psums != sp.end()) {
+    if (!is_index || !psums->is_array() || psums->size() != e.parts)
+      bad(where + "part_checksums must list one checksum per part of a step index");
+    for (const json& s : *psums) e.part_checksums.push_back(checksum_of(s, where + "part checksum"));
+  }
+  return e;
+}
+
+StepEntry step_from(const json& s) {
+  if (!s.is_object()) bad("a step is not an object");
+  const json& jindex = member(s, "index", "a step ");
+  if (!jindex.is_number_integer() || (jindex.is_number_unsigned() && jindex.get<uint64_t>() > uint64_t(INT64_MAX)))
+    bad("a step index is not a 64-bit integer");
+  StepEntry st;
+  st.index = jindex.get<int64_t>();
+  const std::string at = "step " + std::to_string(st.index) + ": ";
+  st.time = finite_of(member(s, "time", at), at + "time");
+  auto attrs = s.find("attributes");
+  if (attrs != s.end()) {
+    if (!attrs->is_object()) bad(at + "attributes are not an object");
+    st.attributes = *attrs;
+  }
+  const json& species = member(s, "species", at);
+  if (!species.is_object() || species.empty()) bad(at + "species are not a non-empty object");
+  for (auto& [name, sp] : species.items()) st.species.push_back(species_from(name, sp, st.index, at));
+  return st;
+}
+
+}  // namespace
+
+const SpeciesEntry& StepEntry::find(const std::string& species) const {
+  for (const SpeciesEntry& s : this->species)
+    if (s.name == species) return s;
+  std::string names;
+  for (const SpeciesEntry& s : this->species) names += (names.empty() ? "" : ", ") + s.name;
+  throw UsageError("step " + std::to_string(index) + " has no species '" + species + "' (species: " + names + ")");
+}
+
+bool valid_species_name(const std::string& s) {
+  if (s.empty() || s.size() > 128) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
+  return s[0] != '.';
+}
+
+std::string species_file_name(int64_t index, const std::string& species) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%06lld", static_cast<long long>(index));
+  return std::string("steps/") + buf + "/" + species + ".mpf";
+}
+
+std::string species_index_name(int64_t index, const std::string& species) {
+  std::string f = species_file_name(index, species);
+  return f.substr(0, f.size() - 4) + ".mpi";
+}
+
+std::string checksum_text(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+json parse_attributes(const std::string& text, const std::string& what) {
+  json j;
+  try {
+    j = parse_limited(text, kMaxAttributeDepth);
+  } catch (const TooDeep&) {
+    throw UsageError(what + " are nested more than " + std::to_string(kMaxAttributeDepth) + " levels deep");
+  } catch (const json::exception& e) {
+    throw UsageError(what + " are not valid JSON: " + printable(e.what()));
+  }
+  check_attributes(j, what);
+  return j;
+}
+
+void check_attributes(const json& a, const std::string& what) {
+  if (!a.is_object()) throw UsageError(what + " must be a JSON object");
+  if (depth_of(a, kMaxAttributeDepth) > kMaxAttributeDepth)
+    throw UsageError(what + " are nested more than " + std::to_string(kMaxAttributeDepth) + " levels deep");
+}
+
+Manifest Manifest::read(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / kFileName).string();
+  std::string text = read_regular_file(path, "manifest", kMaxBytes);
+  Manifest m;
+  try {
+    // Attributes sit 3 levels below the top (steps, a step, its attributes).
+    json j = parse_limited(text, kMaxAttributeDepth + 4);
+    if (!j.is_object()) bad("not a JSON object");
+    auto format = j.find("format");
+    if (format == j.end() || *format != "motes-dataset") bad("not a motes dataset manifest");
+    const json& version = member(j, "version", "the manifest ");
+    if (!version.is_array() || version.size() != 2 || !version[0].is_number_integer() || !version[1].is_number_integer())
+      bad("version is not [major, minor]");
+    int major = version[0].get<int>();
+    if (major != kMajor)
+      bad("manifest version " + std::to_string(major) + " is not supported (this motes reads " +
+          std::to_string(kMajor) + ".x)");
+    auto attrs = j.find("attributes");
+    if (attrs != j.end()) {
+      if (!attrs->is_object()) bad("dataset attributes are not an object");
+      m.attributes = *attrs;
+    }
+    const json& steps = member(j, "steps", "the manifest ");
+    if (!steps.is_array()) bad("steps are not a list");
+    for (const json& s : steps) m.steps.push_back(step_from(s));
+    std::stable_sort(m.steps.begin(), m.steps.end(), [](const StepEntry& a, const StepEntry& b) { return a.index < b.index; });
+    for (size_t i = 1; i < m.steps.size(); ++i)
+      if (m.steps[i].index == m.steps[i - 1].index) bad("step " + std::to_string(m.steps[i].index) + " is listed twice");
+  } catch (const Problem& p) {
+    throw FormatError(path + ": " + p.what);
+  } catch (const TooDeep&) {
+    throw FormatError(path + ": values are nested more than " + std::to_string(kMaxAttributeDepth) + " levels deep");
+  } catch (const json::exception& e) {
+    throw FormatError(path + ": invalid manifest: " + printable(e.what()));
+  }
+  return m;
+}
+
+std::string Manifest::encode() const {
+  json m;
+  m["format"] = "motes-dataset";
+  m["version"] = {kMajor, kMinor};
+  m["attributes"] = attributes;
+  json jsteps = json::array();
+  for (const StepEntry& s : steps) {
+    json js;
+    js["index"] = s.index;
+    js["time"] = s.time;
+    js["attributes"] = s.attributes;
+    json sp = json::object();
+    for (const SpeciesEntry& e : s.species) {
+      json cols = json::array();
+      for (const ColumnSpec& c : e.columns) {
+        json jc = {{"name", c.name}, {"dtype", dtype_name(c.dtype)},
+                   {"fine", c.fine == FineIndex::quantile ? "quantile" : "none"}};
+        if (!c.unit.empty()) jc["unit"] = c.unit;
+        cols.push_back(jc);
+      }
+      json je = {{"file", e.file}, {"count", e.count}, {"bounds", box_json(e.bounds)}, {"columns", cols}};
+      if (e.parts != 1) je["parts"] = e.parts;
+      if (e.checksum) je["checksum"] = checksum_text(*e.checksum);
+      if (!e.part_checksums.empty()) {
+        json ps = json::array();
+        for (uint64_t c : e.part_checksums) ps.push_back(checksum_text(c));
+        je["part_checksums"] = ps;
+      }
+      sp[e.name] = je;
+    }
+    js["species"] = sp;
+    jsteps.push_back(js);
+  }
+  m["steps"] = jsteps;
+  return m.dump(1) + "\n";
+}
+
+}  // namespace motes

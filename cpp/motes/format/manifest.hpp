@@ -1,0 +1,70 @@
+// The dataset manifest (manifest.json): the steps, and for each species of a step its
+// file, particle count, bounds, schema and the checksums that pin its files. The
+// manifest is data: reading checks every field a reader later relies on, and readers
+// compare the files with it. docs/format.md, "Dataset manifest".
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "motes/types.hpp"
+
+namespace motes {
+
+struct SpeciesEntry {
+  std::string name;
+  std::string file;  // relative to the dataset directory: a particle file (.mpf) or a step index (.mpi)
+  uint32_t parts = 1;  // particle files behind a step index
+  uint64_t count = 0;
+  Box bounds{};
+  std::vector<ColumnSpec> columns;
+  // Header checksum of `file`, and of each part file behind a step index: a file copied
+  // over another is refused. Absent in manifests of version 1.0 (motes 0.1).
+  std::optional<uint64_t> checksum;
+  std::vector<uint64_t> part_checksums;
+};
+
+struct StepEntry {
+  int64_t index = 0;
+  double time = 0.0;
+  nlohmann::json attributes = nlohmann::json::object();
+  std::vector<SpeciesEntry> species;
+  const SpeciesEntry& find(const std::string& species) const;  // UsageError naming the species present
+};
+
+struct Manifest {
+  static constexpr const char* kFileName = "manifest.json";
+  static constexpr int kMajor = 1;
+  static constexpr int kMinor = 1;                       // 1.1: checksums of the files
+  static constexpr uint64_t kMaxBytes = uint64_t(1) << 30;  // a larger manifest is refused, not read
+
+  nlohmann::json attributes = nlohmann::json::object();
+  std::vector<StepEntry> steps;  // sorted by index, indexes distinct
+
+  // Reads and validates dir/manifest.json; FormatError naming the file, the step and the
+  // species at fault. A missing manifest is NotFoundError.
+  static Manifest read(const std::string& dir);
+  std::string encode() const;
+};
+
+// Attributes (of a dataset or a step) are a JSON object nested at most this deep.
+inline constexpr int kMaxAttributeDepth = 64;
+
+// Parses attributes given by a user: UsageError naming `what` unless `text` is a JSON
+// object nested at most kMaxAttributeDepth deep (parsed without recursion).
+nlohmann::json parse_attributes(const std::string& text, const std::string& what);
+void check_attributes(const nlohmann::json& attributes, const std::string& what);
+
+// Letters, digits, '_', '-', '.', not starting with '.', at most 128 characters.
+bool valid_species_name(const std::string& name);
+// Where a species' files live inside the dataset: steps/<index, 6 digits>/<species>.mpf,
+// or .mpi for a step index with its part files beside it.
+std::string species_file_name(int64_t index, const std::string& species);
+std::string species_index_name(int64_t index, const std::string& species);
+
+// Checksums are written as 16 lowercase hex digits.
+std::string checksum_text(uint64_t v);
+
+}  // namespace motes

@@ -1,0 +1,106 @@
+"""Checks of the arguments the Python API hands to the core, so that a bad value is a
+``UsageError`` naming the argument, never a binding's ``TypeError`` ("incompatible function
+arguments") or an overflow inside the core."""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+from typing import Any, Mapping, Optional, Tuple, Union
+
+from ._core import UsageError
+
+INT64 = (-(1 << 63), (1 << 63) - 1)
+UINT32 = (0, (1 << 32) - 1)
+UINT64 = (0, (1 << 64) - 1)
+
+
+def integer(name: str, value: Any, lo: int, hi: int) -> int:
+    """An integer in [lo, hi] (numpy integers too; bools and floats are refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise UsageError(f"{name} must be an integer, got {value!r}")
+    v = int(value)
+    if not lo <= v <= hi:
+        raise UsageError(f"{name} must be in [{lo}, {hi}], got {v}")
+    return v
+
+
+def number(name: str, value: Any, *, finite: bool = True) -> float:
+    """A real number (finite unless told)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise UsageError(f"{name} must be a number, got {value!r}")
+    v = float(value)
+    if finite and not math.isfinite(v):
+        raise UsageError(f"{name} must be a finite number, got {v}")
+    return v
+
+
+def step(value: Any) -> int:
+    return integer("step", value, *INT64)
+
+
+def threads(value: Any) -> int:
+    return integer("threads", value, *UINT32)
+
+
+def text(name: str, value: Any) -> str:
+    """A str the core can take: encodable as UTF-8 (no lone surrogates) and without NUL."""
+    if not isinstance(value, str):
+        raise UsageError(f"{name} must be a string, got {type(value).__name__}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        bad = value[e.start:e.end].encode("utf-8", "surrogateescape")
+        raise UsageError(f"{name} is not valid text: {bad!r} at position {e.start + 1} is not UTF-8") from None
+    if "\0" in value:
+        raise UsageError(f"{name} holds a NUL character at position {value.index(chr(0)) + 1}")
+    return value
+
+
+def where(value: Optional[str]) -> str:
+    return "" if value is None else text("the expression", value)
+
+
+def path(value: Union[str, os.PathLike]) -> str:
+    try:
+        p = os.fspath(value)
+    except TypeError:
+        raise UsageError(f"a path must be a str or os.PathLike, got {type(value).__name__}") from None
+    if isinstance(p, bytes):
+        p = os.fsdecode(p)
+    return text("the path", p)
+
+
+def quality(value: Any) -> Tuple[float, float]:
+    """quality=q or (q0, q1), each in [0, 1], q0 <= q1."""
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise UsageError("quality must be a number or a (from, to) pair")
+        q0, q1 = number("quality", value[0]), number("quality", value[1])
+    else:
+        q0, q1 = 0.0, number("quality", value)
+    for q in (q0, q1):
+        if not 0.0 <= q <= 1.0:
+            raise UsageError(f"quality must be in [0, 1], got {q:g}")
+    if q0 > q1:
+        raise UsageError(f"quality range is reversed: from {q0:g} to {q1:g}")
+    return q0, q1
+
+
+def attributes(name: str, value: Optional[Mapping[str, Any]]) -> str:
+    """A mapping as strict JSON text: no NaN or infinity (JSON has none), str keys, not nested
+    too deeply (the core counts the depth)."""
+    if value is None:
+        return "{}"
+    if not isinstance(value, Mapping):
+        raise UsageError(f"{name} must be a mapping (a JSON object), got {type(value).__name__}")
+    try:
+        return json.dumps(dict(value), allow_nan=False)
+    except ValueError as e:  # NaN or infinity
+        raise UsageError(f"{name} must be JSON: {e} (NaN and infinity have no JSON form; use null or a string)") from None
+    except TypeError as e:
+        raise UsageError(f"{name} must be JSON-serialisable: {e}") from None
+    except RecursionError:
+        raise UsageError(f"{name} are nested too deeply") from None
