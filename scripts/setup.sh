@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-for pkg in cmake ninja-build g++ gfortran clang libclang-rt-14-dev libboost-dev nlohmann-json3-dev libxxhash-dev libgtest-dev openmpi-bin libopenmpi-dev python3 python3-venv python3-dev; do
+for pkg in cmake ninja-build g++ gfortran clang libclang-rt-14-dev libboost-dev nlohmann-json3-dev libxxhash-dev libgtest-dev openmpi-bin libopenmpi-dev python3 python3-venv python3-dev locales; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if ((${#need_apt[@]})); then
@@ -13,6 +13,11 @@ if ((${#need_apt[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+# A decimal-comma locale for the tests that check number parsing and printing ignore LC_NUMERIC.
+if ! locale -a 2>/dev/null | grep -qi '^de_DE\.utf-\?8$'; then
+  localedef -i de_DE -f UTF-8 de_DE.UTF-8 || echo "setup: warning: could not generate the de_DE.UTF-8 locale"
 fi
 
 PY=${PYTHON:-python3}

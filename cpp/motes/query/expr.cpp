@@ -75,7 +75,13 @@ class Parser {
 
   [[noreturn]] void error(const Token& t, const std::string& what) const { error_at(t.pos, what); }
   [[noreturn]] void error_at(size_t pos, const std::string& what) const {
-    throw UsageError("syntax error at position " + std::to_string(pos + 1) + " of '" + printable(text_) + "': " + what);
+    // A long expression is quoted around the position only (messages stay readable).
+    std::string shown = text_;
+    if (shown.size() > 120) {
+      size_t from = pos > 50 ? pos - 50 : 0;
+      shown = (from ? "..." : "") + shown.substr(from, 100) + (from + 100 < shown.size() ? "..." : "");
+    }
+    throw UsageError("syntax error at position " + std::to_string(pos + 1) + " of '" + printable(shown) + "': " + what);
   }
 
   void tokenize() {
@@ -162,7 +168,7 @@ class Parser {
   struct Nest {
     Parser& p;
     explicit Nest(Parser& parser) : p(parser) {
-      if (++p.depth_ > kMaxNesting) p.error(p.peek(), "expression nested too deeply");
+      if (++p.depth_ > kMaxNesting) p.error(p.peek(), "expression nested too deeply (parentheses, not, unary signs)");
     }
     ~Nest() { --p.depth_; }
   };

@@ -24,7 +24,7 @@ from typing import Optional, Sequence
 from .. import __version__
 from .._core import FormatError, MotesError, UsageError
 from . import convert, generate, hist, info, query, verify, version, write
-from .common import CliError, _err, _Formatter
+from .common import CliError, _err, _Formatter, _numbers_may_be_negative
 
 __all__ = ["main", "build_parser", "CliError"]
 
@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
                "Run 'motes COMMAND --help' for the options of a command.\n"
                "Exit status: 0 success, 1 format or I/O error, 2 usage error.",
     )
+    _numbers_may_be_negative(parser)
     parser.add_argument("--version", action="version", version=f"motes {__version__}")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for command in COMMANDS:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import os
 import sys
 from typing import Any, Dict, List, Optional, Sequence
@@ -270,9 +271,19 @@ class _Formatter(argparse.RawDescriptionHelpFormatter):
         return h + " (default: %(default)s)"
 
 
+# What argparse takes for a negative number rather than an option: by default only "-5" and
+# "-.5" forms, so "--range -1e-3 1" or "--box -2.5e3 ..." would be refused.
+_NEGATIVE_NUMBER = re.compile(r"^-(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$|^-inf$")
+
+
+def _numbers_may_be_negative(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser._negative_number_matcher = _NEGATIVE_NUMBER  # argparse's own hook for this
+    return parser
+
+
 def _sub(subs, name: str, help: str, description: str, epilog: str):
-    return subs.add_parser(name, help=help, description=description, epilog="examples:\n" + epilog,
-                           formatter_class=_Formatter)
+    return _numbers_may_be_negative(subs.add_parser(name, help=help, description=description,
+                                                    epilog="examples:\n" + epilog, formatter_class=_Formatter))
 
 
 def _add_selection(p) -> None:

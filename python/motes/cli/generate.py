@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import os
 import time
 
-from .common import _count_arg, _err, _num, _progress, _sub
+from .._core import UsageError
+from .common import _bytes, _count_arg, _err, _nonneg_int, _num, _progress, _sub
 from .write import _add_write_options, _write
+
+
+def _check_memory(synth, kind: str, n: int, dtype) -> None:
+    """UsageError when n particles cannot be generated and written in this machine's memory."""
+    row = sum(v.nbytes for v in synth.generate(kind, 1, seed=0, dtype=dtype).values())
+    need = n * row * 2  # the arrays, and about as much again for the layout
+    try:
+        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return
+    if need > have:
+        raise UsageError(f"{n:,} '{kind}' particles need about {_bytes(need)} of memory to generate and write; "
+                         f"this machine has {_bytes(have)} (generate fewer, or several steps)")
 
 
 def cmd_generate(args) -> int:
@@ -14,6 +29,7 @@ def cmd_generate(args) -> int:
     from .. import synth
 
     dtype = np.float64 if args.dtype == "float64" else np.float32
+    _check_memory(synth, args.kind, args.n, dtype)
     t0 = time.perf_counter()
     cols = synth.generate(args.kind, args.n, seed=args.seed, with_id=args.with_id, dtype=dtype)
     if _progress(args):
@@ -39,7 +55,7 @@ def add_parser(subs) -> None:
     p.add_argument("n", metavar="N", type=_count_arg, help="number of particles (e.g. 100000, 1e6, 250k, 2M)")
     p.add_argument("dataset", metavar="DATASET", help="dataset directory (created when absent)")
     g = p.add_argument_group("data")
-    g.add_argument("--seed", type=int, default=0, help="random seed")
+    g.add_argument("--seed", type=_nonneg_int, default=0, help="random seed (a non-negative integer)")
     g.add_argument("--with-id", action="store_true", help="add an 'id' column (uint64 permutation of 0..N-1)")
     g.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="dtype of x, y, z")
     _add_write_options(p)
