@@ -1,4 +1,5 @@
-"""Seed corpora for the libFuzzer targets: small valid particle files and expressions."""
+"""Seed corpora for the libFuzzer targets: small valid particle files, step indexes, manifests
+and expressions."""
 
 import glob
 import hashlib
@@ -18,6 +19,11 @@ with tempfile.TemporaryDirectory() as tmp:
                     treelet_size=256, sync=False)
         for f in glob.glob(os.path.join(path, "steps", "*", "*.mpf")):
             shutil.copy(f, os.path.join(out, "reader", f"{kind}.mpf"))
+        motes.write(path, synth.generate(kind, 50, seed=2), step=7, time=0.5, attributes={"code": kind, "dt": [0.1, 2]},
+                    sync=False)
+        motes.open(path).set_attributes({"run": {"deck": [1, 2, {"a": None}]}, "note": "seed"})
+        os.makedirs(os.path.join(out, "manifest"), exist_ok=True)
+        shutil.copy(os.path.join(path, "manifest.json"), os.path.join(out, "manifest", f"{kind}.json"))
 # Step indexes: a parallel write on MPI_COMM_SELF (mpi4py initialises MPI as a singleton).
 os.makedirs(os.path.join(out, "index"), exist_ok=True)
 if getattr(motes._core, "has_mpi", False):
@@ -30,6 +36,7 @@ if getattr(motes._core, "has_mpi", False):
                         target_bytes=target, sync=False)
             for f in glob.glob(os.path.join(path, "steps", "*", "*.mpi")):
                 shutil.copy(f, os.path.join(out, "index", f"{kind}.mpi"))
+            shutil.copy(os.path.join(path, "manifest.json"), os.path.join(out, "manifest", f"{kind}-parts.json"))
 for text in ["energy > 1.3 and 157.6 < x < 162.4", "not (ux**2 + uy**2 >= 4) or sqrt(abs(z)) == 1e-3",
              "(x > 1) & (y < 2) | ~(z != 3)", "-x**-2 <= log10(y) / exp(z)", "a == b == c != d"]:
     name = hashlib.sha1(text.encode()).hexdigest()[:12]
