@@ -1,7 +1,6 @@
 // Core value types shared by every layer: dtypes, schema, column views, errors.
 #pragma once
 
-#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -9,6 +8,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "motes/text.hpp"
 
 namespace motes {
 
@@ -128,14 +129,6 @@ struct Coordinate {
     return is_f32 ? double(*reinterpret_cast<const float*>(p)) : *reinterpret_cast<const double*>(p);
   }
 };
-
-// A double as the shortest text that reads back exactly ("0.1", "1e+300", "nan"), whatever
-// the C locale: error messages and comparisons never depend on LC_NUMERIC.
-inline std::string number_text(double v) {
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
 
 struct Box {
   double lo[3];

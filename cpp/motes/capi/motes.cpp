@@ -120,9 +120,7 @@ motes_status motes_writer_set_step_attributes(motes_writer* w, const char* json_
   return guarded([&] {
     if (!w || !json_object) return fail(MOTES_ERROR_USAGE, "motes_writer_set_step_attributes: NULL argument");
     if (!w->in_step) return fail(MOTES_ERROR_USAGE, "no step begun: call motes_writer_begin_step first");
-    nlohmann::json j = nlohmann::json::parse(json_object, nullptr, false);
-    if (j.is_discarded() || !j.is_object()) return fail(MOTES_ERROR_USAGE, "step attributes are not a JSON object");
-    w->attributes = std::move(j);
+    w->attributes = motes::parse_attributes(json_object, "step attributes");  // UsageError: not an object, too deep
     return MOTES_OK;
   });
 }

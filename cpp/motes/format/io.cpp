@@ -199,10 +199,13 @@ FileLock FileLock::acquire(const std::string& path, const std::string& what, dou
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   // Who holds it, for the message of a writer that is refused; advisory only.
-  char host[256] = {0};
+  char host[256] = {0}, when[32] = {0};
   ::gethostname(host, sizeof host - 1);
-  std::string who = "pid " + std::to_string(::getpid()) + " on " + host + " since " + std::to_string(std::time(nullptr)) +
-                    " (Unix time): " + what + "\n";
+  std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  ::gmtime_r(&now, &utc);
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &utc);  // digits only: locale-independent
+  std::string who = "pid " + std::to_string(::getpid()) + " on " + host + " since " + when + ": " + what + "\n";
   if (::ftruncate(fd, 0) == 0) {
     ssize_t ignored = ::pwrite(fd, who.data(), who.size(), 0);
     (void)ignored;

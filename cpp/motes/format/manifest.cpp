@@ -43,18 +43,6 @@ int depth_of(const json& root, int limit) {
   return deepest;
 }
 
-// Message text from a json exception: nlohmann quotes the bytes it read, which may not be
-// UTF-8; every byte outside printable ASCII becomes \xNN.
-std::string printable(const std::string& s) {
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s) {
-    if (c >= 0x20 && c < 0x7f) out.push_back(char(c));
-    else out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
-  }
-  return out;
-}
-
 struct Problem {
   std::string what;
 };

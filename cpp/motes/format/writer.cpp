@@ -308,6 +308,8 @@ void validate_columns(const std::vector<ColumnView>& columns) {
                        std::to_string(c.count));
     if (c.count && !c.data) throw UsageError("column '" + c.spec.name + "' has no data pointer");
     if (c.spec.unit.size() > (1u << 20)) throw UsageError("unit metadata of column '" + c.spec.name + "' exceeds 1 MiB");
+    if (!valid_utf8(c.spec.unit))
+      throw UsageError("unit of column '" + c.spec.name + "' is not UTF-8 text: '" + printable(c.spec.unit) + "'");
   }
   for (const ColumnView& c : columns) {
     bool position = c.spec.name == "x" || c.spec.name == "y" || c.spec.name == "z";

@@ -25,35 +25,6 @@ constexpr size_t kMaxExpressionBytes = 1 << 16;
 constexpr int kMaxNesting = 200;      // parentheses, nots and unary signs inside each other
 constexpr uint32_t kMaxHeight = 512;  // nodes on the longest root-to-leaf path (a + b + ... is left-deep)
 
-// The length of the valid UTF-8 sequence of a non-ASCII character at s[i], 0 when invalid.
-size_t utf8_length(const std::string& s, size_t i) {
-  unsigned char c = static_cast<unsigned char>(s[i]);
-  size_t n = c >= 0xf0 && c < 0xf5 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 && c < 0xe0 ? 2 : 0;
-  if (!n || i + n > s.size()) return 0;
-  for (size_t k = 1; k < n; ++k)
-    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
-  return n;
-}
-
-// Text for messages: printable characters as they are, control characters and bytes that
-// are not UTF-8 as \xNN (so a message is valid UTF-8 whatever the input).
-std::string printable(const std::string& s) {
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < s.size();) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t n = c >= 0x80 ? utf8_length(s, i) : (c >= 0x20 && c < 0x7f);
-    if (n) {
-      out.append(s, i, n);
-      i += n;
-    } else {
-      out += std::string("\\x") + hex[c >> 4] + hex[c & 15];
-      ++i;
-    }
-  }
-  return out;
-}
-
 class Parser {
  public:
   explicit Parser(const std::string& text) : text_(text) { tokenize(); }
