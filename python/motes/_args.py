@@ -19,6 +19,8 @@ UINT64 = (0, (1 << 64) - 1)
 
 def integer(name: str, value: Any, lo: int, hi: int) -> int:
     """An integer in [lo, hi] (numpy integers too; bools and floats are refused)."""
+    if type(value) is int and lo <= value <= hi:  # the common case, without the ABC checks
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise UsageError(f"{name} must be an integer, got {value!r}")
     v = int(value)
@@ -29,6 +31,8 @@ def integer(name: str, value: Any, lo: int, hi: int) -> int:
 
 def number(name: str, value: Any, *, finite: bool = True) -> float:
     """A real number (finite unless told)."""
+    if type(value) is float and (not finite or math.isfinite(value)):
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise UsageError(f"{name} must be a number, got {value!r}")
     v = float(value)
@@ -49,6 +53,8 @@ def text(name: str, value: Any) -> str:
     """A str the core can take: encodable as UTF-8 (no lone surrogates) and without NUL."""
     if not isinstance(value, str):
         raise UsageError(f"{name} must be a string, got {type(value).__name__}")
+    if value.isascii() and "\0" not in value:  # the common case: no surrogates possible
+        return value
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as e:

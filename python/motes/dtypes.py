@@ -16,16 +16,18 @@ __all__ = ["NAMES", "SUPPORTED", "numpy_dtype", "column_array"]
 NAMES = tuple(_core.dtype_names)
 
 
-def numpy_dtype(name: str) -> np.dtype:
-    """The numpy dtype of a stored dtype name ("f32" -> float32)."""
-    if name not in NAMES:
-        raise UsageError(f"unknown dtype '{name}' (dtypes: {', '.join(NAMES)})")
-    return np.dtype(f"<{name[0]}{int(name[1:]) // 8}")
-
+_BY_NAME: Dict[str, np.dtype] = {n: np.dtype(f"<{n[0]}{int(n[1:]) // 8}") for n in NAMES}
 
 #: numpy dtypes a column may have (native byte order).
-SUPPORTED = frozenset(numpy_dtype(n) for n in NAMES)
-_BY_NUMPY: Dict[np.dtype, str] = {numpy_dtype(n): n for n in NAMES}
+SUPPORTED = frozenset(_BY_NAME.values())
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """The numpy dtype of a stored dtype name ("f32" -> float32)."""
+    dt = _BY_NAME.get(name)
+    if dt is None:
+        raise UsageError(f"unknown dtype '{name}' (dtypes: {', '.join(NAMES)})")
+    return dt
 
 
 def column_array(name: str, values) -> np.ndarray:
