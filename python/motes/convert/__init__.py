@@ -17,13 +17,12 @@ import importlib
 import inspect
 import os
 import shutil
-import tempfile
 from dataclasses import replace
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterable, Iterator, Optional, Sequence
 
-import numpy as np
 
 from .._core import UsageError
+from . import destination
 from .base import DEFAULT_CHUNK_ROWS, Species, Step
 
 __all__ = ["convert", "read", "write", "FORMATS", "detect_format", "Step", "Species"]
@@ -172,8 +171,10 @@ def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format:
     fout = _format(dst_format, dst, True)
     if "%" not in src and not os.path.exists(src):
         raise FileNotFoundError(f"no such file or dataset: '{src}'")
-    if os.path.lexists(dst) and not overwrite:
-        raise UsageError(f"{dst} exists; pass overwrite=True (CLI: --overwrite) to replace it")
+    if os.path.lexists(dst):
+        if not overwrite:
+            raise UsageError(f"{dst} exists; pass overwrite=True (CLI: --overwrite) to replace it")
+        destination.check_overwrite(dst, fout.name)
     parent = os.path.dirname(os.path.abspath(dst)) or "."
     if not os.path.isdir(parent):
         raise UsageError(f"{dst}: the folder {parent} does not exist")
@@ -184,7 +185,7 @@ def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format:
         bar = tqdm(desc=f"{os.path.basename(src)} -> {os.path.basename(dst)}", unit=" rows", unit_scale=True)
     # Written into a private folder next to the destination, then moved into place: a
     # failed conversion leaves nothing, and readers never see a half-written file.
-    tmp = tempfile.mkdtemp(prefix=".motes-convert-", dir=parent)
+    tmp = destination.staging_folder(parent)
     try:
         source = fin.load()
         options = dict(read_options or {})
@@ -198,14 +199,14 @@ def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format:
         produced = os.listdir(tmp)
         if not produced:
             raise UsageError(f"{src}: nothing to convert (no steps or species selected)")
-        for name in produced:
+        for name in produced:  # several for a file-based openPMD series
             target = os.path.join(parent, name)
-            if os.path.lexists(target):
-                if os.path.isdir(target) and not os.path.islink(target):
-                    shutil.rmtree(target)
-                else:
-                    os.remove(target)
-            os.replace(os.path.join(tmp, name), target)
+            if os.path.lexists(target) and os.path.abspath(target) != os.path.abspath(dst):
+                if not overwrite:
+                    raise UsageError(f"{target} exists; pass overwrite=True (CLI: --overwrite) to replace it")
+                destination.check_overwrite(target, fout.name)
+        for name in produced:
+            destination.replace(os.path.join(tmp, name), os.path.join(parent, name), tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if bar is not None:
