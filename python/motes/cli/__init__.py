@@ -24,7 +24,7 @@ from typing import Optional, Sequence
 from .. import __version__
 from .._core import FormatError, MotesError, UsageError
 from . import convert, generate, hist, info, query, verify, version, write
-from .common import CliError, _err, _Formatter, _numbers_may_be_negative
+from .common import CliError, _err, _Formatter, _numbers_may_be_negative, _warnings_to_stderr
 
 __all__ = ["main", "build_parser", "CliError"]
 
@@ -68,7 +68,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return int(args.func(args) or 0)
+        with _warnings_to_stderr():
+            return int(args.func(args) or 0)
     except BrokenPipeError:  # e.g. `motes query ... | head`
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)

@@ -4,10 +4,13 @@ dataset and selection helpers, and the argparse building blocks every command us
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
 import math
 import re
 import os
 import sys
+import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
 from .._core import UsageError
@@ -167,6 +170,37 @@ def _key_value(text: str) -> tuple:
     if not k:
         raise argparse.ArgumentTypeError(f"expected COL=VALUE, got '{text}'")
     return k, v
+
+
+@contextlib.contextmanager
+def _warnings_to_stderr():
+    """Warnings of motes (what a conversion left out, and why) as ``motes: warning: ...`` lines."""
+    from ..convert.base import ConversionWarning
+
+    shown = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, ConversionWarning):
+            _err(f"motes: warning: {message}")
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", ConversionWarning)
+        warnings.showwarning = show
+        yield
+
+
+def _attr_arg(text: str) -> tuple:
+    """KEY=VALUE of --attr: VALUE as JSON when it parses (2.5, [1, 2], true, null), else as text."""
+    key, value = _key_value(text)
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = value
+    if isinstance(parsed, float) and not math.isfinite(parsed):
+        parsed = value  # NaN/Infinity are not JSON values: keep the text
+    return key, parsed
 
 
 def _progress(args) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from .._core import UsageError
-from .common import (_add_progress, _key_value, _out, _positive_int, _progress, _quality_arg, _sub)
+from .common import (_add_progress, _attr_arg, _key_value, _out, _positive_int, _progress, _quality_arg, _sub)
 
 
 def cmd_convert(args) -> int:
@@ -24,11 +24,16 @@ def cmd_convert(args) -> int:
         read_options["group"] = args.group
     if args.map:
         read_options["columns"] = dict(args.map)
+    if args.time_from:
+        read_options["time_from"] = args.time_from
     t0 = time.perf_counter()
     conv.convert(args.src, args.dst, src_format=args.src_format, dst_format=args.dst_format,
                  step=args.step, species=args.species, chunk_rows=args.chunk_rows, overwrite=args.overwrite,
-                 progress=_progress(args), read_options=read_options)
-    _out(f"converted {args.src} -> {args.dst} in {time.perf_counter() - t0:.2f} s")
+                 append=args.append, as_step=args.as_step, time=args.time,
+                 attributes=dict(args.attr) if args.attr else None, progress=_progress(args),
+                 read_options=read_options)
+    verb = "appended" if args.append else "converted"
+    _out(f"{verb} {args.src} -> {args.dst} in {time.perf_counter() - t0:.2f} s")
     return 0
 
 
@@ -45,14 +50,19 @@ def add_parser(subs) -> None:
              "  motes convert run.motes out.h5 --to openpmd           # openPMD with particle patches\n"
              "  motes convert run.motes preview.vtkhdf --quality 0.6   # open in ParaView\n"
              "  motes convert run.motes hot.parquet --step 10 --where 'energy > 1.3'\n"
-             "  motes convert dump.h5 run.motes --from hdf5 --group /particles --map x=px --map y=py --map z=pz")
-    p.add_argument("src", metavar="SRC", help="source file, series pattern or dataset")
+             "  motes convert dump.h5 run.motes --from hdf5 --group /particles --map x=px --map y=py --map z=pz\n"
+             "  motes convert 'snap_*.npz' run.motes                   # a time series, one file per step\n"
+             "  motes convert snap_%T.npz run.motes --attr code=pysco  # step index from the file name\n"
+             "  motes convert snap_0100.npz run.motes --append --as-step 100 --time 1.5")
+    p.add_argument("src", metavar="SRC",
+                   help="source file, dataset, openPMD series (data%%T.h5), or one file per step: a glob "
+                        "('snap_*.npz', quoted) or a %%T pattern (snap_%%T.npz: %%T is the step index)")
     p.add_argument("dst", metavar="DST", help="destination (must not exist unless --overwrite)")
     p.add_argument("--from", dest="src_format", default=None, metavar="FORMAT",
                    help="source format: motes, openpmd, h5part, hdf5, parquet, arrow, csv, npz")
     p.add_argument("--to", dest="dst_format", default=None, metavar="FORMAT",
                    help="destination format: motes, openpmd, h5part, vtkhdf, parquet, arrow, csv, npz")
-    p.add_argument("--step", type=int, action="append", default=None, help="keep this step (repeatable)")
+    p.add_argument("--step", type=int, action="append", default=None, help="keep this step of SRC (repeatable)")
     p.add_argument("--species", action="append", default=None, help="keep this species (repeatable)")
     p.add_argument("-w", "--where", metavar="EXPR", default=None, help="motes source: filter expression")
     p.add_argument("--box", nargs=6, type=float, metavar=("XMIN", "YMIN", "ZMIN", "XMAX", "YMAX", "ZMAX"),
@@ -64,7 +74,20 @@ def add_parser(subs) -> None:
     p.add_argument("--map", type=_key_value, action="append", metavar="COL=DATASET",
                    help="plain HDF5 source: motes column from a dataset of the group (repeatable)")
     p.add_argument("--chunk-rows", type=_positive_int, default=1 << 20, help="rows per chunk")
-    p.add_argument("--overwrite", action="store_true", help="replace DST if it exists")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace DST if it exists and is output of the same kind (a motes dataset, an HDF5 file, ...)")
+    g = p.add_argument_group("building a time series")
+    g.add_argument("--append", action="store_true",
+                   help="add the steps of SRC to the motes dataset DST (created when absent); each step is "
+                        "published whole; a step DST has already is an error")
+    g.add_argument("--as-step", type=int, default=None, metavar="N",
+                   help="the index of the step written (SRC must give one step)")
+    g.add_argument("--time", type=float, default=None, metavar="T",
+                   help="the time of the step written (SRC must give one step)")
+    g.add_argument("--attr", type=_attr_arg, action="append", metavar="KEY=VALUE",
+                   help="a step attribute for every step written (repeatable; VALUE is JSON when it parses)")
+    g.add_argument("--time-from", metavar="NAME", default=None,
+                   help=".npz source: the scalar that holds the step time (default: one named time)")
     _add_progress(p)
     p.set_defaults(func=cmd_convert)
 

@@ -7,7 +7,7 @@ import time
 
 from .._core import UsageError
 from .common import _bytes, _count_arg, _err, _nonneg_int, _num, _progress, _sub
-from .write import _add_write_options, _write
+from .write import Input, _add_write_options, _write
 
 
 def _check_memory(synth, kind: str, n: int, dtype) -> None:
@@ -34,7 +34,7 @@ def cmd_generate(args) -> int:
     cols = synth.generate(args.kind, args.n, seed=args.seed, with_id=args.with_id, dtype=dtype)
     if _progress(args):
         _err(f"generated {_num(args.n)} '{args.kind}' particles in {time.perf_counter() - t0:.2f} s")
-    return _write(args, cols, f"synth.{args.kind}(n={args.n}, seed={args.seed})")
+    return _write(args, Input(cols), f"synth.{args.kind}(n={args.n}, seed={args.seed})")
 
 
 def add_parser(subs) -> None:

@@ -3,12 +3,28 @@ summary shared with ``motes generate``."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
-from typing import Any, Dict
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
 
 from .._core import UsageError
-from .common import (CliError, _add_progress, _bytes, _g, _key_value, _nonneg_int, _num, _open, _out, _output_kind, _positive_int, _progress, _rate, _require, _sub)
+from .common import (CliError, _add_progress, _attr_arg, _bytes, _g, _key_value, _nonneg_int, _num, _open, _out,
+                     _output_kind, _positive_int, _progress, _rate, _require, _sub)
+
+
+@dataclass
+class Input:
+    """What an input file holds: its columns, and the step metadata it carries (scalars of an
+    .npz, or the metadata of a motes export), each None when the file does not say."""
+
+    columns: Dict[str, Any]
+    attributes: Dict[str, Any] = field(default_factory=dict)
+    time: Optional[float] = None
+    step: Optional[int] = None
+    species: Optional[str] = None
+    units: Dict[str, str] = field(default_factory=dict)
 
 
 def _to_supported(name: str, arr):
@@ -37,11 +53,12 @@ def _to_supported(name: str, arr):
     return np.ascontiguousarray(arr)
 
 
-def _read_npz(path: str) -> Dict[str, Any]:
-    import numpy as np
+def _read_npz(path: str, time_from: Optional[str]) -> Input:
+    from ..convert import npz  # the same reading of an archive as motes convert
 
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
+    c = npz.contents(path)
+    m = npz.step_metadata(c, time_from)
+    return Input(npz.load_columns(c), m["attributes"], m["time"], m["index"], m["species"], m["units"])
 
 
 def _read_csv(path: str) -> Dict[str, Any]:
@@ -101,18 +118,43 @@ def _read_parquet(path: str) -> Dict[str, Any]:
     return out
 
 
-def read_columns(path: str) -> Dict[str, Any]:
-    """Reads an input file (.npz, .csv, .parquet) into name -> numpy array, converted for motes."""
+def _read_parquet_input(path: str) -> Input:
+    """Columns, and what a motes export keeps in the schema: step metadata, units."""
+    pq = _require("pyarrow.parquet", "arrow", "reading Parquet")
+    schema = pq.read_schema(path)
+    meta = json.loads(schema.metadata[b"motes"]) if schema.metadata and b"motes" in schema.metadata else {}
+    units = {f.name: f.metadata[b"unit"].decode() for f in schema if f.metadata and b"unit" in f.metadata}
+    return Input(_read_parquet(path), dict(meta.get("attributes", {})), meta.get("time"), meta.get("step"),
+                 meta.get("species"), units)
+
+
+def read_input(path: str, time_from: Optional[str] = None) -> Input:
+    """Reads an input file (.npz, .csv, .parquet): columns converted for motes, and the step
+    metadata it carries."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"no such input file: '{path}'")
     kind = _output_kind(path, ("npz", "csv", "parquet", "pq"), option="INPUT")
-    reader = {"npz": _read_npz, "csv": _read_csv, "parquet": _read_parquet, "pq": _read_parquet}[kind]
+    if time_from is not None and kind != "npz":
+        raise UsageError("--time-from takes the time from a scalar of an .npz input")
     try:
-        raw = reader(path)
+        if kind == "npz":
+            inp = _read_npz(path, time_from)
+        else:
+            inp = Input(_read_csv(path)) if kind == "csv" else _read_parquet_input(path)
     except (UsageError, CliError, OSError):
         raise
     except Exception as e:  # parser errors of numpy/pandas/pyarrow
         raise CliError(f"cannot read {path}: {e}", 1) from None
+    inp.columns = _checked_columns(path, inp.columns)
+    return inp
+
+
+def read_columns(path: str) -> Dict[str, Any]:
+    """The columns of an input file, converted for motes."""
+    return read_input(path).columns
+
+
+def _checked_columns(path: str, raw: Dict[str, Any]) -> Dict[str, Any]:
     if not raw:
         raise UsageError(f"{path} holds no columns")
     cols = {str(name): _to_supported(str(name), arr) for name, arr in raw.items()}
@@ -141,11 +183,13 @@ def _next_step(path: str) -> int:
     return 0
 
 
-def _write(args, cols: Dict[str, Any], source: str) -> int:
+def _write(args, inp: Input, source: str) -> int:
     from ..dataset import write
 
+    cols = inp.columns
     index = dict(getattr(args, "index", None) or [])
-    units = dict(getattr(args, "unit", None) or [])
+    units = {**inp.units, **dict(getattr(args, "unit", None) or [])}
+    units = {k: v for k, v in units.items() if k in cols}
     for opt, mapping in (("--index", index), ("--unit", units)):
         for name in mapping:
             if name not in cols:
@@ -153,18 +197,24 @@ def _write(args, cols: Dict[str, Any], source: str) -> int:
     for name, kind in index.items():
         if kind not in ("auto", "none", "quantile"):
             raise UsageError(f"--index {name}={kind}: kind must be auto, none or quantile")
-    step = args.step if args.step is not None else _next_step(args.dataset)
+    # The command line wins over what the file says, which wins over the defaults.
+    step = args.step if args.step is not None else inp.step if inp.step is not None else _next_step(args.dataset)
+    t = args.time if args.time is not None else inp.time if inp.time is not None else 0.0
+    species = args.species or inp.species or "particles"
+    attributes = {**inp.attributes, **dict(getattr(args, "attr", None) or [])}
     n = len(next(iter(cols.values())))
     in_bytes = sum(v.nbytes for v in cols.values())
     t0 = time.perf_counter()
-    summaries = write(args.dataset, cols, step=step, time=args.time, species=args.species, index=index,
-                      units=units, leaf_size=args.leaf_size, lod_count=args.lod_count, threads=args.threads,
-                      progress=_progress(args))
+    summaries = write(args.dataset, cols, step=step, time=t, species=species, index=index, units=units,
+                      attributes=attributes, leaf_size=args.leaf_size, lod_count=args.lod_count,
+                      threads=args.threads, progress=_progress(args))
     seconds = time.perf_counter() - t0
     s = summaries[0] if summaries else {}
     data = s.get("data_bytes", in_bytes)
     fbytes = s.get("file_bytes", 0)
-    _out(f"wrote step {step} (time {_g(args.time)}) of {args.dataset}, species '{args.species}', from {source}")
+    _out(f"wrote step {step} (time {_g(t)}) of {args.dataset}, species '{species}', from {source}")
+    if attributes:
+        _out(f"  attributes {json.dumps(attributes)}")
     _out(f"  particles  {_num(n)} x {len(cols)} columns ({', '.join(cols)})")
     ov = f", overhead {100.0 * (fbytes - data) / data:.1f}%" if data else ""
     _out(f"  bytes      {_bytes(fbytes)} on disk ({_bytes(data)} data{ov}), "
@@ -176,16 +226,19 @@ def _write(args, cols: Dict[str, Any], source: str) -> int:
 
 
 def cmd_write(args) -> int:
-    cols = read_columns(args.input)
-    return _write(args, cols, args.input)
+    return _write(args, read_input(args.input, args.time_from), args.input)
 
 
 def _add_write_options(p) -> None:
     g = p.add_argument_group("writing")
     g.add_argument("--step", type=int, default=None,
-                   help="step index to write (default: 0 for a new dataset, else last step + 1)")
-    g.add_argument("--time", type=float, default=0.0, help="physical time of the step")
-    g.add_argument("--species", default="particles", help="species name")
+                   help="step index to write (default: the input's own, e.g. an .npz scalar 'step' or 'iteration'; "
+                        "else 0 for a new dataset, else last step + 1)")
+    g.add_argument("--time", type=float, default=None,
+                   help="physical time of the step (default: the input's own, e.g. an .npz scalar 'time'; else 0)")
+    g.add_argument("--species", default=None, help="species name (default: the input's own, else particles)")
+    g.add_argument("--attr", type=_attr_arg, action="append", metavar="KEY=VALUE",
+                   help="a step attribute (repeatable); VALUE is JSON when it parses (2.5, [1, 2], true), else text")
     g.add_argument("--index", type=_key_value, action="append", metavar="COL=KIND",
                    help="extra index for a column: auto, none or quantile (repeatable; auto builds a quantile "
                         "index for spatially incoherent columns)")
@@ -201,13 +254,19 @@ def _add_write_options(p) -> None:
 def add_parser(subs) -> None:
     p = _sub(subs, "write", "write a step from a .npz, .csv or .parquet file",
              "Writes the particles of INPUT as one step (one species) of DATASET, creating the dataset\n"
-             "when absent. INPUT is .npz (one array per column), .csv (header row with the column\n"
-             "names) or .parquet. Columns x, y and z are required; all columns must be numeric\n"
-             "(booleans are stored as uint8, integer positions as float64).",
+             "when absent. INPUT is .npz (1-D arrays are columns, an (n, 3) 'pos' array is x, y, z,\n"
+             "scalars are step attributes: 'time' the time, 'step' or 'iteration' the index), .csv\n"
+             "(header row with the column names) or .parquet. Columns x, y and z are required; all\n"
+             "columns must be numeric (booleans are stored as uint8, integer positions as float64).\n"
+             "An .npz or .parquet that motes exported carries its step, time, species, attributes\n"
+             "and units, and is written back as it was.",
              "  motes write run.motes step0.npz\n"
+             "  motes write run.motes snap_0042.npz --time-from aexp --attr code=pysco\n"
              "  motes write run.motes electrons.parquet --step 3 --time 0.75 --species electrons\n"
              "  motes write run.motes table.csv --index energy=quantile --unit energy=keV --leaf-size 1024")
     p.add_argument("dataset", metavar="DATASET", help="dataset directory (created when absent)")
     p.add_argument("input", metavar="INPUT", help="input file: .npz, .csv or .parquet")
+    p.add_argument("--time-from", metavar="NAME", default=None,
+                   help="take the step time from this scalar of an .npz input (default: a scalar named time)")
     _add_write_options(p)
     p.set_defaults(func=cmd_write)

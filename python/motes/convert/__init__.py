@@ -18,14 +18,14 @@ import inspect
 import os
 import shutil
 from dataclasses import replace
-from typing import Any, Dict, Iterable, Iterator, Optional, Sequence
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 
 from .._core import UsageError
-from . import destination
-from .base import DEFAULT_CHUNK_ROWS, Species, Step
+from . import destination, sources
+from .base import DEFAULT_CHUNK_ROWS, ConversionWarning, Species, Step
 
-__all__ = ["convert", "read", "write", "FORMATS", "detect_format", "Step", "Species"]
+__all__ = ["convert", "read", "write", "FORMATS", "detect_format", "Step", "Species", "ConversionWarning"]
 
 
 class Format:
@@ -48,7 +48,7 @@ FORMATS: Dict[str, Format] = {f.name: f for f in [
     Format("parquet", "tables", [".parquet", ".pq"], True, True, "Apache Parquet table"),
     Format("arrow", "tables", [".arrow", ".feather", ".ipc"], True, True, "Arrow IPC file"),
     Format("csv", "tables", [".csv"], True, True, "CSV with a header line"),
-    Format("npz", "tables", [".npz"], True, True, "numpy .npz of 1-D arrays"),
+    Format("npz", "npz", [".npz"], True, True, "numpy .npz: 1-D arrays are columns, scalars step attributes"),
 ]}
 
 
@@ -73,8 +73,13 @@ def detect_format(path: str, for_writing: bool) -> str:
     """The format of ``path``: by its content for existing HDF5 files, else by its extension."""
     p = os.fspath(path)
     low = p.lower().rstrip("/")
-    if "%t" in low or "%0" in low and "t." in low:
-        return "openpmd"  # a file-based openPMD series pattern
+    if sources.PATTERN.search(os.path.basename(p)):
+        # A pattern of one file per step: a file-based openPMD series for HDF5/ADIOS2 names,
+        # else files of the format their extension names (snap_%T.npz, ...).
+        plain = sources.template(low)
+        if not plain.endswith((".h5", ".hdf5", ".bp", ".bp4", ".bp5", ".json")):
+            return detect_format(sources.template(p), for_writing)
+        return "openpmd"
     if low.endswith(".motes") or (os.path.isdir(p) and os.path.exists(os.path.join(p, "manifest.json"))):
         return "motes"
     if low.endswith(".vtkhdf"):
@@ -154,24 +159,73 @@ def _counted(chunks, bar):
     return gen
 
 
+def _files(src: str, fmt: str) -> List[Tuple[str, Optional[int]]]:
+    """The source files: one, or one per step for a glob or a %T pattern (openPMD series
+    excepted: openpmd-api reads those itself)."""
+    if fmt != "openpmd" and sources.is_many(src):
+        return sources.expand(src)
+    if not sources.PATTERN.search(src) and not os.path.exists(src):
+        raise FileNotFoundError(f"no such file or dataset: '{src}'")
+    return [(src, None)]
+
+
+def _numbered(source, files: List[Tuple[str, Optional[int]]], chunk_rows: int, options: Dict[str, Any],
+              as_step: Optional[int], time: Optional[float], attributes: Optional[Dict[str, Any]]) -> Iterator[Step]:
+    """The steps of every file, with their indexes settled (see convert.sources) and the
+    caller's index, time and attributes applied."""
+    seen: Dict[int, str] = {}
+    for k, (path, from_name) in enumerate(files):
+        for st in source.read(path, chunk_rows=chunk_rows, **options):
+            index = from_name if from_name is not None else st.index if st.index is not None else k
+            if as_step is not None or time is not None:
+                if seen:
+                    raise UsageError("--as-step and --time set the index and time of one step; the source has "
+                                     "several (keep one with --step)")
+                index = as_step if as_step is not None else index
+            if index in seen:
+                raise UsageError(f"{path} and {seen[index]} both give step {index}")
+            seen[index] = path
+            yield replace(st, index=int(index), time=st.time if time is None else float(time),
+                          attributes={**st.attributes, **(attributes or {})})
+
+
 def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format: Optional[str] = None,
             step: Optional[Sequence[int]] = None, species: Optional[Sequence[str]] = None,
-            chunk_rows: int = DEFAULT_CHUNK_ROWS, overwrite: bool = False, progress: bool = False,
+            chunk_rows: int = DEFAULT_CHUNK_ROWS, overwrite: bool = False, append: bool = False,
+            as_step: Optional[int] = None, time: Optional[float] = None,
+            attributes: Optional[Dict[str, Any]] = None, progress: bool = False,
             read_options: Optional[Dict[str, Any]] = None, write_options: Optional[Dict[str, Any]] = None) -> str:
     """Converts ``src`` into ``dst`` (formats from the names or content unless given), in
     bounded memory: chunks of ``chunk_rows`` rows. ``step`` / ``species`` keep only those.
-    ``read_options`` go to the source (for a motes source: ``where``, ``box``, ``quality``,
-    ``columns``; for generic HDF5: ``group``, ``columns`` mapping), ``write_options`` to the
-    destination. Returns the destination path. The destination must not exist unless
-    ``overwrite``; it appears only once complete."""
+
+    ``src`` may name many files, one step each: a glob (``"snap_*.npz"``) or a ``%T`` pattern
+    (``"snap_%T.npz"``; see :mod:`motes.convert.sources` for how steps are numbered).
+    ``as_step`` and ``time`` set the index and time of a one-step source, ``attributes``
+    are added to every step. ``read_options`` go to the source (for a motes source:
+    ``where``, ``box``, ``quality``, ``columns``; for generic HDF5: ``group``, ``columns``
+    mapping; for .npz: ``time_from``), ``write_options`` to the destination.
+
+    The destination must not exist unless ``overwrite`` (output of the same kind only), or
+    ``append``: the steps are added to the motes dataset ``dst`` (created when absent), each
+    published whole or not at all; a step index it already has is an error naming it.
+    Otherwise the destination appears only once complete. Returns the destination path."""
     src, dst = os.fspath(src), os.fspath(dst)
     if chunk_rows < 1:
         raise UsageError("chunk_rows must be at least 1")
-    fin = _format(src_format, src, False)
+    probe = src  # what tells the source's format: a glob by its first file
+    if not sources.PATTERN.search(os.path.basename(src)) and sources.is_many(src):
+        probe = sources.expand(src)[0][0]
+    fin = _format(src_format, probe, False)
     fout = _format(dst_format, dst, True)
-    if "%" not in src and not os.path.exists(src):
-        raise FileNotFoundError(f"no such file or dataset: '{src}'")
-    if os.path.lexists(dst):
+    files = _files(src, fin.name)
+    if append and overwrite:
+        raise UsageError("append and overwrite exclude each other")
+    if append:
+        if fout.name != "motes":
+            raise UsageError(f"append adds steps to a motes dataset; {dst} is {fout.name}")
+        if os.path.lexists(dst):
+            destination.check_overwrite(dst, "motes")  # an existing dataset, nothing else
+    elif os.path.lexists(dst):
         if not overwrite:
             raise UsageError(f"{dst} exists; pass overwrite=True (CLI: --overwrite) to replace it")
         destination.check_overwrite(dst, fout.name)
@@ -183,19 +237,25 @@ def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format:
         from tqdm.auto import tqdm
 
         bar = tqdm(desc=f"{os.path.basename(src)} -> {os.path.basename(dst)}", unit=" rows", unit_scale=True)
+    source = fin.load()
+    options = dict(read_options or {})
+    if step is not None and "steps" in inspect.signature(source.read).parameters:
+        # Sources that can skip steps do so before preparing them (a motes source plans
+        # spatial blocks per species); _select still filters what others yield.
+        options.setdefault("steps", [int(s) for s in step])
+    steps = _select(_numbered(source, files, chunk_rows, options, as_step, time, attributes), step, species, bar)
+    if append:  # into the dataset itself: each step is published atomically by the writer
+        try:
+            fout.load().write(dst, steps, **(write_options or {}))
+        finally:
+            if bar is not None:
+                bar.close()
+        return dst
     # Written into a private folder next to the destination, then moved into place: a
     # failed conversion leaves nothing, and readers never see a half-written file.
     tmp = destination.staging_folder(parent)
     try:
-        source = fin.load()
-        options = dict(read_options or {})
-        if step is not None and "steps" in inspect.signature(source.read).parameters:
-            # Sources that can skip steps do so before preparing them (a motes source plans
-            # spatial blocks per species); _select still filters what others yield.
-            options.setdefault("steps", [int(s) for s in step])
-        steps = source.read(src, chunk_rows=chunk_rows, **options)
-        fout.load().write(os.path.join(tmp, os.path.basename(dst.rstrip("/"))),
-                          _select(steps, step, species, bar), **(write_options or {}))
+        fout.load().write(os.path.join(tmp, os.path.basename(dst.rstrip("/"))), steps, **(write_options or {}))
         produced = os.listdir(tmp)
         if not produced:
             raise UsageError(f"{src}: nothing to convert (no steps or species selected)")

@@ -21,6 +21,11 @@ from .._core import UsageError
 
 Chunk = Dict[str, np.ndarray]
 
+
+class ConversionWarning(UserWarning):
+    """Something of the source that a conversion leaves out (a record motes cannot hold as
+    columns, say), with the reason. The CLI prints these as ``motes: warning: ...``."""
+
 DEFAULT_CHUNK_ROWS = 1 << 20
 
 
@@ -41,7 +46,7 @@ class Species:
 
 @dataclass
 class Step:
-    index: int
+    index: Optional[int]  # None when a one-step file does not say; convert() numbers such steps
     time: float
     attributes: Dict[str, Any]
     species: Dict[str, Species]
@@ -103,6 +108,31 @@ def check_dtype(where: str, name: str, dtype: np.dtype) -> np.dtype:
         return dt.newbyteorder("=")
     raise UsageError(f"{where}: column '{name}' has unsupported dtype {dt} "
                      "(motes stores float32/64, int8-64 and uint8-64)")
+
+
+# Names of an (n, 3) array that holds positions: split into the columns x, y, z on import.
+POSITION_NAMES = ("pos", "position", "positions", "coord", "coords", "coordinate", "coordinates", "xyz")
+
+
+def single_species(steps: Iterable[Step], path: str) -> Tuple[Step, Species]:
+    """The one species of one step a table destination holds; UsageError when there are more."""
+    chosen = None
+    for st in steps:
+        for sp in st.species.values():
+            if chosen is not None:
+                raise UsageError(f"{path}: a table holds one species of one step; the source has more "
+                                 "(choose with step= and species=, CLI: --step, --species)")
+            chosen = (st, sp)
+    if chosen is None:
+        raise UsageError(f"{path}: nothing to write (no step or species selected)")
+    return chosen
+
+
+def table_metadata(st: Step, sp: Species) -> Dict[str, Any]:
+    """The step and species metadata a table keeps beside its columns (JSON)."""
+    attrs = {k: v for k, v in sp.attributes.items() if k != "motes_patches"}
+    return {"step": st.index, "time": st.time, "species": sp.name, "attributes": st.attributes,
+            "species_attributes": attrs}
 
 
 Source = Callable[..., Iterable[Step]]

@@ -27,7 +27,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 import numpy as np
 
 from .._core import FormatError, UsageError
-from .base import DEFAULT_CHUNK_ROWS, Species, Step, check_dtype, chunked_arrays
+from .base import DEFAULT_CHUNK_ROWS, POSITION_NAMES, Species, Step, check_dtype, chunked_arrays
 
 try:  # h5py is an optional dependency of motes (extra "convert")
     import h5py
@@ -35,8 +35,6 @@ except ImportError:  # pragma: no cover - exercised only without h5py
     h5py = None
 
 __all__ = ["read"]
-
-POSITION_NAMES = ("pos", "position", "positions", "coord", "coords", "coordinate", "coordinates", "xyz")
 
 
 # ----------------------------------------------------------------------------------------

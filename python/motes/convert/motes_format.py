@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 

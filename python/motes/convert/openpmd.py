@@ -26,13 +26,15 @@ import json
 import math
 import os
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .._core import FormatError, UsageError
-from .base import DEFAULT_CHUNK_ROWS, Species, Step, check_columns, check_dtype, openpmd_unit, parse_openpmd_unit
+from .base import (DEFAULT_CHUNK_ROWS, ConversionWarning, Species, Step, check_columns, check_dtype, openpmd_unit,
+                   parse_openpmd_unit)
 
 __all__ = ["read", "write"]
 
@@ -210,7 +212,12 @@ def _precheck(path: str) -> None:
 def _open_for_read(io, path: str):
     _precheck(path)
     try:
-        return io.Series(path, io.Access.read_only, json.dumps({"defer_iteration_parsing": True}))
+        # verify_homogeneous_extents off: FBPIC (and other h5py-based writers) give constant
+        # records such as charge, mass and positionOffset the shape [1], not the particle
+        # count; openpmd-api would otherwise drop the whole species. _species_from checks
+        # the extents itself, record by record.
+        options = {"defer_iteration_parsing": True, "verify_homogeneous_extents": False}
+        return io.Series(path, io.Access.read_only, json.dumps(options))
     except Exception as e:  # openpmd_api.Error, RuntimeError from ADIOS2
         raise FormatError(f"{path}: not a readable openPMD series ({_why(e)})") from None
 
@@ -270,8 +277,8 @@ def _species_from(io, handle: "_Handle", path: str, index: int, name: str, sp, c
     scalar_key = io.Record_Component.SCALAR
     records_meta: Dict[str, Any] = {}
     comps: Dict[Tuple[str, str], _Comp] = {}
-    count: Optional[int] = None
-    count_from = ""
+    count, count_from = _particle_count(io, sp, where)
+    skipped: Dict[str, str] = {}
     for rname, rec in sp.items():
         is_scalar = bool(rec.scalar)
         rmeta: Dict[str, Any] = {
@@ -283,16 +290,14 @@ def _species_from(io, handle: "_Handle", path: str, index: int, name: str, sp, c
             "components": {},
         }
         members = [("", rec[scalar_key])] if is_scalar else list(rec.items())
+        problem = _extent_problem(members, count, count_from)
+        if problem:
+            if rname in ("position", "positionOffset"):
+                raise FormatError(f"{_where(path, index, name, rname)}: {problem}")
+            skipped[rname] = problem  # a record motes cannot hold as columns: said, not silent
+            warnings.warn(ConversionWarning(f"{_where(path, index, name, rname)}: skipped: {problem}"))
+            continue
         for cname, rc in members:
-            w = _where(path, index, name, rname, cname)
-            shape = list(rc.shape)
-            if len(shape) != 1:
-                raise FormatError(f"{w}: has shape {shape}; particle record components must be 1-D")
-            n = int(shape[0])
-            if count is None:
-                count, count_from = n, f"{rname}{'/' + cname if cname else ''}"
-            elif n != count:
-                raise FormatError(f"{w}: has {n} particles but '{count_from}' has {count}")
             dtype = _canon(rc.dtype)
             cmeta: Dict[str, Any] = {"unitSI": float(rc.unit_SI), "dtype": dtype.name}
             constant = None
@@ -371,6 +376,8 @@ def _species_from(io, handle: "_Handle", path: str, index: int, name: str, sp, c
         "attributes": _custom_attributes(sp, ()),
         "records": records_meta,
     }
+    if skipped:
+        meta["skipped"] = skipped
     series = handle.series
     patches = _read_patches(io, series, sp, _where(path, index, name))
     if patches is not None:
@@ -423,6 +430,41 @@ def _species_from(io, handle: "_Handle", path: str, index: int, name: str, sp, c
 
     return Species(name=name, columns=[(c.name, c.dtype) for c in columns], count=count, chunks=chunks,
                    units={c.name: c.unit for c in columns if c.unit}, attributes=attributes)
+
+
+def _particle_count(io, sp, where: str) -> Tuple[int, str]:
+    """The number of particles: the extent of the non-constant components (position first).
+    Constant components may have any extent: openPMD says [N], FBPIC and other h5py-based
+    writers give [1]; either way the value holds for every particle."""
+    scalar_key = io.Record_Component.SCALAR
+    names = sorted(sp, key=lambda r: (r != "position", r))
+    for rname in names:
+        rec = sp[rname]
+        members = [("", rec[scalar_key])] if rec.scalar else list(rec.items())
+        for cname, rc in members:
+            if not rc.constant and len(rc.shape) == 1:
+                return int(rc.shape[0]), f"{rname}{'/' + cname if cname else ''}"
+    for rname in names:  # constants only: their declared extent
+        rec = sp[rname]
+        members = [("", rec[scalar_key])] if rec.scalar else list(rec.items())
+        for cname, rc in members:
+            if len(rc.shape) == 1:
+                return int(rc.shape[0]), f"{rname}{'/' + cname if cname else ''}"
+    raise FormatError(f"{where}: has no 1-D record component, so no particle count")
+
+
+def _extent_problem(members, count: int, count_from: str) -> str:
+    """Why the components of a record cannot be columns of `count` rows ("" if they can)."""
+    for cname, rc in members:
+        shape = list(rc.shape)
+        if rc.constant:
+            continue  # a constant holds for every particle, whatever extent it declares
+        label = f"component '{cname}'" if cname else "it"
+        if len(shape) != 1:
+            return f"{label} has shape {shape}; particle record components must be 1-D"
+        if int(shape[0]) != count:
+            return f"{label} has {int(shape[0])} values, but '{count_from}' has {count} particles"
+    return ""
 
 
 def _read_patches(io, series, sp, where: str) -> Optional[Dict[str, Any]]:

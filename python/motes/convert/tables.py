@@ -1,25 +1,22 @@
-"""Flat tables: Parquet, Arrow IPC, CSV (pyarrow) and numpy .npz, streamed in chunks.
+"""Flat tables: Parquet, Arrow IPC and CSV (pyarrow), streamed in chunks (.npz: npz.py).
 
 A table holds one species of one step. Reading gives one step (index and time from the
 file's metadata when motes wrote it, else 0) of one species (named in the metadata, else
 "particles"). Writing takes exactly one species of one step: choose them with
 ``step=`` / ``species=`` when the source has more. Parquet and Arrow keep each column's
 unit in the field metadata (``unit``) and the step's index, time, species name and
-attributes in the schema metadata (``motes``, JSON); CSV and .npz keep values only
-(.npz: also a ``__motes__`` member with that JSON).
+attributes in the schema metadata (``motes``, JSON); CSV keeps values only.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import zipfile
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Tuple
 
 import numpy as np
 
 from .._core import FormatError, UsageError
-from .base import DEFAULT_CHUNK_ROWS, Species, Step, check_dtype, rechunk
+from .base import DEFAULT_CHUNK_ROWS, Species, Step, check_dtype, rechunk, single_species, table_metadata
 
 _META_KEY = b"motes"
 
@@ -32,15 +29,15 @@ def _kind(path: str) -> str:
         return "arrow"
     if low.endswith(".csv"):
         return "csv"
-    if low.endswith(".npz"):
-        return "npz"
-    raise UsageError(f"{path}: not a table file (.parquet, .arrow, .feather, .csv, .npz)")
+    raise UsageError(f"{path}: not a table file (.parquet, .arrow, .feather, .csv)")
 
 
 def _meta_step(meta: Dict[str, Any], species_columns, count, chunks, units) -> Step:
     name = meta.get("species", "particles")
     sp = Species(name, species_columns, count, chunks, units, meta.get("species_attributes", {}))
-    return Step(int(meta.get("step", 0)), float(meta.get("time", 0.0)), meta.get("attributes", {}), {name: sp})
+    index = meta.get("step")  # None: the file does not say (convert numbers it)
+    return Step(None if index is None else int(index), float(meta.get("time", 0.0)), meta.get("attributes", {}),
+                {name: sp})
 
 
 def _arrow_columns(path: str, schema) -> Tuple[List[Tuple[str, np.dtype]], Dict[str, str]]:
@@ -70,9 +67,6 @@ def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, **options) -> Itera
     if options:
         raise UsageError(f"table sources take no options (got {', '.join(options)})")
     kind = _kind(path)
-    if kind == "npz":
-        yield _read_npz(path, chunk_rows)
-        return
     import pyarrow as pa
 
     try:
@@ -123,39 +117,18 @@ def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, **options) -> Itera
     yield _meta_step(meta, cols, count, chunks, units)
 
 
-def _one(steps: Iterable[Step], path: str) -> Tuple[Step, Species]:
-    chosen = None
-    for st in steps:
-        for sp in st.species.values():
-            if chosen is not None:
-                raise UsageError(f"{path}: a table holds one species of one step; the source has more "
-                                 "(choose with step= and species=, CLI: --step, --species)")
-            chosen = (st, sp)
-    if chosen is None:
-        raise UsageError(f"{path}: nothing to write (no step or species selected)")
-    return chosen
-
-
-def _meta(st: Step, sp: Species) -> Dict[str, Any]:
-    attrs = {k: v for k, v in sp.attributes.items() if k != "motes_patches"}
-    return {"step": st.index, "time": st.time, "species": sp.name, "attributes": st.attributes,
-            "species_attributes": attrs}
-
-
 def write(path: str, steps: Iterable[Step], **options) -> None:
     if options:
         raise UsageError(f"table destinations take no options (got {', '.join(options)})")
     kind = _kind(path)
-    st, sp = _one(steps, path)
-    if kind == "npz":
-        return _write_npz(path, st, sp)
+    st, sp = single_species(steps, path)
     import pyarrow as pa
 
     fields = []
     for name, dt in sp.columns:
         md = {b"unit": sp.units[name].encode()} if sp.units.get(name) else None
         fields.append(pa.field(name, pa.from_numpy_dtype(dt), nullable=False, metadata=md))
-    schema = pa.schema(fields, metadata={_META_KEY: json.dumps(_meta(st, sp)).encode()})
+    schema = pa.schema(fields, metadata={_META_KEY: json.dumps(table_metadata(st, sp)).encode()})
     if kind == "parquet":
         import pyarrow.parquet as pq
 
@@ -173,80 +146,3 @@ def write(path: str, steps: Iterable[Step], **options) -> None:
             writer.write_batch(batch)
     finally:
         writer.close()
-
-
-# --- .npz, streamed member by member -------------------------------------------------------------
-def _npy_header(f) -> Tuple[np.dtype, int]:
-    version = np.lib.format.read_magic(f)
-    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-    shape, fortran, dtype = read_header(f)
-    if len(shape) != 1 or fortran:
-        raise UsageError("not a 1-D array")
-    return np.dtype(dtype), int(shape[0])
-
-
-def _read_npz(path: str, chunk_rows: int) -> Step:
-    try:
-        zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as e:
-        raise FormatError(f"{path}: not an .npz file ({e})") from None
-    with zf:
-        names = [n for n in zf.namelist() if n.endswith(".npy") and n != "__motes__.npy"]
-        meta = {}
-        if "__motes__.npy" in zf.namelist():
-            with zf.open("__motes__.npy") as f:
-                dt, n = _npy_header(f)
-                meta = json.loads(f.read(n * dt.itemsize).decode())
-        cols, count = [], None
-        for member in names:
-            with zf.open(member) as f:
-                try:
-                    dt, n = _npy_header(f)
-                except (UsageError, ValueError) as e:
-                    raise UsageError(f"{path}: member {member}: {e}") from None
-            name = member[:-4]
-            cols.append((name, check_dtype(path, name, dt)))
-            if count is not None and n != count:
-                raise UsageError(f"{path}: arrays have unequal lengths ({name}: {n}, others: {count})")
-            count = n
-    count = count or 0
-
-    def chunks():
-        with zipfile.ZipFile(path) as z:
-            handles = {}
-            try:
-                for (name, dt) in cols:
-                    h = z.open(name + ".npy")
-                    file_dt, _ = _npy_header(h)
-                    handles[name] = (h, file_dt)
-                for start in range(0, count, chunk_rows):
-                    n = min(chunk_rows, count - start)
-                    out = {}
-                    for name, dt in cols:
-                        h, file_dt = handles[name]
-                        raw = h.read(n * file_dt.itemsize)
-                        out[name] = np.frombuffer(raw, dtype=file_dt).astype(dt, copy=False)
-                    yield out
-            finally:
-                for h, _ in handles.values():
-                    h.close()
-
-    return _meta_step(meta, cols, count, chunks, {})
-
-
-def _write_npz(path: str, st: Step, sp: Species) -> None:
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
-        for name, dt in sp.columns:  # one pass over the source per column: members are written one at a time
-            with zf.open(name + ".npy", "w", force_zip64=True) as f:
-                np.lib.format.write_array_header_1_0(f, {"descr": np.lib.format.dtype_to_descr(np.dtype(dt)),
-                                                         "fortran_order": False, "shape": (sp.count,)})
-                written = 0
-                for chunk in sp.chunks():
-                    a = np.ascontiguousarray(chunk[name], dtype=dt)
-                    f.write(a.tobytes())
-                    written += len(a)
-                if written != sp.count:
-                    raise UsageError(f"{path}: species '{sp.name}' gave {written} rows, announced {sp.count}")
-        meta = np.frombuffer(json.dumps(_meta(st, sp)).encode(), dtype=np.uint8)
-        with zf.open("__motes__.npy", "w") as f:
-            np.lib.format.write_array(f, meta)
