@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Seque
 
 import numpy as np
 
-from . import _args, _core
+from . import _args, _core, units
 from ._core import FormatError, MotesError, UsageError
 from .dtypes import column_array, numpy_dtype
 
@@ -27,7 +27,22 @@ class Column:
     name: str
     dtype: np.dtype
     index: str  # "none" or "quantile": the extra index built for spatially incoherent columns
-    unit: str = ""
+    unit: str = ""  # as stored: free text, or an openPMD unit as JSON (see motes.units)
+
+    @property
+    def unit_label(self) -> str:
+        """The unit as a person writes it: "m", "kg m s^-1", "J", "µm", or the free text."""
+        return units.label(self.unit)
+
+    @property
+    def unit_si(self) -> Optional[float]:
+        """For an openPMD unit: the factor that turns stored values into SI units, else None."""
+        return units.parse(self.unit).unit_si
+
+    @property
+    def unit_dimension(self) -> Optional[Tuple[float, ...]]:
+        """For an openPMD unit: the powers of L, M, T, I, theta, N, J, else None."""
+        return units.parse(self.unit).dimension
 
 
 class Table(dict):

@@ -12,8 +12,8 @@ from .common import (_add_selection, _check_columns, _describe_selection, _g, _n
 
 def _axis_label(ds, name: str, step, species) -> str:
     for c in ds.schema(step, species):
-        if c.name == name and c.unit:
-            return f"{name} [{c.unit}]"
+        if c.name == name and c.unit_label:
+            return f"{name} [{c.unit_label}]"
     return name
 
 

@@ -5,7 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any, Dict
 
+from .. import units
 from .common import (_bytes, _finite, _g, _num, _open, _out, _species_of, _sub, _table)
+
+
+def _unit_fields(text: str) -> Dict[str, Any]:
+    """The unit as a person reads it, and for openPMD units its SI factor and dimension."""
+    u = units.parse(text)
+    return {"unit_label": u.label, "unit_si": u.unit_si, "unit_dimension": list(u.dimension) if u.dimension else None}
 
 
 def _file_info(ds, step: int, species: str) -> Dict[str, Any]:
@@ -27,6 +34,7 @@ def _file_info(ds, step: int, species: str) -> Dict[str, Any]:
         cols.append({"name": c["name"], "dtype": c["dtype"],
                      "index": "quantile" if any(p["index"] == "quantile" for p in per) else "none",
                      "unit": c["unit"],
+                     **_unit_fields(c["unit"]),
                      "min": _finite(min(p["min"] for p in valid)) if valid else None,
                      "max": _finite(max(p["max"] for p in valid)) if valid else None,
                      "nan_count": sum(p["nan_count"] for p in per)})
@@ -120,7 +128,7 @@ def _print_info(info: Dict[str, Any]) -> None:
         for c in d["columns"]:
             integer = c["dtype"][0] in "iu"
             fmt = (lambda v: "-" if v is None else (str(int(v)) if integer else _g(v)))
-            rows.append([c["name"], c["dtype"], c["index"], c["unit"] or "", fmt(c["min"]), fmt(c["max"]),
+            rows.append([c["name"], c["dtype"], c["index"], c["unit_label"], fmt(c["min"]), fmt(c["max"]),
                          _num(c["nan_count"]) if c["nan_count"] else ""])
         _out("  columns")
         _out(_table(["name", "dtype", "index", "unit", "min", "max", "NaNs"], rows,
