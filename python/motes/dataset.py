@@ -78,7 +78,19 @@ class Table(dict):
         return pa.table({k: pa.array(v) for k, v in self.items()})
 
 
-_quality_range = _args.quality
+
+
+def _selection(where, box, quality, fraction, threads) -> Dict[str, Any]:
+    """The selection arguments of the core's queries and analyses, checked."""
+    q0, q1 = _args.quality(quality)
+    if fraction is not None:
+        fraction = _args.number("fraction", fraction)
+        if not 0.0 <= fraction <= 1.0:
+            raise UsageError(f"fraction must be in [0, 1], got {fraction:g}")
+        if (q0, q1) != (0.0, 1.0):
+            raise UsageError("pass either fraction= or quality=, not both")
+    return dict(where=_args.where(where), box=_box(box), quality_from=q0, quality_to=q1,
+                threads=_args.threads(threads), fraction=fraction)
 
 
 def _box(box: BoxLike) -> Optional[List[float]]:
@@ -315,7 +327,8 @@ class Dataset:
         self._files: Dict[str, Any] = {}
 
     def __repr__(self) -> str:
-        return f"<motes.Dataset {self.path!r}: {len(self._steps)} steps, species {self.species_names()}>"
+        names = sorted({n for st in self._steps for n in st.species})
+        return f"<motes.Dataset {self.path!r}: {len(self._steps)} steps, species {names}>"
 
     # --- structure ---------------------------------------------------------------------------
     @property
@@ -400,30 +413,33 @@ class Dataset:
 
     # --- queries -----------------------------------------------------------------------------
     def select(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
-               step: Optional[int] = None, species: Optional[str] = None, threads: int = 0):
+               fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
+               threads: int = 0):
         """The selection (file positions) matching the query, without copying any column."""
-        q0, q1 = _quality_range(quality)
-        return _core.select(self.source(step, species), _args.where(where), _box(box), q0, q1, _args.threads(threads))
+        return _core.select(self.source(step, species), **_selection(where, box, quality, fraction, threads))
 
     def query(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
-              columns: Optional[Sequence[str]] = None, step: Optional[int] = None, species: Optional[str] = None,
-              threads: int = 0) -> Table:
+              fraction: Optional[float] = None, columns: Optional[Sequence[str]] = None,
+              step: Optional[int] = None, species: Optional[str] = None, threads: int = 0) -> Table:
         """Particles matching ``where`` (an expression such as ``"energy > 1.3 and 10 < x < 20"``)
         inside ``box`` (xmin, ymin, zmin, xmax, ymax, zmax; inclusive), at ``quality`` in [0, 1]
-        (1 = every particle; a pair (q0, q1) reads only what q1 adds to q0).
+        (1 = every particle; a pair (q0, q1) reads only what q1 adds to q0), or among a share
+        ``fraction`` of the particles (a preview: round(fraction * N) particles per file,
+        spread over the whole step; a larger fraction only adds particles).
 
         Returns a :class:`Table` of the requested ``columns`` (default: all)."""
-        sel = self.select(where, box, quality, step=step, species=species, threads=threads)
+        sel = self.select(where, box, quality, fraction=fraction, step=step, species=species, threads=threads)
         names = self._columns(columns, step, species)
         return Table(dict(zip(names, sel.gather_columns(names, 0, sel.size))), sel.counters)
 
     def query_batches(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
-                      columns: Optional[Sequence[str]] = None, batch_size: int = 1 << 20,
-                      step: Optional[int] = None, species: Optional[str] = None, threads: int = 0) -> Iterator[Table]:
+                      fraction: Optional[float] = None, columns: Optional[Sequence[str]] = None,
+                      batch_size: int = 1 << 20, step: Optional[int] = None, species: Optional[str] = None,
+                      threads: int = 0) -> Iterator[Table]:
         """Like :meth:`query`, yielding tables of at most ``batch_size`` rows (bounded memory)."""
-        if batch_size < 1:
+        if _args.integer("batch_size", batch_size, 1, _args.UINT64[1]) < 1:
             raise UsageError("batch_size must be at least 1")
-        sel = self.select(where, box, quality, step=step, species=species, threads=threads)
+        sel = self.select(where, box, quality, fraction=fraction, step=step, species=species, threads=threads)
         names = self._columns(columns, step, species)
         for begin in range(0, sel.size, batch_size):
             end = min(sel.size, begin + batch_size)
@@ -441,32 +457,29 @@ class Dataset:
         return list(columns)
 
     def count(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
-              step: Optional[int] = None, species: Optional[str] = None, threads: int = 0) -> int:
+              fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
+              threads: int = 0) -> int:
         """Number of particles matching the query (nothing is copied)."""
-        q0, q1 = _quality_range(quality)
-        return int(_core.count(self.source(step, species), _args.where(where), _box(box), q0, q1, _args.threads(threads)))
+        return int(_core.count(self.source(step, species), **_selection(where, box, quality, fraction, threads)))
 
     def stats(self, column: str, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
-              step: Optional[int] = None, species: Optional[str] = None, threads: int = 0) -> Dict[str, Any]:
+              fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
+              threads: int = 0) -> Dict[str, Any]:
         """count, valid (not NaN), min, max, sum, mean of ``column`` over the matching particles."""
-        q0, q1 = _quality_range(quality)
-        return _core.stats(self.source(step, species), _args.text("column", column), _args.where(where), _box(box),
-                           q0, q1, _args.threads(threads))
+        return _core.stats(self.source(step, species), _args.text("column", column),
+                           **_selection(where, box, quality, fraction, threads))
 
     def histogram(self, x: str, y: Optional[str] = None, *, bins: Union[int, Tuple[int, int]] = 64,
                   range: Optional[Sequence] = None, weights: Optional[str] = None, where: Optional[str] = None,
-                  box: BoxLike = None, quality: Quality = 1.0, step: Optional[int] = None,
-                  species: Optional[str] = None, threads: int = 0):
+                  box: BoxLike = None, quality: Quality = 1.0, fraction: Optional[float] = None,
+                  step: Optional[int] = None, species: Optional[str] = None, threads: int = 0):
         """1-D (``y=None``) or 2-D histogram of the matching particles, computed while traversing.
 
         Same conventions as ``numpy.histogram`` / ``numpy.histogram2d`` with integer bins: returns
         ``(counts, edges)`` or ``(counts, xedges, yedges)``; counts are int64, or float64 sums of
         ``weights``. ``range`` defaults to the min/max of the matching values."""
         f = self.source(step, species)
-        q0, q1 = _quality_range(quality)
-        b = _box(box)
-        where = _args.where(where)
-        threads = _args.threads(threads)
+        sel = _selection(where, box, quality, fraction, threads)
         axes = [x] if y is None else [x, y]
         nbins = [bins] * len(axes) if np.isscalar(bins) else list(bins)
         if len(nbins) != len(axes):
@@ -482,7 +495,7 @@ class Dataset:
         resolved = []
         for name, r in zip(axes, ranges):
             if r is None:
-                s = _core.stats(f, name, where, b, q0, q1, threads)
+                s = _core.stats(f, name, **sel)
                 lo, hi = (0.0, 1.0) if s["min"] is None else (s["min"], s["max"])
             else:
                 if len(r) != 2:
@@ -497,12 +510,10 @@ class Dataset:
             if int(n) != n or n < 1:
                 raise UsageError("bins must be positive integers")
         if y is None:
-            h = _core.histogram(f, x, int(nbins[0]), *resolved[0], weight=weights, where=where, box=b,
-                                quality_from=q0, quality_to=q1, threads=threads)
+            h = _core.histogram(f, x, int(nbins[0]), *resolved[0], weight=weights, **sel)
         else:
             h = _core.histogram(f, x, int(nbins[0]), *resolved[0], y=y, ybins=int(nbins[1]), ylo=resolved[1][0],
-                                yhi=resolved[1][1], weight=weights, where=where, box=b, quality_from=q0,
-                                quality_to=q1, threads=threads)
+                                yhi=resolved[1][1], weight=weights, **sel)
         if weights is None:
             h = h.astype(np.int64)
         edges = [np.linspace(lo, hi, int(n) + 1) for (lo, hi), n in zip(resolved, nbins)]
@@ -561,7 +572,8 @@ def _on_every_rank(comm: Any, fn, stage: str):
 
 def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = None, where: Optional[str] = None,
                    columns: Optional[Sequence[str]] = None, step: Optional[int] = None,
-                   species: Optional[str] = None, quality: float = 1.0, threads: int = 0) -> Table:
+                   species: Optional[str] = None, quality: float = 1.0, fraction: Optional[float] = None,
+                   threads: int = 0) -> Table:
     """Collective read of one step over the ranks of ``comm`` (mpi4py), whatever number of
     ranks wrote it. With ``box`` (this rank's region, inclusive; every rank passes one) each
     rank gets the particles inside its box, e.g. to restart a simulation on a new
@@ -572,14 +584,14 @@ def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = N
     handle = _comm_handle(comm)
 
     def prepare():
-        q = _args.quality(quality)[1]
+        sel = _selection(where, box, quality, fraction, threads)
         ds = Dataset(path)
         ds.source(step, species)  # the files, checked against the manifest
-        return (ds._species(step, species)["path"], ds._columns(columns, step, species), _box(box), q,
-                _args.where(where), _args.threads(threads))
+        return ds._species(step, species)["path"], ds._columns(columns, step, species), sel
 
-    src, names, b, q, w, t = _on_every_rank(comm, prepare, f"opening '{os.fspath(path)}' for a parallel read")
-    cols = _core.read_partition(handle, src, b, w, names, t, q)
+    src, names, sel = _on_every_rank(comm, prepare, f"opening '{os.fspath(path)}' for a parallel read")
+    cols = _core.read_partition(handle, src, sel["box"], sel["where"], names, sel["threads"], sel["quality_to"],
+                                sel["fraction"])
     return Table({n: cols[n] for n in names})
 
 

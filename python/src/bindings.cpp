@@ -140,13 +140,14 @@ std::optional<motes::Box> box_of(const std::optional<std::vector<double>>& b) {
 }
 
 motes::QuerySpec query_spec(const std::string& where, const std::optional<std::vector<double>>& box, double qfrom,
-                            double qto, unsigned threads) {
+                            double qto, unsigned threads, std::optional<double> fraction = std::nullopt) {
   motes::QuerySpec s;
   s.where = where;
   s.box = box_of(box);
   s.quality_from = qfrom;
   s.quality_to = qto;
   s.threads = threads;
+  s.fraction = fraction;
   return s;
 }
 
@@ -418,8 +419,8 @@ NB_MODULE(_core, m) {
   m.def(
       "select",
       [](std::shared_ptr<motes::Collection> f, const std::string& where, std::optional<std::vector<double>> box,
-         double qfrom, double qto, unsigned threads) {
-        auto spec = query_spec(where, box, qfrom, qto, threads);
+         double qfrom, double qto, unsigned threads, std::optional<double> fraction) {
+        auto spec = query_spec(where, box, qfrom, qto, threads, fraction);
         auto out = std::make_unique<PySelection>();
         {
           nb::gil_scoped_release release;
@@ -430,24 +431,27 @@ NB_MODULE(_core, m) {
         }
         return out;
       },
-      "source"_a, "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0, "threads"_a = 0);
+      "source"_a, "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0, "threads"_a = 0,
+      "fraction"_a = nb::none());
 
   m.def(
       "count",
       [](std::shared_ptr<motes::Collection> f, const std::string& where, std::optional<std::vector<double>> box,
-         double qfrom, double qto, unsigned threads) {
-        auto spec = query_spec(where, box, qfrom, qto, threads);
+         double qfrom, double qto, unsigned threads, std::optional<double> fraction) {
+        auto spec = query_spec(where, box, qfrom, qto, threads, fraction);
         nb::gil_scoped_release release;
         motes::Query q(f, spec);
         return motes::count(q);
       },
-      "source"_a, "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0, "threads"_a = 0);
+      "source"_a, "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0, "threads"_a = 0,
+      "fraction"_a = nb::none());
 
   m.def(
       "stats",
       [](std::shared_ptr<motes::Collection> f, const std::string& column, const std::string& where,
-         std::optional<std::vector<double>> box, double qfrom, double qto, unsigned threads) {
-        auto spec = query_spec(where, box, qfrom, qto, threads);
+         std::optional<std::vector<double>> box, double qfrom, double qto, unsigned threads,
+         std::optional<double> fraction) {
+        auto spec = query_spec(where, box, qfrom, qto, threads, fraction);
         motes::ColumnStats s;
         {
           nb::gil_scoped_release release;
@@ -464,15 +468,15 @@ NB_MODULE(_core, m) {
         return d;
       },
       "source"_a, "column"_a, "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0,
-      "threads"_a = 0);
+      "threads"_a = 0, "fraction"_a = nb::none());
 
   m.def(
       "histogram",
       [](std::shared_ptr<motes::Collection> f, const std::string& x, uint32_t xbins, double xlo, double xhi,
          std::optional<std::string> y, uint32_t ybins, double ylo, double yhi, std::optional<std::string> weight,
          const std::string& where, std::optional<std::vector<double>> box, double qfrom, double qto,
-         unsigned threads) {
-        auto spec = query_spec(where, box, qfrom, qto, threads);
+         unsigned threads, std::optional<double> fraction) {
+        auto spec = query_spec(where, box, qfrom, qto, threads, fraction);
         motes::Axis ax{f->column(x), xbins, xlo, xhi};
         std::optional<size_t> w;
         if (weight) w = f->column(*weight);
@@ -495,7 +499,7 @@ NB_MODULE(_core, m) {
       },
       "source"_a, "x"_a, "xbins"_a, "xlo"_a, "xhi"_a, "y"_a = nb::none(), "ybins"_a = 0, "ylo"_a = 0.0, "yhi"_a = 0.0,
       "weight"_a = nb::none(), "where"_a = "", "box"_a = nb::none(), "quality_from"_a = 0.0, "quality_to"_a = 1.0,
-      "threads"_a = 0);
+      "threads"_a = 0, "fraction"_a = nb::none());
 
   m.def(
       "simulate_aggregation",
@@ -748,11 +752,12 @@ NB_MODULE(_core, m) {
   m.def(
       "read_partition",
       [](int comm_f, const std::string& path, std::optional<std::vector<double>> box, const std::string& where,
-         const std::vector<std::string>& columns, unsigned threads, double quality) {
+         const std::vector<std::string>& columns, unsigned threads, double quality, std::optional<double> fraction) {
         motes::PartitionRequest req;
         req.box = box_of(box);
         req.where = where;
         req.quality = quality;
+        req.fraction = fraction;
         req.columns = columns;
         req.threads = threads;
         motes::LocalParticles lp;
@@ -770,7 +775,7 @@ NB_MODULE(_core, m) {
         return out;
       },
       "comm"_a, "path"_a, "box"_a = nb::none(), "where"_a = "", "columns"_a = std::vector<std::string>{},
-      "threads"_a = 0, "quality"_a = 1.0);
+      "threads"_a = 0, "quality"_a = 1.0, "fraction"_a = nb::none());
 #else
   m.attr("has_mpi") = false;
 #endif

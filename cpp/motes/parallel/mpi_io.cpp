@@ -655,7 +655,8 @@ LocalParticles read_partition(MPI_Comm comm, const std::string& path, const Part
   Comm c(comm);
   {
     // Ranks that disagree on what to read would disagree on every message size below.
-    std::string mine = path + "\n" + request.where + "\n" + number_text(request.quality) + "\n";
+    std::string mine = path + "\n" + request.where + "\n" + number_text(request.quality) + "\n" +
+                       (request.fraction ? number_text(*request.fraction) : std::string("-")) + "\n";
     for (const std::string& col : request.columns) mine += col + ",";
     check_ranks_agree(c, mine, "what to read", [](const std::string&, const std::string&) {
       return std::string(" asks for another file, filter, quality or column list than rank 0");
@@ -686,6 +687,7 @@ LocalParticles read_partition(MPI_Comm comm, const std::string& path, const Part
   QuerySpec spec;
   spec.where = request.where;
   spec.quality_to = request.quality;
+  spec.fraction = request.fraction;
   spec.threads = threads_per_rank(c, request.threads);
   std::vector<size_t> sizes;
   for (size_t k : columns) sizes.push_back(dtype_size(coll->schema()[k].dtype));

@@ -66,6 +66,7 @@ struct PartitionRequest {
   std::optional<Box> box;            // this rank's region (inclusive); none: an even share (all ranks alike)
   std::string where;                 // optional filter
   double quality = 1.0;              // level of detail in [0, 1]: a preview spread over the ranks
+  std::optional<double> fraction;    // or a share of the particles (QuerySpec::fraction)
   std::vector<std::string> columns;  // empty: all
   unsigned threads = 0;              // 0 = cores / ranks on the node
 };

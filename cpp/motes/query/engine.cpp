@@ -480,10 +480,20 @@ ExprPtr box_expression(const Box& b) {
 Query::Query(std::shared_ptr<const ParticleFile> file, const QuerySpec& spec) : Query(Collection::of(std::move(file)), spec) {}
 
 Query::Query(std::shared_ptr<const Collection> collection, const QuerySpec& spec)
-    : collection_(std::move(collection)), quality_from_(spec.quality_from), quality_to_(spec.quality_to) {
+    : collection_(std::move(collection)),
+      quality_from_(spec.quality_from),
+      quality_to_(spec.quality_to),
+      fraction_(spec.fraction) {
   if (spec.quality_from > spec.quality_to)
     throw UsageError("quality range is reversed: from " + number_text(spec.quality_from) + " to " +
                      number_text(spec.quality_to));
+  if (fraction_) {
+    if (!(*fraction_ >= 0.0 && *fraction_ <= 1.0))
+      throw UsageError("fraction must be a number in [0, 1], got " + number_text(*fraction_));
+    if (spec.quality_from != 0.0 || spec.quality_to != 1.0)
+      throw UsageError("pass either a fraction or a quality, not both");
+    quality_from_ = 0.0, quality_to_ = *fraction_ > 0.0 ? 1.0 : 0.0;
+  }
   threads_ = spec.threads ? spec.threads : default_threads();
   std::vector<std::string> names;
   for (const ColumnSpec& c : collection_->schema()) names.push_back(c.name);
@@ -528,14 +538,31 @@ std::vector<uint32_t> Query::parts_to_read() {
 std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& counters) {
   const Levels& lv = f.levels();
   const auto& nodes = f.nodes();
-  const uint32_t level_begin_ = levels_for_quality(quality_from_, lv.level_count());
-  const uint32_t level_end_ = levels_for_quality(quality_to_, lv.level_count());
+  uint32_t level_begin_ = levels_for_quality(quality_from_, lv.level_count());
+  uint32_t level_end_ = levels_for_quality(quality_to_, lv.level_count());
+  sample_ = {};
+  if (fraction_ && f.particle_count() > 0) {
+    // round(f * N) particles: the whole levels before level l, and k of level l's rows.
+    const uint64_t want = std::min<uint64_t>(f.particle_count(), uint64_t(std::floor(*fraction_ * double(f.particle_count()) + 0.5)));
+    uint32_t l = 0;
+    while (l < lv.level_count() && lv.level_start[l + 1] < want) ++l;
+    level_begin_ = 0;
+    level_end_ = want == 0 ? 0 : l + 1;
+    if (want > 0) sample_ = LevelSample(lv.level_start[l], lv.level_start[l + 1] - lv.level_start[l], want - lv.level_start[l]);
+  }
   if (level_begin_ >= level_end_ || f.particle_count() == 0) return {};
   if (!predicate_) {
-    // Everything matches: the selected levels are one contiguous range.
+    // Everything matches: the selected levels are one contiguous range (a sampled level, tested).
     uint64_t b = lv.level_start[level_begin_], e = lv.level_start[level_end_];
-    counters.points_taken_whole = e - b;
-    return {Task{b, e - b, true}};
+    if (!sample_.active()) {
+      counters.points_taken_whole = e - b;
+      return {Task{b, e - b, true}};
+    }
+    std::vector<Task> out;
+    if (sample_.start() > b) out.push_back({b, sample_.start() - b, true});
+    counters.points_taken_whole = sample_.start() - b;
+    for (uint64_t s = sample_.start(); s < e; s += kScanBlock) out.push_back({s, std::min(kScanBlock, e - s), false});
+    return out;
   }
   const uint64_t range_begin = lv.level_start[level_begin_], range = lv.level_start[level_end_] - range_begin;
   auto scan_all = [&] {
@@ -559,8 +586,9 @@ std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& count
     for (uint32_t r = lv.run_begin[node]; r < lv.run_begin[node + 1]; ++r) {
       const Run& run = lv.runs[r];
       if (run.level < level_begin_ || run.level >= level_end_) continue;
-      by_level[run.level].push_back({run.start, run.count, all});
-      (all ? counters.points_taken_whole : counters.points_tested) += run.count;
+      const bool whole = all && !(sample_.active() && run.start >= sample_.start());  // sampled rows are tested
+      by_level[run.level].push_back({run.start, run.count, whole});
+      (whole ? counters.points_taken_whole : counters.points_tested) += run.count;
     }
   };
   Pruner pruner(f.columns());
@@ -661,7 +689,9 @@ size_t Query::run_part(const ParticleFile& file, uint32_t part, const std::vecto
         continue;
       }
       uint32_t m = uint32_t(t.count);
-      ev->eval(t.start, m, mask.data());
+      if (ev) ev->eval(t.start, m, mask.data());
+      else std::fill(mask.begin(), mask.begin() + m, uint8_t(1));
+      sample_.apply(t.start, m, mask.data());  // rows of a partly taken level: only the sampled ones
       for (uint32_t i = 0; i < m;) {
         uint64_t word;
         if (i + 8 <= m && (std::memcpy(&word, mask.data() + i, 8), word == 0)) {

@@ -13,6 +13,7 @@
 #include "motes/format/reader.hpp"
 #include "motes/query/collection.hpp"
 #include "motes/query/expr.hpp"
+#include "motes/query/sample.hpp"
 
 namespace motes {
 
@@ -21,6 +22,9 @@ struct QuerySpec {
   std::optional<Box> box;       // inclusive on both ends
   double quality_from = 0.0;    // read levels [L(quality_from), L(quality_to))
   double quality_to = 1.0;
+  // Instead of a quality range: a share f of the particles, round(f * N) of each part file's
+  // N, taken coarse to fine: whole levels, then an even sample of the next (LevelSample).
+  std::optional<double> fraction;
   unsigned threads = 0;         // 0 = all cores
 };
 
@@ -65,6 +69,8 @@ class Query {
   ExprPtr predicate_;  // null when everything matches
   unsigned threads_;
   double quality_from_, quality_to_;
+  std::optional<double> fraction_;
+  LevelSample sample_;  // the partly taken level of the part being planned (fraction queries)
   QueryCounters counters_;
 
   std::vector<uint32_t> parts_to_read();

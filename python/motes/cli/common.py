@@ -143,6 +143,16 @@ def _quality_arg(text: str) -> float:
     return q
 
 
+def _fraction_arg(text: str) -> float:
+    try:
+        f = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid fraction '{text}' (a number in [0, 1], e.g. 0.01 for 1%)") from None
+    if not 0.0 <= f <= 1.0:
+        raise argparse.ArgumentTypeError(f"fraction must be in [0, 1], got {text}")
+    return f
+
+
 def _int_at_least(minimum: int):
     """An argparse type: an integer >= minimum."""
 
@@ -267,8 +277,8 @@ def _quality(args):
 
 
 def _selection_kwargs(args, species: str) -> Dict[str, Any]:
-    return dict(where=args.where, box=args.box, quality=_quality(args), step=args.step, species=species,
-                threads=args.threads)
+    return dict(where=args.where, box=args.box, quality=_quality(args), fraction=getattr(args, "fraction", None),
+                step=args.step, species=species, threads=args.threads)
 
 
 def _describe_selection(args) -> str:
@@ -281,6 +291,8 @@ def _describe_selection(args) -> str:
     q = _quality(args)
     if q != 1.0:
         parts.append(f"quality {q[0]:g}..{q[1]:g}" if isinstance(q, tuple) else f"quality {q:g}")
+    if getattr(args, "fraction", None) is not None:
+        parts.append(f"fraction {args.fraction:g}")
     return ", ".join(parts)
 
 
@@ -333,6 +345,9 @@ def _add_selection(p) -> None:
                         "exponentially with Q: a spread-out sample of real particles (0: none, default 1: every particle)")
     q.add_argument("--quality-range", type=_quality_arg, nargs=2, metavar=("Q0", "Q1"), default=None,
                    help="only the particles that quality Q1 adds to quality Q0 (progressive refinement)")
+    q.add_argument("--fraction", type=_fraction_arg, metavar="F", default=None,
+                   help="a preview: a share F in [0, 1] of the particles (e.g. 0.01 = 1%%), spread over the whole "
+                        "step, coarse levels first; a larger F only adds particles")
     g.add_argument("--step", type=int, default=None, help="step index (default: the last step)")
     g.add_argument("--species", default=None, help="species name (needed when the step has several)")
     g.add_argument("--threads", type=_nonneg_int, default=0, help="worker threads, 0 for all cores")

@@ -5,20 +5,23 @@ from __future__ import annotations
 import time
 
 from .._core import UsageError
-from .common import (_add_progress, _attr_arg, _key_value, _out, _positive_int, _progress, _quality_arg, _sub)
+from .common import (_add_progress, _attr_arg, _fraction_arg, _key_value, _out, _positive_int, _progress, _quality_arg,
+                     _sub)
 
 
 def cmd_convert(args) -> int:
     from .. import convert as conv
 
     read_options: dict = {}
-    if args.where or args.box or args.quality is not None or args.columns:
+    if args.quality is not None and args.fraction is not None:
+        raise UsageError("--quality and --fraction exclude each other")
+    if args.where or args.box or args.quality is not None or args.fraction is not None or args.columns:
         src_fmt = args.src_format or conv.detect_format(args.src, False)
         if src_fmt != "motes":
-            raise UsageError("--where, --box, --quality and --columns select from a motes dataset; "
+            raise UsageError("--where, --box, --quality, --fraction and --columns select from a motes dataset; "
                              f"the source is {src_fmt}")
         read_options = {"where": args.where, "box": args.box,
-                        "quality": 1.0 if args.quality is None else args.quality,
+                        "quality": 1.0 if args.quality is None else args.quality, "fraction": args.fraction,
                         "columns": args.columns.split(",") if args.columns else None}
     if args.group:
         read_options["group"] = args.group
@@ -48,7 +51,7 @@ def add_parser(subs) -> None:
              "  motes convert run_%T.h5 run.motes                     # openPMD series -> motes\n"
              "  motes convert sim.h5part run.motes\n"
              "  motes convert run.motes out.h5 --to openpmd           # openPMD with particle patches\n"
-             "  motes convert run.motes preview.vtkhdf --quality 0.6   # open in ParaView\n"
+             "  motes convert run.motes preview.vtkhdf --fraction 0.01 # a 1% preview for ParaView\n"
              "  motes convert run.motes hot.parquet --step 10 --where 'energy > 1.3'\n"
              "  motes convert dump.h5 run.motes --from hdf5 --group /particles --map x=px --map y=py --map z=pz\n"
              "  motes convert 'snap_*.npz' run.motes                   # a time series, one file per step\n"
@@ -69,6 +72,8 @@ def add_parser(subs) -> None:
                    help="motes source: spatial box, bounds inclusive")
     p.add_argument("--quality", type=_quality_arg, default=None, metavar="Q",
                    help="motes source: level of detail in [0, 1] (a preview)")
+    p.add_argument("--fraction", type=_fraction_arg, default=None, metavar="F",
+                   help="motes source: a share F of the particles, spread over each step (a preview, e.g. 0.01)")
     p.add_argument("--columns", metavar="A,B,C", default=None, help="motes source: columns to export")
     p.add_argument("--group", default=None, help="plain HDF5 source: the group holding the datasets")
     p.add_argument("--map", type=_key_value, action="append", metavar="COL=DATASET",

@@ -5,7 +5,7 @@ the longest axis until a block holds at most ``chunk_rows`` matching particles (
 through the index, not by reading), and each block is one query. Chunks are therefore
 spatially compact, and each carries its block as an openPMD particle patch
 (``species.attributes["motes_patches"]``), so exported files can be read by region.
-A ``where`` filter, a ``box`` and a ``quality`` select what is exported.
+A ``where`` filter, a ``box`` and a ``quality`` or ``fraction`` select what is exported.
 
 As a sink, every chunk becomes one part file of the step (``Writer.write_step_chunks``),
 so an import never holds a whole step.
@@ -29,7 +29,7 @@ from .base import DEFAULT_CHUNK_ROWS, Chunk, Species, Step
 SPECIES_ATTRIBUTES = "species_attributes"
 
 
-def _blocks(ds: Dataset, step: int, species: str, where: Optional[str], box, quality, limit: int):
+def _blocks(ds: Dataset, step: int, species: str, where: Optional[str], box, detail: Dict, limit: int):
     """Half-open boxes (lo, hi, last) covering the species, each with at most `limit` matches."""
     (lo, hi) = ds.bounds(step, species)
     lo, hi = [float(v) for v in lo], [float(v) for v in hi]
@@ -44,7 +44,7 @@ def _blocks(ds: Dataset, step: int, species: str, where: Optional[str], box, qua
         return f"({where}) and {block}" if where else block
 
     def visit(blo, bhi, last, depth):
-        n = ds.count(expr(blo, bhi, last), box=box, quality=quality, step=step, species=species)
+        n = ds.count(expr(blo, bhi, last), box=box, step=step, species=species, **detail)
         if n == 0:
             return
         ext = [bhi[a] - blo[a] for a in range(3)]
@@ -65,9 +65,12 @@ def _blocks(ds: Dataset, step: int, species: str, where: Optional[str], box, qua
 
 
 def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, where: Optional[str] = None, box=None,
-         quality: float = 1.0, columns: Optional[Sequence[str]] = None, species: Optional[Sequence[str]] = None,
-         steps: Optional[Sequence[int]] = None) -> Iterator[Step]:
+         quality: float = 1.0, fraction: Optional[float] = None, columns: Optional[Sequence[str]] = None,
+         species: Optional[Sequence[str]] = None, steps: Optional[Sequence[int]] = None) -> Iterator[Step]:
     ds = Dataset(path)
+    # A fraction samples each file the same way whatever the filter, so the spatial blocks'
+    # samples add up to the sample of the whole species.
+    detail = {"quality": quality, "fraction": fraction}
     for index in ds.steps:
         if steps is not None and index not in steps:
             continue
@@ -82,12 +85,12 @@ def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, where: Optional[str
             names = ds._columns(columns, index, name)
             dtypes = {c.name: c.dtype for c in schema}
             units = {c.name: c.unit for c in schema if c.unit and c.name in names}
-            blocks, expr = _blocks(ds, index, name, where, box, quality, chunk_rows)
+            blocks, expr = _blocks(ds, index, name, where, box, detail, chunk_rows)
 
             def chunks(index=index, name=name, names=names, blocks=blocks, expr=expr):
                 for blo, bhi, last, _ in blocks:
-                    yield dict(ds.query(expr(blo, bhi, last), box=box, quality=quality, columns=names, step=index,
-                                        species=name))
+                    yield dict(ds.query(expr(blo, bhi, last), box=box, columns=names, step=index, species=name,
+                                        **detail))
 
             attrs = dict(species_attrs.get(name, {}))
             offset = 0
