@@ -157,6 +157,25 @@ void Dataset::remove_step_directory(const Writing&, int64_t index) const {
   fs::remove_all((fs::path(dir_) / species_file_name(index, "x")).parent_path(), ec);
 }
 
+void Dataset::apply_series_index_kinds(int64_t index, const std::string& species,
+                                       std::vector<ColumnView>& columns) const {
+  const SpeciesEntry* before = nullptr;
+  const SpeciesEntry* after = nullptr;
+  for (const StepEntry& st : manifest_.steps)  // sorted by index
+    for (const SpeciesEntry& e : st.species)
+      if (e.name == species) {
+        if (st.index < index) before = &e;
+        else if (st.index > index && !after) after = &e;
+      }
+  const SpeciesEntry* near = before ? before : after;
+  if (!near) return;
+  for (ColumnView& c : columns) {
+    if (c.spec.fine != FineIndex::automatic) continue;
+    for (const ColumnSpec& s : near->columns)
+      if (s.name == c.spec.name && s.dtype == c.spec.dtype) c.spec.fine = s.fine;
+  }
+}
+
 bool Dataset::remove_if_unused() {
   Writing w = begin_writing("remove the unused dataset '" + dir_ + "'");
   if (!manifest_.steps.empty() || !manifest_.attributes.empty()) return false;
@@ -180,7 +199,9 @@ const StepEntry& Dataset::append_step(int64_t index, double time, const json& at
   st.attributes = attributes;
   make_step_directory(w, index, options.sync);
   try {
-    for (const auto& [name, cols] : species) {
+    for (const auto& [name, given] : species) {
+      std::vector<ColumnView> cols = given;
+      apply_series_index_kinds(index, name, cols);
       SpeciesEntry e;
       e.name = name;
       e.file = species_file_name(index, name);
@@ -298,8 +319,17 @@ WriteSummary PartedStepWriter::add_part(const std::string& species, const std::v
     if (!same) throw UsageError("species '" + species + "': a part's columns differ from its first part's");
   }
   if (columns.empty() || columns[0].count == 0) return {};
+  // Every part of a species gets the index kinds of its first part, and the first part
+  // those of the series (apply_series_index_kinds).
+  std::vector<ColumnView> cols = columns;
+  if (sp.parts.empty()) {
+    dataset_.apply_series_index_kinds(entry_.index, species, cols);
+  } else {
+    for (size_t i = 0; i < cols.size(); ++i)
+      if (cols[i].spec.fine == FineIndex::automatic) cols[i].spec.fine = sp.parts[0].columns[i].fine;
+  }
   std::string index_path = dataset_.dir() + "/" + species_index_name(entry_.index, species);
-  WriteSummary w = write_particle_file(StepIndex::part_path(index_path, sp.parts.size()), columns, options_);
+  WriteSummary w = write_particle_file(StepIndex::part_path(index_path, sp.parts.size()), cols, options_);
   sp.parts.push_back({w.particle_count, w.file_bytes, w.bounds, w.columns, w.header_checksum});
   return w;
 }

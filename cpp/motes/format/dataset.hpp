@@ -74,6 +74,12 @@ class Dataset {
                                const std::vector<SpeciesColumns>& species, const WriteOptions& options = {},
                                std::vector<WriteSummary>* summaries = nullptr);
 
+  // Index kinds stay the same along a series: a column left to choose automatically takes
+  // the kind it has in the nearest step of the species before `index` (else after), when
+  // that step has a column of the same name and dtype. Only the first step of a series
+  // decides from the data.
+  void apply_series_index_kinds(int64_t index, const std::string& species, std::vector<ColumnView>& columns) const;
+
   // After a failed first write into a dataset this handle created: removes the directory
   // when, under the lock, the manifest on disk still lists no step. Returns whether it did.
   bool remove_if_unused();

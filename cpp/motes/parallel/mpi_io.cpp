@@ -591,12 +591,32 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
   auto cleanup = [&] {
     if (c.rank == 0 && writing) dataset->remove_step_directory(*writing, index);
   };
+  // The index kinds of the series (rank 0 knows the manifest), the same on every rank, so
+  // every part of this step gets them (Dataset::apply_series_index_kinds).
+  std::vector<SpeciesColumns> series_species = species;
+  {
+    std::vector<uint8_t> kinds;
+    if (c.rank == 0)
+      for (auto& [name, cols] : series_species) {
+        dataset->apply_series_index_kinds(index, name, cols);
+        for (const ColumnView& v : cols) kinds.push_back(uint8_t(v.spec.fine));
+      }
+    kinds.resize([&] {
+      size_t n = 0;
+      for (const auto& sp : species) n += sp.second.size();
+      return n;
+    }());
+    MPI_Bcast(kinds.data(), int(kinds.size()), MPI_UINT8_T, 0, c.comm);
+    size_t k = 0;
+    for (auto& [name, cols] : series_species)
+      for (ColumnView& v : cols) v.spec.fine = FineIndex(kinds[k++]);
+  }
   try {
     StepEntry entry;
     entry.index = index;
     entry.time = time;
     entry.attributes = attributes;
-    for (const auto& [name, cols] : species) {
+    for (const auto& [name, cols] : series_species) {
       SpeciesPlan plan;
       std::vector<PartSummary> parts =
           write_species(c, dir, index, name, cols, options, plan, report);

@@ -224,6 +224,20 @@ class Evaluator {
   const Expr& e_;
   std::vector<std::vector<double>> num_;
   std::vector<std::vector<uint8_t>> bool_;
+  // The quantile code of each (column, constant) compared, found once per evaluator
+  // rather than once per run (a search of 257 edges).
+  struct CodeOf {
+    int col;
+    double c;
+    uint8_t code;
+  };
+  std::vector<CodeOf> codes_;
+  uint8_t code_of(int col, double c, const ColumnIndex& ci) {
+    for (const CodeOf& k : codes_)
+      if (k.col == col && k.c == c) return k.code;
+    codes_.push_back({col, c, spec::fine_code(c, ci.edges.data())});
+    return codes_.back().code;
+  }
 
   double* num_buffer(size_t depth, uint32_t m) {
     if (num_.size() <= depth) num_.resize(depth + 1);
@@ -325,7 +339,7 @@ class Evaluator {
   void simple_compare(int col, double c, K kind, uint64_t start, uint32_t m, uint8_t* out, size_t depth) {
     const ColumnIndex& ci = f_.columns()[size_t(col)];
     if (ci.codes && kind != K::ne && !std::isnan(c)) {
-      uint8_t code = spec::fine_code(c, ci.edges.data());
+      uint8_t code = code_of(col, c, ci);
       uint8_t lo = 0, hi = 255;
       if (kind == K::lt || kind == K::le) hi = code;
       else if (kind == K::gt || kind == K::ge) lo = code;
@@ -568,17 +582,35 @@ std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& count
   auto scan_all = [&] {
     counters.scanned = true;
     counters.points_tested = range;
+    counters.points_taken_whole = 0;
     std::vector<Task> blocks;
     for (uint64_t b = 0; b < range; b += kScanBlock) blocks.push_back({range_begin + b, std::min(kScanBlock, range - b), false});
     return blocks;
   };
-  // A predicate only on spatially incoherent columns (those with quantile codes)
-  // prunes almost no node: skip the traversal and scan the codes in order.
-  bool incoherent_only = true;
-  for (int c : referenced_columns(*predicate_))
-    incoherent_only &= f.columns()[size_t(c)].fine == FineIndex::quantile;
-  if (incoherent_only) return scan_all();
-
+  // Two plans, priced from the index alone before any value is read: test the points of
+  // the nodes the tree cannot rule out (random access, cheap when the tree prunes well,
+  // as for a tail that sits in a few regions), or scan the selected levels in order
+  // (sequential; for columns with quantile codes the scan reads their 1-byte codes first).
+  // Leaves sampled across the tree price the first plan before any traversal: when the
+  // predicate leaves more than a quarter of their points to test (a column that does not
+  // follow space), scan at once. Otherwise traverse, and stop as soon as the points to
+  // test outnumber range / 8: past that the scan is cheaper.
+  const uint64_t scan_above = range / 8;
+  Pruner pruner(f.columns());
+  {
+    constexpr uint32_t kProbes = 128;
+    uint64_t probed = 0, to_test = 0;
+    const uint32_t nn = uint32_t(nodes.size());
+    for (uint32_t k = 0, last = UINT32_MAX; k < kProbes && nn > 0; ++k) {
+      uint32_t i = uint32_t(uint64_t(k) * nn / kProbes);
+      while (i < nn && !nodes[i].is_leaf()) ++i;
+      if (i >= nn || i == last) continue;
+      last = i;
+      probed += nodes[i].own_count;
+      if (pruner.eval(*predicate_, i) == Tri::some) to_test += nodes[i].own_count;
+    }
+    if (probed >= 1024 && to_test * 4 > probed) return scan_all();
+  }
   // Runs of one level are met in preorder, which is their file order, so
   // bucketing tasks by level yields them sorted by position without a sort.
   std::vector<std::vector<Task>> by_level(level_end_);
@@ -591,7 +623,6 @@ std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& count
       (whole ? counters.points_taken_whole : counters.points_tested) += run.count;
     }
   };
-  Pruner pruner(f.columns());
   for (uint32_t i = 0; i < nodes.size();) {
     if (lv.subtree_count[i] == 0 || lv.depth[i] >= level_end_) {
       i = lv.subtree_end[i];
@@ -610,11 +641,9 @@ std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& count
       take_runs(i, false);
       ++i;
     }
+    if (counters.points_tested > scan_above) return scan_all();
   }
-  // When the index leaves much to test, the tested runs are scattered over the
-  // file and each costs a cache miss; one sequential pass over the selected
-  // levels is cheaper. The exact test decides every point either way.
-  if (counters.points_tested > range / 8) return scan_all();
+  // The exact test decides every point either way: both plans give the same result.
   return coalesce(by_level);
 }
 
