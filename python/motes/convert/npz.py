@@ -20,10 +20,12 @@ What a member becomes, by its shape:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import warnings
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
@@ -71,8 +73,25 @@ def _json_scalar(path: str, name: str, value: np.ndarray) -> Any:
     return v
 
 
+@contextlib.contextmanager
+def _damage_is_a_format_error(path: str):
+    """What the zip and npy layers raise for a damaged archive, as a FormatError naming it."""
+    try:
+        yield
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, zlib.error, ValueError, KeyError,
+            NotImplementedError, UnicodeDecodeError) as e:
+        if isinstance(e, (FormatError, UsageError)):
+            raise
+        raise FormatError(f"{path}: damaged .npz archive ({type(e).__name__}: {e or 'truncated'})") from None
+
+
 def contents(path: str) -> Contents:
     """Reads the headers of every member (and the values of the 0-d ones)."""
+    with _damage_is_a_format_error(path):
+        return _contents(path)
+
+
+def _contents(path: str) -> Contents:
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as e:
@@ -158,7 +177,7 @@ def step_metadata(c: Contents, time_from: Optional[str] = None) -> Dict[str, Any
 def load_columns(c: Contents) -> Dict[str, np.ndarray]:
     """Every column, whole (for ``motes write``, which writes from memory)."""
     out: Dict[str, np.ndarray] = {}
-    with np.load(c.path, allow_pickle=False) as z:
+    with _damage_is_a_format_error(c.path), np.load(c.path, allow_pickle=False) as z:
         arrays = {}
         for name, (member, dt, k) in c.columns.items():
             key = member[:-4]
@@ -177,6 +196,10 @@ def read(path: str, *, chunk_rows: int, time_from: Optional[str] = None) -> Iter
     count = c.count
 
     def chunks():
+        with _damage_is_a_format_error(path):
+            yield from _chunks()
+
+    def _chunks():
         with zipfile.ZipFile(path) as z:
             handles: Dict[str, Any] = {}
             try:
@@ -190,6 +213,9 @@ def read(path: str, *, chunk_rows: int, time_from: Optional[str] = None) -> Iter
                     rows = {}
                     for member, (h, file_dt, width) in handles.items():
                         raw = h.read(n * width * file_dt.itemsize)
+                        if len(raw) != n * width * file_dt.itemsize:
+                            raise FormatError(f"{path}: member {member} ends at row {start + len(raw) // max(1, width * file_dt.itemsize)} "
+                                              f"of {count} (a truncated archive)")
                         rows[member] = np.frombuffer(raw, dtype=file_dt).reshape(n, width) if width > 1 else \
                             np.frombuffer(raw, dtype=file_dt)
                     out = {}
