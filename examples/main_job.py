@@ -132,7 +132,21 @@ def main():
         if not ok:
             comm.Abort(1)
 
-    print("[5/6] progressive preview")
+    print("[5/6] previews: a share of the particles (fraction), and progressive levels of detail (quality)")
+    shares = {}
+    parts = ds.source().part_count
+    for f in (0.001, 0.01):
+        t, ms = timed("f", lambda: ds.query(fraction=f, columns=["id", "x", "y", "z"]))
+        shares[f] = set(t["id"].tolist())
+        span = min((t[a].max() - t[a].min()) / (data[a].max() - data[a].min()) for a in "xyz")
+        print(f"      fraction {f}: {len(shares[f]):,} particles ({len(shares[f]) / args.n * 100:.3f}%) in {ms:.1f} ms, "
+              f"spanning {span * 100:.0f}% of the domain on every axis")
+        if abs(len(shares[f]) - f * args.n) > parts:  # round(f * N) per part file
+            comm.Abort(1)
+    nested = shares[0.001] <= shares[0.01]
+    print(f"      the 0.1% preview is {'inside' if nested else 'NOT inside'} the 1% preview")
+    if not nested:
+        comm.Abort(1)
     for q in (0.3, 0.6, 0.8):
         n, ms = timed("c", lambda: ds.count(quality=q))
         print(f"      quality {q}: {n:,} particles ({n / args.n * 100:.3f}%)")
