@@ -80,19 +80,25 @@ def test_a_second_writer_gets_a_clear_error_while_the_first_writes(tmp_path):
     assert motes.open(p).steps == [0, 1, 2]
 
 
-def test_lock_timeout_waits_for_the_other_writer(tmp_path):
-    p = tmp_path / "d.motes"
-    motes.write(p, cols(300, 0), step=0, **SMALL)
+def _hold_the_lock(path, seconds):
+    """A process in the middle of writing step 1 part by part (so holding the lock) for `seconds`."""
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import sys, time, numpy as np, motes
+        import time, numpy as np, motes
         def chunks():
             yield {{"x": np.zeros(10), "y": np.zeros(10), "z": np.zeros(10)}}
             print("holding", flush=True)
-            time.sleep(1.5)
-        motes.Writer({str(p)!r}, sync=False).write_step_chunks(1, {{"particles": chunks()}})
+            time.sleep({seconds})
+        motes.Writer({str(path)!r}, sync=False).write_step_chunks(1, {{"particles": chunks()}})
         """)], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "holding"
+    return holder
+
+
+def test_lock_timeout_waits_for_the_other_writer(tmp_path):
+    p = tmp_path / "d.motes"
+    motes.write(p, cols(300, 0), step=0, **SMALL)
+    holder = _hold_the_lock(p, seconds=1.5)
     try:
-        assert holder.stdout.readline().strip() == "holding"
         with pytest.raises(motes.UsageError, match="another writer holds the lock"):
             motes.write(p, cols(300, 2), step=2, lock_timeout=0, **SMALL)
         motes.write(p, cols(300, 2), step=2, lock_timeout=30, **SMALL)  # waits, then writes
@@ -219,15 +225,7 @@ def test_full_disk_while_creating_a_dataset_leaves_no_folder(tmp_path):
 def test_the_lock_of_a_killed_writer_is_released(tmp_path):
     p = tmp_path / "d.motes"
     motes.write(p, cols(300, 0), step=0, **SMALL)
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import time, numpy as np, motes
-        def chunks():
-            yield {{"x": np.zeros(10), "y": np.zeros(10), "z": np.zeros(10)}}
-            print("holding", flush=True)
-            time.sleep(600)
-        motes.Writer({str(p)!r}, sync=False).write_step_chunks(1, {{"particles": chunks()}})
-        """)], stdout=subprocess.PIPE, text=True)
-    assert holder.stdout.readline().strip() == "holding"
+    holder = _hold_the_lock(p, seconds=600)
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait()
     motes.write(p, cols(300, 1), step=1, lock_timeout=0, **SMALL)  # no stale lock

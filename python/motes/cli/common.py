@@ -133,24 +133,23 @@ def _count_arg(text: str) -> int:
     return int(v)
 
 
-def _quality_arg(text: str) -> float:
-    try:
-        q = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid quality '{text}' (a number in [0, 1])") from None
-    if not 0.0 <= q <= 1.0:
-        raise argparse.ArgumentTypeError(f"quality must be in [0, 1], got {text}")
-    return q
+def _in_unit_interval(what: str, example: str = ""):
+    """An argparse type: a number in [0, 1] (a quality, a fraction)."""
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid {what} '{text}' (a number in [0, 1]{example})") from None
+        if not 0.0 <= v <= 1.0:
+            raise argparse.ArgumentTypeError(f"{what} must be in [0, 1], got {text}")
+        return v
+
+    return parse
 
 
-def _fraction_arg(text: str) -> float:
-    try:
-        f = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid fraction '{text}' (a number in [0, 1], e.g. 0.01 for 1%)") from None
-    if not 0.0 <= f <= 1.0:
-        raise argparse.ArgumentTypeError(f"fraction must be in [0, 1], got {text}")
-    return f
+_quality_arg = _in_unit_interval("quality")
+_fraction_arg = _in_unit_interval("fraction", ", e.g. 0.01 for 1%")
 
 
 def _int_at_least(minimum: int):
