@@ -17,12 +17,13 @@
 #include <filesystem>
 
 #include "motes/analysis/analysis.hpp"
-#include "motes/format/dataset.hpp"
-#include "motes/format/reader.hpp"
-#include "motes/format/writer.hpp"
+#include "motes/dataset/dataset.hpp"
+#include "motes/dataset/species.hpp"
+#include "motes/particles/reader.hpp"
+#include "motes/particles/writer.hpp"
 #include "motes/parallel/aggregation.hpp"
 #include "motes/query/engine.hpp"
-#include "motes/util/parallel.hpp"
+#include "motes/core/parallel.hpp"
 #ifdef MOTES_HAVE_MPI
 #include "motes/parallel/mpi_io.hpp"
 #endif
@@ -602,7 +603,7 @@ NB_MODULE(_core, m) {
           [](const motes::Dataset& d, int64_t step, const std::string& species) {
             const motes::SpeciesEntry& e = d.step(step).find(species);
             nb::gil_scoped_release release;
-            return std::const_pointer_cast<motes::Collection>(motes::Collection::open_species(d.dir(), step, e));
+            return std::const_pointer_cast<motes::Collection>(motes::open_species(d.dir(), step, e));
           },
           "step"_a, "species"_a, "One species of one step, its files checked against the manifest.")
       .def_prop_ro("attributes_json", [](const motes::Dataset& d) { return d.attributes().dump(); })

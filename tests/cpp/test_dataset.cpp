@@ -6,8 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "motes/format/dataset.hpp"
-#include "motes/query/collection.hpp"
+#include "motes/dataset/dataset.hpp"
+#include "motes/dataset/species.hpp"
+#include "motes/particles/collection.hpp"
 #include "motes/query/expr.hpp"
 #include "test_util.hpp"
 
@@ -55,11 +56,11 @@ TEST(Dataset, ManifestRoundTripsAndPinsFiles) {
   ASSERT_TRUE(e.checksum.has_value());
   EXPECT_EQ(e.file, "steps/000004/e.mpf");
   EXPECT_EQ(Manifest::read(dir).encode(), m.encode());
-  auto c = Collection::open_species(dir, 4, e);
+  auto c = open_species(dir, 4, e);
   EXPECT_EQ(c->particle_count(), 3000u);
   SpeciesEntry wrong = e;
   wrong.checksum = *e.checksum ^ 1;
-  EXPECT_NE(error_of([&] { Collection::open_species(dir, 4, wrong); }).find("header checksum"), std::string::npos);
+  EXPECT_NE(error_of([&] { open_species(dir, 4, wrong); }).find("header checksum"), std::string::npos);
 }
 
 TEST(Dataset, ManifestRejectsWhatReadersRelyOn) {

@@ -5,10 +5,10 @@
 #include <fstream>
 #include <random>
 
-#include "motes/format/dataset.hpp"
-#include "motes/format/reader.hpp"
-#include "motes/format/spec.hpp"
-#include "motes/format/writer.hpp"
+#include "motes/dataset/dataset.hpp"
+#include "motes/particles/reader.hpp"
+#include "motes/particles/spec.hpp"
+#include "motes/particles/writer.hpp"
 #include "test_util.hpp"
 
 using namespace motes;

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "motes/analysis/analysis.hpp"
-#include "motes/format/writer.hpp"
+#include "motes/particles/writer.hpp"
 #include "motes/query/engine.hpp"
 #include "motes/query/expr.hpp"
 #include "test_util.hpp"

@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "motes/analysis/analysis.hpp"
-#include "motes/format/step_index.hpp"
-#include "motes/format/writer.hpp"
+#include "motes/particles/step_index.hpp"
+#include "motes/particles/writer.hpp"
 #include "motes/query/engine.hpp"
 #include "test_util.hpp"
 

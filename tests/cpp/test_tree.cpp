@@ -2,8 +2,8 @@
 
 #include <numeric>
 
-#include "motes/layout/builder.hpp"
-#include "motes/layout/tree.hpp"
+#include "motes/particles/layout/builder.hpp"
+#include "motes/particles/layout/tree.hpp"
 #include "test_util.hpp"
 
 using namespace motes;

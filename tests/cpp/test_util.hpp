@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "motes/types.hpp"
+#include "motes/core/types.hpp"
 
 namespace motes::test {
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "motes/analysis/analysis.hpp"
-#include "motes/format/step_index.hpp"
+#include "motes/particles/step_index.hpp"
 #include "motes/query/engine.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

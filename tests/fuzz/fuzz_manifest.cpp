@@ -10,8 +10,9 @@
 #include <filesystem>
 #include <string>
 
-#include "motes/format/dataset.hpp"
-#include "motes/query/collection.hpp"
+#include "motes/dataset/dataset.hpp"
+#include "motes/dataset/species.hpp"
+#include "motes/particles/collection.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string dir = [] {
@@ -35,7 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const motes::StepEntry& st : d.steps())
       for (const motes::SpeciesEntry& e : st.species) {
         try {
-          motes::Collection::open_species(d.dir(), st.index, e);
+          motes::open_species(d.dir(), st.index, e);
         } catch (const motes::Error&) {
         }
       }

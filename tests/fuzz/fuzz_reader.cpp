@@ -9,7 +9,7 @@
 #include <string>
 
 #include "motes/analysis/analysis.hpp"
-#include "motes/format/reader.hpp"
+#include "motes/particles/reader.hpp"
 #include "motes/query/engine.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "motes/capi/motes.h"
-#include "motes/format/dataset.hpp"
+#include "motes/dataset/dataset.hpp"
 
 struct motes_writer {
   std::optional<motes::Dataset> dataset;  // serial writers; a parallel write opens it on rank 0 only

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "motes/types.hpp"
+#include "motes/core/types.hpp"
 
 namespace motes {
 

@@ -13,9 +13,9 @@
 #include <new>
 #include <thread>
 
-#include "motes/format/spec.hpp"
-#include "motes/format/step_index.hpp"
-#include "motes/util/parallel.hpp"
+#include "motes/particles/spec.hpp"
+#include "motes/particles/step_index.hpp"
+#include "motes/core/parallel.hpp"
 
 namespace fs = std::filesystem;
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "motes/format/dataset.hpp"
+#include "motes/dataset/dataset.hpp"
 #include "motes/parallel/aggregation.hpp"
 #include "motes/query/engine.hpp"
 

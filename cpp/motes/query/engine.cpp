@@ -9,8 +9,8 @@
 #endif
 #include <mutex>
 
-#include "motes/format/spec.hpp"
-#include "motes/util/parallel.hpp"
+#include "motes/particles/spec.hpp"
+#include "motes/core/parallel.hpp"
 
 namespace motes {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "motes/format/reader.hpp"
-#include "motes/query/collection.hpp"
+#include "motes/particles/reader.hpp"
+#include "motes/particles/collection.hpp"
 #include "motes/query/expr.hpp"
 #include "motes/query/sample.hpp"
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "motes/types.hpp"
+#include "motes/core/types.hpp"
 
 namespace motes {
 

@@ -1,4 +1,4 @@
-#include "motes/format/reader.hpp"
+#include "motes/particles/reader.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -10,8 +10,8 @@
 #include <limits>
 #include <set>
 
-#include "motes/format/io.hpp"
-#include "motes/format/spec.hpp"
+#include "motes/io/files.hpp"
+#include "motes/particles/spec.hpp"
 
 namespace motes {
 

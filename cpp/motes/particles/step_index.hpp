@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "motes/format/reader.hpp"
-#include "motes/format/writer.hpp"
-#include "motes/types.hpp"
+#include "motes/particles/reader.hpp"
+#include "motes/particles/writer.hpp"
+#include "motes/core/types.hpp"
 
 namespace motes {
 

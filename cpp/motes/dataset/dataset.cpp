@@ -1,4 +1,4 @@
-#include "motes/format/dataset.hpp"
+#include "motes/dataset/dataset.hpp"
 
 #include <sys/stat.h>
 
@@ -72,8 +72,16 @@ Dataset Dataset::create(const std::string& dir, double lock_timeout) {
     throw_errno("cannot create dataset directory", dir);
   }
   if (!fs::is_directory(dir, ec)) throw UsageError("'" + dir + "' exists and is not a directory");
-  if (!made && !only_creation_debris(dir))
+  if (!made && !only_creation_debris(dir)) {
+    // Another process may have created the dataset since exists() above: its manifest is in
+    // place before any step directory appears, so a manifest now means a dataset.
+    if (exists(dir)) {
+      Dataset d = open(dir);
+      d.lock_timeout_ = lock_timeout;
+      return d;
+    }
     throw UsageError("'" + dir + "' is a non-empty directory without a motes manifest; refusing to write into it");
+  }
   Dataset d;
   d.dir_ = dir;
   d.created_ = made;

@@ -1,4 +1,4 @@
-#include "motes/format/io.hpp"
+#include "motes/io/files.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -13,7 +13,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "motes/types.hpp"
+#include "motes/core/types.hpp"
 
 namespace motes {
 

@@ -4,9 +4,18 @@
 
 #include <charconv>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace motes {
+
+// A checksum as 16 lowercase hex digits (as manifests and messages write them).
+inline std::string checksum_text(uint64_t v) {
+  static const char* hex = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int k = 15; k >= 0; --k, v >>= 4) out[size_t(k)] = hex[v & 15];
+  return out;
+}
 
 // A double as the shortest text that reads back exactly ("0.1", "1e+300", "nan"), whatever
 // the C locale: error messages and comparisons never depend on LC_NUMERIC.

@@ -1,4 +1,4 @@
-#include "motes/format/step_index.hpp"
+#include "motes/particles/step_index.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -6,8 +6,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "motes/format/io.hpp"
-#include "motes/format/spec.hpp"
+#include "motes/io/files.hpp"
+#include "motes/particles/spec.hpp"
 
 namespace motes {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "motes/types.hpp"
+#include "motes/core/types.hpp"
 
 namespace motes {
 
@@ -63,8 +63,5 @@ bool valid_species_name(const std::string& name);
 // or .mpi for a step index with its part files beside it.
 std::string species_file_name(int64_t index, const std::string& species);
 std::string species_index_name(int64_t index, const std::string& species);
-
-// Checksums are written as 16 lowercase hex digits.
-std::string checksum_text(uint64_t v);
 
 }  // namespace motes

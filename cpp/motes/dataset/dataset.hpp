@@ -14,11 +14,11 @@
 #include <utility>
 #include <vector>
 
-#include "motes/format/io.hpp"
-#include "motes/format/manifest.hpp"
-#include "motes/format/step_index.hpp"
-#include "motes/format/writer.hpp"
-#include "motes/types.hpp"
+#include "motes/io/files.hpp"
+#include "motes/dataset/manifest.hpp"
+#include "motes/particles/step_index.hpp"
+#include "motes/particles/writer.hpp"
+#include "motes/core/types.hpp"
 
 namespace motes {
 

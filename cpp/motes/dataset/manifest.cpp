@@ -1,4 +1,4 @@
-#include "motes/format/manifest.hpp"
+#include "motes/dataset/manifest.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "motes/format/io.hpp"
-#include "motes/format/spec.hpp"
+#include "motes/io/files.hpp"
+#include "motes/particles/spec.hpp"
 
 using nlohmann::json;
 
@@ -199,12 +199,6 @@ std::string species_file_name(int64_t index, const std::string& species) {
 std::string species_index_name(int64_t index, const std::string& species) {
   std::string f = species_file_name(index, species);
   return f.substr(0, f.size() - 4) + ".mpi";
-}
-
-std::string checksum_text(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
 }
 
 json parse_attributes(const std::string& text, const std::string& what) {

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "motes/layout/tree.hpp"
-#include "motes/types.hpp"
-#include "motes/util/memory.hpp"
+#include "motes/particles/layout/tree.hpp"
+#include "motes/core/types.hpp"
+#include "motes/core/memory.hpp"
 
 namespace motes {
 

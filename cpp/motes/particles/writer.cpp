@@ -1,4 +1,4 @@
-#include "motes/format/writer.hpp"
+#include "motes/particles/writer.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -10,9 +10,9 @@
 #include <set>
 #include <unordered_map>
 
-#include "motes/format/io.hpp"
-#include "motes/format/spec.hpp"
-#include "motes/util/parallel.hpp"
+#include "motes/io/files.hpp"
+#include "motes/particles/spec.hpp"
+#include "motes/core/parallel.hpp"
 
 namespace motes {
 

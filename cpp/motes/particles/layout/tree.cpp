@@ -1,4 +1,4 @@
-#include "motes/layout/tree.hpp"
+#include "motes/particles/layout/tree.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "motes/layout/tree.hpp"
-#include "motes/types.hpp"
+#include "motes/particles/layout/tree.hpp"
+#include "motes/core/types.hpp"
 
 namespace motes {
 

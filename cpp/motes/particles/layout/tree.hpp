@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "motes/types.hpp"
+#include "motes/core/types.hpp"
 
 namespace motes {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "motes/types.hpp"
+#include "motes/core/types.hpp"
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "motes/layout/builder.hpp"
-#include "motes/types.hpp"
+#include "motes/particles/layout/builder.hpp"
+#include "motes/core/types.hpp"
 
 namespace motes {
 

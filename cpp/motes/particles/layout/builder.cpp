@@ -1,4 +1,4 @@
-#include "motes/layout/builder.hpp"
+#include "motes/particles/layout/builder.hpp"
 
 #include <algorithm>
 #include <boost/sort/sort.hpp>
@@ -8,7 +8,7 @@
 #include <thread>
 #include <string>
 
-#include "motes/util/parallel.hpp"
+#include "motes/core/parallel.hpp"
 
 namespace motes {
 

@@ -1,4 +1,4 @@
-#include "motes/format/spec.hpp"
+#include "motes/particles/spec.hpp"
 
 namespace motes::spec {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "motes/text.hpp"
+#include "motes/core/text.hpp"
 
 namespace motes {
 

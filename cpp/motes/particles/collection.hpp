@@ -8,9 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "motes/format/manifest.hpp"
-#include "motes/format/reader.hpp"
-#include "motes/format/step_index.hpp"
+#include "motes/particles/reader.hpp"
+#include "motes/particles/step_index.hpp"
 
 namespace motes {
 
@@ -18,11 +17,11 @@ class Collection {
  public:
   // Opens a particle file (.mpf) or a step index (.mpi, by its extension).
   static std::shared_ptr<const Collection> open(const std::string& path);
-  // Opens species `entry` of step `step` of the dataset in `dir`, checking the files against
-  // the manifest: the header checksums it records (when it does: manifests 1.1+), the
-  // particle count, bounds and schema. FormatError naming the file and what differs.
-  static std::shared_ptr<const Collection> open_species(const std::string& dir, int64_t step,
-                                                        const SpeciesEntry& entry);
+  // The same, for a species a manifest describes: part k must have header checksum
+  // part_checksums[k] when given (checked when the part is opened); `owner` ("step 3,
+  // species 'e'") names the species in errors. dataset/species.hpp checks the rest.
+  static std::shared_ptr<const Collection> open_pinned(const std::string& path, const std::string& owner,
+                                                       std::vector<uint64_t> part_checksums);
   static std::shared_ptr<const Collection> of(std::shared_ptr<const ParticleFile> file);
   static std::shared_ptr<const Collection> of(std::shared_ptr<const StepIndex> index);
 
@@ -35,6 +34,8 @@ class Collection {
   const std::vector<ColumnSpec>& schema() const { return schema_; }
   // Index of column `name`; UsageError listing the columns when there is none.
   size_t column(const std::string& name) const;
+  // The header checksum of the step index, or of the single file.
+  uint64_t header_checksum() const;
   // The step index, null for a single file.
   const StepIndex* index() const { return index_.get(); }
   // Part k, opened and checked against the index on first use (thread-safe).
