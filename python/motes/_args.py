@@ -8,7 +8,7 @@ import json
 import math
 import numbers
 import os
-from typing import Any, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from ._core import UsageError
 
@@ -110,3 +110,28 @@ def attributes(name: str, value: Optional[Mapping[str, Any]]) -> str:
         raise UsageError(f"{name} must be JSON-serialisable: {e}") from None
     except RecursionError:
         raise UsageError(f"{name} are nested too deeply") from None
+
+
+COMPRESSIONS = ("lossless", "none")
+
+
+def compression(value: Any) -> str:
+    """How values are stored: "lossless" (the default) or "none"."""
+    if value not in COMPRESSIONS:
+        raise UsageError(f"compression must be one of {', '.join(map(repr, COMPRESSIONS))}, got {value!r}")
+    return str(value)
+
+
+def error_bounds(value: Any) -> Dict[str, float]:
+    """Column -> absolute error bound (finite, > 0)."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise UsageError("error_bounds must map column names to numbers")
+    out = {}
+    for name, bound in value.items():
+        b = number(f"error bound of column '{name}'", bound)
+        if not (b > 0 and math.isfinite(b)):
+            raise UsageError(f"error bound of column '{name}' must be a finite number > 0, got {bound!r}")
+        out[str(name)] = b
+    return out

@@ -28,6 +28,7 @@ class Column:
     dtype: np.dtype
     index: str  # "none" or "quantile": the extra index built for spatially incoherent columns
     unit: str = ""  # as stored: free text, or an openPMD unit as JSON (see motes.units)
+    error_bound: float = 0.0  # largest difference between a value written and the value stored; 0 = exact
 
     @property
     def unit_label(self) -> str:
@@ -105,16 +106,18 @@ def _box(box: BoxLike) -> Optional[List[float]]:
     return [float(v) for v in b]
 
 
-def _column_tuples(columns: ColumnsLike, index: Optional[Mapping[str, str]], units: Optional[Mapping[str, str]]):
+def _column_tuples(columns: ColumnsLike, index: Optional[Mapping[str, str]], units: Optional[Mapping[str, str]],
+                   error_bounds: Optional[Mapping[str, float]] = None):
     if not isinstance(columns, Mapping) or not columns:
         raise UsageError("columns must be a non-empty mapping of name -> 1-D numpy array")
     index = dict(index or {})
     units = dict(units or {})
-    for name in list(index) + list(units):
+    bounds = _args.error_bounds(error_bounds)
+    for name in list(index) + list(units) + list(bounds):
         if name not in columns:
-            raise UsageError(f"index/unit given for unknown column '{name}' (columns: {', '.join(columns)})")
-    return [(str(name), column_array(str(name), values), index.get(name, "auto"), units.get(name, ""))
-            for name, values in columns.items()]
+            raise UsageError(f"index/unit/error bound given for unknown column '{name}' (columns: {', '.join(columns)})")
+    return [(str(name), column_array(str(name), values), index.get(name, "auto"), units.get(name, ""),
+             bounds.get(name, 0.0)) for name, values in columns.items()]
 
 
 class _Progress:
@@ -149,17 +152,19 @@ class _WriteConfig:
     treelet_size: int = 65536
     threads: int = 0
     sync: bool = True
+    compression: str = "lossless"
 
     def __post_init__(self):
         for name in ("leaf_size", "lod_count", "treelet_size"):
             setattr(self, name, _args.integer(name, getattr(self, name), 1, _args.UINT32[1]))
         self.threads = _args.threads(self.threads)
         self.sync = bool(self.sync)
+        self.compression = _args.compression(self.compression)
 
 
 def _write_kwargs(cfg: _WriteConfig) -> Dict[str, Any]:
     return dict(leaf_size=cfg.leaf_size, lod_count=cfg.lod_count, treelet_size=cfg.treelet_size,
-                threads=cfg.threads, sync=cfg.sync)
+                threads=cfg.threads, sync=cfg.sync, compression=cfg.compression)
 
 
 class Writer:
@@ -183,10 +188,10 @@ class Writer:
     def __init__(self, path: Union[str, os.PathLike], *, leaf_size: int = 512, lod_count: int = 8,
                  treelet_size: int = 65536, threads: int = 0, sync: bool = True, progress: bool = False,
                  comm: Any = None, aggregation: str = "adaptive", target_bytes: int = 0, best_axis: bool = False,
-                 overfull: float = 1.25, lock_timeout: Optional[float] = None):
+                 overfull: float = 1.25, lock_timeout: Optional[float] = None, compression: str = "lossless"):
         self.path = _args.path(path)
         self._core = None  # created with the first step, once its columns passed validation
-        self._cfg = _WriteConfig(leaf_size, lod_count, treelet_size, threads, sync)
+        self._cfg = _WriteConfig(leaf_size, lod_count, treelet_size, threads, sync, compression)
         self._lock_timeout = None if lock_timeout is None else _args.number("lock_timeout", lock_timeout)
         self._progress = progress
         self._comm = None if comm is None else _comm_handle(comm)
@@ -201,9 +206,12 @@ class Writer:
 
     def write_step(self, step: int, species: Union[ColumnsLike, Mapping[str, ColumnsLike]], *, time: float = 0.0,
                    attributes: Optional[Mapping[str, Any]] = None, index: Optional[Mapping[str, str]] = None,
-                   units: Optional[Mapping[str, str]] = None, species_name: str = "particles") -> List[dict]:
+                   units: Optional[Mapping[str, str]] = None, species_name: str = "particles",
+                   error_bounds: Optional[Mapping[str, float]] = None) -> List[dict]:
         """Writes one step. ``species`` maps species name -> columns, or is the columns of one species
         (named ``species_name``). ``index`` maps column -> "auto" | "none" | "quantile".
+        ``error_bounds`` maps column -> the largest absolute difference allowed between a value
+        given and the value stored (error-bounded lossy storage; others are stored exactly).
         Returns one summary dict per species (sizes, timings, per-column ranges); a parallel
         writer returns its report instead (parts, balance, phase timings; the same on every rank)."""
         def prepare():
@@ -211,7 +219,7 @@ class Writer:
                 groups = species
             else:
                 groups = {species_name: species}
-            payload = [(_args.text("species name", name), _column_tuples(cols, index, units))
+            payload = [(_args.text("species name", name), _column_tuples(cols, index, units, error_bounds))
                        for name, cols in groups.items()]
             return payload, _args.attributes("step attributes", attributes), _args.step(step), \
                 _args.number("step time", time)
@@ -292,18 +300,21 @@ def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str
           index: Optional[Mapping[str, str]] = None, units: Optional[Mapping[str, str]] = None,
           leaf_size: int = 512, lod_count: int = 8, treelet_size: int = 65536, threads: int = 0,
           sync: bool = True, progress: bool = False, comm: Any = None, aggregation: str = "adaptive",
-          target_bytes: int = 0, best_axis: bool = False, lock_timeout: Optional[float] = None):
+          target_bytes: int = 0, best_axis: bool = False, lock_timeout: Optional[float] = None,
+          compression: str = "lossless", error_bounds: Optional[Mapping[str, float]] = None):
     """Writes one step of particles into the dataset directory ``path`` (created when absent).
 
     ``columns`` maps names to equal-length 1-D numpy arrays and must hold ``x``, ``y``, ``z``
     (float32/float64); or it maps species names to such mappings. Arrays are read in place.
+    Values are stored compressed and exactly (``compression="lossless"``, the default) or as
+    they are (``"none"``); ``error_bounds`` allows an absolute error per column instead.
     With ``comm`` (mpi4py), a collective write of every rank's columns (see :class:`Writer`).
     """
     w = Writer(path, leaf_size=leaf_size, lod_count=lod_count, treelet_size=treelet_size, threads=threads,
                sync=sync, progress=progress, comm=comm, aggregation=aggregation, target_bytes=target_bytes,
-               best_axis=best_axis, lock_timeout=lock_timeout)
+               best_axis=best_axis, lock_timeout=lock_timeout, compression=compression)
     return w.write_step(step, columns, time=time, attributes=attributes, index=index, units=units,
-                        species_name=species)
+                        species_name=species, error_bounds=error_bounds)
 
 
 @dataclass
@@ -383,9 +394,9 @@ class Dataset:
         return st.species[name]
 
     def schema(self, step: Optional[int] = None, species: Optional[str] = None) -> List[Column]:
-        """Columns of a species: name, numpy dtype, extra index kind, unit."""
+        """Columns of a species: name, numpy dtype, extra index kind, unit, error bound."""
         sp = self._species(step, species)
-        return [Column(n, numpy_dtype(d), i, u) for n, d, i, u in sp["columns"]]
+        return [Column(n, numpy_dtype(d), i, u, b) for n, d, i, u, b in sp["columns"]]
 
     def count_total(self, step: Optional[int] = None, species: Optional[str] = None) -> int:
         return int(self._species(step, species)["count"])

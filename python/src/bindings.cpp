@@ -23,6 +23,7 @@
 #include "motes/particles/writer.hpp"
 #include "motes/parallel/aggregation.hpp"
 #include "motes/query/engine.hpp"
+#include "motes/query/selection.hpp"
 #include "motes/core/parallel.hpp"
 #ifdef MOTES_HAVE_MPI
 #include "motes/parallel/mpi_io.hpp"
@@ -66,8 +67,8 @@ motes::FineIndex fine_of(const std::string& s, const std::string& name) {
 
 const char* fine_name(motes::FineIndex f) { return f == motes::FineIndex::quantile ? "quantile" : "none"; }
 
-// (name, array, index kind, unit) tuples from Python.
-using ColumnTuple = std::tuple<std::string, InputArray, std::string, std::string>;
+// (name, array, index kind, unit, error bound) tuples from Python.
+using ColumnTuple = std::tuple<std::string, InputArray, std::string, std::string, double>;
 
 // A view of a numpy array by its real stride (0 for a broadcast value, negative for a
 // reversed view). The Python layer copies what a stride in elements cannot describe.
@@ -83,13 +84,23 @@ motes::ColumnView view_of(const InputArray& arr, const std::string& name, motes:
 
 std::vector<motes::ColumnView> views_of(const std::vector<ColumnTuple>& cols) {
   std::vector<motes::ColumnView> out;
-  for (const auto& [name, arr, fine, unit] : cols) out.push_back(view_of(arr, name, fine_of(fine, name), unit));
+  for (const auto& [name, arr, fine, unit, bound] : cols) {
+    out.push_back(view_of(arr, name, fine_of(fine, name), unit));
+    out.back().spec.error_bound = bound;
+  }
   return out;
 }
 
+motes::Compression compression_of(const std::string& s) {
+  if (s == "lossless") return motes::Compression::lossless;
+  if (s == "none") return motes::Compression::none;
+  throw motes::UsageError("compression must be 'lossless' or 'none', got '" + s + "'");
+}
+
 motes::WriteOptions write_options(uint32_t leaf_size, uint32_t lod_count, uint32_t treelet_size, unsigned threads,
-                                  bool sync, nb::object progress) {
+                                  bool sync, nb::object progress, const std::string& compression = "lossless") {
   motes::WriteOptions o;
+  o.compression = compression_of(compression);
   o.layout.leaf_size = leaf_size;
   o.layout.lod_count = lod_count;
   o.layout.treelet_size = treelet_size;
@@ -109,6 +120,7 @@ nb::dict summary_dict(const motes::WriteSummary& s) {
   d["particle_count"] = s.particle_count;
   d["file_bytes"] = s.file_bytes;
   d["data_bytes"] = s.data_bytes;
+  d["stored_bytes"] = s.stored_bytes;
   d["node_count"] = s.node_count;
   d["level_count"] = s.level_count;
   d["layout_seconds"] = s.layout_seconds;
@@ -254,9 +266,9 @@ NB_MODULE(_core, m) {
   m.def(
       "write_file",
       [](const std::string& path, const std::vector<ColumnTuple>& cols, uint32_t leaf_size, uint32_t lod_count,
-         uint32_t treelet_size, unsigned threads, bool sync, nb::object progress) {
+         uint32_t treelet_size, unsigned threads, bool sync, nb::object progress, const std::string& compression) {
         auto views = views_of(cols);
-        auto opts = write_options(leaf_size, lod_count, treelet_size, threads, sync, progress);
+        auto opts = write_options(leaf_size, lod_count, treelet_size, threads, sync, progress, compression);
         motes::WriteSummary s;
         {
           nb::gil_scoped_release release;
@@ -265,7 +277,7 @@ NB_MODULE(_core, m) {
         return summary_dict(s);
       },
       "path"_a, "columns"_a, "leaf_size"_a = 512, "lod_count"_a = 8, "treelet_size"_a = 65536, "threads"_a = 0,
-      "sync"_a = true, "progress"_a = nb::none());
+      "sync"_a = true, "progress"_a = nb::none(), "compression"_a = "lossless");
 
   nb::class_<motes::ParticleFile>(m, "File")
       .def_static(
@@ -283,20 +295,32 @@ NB_MODULE(_core, m) {
       .def_prop_ro("lod_count", &motes::ParticleFile::lod_count)
       .def_prop_ro("leaf_size", &motes::ParticleFile::leaf_size)
       .def_prop_ro("version", [](const motes::ParticleFile& f) { return nb::make_tuple(f.version_major(), f.version_minor()); })
+      .def_prop_ro("block_values", &motes::ParticleFile::block_values)
+      .def_prop_ro("required_features", &motes::ParticleFile::required_features)
       .def_prop_ro("bounds", [](const motes::ParticleFile& f) { return box_tuple(f.bounds()); })
       .def_prop_ro("columns",
                    [](const motes::ParticleFile& f) {
                      nb::list out;
-                     for (const auto& c : f.columns()) {
+                     for (size_t i = 0; i < f.schema().size(); ++i) {
+                       const motes::ColumnIndex& c = f.index(i);
+                       const motes::BlockStream& v = f.values(i);
                        nb::dict d;
                        d["name"] = c.spec.name;
                        d["dtype"] = motes::dtype_name(c.spec.dtype);
                        d["index"] = fine_name(c.fine);
                        d["unit"] = c.spec.unit;
+                       d["error_bound"] = c.spec.error_bound;
                        d["min"] = c.global_min;
                        d["max"] = c.global_max;
                        d["nan_count"] = c.nan_count;
                        d["bitmap_dictionary"] = c.dictionary_size;
+                       d["codec"] = v.pipelines();
+                       d["stored_bytes"] = v.stored_bytes();
+                       d["raw_bytes"] = v.count() * motes::dtype_size(c.spec.dtype);
+                       if (const motes::BlockStream* codes = f.codes(i)) {
+                         d["codes_codec"] = codes->pipelines();
+                         d["codes_stored_bytes"] = codes->stored_bytes();
+                       }
                        out.append(d);
                      }
                      return out;
@@ -307,6 +331,7 @@ NB_MODULE(_core, m) {
                      nb::dict d;
                      d["file_bytes"] = s.file_bytes;
                      d["data_bytes"] = s.data_bytes;
+                     d["raw_data_bytes"] = s.raw_data_bytes;
                      d["index_bytes"] = s.index_bytes;
                      d["padding_bytes"] = s.padding_bytes;
                      d["fine_index_bytes"] = s.fine_bytes;
@@ -627,7 +652,7 @@ NB_MODULE(_core, m) {
                          ed["bounds"] = box_tuple(e.bounds);
                          nb::list cols;
                          for (const auto& c : e.columns)
-                           cols.append(nb::make_tuple(c.name, motes::dtype_name(c.dtype), fine_name(c.fine), c.unit));
+                           cols.append(nb::make_tuple(c.name, motes::dtype_name(c.dtype), fine_name(c.fine), c.unit, c.error_bound));
                          ed["columns"] = cols;
                          sp[e.name.c_str()] = ed;
                        }
@@ -640,24 +665,25 @@ NB_MODULE(_core, m) {
           "begin_parted_step",
           [](motes::Dataset& d, int64_t index, double time, const std::string& attrs_json,
              std::vector<std::string> species, uint32_t leaf_size, uint32_t lod_count, uint32_t treelet_size,
-             unsigned threads, bool sync) {
+             unsigned threads, bool sync, const std::string& compression) {
             nlohmann::json attrs = motes::parse_attributes(attrs_json, "step attributes");
-            auto opts = write_options(leaf_size, lod_count, treelet_size, threads, sync, nb::none());
+            auto opts = write_options(leaf_size, lod_count, treelet_size, threads, sync, nb::none(), compression);
             nb::gil_scoped_release release;  // may wait for the dataset's lock
             return new PyPartedStep{std::make_unique<motes::PartedStepWriter>(d, index, time, attrs, opts, std::move(species))};
           },
           "index"_a, "time"_a, "attributes_json"_a, "species"_a, "leaf_size"_a = 512, "lod_count"_a = 8,
-          "treelet_size"_a = 65536, "threads"_a = 0, "sync"_a = true, nb::keep_alive<0, 1>(),
+          "treelet_size"_a = 65536, "threads"_a = 0, "sync"_a = true, "compression"_a = "lossless", nb::keep_alive<0, 1>(),
           nb::rv_policy::take_ownership)
       .def(
           "append_step",
           [](motes::Dataset& d, int64_t index, double time, const std::string& attrs_json,
              const std::vector<std::pair<std::string, std::vector<ColumnTuple>>>& species, uint32_t leaf_size,
-             uint32_t lod_count, uint32_t treelet_size, unsigned threads, bool sync, nb::object progress) {
+             uint32_t lod_count, uint32_t treelet_size, unsigned threads, bool sync, nb::object progress,
+             const std::string& compression) {
             nlohmann::json attrs = motes::parse_attributes(attrs_json, "step attributes");
             std::vector<motes::SpeciesColumns> sp;
             for (const auto& [name, cols] : species) sp.emplace_back(name, views_of(cols));
-            auto opts = write_options(leaf_size, lod_count, treelet_size, threads, sync, progress);
+            auto opts = write_options(leaf_size, lod_count, treelet_size, threads, sync, progress, compression);
             std::vector<motes::WriteSummary> summaries;
             {
               nb::gil_scoped_release release;
@@ -668,7 +694,8 @@ NB_MODULE(_core, m) {
             return out;
           },
           "index"_a, "time"_a, "attributes_json"_a, "species"_a, "leaf_size"_a = 512, "lod_count"_a = 8,
-          "treelet_size"_a = 65536, "threads"_a = 0, "sync"_a = true, "progress"_a = nb::none());
+          "treelet_size"_a = 65536, "threads"_a = 0, "sync"_a = true, "progress"_a = nb::none(),
+          "compression"_a = "lossless");
 
   nb::class_<PyPartedStep>(m, "PartedStep",
                            "A step written part by part; invisible until commit(); holds the dataset's lock until close().")
@@ -705,13 +732,14 @@ NB_MODULE(_core, m) {
       [](int comm_f, const std::string& dir, int64_t index, double time, const std::string& attrs_json,
          const std::vector<std::pair<std::string, std::vector<ColumnTuple>>>& species, uint32_t leaf_size,
          uint32_t lod_count, uint32_t treelet_size, unsigned threads, bool sync, uint64_t target_bytes,
-         const std::string& method, bool best_axis, double overfull, std::optional<double> lock_timeout) {
+         const std::string& method, bool best_axis, double overfull, std::optional<double> lock_timeout,
+         const std::string& compression) {
         nlohmann::json attrs = motes::parse_attributes(attrs_json, "step attributes");
         if (method != "adaptive" && method != "aug") throw motes::UsageError("aggregation must be 'adaptive' or 'aug'");
         std::vector<motes::SpeciesColumns> sp;
         for (const auto& [name, cols] : species) sp.emplace_back(name, views_of(cols));
         motes::ParallelWriteOptions o;
-        o.write = write_options(leaf_size, lod_count, treelet_size, threads, sync, nb::none());
+        o.write = write_options(leaf_size, lod_count, treelet_size, threads, sync, nb::none(), compression);
         o.aggregation.target_bytes = target_bytes;
         o.aggregation.best_axis = best_axis;
         o.aggregation.overfull = overfull;
@@ -748,7 +776,8 @@ NB_MODULE(_core, m) {
       },
       "comm"_a, "dir"_a, "index"_a, "time"_a, "attributes_json"_a, "species"_a, "leaf_size"_a = 512,
       "lod_count"_a = 8, "treelet_size"_a = 65536, "threads"_a = 0, "sync"_a = true, "target_bytes"_a = 0,
-      "method"_a = "adaptive", "best_axis"_a = false, "overfull"_a = 1.25, "lock_timeout"_a = nb::none());
+      "method"_a = "adaptive", "best_axis"_a = false, "overfull"_a = 1.25, "lock_timeout"_a = nb::none(),
+      "compression"_a = "lossless");
 
   m.def(
       "read_partition",

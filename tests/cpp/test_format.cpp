@@ -5,6 +5,7 @@
 #include <fstream>
 #include <random>
 
+#include "motes/container/container.hpp"
 #include "motes/dataset/dataset.hpp"
 #include "motes/particles/reader.hpp"
 #include "motes/particles/spec.hpp"
@@ -16,24 +17,37 @@ namespace fs = std::filesystem;
 
 namespace {
 
-WriteOptions small_options() {
+WriteOptions small_options(Compression c = Compression::lossless) {
   WriteOptions o;
   o.layout.leaf_size = 64;
   o.layout.lod_count = 4;
   o.layout.treelet_size = 2048;
-  o.block_bytes = 4096;
+  o.block_values = 1024;
+  o.compression = c;
   o.sync = false;
   return o;
 }
 
+// Every value of column `name` in file order, read through the file's block stream.
 template <class T>
-std::vector<T> read_back(const ParticleFile& f, const std::string& name, const std::vector<uint64_t>& file_to_row) {
-  const ColumnIndex& c = f.columns()[f.column(name)];
+std::vector<T> values_of(const ParticleFile& f, const std::string& name) {
+  const BlockStream& s = f.values(f.column(name));
   std::vector<T> out(f.particle_count());
-  const T* p = static_cast<const T*>(c.data);
-  for (uint64_t i = 0; i < f.particle_count(); ++i) out[file_to_row[i]] = p[i];
+  s.read(0, out.size(), out.data());
   return out;
 }
+
+template <class T>
+std::vector<T> read_back(const ParticleFile& f, const std::string& name, const std::vector<uint64_t>& file_to_row) {
+  std::vector<T> in_file = values_of<T>(f, name);
+  std::vector<T> out(f.particle_count());
+  for (uint64_t i = 0; i < f.particle_count(); ++i) out[file_to_row[i]] = in_file[i];
+  return out;
+}
+
+class FormatBoth : public ::testing::TestWithParam<Compression> {};
+INSTANTIATE_TEST_SUITE_P(Compression, FormatBoth, ::testing::Values(Compression::none, Compression::lossless),
+                         [](const auto& info) { return info.param == Compression::none ? "none" : "lossless"; });
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -46,31 +60,39 @@ void spit(const std::string& path, const std::string& bytes) {
 
 }  // namespace
 
-TEST(Format, RoundTripsEveryColumnBitExactly) {
+TEST_P(FormatBoth, RoundTripsEveryColumnBitExactly) {
   auto cols = test::make_columns(20000);
   std::string path = test::temp_path("roundtrip.mpf");
-  WriteSummary s = write_particle_file(path, cols.views(), small_options());
+  WriteSummary s = write_particle_file(path, cols.views(), small_options(GetParam()));
   EXPECT_EQ(s.particle_count, 20000u);
   auto f = ParticleFile::open(path, true);
   ASSERT_EQ(f->particle_count(), 20000u);
+  EXPECT_EQ(f->version_major(), 2);
+  if (GetParam() == Compression::none) {
+    EXPECT_EQ(f->required_features(), 0u);
+    for (size_t c = 0; c < f->schema().size(); ++c) EXPECT_NE(f->values(c).in_place(), nullptr);
+  } else {
+    EXPECT_LT(f->stats().data_bytes, f->stats().raw_data_bytes);
+    EXPECT_TRUE(f->values(f->column("id")).is_coded());  // sequential ids compress to almost nothing
+  }
   // ids tell where each point came from
-  const uint64_t* ids = static_cast<const uint64_t*>(f->columns()[f->column("id")].data);
-  std::vector<uint64_t> file_to_row(ids, ids + 20000);
+  std::vector<uint64_t> file_to_row = values_of<uint64_t>(*f, "id");
   EXPECT_EQ(read_back<float>(*f, "x", file_to_row), cols.x);
   EXPECT_EQ(read_back<float>(*f, "energy", file_to_row), cols.energy);
   EXPECT_EQ(read_back<double>(*f, "noise", file_to_row), cols.noise);
   EXPECT_EQ(read_back<int32_t>(*f, "kind", file_to_row), cols.kind);
   // The noisy column got the quantile index automatically, the smooth one did not.
-  EXPECT_EQ(f->columns()[f->column("noise")].fine, FineIndex::quantile);
-  EXPECT_EQ(f->columns()[f->column("energy")].fine, FineIndex::none);
-  EXPECT_EQ(f->columns()[f->column("x")].fine, FineIndex::none);
+  EXPECT_EQ(f->schema()[f->column("noise")].fine, FineIndex::quantile);
+  EXPECT_EQ(f->schema()[f->column("energy")].fine, FineIndex::none);
+  EXPECT_EQ(f->schema()[f->column("x")].fine, FineIndex::none);
   // Node ranges bound their subtrees.
-  const ColumnIndex& e = f->columns()[f->column("energy")];
+  const ColumnIndex& e = f->index(f->column("energy"));
+  const std::vector<float> ev = values_of<float>(*f, "energy");
   const Levels& lv = f->levels();
   for (uint32_t i = 0; i < f->nodes().size(); ++i)
     for (uint32_t r = lv.run_begin[i]; r < lv.run_begin[i + 1]; ++r)
       for (uint32_t k = 0; k < lv.runs[r].count; ++k) {
-        float v = static_cast<const float*>(e.data)[lv.runs[r].start + k];
+        float v = ev[lv.runs[r].start + k];
         ASSERT_GE(v, e.node_min[0]);
         ASSERT_LE(v, e.node_max[i]);
         ASSERT_GE(v, e.node_min[i]);
@@ -95,9 +117,9 @@ TEST(Format, StridedInputIsReadInPlace) {
   std::string path = test::temp_path("strided.mpf");
   write_particle_file(path, v, small_options());
   auto f = ParticleFile::open(path, true);
-  EXPECT_EQ(f->columns()[f->column("m")].spec.unit, "unit-m");
-  const float* m = static_cast<const float*>(f->columns()[f->column("m")].data);
-  const double* x = static_cast<const double*>(f->columns()[f->column("x")].data);
+  EXPECT_EQ(f->schema()[f->column("m")].unit, "unit-m");
+  const std::vector<float> m = values_of<float>(*f, "m");
+  const std::vector<double> x = values_of<double>(*f, "x");
   for (uint64_t i = 0; i < aos.size(); ++i) EXPECT_EQ(x[i], aos[size_t(m[i])].x);
 }
 
@@ -124,10 +146,8 @@ TEST(Format, NegativeAndZeroStridesAreReadAsGiven) {
   std::string path = test::temp_path("strides.mpf");
   write_particle_file(path, v, small_options());
   auto f = ParticleFile::open(path, true);
-  const double* x = static_cast<const double*>(f->columns()[f->column("x")].data);
-  const double* y = static_cast<const double*>(f->columns()[f->column("y")].data);
-  const double* wf = static_cast<const double*>(f->columns()[f->column("w")].data);
-  const uint32_t* id = static_cast<const uint32_t*>(f->columns()[f->column("id")].data);
+  const std::vector<double> x = values_of<double>(*f, "x"), y = values_of<double>(*f, "y"), wf = values_of<double>(*f, "w");
+  const std::vector<uint32_t> id = values_of<uint32_t>(*f, "id");
   for (uint64_t r = 0; r < n; ++r) {
     ASSERT_EQ(wf[r], w);
     ASSERT_EQ(x[r], xs[n - 1 - id[r]]);
@@ -135,10 +155,10 @@ TEST(Format, NegativeAndZeroStridesAreReadAsGiven) {
   }
 }
 
-TEST(Format, EmptyInputWritesAValidFile) {
+TEST_P(FormatBoth, EmptyInputWritesAValidFile) {
   auto cols = test::make_columns(0);
   std::string path = test::temp_path("empty.mpf");
-  write_particle_file(path, cols.views(), small_options());
+  write_particle_file(path, cols.views(), small_options(GetParam()));
   auto f = ParticleFile::open(path, true);
   EXPECT_EQ(f->particle_count(), 0u);
 }
@@ -169,10 +189,10 @@ TEST(Format, RejectsBadSchemas) {
   EXPECT_FALSE(fs::exists(test::temp_path("bad.mpf")));
 }
 
-TEST(Format, DetectsCorruptionTruncationAndVersion) {
+TEST_P(FormatBoth, DetectsCorruptionTruncationAndVersion) {
   auto cols = test::make_columns(5000);
   std::string path = test::temp_path("corrupt.mpf");
-  write_particle_file(path, cols.views(), small_options());
+  write_particle_file(path, cols.views(), small_options(GetParam()));
   const std::string good = slurp(path);
   auto expect_format_error = [&](const std::string& bytes, const char* needle, bool verify = false) {
     std::string p = test::temp_path("mutated.mpf");
@@ -190,35 +210,43 @@ TEST(Format, DetectsCorruptionTruncationAndVersion) {
   magic[0] = 'X';
   expect_format_error(magic, "bad magic");
   std::string version = good;
-  version[8] = 2;
-  expect_format_error(version, "version 2.0 is not supported");
+  version[8] = 3;
+  expect_format_error(version, "version 3.0 is not supported");
   std::string header = good;
   header[20] ^= 1;
   expect_format_error(header, "header checksum");
+  // An unknown required feature is refused by name, even with a valid checksum.
+  container::Header hh;
+  std::memcpy(&hh, good.data(), sizeof hh);
+  hh.required_features |= uint64_t(1) << 40;
+  hh.header_checksum = spec::checksum(&hh, container::kHeaderChecksumAt);
+  std::string feature = good;
+  std::memcpy(feature.data(), &hh, sizeof hh);
+  expect_format_error(feature, "needs features this motes does not know (bit 40)");
   std::string data = good;
-  data[4096 + 100] ^= 0x40;  // inside the first column
+  data[4096 + 100] ^= 0x40;  // inside the first stored block
   EXPECT_NO_THROW(ParticleFile::open((spit(test::temp_path("d.mpf"), data), test::temp_path("d.mpf")), false));
-  expect_format_error(data, "checksum mismatch in column data of column 'x', block 0", true);
-  std::string meta = good;
-  spec::Header h;
+  expect_format_error(data, "checksum mismatch", true);
+  container::Header h;
   std::memcpy(&h, good.data(), sizeof h);
+  std::string meta = good;
   meta[h.section_table_offset - 20] ^= 1;  // the last metadata section
-  expect_format_error(meta, "checksum mismatch");
+  expect_format_error(meta, "checksum mismatch", true);
   std::string table = good;
   table[h.section_table_offset + 3] ^= 1;
   expect_format_error(table, "section table checksum");
 }
 
-TEST(Format, FlipEveryHeaderAndIndexByteIsCaught) {
+TEST_P(FormatBoth, FlipEveryHeaderAndIndexByteIsCaught) {
   auto cols = test::make_columns(300);
   std::string path = test::temp_path("flip.mpf");
-  write_particle_file(path, cols.views(), small_options());
+  write_particle_file(path, cols.views(), small_options(GetParam()));
   const std::string good = slurp(path);
-  spec::Header h;
+  container::Header h;
   std::memcpy(&h, good.data(), sizeof h);
-  const auto* table = reinterpret_cast<const spec::SectionEntry*>(good.data() + h.section_table_offset);
+  const auto* table = reinterpret_cast<const container::SectionEntry*>(good.data() + h.section_table_offset);
   auto covered = [&](uint64_t at) {
-    if (at < spec::kHeaderBytes) return true;
+    if (at < container::kHeaderBytes) return true;
     if (at >= h.section_table_offset) return true;
     for (uint32_t i = 0; i < h.section_count; ++i)
       if (at >= table[i].offset && at < table[i].offset + table[i].length) return true;
@@ -226,7 +254,7 @@ TEST(Format, FlipEveryHeaderAndIndexByteIsCaught) {
   };
   std::string p = test::temp_path("flipped.mpf");
   int caught = 0, total = 0;
-  for (uint64_t at = 0; at < good.size(); at += (at < spec::kHeaderBytes || at > good.size() - 3000) ? 1 : 61) {
+  for (uint64_t at = 0; at < good.size(); at += (at < container::kHeaderBytes || at > good.size() - 3000) ? 1 : 61) {
     std::string b = good;
     b[at] ^= 0x10;
     spit(p, b);
@@ -281,7 +309,7 @@ TEST(Dataset, AppendsStepsAndSurvivesReopen) {
   EXPECT_THROW(Dataset::open(test::temp_path("nowhere.motes")), Error);
 }
 
-TEST(Format, QuantileCodesAgreeWithTheSpecFunction) {
+TEST_P(FormatBoth, QuantileCodesAgreeWithTheSpecFunction) {
   // Noise with long runs of equal values and NaNs exercises every path of the writer's fast code lookup.
   auto cols = test::make_columns(30000, 5);
   std::vector<double> steps(cols.x.size());
@@ -299,13 +327,15 @@ TEST(Format, QuantileCodesAgreeWithTheSpecFunction) {
   sv.count = steps.size();
   v.push_back(sv);
   std::string path = test::temp_path("codes.mpf");
-  write_particle_file(path, v, small_options());
+  write_particle_file(path, v, small_options(GetParam()));
   auto f = ParticleFile::open(path, true);
   for (const char* name : {"noise", "steps"}) {
-    const ColumnIndex& c = f->columns()[f->column(name)];
+    const ColumnIndex& c = f->index(f->column(name));
     ASSERT_EQ(c.fine, FineIndex::quantile) << name;
-    const double* values = static_cast<const double*>(c.data);
+    const std::vector<double> values = values_of<double>(*f, name);
+    std::vector<uint8_t> codes(f->particle_count());
+    f->codes(f->column(name))->read(0, codes.size(), codes.data());
     for (uint64_t i = 0; i < f->particle_count(); ++i)
-      ASSERT_EQ(c.codes[i], spec::fine_code(values[i], c.edges.data())) << name << " at " << i << " value " << values[i];
+      ASSERT_EQ(codes[i], spec::fine_code(values[i], c.edges.data())) << name << " at " << i << " value " << values[i];
   }
 }

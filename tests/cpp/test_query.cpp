@@ -9,6 +9,7 @@
 #include "motes/analysis/analysis.hpp"
 #include "motes/particles/writer.hpp"
 #include "motes/query/engine.hpp"
+#include "motes/query/selection.hpp"
 #include "motes/query/expr.hpp"
 #include "test_util.hpp"
 

@@ -8,6 +8,7 @@
 #include "motes/particles/step_index.hpp"
 #include "motes/particles/writer.hpp"
 #include "motes/query/engine.hpp"
+#include "motes/query/selection.hpp"
 #include "test_util.hpp"
 
 using namespace motes;

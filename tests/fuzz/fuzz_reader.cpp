@@ -11,6 +11,7 @@
 #include "motes/analysis/analysis.hpp"
 #include "motes/particles/reader.hpp"
 #include "motes/query/engine.hpp"
+#include "motes/query/selection.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = "/tmp/motes-fuzz-reader-" + std::to_string(::getpid()) + ".mpf";

@@ -37,15 +37,8 @@ class Binner {
   std::vector<double> edges_;
 };
 
-// Calls f(position) for every selected point of a chunk's segments.
-template <class F>
-void for_each_point(const std::vector<Segment>& segs, F&& f) {
-  for (const Segment& s : segs)
-    for (uint64_t p = s.start; p < s.start + s.count; ++p) f(p);
-}
-
 // A column of the collection: its dtype and, per part, its values (parts are
-// opened by the query before their chunks reach a sink).
+// opened by the query before their chunks reach a sink), read through a BlockReader.
 class ColumnData {
  public:
   ColumnData(const Query& q, size_t column) : q_(q), column_(column) {
@@ -53,7 +46,9 @@ class ColumnData {
     dtype_ = q.collection().schema()[column].dtype;
   }
   DType dtype() const { return dtype_; }
-  const void* in(uint32_t part) const { return q_.collection().part(part)->columns()[column_].data; }
+  const BlockStream& in(uint32_t part) const { return q_.collection().part(part)->values(column_); }
+  // Values of segment s of `part`, indexed by position - s.start.
+  const void* span(BlockReader& r, uint32_t part, const Segment& s) const { return r.span(in(part), s.start, s.count); }
 
  private:
   const Query& q_;
@@ -80,12 +75,13 @@ ColumnStats stats(Query& q, size_t column) {
   std::mutex m;
   q.run([&](unsigned, size_t chunk, uint32_t part, const std::vector<Segment>& segs) {
     ColumnStats s;
+    BlockReader reader;
     dispatch_dtype(col.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      const T* p = static_cast<const T*>(col.in(part));
       for (const Segment& seg : segs) {
         s.count += seg.count;
-        for (uint64_t i = seg.start; i < seg.start + seg.count; ++i) {
+        const T* p = static_cast<const T*>(col.span(reader, part, seg));
+        for (uint64_t i = 0; i < seg.count; ++i) {
           double v = double(p[i]);
           if (std::isnan(v)) continue;
           if (s.valid == 0) s.min = s.max = v;
@@ -121,12 +117,15 @@ std::vector<double> histogram(Query& q, const Axis& x, std::optional<size_t> wei
   std::vector<std::vector<double>> per(q.threads(), std::vector<double>(x.bins, 0.0));
   q.run([&](unsigned w, size_t, uint32_t part, const std::vector<Segment>& segs) {
     std::vector<double>& h = per[w];
-    const void* xd = xc.in(part);
-    const void* wd = wc ? wc->in(part) : nullptr;
-    for_each_point(segs, [&](uint64_t p) {
-      int64_t b = bx.bin(load_as_double(xc.dtype(), xd, p));
-      if (b >= 0) h[size_t(b)] += wd ? load_as_double(wc->dtype(), wd, p) : 1.0;
-    });
+    BlockReader reader;
+    for (const Segment& seg : segs) {
+      const void* xd = xc.span(reader, part, seg);
+      const void* wd = wc ? wc->span(reader, part, seg) : nullptr;
+      for (uint64_t p = 0; p < seg.count; ++p) {
+        int64_t b = bx.bin(load_as_double(xc.dtype(), xd, p));
+        if (b >= 0) h[size_t(b)] += wd ? load_as_double(wc->dtype(), wd, p) : 1.0;
+      }
+    }
   }, Query::Schedule::fixed);
   for (size_t k = 1; k < per.size(); ++k)
     for (size_t b = 0; b < x.bins; ++b) per[0][b] += per[k][b];
@@ -144,16 +143,19 @@ std::vector<double> histogram2d(Query& q, const Axis& x, const Axis& y, std::opt
   q.run([&](unsigned w, size_t, uint32_t part, const std::vector<Segment>& segs) {
     std::vector<double>& h = per[w];
     if (h.empty()) h.assign(cells, 0.0);
-    const void* xd = xc.in(part);
-    const void* yd = yc.in(part);
-    const void* wd = wc ? wc->in(part) : nullptr;
-    for_each_point(segs, [&](uint64_t p) {
-      int64_t i = bx.bin(load_as_double(xc.dtype(), xd, p));
-      if (i < 0) return;
-      int64_t j = by.bin(load_as_double(yc.dtype(), yd, p));
-      if (j < 0) return;
-      h[size_t(i) * y.bins + size_t(j)] += wd ? load_as_double(wc->dtype(), wd, p) : 1.0;
-    });
+    BlockReader reader;
+    for (const Segment& seg : segs) {
+      const void* xd = xc.span(reader, part, seg);
+      const void* yd = yc.span(reader, part, seg);
+      const void* wd = wc ? wc->span(reader, part, seg) : nullptr;
+      for (uint64_t p = 0; p < seg.count; ++p) {
+        int64_t i = bx.bin(load_as_double(xc.dtype(), xd, p));
+        if (i < 0) continue;
+        int64_t j = by.bin(load_as_double(yc.dtype(), yd, p));
+        if (j < 0) continue;
+        h[size_t(i) * y.bins + size_t(j)] += wd ? load_as_double(wc->dtype(), wd, p) : 1.0;
+      }
+    }
   }, Query::Schedule::fixed);
   std::vector<double> out(cells, 0.0);
   for (const auto& h : per)

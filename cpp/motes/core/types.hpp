@@ -90,6 +90,9 @@ struct ColumnSpec {
   DType dtype;
   FineIndex fine = FineIndex::automatic;
   std::string unit;  // free text, e.g. openPMD unitSI/unitDimension as JSON; empty when unknown
+  // Largest difference allowed between a value given and the value stored (error-bounded
+  // lossy storage); 0 = lossless.
+  double error_bound = 0.0;
 };
 
 // A borrowed, strided, typed 1-D array (zero-copy view of caller memory).

@@ -317,7 +317,7 @@ WriteSummary PartedStepWriter::add_part(const std::string& species, const std::v
   SpeciesParts& sp = find(species);
   validate_columns(columns);
   std::vector<ColumnSpec> schema;
-  for (const ColumnView& c : columns) schema.push_back(ColumnSpec{c.spec.name, c.spec.dtype, FineIndex::none, c.spec.unit});
+  for (const ColumnView& c : columns) schema.push_back(ColumnSpec{c.spec.name, c.spec.dtype, FineIndex::none, c.spec.unit, c.spec.error_bound});
   if (sp.schema.empty()) {
     sp.schema = schema;
   } else {

@@ -138,6 +138,12 @@ SpeciesEntry species_from(const std::string& name, const json& sp, int64_t index
     cs.fine = fine == c.end() ? FineIndex::none : fine_from_name(text_of(*fine, what + " index kind"), what);
     auto unit = c.find("unit");
     cs.unit = unit == c.end() ? std::string() : text_of(*unit, what + " unit");
+    auto bound = c.find("error_bound");
+    if (bound != c.end()) {
+      if (!bound->is_number() || !(bound->get<double>() >= 0.0 && bound->get<double>() < INFINITY))
+        bad(what + " error_bound is not a finite number >= 0");
+      cs.error_bound = bound->get<double>();
+    }
     e.columns.push_back(std::move(cs));
   }
   std::string problem = spec::check_schema(e.columns);
@@ -276,6 +282,7 @@ std::string Manifest::encode() const {
         json jc = {{"name", c.name}, {"dtype", dtype_name(c.dtype)},
                    {"fine", c.fine == FineIndex::quantile ? "quantile" : "none"}};
         if (!c.unit.empty()) jc["unit"] = c.unit;
+        if (c.error_bound > 0) jc["error_bound"] = c.error_bound;
         cols.push_back(jc);
       }
       json je = {{"file", e.file}, {"count", e.count}, {"bounds", box_json(e.bounds)}, {"columns", cols}};

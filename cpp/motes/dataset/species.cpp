@@ -16,10 +16,12 @@ std::string schema_text(const std::vector<ColumnSpec>& s) {
   return out;
 }
 
-bool same_schema(const std::vector<ColumnSpec>& a, const std::vector<ColumnSpec>& b) {
+// Step indexes (format 1.0) carry no error bounds: those are compared for single files only.
+bool same_schema(const std::vector<ColumnSpec>& a, const std::vector<ColumnSpec>& b, bool bounds) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].name != b[i].name || a[i].dtype != b[i].dtype || a[i].fine != b[i].fine || a[i].unit != b[i].unit)
+    if (a[i].name != b[i].name || a[i].dtype != b[i].dtype || a[i].fine != b[i].fine || a[i].unit != b[i].unit ||
+        (bounds && a[i].error_bound != b[i].error_bound))
       return false;
   return true;
 }
@@ -44,7 +46,7 @@ std::shared_ptr<const Collection> open_species(const std::string& dir, int64_t s
   if (c->part_count() != e.parts)
     wrong_file(path, owner, "it has " + std::to_string(c->part_count()) + " parts, the manifest says " + std::to_string(e.parts));
   if (!same_box(c->bounds(), e.bounds)) wrong_file(path, owner, "its bounds differ from the manifest's");
-  if (!same_schema(c->schema(), e.columns))
+  if (!same_schema(c->schema(), e.columns, c->index() == nullptr))
     wrong_file(path, owner, "its columns (" + schema_text(c->schema()) + ") differ from the manifest's (" +
                                 schema_text(e.columns) + ")");
   return c;

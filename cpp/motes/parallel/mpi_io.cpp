@@ -625,7 +625,7 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
       f = attempt([&] {
         if (c.rank != 0) return;
         std::vector<ColumnSpec> schema;
-        for (const ColumnView& v : cols) schema.push_back(ColumnSpec{v.spec.name, v.spec.dtype, FineIndex::none, v.spec.unit});
+        for (const ColumnView& v : cols) schema.push_back(ColumnSpec{v.spec.name, v.spec.dtype, FineIndex::none, v.spec.unit, v.spec.error_bound});
         SpeciesEntry e = dataset->finish_species(*writing, index, name, std::move(schema), parts, options.write);
         if (parts.empty()) report.file_bytes += fs::file_size(dataset->path_of(e));
         for (const PartSummary& p : parts) report.file_bytes += p.file_bytes;

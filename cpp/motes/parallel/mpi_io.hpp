@@ -21,6 +21,7 @@
 #include "motes/dataset/dataset.hpp"
 #include "motes/parallel/aggregation.hpp"
 #include "motes/query/engine.hpp"
+#include "motes/query/selection.hpp"
 
 namespace motes {
 

@@ -33,7 +33,7 @@ std::shared_ptr<const Collection> Collection::of(std::shared_ptr<const ParticleF
   c->path_ = file->path();
   c->count_ = file->particle_count();
   c->bounds_ = file->bounds();
-  for (const ColumnIndex& ci : file->columns()) c->schema_.push_back(ci.spec);
+  c->schema_ = file->schema();
   c->part_count_ = {c->count_};
   c->part_offset_ = {0};
   c->parts_ = {std::move(file)};
@@ -77,11 +77,11 @@ std::shared_ptr<const ParticleFile> Collection::part(size_t k) const {
   if (f->particle_count() != part_count_[k])
     throw FormatError(path + ": holds " + std::to_string(f->particle_count()) + " particles, its step index says " +
                       std::to_string(part_count_[k]));
-  if (f->columns().size() != schema_.size())
-    throw FormatError(path + ": has " + std::to_string(f->columns().size()) + " columns, its step index has " +
+  if (f->schema().size() != schema_.size())
+    throw FormatError(path + ": has " + std::to_string(f->schema().size()) + " columns, its step index has " +
                       std::to_string(schema_.size()));
   for (size_t c = 0; c < schema_.size(); ++c) {
-    const ColumnSpec& s = f->columns()[c].spec;
+    const ColumnSpec& s = f->schema()[c];
     if (s.name != schema_[c].name || s.dtype != schema_[c].dtype)
       throw FormatError(path + ": column " + std::to_string(c) + " is '" + s.name + "' (" + dtype_name(s.dtype) +
                         "), its step index says '" + schema_[c].name + "' (" + dtype_name(schema_[c].dtype) + ")");

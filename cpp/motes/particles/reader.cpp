@@ -1,22 +1,17 @@
 #include "motes/particles/reader.hpp"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <set>
 
-#include "motes/io/files.hpp"
+#include "motes/codec/codec.hpp"
+#include "motes/container/container.hpp"
 #include "motes/particles/spec.hpp"
 
 namespace motes {
 
 namespace {
-
 
 template <class T>
 T load(const unsigned char* p) {
@@ -55,288 +50,377 @@ std::string kind_name(uint32_t kind) {
     case spec::kFineEdges: return "quantile edges";
     case spec::kFineCodes: return "quantile codes";
     case spec::kBlockSums: return "block checksums";
+    case spec::kBlockTable: return "block table";
   }
   return "section kind " + std::to_string(kind);
 }
 
 }  // namespace
 
+ParticleFile::~ParticleFile() = default;
+
 std::shared_ptr<ParticleFile> ParticleFile::open(const std::string& path, bool verify) {
-  std::shared_ptr<ParticleFile> f(new ParticleFile());
-  f->path_ = path;
   // A regular file only (a FIFO, /dev/zero or a directory is refused before any read).
-  f->fd_ = open_regular_file(path, "particle file", std::numeric_limits<uint64_t>::max(), &f->size_);
-  f->parse();  // header and index sections through pread: a truncated file is an error, not SIGBUS
-  if (f->size_ > 0) {
-    void* m = ::mmap(nullptr, f->size_, PROT_READ, MAP_SHARED, f->fd_, 0);
-    if (m == MAP_FAILED) throw_errno("cannot map", path);
-    f->map_ = static_cast<const unsigned char*>(m);
-    for (ColumnIndex& c : f->columns_) {
-      if (c.data) c.data = f->map_ + reinterpret_cast<uintptr_t>(c.data);  // offsets until mapped
-      if (c.codes) c.codes = f->map_ + reinterpret_cast<uintptr_t>(c.codes);
-    }
-  }
+  return open(open_file_source(path, "particle file"), verify);
+}
+
+std::shared_ptr<ParticleFile> ParticleFile::open(std::shared_ptr<const ByteSource> source, bool verify) {
+  std::shared_ptr<ParticleFile> f(new ParticleFile());
+  f->source_ = std::move(source);
+  const uint64_t size = f->source_->size();
+  if (size < spec::kPage)
+    f->fail("file is " + std::to_string(size) + " bytes, shorter than the 4096-byte header (truncated or not a motes file)");
+  unsigned char head[12];
+  f->source_->read(0, sizeof head, head);
+  if (std::memcmp(head, spec::kMagic, 8) != 0) f->fail("not a motes particle file (bad magic)");
+  const uint16_t major = load<uint16_t>(head + 8), minor = load<uint16_t>(head + 10);
+  if (major == spec::kLegacyMajor) f->parse_v1();
+  else if (major == spec::kVersionMajor) f->parse_v2();
+  else
+    f->fail("format version " + std::to_string(major) + "." + std::to_string(minor) +
+            " is not supported (this motes reads versions 1.x and 2.x)");
   if (verify) f->verify_data();
   return f;
 }
 
-ParticleFile::~ParticleFile() {
-  if (map_) ::munmap(const_cast<unsigned char*>(map_), size_);
-  if (fd_ >= 0) ::close(fd_);
-}
-
-void ParticleFile::check_unchanged() const {
-  struct stat st {};
-  if (::fstat(fd_, &st) != 0) throw_errno("cannot stat", path_);
-  if (uint64_t(st.st_size) != size_)
-    fail("the file changed size while open (" + std::to_string(size_) + " -> " + std::to_string(st.st_size) +
-         " bytes): another process truncated or rewrote it in place");
-}
-
-std::string ParticleFile::read_at(uint64_t offset, uint64_t length) const {
-  std::string out(length, '\0');
-  uint64_t done = 0;
-  while (done < length) {
-    ssize_t r = ::pread(fd_, out.data() + done, length - done, off_t(offset + done));
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) throw_errno("cannot read", path_);
-    if (r == 0) fail("the file ends at byte " + std::to_string(offset + done) + ", inside a section (truncated while open?)");
-    done += uint64_t(r);
-  }
-  return out;
-}
-
-void ParticleFile::fail(const std::string& what) const { throw FormatError(path_ + ": " + what); }
+void ParticleFile::fail(const std::string& what) const { throw FormatError(source_->name() + ": " + what); }
 
 size_t ParticleFile::column(const std::string& name) const {
-  for (size_t i = 0; i < columns_.size(); ++i)
-    if (columns_[i].spec.name == name) return i;
+  for (size_t i = 0; i < schema_.size(); ++i)
+    if (schema_[i].name == name) return i;
   std::string names;
-  for (const ColumnIndex& c : columns_) names += (names.empty() ? "" : ", ") + c.spec.name;
+  for (const ColumnSpec& c : schema_) names += (names.empty() ? "" : ", ") + c.name;
   throw UsageError("unknown column '" + name + "' (columns: " + names + ")");
 }
 
 bool ParticleFile::has_column(const std::string& name) const {
-  for (const ColumnIndex& c : columns_)
-    if (c.spec.name == name) return true;
+  for (const ColumnSpec& c : schema_)
+    if (c.name == name) return true;
   return false;
 }
 
-void ParticleFile::parse() {
-  if (size_ < spec::kPage)
-    fail("file is " + std::to_string(size_) + " bytes, shorter than the 4096-byte header (truncated or not a motes file)");
+void ParticleFile::parse_v1() {
+  const uint64_t size = source_->size();
   spec::Header h;
-  const std::string header = read_at(0, sizeof h);
-  std::memcpy(&h, header.data(), sizeof h);
-  if (std::memcmp(h.magic, spec::kMagic, 8) != 0) fail("not a motes particle file (bad magic)");
-  if (h.version_major != spec::kVersionMajor)
-    fail("format version " + std::to_string(h.version_major) + "." + std::to_string(h.version_minor) +
-         " is not supported (this motes reads version " + std::to_string(spec::kVersionMajor) + ".x)");
-  if (spec::kCheckSums && spec::checksum(header.data(), spec::kHeaderChecksumAt) != h.header_checksum) fail("header checksum mismatch (corrupted header)");
+  source_->read(0, sizeof h, &h);
+  if (spec::kCheckSums && spec::checksum(&h, spec::kHeaderChecksumAt) != h.header_checksum)
+    fail("header checksum mismatch (corrupted header)");
   major_ = h.version_major;
   minor_ = h.version_minor;
   header_checksum_ = h.header_checksum;
-  if (h.file_size != size_)
-    fail("file is " + std::to_string(size_) + " bytes but its header says " + std::to_string(h.file_size) +
-         (size_ < h.file_size ? " (truncated)" : " (trailing bytes)"));
+  if (h.file_size != size)
+    fail("file is " + std::to_string(size) + " bytes but its header says " + std::to_string(h.file_size) +
+         (size < h.file_size ? " (truncated)" : " (trailing bytes)"));
   if (h.header_bytes != spec::kHeaderBytes) fail("header size " + std::to_string(h.header_bytes) + " is not " + std::to_string(spec::kHeaderBytes));
   count_ = h.particle_count;
-  if (count_ > size_) fail("particle count " + std::to_string(count_) + " cannot fit in a " + std::to_string(size_) + "-byte file");
+  if (count_ > size) fail("particle count " + std::to_string(count_) + " cannot fit in a " + std::to_string(size) + "-byte file");
   lod_count_ = h.lod_count;
   leaf_size_ = h.leaf_size;
-  block_bytes_ = h.block_bytes;
-  if (block_bytes_ < 4096 || block_bytes_ % 4096) fail("invalid block size " + std::to_string(block_bytes_));
+  if (h.block_bytes < 4096 || h.block_bytes % 4096) fail("invalid block size " + std::to_string(h.block_bytes));
+  block_values_ = h.block_bytes;  // format 1: bytes per checksum block (values per block vary by dtype)
   for (int a = 0; a < 3; ++a) bounds_.lo[a] = h.bounds_lo[a], bounds_.hi[a] = h.bounds_hi[a];
-
   if (h.section_count > (1u << 24)) fail("implausible section count " + std::to_string(h.section_count));
-  uint64_t table_bytes = uint64_t(h.section_count) * sizeof(spec::SectionEntry);
-  if (h.section_table_offset < spec::kPage || h.section_table_offset > size_ || table_bytes > size_ - h.section_table_offset)
+  const uint64_t table_bytes = uint64_t(h.section_count) * sizeof(spec::SectionEntry);
+  if (h.section_table_offset < spec::kPage || h.section_table_offset > size || table_bytes > size - h.section_table_offset)
     fail("section table lies outside the file");
-  const std::string table_text = read_at(h.section_table_offset, table_bytes);
-  if (spec::kCheckSums && spec::checksum(table_text.data(), table_bytes) != h.section_table_checksum)
-    fail("section table checksum mismatch");
-  std::vector<spec::SectionEntry> table(h.section_count);
-  if (table_bytes) std::memcpy(table.data(), table_text.data(), table_bytes);
-  // The index sections (everything but the bulk column data and codes), read once.
-  std::vector<std::string> section_bytes(table.size());
+  std::vector<spec::SectionEntry> raw(h.section_count);
+  if (table_bytes) source_->read(h.section_table_offset, table_bytes, raw.data());
+  if (spec::kCheckSums && spec::checksum(raw.data(), table_bytes) != h.section_table_checksum) fail("section table checksum mismatch");
+  std::vector<Sec> table;
   uint64_t index_read = 0;
-
-  const spec::SectionEntry* schema = nullptr;
-  const spec::SectionEntry* nodes = nullptr;
-  for (size_t ti = 0; ti < table.size(); ++ti) {
-    const spec::SectionEntry& e = table[ti];
-    if (e.offset < spec::kPage || e.offset > size_ || e.length > size_ - e.offset)
-      fail(kind_name(e.kind) + " section lies outside the file");
-    bool bulk = e.kind == spec::kColumn || e.kind == spec::kFineCodes;
+  for (const spec::SectionEntry& e : raw) {
+    if (e.offset < spec::kPage || e.offset > size || e.length > size - e.offset) fail(kind_name(e.kind) + " section lies outside the file");
+    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kFineCodes;
     if (!bulk) {
       index_read += e.length;  // sections do not overlap: more than the file means a damaged table
-      if (index_read > size_) fail("index sections add up to more than the file (overlapping sections)");
-      section_bytes[ti] = read_at(e.offset, e.length);
+      if (index_read > size) fail("index sections add up to more than the file (overlapping sections)");
     }
-    if (spec::kCheckSums && !bulk && spec::checksum(section_bytes[ti].data(), e.length) != e.checksum)
-      fail(kind_name(e.kind) + " section checksum mismatch" +
-           (e.column != spec::kNoColumn ? " (column " + std::to_string(e.column) + ")" : ""));
-    if (e.kind == spec::kSchema) {
-      if (schema) fail("schema section appears twice");
-      schema = &e;
+    table.push_back(Sec{e.kind, container::kRaw, e.column, e.offset, e.length, e.checksum});
+  }
+  parse_common(table, table_bytes, h.column_count, h.node_count, h.level_count);
+}
+
+void ParticleFile::parse_v2() {
+  container_ = std::make_unique<container::Reader>(source_, spec::kMagic, spec::kVersionMajor, "particle file");
+  const container::Header& h = container_->header();
+  major_ = h.version_major;
+  minor_ = h.version_minor;
+  features_ = h.required_features;
+  header_checksum_ = h.header_checksum;
+  spec::ParticleArea a;
+  std::memcpy(&a, h.kind_area, sizeof a);
+  for (uint8_t z : a.zero)
+    if (z) fail("header has nonzero reserved bytes");
+  count_ = a.particle_count;
+  if (count_ > source_->size() * 8) fail("particle count " + std::to_string(count_) + " cannot fit in the file");
+  lod_count_ = a.lod_count;
+  leaf_size_ = a.leaf_size;
+  block_values_ = a.block_values;
+  if (block_values_ == 0 || block_values_ > spec::kMaxBlockValues)
+    fail("invalid block size of " + std::to_string(block_values_) + " values");
+  for (int k = 0; k < 3; ++k) bounds_.lo[k] = a.bounds_lo[k], bounds_.hi[k] = a.bounds_hi[k];
+  std::vector<Sec> table;
+  for (const container::SectionEntry& e : container_->sections())
+    table.push_back(Sec{e.kind, e.storage, e.column, e.offset, e.length, e.checksum});
+  parse_common(table, uint64_t(table.size()) * container::kEntryBytes, a.column_count, a.node_count, a.level_count);
+}
+
+std::string ParticleFile::section(size_t i) const {
+  const Sec& e = table_[i];
+  const std::string name = kind_name(e.kind) + " section" + (e.column != spec::kNoColumn && e.kind != spec::kBlockSums && e.kind != spec::kBlockTable && e.column < schema_.size() ? " of column '" + schema_[e.column].name + "'" : "");
+  if (i < prefetched_.size() && !prefetched_[i].empty()) return prefetched_[i];
+  if (container_) return container_->section(i, name);
+  std::string bytes = source_->read(e.offset, e.length);
+  if (spec::kCheckSums && spec::checksum(bytes.data(), bytes.size()) != e.checksum)
+    fail(kind_name(e.kind) + " section checksum mismatch" + (e.column != spec::kNoColumn ? " (column " + std::to_string(e.column) + ")" : ""));
+  return bytes;
+}
+
+void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_bytes, uint32_t column_count,
+                                uint32_t node_count, uint32_t level_count) {
+  table_ = table;
+  const bool v2 = major_ >= 2;
+  const uint64_t size = source_->size();
+  int schema_at = -1, nodes_at = -1;
+  for (size_t i = 0; i < table_.size(); ++i) {
+    if (table_[i].kind == spec::kSchema) {
+      if (schema_at >= 0) fail("schema section appears twice");
+      schema_at = int(i);
     }
-    if (e.kind == spec::kNodes) {
-      if (nodes) fail("nodes section appears twice");
-      nodes = &e;
+    if (table_[i].kind == spec::kNodes) {
+      if (nodes_at >= 0) fail("nodes section appears twice");
+      nodes_at = int(i);
     }
   }
-  if (!schema) fail("schema section is missing");
-  if (!nodes) fail("nodes section is missing");
-
-  auto bytes_of = [&](const spec::SectionEntry* e) {
-    return reinterpret_cast<const unsigned char*>(section_bytes[size_t(e - table.data())].data());
-  };
+  if (schema_at < 0) fail("schema section is missing");
+  if (nodes_at < 0) fail("nodes section is missing");
 
   // Schema.
-  std::vector<ColumnSpec> specs;
-  std::string problem = spec::decode_schema(bytes_of(schema), bytes_of(schema) + schema->length, h.column_count, specs);
-  if (!problem.empty()) fail(problem);
-  columns_.resize(specs.size());
-  for (size_t i = 0; i < specs.size(); ++i) {
-    columns_[i].fine = specs[i].fine;
-    columns_[i].spec = std::move(specs[i]);
+  {
+    const std::string s = section(size_t(schema_at));
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
+    std::string problem = spec::decode_schema(p, p + s.size(), column_count, v2, schema_);
+    if (!problem.empty()) fail(problem);
   }
+  const size_t ncol = schema_.size();
 
   // Tree.
-  if (nodes->length != uint64_t(h.node_count) * sizeof(TreeNode) || h.node_count == 0)
-    fail("nodes section has " + std::to_string(nodes->length) + " bytes for " + std::to_string(h.node_count) + " nodes");
-  nodes_.resize(h.node_count);
-  std::memcpy(nodes_.data(), bytes_of(nodes), nodes->length);
+  {
+    const std::string s = section(size_t(nodes_at));
+    if (s.size() != uint64_t(node_count) * sizeof(TreeNode) || node_count == 0)
+      fail("nodes section has " + std::to_string(s.size()) + " bytes for " + std::to_string(node_count) + " nodes");
+    nodes_.resize(node_count);
+    std::memcpy(nodes_.data(), s.data(), s.size());
+  }
   try {
     levels_ = compute_levels(nodes_, lod_count_, count_);
   } catch (const FormatError& e) {
     fail(e.what());
   }
-  if (levels_.level_count() != h.level_count) fail("level count does not match the node tree");
+  if (levels_.level_count() != level_count) fail("level count does not match the node tree");
   for (const TreeNode& tn : nodes_)
     if (tn.is_leaf() && tn.own_count > leaf_size_) fail("a leaf holds more points than the leaf size");
 
-  // Per-column sections.
+  // Per-column sections: bulk streams now, index sections remembered for later.
   const uint64_t nn = nodes_.size();
-  stats_.file_bytes = size_;
+  lazy_ = std::make_unique<Lazy[]>(ncol);
+  streams_.resize(ncol);
+  std::vector<int> values_at(ncol, -1), codes_at(ncol, -1);
+  stats_.file_bytes = size;
   uint64_t accounted = spec::kHeaderBytes + table_bytes;
-  std::set<std::pair<uint32_t, uint32_t>> seen_sections;
-  for (size_t ti = 0; ti < table.size(); ++ti) {
-    const spec::SectionEntry& e = table[ti];
-    accounted += e.length;
-    if (e.kind == spec::kSchema || e.kind == spec::kNodes) continue;
-    if (e.kind == spec::kBlockSums) continue;  // handled with its bulk section
+  std::set<std::pair<uint32_t, uint32_t>> seen;
+  for (size_t ti = 0; ti < table_.size(); ++ti) {
+    const Sec& e = table_[ti];
+    if (e.storage != container::kBlocks) accounted += e.length;
+    if (e.kind == spec::kSchema || e.kind == spec::kNodes) {
+      stats_.index_bytes += e.length;
+      continue;
+    }
+    if (e.kind == spec::kBlockSums || e.kind == spec::kBlockTable) {
+      stats_.index_bytes += e.length;
+      continue;  // handled with their bulk section
+    }
     if (e.kind < spec::kColumn || e.kind > spec::kFineCodes) continue;  // unknown kinds: ignored (minor versions)
-    if (e.column >= columns_.size()) fail(kind_name(e.kind) + " section names column " + std::to_string(e.column));
-    ColumnIndex& c = columns_[e.column];
-    size_t sz = dtype_size(c.spec.dtype);
-    if (!seen_sections.insert({e.kind, e.column}).second)
-      fail(kind_name(e.kind) + " section of column '" + c.spec.name + "' appears twice");
-    const unsigned char* s = bytes_of(&e);  // an index section (bulk sections are mapped later)
-    const std::string col = " of column '" + c.spec.name + "'";
+    if (e.column >= ncol) fail(kind_name(e.kind) + " section names column " + std::to_string(e.column));
+    const ColumnSpec& c = schema_[e.column];
+    const size_t sz = dtype_size(c.dtype);
+    if (!seen.insert({e.kind, e.column}).second) fail(kind_name(e.kind) + " section of column '" + c.name + "' appears twice");
+    const std::string col = " of column '" + c.name + "'";
+    Lazy& lz = lazy_[e.column];
     switch (e.kind) {
       case spec::kColumn:
       case spec::kFineCodes: {
-        bool codes = e.kind == spec::kFineCodes;
-        uint64_t want = codes ? count_ : count_ * sz;
-        if (e.length != want) fail(kind_name(e.kind) + col + " has " + std::to_string(e.length) + " bytes, expected " + std::to_string(want));
-        if (e.offset % spec::kPage) fail(kind_name(e.kind) + col + " is not page aligned");
-        (codes ? stats_.fine_bytes : stats_.data_bytes) += e.length;
-        Bulk b{kind_name(e.kind) + col, e.offset, e.length, codes ? block_bytes_ / sz : block_bytes_, {}};
-        const spec::SectionEntry* sums = nullptr;
-        for (const spec::SectionEntry& t : table)
-          if (t.kind == spec::kBlockSums && t.column == ti) {
-            if (sums) fail("block checksums" + col + " appear twice");
-            sums = &t;
+        const bool is_codes = e.kind == spec::kFineCodes;
+        const uint8_t dtype = is_codes ? uint8_t(DType::u8) : uint8_t(c.dtype);
+        const uint64_t esize = is_codes ? 1 : sz;
+        const uint64_t per_block = v2 ? block_values_ : block_values_ / esize;  // format 1: block_bytes
+        const uint64_t blocks = (count_ + per_block - 1) / per_block;
+        BlockStream stream;
+        if (e.storage == container::kBlocks) {
+          const Sec* t = nullptr;
+          for (const Sec& s : table_)
+            if (s.kind == spec::kBlockTable && s.column == ti) {
+              if (t) fail("block table" + col + " appears twice");
+              t = &s;
+            }
+          if (!t) fail("block table" + col + " is missing");
+          const std::string tb = section(size_t(t - table_.data()));
+          if (tb.size() != blocks * sizeof(spec::BlockEntry))
+            fail("block table" + col + " lists " + std::to_string(tb.size() / sizeof(spec::BlockEntry)) + " blocks, expected " + std::to_string(blocks));
+          std::vector<StoredBlock> bl(blocks);
+          uint64_t stored = 0;
+          for (uint64_t b = 0; b < blocks; ++b) {
+            spec::BlockEntry be;
+            std::memcpy(&be, tb.data() + b * sizeof be, sizeof be);
+            if (be.offset < e.offset || be.offset > e.offset + e.length || be.stored > e.offset + e.length - be.offset)
+              fail("block " + std::to_string(b) + " of " + kind_name(e.kind) + col + " lies outside its section");
+            if (be.stored == 0 || be.zero) fail("block " + std::to_string(b) + " of " + kind_name(e.kind) + col + " is damaged in the block table");
+            bl[b] = StoredBlock{be.offset, be.stored, be.checksum};
+            stored += be.stored;
           }
-        if (!sums) fail("block checksums" + col + " are missing");
-        uint64_t blocks = (e.length + b.block_bytes - 1) / b.block_bytes;
-        if (sums->length != blocks * 8) fail("block checksums" + col + " have the wrong length");
-        b.sums.resize(blocks);
-        if (sums->length) std::memcpy(b.sums.data(), bytes_of(sums), sums->length);
-        bulk_.push_back(std::move(b));
-        // The offset for now: open() turns it into an address once the file is mapped.
-        const unsigned char* at = reinterpret_cast<const unsigned char*>(uintptr_t(e.offset));
-        if (codes) c.codes = at; else c.data = at;
-        break;
-      }
-      case spec::kNodeRanges: {
-        if (e.length != 2 * nn * sz) fail("node ranges" + col + " have the wrong length");
-        c.node_min.resize(nn);
-        c.node_max.resize(nn);
-        dispatch_dtype(c.spec.dtype, [&](auto v) {
-          using T = decltype(v);
-          for (uint64_t i = 0; i < nn; ++i) {
-            c.node_min[i] = lower_double(load<T>(s + i * sz));
-            c.node_max[i] = upper_double(load<T>(s + (nn + i) * sz));
-          }
-        });
-        stats_.index_bytes += e.length;
-        break;
-      }
-      case spec::kBitmaps: {
-        spec::BitmapsHeader bh;
-        if (e.length < sizeof bh) fail("bitmaps" + col + " are truncated");
-        std::memcpy(&bh, s, sizeof bh);
-        if (bh.id_width != 1 && bh.id_width != 2 && bh.id_width != 4) fail("bitmaps" + col + " have id width " + std::to_string(bh.id_width));
-        if (e.length != sizeof bh + uint64_t(bh.dictionary_size) * 4 + nn * bh.id_width)
-          fail("bitmaps" + col + " have the wrong length");
-        c.global_min = bh.global_min;
-        c.global_max = bh.global_max;
-        c.nan_count = bh.nan_count;
-        c.dictionary_size = bh.dictionary_size;
-        c.id_width = bh.id_width;
-        const unsigned char* dict = s + sizeof bh;
-        const unsigned char* ids = dict + uint64_t(bh.dictionary_size) * 4;
-        c.node_bits.resize(nn);
-        for (uint64_t i = 0; i < nn; ++i) {
-          uint32_t id = 0;
-          std::memcpy(&id, ids + i * bh.id_width, bh.id_width);
-          if (id >= bh.dictionary_size) fail("bitmaps" + col + " reference a missing dictionary entry");
-          c.node_bits[i] = load<uint32_t>(dict + uint64_t(id) * 4);
+          accounted += stored;
+          (is_codes ? stats_.fine_bytes : stats_.data_bytes) += stored;
+          stream = BlockStream::coded(source_, kind_name(e.kind) + col, dtype, count_, per_block, std::move(bl));
+        } else {
+          if (e.storage != container::kRaw) fail(kind_name(e.kind) + col + " has storage " + std::to_string(e.storage));
+          const uint64_t want = count_ * esize;
+          if (e.length != want) fail(kind_name(e.kind) + col + " has " + std::to_string(e.length) + " bytes, expected " + std::to_string(want));
+          if (e.offset % spec::kPage) fail(kind_name(e.kind) + col + " is not page aligned");
+          (is_codes ? stats_.fine_bytes : stats_.data_bytes) += e.length;
+          const Sec* sums = nullptr;
+          for (const Sec& s : table_)
+            if (s.kind == spec::kBlockSums && s.column == ti) {
+              if (sums) fail("block checksums" + col + " appear twice");
+              sums = &s;
+            }
+          if (!sums) fail("block checksums" + col + " are missing");
+          const std::string sb = section(size_t(sums - table_.data()));
+          if (sb.size() != blocks * 8) fail("block checksums" + col + " have the wrong length");
+          std::vector<uint64_t> sv(blocks);
+          if (!sb.empty()) std::memcpy(sv.data(), sb.data(), sb.size());
+          stream = BlockStream::contiguous(source_, kind_name(e.kind) + col, dtype, count_, per_block, e.offset, std::move(sv));
         }
-        stats_.index_bytes += e.length;
+        (is_codes ? streams_[e.column].codes : streams_[e.column].values) = std::move(stream);
+        (is_codes ? codes_at : values_at)[e.column] = int(ti);
+        if (!is_codes) stats_.raw_data_bytes += count_ * sz;
         break;
       }
-      case spec::kFineEdges: {
-        if (e.length != (spec::kFineBins + 1) * 8) fail("quantile edges" + col + " have the wrong length");
-        c.edges.resize(spec::kFineBins + 1);
-        std::memcpy(c.edges.data(), s, e.length);
-        for (uint32_t k = 1; k <= spec::kFineBins; ++k)
-          if (!(c.edges[k] >= c.edges[k - 1])) fail("quantile edges" + col + " are not sorted");
+      case spec::kNodeRanges:
+        if (!v2 && e.length != 2 * nn * sz) fail("node ranges" + col + " have the wrong length");
+        lz.ranges = int(ti);
+        stats_.index_bytes += e.length;
+        break;
+      case spec::kBitmaps:
+        lz.bitmaps = int(ti);
+        stats_.index_bytes += e.length;
+        break;
+      case spec::kFineEdges:
+        if (!v2 && e.length != (spec::kFineBins + 1) * 8) fail("quantile edges" + col + " have the wrong length");
+        lz.edges = int(ti);
         stats_.fine_bytes += e.length;
         break;
-      }
     }
   }
-  for (ColumnIndex& c : columns_) {
-    const std::string col = " of column '" + c.spec.name + "'";
-    if (!c.data && count_ > 0) fail("data" + col + " is missing");
-    if (c.node_min.empty()) fail("node ranges" + col + " are missing");
-    if (c.node_bits.empty()) fail("bitmaps" + col + " are missing");
-    if (c.fine == FineIndex::quantile && (c.edges.empty() || (!c.codes && count_ > 0)))
-      fail("quantile index" + col + " is incomplete");
-    if (c.fine != FineIndex::quantile) c.codes = nullptr, c.edges.clear();
+  for (size_t i = 0; i < ncol; ++i) {
+    const ColumnSpec& c = schema_[i];
+    const std::string col = " of column '" + c.name + "'";
+    if (values_at[i] < 0) {
+      if (count_ > 0) fail("data" + col + " is missing");
+      streams_[i].values = BlockStream::contiguous(source_, "column data" + col, uint8_t(c.dtype), 0, 1, 0, {});
+    }
+    if (lazy_[i].ranges < 0) fail("node ranges" + col + " are missing");
+    if (lazy_[i].bitmaps < 0) fail("bitmaps" + col + " are missing");
+    if (c.fine == FineIndex::quantile) {
+      if (lazy_[i].edges < 0 || (codes_at[i] < 0 && count_ > 0)) fail("quantile index" + col + " is incomplete");
+      streams_[i].has_codes = codes_at[i] >= 0;
+    }
   }
-  stats_.index_bytes += nodes->length + schema->length + spec::kHeaderBytes + table_bytes;
-  for (const spec::SectionEntry& e : table)
-    if (e.kind == spec::kBlockSums) stats_.index_bytes += e.length;
-  stats_.padding_bytes = size_ > accounted ? size_ - accounted : 0;
+  // Values coded relative to their quantile bins decode with the codes and the bins' bases.
+  for (size_t i = 0; i < ncol; ++i) {
+    if (!streams_[i].has_codes || !streams_[i].values.is_coded()) continue;
+    const std::string eb = section(size_t(lazy_[i].edges));
+    if (eb.size() != (spec::kFineBins + 1) * 8) fail("quantile edges of column '" + schema_[i].name + "' have the wrong length");
+    auto bases = std::make_shared<std::vector<uint64_t>>(
+        codec::quantile_bases(uint8_t(schema_[i].dtype), reinterpret_cast<const double*>(eb.data())));
+    streams_[i].values.set_quantile_context(&streams_[i].codes, std::move(bases));
+  }
+  stats_.padding_bytes = size > accounted ? size - accounted : 0;
+}
+
+const ColumnIndex& ParticleFile::index(size_t i) const {
+  if (i >= schema_.size()) throw UsageError("column index out of range");
+  Lazy& lz = lazy_[i];
+  std::call_once(lz.once, [&] { decode_index(i, lz.index); });
+  return lz.index;
+}
+
+void ParticleFile::decode_index(size_t i, ColumnIndex& c) const {
+  c.spec = schema_[i];
+  c.fine = c.spec.fine;
+  const Lazy& lz = lazy_[i];
+  const size_t sz = dtype_size(c.spec.dtype);
+  const uint64_t nn = nodes_.size();
+  const std::string col = " of column '" + c.spec.name + "'";
+  {
+    const std::string s = section(size_t(lz.ranges));
+    if (s.size() != 2 * nn * sz) fail("node ranges" + col + " have the wrong length");
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
+    c.node_min.resize(nn);
+    c.node_max.resize(nn);
+    dispatch_dtype(c.spec.dtype, [&](auto v) {
+      using T = decltype(v);
+      for (uint64_t k = 0; k < nn; ++k) {
+        c.node_min[k] = lower_double(load<T>(p + k * sz));
+        c.node_max[k] = upper_double(load<T>(p + (nn + k) * sz));
+      }
+    });
+  }
+  {
+    const std::string s = section(size_t(lz.bitmaps));
+    spec::BitmapsHeader bh;
+    if (s.size() < sizeof bh) fail("bitmaps" + col + " are truncated");
+    std::memcpy(&bh, s.data(), sizeof bh);
+    if (bh.id_width != 1 && bh.id_width != 2 && bh.id_width != 4) fail("bitmaps" + col + " have id width " + std::to_string(bh.id_width));
+    if (s.size() != sizeof bh + uint64_t(bh.dictionary_size) * 4 + nn * bh.id_width) fail("bitmaps" + col + " have the wrong length");
+    c.global_min = bh.global_min;
+    c.global_max = bh.global_max;
+    c.nan_count = bh.nan_count;
+    c.dictionary_size = bh.dictionary_size;
+    c.id_width = bh.id_width;
+    const unsigned char* dict = reinterpret_cast<const unsigned char*>(s.data()) + sizeof bh;
+    const unsigned char* ids = dict + uint64_t(bh.dictionary_size) * 4;
+    c.node_bits.resize(nn);
+    for (uint64_t k = 0; k < nn; ++k) {
+      uint32_t id = 0;
+      std::memcpy(&id, ids + k * bh.id_width, bh.id_width);
+      if (id >= bh.dictionary_size) fail("bitmaps" + col + " reference a missing dictionary entry");
+      c.node_bits[k] = load<uint32_t>(dict + uint64_t(id) * 4);
+    }
+  }
+  if (c.fine == FineIndex::quantile) {
+    const std::string s = section(size_t(lz.edges));
+    if (s.size() != (spec::kFineBins + 1) * 8) fail("quantile edges" + col + " have the wrong length");
+    c.edges.resize(spec::kFineBins + 1);
+    std::memcpy(c.edges.data(), s.data(), s.size());
+    for (uint32_t k = 1; k <= spec::kFineBins; ++k)
+      if (!(c.edges[k] >= c.edges[k - 1])) fail("quantile edges" + col + " are not sorted");
+  }
 }
 
 void ParticleFile::verify_data(const std::function<void(uint64_t, uint64_t)>& progress) const {
+  for (size_t i = 0; i < schema_.size(); ++i) index(i);
+  std::vector<const BlockStream*> streams;
   uint64_t total = 0, done = 0;
-  for (const Bulk& b : bulk_) total += b.sums.size();
-  for (const Bulk& b : bulk_) {
-    for (uint64_t k = 0; k < b.sums.size(); ++k) {
-      uint64_t off = k * b.block_bytes;
-      uint64_t len = std::min<uint64_t>(b.block_bytes, b.length - off);
-      if (spec::kCheckSums && spec::checksum(map_ + b.offset + off, len) != b.sums[k])
-        fail("checksum mismatch in " + b.what + ", block " + std::to_string(k) + " (bytes " +
-             std::to_string(b.offset + off) + ".." + std::to_string(b.offset + off + len) + ")");
+  for (const Streams& s : streams_) {
+    streams.push_back(&s.values);
+    if (s.has_codes) streams.push_back(&s.codes);
+  }
+  for (const BlockStream* s : streams) total += s->block_count();
+  for (const BlockStream* s : streams)
+    for (uint64_t b = 0; b < s->block_count(); ++b) {
+      s->verify_block(b);
       if (progress) progress(++done, total);
     }
-  }
 }
 
 }  // namespace motes

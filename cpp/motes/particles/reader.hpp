@@ -1,25 +1,32 @@
-// Memory-mapped reader of one particle file: validates every header and index
-// section on open, exposes columns as zero-copy typed arrays in file order.
+// Reader of one particle file (format 1 or 2) from any byte source. Opening validates the
+// header, the section table, the schema and the node tree; each column's index (node
+// ranges, bitmaps, quantile edges) is decoded and checked on first use; values and
+// quantile codes are BlockStreams, read through a BlockReader (container/block_stream.hpp).
 #pragma once
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
-#include "motes/particles/layout/tree.hpp"
+#include "motes/container/block_stream.hpp"
 #include "motes/core/types.hpp"
+#include "motes/io/byte_source.hpp"
+#include "motes/particles/layout/tree.hpp"
+
+namespace motes::container {
+class Reader;
+}
 
 namespace motes {
 
-// The index of one column, decoded for queries. Node ranges are widened to
-// doubles that bound the native values (exact except for huge 64-bit integers).
+// The index of one column, decoded for queries. Node ranges are widened to doubles that
+// bound the native values (exact except for huge 64-bit integers).
 struct ColumnIndex {
   ColumnSpec spec;
   FineIndex fine = FineIndex::none;
-  const void* data = nullptr;        // particle_count values in file order
-  const uint8_t* codes = nullptr;    // quantile codes (fine == quantile)
-  std::vector<double> edges;         // 257 quantile edges (fine == quantile)
+  std::vector<double> edges;  // 257 quantile edges (fine == quantile)
   double global_min = 0, global_max = 0;
   uint64_t nan_count = 0;
   std::vector<double> node_min, node_max;  // per node, over its subtree
@@ -29,21 +36,32 @@ struct ColumnIndex {
 };
 
 struct FileStats {
-  uint64_t file_bytes = 0, data_bytes = 0, index_bytes = 0, padding_bytes = 0, fine_bytes = 0;
+  uint64_t file_bytes = 0;
+  uint64_t data_bytes = 0;      // the columns' values as stored
+  uint64_t raw_data_bytes = 0;  // the columns' values as numbers (count x dtype size)
+  uint64_t index_bytes = 0, padding_bytes = 0;
+  uint64_t fine_bytes = 0;  // quantile codes and edges as stored
 };
 
 class ParticleFile {
  public:
-  // Opens and validates `path`; throws FormatError naming the file and the problem.
-  // With verify_data, also checks every data block checksum.
+  // Opens and validates a file; FormatError naming the file and the problem. With
+  // verify_data, also checks every data block and decodes every index section.
   static std::shared_ptr<ParticleFile> open(const std::string& path, bool verify_data = false);
-  ~ParticleFile();
+  static std::shared_ptr<ParticleFile> open(std::shared_ptr<const ByteSource> source, bool verify_data = false);
   ParticleFile(const ParticleFile&) = delete;
   ParticleFile& operator=(const ParticleFile&) = delete;
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const { return source_->name(); }
+  const ByteSource& source() const { return *source_; }
   uint64_t particle_count() const { return count_; }
-  const std::vector<ColumnIndex>& columns() const { return columns_; }
+  const std::vector<ColumnSpec>& schema() const { return schema_; }
+  // Column i's index, decoded and checked on first use (thread-safe); FormatError naming the
+  // file and the section when it is damaged.
+  const ColumnIndex& index(size_t i) const;
+  // Column i's values in file order, and its quantile codes (null without a quantile index).
+  const BlockStream& values(size_t i) const { return streams_.at(i).values; }
+  const BlockStream* codes(size_t i) const { return streams_.at(i).has_codes ? &streams_[i].codes : nullptr; }
   // Index of column `name`; UsageError listing the columns when there is none.
   size_t column(const std::string& name) const;
   bool has_column(const std::string& name) const;
@@ -51,46 +69,67 @@ class ParticleFile {
   const Levels& levels() const { return levels_; }
   uint32_t lod_count() const { return lod_count_; }
   uint32_t leaf_size() const { return leaf_size_; }
+  uint32_t block_values() const { return block_values_; }
   const Box& bounds() const { return bounds_; }
   uint16_t version_major() const { return major_; }
   uint16_t version_minor() const { return minor_; }
+  uint64_t required_features() const { return features_; }
   // The header's checksum: it covers every other checksum, so it identifies the whole file.
   uint64_t header_checksum() const { return header_checksum_; }
   FileStats stats() const { return stats_; }
 
   // FormatError when the file's size changed since it was opened (truncated under the
   // reader): checked before a query reads mapped data, where it would otherwise die of SIGBUS.
-  void check_unchanged() const;
+  void check_unchanged() const { source_->check_unchanged(); }
 
-  // Checks every bulk block checksum; throws FormatError naming the section and block.
-  // Calls progress(done, total) per block when given.
+  // Checks every data block and decodes every column's index; FormatError naming the
+  // section and block. Calls progress(done, total) per block when given.
   void verify_data(const std::function<void(uint64_t, uint64_t)>& progress = {}) const;
 
  private:
   ParticleFile() = default;
-  void parse();
-  std::string read_at(uint64_t offset, uint64_t length) const;  // pread, FormatError when short
+  struct Sec {  // a section table entry, either format
+    uint32_t kind;
+    uint8_t storage;
+    uint32_t column;
+    uint64_t offset, length, checksum;
+  };
+  struct Streams {
+    BlockStream values, codes;
+    bool has_codes = false;
+  };
+  struct Lazy {
+    std::once_flag once;
+    ColumnIndex index;
+    int ranges = -1, bitmaps = -1, edges = -1;  // section numbers
+  };
+  void parse_v1();
+  void parse_v2();
+  void parse_common(const std::vector<Sec>& table, uint64_t table_bytes, uint32_t column_count,
+                    uint32_t node_count, uint32_t level_count);
+  std::string section(size_t i) const;  // bytes of section i, checked (and decoded)
+  void decode_index(size_t i, ColumnIndex& c) const;
   [[noreturn]] void fail(const std::string& what) const;
 
-  std::string path_;
-  int fd_ = -1;  // kept open: check_unchanged() and the index reads use it
-  const unsigned char* map_ = nullptr;
-  uint64_t size_ = 0;
+  std::shared_ptr<const ByteSource> source_;
+  std::unique_ptr<container::Reader> container_;  // format 2
   uint64_t count_ = 0;
-  uint32_t lod_count_ = 0, leaf_size_ = 0, block_bytes_ = 0;
+  uint32_t lod_count_ = 0, leaf_size_ = 0, block_values_ = 0;
   uint16_t major_ = 0, minor_ = 0;
+  uint64_t features_ = 0;
   uint64_t header_checksum_ = 0;
   Box bounds_{};
+  std::vector<ColumnSpec> schema_;
   std::vector<TreeNode> nodes_;
   Levels levels_;
-  std::vector<ColumnIndex> columns_;
-  struct Bulk {
-    std::string what;
-    uint64_t offset, length, block_bytes;
-    std::vector<uint64_t> sums;
-  };
-  std::vector<Bulk> bulk_;
+  std::vector<Sec> table_;
+  std::vector<std::string> prefetched_;  // section bytes read at open (by section number)
+  std::vector<Streams> streams_;
+  std::unique_ptr<Lazy[]> lazy_;
   FileStats stats_;
+
+ public:
+  ~ParticleFile();
 };
 
 }  // namespace motes

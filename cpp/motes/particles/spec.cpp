@@ -1,8 +1,10 @@
 #include "motes/particles/spec.hpp"
 
+#include <cmath>
+
 namespace motes::spec {
 
-std::string encode_schema(const std::vector<ColumnSpec>& columns) {
+std::string encode_schema(const std::vector<ColumnSpec>& columns, bool with_bounds) {
   std::string out;
   for (const ColumnSpec& s : columns) {
     out.push_back(char(s.dtype));
@@ -11,13 +13,14 @@ std::string encode_schema(const std::vector<ColumnSpec>& columns) {
     uint32_t unit_len = uint32_t(s.unit.size());
     out.append(reinterpret_cast<const char*>(&name_len), 2);
     out.append(reinterpret_cast<const char*>(&unit_len), 4);
+    if (with_bounds) out.append(reinterpret_cast<const char*>(&s.error_bound), 8);
     out += s.name;
     out += s.unit;
   }
   return out;
 }
 
-std::string decode_schema(const unsigned char* p, const unsigned char* end, uint32_t count,
+std::string decode_schema(const unsigned char* p, const unsigned char* end, uint32_t count, bool with_bounds,
                           std::vector<ColumnSpec>& out) {
   out.clear();
   if (count == 0 || count > 65535) return "implausible column count " + std::to_string(count);
@@ -29,6 +32,13 @@ std::string decode_schema(const unsigned char* p, const unsigned char* end, uint
     std::memcpy(&name_len, p + 2, 2);
     std::memcpy(&unit_len, p + 4, 4);
     p += 8;
+    double bound = 0.0;
+    if (with_bounds) {
+      if (end - p < 8) return "schema is truncated";
+      std::memcpy(&bound, p, 8);
+      p += 8;
+      if (!(bound >= 0.0 && bound < INFINITY)) return "schema gives an error bound that is not a finite number >= 0";
+    }
     if (!dtype_valid(dtype)) return "schema names unknown dtype code " + std::to_string(dtype);
     if (fine != uint8_t(FineIndex::none) && fine != uint8_t(FineIndex::quantile))
       return "schema names unknown index kind " + std::to_string(fine);
@@ -36,6 +46,7 @@ std::string decode_schema(const unsigned char* p, const unsigned char* end, uint
     ColumnSpec c;
     c.dtype = DType(dtype);
     c.fine = FineIndex(fine);
+    c.error_bound = bound;
     c.name.assign(reinterpret_cast<const char*>(p), name_len);
     c.unit.assign(reinterpret_cast<const char*>(p + name_len), unit_len);
     p += name_len + unit_len;

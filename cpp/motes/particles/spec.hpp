@@ -1,4 +1,6 @@
-// Byte-level constants of the particle file format; docs/format.md is the normative text.
+// Byte-level constants of the particle file format (versions 1 and 2); docs/format.md is
+// the normative text. Format 2 files are containers (container/container.hpp) whose kind
+// area is ParticleArea; format 1 files have the Header below.
 #pragma once
 
 #include <bit>
@@ -23,8 +25,9 @@ inline constexpr bool kCheckSums = true;
 #endif
 
 inline constexpr char kMagic[8] = {'M', 'O', 'T', 'E', 'S', 'P', 'R', 'T'};
-inline constexpr uint16_t kVersionMajor = 1;
+inline constexpr uint16_t kVersionMajor = 2;  // written
 inline constexpr uint16_t kVersionMinor = 0;
+inline constexpr uint16_t kLegacyMajor = 1;   // format 1 (motes 0.1) files stay readable forever
 inline constexpr uint64_t kPage = 4096;
 inline constexpr uint32_t kHeaderBytes = 256;        // checksummed header prefix
 inline constexpr uint32_t kHeaderChecksumAt = 248;   // u64 XXH3 of bytes [0, 248)
@@ -41,7 +44,13 @@ enum SectionKind : uint32_t {
   kFineEdges = 6,    // 257 f64 quantile edges
   kFineCodes = 7,    // bulk: particle_count u8 quantile codes in file order
   kBlockSums = 8,    // u64 XXH3 per block of the bulk section named by `column`
+  kBlockTable = 9,   // format 2: a BlockEntry per coded block of the bulk section named by `column`
 };
+
+// Values per block in format 2 (ParticleArea::block_values): the unit of coded blocks and
+// of block checksums of every bulk section, so block b covers the same rows in all of them.
+inline constexpr uint32_t kDefaultBlockValues = 16384;
+inline constexpr uint32_t kMaxBlockValues = 1u << 17;  // and at most 1 MiB of values per block
 
 #pragma pack(push, 1)
 struct Header {
@@ -68,6 +77,31 @@ struct Header {
 };
 static_assert(sizeof(Header) == kHeaderBytes);
 
+// Format 2: the kind area of a particle file's container header (bytes 56..247).
+struct ParticleArea {
+  uint64_t particle_count;
+  uint32_t column_count;
+  uint32_t node_count;
+  uint32_t level_count;
+  uint32_t lod_count;
+  uint32_t leaf_size;
+  uint32_t block_values;
+  double bounds_lo[3];
+  double bounds_hi[3];
+  uint8_t zero[192 - 80];
+};
+static_assert(sizeof(ParticleArea) == 192);
+
+// Format 2: one entry of a kBlockTable section per coded block, in row order.
+struct BlockEntry {
+  uint64_t offset;    // of the stored block in the file
+  uint32_t stored;    // its bytes
+  uint32_t zero;
+  uint64_t checksum;  // XXH3 of the stored bytes
+};
+static_assert(sizeof(BlockEntry) == 24);
+
+// Format 1: the whole header.
 struct SectionEntry {
   uint32_t kind;
   uint32_t column;
@@ -107,12 +141,12 @@ inline uint8_t fine_code(double v, const double* edges) {
   return uint8_t(pos);
 }
 
-// Schema records (u8 dtype, u8 index kind, u16 name length, u32 unit length, name,
-// unit), shared by particle files and step indexes.
-std::string encode_schema(const std::vector<ColumnSpec>& columns);
+// Schema records (u8 dtype, u8 index kind, u16 name length, u32 unit length, [f64 error
+// bound: format 2 particle files], name, unit), shared by particle files and step indexes.
+std::string encode_schema(const std::vector<ColumnSpec>& columns, bool with_bounds);
 // Decodes exactly `count` records filling [p, end); returns an error message, empty on success.
-// Checks dtype and index codes, duplicate names, and that x, y, z exist as f32/f64.
-std::string decode_schema(const unsigned char* p, const unsigned char* end, uint32_t count,
+// Checks dtype and index codes, duplicate names, bounds, and that x, y, z exist as f32/f64.
+std::string decode_schema(const unsigned char* p, const unsigned char* end, uint32_t count, bool with_bounds,
                           std::vector<ColumnSpec>& out);
 // The problem with a schema (a name twice, x, y or z missing or not f32/f64), empty if none.
 std::string check_schema(const std::vector<ColumnSpec>& columns);

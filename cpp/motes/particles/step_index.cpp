@@ -163,7 +163,7 @@ StepIndexSummary StepIndex::write(const std::string& path, const std::vector<Col
     }
   }
 
-  std::string body = spec::encode_schema(schema);
+  std::string body = spec::encode_schema(schema, false);
   const uint32_t schema_bytes = uint32_t(body.size());
   pad8(body);
   append(body, global.data(), ncol);
@@ -241,7 +241,7 @@ std::shared_ptr<const StepIndex> StepIndex::open(const std::string& path) {
   idx->count_ = h.particle_count;
   for (int a = 0; a < 3; ++a) idx->bounds_.lo[a] = h.bounds_lo[a], idx->bounds_.hi[a] = h.bounds_hi[a];
   std::vector<ColumnSpec> specs;
-  std::string problem = spec::decode_schema(body, body + h.schema_bytes, h.column_count, specs);
+  std::string problem = spec::decode_schema(body, body + h.schema_bytes, h.column_count, false, specs);
   if (!problem.empty()) fail(problem);
   const unsigned char* p = body + up8(h.schema_bytes);
   idx->columns_.resize(ncol);

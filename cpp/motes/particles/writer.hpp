@@ -1,5 +1,6 @@
-// Writes one particle file: builds the layout, streams columns in file order
-// with their per-node index, checksums every block, and renames atomically.
+// Writes one particle file (format 2): builds the layout, streams columns in file order
+// with their per-node index, codes them block by block (lossless by default), checksums
+// every block and section, and renames atomically.
 #pragma once
 
 #include <functional>
@@ -11,10 +12,18 @@
 
 namespace motes {
 
+// How values are stored. The names are what users pass ("lossless", "none").
+enum class Compression : uint8_t {
+  none = 0,      // values stored as they are (read in place)
+  lossless = 1,  // each column coded when that pays: predictor, byte planes, zstd or lz4
+};
+
 struct WriteOptions {
   LayoutOptions layout;
-  uint32_t block_bytes = 1u << 20;  // checksum granularity of bulk data
-  bool sync = true;                 // fdatasync the file and its directory before returning
+  Compression compression = Compression::lossless;
+  uint32_t block_values = 16384;  // values per coded (and per checksummed) block; <= 1 MiB of values
+  int zstd_level = 1;             // zstd level of coded blocks (index sections use 3)
+  bool sync = true;               // fdatasync the file and its directory before returning
   // Called as work advances: (stage name, units done, units total).
   std::function<void(const std::string&, uint64_t, uint64_t)> progress;
 };
@@ -31,7 +40,8 @@ struct ColumnSummary {
 struct WriteSummary {
   uint64_t particle_count = 0;
   uint64_t file_bytes = 0;
-  uint64_t data_bytes = 0;  // the columns' raw bytes
+  uint64_t data_bytes = 0;    // the columns' raw bytes
+  uint64_t stored_bytes = 0;  // the columns' values as stored
   uint32_t node_count = 0, level_count = 0;
   Box bounds{};
   std::vector<ColumnSummary> columns;

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "motes/particles/reader.hpp"
 #include "motes/particles/collection.hpp"
+#include "motes/particles/reader.hpp"
 #include "motes/query/expr.hpp"
 #include "motes/query/sample.hpp"
 
@@ -26,6 +26,9 @@ struct QuerySpec {
   // N, taken coarse to fine: whole levels, then an even sample of the next (LevelSample).
   std::optional<double> fraction;
   unsigned threads = 0;         // 0 = all cores
+  // Tell the sources which byte ranges the evaluation will read before reading them (a cold
+  // query then waits for a few overlapping reads); off saves the hints' system calls.
+  bool prefetch = true;
 };
 
 // A contiguous range of selected points of one part, in file order.
@@ -73,32 +76,14 @@ class Query {
   LevelSample sample_;  // the partly taken level of the part being planned (fraction queries)
   QueryCounters counters_;
 
+  bool prefetch_ = true;
   std::vector<uint32_t> parts_to_read();
+  void prefetch(const ParticleFile& file, const std::vector<Task>& tasks) const;
   std::vector<Task> plan(const ParticleFile& file, QueryCounters& counters);
   size_t run_part(const ParticleFile& file, uint32_t part, const std::vector<Task>& tasks, size_t first_chunk,
                   const Sink& sink, Schedule schedule);
   static constexpr uint64_t kScanBlock = 1 << 14;  // points per block of tested runs
   static std::vector<Task> coalesce(const std::vector<std::vector<Task>>& by_level);
-};
-
-// A materialised selection: segments in traversal order with running offsets.
-class Selection {
- public:
-  Selection() = default;
-  explicit Selection(Query& query);
-  uint64_t size() const { return offsets_.empty() ? 0 : offsets_.back(); }
-  const Collection& collection() const { return *collection_; }
-  // Copies rows [row_begin, row_end) of the selection of column `column` into dest (column dtype).
-  void gather(size_t column, uint64_t row_begin, uint64_t row_end, void* dest, unsigned threads) const;
-  // Positions of rows [row_begin, row_end) in the collection (part offset + position in the part's file).
-  void positions(uint64_t row_begin, uint64_t row_end, uint64_t* dest) const;
-
- private:
-  std::shared_ptr<const Collection> collection_;
-  std::vector<Segment> segments_;
-  std::vector<uint32_t> part_of_;  // part of each segment
-  std::vector<uint64_t> offsets_;  // offsets_[k] = rows before segment k; back() = total
-  size_t segment_of(uint64_t row) const;
 };
 
 }  // namespace motes

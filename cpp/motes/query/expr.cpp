@@ -279,12 +279,8 @@ class Parser {
           return e;
         }
         if (peek().type == Token::lparen) {
-          const auto& fns = expression_functions();
-          if (std::find(fns.begin(), fns.end(), t.text) == fns.end()) {
-            std::string list;
-            for (const auto& f : fns) list += (list.empty() ? "" : ", ") + f;
-            error(t, "unknown function '" + t.text + "' (functions: " + list + ")");
-          }
+          const Function* fn = find_function(t.text);
+          if (!fn) error(t, "unknown function '" + t.text + "' (functions: " + function_names() + ")");
           ++at_;
           ExprPtr arg = parse_sum();
           need_number(arg, t, t.text);
@@ -292,6 +288,7 @@ class Parser {
           ++at_;
           auto e = make(K::call, std::move(arg));
           e->name = t.text;
+          e->function = fn;
           return e;
         }
         auto e = make(K::column);
@@ -345,6 +342,7 @@ ExprPtr Expr::clone() const {
   e->value = value;
   e->name = name;
   e->column = column;
+  e->function = function;
   e->height = height;
   for (const auto& a : args) e->args.push_back(a->clone());
   return e;
@@ -389,23 +387,6 @@ std::vector<int> referenced_columns(const Expr& e) {
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
-}
-
-const std::vector<std::string>& expression_functions() {
-  static const std::vector<std::string> fns = {"abs", "sqrt", "exp", "log", "log10", "sin", "cos", "tan"};
-  return fns;
-}
-
-double apply_function(const std::string& f, double v) {
-  if (f == "abs") return std::fabs(v);
-  if (f == "sqrt") return std::sqrt(v);
-  if (f == "exp") return std::exp(v);
-  if (f == "log") return std::log(v);
-  if (f == "log10") return std::log10(v);
-  if (f == "sin") return std::sin(v);
-  if (f == "cos") return std::cos(v);
-  if (f == "tan") return std::tan(v);
-  throw UsageError("unknown function '" + f + "'");
 }
 
 }  // namespace motes

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "motes/core/types.hpp"
+#include "motes/query/functions.hpp"
 
 namespace motes {
 
@@ -26,6 +27,7 @@ struct Expr {
   double value = 0;           // number
   std::string name;           // column or function name
   int column = -1;            // column index, set by bind()
+  const Function* function = nullptr;  // call: the function, set by the parser
   uint32_t height = 1;        // nodes on the longest path down from here (bounded by the parser)
   std::vector<std::unique_ptr<Expr>> args;
 
@@ -45,9 +47,5 @@ void bind_columns(Expr& e, const std::vector<std::string>& columns);
 
 // Column indexes an expression reads (sorted, unique).
 std::vector<int> referenced_columns(const Expr& e);
-
-// The supported functions of one argument.
-const std::vector<std::string>& expression_functions();
-double apply_function(const std::string& name, double v);
 
 }  // namespace motes

@@ -1,0 +1,445 @@
+#include "motes/codec/codec.hpp"
+
+#include <lz4.h>
+#include <zstd.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include "motes/codec/shuffle.hpp"
+
+namespace motes::codec {
+
+namespace {
+
+struct Zstd {
+  ZSTD_CCtx* c = ZSTD_createCCtx();
+  ZSTD_DCtx* d = ZSTD_createDCtx();
+  ~Zstd() {
+    ZSTD_freeCCtx(c);
+    ZSTD_freeDCtx(d);
+  }
+};
+Zstd& zstd() {
+  thread_local Zstd z;
+  return z;
+}
+
+// Per-thread scratch buffers, grown on demand (a block is at most kMaxBlockBytes).
+struct Scratch {
+  std::vector<unsigned char> words, planes;
+};
+Scratch& scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+template <class U>
+U load(const unsigned char* p) {
+  U v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class U>
+void put(unsigned char* p, U v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+template <class U>
+using Signed = std::make_signed_t<U>;
+
+// Order-preserving map of a value's bits to an unsigned integer (and back).
+template <class U>
+U ordered(U u, const ValueType& t) {
+  constexpr U top = U(1) << (sizeof(U) * 8 - 1);
+  if (t.is_float) return (u & top) ? U(~u) : U(u | top);
+  return t.is_signed ? U(u ^ top) : u;
+}
+template <class U>
+U unordered(U o, const ValueType& t) {
+  constexpr U top = U(1) << (sizeof(U) * 8 - 1);
+  if (t.is_float) return (o & top) ? U(o ^ top) : U(~o);
+  return t.is_signed ? U(o ^ top) : o;
+}
+template <class U>
+U zigzag(U d) {
+  return U(U(d << 1) ^ U(Signed<U>(d) >> (sizeof(U) * 8 - 1)));
+}
+template <class U>
+U unzigzag(U z) {
+  return U((z >> 1) ^ U(-U(z & 1)));
+}
+
+// words[i] = predictor(values)[i]; returns the parameter (Predictor::offset's reference).
+template <class U>
+U forward(Predictor p, const ValueType& t, const unsigned char* src, size_t n, const Context& ctx, unsigned char* words) {
+  U param = 0;
+  switch (p) {
+    case Predictor::none:
+      std::memcpy(words, src, n * sizeof(U));
+      break;
+    case Predictor::delta: {
+      U prev = 0;
+      for (size_t i = 0; i < n; ++i) {
+        U v = load<U>(src + i * sizeof(U));
+        put<U>(words + i * sizeof(U), zigzag<U>(U(v - prev)));
+        prev = v;
+      }
+      break;
+    }
+    case Predictor::xor_: {
+      U prev = 0;
+      for (size_t i = 0; i < n; ++i) {
+        U v = load<U>(src + i * sizeof(U));
+        put<U>(words + i * sizeof(U), U(v ^ prev));
+        prev = v;
+      }
+      break;
+    }
+    case Predictor::quantile:
+      for (size_t i = 0; i < n; ++i)
+        put<U>(words + i * sizeof(U), U(ordered<U>(load<U>(src + i * sizeof(U)), t) - U(ctx.bases[ctx.codes[i]])));
+      break;
+    case Predictor::offset: {
+      U lo = std::numeric_limits<U>::max();
+      for (size_t i = 0; i < n; ++i) lo = std::min(lo, ordered<U>(load<U>(src + i * sizeof(U)), t));
+      param = n ? lo : 0;
+      for (size_t i = 0; i < n; ++i) put<U>(words + i * sizeof(U), U(ordered<U>(load<U>(src + i * sizeof(U)), t) - param));
+      break;
+    }
+  }
+  return param;
+}
+
+template <class U>
+void inverse(Predictor p, const ValueType& t, unsigned char* data, size_t n, const Context& ctx, U param) {
+  switch (p) {
+    case Predictor::none:
+      return;
+    case Predictor::delta: {
+      U acc = 0;
+      for (size_t i = 0; i < n; ++i) {
+        acc = U(acc + unzigzag<U>(load<U>(data + i * sizeof(U))));
+        put<U>(data + i * sizeof(U), acc);
+      }
+      return;
+    }
+    case Predictor::xor_: {
+      U acc = 0;
+      for (size_t i = 0; i < n; ++i) {
+        acc ^= load<U>(data + i * sizeof(U));
+        put<U>(data + i * sizeof(U), acc);
+      }
+      return;
+    }
+    case Predictor::quantile:
+      for (size_t i = 0; i < n; ++i)
+        put<U>(data + i * sizeof(U), unordered<U>(U(load<U>(data + i * sizeof(U)) + U(ctx.bases[ctx.codes[i]])), t));
+      return;
+    case Predictor::offset:
+      for (size_t i = 0; i < n; ++i) put<U>(data + i * sizeof(U), unordered<U>(U(load<U>(data + i * sizeof(U)) + param), t));
+      return;
+  }
+}
+
+template <class F>
+decltype(auto) with_word(uint32_t size, F&& f) {
+  switch (size) {
+    case 1: return f(uint8_t{});
+    case 2: return f(uint16_t{});
+    case 4: return f(uint32_t{});
+    default: return f(uint64_t{});
+  }
+}
+
+bool word_size(uint32_t size) { return size == 1 || size == 2 || size == 4 || size == 8; }
+
+// Codes n bytes with `coder` into out; false when the coder does not make them smaller.
+bool code_stream(Coder coder, int level, const unsigned char* in, size_t n, std::string& out) {
+  if (coder == Coder::zstd) {
+    out.resize(ZSTD_compressBound(n));
+    size_t r = ZSTD_compressCCtx(zstd().c, out.data(), out.size(), in, n, level);
+    if (ZSTD_isError(r) || r >= n) return false;
+    out.resize(r);
+    return true;
+  }
+  if (coder == Coder::lz4) {
+    if (n > size_t(LZ4_MAX_INPUT_SIZE)) return false;
+    out.resize(size_t(LZ4_compressBound(int(n))));
+    int r = LZ4_compress_default(reinterpret_cast<const char*>(in), out.data(), int(n), int(out.size()));
+    if (r <= 0 || size_t(r) >= n) return false;
+    out.resize(size_t(r));
+    return true;
+  }
+  return false;
+}
+
+// Transforms n values into streams (pointers into scratch): returns the parameter.
+uint64_t prepare(Predictor pred, Layout layout, const ValueType& t, const void* src, size_t n, const Context& ctx,
+                 std::vector<const unsigned char*>& streams, size_t& stream_bytes) {
+  Scratch& s = scratch();
+  const size_t bytes = n * t.size;
+  if (s.words.size() < bytes) s.words.resize(bytes);
+  uint64_t param = with_word(t.size, [&](auto w) -> uint64_t {
+    using U = decltype(w);
+    return uint64_t(forward<U>(pred, t, static_cast<const unsigned char*>(src), n, ctx, s.words.data()));
+  });
+  streams.clear();
+  if (layout == Layout::whole || t.size == 1) {
+    streams.push_back(s.words.data());
+    stream_bytes = bytes;
+    return param;
+  }
+  if (s.planes.size() < bytes) s.planes.resize(bytes);
+  unsigned char* planes[8];
+  for (uint32_t k = 0; k < t.size; ++k) planes[k] = s.planes.data() + k * n, streams.push_back(planes[k]);
+  shuffle(s.words.data(), n, t.size, planes);
+  stream_bytes = n;
+  return param;
+}
+
+}  // namespace
+
+const char* predictor_name(Predictor p) {
+  switch (p) {
+    case Predictor::none: return "none";
+    case Predictor::delta: return "delta";
+    case Predictor::xor_: return "xor";
+    case Predictor::quantile: return "quantile";
+    case Predictor::offset: return "offset";
+  }
+  return "unknown";
+}
+
+const char* coder_name(Coder c) {
+  switch (c) {
+    case Coder::raw: return "raw";
+    case Coder::zstd: return "zstd";
+    case Coder::lz4: return "lz4";
+  }
+  return "unknown";
+}
+
+ValueType value_type(uint8_t code) {
+  switch (code) {
+    case 1: return {4, true, true};   // f32
+    case 2: return {8, true, true};   // f64
+    case 3: return {1, false, true};  // i8
+    case 4: return {2, false, true};
+    case 5: return {4, false, true};
+    case 6: return {8, false, true};
+    case 7: return {1, false, false};  // u8
+    case 8: return {2, false, false};
+    case 9: return {4, false, false};
+    default: return {8, false, false};  // u64
+  }
+}
+
+std::vector<uint64_t> quantile_bases(uint8_t dtype_code, const double* edges) {
+  const ValueType t = value_type(dtype_code);
+  std::vector<uint64_t> bases(256);
+  for (size_t k = 0; k < 256; ++k) {
+    const double e = edges[k];
+    bases[k] = with_word(t.size, [&](auto w) -> uint64_t {
+      using U = decltype(w);
+      U bits = 0;
+      if (t.is_float && t.size == 4) {
+        float f = float(e);
+        std::memcpy(&bits, &f, 4);
+      } else if (t.is_float) {
+        std::memcpy(&bits, &e, 8);
+      } else if (t.is_signed) {
+        using S = Signed<U>;
+        long double f = std::isnan(e) ? 0.0L : std::floor((long double)e);
+        S v = f <= (long double)std::numeric_limits<S>::min() ? std::numeric_limits<S>::min()
+              : f >= (long double)std::numeric_limits<S>::max() ? std::numeric_limits<S>::max()
+                                                                : S(f);
+        bits = U(v);
+      } else {
+        long double f = std::isnan(e) ? 0.0L : std::floor((long double)e);
+        bits = f <= 0 ? U(0) : f >= (long double)std::numeric_limits<U>::max() ? std::numeric_limits<U>::max() : U(f);
+      }
+      return uint64_t(ordered<U>(bits, t));
+    });
+  }
+  return bases;
+}
+
+bool Plan::raw() const {
+  if (predictor != Predictor::none) return false;
+  for (Coder c : coders)
+    if (c != Coder::raw) return false;
+  return true;
+}
+
+std::string Plan::name(uint32_t size) const {
+  if (raw()) return "raw";
+  std::string out;
+  if (predictor != Predictor::none) out += std::string(predictor_name(predictor)) + "+";
+  if (layout == Layout::planes && size > 1) out += "shuffle+";
+  // The coders of the streams: "zstd" when all agree, else per stream ("raw,raw,zstd,zstd").
+  bool same = true;
+  for (Coder c : coders) same &= c == coders[0];
+  if (same) return out + coder_name(coders.empty() ? Coder::raw : coders[0]);
+  std::string list;
+  for (Coder c : coders) list += (list.empty() ? "" : ",") + std::string(coder_name(c));
+  return out + "[" + list + "]";
+}
+
+void encode(const Plan& plan, ValueType t, const void* src, size_t n, const Context& ctx, std::string& out) {
+  std::vector<const unsigned char*> streams;
+  size_t stream_bytes = 0;
+  const uint64_t param = prepare(plan.predictor, plan.layout, t, src, n, ctx, streams, stream_bytes);
+  const uint32_t param_bytes = plan.predictor == Predictor::offset ? t.size : 0;
+  const size_t count = streams.size();
+  out.assign(kBlockHeaderBytes + count * kStreamEntryBytes + param_bytes, '\0');
+  out[0] = char(plan.predictor);
+  out[1] = char(count > 1 ? Layout::planes : Layout::whole);
+  out[2] = char(count);
+  out[3] = char(param_bytes);
+  std::memcpy(out.data() + kBlockHeaderBytes + count * kStreamEntryBytes, &param, param_bytes);
+  thread_local std::string buf;
+  for (size_t k = 0; k < count; ++k) {
+    Coder c = k < plan.coders.size() ? plan.coders[k] : Coder::raw;
+    const size_t at = out.size();
+    if (c != Coder::raw && code_stream(c, plan.zstd_level, streams[k], stream_bytes, buf)) {
+      out += buf;
+    } else {
+      c = Coder::raw;
+      out.append(reinterpret_cast<const char*>(streams[k]), stream_bytes);
+    }
+    unsigned char* entry = reinterpret_cast<unsigned char*>(out.data()) + kBlockHeaderBytes + k * kStreamEntryBytes;
+    entry[0] = uint8_t(c);
+    put<uint32_t>(entry + 4, uint32_t(out.size() - at));
+  }
+}
+
+bool describe(const void* stored, size_t stored_n, Predictor& predictor, std::vector<Coder>& coders) {
+  const unsigned char* p = static_cast<const unsigned char*>(stored);
+  if (stored_n < kBlockHeaderBytes) return false;
+  const size_t count = p[2];
+  if (p[0] > kMaxPredictor || count == 0 || count > 8 || stored_n < kBlockHeaderBytes + count * kStreamEntryBytes) return false;
+  predictor = Predictor(p[0]);
+  coders.clear();
+  for (size_t k = 0; k < count; ++k) {
+    uint8_t c = p[kBlockHeaderBytes + k * kStreamEntryBytes];
+    if (c > kMaxCoder) return false;
+    coders.push_back(Coder(c));
+  }
+  return true;
+}
+
+std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, size_t n, const Context& ctx) {
+  const unsigned char* p = static_cast<const unsigned char*>(stored);
+  if (!word_size(t.size)) return "unsupported value size " + std::to_string(t.size);
+  if (n * t.size > kMaxBlockBytes) return "block holds more than 1 MiB of values";
+  if (stored_n < kBlockHeaderBytes) return "coded block is shorter than its 4-byte header";
+  const uint8_t pred = p[0], layout = p[1], count = p[2], param_bytes = p[3];
+  if (pred > kMaxPredictor) return "unknown predictor " + std::to_string(pred);
+  if (layout > kMaxLayout) return "unknown layout " + std::to_string(layout);
+  const size_t want_count = layout == uint8_t(Layout::planes) ? t.size : 1;
+  if (count != want_count) return "block has " + std::to_string(count) + " streams, expected " + std::to_string(want_count);
+  if (layout == uint8_t(Layout::planes) && t.size == 1) return "byte planes of 1-byte values";
+  const uint32_t want_param = pred == uint8_t(Predictor::offset) ? t.size : 0;
+  if (param_bytes != want_param) return "predictor parameter has " + std::to_string(param_bytes) + " bytes, expected " + std::to_string(want_param);
+  if (pred == uint8_t(Predictor::quantile) && !(ctx.codes && ctx.bases)) return "quantile predictor without quantile codes";
+  size_t pos = kBlockHeaderBytes + size_t(count) * kStreamEntryBytes + param_bytes;
+  if (pos > stored_n) return "coded block is shorter than its stream table";
+  uint64_t param = 0;
+  std::memcpy(&param, p + pos - param_bytes, param_bytes);
+  const size_t stream_bytes = count > 1 ? n : n * t.size;
+  Scratch& s = scratch();
+  if (s.planes.size() < n * t.size) s.planes.resize(n * t.size);
+  const unsigned char* streams[8];
+  unsigned char* out = static_cast<unsigned char*>(dst);
+  for (size_t k = 0; k < count; ++k) {
+    const unsigned char* e = p + kBlockHeaderBytes + k * kStreamEntryBytes;
+    const uint8_t coder = e[0];
+    const uint32_t len = load<uint32_t>(e + 4);
+    if (e[1] || e[2] || e[3]) return "stream entry " + std::to_string(k) + " has nonzero reserved bytes";
+    if (len > stored_n - pos) return "stream " + std::to_string(k) + " runs past the end of the block";
+    const unsigned char* in = p + pos;
+    // One stream decodes straight into dst; planes go to scratch, then are interleaved.
+    unsigned char* target = count == 1 ? out : s.planes.data() + k * stream_bytes;
+    switch (coder) {
+      case uint8_t(Coder::raw):
+        if (len != stream_bytes)
+          return "raw stream " + std::to_string(k) + " has " + std::to_string(len) + " bytes, expected " + std::to_string(stream_bytes);
+        if (count == 1) std::memcpy(out, in, len);
+        else target = const_cast<unsigned char*>(in);  // read in place
+        break;
+      case uint8_t(Coder::zstd): {
+        size_t r = ZSTD_decompressDCtx(zstd().d, target, stream_bytes, in, len);
+        if (ZSTD_isError(r)) return "stream " + std::to_string(k) + ": zstd: " + ZSTD_getErrorName(r);
+        if (r != stream_bytes)
+          return "zstd stream " + std::to_string(k) + " decodes to " + std::to_string(r) + " bytes, expected " + std::to_string(stream_bytes);
+        break;
+      }
+      case uint8_t(Coder::lz4): {
+        if (len > size_t(INT32_MAX)) return "lz4 stream too long";
+        int r = LZ4_decompress_safe(reinterpret_cast<const char*>(in), reinterpret_cast<char*>(target), int(len), int(stream_bytes));
+        if (r < 0) return "stream " + std::to_string(k) + ": lz4: corrupt data";
+        if (size_t(r) != stream_bytes)
+          return "lz4 stream " + std::to_string(k) + " decodes to " + std::to_string(r) + " bytes, expected " + std::to_string(stream_bytes);
+        break;
+      }
+      default:
+        return "unknown coder " + std::to_string(coder) + " in stream " + std::to_string(k);
+    }
+    streams[k] = target;
+    pos += len;
+  }
+  if (pos != stored_n) return "coded block has " + std::to_string(stored_n - pos) + " trailing bytes";
+  if (count > 1) unshuffle(streams, n, t.size, out);
+  with_word(t.size, [&](auto w) {
+    using U = decltype(w);
+    inverse<U>(Predictor(pred), t, out, n, ctx, U(param));
+  });
+  return {};
+}
+
+Plan choose(ValueType t, const std::vector<Predictor>& predictors, const std::vector<Sample>& samples, int zstd_level) {
+  Plan best;
+  best.layout = t.size > 1 ? Layout::planes : Layout::whole;
+  best.coders.assign(t.size > 1 ? t.size : 1, Coder::raw);
+  best.zstd_level = zstd_level;
+  uint64_t best_bytes = UINT64_MAX;
+  std::vector<const unsigned char*> streams;
+  std::string buf;
+  for (Predictor pred : predictors) {
+    if (pred == Predictor::quantile) {
+      bool ok = !samples.empty();
+      for (const Sample& s : samples) ok &= s.ctx.codes && s.ctx.bases;
+      if (!ok) continue;
+    }
+    const size_t count = t.size > 1 ? t.size : 1;
+    std::vector<uint64_t> raw(count, 0), zs(count, 0), lz(count, 0);
+    for (const Sample& s : samples) {
+      size_t stream_bytes = 0;
+      prepare(pred, best.layout, t, s.values, s.count, s.ctx, streams, stream_bytes);
+      for (size_t k = 0; k < count; ++k) {
+        raw[k] += stream_bytes;
+        zs[k] += code_stream(Coder::zstd, zstd_level, streams[k], stream_bytes, buf) ? buf.size() : stream_bytes;
+        lz[k] += code_stream(Coder::lz4, zstd_level, streams[k], stream_bytes, buf) ? buf.size() : stream_bytes;
+      }
+    }
+    Plan plan = best;
+    plan.predictor = pred;
+    uint64_t total = 0;
+    for (size_t k = 0; k < count; ++k) {
+      const double limit = double(raw[k]) * (1.0 - kMinSaving);
+      Coder c = Coder::raw;
+      uint64_t bytes = raw[k];
+      if (double(zs[k]) <= limit) c = Coder::zstd, bytes = zs[k];
+      if (double(lz[k]) <= limit && double(lz[k]) <= double(zs[k]) * (1.0 + kLz4Slack)) c = Coder::lz4, bytes = lz[k];
+      plan.coders[k] = c;
+      total += bytes;
+    }
+    if (total < best_bytes) best = plan, best_bytes = total;
+  }
+  return best;
+}
+
+}  // namespace motes::codec

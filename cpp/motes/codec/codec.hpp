@@ -1,0 +1,91 @@
+// Block codecs: one block of fixed-size values (at most 1 MiB) is transformed (a
+// predictor in file order), split into byte planes, and each plane stored raw or coded
+// by a well-kept entropy coder (zstd, lz4). A coded block describes itself: a reader
+// needs only its bytes (and, for the quantile predictor, the column's quantile codes).
+// docs/format.md §4.12 is the normative description of the stored bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace motes::codec {
+
+// The numbers below are stored in files: never renumber, never reuse.
+enum class Predictor : uint8_t {
+  none = 0,
+  delta = 1,     // zigzag(v[i] - v[i-1]) on the values' bits (wrapping; v[-1] = 0)
+  xor_ = 2,      // v[i] ^ v[i-1] on the values' bits (v[-1] = 0)
+  quantile = 3,  // ordered(v[i]) - base[code[i]]: the value within its quantile bin (needs codes)
+  offset = 4,    // v[i] - reference (wrapping): integers near a block's minimum
+};
+enum class Layout : uint8_t {
+  whole = 0,   // one stream of n * size bytes
+  planes = 1,  // `size` streams: byte k of every value (byte shuffle)
+};
+enum class Coder : uint8_t { raw = 0, zstd = 1, lz4 = 2 };
+
+inline constexpr uint8_t kMaxPredictor = 4, kMaxLayout = 1, kMaxCoder = 2;
+inline constexpr uint32_t kBlockHeaderBytes = 4;  // predictor, layout, stream count, parameter bytes
+inline constexpr uint32_t kStreamEntryBytes = 8;  // coder, 3 zero bytes, u32 stored length
+inline constexpr size_t kMaxBlockBytes = size_t(1) << 20;  // decoded bytes of one block
+
+const char* predictor_name(Predictor p);
+const char* coder_name(Coder c);
+
+// Everything the quantile predictor needs besides the block: each value's code and, per
+// code, the base its residual is taken from (quantile_bases()).
+struct Context {
+  const uint8_t* codes = nullptr;      // one per value of the block
+  const uint64_t* bases = nullptr;     // 256 ordered bases
+};
+
+// The ordered bases of the 256 quantile bins of a column of `dtype_code` (a DType code)
+// from its 257 edges: base[k] = ordered(edge k converted to the column's type).
+std::vector<uint64_t> quantile_bases(uint8_t dtype_code, const double* edges);
+
+// How a column's blocks are coded: the predictor and, per stream, the coder to try. A
+// stream that a coder does not shrink is stored raw whatever the plan says.
+struct Plan {
+  Predictor predictor = Predictor::none;
+  Layout layout = Layout::planes;
+  std::vector<Coder> coders;  // one per stream
+  int zstd_level = 1;
+  bool raw() const;  // every stream raw and no predictor: the block is stored as plain values
+  std::string name(uint32_t size) const;  // e.g. "delta+shuffle+zstd[2,3]", "raw"
+};
+
+// Values are `is_float` (IEEE) or integers (`is_signed`), of `size` bytes.
+struct ValueType {
+  uint32_t size = 4;
+  bool is_float = true;
+  bool is_signed = true;
+};
+ValueType value_type(uint8_t dtype_code);
+
+// Encodes n values (n * type.size bytes at src) into out (replacing it): the block's
+// header, stream table, parameter and streams. ctx is used by Predictor::quantile.
+void encode(const Plan& plan, ValueType type, const void* src, size_t n, const Context& ctx, std::string& out);
+
+// Decodes a block of `stored_n` bytes into n values at dst (n * type.size bytes). Returns
+// an empty string, or what is wrong with the block (for a FormatError naming the block).
+std::string decode(ValueType type, const void* stored, size_t stored_n, void* dst, size_t n, const Context& ctx);
+
+// What a stored block says about itself (for `motes info` and tests): its predictor and
+// the coder of each stream; false when the header is damaged.
+bool describe(const void* stored, size_t stored_n, Predictor& predictor, std::vector<Coder>& coders);
+
+// Chooses the plan giving the fewest bytes on sample blocks of a column (with a
+// preference for fast decoding: a stream is coded only when that saves at least
+// kMinSaving of its bytes, and lz4 is taken over zstd when within kLz4Slack of it).
+// `predictors` lists the candidates; samples are (values, count) with ctx per sample.
+inline constexpr double kMinSaving = 0.04, kLz4Slack = 0.03;
+struct Sample {
+  const void* values;
+  size_t count;
+  Context ctx;
+};
+Plan choose(ValueType type, const std::vector<Predictor>& predictors, const std::vector<Sample>& samples, int zstd_level);
+
+}  // namespace motes::codec

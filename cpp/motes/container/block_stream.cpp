@@ -1,0 +1,302 @@
+#include "motes/container/block_stream.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+
+#include "motes/core/types.hpp"
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace motes {
+
+namespace {
+
+std::atomic<uint64_t> next_stream_id{1};
+
+// Least recently used decoded blocks, up to a byte budget. Blocks in use elsewhere stay
+// alive after eviction (shared_ptr); the cache only stops holding them.
+class Cache {
+ public:
+  Cache() {
+    uint64_t mb = 256;
+    if (const char* v = std::getenv("MOTES_CACHE_MB"); v && *v) {
+      char* end = nullptr;
+      unsigned long long m = std::strtoull(v, &end, 10);
+      if (end && !*end) mb = m;
+    }
+    limit_ = mb << 20;
+  }
+  std::shared_ptr<const DecodedBlock> find(uint64_t stream, uint64_t block) {
+    std::lock_guard lock(m_);
+    auto it = map_.find(Key{stream, block});
+    if (it == map_.end()) return nullptr;
+    lru_.splice(lru_.begin(), lru_, it->second.where);
+    return it->second.block;
+  }
+  void put(uint64_t stream, uint64_t block, std::shared_ptr<const DecodedBlock> b) {
+    std::lock_guard lock(m_);
+    if (b->size() > limit_) return;
+    Key k{stream, block};
+    if (map_.count(k)) return;  // decoded by another thread meanwhile
+    lru_.push_front(k);
+    used_ += b->size();
+    map_.emplace(k, Entry{std::move(b), lru_.begin()});
+    trim();
+  }
+  void set_limit(uint64_t bytes) {
+    std::lock_guard lock(m_);
+    limit_ = bytes;
+    trim();
+  }
+  uint64_t limit() {
+    std::lock_guard lock(m_);
+    return limit_;
+  }
+  uint64_t used() {
+    std::lock_guard lock(m_);
+    return used_;
+  }
+  void clear() {
+    std::lock_guard lock(m_);
+    map_.clear();
+    lru_.clear();
+    used_ = 0;
+  }
+
+ private:
+  struct Key {
+    uint64_t stream, block;
+    bool operator==(const Key& o) const { return stream == o.stream && block == o.block; }
+  };
+  struct Hash {
+    size_t operator()(const Key& k) const { return size_t(k.stream * 0x9E3779B97F4A7C15ULL ^ k.block); }
+  };
+  struct Entry {
+    std::shared_ptr<const DecodedBlock> block;
+    std::list<Key>::iterator where;
+  };
+  void trim() {
+    while (used_ > limit_ && !lru_.empty()) {
+      auto it = map_.find(lru_.back());
+      used_ -= it->second.block->size();
+      map_.erase(it);
+      lru_.pop_back();
+    }
+  }
+  std::mutex m_;
+  std::unordered_map<Key, Entry, Hash> map_;
+  std::list<Key> lru_;
+  uint64_t used_ = 0, limit_ = 0;
+};
+
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+}  // namespace
+
+DecodedBlock::DecodedBlock(size_t bytes) : size_(bytes) {
+  data_ = static_cast<unsigned char*>(std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64));
+  if (!data_) throw std::bad_alloc();
+}
+DecodedBlock::~DecodedBlock() { std::free(data_); }
+
+BlockStream BlockStream::contiguous(std::shared_ptr<const ByteSource> source, std::string what, uint8_t dtype_code,
+                                    uint64_t count, uint64_t per_block, uint64_t offset, std::vector<uint64_t> sums) {
+  BlockStream s;
+  s.source_ = std::move(source);
+  s.what_ = std::move(what);
+  s.dtype_code_ = dtype_code;
+  s.type_ = codec::value_type(dtype_code);
+  s.count_ = count;
+  s.per_block_ = std::max<uint64_t>(per_block, 1);
+  s.offset_ = offset;
+  s.sums_ = std::move(sums);
+  s.id_ = next_stream_id.fetch_add(1);
+  return s;
+}
+
+BlockStream BlockStream::coded(std::shared_ptr<const ByteSource> source, std::string what, uint8_t dtype_code,
+                               uint64_t count, uint64_t per_block, std::vector<StoredBlock> blocks) {
+  BlockStream s = contiguous(std::move(source), std::move(what), dtype_code, count, per_block, 0, {});
+  s.coded_ = true;
+  s.blocks_ = std::move(blocks);
+  return s;
+}
+
+void BlockStream::set_quantile_context(const BlockStream* codes, std::shared_ptr<const std::vector<uint64_t>> bases) {
+  codes_ = codes;
+  bases_ = std::move(bases);
+}
+
+uint64_t BlockStream::stored_bytes() const {
+  if (!coded_) return count_ * type_.size;
+  uint64_t n = 0;
+  for (const StoredBlock& b : blocks_) n += b.stored;
+  return n;
+}
+
+std::string BlockStream::pipelines() const {
+  if (!coded_) return "raw";
+  std::vector<std::string> seen;
+  std::string stored;
+  for (uint64_t b = 0; b < blocks_.size(); ++b) {
+    stored.resize(std::min<uint64_t>(blocks_[b].stored, 64));
+    source_->read(blocks_[b].offset, stored.size(), stored.data());
+    codec::Predictor pred{};
+    std::vector<codec::Coder> coders;
+    std::string name = "damaged";
+    if (codec::describe(stored.data(), stored.size(), pred, coders)) {
+      codec::Plan p;
+      p.predictor = pred;
+      p.layout = coders.size() > 1 ? codec::Layout::planes : codec::Layout::whole;
+      p.coders = coders;
+      name = p.raw() ? "raw" : p.name(type_.size);
+    }
+    bool known = false;
+    for (const std::string& s : seen) known |= s == name;
+    if (!known) seen.push_back(name);
+    if (seen.size() >= 4) break;
+  }
+  std::string out;
+  for (const std::string& s : seen) out += (out.empty() ? "" : " | ") + s;
+  return out;
+}
+
+const unsigned char* BlockStream::in_place() const {
+  if (coded_ || !source_) return nullptr;
+  const unsigned char* base = source_->data();
+  return base ? base + offset_ : nullptr;
+}
+
+void BlockStream::fail(uint64_t b, const std::string& problem) const {
+  throw FormatError(source_->name() + ": " + what_ + ", block " + std::to_string(b) + ": " + problem);
+}
+
+std::shared_ptr<DecodedBlock> BlockStream::decode(uint64_t b) const {
+  const uint64_t n = values_in(b);
+  auto out = std::make_shared<DecodedBlock>(n * type_.size);
+  if (!coded_) {
+    source_->read(offset_ + b * per_block_ * type_.size, n * type_.size, out->data());
+    return out;
+  }
+  const StoredBlock& sb = blocks_[b];
+  // The codes first: decoding them uses the same per-thread buffers as the lines below.
+  codec::Context ctx;
+  std::shared_ptr<const DecodedBlock> codes;
+  if (codes_) {
+    if (const unsigned char* p = codes_->in_place()) {
+      ctx.codes = p + b * per_block_;
+    } else {
+      codes = codes_->block(b);
+      ctx.codes = codes->data();
+    }
+    ctx.bases = bases_->data();
+  }
+  // Stored bytes in place for memory, else read (pread: a truncated file is an error here).
+  thread_local std::vector<unsigned char> buf;
+  const unsigned char* stored = nullptr;
+  if (source_->in_memory()) {
+    stored = source_->data() + sb.offset;
+  } else {
+    if (buf.size() < sb.stored) buf.resize(sb.stored);
+    source_->read(sb.offset, sb.stored, buf.data());
+    stored = buf.data();
+  }
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+  if (XXH3_64bits(stored, sb.stored) != sb.checksum) fail(b, "checksum mismatch (corrupted data)");
+#endif
+  std::string problem = codec::decode(type_, stored, sb.stored, out->data(), n, ctx);
+  if (!problem.empty()) fail(b, problem);
+  return out;
+}
+
+std::shared_ptr<const DecodedBlock> BlockStream::block(uint64_t b) const {
+  if (b >= block_count()) fail(b, "block out of range");
+  if (auto hit = cache().find(id_, b)) return hit;
+  std::shared_ptr<const DecodedBlock> d = decode(b);
+  cache().put(id_, b, d);
+  return d;
+}
+
+void BlockStream::read(uint64_t start, uint64_t n, void* dst) const {
+  if (start > count_ || n > count_ - start) throw UsageError(what_ + ": values out of range");
+  unsigned char* out = static_cast<unsigned char*>(dst);
+  const size_t size = type_.size;
+  if (const unsigned char* p = in_place()) {
+    std::memcpy(out, p + start * size, n * size);
+    return;
+  }
+  while (n > 0) {
+    uint64_t b = start / per_block_, first = b * per_block_;
+    uint64_t take = std::min(n, first + values_in(b) - start);
+    auto blk = block(b);
+    std::memcpy(out, blk->data() + (start - first) * size, take * size);
+    out += take * size, start += take, n -= take;
+  }
+}
+
+void BlockStream::byte_ranges(uint64_t start, uint64_t n, std::vector<ByteRange>& out) const {
+  if (!n || start >= count_) return;
+  n = std::min(n, count_ - start);
+  if (!coded_) {
+    out.push_back({offset_ + start * type_.size, n * type_.size});
+    return;
+  }
+  for (uint64_t b = start / per_block_, e = (start + n - 1) / per_block_; b <= e; ++b)
+    out.push_back({blocks_[b].offset, blocks_[b].stored});
+  if (codes_) codes_->byte_ranges(start, n, out);
+}
+
+void BlockStream::verify_block(uint64_t b) const {
+  if (b >= block_count()) fail(b, "block out of range");
+  if (coded_) {
+    decode(b);  // checks the checksum, then that the block decodes
+    return;
+  }
+  const uint64_t n = values_in(b) * type_.size;
+  std::vector<unsigned char> bytes(n);
+  source_->read(offset_ + b * per_block_ * type_.size, n, bytes.data());
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+  if (b < sums_.size() && XXH3_64bits(bytes.data(), n) != sums_[b])
+    fail(b, "checksum mismatch (bytes " + std::to_string(offset_ + b * per_block_ * type_.size) + ".." +
+                std::to_string(offset_ + b * per_block_ * type_.size + n) + ")");
+#endif
+}
+
+const void* BlockReader::span(const BlockStream& s, uint64_t start, uint64_t n) {
+  if (const unsigned char* p = s.in_place()) return p + start * s.value_size();
+  Slot* slot = nullptr;
+  for (Slot& x : slots_)
+    if (x.stream == &s) slot = &x;
+  if (!slot) {
+    slots_.emplace_back();
+    slot = &slots_.back();
+    slot->stream = &s;
+  }
+  const size_t size = s.value_size();
+  if (slot->block && start >= slot->first && start + n <= slot->last)
+    return slot->block->data() + (start - slot->first) * size;
+  const uint64_t b = start / s.per_block(), first = b * s.per_block();
+  if (n == 0 || start + n <= first + s.per_block()) {
+    slot->block = s.block(b);
+    slot->first = first;
+    slot->last = first + slot->block->size() / size;
+    return slot->block->data() + (start - first) * size;
+  }
+  if (slot->scratch.size() < n * size) slot->scratch.resize(n * size);
+  s.read(start, n, slot->scratch.data());
+  return slot->scratch.data();
+}
+
+void set_block_cache_bytes(uint64_t bytes) { cache().set_limit(bytes); }
+uint64_t block_cache_bytes() { return cache().limit(); }
+uint64_t block_cache_used() { return cache().used(); }
+void clear_block_cache() { cache().clear(); }
+
+}  // namespace motes

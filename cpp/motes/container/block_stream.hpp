@@ -1,0 +1,130 @@
+// The column/block reader: every consumer of stored values (filtering, gathering,
+// analyses, verify, the parallel read) reads them through a BlockStream and a BlockReader.
+// A stream is one column's values (or its quantile codes) in file order, stored either
+// contiguously (raw; read in place when the source is addressable) or as independently
+// coded blocks (decoded on first use, checked against their checksums, and shared through
+// one process-wide cache of decoded blocks).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "motes/codec/codec.hpp"
+#include "motes/io/byte_source.hpp"
+
+namespace motes {
+
+struct StoredBlock {
+  uint64_t offset = 0;    // in the source
+  uint32_t stored = 0;    // bytes in the source
+  uint64_t checksum = 0;  // XXH3 of the stored bytes
+};
+
+// Decoded values of one block, 64-byte aligned.
+class DecodedBlock {
+ public:
+  explicit DecodedBlock(size_t bytes);
+  ~DecodedBlock();
+  DecodedBlock(const DecodedBlock&) = delete;
+  DecodedBlock& operator=(const DecodedBlock&) = delete;
+  unsigned char* data() { return data_; }
+  const unsigned char* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  unsigned char* data_;
+  size_t size_;
+};
+
+class BlockStream {
+ public:
+  BlockStream() = default;
+  // `count` values stored one after the other from `offset` (format 1, and raw sections of
+  // format 2); sums holds an XXH3 per block of per_block values (checked by verify_block).
+  static BlockStream contiguous(std::shared_ptr<const ByteSource> source, std::string what, uint8_t dtype_code,
+                                uint64_t count, uint64_t per_block, uint64_t offset, std::vector<uint64_t> sums);
+  // `count` values in blocks of per_block values (the last one shorter), each coded on its
+  // own (codec::encode) and stored at blocks[b].
+  static BlockStream coded(std::shared_ptr<const ByteSource> source, std::string what, uint8_t dtype_code,
+                           uint64_t count, uint64_t per_block, std::vector<StoredBlock> blocks);
+  // The quantile codes of the same values and the bases of their bins, for blocks coded
+  // with the quantile predictor. `codes` must outlive this stream.
+  void set_quantile_context(const BlockStream* codes, std::shared_ptr<const std::vector<uint64_t>> bases);
+
+  const std::string& what() const { return what_; }
+  uint32_t value_size() const { return type_.size; }
+  uint64_t count() const { return count_; }
+  uint64_t per_block() const { return per_block_; }
+  uint64_t block_count() const { return count_ ? (count_ + per_block_ - 1) / per_block_ : 0; }
+  bool is_coded() const { return coded_; }
+  uint64_t stored_bytes() const;  // in the source
+  const std::vector<StoredBlock>& blocks() const { return blocks_; }
+  const ByteSource& source() const { return *source_; }
+  // The coders used, e.g. "delta+shuffle+[raw,raw,zstd,zstd]" or "raw", from the blocks'
+  // own headers (several joined with " | " when blocks differ).
+  std::string pipelines() const;
+
+  // Value 0 in place, when the stream is contiguous and its source addressable; else null.
+  const unsigned char* in_place() const;
+  // Decoded block b, through the shared cache; FormatError naming the stream and block when
+  // its checksum or its contents are wrong.
+  std::shared_ptr<const DecodedBlock> block(uint64_t b) const;
+  // Copies values [start, start + n) to dst.
+  void read(uint64_t start, uint64_t n, void* dst) const;
+  // The stored bytes holding values [start, start + n) (whole blocks when coded).
+  void byte_ranges(uint64_t start, uint64_t n, std::vector<ByteRange>& out) const;
+  // Checks block b's stored bytes against its checksum (and that a coded block decodes).
+  void verify_block(uint64_t b) const;
+
+ private:
+  std::shared_ptr<const ByteSource> source_;
+  std::string what_;
+  codec::ValueType type_{};
+  uint8_t dtype_code_ = 0;
+  uint64_t count_ = 0, per_block_ = 1;
+  bool coded_ = false;
+  uint64_t offset_ = 0;               // contiguous: value 0
+  std::vector<uint64_t> sums_;        // contiguous: per block
+  std::vector<StoredBlock> blocks_;   // coded
+  uint64_t id_ = 0;                   // key in the cache of decoded blocks
+  const BlockStream* codes_ = nullptr;
+  std::shared_ptr<const std::vector<uint64_t>> bases_;
+
+  uint64_t values_in(uint64_t b) const { return std::min(per_block_, count_ - b * per_block_); }
+  std::shared_ptr<DecodedBlock> decode(uint64_t b) const;
+  [[noreturn]] void fail(uint64_t b, const std::string& problem) const;
+};
+
+// Reads spans of values from streams; one reader per thread. It keeps the block it last
+// used of each stream, so consecutive spans of one block cost no cache lookup.
+class BlockReader {
+ public:
+  // Values [start, start + n) of `s`, valid until the next call for the same stream or the
+  // reader's end: in place when the stream is, in a decoded block, or copied into the
+  // reader's scratch when the span crosses blocks.
+  const void* span(const BlockStream& s, uint64_t start, uint64_t n);
+  template <class T>
+  const T* values(const BlockStream& s, uint64_t start, uint64_t n) {
+    return static_cast<const T*>(span(s, start, n));
+  }
+
+ private:
+  struct Slot {
+    const BlockStream* stream = nullptr;
+    std::shared_ptr<const DecodedBlock> block;
+    uint64_t first = 0, last = 0;  // values the block holds
+    std::vector<unsigned char> scratch;
+  };
+  std::vector<Slot> slots_;
+};
+
+// The process-wide cache of decoded blocks: how many bytes it may keep (MOTES_CACHE_MB,
+// default 256 MiB), what it holds, and emptying it (for cold measurements).
+void set_block_cache_bytes(uint64_t bytes);
+uint64_t block_cache_bytes();
+uint64_t block_cache_used();
+void clear_block_cache();
+
+}  // namespace motes

@@ -1,0 +1,129 @@
+#include "motes/container/container.hpp"
+
+#include <zstd.h>
+
+#include <cstring>
+
+#include "motes/core/types.hpp"
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace motes::container {
+
+namespace {
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+constexpr bool kCheckSums = false;  // mutated inputs reach the structural checks
+#else
+constexpr bool kCheckSums = true;
+#endif
+}  // namespace
+
+std::string feature_names(uint64_t bits) {
+  std::string out;
+  for (uint32_t k = 0; k < 64; ++k) {
+    if (!(bits >> k & 1)) continue;
+    const uint64_t bit = uint64_t(1) << k;
+    std::string name = bit == kFeatureZstdSections ? "zstd-sections" : bit == kFeatureCodedBlocks ? "coded-blocks" : "bit " + std::to_string(k);
+    out += (out.empty() ? "" : ", ") + name;
+  }
+  return out;
+}
+
+Reader::Reader(std::shared_ptr<const ByteSource> source, const char (&magic)[8], uint16_t major, const std::string& what)
+    : source_(std::move(source)) {
+  const uint64_t size = source_->size();
+  if (size < kPage)
+    fail("file is " + std::to_string(size) + " bytes, shorter than the 4096-byte header page (truncated or not a " + what + ")");
+  source_->read(0, sizeof header_, &header_);
+  if (std::memcmp(header_.magic, magic, 8) != 0) fail("not a motes " + what + " (bad magic)");
+  if (header_.version_major != major)
+    fail("format version " + std::to_string(header_.version_major) + "." + std::to_string(header_.version_minor) +
+         " is not supported (this motes reads versions 1.x and " + std::to_string(major) + ".x)");
+  if (kCheckSums && XXH3_64bits(&header_, kHeaderChecksumAt) != header_.header_checksum)
+    fail("header checksum mismatch (corrupted header)");
+  if (header_.header_bytes != kHeaderBytes)
+    fail("header size " + std::to_string(header_.header_bytes) + " is not " + std::to_string(kHeaderBytes));
+  if (uint64_t unknown = header_.required_features & ~kKnownFeatures)
+    fail("needs features this motes does not know (" + feature_names(unknown) + "): read it with a newer motes");
+  if (header_.file_size != size)
+    fail("file is " + std::to_string(size) + " bytes but its header says " + std::to_string(header_.file_size) +
+         (size < header_.file_size ? " (truncated)" : " (trailing bytes)"));
+  if (header_.entry_bytes != kEntryBytes)
+    fail("section entries of " + std::to_string(header_.entry_bytes) + " bytes (expected " + std::to_string(kEntryBytes) + ")");
+  if (header_.section_count > kMaxSections) fail("implausible section count " + std::to_string(header_.section_count));
+  const uint64_t table_bytes = uint64_t(header_.section_count) * kEntryBytes;
+  if (header_.section_table_offset < kPage || header_.section_table_offset > size ||
+      table_bytes > size - header_.section_table_offset)
+    fail("section table lies outside the file");
+  sections_.resize(header_.section_count);
+  if (table_bytes) source_->read(header_.section_table_offset, table_bytes, sections_.data());
+  if (kCheckSums && XXH3_64bits(sections_.data(), table_bytes) != header_.section_table_checksum)
+    fail("section table checksum mismatch");
+  for (size_t i = 0; i < sections_.size(); ++i) {
+    const SectionEntry& e = sections_[i];
+    const std::string name = "section " + std::to_string(i) + " (kind " + std::to_string(e.kind) + ")";
+    if (e.offset < kPage || e.offset > size || e.length > size - e.offset) fail(name + " lies outside the file");
+    if (e.storage > kBlocks) fail(name + " has unknown storage " + std::to_string(e.storage));
+    if (e.zero) fail(name + " has a nonzero reserved byte");
+    if (e.storage == kZstd && !(header_.required_features & kFeatureZstdSections))
+      fail(name + " is zstd-coded but the header does not require zstd-sections");
+    if (e.storage == kBlocks && !(header_.required_features & kFeatureCodedBlocks))
+      fail(name + " holds coded blocks but the header does not require coded-blocks");
+  }
+}
+
+void Reader::fail(const std::string& what) const { throw FormatError(source_->name() + ": " + what); }
+
+std::string Reader::section(size_t i, const std::string& name, uint64_t max_decoded) const {
+  const SectionEntry& e = sections_.at(i);
+  if (e.storage == kBlocks) fail(name + " is stored as coded blocks, not as one section");
+  std::string stored = source_->read(e.offset, e.length);
+  if (kCheckSums && XXH3_64bits(stored.data(), stored.size()) != e.checksum) fail(name + " checksum mismatch");
+  if (e.storage == kRaw) return stored;
+  const unsigned long long n = ZSTD_getFrameContentSize(stored.data(), stored.size());
+  if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN)
+    fail(name + " is not a zstd frame with a declared size");
+  if (n > max_decoded) fail(name + " declares " + std::to_string(n) + " decoded bytes, more than it can hold");
+  std::string out(size_t(n), '\0');
+  const size_t r = ZSTD_decompress(out.data(), out.size(), stored.data(), stored.size());
+  if (ZSTD_isError(r)) fail(name + ": zstd: " + ZSTD_getErrorName(r));
+  if (r != n) fail(name + " decodes to " + std::to_string(r) + " bytes, its frame says " + std::to_string(n));
+  return out;
+}
+
+Stored store_section(const std::string& bytes, bool compress, int zstd_level) {
+  Stored s;
+  if (compress && bytes.size() >= 64) {
+    std::string z(ZSTD_compressBound(bytes.size()), '\0');
+    size_t r = ZSTD_compress(z.data(), z.size(), bytes.data(), bytes.size(), zstd_level);
+    if (!ZSTD_isError(r) && r < bytes.size()) {
+      z.resize(r);
+      s.bytes = std::move(z);
+      s.storage = kZstd;
+      return s;
+    }
+  }
+  s.bytes = bytes;
+  return s;
+}
+
+Header make_header(const char (&magic)[8], uint16_t major, uint16_t minor, uint64_t features, uint64_t file_size,
+                   uint64_t table_offset, uint32_t section_count, uint64_t table_checksum, const void* kind_area,
+                   size_t kind_area_bytes) {
+  Header h{};
+  std::memcpy(h.magic, magic, 8);
+  h.version_major = major;
+  h.version_minor = minor;
+  h.header_bytes = kHeaderBytes;
+  h.required_features = features;
+  h.file_size = file_size;
+  h.section_table_offset = table_offset;
+  h.section_count = section_count;
+  h.entry_bytes = kEntryBytes;
+  h.section_table_checksum = table_checksum;
+  std::memcpy(h.kind_area, kind_area, std::min<size_t>(kind_area_bytes, kKindAreaBytes));
+  h.header_checksum = XXH3_64bits(&h, kHeaderChecksumAt);
+  return h;
+}
+
+}  // namespace motes::container

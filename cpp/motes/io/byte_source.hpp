@@ -1,0 +1,65 @@
+// Where a file's bytes come from: a path (pread, and a read-only mapping on demand for
+// values read in place), bytes in memory, or any reader of byte ranges (the viewer's
+// server, object stores). Parsers take a ByteSource, never a path, so every reader works
+// on every source and fuzzers feed their input bytes directly.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace motes {
+
+struct ByteRange {
+  uint64_t offset = 0, length = 0;
+};
+
+class ByteSource {
+ public:
+  ByteSource();
+  virtual ~ByteSource() = default;
+  ByteSource(const ByteSource&) = delete;
+  ByteSource& operator=(const ByteSource&) = delete;
+
+  // Names the source in errors: a path, "<memory>", a URL.
+  virtual const std::string& name() const = 0;
+  virtual uint64_t size() const = 0;
+  // Reads exactly n bytes at offset into dst; FormatError naming the source when it ends
+  // first (a file truncated under the reader), Error when the system fails.
+  virtual void read(uint64_t offset, uint64_t n, void* dst) const = 0;
+  // All the bytes, addressable in memory (a mapped file, a buffer); nullptr when the source
+  // cannot give them without copying. Valid while the source lives.
+  virtual const unsigned char* data() const { return nullptr; }
+  // True when data() is cheap (memory); a file maps itself on its first data() call.
+  virtual bool in_memory() const { return false; }
+  // Hint: these ranges will be read soon; a file starts reading them now, all at once, so
+  // a query's scattered reads overlap instead of waiting one after the other.
+  virtual void will_need(const std::vector<ByteRange>& ranges) const { (void)ranges; }
+  // FormatError when the source changed size since it was opened.
+  virtual void check_unchanged() const {}
+
+  // Unique in the process (keys of caches): never reused, unlike addresses.
+  uint64_t id() const { return id_; }
+  std::string read(uint64_t offset, uint64_t n) const;
+
+ private:
+  uint64_t id_;
+};
+
+// A regular file (no FIFO, device or directory; checked without blocking) of at most
+// max_bytes; FormatError/NotFoundError naming `what` and the path otherwise.
+std::shared_ptr<const ByteSource> open_file_source(const std::string& path, const std::string& what,
+                                                   uint64_t max_bytes = UINT64_MAX);
+// Bytes held in memory (copied in, or moved).
+std::shared_ptr<const ByteSource> memory_source(std::string bytes, std::string name = "<memory>");
+// Any reader of byte ranges: read(offset, n, dst) must fill dst or throw.
+std::shared_ptr<const ByteSource> range_source(std::string name, uint64_t size,
+                                               std::function<void(uint64_t, uint64_t, void*)> read);
+
+// Coalesces ranges (sorted by offset, merged when closer than `gap` bytes).
+std::vector<ByteRange> coalesce(std::vector<ByteRange> ranges, uint64_t gap);
+
+}  // namespace motes

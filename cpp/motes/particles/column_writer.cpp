@@ -1,0 +1,337 @@
+#include "motes/particles/column_writer.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "motes/core/parallel.hpp"
+#include "motes/particles/spec.hpp"
+
+namespace motes {
+
+namespace {
+
+template <class T>
+const T& value_at(const ColumnView& c, uint64_t row) {
+  return *reinterpret_cast<const T*>(static_cast<const char*>(c.data) + int64_t(row) * c.stride());
+}
+
+template <class T>
+void scan_global(ColumnPlan& p, unsigned threads) {
+  const ColumnView& c = *p.view;
+  const char* base = static_cast<const char*>(c.data);
+  const int64_t stride = c.stride();
+  std::mutex m;
+  bool any = false;
+  T mn{}, mx{};
+  uint64_t nans = 0;
+  parallel_ranges(c.count, threads, 1 << 16, [&](uint64_t b, uint64_t e) {
+    bool local_any = false;
+    T lmn{}, lmx{};
+    uint64_t lnan = 0;
+    for (uint64_t i = b; i < e; ++i) {
+      T v = *reinterpret_cast<const T*>(base + int64_t(i) * stride);
+      if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(v)) {
+          ++lnan;
+          continue;
+        }
+      }
+      if (!local_any) lmn = lmx = v, local_any = true;
+      lmn = std::min(lmn, v);
+      lmx = std::max(lmx, v);
+    }
+    std::lock_guard lock(m);
+    nans += lnan;
+    if (!local_any) return;
+    if (!any) mn = lmn, mx = lmx, any = true;
+    mn = std::min(mn, lmn);
+    mx = std::max(mx, lmx);
+  });
+  p.nan_count = nans;
+  p.gmin = any ? double(mn) : 0.0;
+  p.gmax = any ? double(mx) : 0.0;
+}
+
+// How spatially incoherent a column is: the bins sample leaves cover, over the bins
+// random samples of the same size cover (about 1 for noise, near 0 for smooth
+// fields). 0 when it cannot tell (too little data) or when random samples cover
+// few bins (few distinct values: codes would gain little).
+template <class T>
+double incoherence(const ColumnPlan& p, const Layout& layout) {
+  const Levels& lv = layout.levels;
+  const uint64_t n = p.view->count;
+  std::vector<uint32_t> leaves;
+  for (uint32_t i = 0; i < layout.nodes.size(); ++i)
+    if (layout.nodes[i].is_leaf() && layout.nodes[i].own_count >= 16) leaves.push_back(i);
+  if (leaves.size() < 16) return 0.0;
+  const size_t samples = std::min<size_t>(256, leaves.size());
+  auto bin_of_row = [&](uint64_t row, uint32_t& bits) {
+    double v = double(value_at<T>(*p.view, row));
+    if (!std::isnan(v)) bits |= 1u << spec::bitmap_bin(v, p.gmin, p.gmax);
+  };
+  double leaf_bins = 0, random_bins = 0;
+  uint64_t state = 0x9e3779b97f4a7c15ULL;
+  for (size_t s = 0; s < samples; ++s) {
+    uint32_t leaf = leaves[s * leaves.size() / samples];
+    uint32_t leaf_bits = 0, random_bits = 0;
+    for (uint32_t r = lv.run_begin[leaf]; r < lv.run_begin[leaf + 1]; ++r)
+      for (uint32_t k = 0; k < lv.runs[r].count; ++k) {
+        bin_of_row(layout.order[lv.runs[r].start + k], leaf_bits);
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;  // LCG: a fixed pseudo-random row
+        bin_of_row((state >> 11) % n, random_bits);
+      }
+    leaf_bins += std::popcount(leaf_bits);
+    random_bins += std::popcount(random_bits);
+  }
+  return random_bins >= 8.0 * double(samples) ? leaf_bins / random_bins : 0.0;
+}
+
+// spec::fine_code, made fast for millions of values: a uniform grid over the
+// column's range remembers each cell's first code, so a value usually needs one
+// or two comparisons. Every answer is checked against the edges; a value the
+// grid cannot place (rounding at cell borders, runs of equal edges) takes the
+// full search.
+class CodeLookup {
+ public:
+  explicit CodeLookup(const std::vector<double>& edges, double lo, double hi) : edges_(edges.data()), lo_(lo) {
+    scale_ = hi > lo ? double(kCells) / (hi - lo) : 0.0;
+    for (uint32_t c = 0; c < kCells; ++c) first_[c] = spec::fine_code(lo + double(c) / (scale_ > 0 ? scale_ : 1.0), edges_);
+  }
+  uint8_t operator()(double v) const {
+    double t = (v - lo_) * scale_;
+    uint32_t cell = t >= 0 ? (t < double(kCells) ? uint32_t(t) : kCells - 1) : 0;  // NaN lands in cell 0
+    uint32_t r = first_[cell];
+    if (r > 0 && !(edges_[r] <= v)) return spec::fine_code(v, edges_);
+    for (int steps = 0; r < spec::kFineBins - 1 && edges_[r + 1] <= v; ++r)
+      if (++steps > 4) return spec::fine_code(v, edges_);
+    return uint8_t(r);
+  }
+
+ private:
+  static constexpr uint32_t kCells = 4096;
+  const double* edges_;
+  double lo_, scale_;
+  uint8_t first_[kCells];
+};
+
+template <class T>
+void compute_edges(ColumnPlan& p) {
+  const ColumnView& c = *p.view;
+  uint64_t n = c.count;
+  uint64_t s = std::min<uint64_t>(n, 1 << 16);
+  std::vector<double> sample;
+  sample.reserve(s);
+  for (uint64_t k = 0; k < s; ++k) {
+    double v = double(value_at<T>(c, k * n / s));
+    if (!std::isnan(v)) sample.push_back(v);
+  }
+  std::sort(sample.begin(), sample.end());
+  p.edges.assign(spec::kFineBins + 1, 0.0);
+  if (sample.empty()) return;
+  for (uint32_t b = 0; b <= spec::kFineBins; ++b)
+    p.edges[b] = sample[std::min<size_t>(sample.size() - 1, size_t(b) * sample.size() / spec::kFineBins)];
+  p.edges[0] = p.gmin;
+  p.edges[spec::kFineBins] = p.gmax;
+}
+
+
+// Values [start, start + n) of the column in file order.
+template <class T>
+void gather(const ColumnView& c, const Layout& layout, uint64_t start, uint64_t n, T* out) {
+  const char* base = static_cast<const char*>(c.data);
+  const int64_t stride = c.stride();
+  const uint64_t* ord = layout.order.data() + start;
+  for (uint64_t i = 0; i < n; ++i) {
+    if (i + 64 < n) __builtin_prefetch(base + int64_t(ord[i + 64]) * stride);
+    out[i] = *reinterpret_cast<const T*>(base + int64_t(ord[i]) * stride);
+  }
+}
+
+template <class T>
+void choose_typed(ColumnPlan& p, const Layout& layout, uint32_t block_values, bool lossless, int zstd_level) {
+  const uint64_t n = p.view->count;
+  const codec::ValueType type = codec::value_type(uint8_t(p.view->spec.dtype));
+  codec::Plan raw;
+  raw.layout = sizeof(T) > 1 ? codec::Layout::planes : codec::Layout::whole;
+  raw.coders.assign(sizeof(T) > 1 ? sizeof(T) : 1, codec::Coder::raw);
+  raw.zstd_level = zstd_level;
+  p.values.plan = raw;
+  codec::Plan raw_codes = raw;
+  raw_codes.layout = codec::Layout::whole;
+  raw_codes.coders.assign(1, codec::Coder::raw);
+  p.codes.plan = raw_codes;
+  if (!lossless || n == 0) return;
+  // Sample blocks across the file order: coarse levels come first and differ from the fine
+  // ones that hold most values, so blocks at 1/4, 1/2 and 3/4 of the file speak for the column.
+  const uint64_t len = std::min<uint64_t>(block_values, n);
+  std::vector<uint64_t> starts;
+  for (uint64_t k = 1; k <= 3; ++k) {
+    uint64_t s = std::min(n - len, n * k / 4);
+    if (starts.empty() || starts.back() != s) starts.push_back(s);
+  }
+  std::vector<std::vector<T>> values(starts.size(), std::vector<T>(len));
+  std::vector<std::vector<uint8_t>> codes(starts.size());
+  std::unique_ptr<CodeLookup> code_of;
+  if (p.fine == FineIndex::quantile) code_of = std::make_unique<CodeLookup>(p.edges, p.gmin, p.gmax);
+  std::vector<codec::Sample> samples;
+  for (size_t k = 0; k < starts.size(); ++k) {
+    gather<T>(*p.view, layout, starts[k], len, values[k].data());
+    codec::Sample s{values[k].data(), len, {}};
+    if (code_of) {
+      codes[k].resize(len);
+      for (uint64_t i = 0; i < len; ++i) codes[k][i] = (*code_of)(double(values[k][i]));
+      s.ctx.codes = codes[k].data();
+      s.ctx.bases = p.bases.data();
+    }
+    samples.push_back(s);
+  }
+  std::vector<codec::Predictor> predictors{codec::Predictor::none, codec::Predictor::delta};
+  if (type.is_float) predictors.push_back(codec::Predictor::xor_);
+  else if (sizeof(T) > 1) predictors.push_back(codec::Predictor::offset);
+  if (code_of) predictors.push_back(codec::Predictor::quantile);
+  p.values.plan = codec::choose(type, predictors, samples, zstd_level);
+  if (code_of) {
+    std::vector<codec::Sample> cs;
+    for (size_t k = 0; k < codes.size(); ++k) cs.push_back({codes[k].data(), len, {}});
+    p.codes.plan = codec::choose(codec::value_type(uint8_t(DType::u8)), {codec::Predictor::none}, cs, zstd_level);
+  }
+}
+
+// Stores one block of a stream: raw streams in place, coded ones into the window.
+void store_block(StreamOut& s, codec::ValueType type, const void* data, uint64_t first, uint64_t len, uint64_t b,
+                 const codec::Context& ctx, RawWriter& out) {
+  const size_t bytes = len * type.size;
+  if (s.plan.raw()) {
+    out.write_at(data, bytes, s.offset + first * type.size);
+    s.sums.push_back(spec::checksum(data, bytes));
+    return;
+  }
+  thread_local std::string coded;
+  codec::encode(s.plan, type, data, len, ctx, coded);
+  if (s.blocks.size() <= b) s.blocks.resize(b + 1);
+  s.blocks[b] = StoredBlock{s.window.size(), uint32_t(coded.size()), spec::checksum(coded.data(), coded.size())};
+  s.window += coded;
+  s.window_blocks.push_back(b);
+}
+
+template <class T>
+void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<uint32_t>& runs_by_start, uint32_t block_values,
+                 uint64_t b0, uint64_t b1, RawWriter& out) {
+  const Levels& lv = layout.levels;
+  const uint64_t n = p.view->count;
+  T* own_min = reinterpret_cast<T*>(p.node_min.data());
+  T* own_max = reinterpret_cast<T*>(p.node_max.data());
+  unsigned char* own_any = p.node_any.data();
+  uint32_t* own_bits = p.node_bits.data();
+  thread_local std::vector<T> buf;
+  thread_local std::vector<uint8_t> codes;
+  if (buf.size() < block_values) buf.resize(block_values);
+  const bool fine = p.fine == FineIndex::quantile;
+  std::unique_ptr<CodeLookup> code_of;
+  if (fine) codes.resize(block_values), code_of = std::make_unique<CodeLookup>(p.edges, p.gmin, p.gmax);
+  const codec::ValueType type = codec::value_type(uint8_t(p.view->spec.dtype));
+  const codec::ValueType code_type = codec::value_type(uint8_t(DType::u8));
+  for (uint64_t b = b0; b < b1; ++b) {
+    const uint64_t cb = b * block_values, ce = std::min(n, cb + block_values), len = ce - cb;
+    gather<T>(*p.view, layout, cb, len, buf.data());
+    // Runs are disjoint and sorted by start: walk those overlapping [cb, ce).
+    while (p.run_cursor < runs_by_start.size()) {
+      const Run& r = lv.runs[runs_by_start[p.run_cursor]];
+      if (r.start >= ce) break;
+      uint64_t rb = std::max<uint64_t>(r.start, cb), re = std::min<uint64_t>(r.start + r.count, ce);
+      uint32_t node = r.node;
+      T mn = own_min[node], mx = own_max[node];
+      bool any = own_any[node];
+      uint32_t bits = own_bits[node];
+      for (uint64_t k = rb; k < re; ++k) {
+        T v = buf[k - cb];
+        if constexpr (std::is_floating_point_v<T>) {
+          if (std::isnan(v)) continue;
+        }
+        if (!any) mn = mx = v, any = true;
+        mn = std::min(mn, v);
+        mx = std::max(mx, v);
+        bits |= 1u << spec::bitmap_bin(double(v), p.gmin, p.gmax);
+      }
+      own_min[node] = mn, own_max[node] = mx, own_any[node] = any, own_bits[node] = bits;
+      if (r.start + r.count <= ce) ++p.run_cursor; else break;
+    }
+    codec::Context ctx;
+    if (fine) {
+      for (uint64_t i = 0; i < len; ++i) codes[i] = (*code_of)(double(buf[i]));
+      ctx.codes = codes.data();
+      ctx.bases = p.bases.data();
+      // Codes blocks cover the same points as value blocks.
+      store_block(p.codes, code_type, codes.data(), cb, len, b, {}, out);
+    }
+    store_block(p.values, type, buf.data(), cb, len, b, ctx, out);
+  }
+}
+
+template <class T>
+void finish_typed(ColumnPlan& p, const Layout& layout) {
+  const size_t nodes = layout.nodes.size();
+  T* own_min = reinterpret_cast<T*>(p.node_min.data());
+  T* own_max = reinterpret_cast<T*>(p.node_max.data());
+  unsigned char* own_any = p.node_any.data();
+  // Subtree stats, children before parents (reverse preorder).
+  for (size_t k = nodes; k-- > 0;) {
+    const TreeNode& tn = layout.nodes[k];
+    if (tn.is_leaf()) continue;
+    for (size_t child : {k + 1, size_t(tn.right)}) {
+      if (!own_any[child]) continue;
+      if (!own_any[k]) own_min[k] = own_min[child], own_max[k] = own_max[child], own_any[k] = 1;
+      own_min[k] = std::min(own_min[k], own_min[child]);
+      own_max[k] = std::max(own_max[k], own_max[child]);
+      p.node_bits[k] |= p.node_bits[child];
+    }
+  }
+}
+
+}  // namespace
+
+void scan_column(ColumnPlan& p, unsigned threads) {
+  dispatch_dtype(p.view->spec.dtype, [&](auto v) { scan_global<decltype(v)>(p, threads); });
+}
+
+double column_incoherence(const ColumnPlan& p, const Layout& layout) {
+  return dispatch_dtype(p.view->spec.dtype, [&](auto v) { return incoherence<decltype(v)>(p, layout); });
+}
+
+void compute_quantile_edges(ColumnPlan& p) {
+  dispatch_dtype(p.view->spec.dtype, [&](auto v) { compute_edges<decltype(v)>(p); });
+  p.bases = codec::quantile_bases(uint8_t(p.view->spec.dtype), p.edges.data());
+}
+
+void choose_codecs(ColumnPlan& p, const Layout& layout, uint32_t block_values, bool lossless, int zstd_level) {
+  dispatch_dtype(p.view->spec.dtype, [&](auto v) { choose_typed<decltype(v)>(p, layout, block_values, lossless, zstd_level); });
+}
+
+void write_blocks(ColumnPlan& p, const Layout& layout, const std::vector<uint32_t>& runs_by_start, uint32_t block_values,
+                  uint64_t b0, uint64_t b1, RawWriter& out) {
+  if (p.node_min.empty()) {
+    const size_t nodes = layout.nodes.size();
+    p.node_min.assign(nodes * p.size, 0);
+    p.node_max.assign(nodes * p.size, 0);
+    p.node_any.assign(nodes, 0);
+    p.node_bits.assign(nodes, 0);
+  }
+  dispatch_dtype(p.view->spec.dtype, [&](auto v) { write_typed<decltype(v)>(p, layout, runs_by_start, block_values, b0, b1, out); });
+}
+
+void finish_node_index(ColumnPlan& p, const Layout& layout) {
+  if (p.node_min.empty()) {
+    const size_t nodes = layout.nodes.size();
+    p.node_min.assign(nodes * p.size, 0);
+    p.node_max.assign(nodes * p.size, 0);
+    p.node_any.assign(nodes, 0);
+    p.node_bits.assign(nodes, 0);
+  }
+  dispatch_dtype(p.view->spec.dtype, [&](auto v) { finish_typed<decltype(v)>(p, layout); });
+}
+
+}  // namespace motes

@@ -1,0 +1,65 @@
+// One column on its way into a particle file (internal to the writer): its global range,
+// quantile edges, codecs, and, block by block in file order, its values gathered from the
+// caller's arrays, the running per-node index, quantile codes, and the stored blocks.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "motes/codec/codec.hpp"
+#include "motes/container/block_stream.hpp"
+#include "motes/core/types.hpp"
+#include "motes/particles/layout/builder.hpp"
+
+namespace motes {
+
+// Where one stream (a column's values or its quantile codes) goes: raw streams are written
+// in place at `offset`; coded blocks are collected per window, then placed by the writer.
+struct StreamOut {
+  codec::Plan plan;             // raw(): contiguous values at `offset`
+  uint64_t offset = 0;          // raw streams
+  std::vector<uint64_t> sums;   // raw streams: XXH3 per block
+  std::vector<StoredBlock> blocks;  // coded streams: offset, size, checksum of every block
+  std::string window;               // coded streams: this window's stored blocks, back to back
+  std::vector<size_t> window_blocks;  // block numbers in `window`, in order
+};
+
+struct ColumnPlan {
+  const ColumnView* view = nullptr;
+  size_t size = 0;
+  FineIndex fine = FineIndex::none;
+  double gmin = 0, gmax = 0;
+  uint64_t nan_count = 0;
+  std::vector<double> edges;           // fine only: 257 quantile edges
+  std::vector<uint64_t> bases;         // fine only: codec::quantile_bases of the edges
+  StreamOut values, codes;
+  // Per node, over its own points so far (then its subtree): native min/max bytes, bitmap.
+  std::vector<unsigned char> node_min, node_max, node_any;
+  std::vector<uint32_t> node_bits;
+  size_t run_cursor = 0;  // next run (by start) not yet complete
+};
+
+// Global min/max and NaN count of the column (threads: parallel scan).
+void scan_column(ColumnPlan& p, unsigned threads);
+// How spatially incoherent the column is (about 1 for noise, near 0 for smooth fields).
+double column_incoherence(const ColumnPlan& p, const Layout& layout);
+// 257 quantile edges from a sample of the values, and the codec bases derived from them.
+void compute_quantile_edges(ColumnPlan& p);
+// The codecs of the column's streams, chosen on sample blocks gathered across the file
+// order; lossless=false stores every stream raw.
+void choose_codecs(ColumnPlan& p, const Layout& layout, uint32_t block_values, bool lossless, int zstd_level);
+
+// Writes blocks [b0, b1) of the column: gathers values in file order, updates the node
+// index, makes codes, and either writes raw streams at their offsets through `write_at`
+// or encodes blocks into the streams' windows.
+struct RawWriter {
+  virtual void write_at(const void* data, size_t n, uint64_t offset) = 0;
+  virtual ~RawWriter() = default;
+};
+void write_blocks(ColumnPlan& p, const Layout& layout, const std::vector<uint32_t>& runs_by_start,
+                  uint32_t block_values, uint64_t b0, uint64_t b1, RawWriter& out);
+// After the last block: subtree ranges and bitmaps (children into parents).
+void finish_node_index(ColumnPlan& p, const Layout& layout);
+
+}  // namespace motes

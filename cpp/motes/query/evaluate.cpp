@@ -1,0 +1,248 @@
+#include "motes/query/evaluate.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+#include "motes/particles/spec.hpp"
+#include "motes/query/prune.hpp"
+
+namespace motes {
+
+namespace {
+
+using K = Expr::Kind;
+
+// `v OP c` for v of type T and a double c, rewritten as an exactly equivalent
+// comparison against a constant of type T (or a constant answer), so the loop
+// compares native values and vectorises.
+template <class T>
+struct NativeCmp {
+  K kind;
+  T c{};
+  int constant = -1;  // -1: compare; 0: nothing matches; 1: everything matches
+};
+
+template <class T>
+NativeCmp<T> to_native(K kind, double c) {
+  if (std::isnan(c)) return {kind, T{}, kind == K::ne ? 1 : 0};
+  T below, above;  // the largest T <= c and the smallest T >= c
+  bool below_ok = true, above_ok = true;
+  if constexpr (std::is_floating_point_v<T>) {
+    T r = T(c);
+    below = above = r;
+    if (double(r) > c) below = std::nextafter(r, -std::numeric_limits<T>::infinity());
+    if (double(r) < c) above = std::nextafter(r, std::numeric_limits<T>::infinity());
+  } else {
+    using L = std::numeric_limits<T>;
+    long double f = std::floor((long double)c), u = std::ceil((long double)c);
+    below_ok = f >= (long double)L::min();  // otherwise no T is <= c
+    above_ok = u <= (long double)L::max();  // otherwise no T is >= c
+    below = f > (long double)L::max() ? L::max() : below_ok ? T(f) : L::min();
+    above = u < (long double)L::min() ? L::min() : above_ok ? T(u) : L::max();
+  }
+  bool exact = below_ok && above_ok && below == above;
+  switch (kind) {
+    case K::lt: return above_ok ? NativeCmp<T>{K::lt, above} : NativeCmp<T>{kind, T{}, 1};
+    case K::le: return below_ok ? NativeCmp<T>{K::le, below} : NativeCmp<T>{kind, T{}, 0};
+    case K::gt: return below_ok ? NativeCmp<T>{K::gt, below} : NativeCmp<T>{kind, T{}, 1};
+    case K::ge: return above_ok ? NativeCmp<T>{K::ge, above} : NativeCmp<T>{kind, T{}, 0};
+    case K::eq: return exact ? NativeCmp<T>{K::eq, below} : NativeCmp<T>{kind, T{}, 0};
+    default: return exact ? NativeCmp<T>{K::ne, below} : NativeCmp<T>{kind, T{}, 1};
+  }
+}
+
+// Bit i set when quantile code i of 64 lies in [lo, lo + span].
+uint64_t codes_in_range(const uint8_t* codes, uint8_t lo, uint8_t span) {
+#ifdef __SSE2__
+  const __m128i vlo = _mm_set1_epi8(char(lo)), vspan = _mm_set1_epi8(char(span));
+  uint64_t bits = 0;
+  for (int k = 0; k < 4; ++k) {
+    __m128i x = _mm_sub_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + 16 * k)), vlo);
+    __m128i in = _mm_cmpeq_epi8(_mm_min_epu8(x, vspan), x);  // unsigned x <= span
+    bits |= uint64_t(uint32_t(_mm_movemask_epi8(in))) << (16 * k);
+  }
+  return bits;
+#else
+  uint64_t bits = 0;
+  for (uint32_t i = 0; i < 64; ++i) bits |= uint64_t(uint8_t(codes[i] - lo) <= span) << i;
+  return bits;
+#endif
+}
+
+template <class T>
+void compare_typed(const T* __restrict p, uint32_t m, const NativeCmp<T>& nc, uint8_t* __restrict out) {
+  if (nc.constant >= 0) {
+    std::memset(out, nc.constant, m);
+    return;
+  }
+  const T c = nc.c;
+  switch (nc.kind) {
+    case K::lt: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] < c; break;
+    case K::le: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] <= c; break;
+    case K::gt: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] > c; break;
+    case K::ge: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] >= c; break;
+    case K::eq: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] == c; break;
+    default: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] != c; break;
+  }
+}
+
+template <class F>
+void with_cmp(K kind, F&& f) {
+  switch (kind) {
+    case K::lt: return f([](auto a, auto b) { return a < b; });
+    case K::le: return f([](auto a, auto b) { return a <= b; });
+    case K::gt: return f([](auto a, auto b) { return a > b; });
+    case K::ge: return f([](auto a, auto b) { return a >= b; });
+    case K::eq: return f([](auto a, auto b) { return a == b; });
+    default: return f([](auto a, auto b) { return a != b; });
+  }
+}
+
+
+}  // namespace
+
+Evaluator::Evaluator(const ParticleFile& f, const Expr& e) : f_(f), e_(e) {}
+
+uint8_t Evaluator::code_of(int col, double c) {
+  for (const CodeOf& k : codes_)
+    if (k.col == col && k.c == c) return k.code;
+  codes_.push_back({col, c, spec::fine_code(c, f_.index(size_t(col)).edges.data())});
+  return codes_.back().code;
+}
+
+double* Evaluator::num_buffer(size_t depth, uint32_t m) {
+  if (num_.size() <= depth) num_.resize(depth + 1);
+  if (num_[depth].size() < m) num_[depth].resize(m);
+  return num_[depth].data();
+}
+
+uint8_t* Evaluator::bool_buffer(size_t depth, uint32_t m) {
+  if (bool_.size() <= depth) bool_.resize(depth + 1);
+  if (bool_[depth].size() < m) bool_[depth].resize(m);
+  return bool_[depth].data();
+}
+
+void Evaluator::simple_compare(int col, double c, K kind, uint64_t start, uint32_t m, uint8_t* out) {
+  const DType dtype = f_.schema()[size_t(col)].dtype;
+  const BlockStream& values = f_.values(size_t(col));
+  if (const BlockStream* codes_stream = f_.codes(size_t(col)); codes_stream && kind != K::ne && !std::isnan(c)) {
+    uint8_t code = code_of(col, c);
+    uint8_t lo = 0, hi = 255;
+    if (kind == K::lt || kind == K::le) hi = code;
+    else if (kind == K::gt || kind == K::ge) lo = code;
+    else lo = hi = code;
+    if (lo > 0 || hi < 255) {
+      // Test exactly only the points whose codes admit a match; read values only when some do.
+      const uint8_t* codes = reader_.values<uint8_t>(*codes_stream, start, m);
+      const uint8_t span = uint8_t(hi - lo);
+      thread_local std::vector<uint64_t> words;
+      words.assign((m + 63) / 64, 0);
+      uint64_t any = 0;
+      uint32_t b = 0;
+      for (; b + 64 <= m; b += 64) any |= words[b / 64] = codes_in_range(codes + b, lo, span);
+      for (uint32_t i = b; i < m; ++i)
+        if (uint8_t(codes[i] - lo) <= span) words[b / 64] |= uint64_t(1) << (i - b), any = 1;
+      std::memset(out, 0, m);
+      if (!any) return;
+      dispatch_dtype(dtype, [&](auto v) {
+        using T = decltype(v);
+        const T* p = reader_.values<T>(values, start, m);
+        const NativeCmp<T> nc = to_native<T>(kind, c);
+        for (uint32_t w = 0; w < words.size(); ++w)
+          for (uint64_t bits = words[w]; bits; bits &= bits - 1) {
+            uint32_t k = w * 64 + uint32_t(__builtin_ctzll(bits));
+            compare_typed(p + k, 1, nc, out + k);
+          }
+      });
+      return;
+    }
+  }
+  dispatch_dtype(dtype, [&](auto v) {
+    using T = decltype(v);
+    compare_typed(reader_.values<T>(values, start, m), m, to_native<T>(kind, c), out);
+  });
+}
+
+void Evaluator::eval_bool(const Expr& e, uint64_t start, uint32_t m, uint8_t* out, size_t depth) {
+  switch (e.kind) {
+    case K::and_:
+    case K::or_: {
+      eval_bool(*e.args[0], start, m, out, depth + 1);
+      uint8_t any = 0, all = 1;
+      for (uint32_t i = 0; i < m; ++i) any |= out[i], all &= out[i];
+      if (e.kind == K::and_ ? !any : all) return;  // short circuit
+      uint8_t* rhs = bool_buffer(depth, m);
+      eval_bool(*e.args[1], start, m, rhs, depth + 1);
+      if (e.kind == K::and_)
+        for (uint32_t i = 0; i < m; ++i) out[i] &= rhs[i];
+      else
+        for (uint32_t i = 0; i < m; ++i) out[i] |= rhs[i];
+      return;
+    }
+    case K::not_:
+      eval_bool(*e.args[0], start, m, out, depth + 1);
+      for (uint32_t i = 0; i < m; ++i) out[i] ^= 1;
+      return;
+    default: {
+      int col;
+      double c;
+      K kind;
+      if (is_simple_comparison(e, col, c, kind)) return simple_compare(col, c, kind, start, m, out);
+      double* a = num_buffer(2 * depth, m);
+      double* b = num_buffer(2 * depth + 1, m);
+      eval_num(*e.args[0], start, m, a, 2 * depth + 2);
+      eval_num(*e.args[1], start, m, b, 2 * depth + 2);
+      with_cmp(e.kind, [&](auto cmp) {
+        for (uint32_t i = 0; i < m; ++i) out[i] = cmp(a[i], b[i]);
+      });
+    }
+  }
+}
+
+void Evaluator::eval_num(const Expr& e, uint64_t start, uint32_t m, double* out, size_t depth) {
+  switch (e.kind) {
+    case K::number:
+      std::fill(out, out + m, e.value);
+      return;
+    case K::column: {
+      dispatch_dtype(f_.schema()[size_t(e.column)].dtype, [&](auto v) {
+        using T = decltype(v);
+        const T* p = reader_.values<T>(f_.values(size_t(e.column)), start, m);
+        for (uint32_t i = 0; i < m; ++i) out[i] = double(p[i]);
+      });
+      return;
+    }
+    case K::negate:
+      eval_num(*e.args[0], start, m, out, depth + 1);
+      for (uint32_t i = 0; i < m; ++i) out[i] = -out[i];
+      return;
+    case K::call:
+      eval_num(*e.args[0], start, m, out, depth + 1);
+      e.function->eval(out, m);
+      return;
+    default: {
+      eval_num(*e.args[0], start, m, out, depth + 1);
+      double* b = num_buffer(depth, m);
+      if (e.args[1]->kind == K::number && e.kind == K::pow && e.args[1]->value == 2.0) {
+        for (uint32_t i = 0; i < m; ++i) out[i] *= out[i];
+        return;
+      }
+      eval_num(*e.args[1], start, m, b, depth + 1);
+      switch (e.kind) {
+        case K::add: for (uint32_t i = 0; i < m; ++i) out[i] += b[i]; break;
+        case K::sub: for (uint32_t i = 0; i < m; ++i) out[i] -= b[i]; break;
+        case K::mul: for (uint32_t i = 0; i < m; ++i) out[i] *= b[i]; break;
+        case K::div: for (uint32_t i = 0; i < m; ++i) out[i] /= b[i]; break;
+        case K::pow: for (uint32_t i = 0; i < m; ++i) out[i] = std::pow(out[i], b[i]); break;
+        default: break;
+      }
+    }
+  }
+}
+
+}  // namespace motes

@@ -1,0 +1,185 @@
+#include "motes/query/prune.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "motes/particles/spec.hpp"
+
+namespace motes {
+
+namespace {
+using K = Expr::Kind;
+}  // namespace
+
+bool is_simple_comparison(const Expr& e, int& column, double& constant, K& kind) {
+  if (!e.is_comparison()) return false;
+  const Expr& a = *e.args[0];
+  const Expr& b = *e.args[1];
+  if (a.kind == K::column && b.kind == K::number) {
+    column = a.column, constant = b.value, kind = e.kind;
+    return true;
+  }
+  if (a.kind == K::number && b.kind == K::column) {
+    column = b.column, constant = a.value;
+    switch (e.kind) {  // c < x  ==  x > c
+      case K::lt: kind = K::gt; break;
+      case K::le: kind = K::ge; break;
+      case K::gt: kind = K::lt; break;
+      case K::ge: kind = K::le; break;
+      default: kind = e.kind;
+    }
+    return true;
+  }
+  return false;
+}
+
+std::vector<const ColumnIndex*> indexes_for(const ParticleFile& file, const Expr& predicate) {
+  std::vector<const ColumnIndex*> out(file.schema().size(), nullptr);
+  for (int c : referenced_columns(predicate)) out[size_t(c)] = &file.index(size_t(c));
+  return out;
+}
+
+std::vector<const ColumnIndex*> indexes_of(const std::vector<ColumnIndex>& columns) {
+  std::vector<const ColumnIndex*> out;
+  for (const ColumnIndex& c : columns) out.push_back(&c);
+  return out;
+}
+
+Tri Pruner::eval(const Expr& e, uint32_t node) const {
+  switch (e.kind) {
+    case K::and_: {
+      Tri a = eval(*e.args[0], node);
+      if (a == Tri::none) return a;
+      Tri b = eval(*e.args[1], node);
+      if (b == Tri::none) return b;
+      return (a == Tri::all && b == Tri::all) ? Tri::all : Tri::some;
+    }
+    case K::or_: {
+      Tri a = eval(*e.args[0], node);
+      if (a == Tri::all) return a;
+      Tri b = eval(*e.args[1], node);
+      if (b == Tri::all) return b;
+      return (a == Tri::none && b == Tri::none) ? Tri::none : Tri::some;
+    }
+    case K::not_: {
+      Tri a = eval(*e.args[0], node);
+      return a == Tri::all ? Tri::none : a == Tri::none ? Tri::all : Tri::some;
+    }
+    default:
+      return compare(e, node);
+  }
+}
+
+Tri Pruner::compare(const Expr& e, uint32_t node) const {
+  int col;
+  double c;
+  K kind;
+  if (is_simple_comparison(e, col, c, kind)) return simple(col, c, kind, node);
+  Interval a = interval(*e.args[0], node), b = interval(*e.args[1], node);
+  if (a.empty || b.empty) return Tri::some;  // NaN-only inputs: let the exact test decide
+  bool impossible = false;
+  switch (e.kind) {
+    case K::lt: impossible = a.lo >= b.hi; break;
+    case K::le: impossible = a.lo > b.hi; break;
+    case K::gt: impossible = a.hi <= b.lo; break;
+    case K::ge: impossible = a.hi < b.lo; break;
+    case K::eq: impossible = a.hi < b.lo || a.lo > b.hi; break;
+    default: break;
+  }
+  return impossible ? Tri::none : Tri::some;
+}
+
+Tri Pruner::simple(int col, double c, K kind, uint32_t node) const {
+  const ColumnIndex& ci = *columns_[size_t(col)];
+  uint32_t bits = ci.node_bits[node];
+  if (std::isnan(c)) return kind == K::ne ? Tri::all : Tri::none;
+  if (bits == 0) return kind == K::ne ? Tri::all : Tri::none;  // only NaN values here
+  double lo = ci.node_min[node], hi = ci.node_max[node];
+  const bool nan_free = ci.nan_count == 0;
+  auto bins_between = [&](uint32_t b0, uint32_t b1) { return (b1 >= 31 ? ~0u : ((2u << b1) - 1)) & ~((1u << b0) - 1); };
+  const double g0 = ci.global_min, g1 = ci.global_max;
+  switch (kind) {
+    case K::lt:
+      if (lo >= c) return Tri::none;
+      if (!(bits & bins_between(0, spec::bitmap_bin(c, g0, g1)))) return Tri::none;
+      return hi < c && nan_free ? Tri::all : Tri::some;
+    case K::le:
+      if (lo > c) return Tri::none;
+      if (!(bits & bins_between(0, spec::bitmap_bin(c, g0, g1)))) return Tri::none;
+      return hi <= c && nan_free ? Tri::all : Tri::some;
+    case K::gt:
+      if (hi <= c) return Tri::none;
+      if (!(bits & bins_between(spec::bitmap_bin(c, g0, g1), 31))) return Tri::none;
+      return lo > c && nan_free ? Tri::all : Tri::some;
+    case K::ge:
+      if (hi < c) return Tri::none;
+      if (!(bits & bins_between(spec::bitmap_bin(c, g0, g1), 31))) return Tri::none;
+      return lo >= c && nan_free ? Tri::all : Tri::some;
+    case K::eq: {
+      if (c < lo || c > hi) return Tri::none;
+      uint32_t b = spec::bitmap_bin(c, g0, g1);
+      if (!(bits & (1u << b))) return Tri::none;
+      return lo == c && hi == c && nan_free ? Tri::all : Tri::some;
+    }
+    case K::ne:
+      if (c < lo || c > hi) return Tri::all;  // NaN != c holds too
+      return Tri::some;
+    default:
+      return Tri::some;
+  }
+}
+
+Interval Pruner::interval(const Expr& e, uint32_t node) const {
+  switch (e.kind) {
+    case K::number:
+      return {e.value, e.value, std::isnan(e.value)};
+    case K::column: {
+      const ColumnIndex& ci = *columns_[size_t(e.column)];
+      if (ci.node_bits[node] == 0) return {0, 0, true};
+      return {ci.node_min[node], ci.node_max[node]};
+    }
+    case K::negate: {
+      Interval a = interval(*e.args[0], node);
+      return {-a.hi, -a.lo, a.empty};
+    }
+    case K::add:
+    case K::sub:
+    case K::mul:
+    case K::div: {
+      Interval a = interval(*e.args[0], node), b = interval(*e.args[1], node);
+      if (a.empty || b.empty) return {0, 0, true};
+      if (e.kind == K::add) return widen({a.lo + b.lo, a.hi + b.hi});
+      if (e.kind == K::sub) return widen({a.lo - b.hi, a.hi - b.lo});
+      if (e.kind == K::div) {
+        if (b.lo <= 0 && b.hi >= 0) return Interval::full();
+        b = {1.0 / b.hi, 1.0 / b.lo};
+        b = widen(b);
+      }
+      double p[4] = {a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi};
+      for (double v : p)
+        if (std::isnan(v)) return Interval::full();
+      return widen({*std::min_element(p, p + 4), *std::max_element(p, p + 4)});
+    }
+    case K::pow: {
+      Interval a = interval(*e.args[0], node);
+      const Expr& ex = *e.args[1];
+      if (a.empty) return a;
+      if (ex.kind != K::number || ex.value != std::floor(ex.value) || ex.value < 1 || ex.value > 64) return Interval::full();
+      double n = ex.value;
+      double plo = std::pow(a.lo, n), phi = std::pow(a.hi, n);
+      if (std::fmod(n, 2.0) == 1.0) return widen({plo, phi});
+      if (a.lo >= 0) return widen({plo, phi});
+      if (a.hi <= 0) return widen({phi, plo});
+      return widen({0.0, std::max(plo, phi)});
+    }
+    case K::call: {
+      Interval a = interval(*e.args[0], node);
+      if (a.empty) return a;
+      return e.function->bound(a);
+    }
+    default:
+      return Interval::full();
+  }
+}
+
+}  // namespace motes

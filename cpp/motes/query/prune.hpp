@@ -1,0 +1,38 @@
+// Pruning: decides from an index alone (per-node ranges and 32-bin bitmaps of a particle
+// file, or the nodes of a step index over part files) whether none, some or all of a
+// node's points can satisfy a predicate. Conservative: "none" and "all" are certain.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "motes/particles/reader.hpp"
+#include "motes/query/expr.hpp"
+
+namespace motes {
+
+enum class Tri : uint8_t { none, some, all };
+
+// `column` = index in the schema, `constant` the number it is compared with, `kind` the
+// comparison with the column on the left: true for `x OP c` and `c OP x` (flipped).
+bool is_simple_comparison(const Expr& e, int& column, double& constant, Expr::Kind& kind);
+
+class Pruner {
+ public:
+  // The index of every column the predicate reads (by schema position; others may be null).
+  explicit Pruner(std::vector<const ColumnIndex*> columns) : columns_(std::move(columns)) {}
+  Tri eval(const Expr& e, uint32_t node) const;
+
+ private:
+  std::vector<const ColumnIndex*> columns_;
+  Tri compare(const Expr& e, uint32_t node) const;
+  Tri simple(int col, double c, Expr::Kind kind, uint32_t node) const;
+  Interval interval(const Expr& e, uint32_t node) const;
+};
+
+// The indexes a Pruner over `file` needs for `predicate` (decoded now, if not yet).
+std::vector<const ColumnIndex*> indexes_for(const ParticleFile& file, const Expr& predicate);
+// The same over columns decoded already (a step index).
+std::vector<const ColumnIndex*> indexes_of(const std::vector<ColumnIndex>& columns);
+
+}  // namespace motes

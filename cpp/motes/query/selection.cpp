@@ -1,0 +1,127 @@
+#include "motes/query/selection.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+#include "motes/container/block_stream.hpp"
+#include "motes/core/parallel.hpp"
+
+namespace motes {
+
+Selection::Selection(Query& query) : collection_(query.collection_ptr()) {
+  struct Chunk {
+    uint32_t part;
+    std::vector<Segment> segments;
+  };
+  std::vector<Chunk> chunks;
+  std::mutex m;
+  query.run([&](unsigned, size_t chunk, uint32_t part, const std::vector<Segment>& segs) {
+    std::lock_guard lock(m);
+    if (chunks.size() <= chunk) chunks.resize(chunk + 1);
+    chunks[chunk] = {part, segs};
+  });
+  size_t total = 0;
+  for (const auto& c : chunks) total += c.segments.size();
+  segments_.reserve(total);
+  part_of_.reserve(total);
+  for (const auto& c : chunks)
+    for (const Segment& s : c.segments) {
+      if (!part_of_.empty() && part_of_.back() == c.part && segments_.back().start + segments_.back().count == s.start) {
+        segments_.back().count += s.count;
+        continue;
+      }
+      segments_.push_back(s);
+      part_of_.push_back(c.part);
+    }
+  offsets_.resize(segments_.size() + 1);
+  offsets_[0] = 0;
+  for (size_t k = 0; k < segments_.size(); ++k) offsets_[k + 1] = offsets_[k] + segments_[k].count;
+}
+
+size_t Selection::segment_of(uint64_t row) const {
+  return size_t(std::upper_bound(offsets_.begin(), offsets_.end(), row) - offsets_.begin()) - 1;
+}
+
+void Selection::gather(size_t column, uint64_t row_begin, uint64_t row_end, void* dest, unsigned threads) const {
+  if (row_end > size() || row_begin > row_end) throw UsageError("selection rows out of range");
+  if (row_begin == row_end) return;
+  if (column >= collection_->schema().size()) throw UsageError("column index out of range");
+  const DType dtype = collection_->schema()[column].dtype;
+  // The column's values in every part the rows touch (opened already by the query): in place
+  // when they are, else read through a BlockReader per thread.
+  std::vector<const char*> base(collection_->part_count(), nullptr);
+  std::vector<const BlockStream*> stream(collection_->part_count(), nullptr);
+  for (size_t k = segment_of(row_begin), k1 = segment_of(row_end - 1) + 1; k < k1; ++k)
+    if (!stream[part_of_[k]]) {
+      auto file = collection_->part(part_of_[k]);
+      file->check_unchanged();
+      stream[part_of_[k]] = &file->values(column);
+      base[part_of_[k]] = reinterpret_cast<const char*>(file->values(column).in_place());
+    }
+  char* dst = static_cast<char*>(dest);
+  // Copies rows [a, b) of the selection; split by rows so big segments are shared between threads.
+  // Short segments (typical of filtered results) are copied element by element, not by memcpy calls.
+  auto copy_rows = [&](uint64_t a, uint64_t b) {
+    if (a >= b) return;
+    BlockReader reader;
+    dispatch_dtype(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* to_base = reinterpret_cast<T*>(dst) - row_begin;
+      for (size_t k = segment_of(a), k1 = segment_of(b - 1) + 1; k < k1; ++k) {
+        uint64_t r0 = std::max(offsets_[k], a), r1 = std::min(offsets_[k + 1], b);
+        const uint64_t first = segments_[k].start + (r0 - offsets_[k]);
+        const T* from_base = reinterpret_cast<const T*>(base[part_of_[k]]);
+        const T* from = from_base ? from_base + first : reader.values<T>(*stream[part_of_[k]], first, r1 - r0);
+        if (r1 - r0 < 16) {
+          if (from_base && k + 8 < k1 && part_of_[k + 8] == part_of_[k])
+            __builtin_prefetch(from_base + segments_[k + 8].start);  // scattered rows: hide the misses
+          for (uint64_t r = r0; r < r1; ++r) to_base[r] = from[r - r0];
+        } else {
+          std::memcpy(to_base + r0, from, (r1 - r0) * sizeof(T));
+        }
+      }
+    });
+  };
+  uint64_t rows = row_end - row_begin;
+  if (threads <= 1 || rows < (1u << 16)) return copy_rows(row_begin, row_end);
+  uint64_t pieces = std::min<uint64_t>(uint64_t(threads) * 4, rows / (1 << 14) + 1);
+  parallel_for(pieces, threads, [&](uint64_t p) {
+    copy_rows(row_begin + rows * p / pieces, row_begin + rows * (p + 1) / pieces);
+  });
+}
+
+void Selection::prefetch(const std::vector<size_t>& columns) const {
+  if (segments_.empty()) return;
+  // Ranges per part, coalesced (gaps under 64 KiB are read through: one larger read is
+  // cheaper than two seeks), then handed to the part's source in one call.
+  constexpr uint64_t kGap = 64 << 10;
+  std::vector<ByteRange> ranges;
+  for (size_t k = 0; k < segments_.size();) {
+    const uint32_t part = part_of_[k];
+    auto file = collection_->part(part);
+    ranges.clear();
+    size_t end = k;
+    while (end < segments_.size() && part_of_[end] == part) ++end;
+    for (size_t column : columns) {
+      if (column >= file->schema().size()) throw UsageError("column index out of range");
+      const BlockStream& s = file->values(column);
+      for (size_t j = k; j < end; ++j) s.byte_ranges(segments_[j].start, segments_[j].count, ranges);
+    }
+    file->source().will_need(coalesce(std::move(ranges), kGap));
+    ranges = {};
+    k = end;
+  }
+}
+
+void Selection::positions(uint64_t row_begin, uint64_t row_end, uint64_t* dest) const {
+  if (row_end > size() || row_begin > row_end) throw UsageError("selection rows out of range");
+  if (row_begin == row_end) return;
+  for (size_t k = segment_of(row_begin); k < segments_.size() && offsets_[k] < row_end; ++k) {
+    uint64_t r0 = std::max(offsets_[k], row_begin), r1 = std::min(offsets_[k + 1], row_end);
+    uint64_t first = collection_->part_offset(part_of_[k]) + segments_[k].start;
+    for (uint64_t r = r0; r < r1; ++r) dest[r - row_begin] = first + (r - offsets_[k]);
+  }
+}
+
+}  // namespace motes

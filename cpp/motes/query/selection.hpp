@@ -1,0 +1,36 @@
+// A materialised selection: the rows a query selected, as segments of part files in
+// traversal order, and the gathering of any column's values for any range of its rows.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "motes/query/engine.hpp"
+
+namespace motes {
+
+// A materialised selection: segments in traversal order with running offsets.
+class Selection {
+ public:
+  Selection() = default;
+  explicit Selection(Query& query);
+  uint64_t size() const { return offsets_.empty() ? 0 : offsets_.back(); }
+  const Collection& collection() const { return *collection_; }
+  // Copies rows [row_begin, row_end) of the selection of column `column` into dest (column dtype).
+  void gather(size_t column, uint64_t row_begin, uint64_t row_end, void* dest, unsigned threads) const;
+  // Asks the sources to start reading, all at once, what gathering these columns will read:
+  // a cold query then waits for a few overlapping reads, not one page fault per row.
+  void prefetch(const std::vector<size_t>& columns) const;
+  // Positions of rows [row_begin, row_end) in the collection (part offset + position in the part's file).
+  void positions(uint64_t row_begin, uint64_t row_end, uint64_t* dest) const;
+
+ private:
+  std::shared_ptr<const Collection> collection_;
+  std::vector<Segment> segments_;
+  std::vector<uint32_t> part_of_;  // part of each segment
+  std::vector<uint64_t> offsets_;  // offsets_[k] = rows before segment k; back() = total
+  size_t segment_of(uint64_t row) const;
+};
+
+}  // namespace motes
