@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-for pkg in cmake ninja-build g++ gfortran clang libclang-rt-14-dev libboost-dev nlohmann-json3-dev libxxhash-dev libzstd-dev liblz4-dev pkg-config libgtest-dev openmpi-bin libopenmpi-dev python3 python3-venv python3-dev locales; do
+for pkg in cmake ninja-build pkg-config g++ gfortran clang libclang-rt-14-dev libboost-dev nlohmann-json3-dev libxxhash-dev libzstd-dev liblz4-dev libgtest-dev openmpi-bin libopenmpi-dev python3 python3-venv python3-dev locales; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if ((${#need_apt[@]})); then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The full test suite: C++ (GoogleTest under ctest), Python (pytest + hypothesis),
-# and short libFuzzer runs of the file reader and the expression parser.
+# The full test suite: C++ (GoogleTest under ctest), the installed library used by
+# out-of-tree builds, Python (pytest + hypothesis), and short libFuzzer runs of the
+# file reader and the expression parser.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -10,6 +11,9 @@ echo "== C++ tests (ctest)"
 cmake -S . -B build/cpp -G Ninja -DMOTES_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/cpp -j "$JOBS"
 ctest --test-dir build/cpp --output-on-failure -j "$JOBS"
+
+echo "== installed library: mini-apps (find_package) and a C program (pkg-config) built against it"
+JOBS=$JOBS bash scripts/test_install.sh
 
 echo "== fuzzing (libFuzzer, short runs)"
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DMOTES_FUZZ=ON -DMOTES_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -22,7 +22,7 @@
 #include <random>
 #include <vector>
 
-#include "motes/capi/motes_mpi.h"
+#include <motes/motes_mpi.h>
 
 namespace {
 

@@ -16,7 +16,7 @@
 
 #include <mpi.h>
 
-#include "motes/capi/motes.h"
+#include "motes.h" /* beside this file, here and as installed */
 
 #ifdef __cplusplus
 extern "C" {

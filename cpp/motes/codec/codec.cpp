@@ -245,11 +245,13 @@ std::vector<uint64_t> quantile_bases(uint8_t dtype_code, const double* edges) {
     bases[k] = with_word(t.size, [&](auto w) -> uint64_t {
       using U = decltype(w);
       U bits = 0;
-      if (t.is_float && t.size == 4) {
-        float f = float(e);
-        std::memcpy(&bits, &f, 4);
-      } else if (t.is_float) {
-        std::memcpy(&bits, &e, 8);
+      if (t.is_float) {
+        if constexpr (sizeof(U) == 4) {
+          float f = float(e);
+          std::memcpy(&bits, &f, 4);
+        } else if constexpr (sizeof(U) == 8) {
+          std::memcpy(&bits, &e, 8);
+        }
       } else if (t.is_signed) {
         using S = Signed<U>;
         long double f = std::isnan(e) ? 0.0L : std::floor((long double)e);
