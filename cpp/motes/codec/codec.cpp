@@ -285,9 +285,12 @@ std::string Plan::name(uint32_t size) const {
   bool same = true;
   for (Coder c : coders) same &= c == coders[0];
   if (same) return out + coder_name(coders.empty() ? Coder::raw : coders[0]);
-  std::string list;
-  for (Coder c : coders) list += (list.empty() ? "" : ",") + std::string(coder_name(c));
-  return out + "[" + list + "]";
+  out += "[";
+  for (size_t k = 0; k < coders.size(); ++k) {
+    if (k) out += ",";
+    out += coder_name(coders[k]);
+  }
+  return out + "]";
 }
 
 void encode(const Plan& plan, ValueType t, const void* src, size_t n, const Context& ctx, std::string& out) {
