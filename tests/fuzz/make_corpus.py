@@ -12,13 +12,18 @@ import motes
 from motes import synth
 
 out = sys.argv[1]
+here = os.path.dirname(os.path.abspath(__file__))
+# Format 1 files written by the first release (tests/golden), and format 2 files, coded and raw.
+for f in glob.glob(os.path.join(here, "..", "golden", "format1", "**", "*.mpf"), recursive=True):
+    shutil.copy(f, os.path.join(out, "reader", "v1-" + hashlib.sha1(f.encode()).hexdigest()[:8] + ".mpf"))
 with tempfile.TemporaryDirectory() as tmp:
     for kind, n in [("vpic", 2000), ("uniform", 300), ("wide", 100)]:
-        path = os.path.join(tmp, f"{kind}.motes")
-        motes.write(path, synth.generate(kind, n, seed=1, with_id=True), leaf_size=32, lod_count=4,
-                    treelet_size=256, sync=False)
-        for f in glob.glob(os.path.join(path, "steps", "*", "*.mpf")):
-            shutil.copy(f, os.path.join(out, "reader", f"{kind}.mpf"))
+        for compression in ("lossless", "none"):
+            path = os.path.join(tmp, f"{kind}-{compression}.motes")
+            motes.write(path, synth.generate(kind, n, seed=1, with_id=True), leaf_size=32, lod_count=4,
+                        treelet_size=256, sync=False, compression=compression)
+            for f in glob.glob(os.path.join(path, "steps", "*", "*.mpf")):
+                shutil.copy(f, os.path.join(out, "reader", f"{kind}-{compression}.mpf"))
         motes.write(path, synth.generate(kind, 50, seed=2), step=7, time=0.5, attributes={"code": kind, "dt": [0.1, 2]},
                     sync=False)
         motes.open(path).set_attributes({"run": {"deck": [1, 2, {"a": None}]}, "note": "seed"})
