@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "motes/codec/shuffle.hpp"
+#include "motes/core/types.hpp"
 
 namespace motes::codec {
 
@@ -72,11 +73,84 @@ U unzigzag(U z) {
   return U((z >> 1) ^ U(-U(z & 1)));
 }
 
+// Grid indexes of non-finite values (finite ones are far from these: |q| < 2^53).
+template <class U>
+struct GridCodes {
+  using S = Signed<U>;
+  static constexpr S nan = std::numeric_limits<S>::min();
+  static constexpr S pinf = std::numeric_limits<S>::max();
+  static constexpr S ninf = std::numeric_limits<S>::min() + 1;
+};
+
+// The float of U's size holding value v.
+template <class U>
+U float_bits(double v) {
+  U bits;
+  if constexpr (sizeof(U) == 4) {
+    float f = float(v);
+    std::memcpy(&bits, &f, 4);
+  } else {
+    std::memcpy(&bits, &v, sizeof(U));
+  }
+  return bits;
+}
+template <class U>
+double float_value(U bits) {
+  if constexpr (sizeof(U) == 4) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return double(f);
+  } else {
+    double d;
+    std::memcpy(&d, &bits, sizeof(U));
+    return d;
+  }
+}
+
+// The grid index of a float's bits, when the float lies exactly on the grid; false otherwise.
+template <class U>
+bool grid_index(U bits, double origin, double step, Signed<U>& q) {
+  using G = GridCodes<U>;
+  const double v = float_value<U>(bits);
+  if (std::isnan(v)) return q = G::nan, true;
+  if (std::isinf(v)) return q = v > 0 ? G::pinf : G::ninf, true;
+  const double k = std::nearbyint((v - origin) / step);
+  if (!(std::fabs(k) < 9007199254740992.0) || std::fabs(k) >= double(std::numeric_limits<Signed<U>>::max() / 2)) return false;
+  q = Signed<U>(int64_t(k));
+  return float_bits<U>(grid_value(origin, step, int64_t(q))) == bits;
+}
+template <class U>
+U grid_bits(Signed<U> q, double origin, double step) {
+  using G = GridCodes<U>;
+  if (q == G::nan) return float_bits<U>(std::numeric_limits<double>::quiet_NaN());
+  if (q == G::pinf) return float_bits<U>(INFINITY);
+  if (q == G::ninf) return float_bits<U>(-INFINITY);
+  return float_bits<U>(grid_value(origin, step, int64_t(q)));
+}
+
 // words[i] = predictor(values)[i]; returns the parameter (Predictor::offset's reference).
 template <class U>
-U forward(Predictor p, const ValueType& t, const unsigned char* src, size_t n, const Context& ctx, unsigned char* words) {
+U forward(Predictor p, const ValueType& t, const unsigned char* src, size_t n, const Context& ctx, unsigned char* words,
+          bool& ok) {
   U param = 0;
+  ok = true;
   switch (p) {
+    case Predictor::grid:
+    case Predictor::grid_delta: {
+      if constexpr (sizeof(U) >= 4) {
+        if (!t.is_float || !(ctx.grid_step > 0)) return ok = false, 0;
+        Signed<U> prev = 0;
+        for (size_t i = 0; i < n; ++i) {
+          Signed<U> q;
+          if (!grid_index<U>(load<U>(src + i * sizeof(U)), ctx.grid_origin, ctx.grid_step, q)) return ok = false, 0;
+          put<U>(words + i * sizeof(U), p == Predictor::grid ? U(q) : zigzag<U>(U(U(q) - U(prev))));
+          prev = q;
+        }
+      } else {
+        ok = false;
+      }
+      break;
+    }
     case Predictor::none:
       std::memcpy(words, src, n * sizeof(U));
       break;
@@ -114,8 +188,21 @@ U forward(Predictor p, const ValueType& t, const unsigned char* src, size_t n, c
 }
 
 template <class U>
-void inverse(Predictor p, const ValueType& t, unsigned char* data, size_t n, const Context& ctx, U param) {
+void inverse(Predictor p, const ValueType& t, unsigned char* data, size_t n, const Context& ctx, U param,
+             double origin, double step) {
   switch (p) {
+    case Predictor::grid:
+    case Predictor::grid_delta: {
+      if constexpr (sizeof(U) >= 4) {
+        U acc = 0;
+        for (size_t i = 0; i < n; ++i) {
+          U w = load<U>(data + i * sizeof(U));
+          if (p == Predictor::grid_delta) w = acc = U(acc + unzigzag<U>(w));
+          put<U>(data + i * sizeof(U), grid_bits<U>(Signed<U>(w), origin, step));
+        }
+      }
+      return;
+    }
     case Predictor::none:
       return;
     case Predictor::delta: {
@@ -178,15 +265,16 @@ bool code_stream(Coder coder, int level, const unsigned char* in, size_t n, std:
 
 // Transforms n values into streams (pointers into scratch): returns the parameter.
 uint64_t prepare(Predictor pred, Layout layout, const ValueType& t, const void* src, size_t n, const Context& ctx,
-                 std::vector<const unsigned char*>& streams, size_t& stream_bytes) {
+                 std::vector<const unsigned char*>& streams, size_t& stream_bytes, bool& ok) {
   Scratch& s = scratch();
   const size_t bytes = n * t.size;
   if (s.words.size() < bytes) s.words.resize(bytes);
   uint64_t param = with_word(t.size, [&](auto w) -> uint64_t {
     using U = decltype(w);
-    return uint64_t(forward<U>(pred, t, static_cast<const unsigned char*>(src), n, ctx, s.words.data()));
+    return uint64_t(forward<U>(pred, t, static_cast<const unsigned char*>(src), n, ctx, s.words.data(), ok));
   });
   streams.clear();
+  if (!ok) return 0;
   if (layout == Layout::whole || t.size == 1) {
     streams.push_back(s.words.data());
     stream_bytes = bytes;
@@ -209,6 +297,8 @@ const char* predictor_name(Predictor p) {
     case Predictor::xor_: return "xor";
     case Predictor::quantile: return "quantile";
     case Predictor::offset: return "offset";
+    case Predictor::grid: return "grid";
+    case Predictor::grid_delta: return "grid+delta";
   }
   return "unknown";
 }
@@ -269,6 +359,54 @@ std::vector<uint64_t> quantile_bases(uint8_t dtype_code, const double* edges) {
   return bases;
 }
 
+double grid_value(double origin, double step, int64_t q) { return origin + double(q) * step; }
+
+Grid make_grid(uint8_t dtype_code, double lo, double hi, double bound, const std::string& column) {
+  const ValueType t = value_type(dtype_code);
+  if (!t.is_float) throw UsageError("column '" + column + "': error bounds apply to float columns, not " + dtype_name(DType(dtype_code)));
+  if (!(bound > 0) || !std::isfinite(bound))
+    throw UsageError("column '" + column + "': the error bound must be a finite number > 0, got " + number_text(bound));
+  // The spacing of the type at the largest magnitude, twice: a stored value is the grid point
+  // rounded to the type, so the grid must leave room for that rounding (and the arithmetic's).
+  const double mag = std::max(std::fabs(lo), std::fabs(hi));
+  const double ulp = t.size == 4 ? double(std::nextafter(float(mag), INFINITY)) - double(float(mag))
+                                 : std::nextafter(mag, INFINITY) - mag;
+  const double margin = 2 * ulp;
+  if (!(bound >= 2 * margin))
+    throw UsageError("column '" + column + "': error bound " + number_text(bound) + " is too small for " +
+                     dtype_name(DType(dtype_code)) + " values as large as " + number_text(mag) + " (they are " +
+                     number_text(ulp) + " apart there); use a bound of at least " + number_text(2 * margin) +
+                     " or store the column exactly");
+  Grid g;
+  g.origin = std::isfinite(lo) ? lo : 0.0;
+  g.step = 2 * (bound - margin);
+  return g;
+}
+
+double quantize(uint8_t dtype_code, const Grid& g, const void* src, int64_t stride, uint64_t n, void* dst) {
+  const ValueType t = value_type(dtype_code);
+  double worst = 0;
+  with_word(t.size, [&](auto w) {
+    using U = decltype(w);
+    if constexpr (sizeof(U) >= 4) {
+      const char* in = static_cast<const char*>(src);
+      unsigned char* out = static_cast<unsigned char*>(dst);
+      for (uint64_t i = 0; i < n; ++i) {
+        const U bits = load<U>(reinterpret_cast<const unsigned char*>(in + int64_t(i) * stride));
+        const double v = float_value<U>(bits);
+        U stored = bits;
+        if (std::isfinite(v)) {
+          const double k = std::nearbyint((v - g.origin) / g.step);
+          stored = float_bits<U>(grid_value(g.origin, g.step, int64_t(k)));
+          worst = std::max(worst, std::fabs(float_value<U>(stored) - v));
+        }
+        put<U>(out + i * sizeof(U), stored);
+      }
+    }
+  });
+  return worst;
+}
+
 bool Plan::raw() const {
   if (predictor != Predictor::none) return false;
   for (Coder c : coders)
@@ -293,18 +431,36 @@ std::string Plan::name(uint32_t size) const {
   return out + "]";
 }
 
+namespace {
+uint32_t param_size(Predictor p, const ValueType& t) {
+  return p == Predictor::offset ? t.size : (p == Predictor::grid || p == Predictor::grid_delta) ? 16 : 0;
+}
+}  // namespace
+
 void encode(const Plan& plan, ValueType t, const void* src, size_t n, const Context& ctx, std::string& out) {
   std::vector<const unsigned char*> streams;
   size_t stream_bytes = 0;
-  const uint64_t param = prepare(plan.predictor, plan.layout, t, src, n, ctx, streams, stream_bytes);
-  const uint32_t param_bytes = plan.predictor == Predictor::offset ? t.size : 0;
+  Predictor pred = plan.predictor;
+  bool ok = true;
+  uint64_t param = prepare(pred, plan.layout, t, src, n, ctx, streams, stream_bytes, ok);
+  if (!ok) {  // values off the grid (or a predictor this type cannot take): this block is kept exact
+    pred = Predictor::none;
+    param = prepare(pred, plan.layout, t, src, n, ctx, streams, stream_bytes, ok);
+  }
+  const uint32_t param_bytes = param_size(pred, t);
   const size_t count = streams.size();
   out.assign(kBlockHeaderBytes + count * kStreamEntryBytes + param_bytes, '\0');
-  out[0] = char(plan.predictor);
+  out[0] = char(pred);
   out[1] = char(count > 1 ? Layout::planes : Layout::whole);
   out[2] = char(count);
   out[3] = char(param_bytes);
-  std::memcpy(out.data() + kBlockHeaderBytes + count * kStreamEntryBytes, &param, param_bytes);
+  unsigned char* pp = reinterpret_cast<unsigned char*>(out.data()) + kBlockHeaderBytes + count * kStreamEntryBytes;
+  if (param_bytes == 16) {
+    std::memcpy(pp, &ctx.grid_origin, 8);
+    std::memcpy(pp + 8, &ctx.grid_step, 8);
+  } else {
+    std::memcpy(pp, &param, param_bytes);
+  }
   thread_local std::string buf;
   for (size_t k = 0; k < count; ++k) {
     Coder c = k < plan.coders.size() ? plan.coders[k] : Coder::raw;
@@ -347,13 +503,22 @@ std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, 
   const size_t want_count = layout == uint8_t(Layout::planes) ? t.size : 1;
   if (count != want_count) return "block has " + std::to_string(count) + " streams, expected " + std::to_string(want_count);
   if (layout == uint8_t(Layout::planes) && t.size == 1) return "byte planes of 1-byte values";
-  const uint32_t want_param = pred == uint8_t(Predictor::offset) ? t.size : 0;
+  const uint32_t want_param = param_size(Predictor(pred), t);
   if (param_bytes != want_param) return "predictor parameter has " + std::to_string(param_bytes) + " bytes, expected " + std::to_string(want_param);
   if (pred == uint8_t(Predictor::quantile) && !(ctx.codes && ctx.bases)) return "quantile predictor without quantile codes";
+  const bool grid = pred == uint8_t(Predictor::grid) || pred == uint8_t(Predictor::grid_delta);
+  if (grid && (!t.is_float || t.size < 4)) return "grid predictor on values that are not floats";
   size_t pos = kBlockHeaderBytes + size_t(count) * kStreamEntryBytes + param_bytes;
   if (pos > stored_n) return "coded block is shorter than its stream table";
   uint64_t param = 0;
-  std::memcpy(&param, p + pos - param_bytes, param_bytes);
+  double origin = 0, step = 0;
+  if (grid) {
+    std::memcpy(&origin, p + pos - 16, 8);
+    std::memcpy(&step, p + pos - 8, 8);
+    if (!std::isfinite(origin) || !(step > 0) || !std::isfinite(step)) return "grid predictor with an invalid origin or step";
+  } else {
+    std::memcpy(&param, p + pos - param_bytes, param_bytes);
+  }
   const size_t stream_bytes = count > 1 ? n : n * t.size;
   Scratch& s = scratch();
   if (s.planes.size() < n * t.size) s.planes.resize(n * t.size);
@@ -400,7 +565,7 @@ std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, 
   if (count > 1) unshuffle(streams, n, t.size, out);
   with_word(t.size, [&](auto w) {
     using U = decltype(w);
-    inverse<U>(Predictor(pred), t, out, n, ctx, U(param));
+    inverse<U>(Predictor(pred), t, out, n, ctx, U(param), origin, step);
   });
   return {};
 }
@@ -421,15 +586,22 @@ Plan choose(ValueType t, const std::vector<Predictor>& predictors, const std::ve
     }
     const size_t count = t.size > 1 ? t.size : 1;
     std::vector<uint64_t> raw(count, 0), zs(count, 0), lz(count, 0);
+    bool usable = true;
     for (const Sample& s : samples) {
       size_t stream_bytes = 0;
-      prepare(pred, best.layout, t, s.values, s.count, s.ctx, streams, stream_bytes);
+      bool ok = true;
+      prepare(pred, best.layout, t, s.values, s.count, s.ctx, streams, stream_bytes, ok);
+      if (!ok) {
+        usable = false;
+        break;
+      }
       for (size_t k = 0; k < count; ++k) {
         raw[k] += stream_bytes;
         zs[k] += code_stream(Coder::zstd, zstd_level, streams[k], stream_bytes, buf) ? buf.size() : stream_bytes;
         lz[k] += code_stream(Coder::lz4, zstd_level, streams[k], stream_bytes, buf) ? buf.size() : stream_bytes;
       }
     }
+    if (!usable) continue;
     Plan plan = best;
     plan.predictor = pred;
     uint64_t total = 0;

@@ -19,6 +19,8 @@ enum class Predictor : uint8_t {
   xor_ = 2,      // v[i] ^ v[i-1] on the values' bits (v[-1] = 0)
   quantile = 3,  // ordered(v[i]) - base[code[i]]: the value within its quantile bin (needs codes)
   offset = 4,    // v[i] - reference (wrapping): integers near a block's minimum
+  grid = 5,      // floats on a grid: q[i] with v[i] = T(origin + q[i] * step) (error-bounded columns)
+  grid_delta = 6,  // the same, q[i] - q[i-1] zigzagged
 };
 enum class Layout : uint8_t {
   whole = 0,   // one stream of n * size bytes
@@ -26,7 +28,7 @@ enum class Layout : uint8_t {
 };
 enum class Coder : uint8_t { raw = 0, zstd = 1, lz4 = 2 };
 
-inline constexpr uint8_t kMaxPredictor = 4, kMaxLayout = 1, kMaxCoder = 2;
+inline constexpr uint8_t kMaxPredictor = 6, kMaxLayout = 1, kMaxCoder = 2;
 inline constexpr uint32_t kBlockHeaderBytes = 4;  // predictor, layout, stream count, parameter bytes
 inline constexpr uint32_t kStreamEntryBytes = 8;  // coder, 3 zero bytes, u32 stored length
 inline constexpr size_t kMaxBlockBytes = size_t(1) << 20;  // decoded bytes of one block
@@ -39,7 +41,22 @@ const char* coder_name(Coder c);
 struct Context {
   const uint8_t* codes = nullptr;      // one per value of the block
   const uint64_t* bases = nullptr;     // 256 ordered bases
+  double grid_origin = 0, grid_step = 0;  // the grid predictors (encoding; decoding reads the block)
 };
+
+// Error-bounded storage of a float column: values are moved to the nearest point of a grid
+// origin + q * step, with step chosen so that every stored value lies within `bound` of the
+// given one. The value of grid index q; the same function writes and reads.
+double grid_value(double origin, double step, int64_t q);
+struct Grid {
+  double origin = 0, step = 0;
+};
+// The grid for a column of `dtype_code` whose finite values lie in [lo, hi]; UsageError
+// naming the column when `bound` is too small for the type to honour at that magnitude.
+Grid make_grid(uint8_t dtype_code, double lo, double hi, double bound, const std::string& column);
+// Moves n values (of a float dtype, at src with `stride` bytes between them) to the grid,
+// into dst (contiguous); NaN and infinities are kept. Returns the largest |given - stored|.
+double quantize(uint8_t dtype_code, const Grid& g, const void* src, int64_t stride, uint64_t n, void* dst);
 
 // The ordered bases of the 256 quantile bins of a column of `dtype_code` (a DType code)
 // from its 257 edges: base[k] = ordered(edge k converted to the column's type).

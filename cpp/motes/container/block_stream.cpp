@@ -146,7 +146,7 @@ std::string BlockStream::pipelines() const {
   std::vector<std::string> seen;
   std::string stored;
   for (uint64_t b = 0; b < blocks_.size(); ++b) {
-    stored.resize(std::min<uint64_t>(blocks_[b].stored, 64));
+    stored.resize(std::min<uint64_t>(blocks_[b].stored, codec::kBlockHeaderBytes + 8 * codec::kStreamEntryBytes + 16));
     source_->read(blocks_[b].offset, stored.size(), stored.data());
     codec::Predictor pred{};
     std::vector<codec::Coder> coders;

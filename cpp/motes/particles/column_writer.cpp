@@ -193,6 +193,11 @@ void choose_typed(ColumnPlan& p, const Layout& layout, uint32_t block_values, bo
   if (type.is_float) predictors.push_back(codec::Predictor::xor_);
   else if (sizeof(T) > 1) predictors.push_back(codec::Predictor::offset);
   if (code_of) predictors.push_back(codec::Predictor::quantile);
+  if (p.grid.step > 0) {
+    predictors.push_back(codec::Predictor::grid);
+    predictors.push_back(codec::Predictor::grid_delta);
+    for (codec::Sample& s : samples) s.ctx.grid_origin = p.grid.origin, s.ctx.grid_step = p.grid.step;
+  }
   p.values.plan = codec::choose(type, predictors, samples, zstd_level);
   if (code_of) {
     std::vector<codec::Sample> cs;
@@ -261,6 +266,7 @@ void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<uint32_t
       if (r.start + r.count <= ce) ++p.run_cursor; else break;
     }
     codec::Context ctx;
+    ctx.grid_origin = p.grid.origin, ctx.grid_step = p.grid.step;
     if (fine) {
       for (uint64_t i = 0; i < len; ++i) codes[i] = (*code_of)(double(buf[i]));
       ctx.codes = codes.data();
@@ -293,6 +299,29 @@ void finish_typed(ColumnPlan& p, const Layout& layout) {
 }
 
 }  // namespace
+
+void finite_range(const ColumnView& c, unsigned threads, double& lo, double& hi) {
+  std::mutex m;
+  bool any = false;
+  lo = hi = 0;
+  parallel_ranges(c.count, threads, 1 << 16, [&](uint64_t b, uint64_t e) {
+    bool la = false;
+    double l = 0, h = 0;
+    dispatch_dtype(c.spec.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      for (uint64_t i = b; i < e; ++i) {
+        double v = double(value_at<T>(c, i));
+        if (!std::isfinite(v)) continue;
+        if (!la) l = h = v, la = true;
+        l = std::min(l, v), h = std::max(h, v);
+      }
+    });
+    std::lock_guard lock(m);
+    if (!la) return;
+    if (!any) lo = l, hi = h, any = true;
+    lo = std::min(lo, l), hi = std::max(hi, h);
+  });
+}
 
 void scan_column(ColumnPlan& p, unsigned threads) {
   dispatch_dtype(p.view->spec.dtype, [&](auto v) { scan_global<decltype(v)>(p, threads); });

@@ -33,6 +33,7 @@ struct ColumnPlan {
   uint64_t nan_count = 0;
   std::vector<double> edges;           // fine only: 257 quantile edges
   std::vector<uint64_t> bases;         // fine only: codec::quantile_bases of the edges
+  codec::Grid grid;                    // error-bounded columns: the grid their values lie on
   StreamOut values, codes;
   // Per node, over its own points so far (then its subtree): native min/max bytes, bitmap.
   std::vector<unsigned char> node_min, node_max, node_any;
@@ -42,6 +43,8 @@ struct ColumnPlan {
 
 // Global min/max and NaN count of the column (threads: parallel scan).
 void scan_column(ColumnPlan& p, unsigned threads);
+// The smallest and largest finite values of a float column (0, 0 when it has none).
+void finite_range(const ColumnView& c, unsigned threads, double& lo, double& hi);
 // How spatially incoherent the column is (about 1 for noise, near 0 for smooth fields).
 double column_incoherence(const ColumnPlan& p, const Layout& layout);
 // 257 quantile edges from a sample of the values, and the codec bases derived from them.

@@ -148,9 +148,41 @@ std::pair<uint64_t, uint64_t> extent(const StreamOut& s) {
 
 }  // namespace
 
-WriteSummary write_particle_file(const std::string& path, const std::vector<ColumnView>& columns,
+WriteSummary write_particle_file(const std::string& path, const std::vector<ColumnView>& given,
                                  const WriteOptions& options) {
-  validate_columns(columns);
+  validate_columns(given);
+  unsigned threads = options.layout.threads ? options.layout.threads : default_threads();
+  // Error-bounded columns are moved to their grids first: the layout, the index and the
+  // codecs then see the values as they will be stored (queries are exact on those).
+  std::vector<ColumnView> columns = given;
+  std::vector<codec::Grid> grids(columns.size());
+  std::vector<std::vector<unsigned char>> quantized(columns.size());
+  for (size_t i = 0; i < columns.size(); ++i) {
+    ColumnView& c = columns[i];
+    if (!(c.spec.error_bound > 0)) continue;
+    double lo, hi;
+    finite_range(c, threads, lo, hi);
+    grids[i] = codec::make_grid(uint8_t(c.spec.dtype), lo, hi, c.spec.error_bound, c.spec.name);
+    const size_t size = dtype_size(c.spec.dtype);
+    quantized[i].resize(std::max<uint64_t>(c.count, 1) * size);
+    std::atomic<uint64_t> worst_bits{0};
+    parallel_ranges(c.count, threads, 1 << 16, [&](uint64_t b, uint64_t e) {
+      double w = codec::quantize(uint8_t(c.spec.dtype), grids[i], static_cast<const char*>(c.data) + int64_t(b) * c.stride(),
+                                 c.stride(), e - b, quantized[i].data() + b * size);
+      uint64_t bits;
+      std::memcpy(&bits, &w, 8);
+      for (uint64_t cur = worst_bits.load(); bits > cur && !worst_bits.compare_exchange_weak(cur, bits);) {
+      }
+    });
+    double worst;
+    uint64_t wb = worst_bits.load();
+    std::memcpy(&worst, &wb, 8);
+    if (!(worst <= c.spec.error_bound))  // the grid's margin makes this impossible; a check, not a hope
+      throw Error("column '" + c.spec.name + "': a stored value differs by " + number_text(worst) + " from the given one, more than its bound " +
+                  number_text(c.spec.error_bound) + " (a bug: please report it)");
+    c.data = quantized[i].data();
+    c.stride_bytes = std::nullopt;
+  }
   const uint32_t bv = options.block_values;
   uint32_t widest = 1;
   for (const ColumnView& c : columns) widest = std::max<uint32_t>(widest, uint32_t(dtype_size(c.spec.dtype)));
@@ -167,7 +199,6 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   auto progress = [&](const std::string& stage, uint64_t done, uint64_t total) {
     if (options.progress) options.progress(stage, done, total);
   };
-  unsigned threads = options.layout.threads ? options.layout.threads : default_threads();
   auto t0 = Clock::now();
   progress("layout", 0, 1);
   Layout layout = build_layout(find("x"), find("y"), find("z"), options.layout);
@@ -182,6 +213,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
     ColumnPlan& p = plans[i];
     p.view = &columns[i];
     p.size = dtype_size(columns[i].spec.dtype);
+    p.grid = grids[i];
     scan_column(p, threads);
     const std::string& name = columns[i].spec.name;
     bool position = name == "x" || name == "y" || name == "z";
