@@ -132,6 +132,16 @@ def extent_problem(members: Sequence[Component], count: int, count_from: str) ->
     return ""
 
 
+def holds_data(c: Component, count: int) -> bool:
+    """Whether a component's values become a column: the non-constant ones, and in a species
+    of no particles also the constants of shape [0]. openpmd-api stores every dataset of
+    extent [0] as a constant of that shape (its value means nothing), so an empty column
+    written to openPMD comes back this way; it must come back as an empty column of its
+    dtype, not vanish into the constants. (``position`` and ``positionOffset`` are always
+    read as x, y, z: see :func:`columns_of`.)"""
+    return not c.is_constant or (count == 0 and tuple(c.shape) == (0,))
+
+
 def unit_text(rmeta: Dict[str, Any], unit_si: float) -> str:
     """The motes unit of a column: openpmd_unit(unitSI, unitDimension), or the free-text unit a
     motes export kept in the record attribute 'motesUnit' when openPMD knew no better (unitSI 1,
@@ -143,11 +153,12 @@ def unit_text(rmeta: Dict[str, Any], unit_si: float) -> str:
     return openpmd_unit(unit_si, rmeta["unitDimension"])
 
 
-def columns_of(where: str, records_meta: Dict[str, Any], comps: Dict[Tuple[str, str], Component]) -> List[Column]:
-    """The columns of a species from its records (``records_meta``: scalar, unitDimension,
-    attributes and components per record, as kept in ``species.attributes["openpmd"]``;
-    ``comps``: the components by (record, component)). Notes in ``records_meta`` which
-    column each component became ("column", "rawColumn")."""
+def columns_of(where: str, records_meta: Dict[str, Any], comps: Dict[Tuple[str, str], Component],
+               count: int) -> List[Column]:
+    """The columns of a species of ``count`` particles from its records (``records_meta``:
+    scalar, unitDimension, attributes and components per record, as kept in
+    ``species.attributes["openpmd"]``; ``comps``: the components by (record, component)).
+    Notes in ``records_meta`` which column each component became ("column", "rawColumn")."""
     if "position" not in records_meta:
         raise FormatError(f"{where}: has no 'position' record (required by openPMD; motes needs positions)")
     pos = records_meta["position"]
@@ -192,7 +203,7 @@ def columns_of(where: str, records_meta: Dict[str, Any], comps: Dict[Tuple[str, 
             c.dtype, c.unit = first.dtype, first.unit
 
     for (rname, cname), comp in comps.items():
-        if rname in ("position", "positionOffset") or comp.constant is not None:
+        if rname in ("position", "positionOffset") or not holds_data(comp, count):
             continue
         col = rname if records_meta[rname]["scalar"] else f"{rname}_{cname}"
         records_meta[rname]["components"][cname]["column"] = col
@@ -349,13 +360,16 @@ def plan_species(where: str, sp: Species) -> Tuple[Dict[str, Rec], List[str]]:
         rec = Rec(bool(rm.get("scalar")), list(rm.get("unitDimension") or DIMENSIONLESS), rm.get("timeOffset"),
                   dict(rm.get("attributes") or {}))
         for cname, cm in (rm.get("components") or {}).items():
-            if "constant" in cm:
+            col = cm.get("column")
+            has_column = col in dtypes and col not in consumed
+            if "constant" in cm and not (has_column and sp.count > 0):
+                if has_column:  # an empty column read from a constant of shape [0] (see holds_data)
+                    consumed.add(col)
                 rec.comps[cname] = Out(rname, cname, np.dtype(cm["dtype"]), float(cm.get("unitSI", 1.0)),
                                        constant=scalar_of(cm["dtype"], cm["constant"]),
                                        attributes=dict(cm.get("attributes") or {}))
                 continue
-            col = cm.get("column")
-            if col not in dtypes or col in consumed:
+            if not has_column:
                 continue   # the column was dropped on the way: so is the component
             si, dim, free = unit_of(units, col, cm.get("unitSI"), rm.get("unitDimension"), DIMENSIONLESS)
             rec.unit_dimension = dim

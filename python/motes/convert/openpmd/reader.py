@@ -140,7 +140,7 @@ def _species_from(io, handle: "_Handle", path: str, index: int, name: str, sp, c
             comps[(rname, c.comp)] = c
         records_meta[rname] = rmeta
 
-    columns = columns_of(where, records_meta, comps)
+    columns = columns_of(where, records_meta, comps, count)
     meta: Dict[str, Any] = {
         "attributes": custom_attributes(sp, ()),
         "records": records_meta,
