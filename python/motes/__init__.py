@@ -9,9 +9,22 @@
 
 from ._core import FormatError, MotesError, UsageError, parse_expression
 from .dataset import Column, Dataset, Table, Writer, open, read_partition, write
-from . import synth
 
 __version__ = "0.1.0"
 
 __all__ = ["open", "write", "read_partition", "Writer", "Dataset", "Table", "Column", "synth", "parse_expression",
            "MotesError", "UsageError", "FormatError", "__version__"]
+
+
+def __getattr__(name):
+    # motes.synth (the synthetic data generators) loads on first use: `import motes` stays
+    # light (numpy and the core only; no synth, matplotlib, pandas, pyarrow, h5py, openpmd_api).
+    if name == "synth":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.synth")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"synth"})
