@@ -7,13 +7,14 @@
 >>> counts, xedges, yedges = ds.histogram("ux", "uy", bins=128, where="x < 5")
 """
 
-from ._core import FormatError, MotesError, UsageError, parse_expression
+from ._core import parse_expression
+from .errors import FormatError, MotesError, NotFoundError, StorageError, UsageError
 from .dataset import Column, Dataset, Table, Writer, open, read_partition, write
 
 __version__ = "0.1.0"
 
 __all__ = ["open", "write", "read_partition", "Writer", "Dataset", "Table", "Column", "synth", "parse_expression",
-           "MotesError", "UsageError", "FormatError", "__version__"]
+           "MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "__version__"]
 
 
 def __getattr__(name):

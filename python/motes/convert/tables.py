@@ -16,6 +16,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Tuple
 import numpy as np
 
 from .._core import FormatError, UsageError
+from ..errors import storage_error
 from .base import DEFAULT_CHUNK_ROWS, Species, Step, check_dtype, rechunk, single_species, table_metadata
 
 _META_KEY = b"motes"
@@ -101,7 +102,11 @@ def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, **options) -> Itera
                 for b in open_csv():
                     for s in range(0, b.num_rows, chunk_rows):
                         yield b.slice(s, chunk_rows)
-    except (pa.ArrowInvalid, OSError) as e:
+    except OSError as e:  # the file system's (errno set), or pyarrow's for a damaged file
+        if e.errno is not None:
+            raise storage_error(e, path, "cannot read") from e
+        raise FormatError(f"{path}: not a readable {kind} file ({e})") from None
+    except pa.ArrowInvalid as e:
         raise FormatError(f"{path}: not a readable {kind} file ({e})") from None
     cols, units = _arrow_columns(path, schema)
     meta = json.loads(schema.metadata[_META_KEY]) if schema.metadata and _META_KEY in schema.metadata else {}

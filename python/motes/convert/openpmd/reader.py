@@ -18,6 +18,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from ..._core import FormatError, UsageError
+from ...errors import NotFoundError
 from ..base import DEFAULT_CHUNK_ROWS, ConversionWarning, Species, Step
 from ..sources import PATTERN as _PATTERN
 from . import patches
@@ -40,14 +41,15 @@ def _precheck(path: str) -> None:
         rx = re.compile("^" + re.escape(base[:mb.start()]) + digits + re.escape(base[mb.end():]) + "$")
         folder = os.path.dirname(path) or "."
         if not os.path.isdir(folder):
-            raise UsageError(f"{path}: no such directory '{folder}'")
+            raise NotFoundError(f"{path}: no such directory '{folder}'", filename=folder)
         matches = sorted(f for f in os.listdir(folder) if rx.match(f))
         if not matches:
-            raise UsageError(f"{path}: no file of the series exists (looked for {rx.pattern[1:-1]} in '{folder}')")
+            raise NotFoundError(f"{path}: no file of the series exists (looked for {rx.pattern[1:-1]} in '{folder}')",
+                                filename=path)
         files = [os.path.join(folder, matches[0])]
     else:
         if not os.path.exists(path):
-            raise UsageError(f"{path}: no such file")
+            raise NotFoundError(f"{path}: no such file", filename=path)
         files = [path]
     for f in files:
         if f.endswith(".h5"):

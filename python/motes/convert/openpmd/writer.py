@@ -18,6 +18,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 import numpy as np
 
 from ..._core import FormatError, UsageError
+from ...errors import StorageError
 from ..base import Species, Step, check_columns
 from ..sources import PATTERN as _PATTERN
 from . import patches
@@ -94,8 +95,9 @@ def _write_species(io, series, it, path: str, index: int, sp: Species, particle_
             boxes.add(start, [np.asarray(chunk[a]) for a in AXES])
         try:
             series.flush()
-        except Exception as e:
-            raise UsageError(f"{where}: writing rows {start}..{start + n} failed ({why(e)})") from None
+        except Exception as e:  # the records were declared and checked: a failed flush is the storage's
+            raise StorageError(f"{where}: writing rows {start}..{start + n} failed ({why(e)})",
+                               filename=path) from None
         del keep
         start += n
     if start != count:
@@ -108,7 +110,7 @@ def _create_series(io, path: str, encoding: str, info: Dict[str, Any]):
     try:
         series = io.Series(path, io.Access.create)
     except Exception as e:
-        raise UsageError(f"{path}: cannot create the openPMD series ({why(e)})") from None
+        raise StorageError(f"{path}: cannot create the openPMD series ({why(e)})", filename=path) from None
     if encoding == "group":
         series.set_iteration_encoding(io.Iteration_Encoding.group_based)
     where = f"{path}: series"
@@ -243,7 +245,7 @@ def write(path: str, steps: Iterable[Step], *, iteration_encoding: Optional[str]
                 series.close()
             except Exception as e:
                 if ok:
-                    raise UsageError(f"{path}: cannot close the openPMD series ({why(e)})") from None
+                    raise StorageError(f"{path}: cannot close the openPMD series ({why(e)})", filename=path) from None
     if no_particles and path.endswith(".h5"):
         _add_empty_particle_groups(path, encoding, no_particles)
 
