@@ -110,13 +110,6 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: Optiona
     return "\n".join(out)
 
 
-def _finite(v: Any) -> Any:
-    """JSON-safe float: NaN/inf -> None."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
-
-
 def _count_arg(text: str) -> int:
     """Particle count: 100000, 100_000, 1e5, 100k, 2M, 1G."""
     t = text.strip().replace("_", "").replace(",", "")
