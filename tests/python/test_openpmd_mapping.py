@@ -34,7 +34,8 @@ def test_mapping_needs_no_openpmd_api():
         import numpy as np
         from motes.convert.base import Species
         from motes.convert.openpmd import mapping, read
-        cols = {"x": np.zeros(2), "y": np.zeros(2), "z": np.zeros(2), "momentum_x": np.ones(2), "momentum_y": np.ones(2)}
+        cols = {"x": np.zeros(2), "y": np.zeros(2), "z": np.zeros(2), "momentum_x": np.ones(2),
+                "momentum_y": np.ones(2)}
         sp = Species("e", [(k, v.dtype) for k, v in cols.items()], 2, lambda: iter([cols]))
         records, axes = mapping.plan_species("here", sp)
         assert sorted(records) == ["momentum", "position", "positionOffset"], records
