@@ -112,12 +112,14 @@ def _format(name: Optional[str], path: str, for_writing: bool) -> Format:
     return f
 
 
-def read(path: str, format: Optional[str] = None, **options) -> Iterator[Step]:
-    """The steps of ``path``, streaming (see :mod:`motes.convert.base`)."""
+def read(path: str, format: Optional[str] = None, *, chunk_rows: int = DEFAULT_CHUNK_ROWS,
+         **options) -> Iterator[Step]:
+    """The steps of ``path``, streaming chunks of ``chunk_rows`` rows (see
+    :mod:`motes.convert.base`); ``options`` go to the format's reader."""
     p = os.fspath(path)
     if "%" not in p and not os.path.exists(p):
         raise NotFoundError(f"no such file or dataset: '{p}'", filename=p)
-    return _reading(p, _format(format, p, False).load().read(p, **options))
+    return _reading(p, _format(format, p, False).load().read(p, chunk_rows=chunk_rows, **options))
 
 
 def _reading(path: str, steps: Iterable[Step]) -> Iterator[Step]:
@@ -125,7 +127,7 @@ def _reading(path: str, steps: Iterable[Step]) -> Iterator[Step]:
     StorageError naming the file (see motes.errors)."""
     with storage_errors(path, "cannot read"):
         for st in steps:
-            yield replace(st, species={k: replace(sp, chunks=_read_chunks(path, sp.chunks))
+            yield replace(st, species={k: replace(sp, chunks=_read_chunks(path, sp.chunks), source=path)
                                        for k, sp in st.species.items()})
 
 
