@@ -12,7 +12,17 @@ from typing import Any, Dict, Sequence
 import numpy as np
 
 from ..._core import FormatError, UsageError
-from .mapping import MOTES_ATTRIBUTES
+
+# Attributes that openpmd-api or this package manage; everything else is carried as "custom".
+SERIES_STANDARD = ("openPMD", "openPMDextension", "basePath", "meshesPath", "particlesPath",
+                   "iterationEncoding", "iterationFormat", "author", "software", "softwareVersion",
+                   "date", "machine", "comment", "softwareDependencies")
+ITERATION_STANDARD = ("time", "dt", "timeUnitSI")
+RECORD_STANDARD = ("unitDimension", "timeOffset")
+COMPONENT_STANDARD = ("unitSI", "value", "shape")
+MOTES_ATTRIBUTES = "motesAttributes"   # JSON text of motes attributes openPMD has no place for
+STEP_KEYS = ("time", "dt", "timeUnitSI", "openpmd")
+SPECIES_KEYS = ("openpmd", "motes_patches")
 
 
 def io():

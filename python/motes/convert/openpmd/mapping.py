@@ -31,16 +31,6 @@ AXES = ("x", "y", "z")
 LENGTH = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
 DIMENSIONLESS = [0.0] * 7
 
-# Attributes that openpmd-api or this package manage; everything else is carried as "custom".
-SERIES_STANDARD = ("openPMD", "openPMDextension", "basePath", "meshesPath", "particlesPath",
-                   "iterationEncoding", "iterationFormat", "author", "software", "softwareVersion",
-                   "date", "machine", "comment", "softwareDependencies")
-ITERATION_STANDARD = ("time", "dt", "timeUnitSI")
-RECORD_STANDARD = ("unitDimension", "timeOffset")
-COMPONENT_STANDARD = ("unitSI", "value", "shape")
-MOTES_ATTRIBUTES = "motesAttributes"   # JSON text of motes attributes openPMD has no place for
-STEP_KEYS = ("time", "dt", "timeUnitSI", "openpmd")
-SPECIES_KEYS = ("openpmd", "motes_patches")
 RESERVED_RECORDS = ("position", "positionOffset", "particlePatches")
 
 

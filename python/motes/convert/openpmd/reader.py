@@ -22,9 +22,9 @@ from ...errors import NotFoundError
 from ..base import DEFAULT_CHUNK_ROWS, ConversionWarning, Species, Step
 from ..sources import PATTERN as _PATTERN
 from . import patches
-from .api import custom_attributes, io as _io, motes_attributes, plain, typed, why
-from .mapping import (COMPONENT_STANDARD, ITERATION_STANDARD, RECORD_STANDARD, SERIES_STANDARD, Component, assemble,
-                      canon, columns_of, extent_problem, particle_count, where_of)
+from .api import (COMPONENT_STANDARD, ITERATION_STANDARD, RECORD_STANDARD, SERIES_STANDARD, custom_attributes,
+                  io as _io, motes_attributes, plain, typed, why)
+from .mapping import Component, assemble, canon, columns_of, extent_problem, particle_count, where_of
 
 __all__ = ["read"]
 

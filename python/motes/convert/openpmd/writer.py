@@ -22,9 +22,9 @@ from ...errors import StorageError
 from ..base import Species, Step, check_columns
 from ..sources import PATTERN as _PATTERN
 from . import patches
-from .api import io as _io, set_attribute, unit_dimension_map, why
-from .mapping import (AXES, COMPONENT_STANDARD, ITERATION_STANDARD, MOTES_ATTRIBUTES, RECORD_STANDARD, SERIES_STANDARD,
-                      SPECIES_KEYS, STEP_KEYS, Out, canon, plan_species, stored_values, where_of)
+from .api import (COMPONENT_STANDARD, ITERATION_STANDARD, MOTES_ATTRIBUTES, RECORD_STANDARD, SERIES_STANDARD,
+                  SPECIES_KEYS, STEP_KEYS, io as _io, set_attribute, unit_dimension_map, why)
+from .mapping import AXES, Out, canon, plan_species, stored_values, where_of
 
 __all__ = ["write"]
 
