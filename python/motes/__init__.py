@@ -7,11 +7,25 @@
 >>> counts, xedges, yedges = ds.histogram("ux", "uy", bins=128, where="x < 5")
 """
 
-from ._core import FormatError, MotesError, UsageError, parse_expression
+from ._core import parse_expression
+from .errors import FormatError, MotesError, NotFoundError, StorageError, UsageError
 from .dataset import Column, Dataset, Table, Writer, open, read_partition, write
-from . import synth
 
 __version__ = "0.1.0"
 
 __all__ = ["open", "write", "read_partition", "Writer", "Dataset", "Table", "Column", "synth", "parse_expression",
-           "MotesError", "UsageError", "FormatError", "__version__"]
+           "MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "__version__"]
+
+
+def __getattr__(name):
+    # motes.synth (the synthetic data generators) loads on first use: `import motes` stays
+    # light (numpy and the core only; no synth, matplotlib, pandas, pyarrow, h5py, openpmd_api).
+    if name == "synth":
+        import importlib
+
+        return importlib.import_module(f"{__name__}.synth")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"synth"})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -13,10 +14,28 @@ import numpy as np
 from . import _args, _core, units
 from ._core import FormatError, MotesError, UsageError
 from .dtypes import column_array, numpy_dtype
+from .errors import storage_errors
 
 __all__ = ["open", "write", "Writer", "Dataset", "Table", "Column", "read_partition"]
 
 ColumnsLike = Mapping[str, np.ndarray]
+
+
+def _storage(doing: str):
+    """A method whose OSErrors (of the core, of the file system) surface as motes.StorageError
+    (motes.NotFoundError for a missing file) naming the dataset: see motes.errors."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(self, *args, **kwargs):
+            with storage_errors(self.path, doing):
+                return fn(self, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
 Quality = Union[float, Tuple[float, float]]
 BoxLike = Optional[Sequence[float]]
 
@@ -204,6 +223,7 @@ class Writer:
         self._aggregation = dict(method=aggregation, target_bytes=target_bytes, best_axis=bool(best_axis),
                                  overfull=float(overfull))
 
+    @_storage("cannot write the step")
     def write_step(self, step: int, species: Union[ColumnsLike, Mapping[str, ColumnsLike]], *, time: float = 0.0,
                    attributes: Optional[Mapping[str, Any]] = None, index: Optional[Mapping[str, str]] = None,
                    units: Optional[Mapping[str, str]] = None, species_name: str = "particles",
@@ -256,6 +276,7 @@ class Writer:
                     pass
             raise
 
+    @_storage("cannot write the step")
     def write_step_chunks(self, step: int, species: Mapping[str, Iterable[ColumnsLike]], *, time: float = 0.0,
                           attributes: Optional[Mapping[str, Any]] = None, index: Optional[Mapping[str, str]] = None,
                           units: Optional[Mapping[str, Mapping[str, str]]] = None) -> List[dict]:
@@ -332,7 +353,8 @@ class Dataset:
 
     def __init__(self, path: Union[str, os.PathLike]):
         self.path = _args.path(path)
-        self._core = _core.DatasetCore.open(self.path)
+        with storage_errors(self.path, "cannot open the dataset"):
+            self._core = _core.DatasetCore.open(self.path)
         self._steps = [Step(s["index"], s["time"], json.loads(s["attributes_json"]), s["species"])
                        for s in self._core.steps]
         self._files: Dict[str, Any] = {}
@@ -355,6 +377,7 @@ class Dataset:
         """Dataset-level attributes (a JSON object), e.g. the code and its input deck."""
         return json.loads(self._core.attributes_json)
 
+    @_storage("cannot write the attributes")
     def set_attributes(self, attributes: Mapping[str, Any], *, lock_timeout: Optional[float] = None) -> None:
         """Replaces the dataset-level attributes. Like a step write, this takes the dataset's
         lock (waiting up to ``lock_timeout`` seconds for another writer) and rewrites the
@@ -404,6 +427,7 @@ class Dataset:
     def bounds(self, step: Optional[int] = None, species: Optional[str] = None):
         return self._species(step, species)["bounds"]
 
+    @_storage("cannot open the particle files")
     def source(self, step: Optional[int] = None, species: Optional[str] = None):
         """The particles of one species in one step (cached): one particle file, or the part
         files of a parallel write behind their step index; queries run over it. The files are
@@ -423,12 +447,14 @@ class Dataset:
         return src.part(part)
 
     # --- queries -----------------------------------------------------------------------------
+    @_storage("cannot read")
     def select(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
                fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
                threads: int = 0):
         """The selection (file positions) matching the query, without copying any column."""
         return _core.select(self.source(step, species), **_selection(where, box, quality, fraction, threads))
 
+    @_storage("cannot read")
     def query(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
               fraction: Optional[float] = None, columns: Optional[Sequence[str]] = None,
               step: Optional[int] = None, species: Optional[str] = None, threads: int = 0) -> Table:
@@ -454,7 +480,9 @@ class Dataset:
         names = self._columns(columns, step, species)
         for begin in range(0, sel.size, batch_size):
             end = min(sel.size, begin + batch_size)
-            yield Table(dict(zip(names, sel.gather_columns(names, begin, end))), sel.counters)
+            with storage_errors(self.path, "cannot read"):
+                cols = sel.gather_columns(names, begin, end)
+            yield Table(dict(zip(names, cols)), sel.counters)
 
     def _columns(self, columns, step, species) -> List[str]:
         known = [c.name for c in self.schema(step, species)]
@@ -467,12 +495,14 @@ class Dataset:
                 raise UsageError(f"unknown column '{c}' (columns: {', '.join(known)})")
         return list(columns)
 
+    @_storage("cannot read")
     def count(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
               fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
               threads: int = 0) -> int:
         """Number of particles matching the query (nothing is copied)."""
         return int(_core.count(self.source(step, species), **_selection(where, box, quality, fraction, threads)))
 
+    @_storage("cannot read")
     def stats(self, column: str, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
               fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
               threads: int = 0) -> Dict[str, Any]:
@@ -480,6 +510,7 @@ class Dataset:
         return _core.stats(self.source(step, species), _args.text("column", column),
                            **_selection(where, box, quality, fraction, threads))
 
+    @_storage("cannot read")
     def histogram(self, x: str, y: Optional[str] = None, *, bins: Union[int, Tuple[int, int]] = 64,
                   range: Optional[Sequence] = None, weights: Optional[str] = None, where: Optional[str] = None,
                   box: BoxLike = None, quality: Quality = 1.0, fraction: Optional[float] = None,
@@ -530,6 +561,22 @@ class Dataset:
         edges = [np.linspace(lo, hi, int(n) + 1) for (lo, hi), n in zip(resolved, nbins)]
         return (h, *edges)
 
+    @_storage("cannot read")
+    def describe(self, step: Optional[int] = None, species: Optional[str] = None, *,
+                 all_steps: bool = False) -> Dict[str, Any]:
+        """What the dataset holds, as a plain dict that ``json.dumps`` takes as is (what
+        ``motes info --json`` prints): its path and attributes; every step (index, time,
+        attributes, species with counts and bounds); and the particle files of step
+        ``step`` (default: the last; ``all_steps``: every step), of every species or only
+        ``species``: part files, sizes (data, index, padding, overhead), tree shape, bounds,
+        and the columns (dtype, index kind, unit with its label, SI factor and dimension,
+        min, max, NaN count, ``storage``: bytes stored). Bounds and ranges that JSON cannot
+        hold (NaN) are None. The layout is documented in ``motes._describe``."""
+        from ._describe import describe
+
+        return describe(self, step, species, all_steps)
+
+    @_storage("cannot read")
     def verify(self, progress: bool = False) -> Dict[str, int]:
         """Checks everything: the manifest against the files (the header checksums it records,
         particle counts, bounds, schemas), and every checksum of every file (headers, index
@@ -601,8 +648,9 @@ def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = N
         return ds._species(step, species)["path"], ds._columns(columns, step, species), sel
 
     src, names, sel = _on_every_rank(comm, prepare, f"opening '{os.fspath(path)}' for a parallel read")
-    cols = _core.read_partition(handle, src, sel["box"], sel["where"], names, sel["threads"], sel["quality_to"],
-                                sel["fraction"])
+    with storage_errors(path, "cannot read"):
+        cols = _core.read_partition(handle, src, sel["box"], sel["where"], names, sel["threads"], sel["quality_to"],
+                                    sel["fraction"])
     return Table({n: cols[n] for n in names})
 
 

@@ -68,6 +68,8 @@ import operator
 
 import numpy as np
 
+from .errors import UsageError
+
 __all__ = [
     "uniform",
     "clustered",
@@ -113,12 +115,12 @@ def _check_args(n, dtype):
     try:
         n = operator.index(n)
     except TypeError:
-        raise TypeError(f"n must be an integer, got {type(n).__name__}") from None
+        raise UsageError(f"n must be an integer, got {type(n).__name__}") from None
     if n < 0:
-        raise ValueError(f"n must be >= 0 (number of particles), got {n}")
+        raise UsageError(f"n must be >= 0 (number of particles), got {n}")
     dt = np.dtype(dtype)
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise ValueError(
+        raise UsageError(
             f"dtype must be float32 or float64 for positions, got {dt}"
         )
     return n, dt
@@ -232,7 +234,7 @@ def uniform(n: int, seed: int = 0, with_id: bool = False, dtype=np.float32):
 
     Raises
     ------
-    ValueError
+    motes.UsageError (a ValueError)
         If ``n < 0`` or ``dtype`` is not float32/float64.
     """
     n, dt = _check_args(n, dtype)
@@ -306,7 +308,7 @@ def clustered(n: int, seed: int = 0, with_id: bool = False, dtype=np.float32):
 
     Raises
     ------
-    ValueError
+    motes.UsageError (a ValueError)
         If ``n < 0`` or ``dtype`` is not float32/float64.
     """
     n, dt = _check_args(n, dtype)
@@ -445,7 +447,7 @@ def vpic(n: int, seed: int = 0, with_id: bool = False, dtype=np.float32):
 
     Raises
     ------
-    ValueError
+    motes.UsageError (a ValueError)
         If ``n < 0`` or ``dtype`` is not float32/float64.
     """
     n, dt = _check_args(n, dtype)
@@ -628,7 +630,7 @@ def wide(n: int, seed: int = 0, with_id: bool = False, dtype=np.float32):
 
     Raises
     ------
-    ValueError
+    motes.UsageError (a ValueError)
         If ``n < 0`` or ``dtype`` is not float32/float64.
     """
     n, dt = _check_args(n, dtype)
@@ -792,14 +794,14 @@ def generate(kind: str, n: int, seed: int = 0, with_id: bool = False,
 
     Raises
     ------
-    ValueError
+    motes.UsageError (a ValueError)
         If ``kind`` is unknown (the message lists the valid kinds) or
         ``n < 0``.
     """
     try:
         fn = GENERATORS[kind]
     except (KeyError, TypeError):
-        raise ValueError(
+        raise UsageError(
             f"unknown synthetic dataset kind {kind!r}; valid kinds: "
             + ", ".join(sorted(GENERATORS))
         ) from None

@@ -213,7 +213,7 @@ def test_h5part_bool_and_bigendian_columns(tmp_path):
 
 def test_h5part_errors(tmp_path):
     missing = tmp_path / "missing.h5part"
-    with pytest.raises(motes.UsageError, match="no such file"):
+    with pytest.raises(motes.NotFoundError, match="missing.h5part: no such file"):
         h5part.read(missing)
     text = tmp_path / "text.h5part"
     text.write_text("not hdf5")

@@ -242,9 +242,9 @@ def test_not_openpmd_is_format_error(tmp_path):
     text.write_text("not hdf5")
     with pytest.raises(motes.FormatError, match="not an HDF5 file"):
         op.read(str(text))
-    with pytest.raises(motes.UsageError, match="no such file"):
+    with pytest.raises(motes.NotFoundError, match="missing.h5: no such file"):  # also a FileNotFoundError
         op.read(str(tmp_path / "missing.h5"))
-    with pytest.raises(motes.UsageError, match="no file of the series"):
+    with pytest.raises(FileNotFoundError, match="no file of the series"):
         op.read(str(tmp_path / "missing_%T.h5"))
 
 

@@ -22,7 +22,7 @@ import sys
 from typing import Optional, Sequence
 
 from .. import __version__
-from .._core import FormatError, MotesError, UsageError
+from ..errors import FormatError, MotesError, UsageError, storage_error
 from . import convert, generate, hist, info, query, verify, version, write
 from .common import CliError, _err, _Formatter, _numbers_may_be_negative, _warnings_to_stderr
 
@@ -89,12 +89,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (FormatError, MotesError) as e:
         _err(f"motes: error: {e}")
         return 1
-    except FileNotFoundError as e:
-        msg = str(e) if not e.filename else f"no such file or directory: '{e.filename}'"
-        _err(f"motes: error: {msg}")
-        return 1
-    except OSError as e:
-        msg = f"{e.strerror}: '{e.filename}'" if e.filename and e.strerror else str(e)
-        _err(f"motes: error: {msg}")
+    except OSError as e:  # one the commands did not translate: said the same way (path: reason)
+        _err(f"motes: error: {storage_error(e)}")
         return 1
 

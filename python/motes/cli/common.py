@@ -13,11 +13,11 @@ import sys
 import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
-from .._core import UsageError
+from ..errors import MotesError, NotFoundError, UsageError
 
 
-class CliError(Exception):
-    """A user-facing error with an exit status (printed as ``motes: error: ...``)."""
+class CliError(MotesError):
+    """A user-facing error of a command, with its exit status (printed as ``motes: error: ...``)."""
 
     def __init__(self, message: str, status: int = 1):
         super().__init__(message)
@@ -108,13 +108,6 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: Optiona
     out = [line(headers), indent + "  ".join("-" * w for w in widths)]
     out.extend(line(r) for r in rows)
     return "\n".join(out)
-
-
-def _finite(v: Any) -> Any:
-    """JSON-safe float: NaN/inf -> None."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
 
 
 def _count_arg(text: str) -> int:
@@ -228,7 +221,7 @@ def _open(path: str):
     from ..dataset import open as open_dataset
 
     if not os.path.exists(path):
-        raise FileNotFoundError(f"no such dataset: '{path}'")
+        raise NotFoundError(f"no such dataset: '{path}'", filename=path)
     if not os.path.isdir(path):
         raise CliError(f"'{path}' is not a motes dataset (a dataset is a directory)", 1)
     return open_dataset(path)

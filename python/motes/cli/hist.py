@@ -7,6 +7,7 @@ import time
 from typing import List
 
 from .._core import UsageError
+from ..errors import storage_errors
 from .common import (_add_selection, _check_columns, _describe_selection, _g, _num, _open, _out, _output_kind, _positive_int, _require, _seconds, _selection_kwargs, _species_of, _sub)
 
 
@@ -80,7 +81,8 @@ def _plot(args, ds, species, counts, edges, title: str) -> None:
             ax.set_ylabel(_axis_label(ds, args.y, args.step, species))
         ax.set_title(title, fontsize=10)
         fig.tight_layout()
-        fig.savefig(args.plot, dpi=args.dpi)
+        with storage_errors(args.plot, "cannot write the plot"):
+            fig.savefig(args.plot, dpi=args.dpi)
     finally:
         plt.close(fig)
 
@@ -171,7 +173,8 @@ def cmd_hist(args) -> int:
         _plot(args, ds, species, counts, edges, title)
         _out(f"wrote plot {args.plot}")
     if args.output:
-        _save_hist(args.output, args, counts, edges)
+        with storage_errors(args.output, "cannot write"):
+            _save_hist(args.output, args, counts, edges)
         _out(f"wrote {args.output}")
     return 0
 

@@ -1,90 +1,12 @@
-"""``motes info``: steps, species, columns, sizes of a dataset."""
+"""``motes info``: steps, species, columns, sizes of a dataset: the report of
+:meth:`motes.Dataset.describe`, as text or (``--json``) as it is."""
 
 from __future__ import annotations
 
 import json
 from typing import Any, Dict
 
-from .. import units
-from .common import (_bytes, _finite, _g, _num, _open, _out, _species_of, _sub, _table)
-
-
-def _unit_fields(text: str) -> Dict[str, Any]:
-    """The unit as a person reads it, and for openPMD units its SI factor and dimension."""
-    u = units.parse(text)
-    return {"unit_label": u.label, "unit_si": u.unit_si, "unit_dimension": list(u.dimension) if u.dimension else None}
-
-
-def _file_info(ds, step: int, species: str) -> Dict[str, Any]:
-    """One species of one step: its file, or the sum over the part files of a parallel write."""
-    src = ds.source(step, species)
-    files = [src.part(k) for k in range(src.part_count)]
-    sizes: Dict[str, Any] = {}
-    for f in files:
-        for k, v in f.sizes.items():
-            sizes[k] = sizes.get(k, 0) + v
-    data = sizes.get("data_bytes", 0)
-    overhead = sizes.get("file_bytes", 0) - data
-    sizes["overhead_bytes"] = overhead
-    sizes["overhead_percent"] = (100.0 * overhead / data) if data else None
-    cols = []
-    for j, c in enumerate(files[0].columns):
-        per = [f.columns[j] for f in files]
-        valid = [p for f, p in zip(files, per) if p["nan_count"] < f.count]  # parts with a range
-        cols.append({"name": c["name"], "dtype": c["dtype"],
-                     "index": "quantile" if any(p["index"] == "quantile" for p in per) else "none",
-                     "unit": c["unit"],
-                     **_unit_fields(c["unit"]),
-                     "min": _finite(min(p["min"] for p in valid)) if valid else None,
-                     "max": _finite(max(p["max"] for p in valid)) if valid else None,
-                     "nan_count": sum(p["nan_count"] for p in per)})
-    (lo, hi) = src.bounds
-    return {
-        "step": step,
-        "species": species,
-        "path": src.path,
-        "parts": int(src.part_count),
-        "count": int(src.count),
-        "format_version": ".".join(str(v) for v in files[0].version),
-        "levels": max(int(f.level_count) for f in files),
-        "nodes": sum(int(f.node_count) for f in files),
-        "leaf_size": int(files[0].leaf_size),
-        "lod_count": int(files[0].lod_count),
-        "bounds": {"min": [_finite(v) for v in lo], "max": [_finite(v) for v in hi]},
-        "sizes": sizes,
-        "columns": cols,
-    }
-
-
-def _info_data(ds, args) -> Dict[str, Any]:
-    steps = []
-    for st in (ds.step(i) for i in ds.steps):
-        species = {}
-        for name, sp in st.species.items():
-            lo, hi = sp["bounds"]
-            species[name] = {"count": int(sp["count"]),
-                             "bounds": {"min": [_finite(v) for v in lo], "max": [_finite(v) for v in hi]}}
-        steps.append({"index": st.index, "time": _finite(st.time), "attributes": st.attributes,
-                      "species": species})
-    details = []
-    if steps:
-        chosen = ds.steps if args.all else [ds.step(args.step).index]
-        for s in chosen:
-            for name in ds.species_names(s):
-                if args.species is not None and name != args.species:
-                    continue
-                details.append(_file_info(ds, s, name))
-        if args.species is not None and not details:
-            _species_of(ds, args.step, args.species)  # raises with the list of species
-    return {
-        "path": ds.path,
-        "attributes": ds.attributes,
-        "step_count": len(steps),
-        "species": sorted({n for s in steps for n in s["species"]}),
-        "particle_count": sum(sp["count"] for s in steps for sp in s["species"].values()),
-        "steps": steps,
-        "files": details,
-    }
+from .common import _bytes, _g, _num, _open, _out, _sub, _table
 
 
 def _print_info(info: Dict[str, Any]) -> None:
@@ -137,7 +59,7 @@ def _print_info(info: Dict[str, Any]) -> None:
 
 def cmd_info(args) -> int:
     ds = _open(args.dataset)
-    info = _info_data(ds, args)
+    info = ds.describe(args.step, args.species, all_steps=args.all)
     if args.json:
         _out(json.dumps(info, indent=2, allow_nan=False))
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from .._core import UsageError
+from ..errors import storage_errors
 from .common import (_add_selection, _check_columns, _describe_selection, _g, _nonneg_int, _num, _open, _out, _output_kind, _positive_int, _require, _seconds, _selection_kwargs, _species_of, _split_columns, _sub, _table)
 
 
@@ -110,12 +111,13 @@ def cmd_query(args) -> int:
     if args.output:
         kind = _output_kind(args.output, ("npz", "csv", "parquet", "pq"))
         t0 = time.perf_counter()
-        if kind == "npz":
-            rows = _write_npz(ds, kw, names, args.output, args.limit)
-        elif kind == "csv":
-            rows = _write_csv(ds, kw, names, args.output, args.limit, args.batch_size)
-        else:
-            rows = _write_parquet(ds, kw, names, args.output, args.limit, args.batch_size)
+        with storage_errors(args.output, "cannot write"):
+            if kind == "npz":
+                rows = _write_npz(ds, kw, names, args.output, args.limit)
+            elif kind == "csv":
+                rows = _write_csv(ds, kw, names, args.output, args.limit, args.batch_size)
+            else:
+                rows = _write_parquet(ds, kw, names, args.output, args.limit, args.batch_size)
         dt = time.perf_counter() - t0
         _out(f"wrote {_num(rows)} rows x {len(names)} columns to {args.output} in {_seconds(dt)}")
         return 0

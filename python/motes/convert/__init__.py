@@ -13,6 +13,7 @@ to it and renamed at the end; on any error nothing is left behind.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import os
@@ -21,7 +22,7 @@ from dataclasses import replace
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 
-from .._core import UsageError
+from ..errors import FormatError, MotesError, NotFoundError, StorageError, UsageError, storage_error, storage_errors
 from . import destination, sources
 from .base import DEFAULT_CHUNK_ROWS, ConversionWarning, Species, Step
 
@@ -111,18 +112,37 @@ def _format(name: Optional[str], path: str, for_writing: bool) -> Format:
     return f
 
 
-def read(path: str, format: Optional[str] = None, **options) -> Iterator[Step]:
-    """The steps of ``path``, streaming (see :mod:`motes.convert.base`)."""
+def read(path: str, format: Optional[str] = None, *, chunk_rows: int = DEFAULT_CHUNK_ROWS,
+         **options) -> Iterator[Step]:
+    """The steps of ``path``, streaming chunks of ``chunk_rows`` rows (see
+    :mod:`motes.convert.base`); ``options`` go to the format's reader."""
     p = os.fspath(path)
     if "%" not in p and not os.path.exists(p):
-        raise FileNotFoundError(f"no such file or dataset: '{p}'")
-    return _format(format, p, False).load().read(p, **options)
+        raise NotFoundError(f"no such file or dataset: '{p}'", filename=p)
+    return _reading(p, _format(format, p, False).load().read(p, chunk_rows=chunk_rows, **options))
+
+
+def _reading(path: str, steps: Iterable[Step]) -> Iterator[Step]:
+    """The steps of a source, its OSErrors (reading steps and chunks) raised as motes
+    StorageError naming the file (see motes.errors)."""
+    with storage_errors(path, "cannot read"):
+        for st in steps:
+            yield replace(st, species={k: replace(sp, chunks=_read_chunks(path, sp.chunks), source=path)
+                                       for k, sp in st.species.items()})
+
+
+def _read_chunks(path: str, chunks):
+    def gen():
+        with storage_errors(path, "cannot read"):
+            yield from chunks()
+    return gen
 
 
 def write(path: str, steps: Iterable[Step], format: Optional[str] = None, **options) -> None:
     """Writes ``steps`` to ``path`` in place (no temporary name; see :func:`convert`)."""
     p = os.fspath(path)
-    _format(format, p, True).load().write(p, steps, **options)
+    with storage_errors(p, "cannot write"):
+        _format(format, p, True).load().write(p, steps, **options)
 
 
 def _select(steps: Iterable[Step], step: Optional[Sequence[int]], species: Optional[Sequence[str]],
@@ -165,7 +185,7 @@ def _files(src: str, fmt: str) -> List[Tuple[str, Optional[int]]]:
     if fmt != "openpmd" and sources.is_many(src):
         return sources.expand(src)
     if not sources.PATTERN.search(src) and not os.path.exists(src):
-        raise FileNotFoundError(f"no such file or dataset: '{src}'")
+        raise NotFoundError(f"no such file or dataset: '{src}'", filename=src)
     return [(src, None)]
 
 
@@ -175,7 +195,7 @@ def _numbered(source, files: List[Tuple[str, Optional[int]]], chunk_rows: int, o
     caller's index, time and attributes applied."""
     seen: Dict[int, str] = {}
     for k, (path, from_name) in enumerate(files):
-        for st in source.read(path, chunk_rows=chunk_rows, **options):
+        for st in _reading(path, source.read(path, chunk_rows=chunk_rows, **options)):
             index = from_name if from_name is not None else st.index if st.index is not None else k
             if as_step is not None or time is not None:
                 if seen:
@@ -187,6 +207,30 @@ def _numbered(source, files: List[Tuple[str, Optional[int]]], chunk_rows: int, o
             seen[index] = path
             yield replace(st, index=int(index), time=st.time if time is None else float(time),
                           attributes={**st.attributes, **(attributes or {})})
+
+
+@contextlib.contextmanager
+def _staged(dst: str, tmp: str):
+    """Errors of writing into the staging folder name the destination, not the staging folder
+    (an implementation detail); OSErrors surface as motes StorageErrors."""
+    staged = os.path.abspath(tmp) + os.sep
+    final = os.path.join(os.path.dirname(dst), "")  # as the caller named it ("" for the current folder)
+
+    def unstaged(text):
+        return None if text is None else os.fspath(text).replace(staged, final)
+
+    try:
+        yield
+    except StorageError as e:
+        raise type(e)(unstaged(str(e)), errno=e.errno, strerror=e.strerror, filename=unstaged(e.filename)) from e
+    except MotesError as e:
+        if staged not in str(e) or type(e) not in (UsageError, FormatError, MotesError):
+            raise
+        raise type(e)(unstaged(str(e))) from e
+    except OSError as e:
+        if e.filename is not None:
+            e.filename = unstaged(e.filename)
+        raise storage_error(e, dst, "cannot write") from e
 
 
 def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format: Optional[str] = None,
@@ -246,16 +290,19 @@ def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format:
     steps = _select(_numbered(source, files, chunk_rows, options, as_step, time, attributes), step, species, bar)
     if append:  # into the dataset itself: each step is published atomically by the writer
         try:
-            fout.load().write(dst, steps, **(write_options or {}))
+            with storage_errors(dst, "cannot write"):
+                fout.load().write(dst, steps, **(write_options or {}))
         finally:
             if bar is not None:
                 bar.close()
         return dst
     # Written into a private folder next to the destination, then moved into place: a
     # failed conversion leaves nothing, and readers never see a half-written file.
-    tmp = destination.staging_folder(parent)
+    with storage_errors(dst, "cannot write"):
+        tmp = destination.staging_folder(parent)
     try:
-        fout.load().write(os.path.join(tmp, os.path.basename(dst.rstrip("/"))), steps, **(write_options or {}))
+        with _staged(dst, tmp):
+            fout.load().write(os.path.join(tmp, os.path.basename(dst.rstrip("/"))), steps, **(write_options or {}))
         produced = os.listdir(tmp)
         if not produced:
             raise UsageError(f"{src}: nothing to convert (no steps or species selected)")
@@ -265,8 +312,9 @@ def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format:
                 if not overwrite:
                     raise UsageError(f"{target} exists; pass overwrite=True (CLI: --overwrite) to replace it")
                 destination.check_overwrite(target, fout.name)
-        for name in produced:
-            destination.replace(os.path.join(tmp, name), os.path.join(parent, name), tmp)
+        with storage_errors(dst, "cannot write"):
+            for name in produced:
+                destination.replace(os.path.join(tmp, name), os.path.join(parent, name), tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         if bar is not None:

@@ -39,6 +39,7 @@ class Species:
     chunks: Callable[[], Iterator[Chunk]]         # each call starts again from the first row
     units: Dict[str, str] = field(default_factory=dict)        # column -> unit text
     attributes: Dict[str, Any] = field(default_factory=dict)   # species-level metadata (JSON-able)
+    source: str = ""                              # the file it was read from (named by errors)
 
     def column_names(self) -> List[str]:
         return [c for c, _ in self.columns]
@@ -101,13 +102,28 @@ SUPPORTED_DTYPES = {np.dtype(t) for t in ("f4", "f8", "i1", "i2", "i4", "i8", "u
 
 
 def check_dtype(where: str, name: str, dtype: np.dtype) -> np.dtype:
+    """The dtype a source column becomes, decided here for every format and both commands
+    (``motes convert``, ``motes write``): float32/64, int8-64 and uint8-64 as they are (in
+    native byte order); ``bool`` as uint8; float16 widened to float32 (exact). Anything
+    else is a UsageError naming the column and saying what to do."""
     dt = np.dtype(dtype)
     if dt == np.bool_:
         return np.dtype(np.uint8)
-    if dt.newbyteorder("=") in SUPPORTED_DTYPES:
+    if dt.kind == "f" and dt.itemsize == 2:
+        return np.dtype(np.float32)
+    if dt.fields is None and dt.newbyteorder("=") in SUPPORTED_DTYPES:
         return dt.newbyteorder("=")
-    raise UsageError(f"{where}: column '{name}' has unsupported dtype {dt} "
-                     "(motes stores float32/64, int8-64 and uint8-64)")
+    if dt.kind in "OUSV" and dt.fields is None:
+        hint = "text or objects: only numbers can be stored; drop the column or encode it as numbers"
+    elif dt.kind in "mM":
+        hint = "dates or times: convert them to numbers first"
+    elif dt.kind == "c":
+        hint = "complex: store the real and imaginary parts as two columns"
+    elif dt.kind == "f":
+        hint = "extended precision: convert it to float64 first (it rounds)"
+    else:
+        hint = "motes stores float32/64, int8-64 and uint8-64"
+    raise UsageError(f"{where}: column '{name}' has unsupported dtype {dt} ({hint})")
 
 
 # Names of an (n, 3) array that holds positions: split into the columns x, y, z on import.

@@ -26,7 +26,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from .._core import FormatError, UsageError
+from .._core import FormatError, MotesError, UsageError
+from ..errors import NotFoundError, storage_error
 from .base import DEFAULT_CHUNK_ROWS, POSITION_NAMES, Species, Step, check_dtype, chunked_arrays
 
 try:  # h5py is an optional dependency of motes (extra "convert")
@@ -53,33 +54,59 @@ def open_file(path, mode: str = "r"):
     path = os.fspath(path)
     if mode == "r":
         if not os.path.exists(path):
-            raise UsageError(f"{path}: no such file")
+            raise NotFoundError(f"{path}: no such file", filename=path)
         if os.path.isdir(path):
             raise UsageError(f"{path}: is a directory, not an HDF5 file")
         try:
             return h5py.File(path, "r")
-        except OSError as e:
+        except OSError as e:  # h5py sets errno for failures of the file system, not for bad content
+            if e.errno is not None:
+                raise storage_error(e, path, "cannot read") from e
             raise FormatError(f"{path}: not an HDF5 file ({e})") from None
     try:
         return h5py.File(path, mode)
     except OSError as e:
-        raise UsageError(f"{path}: cannot create the file ({e})") from None
+        raise storage_error(e, path, "cannot create the file") from e
+
+
+_ERRNO = re.compile(r"errno = (\d+)")
+
+
+def _failed_write(e: BaseException, path: str):
+    """The StorageError for an h5py write failure that is a failed system call (disk full,
+    file too large, ...): h5py raises OSError or RuntimeError, with the errno in the text."""
+    if isinstance(e, MotesError) or not isinstance(e, (OSError, RuntimeError)):
+        return None
+    n = e.errno if isinstance(e, OSError) and e.errno else None
+    if n is None:
+        m = _ERRNO.search(str(e))
+        n = int(m.group(1)) if m is not None else 0
+    if not n:
+        return None
+    return storage_error(OSError(n, os.strerror(n)), path, "cannot write")  # HDF5's text: a page of internals
 
 
 @contextlib.contextmanager
 def created_file(path):
-    """A new HDF5 file for writing; closed at the end, and removed when the block fails."""
+    """A new HDF5 file for writing; closed at the end, and removed when the block (or the
+    close, which flushes) fails. Failed system calls surface as motes.StorageError."""
     f = open_file(path, "w")
     try:
         yield f
-    except BaseException:
         f.close()
+    except BaseException as e:
+        try:
+            f.close()
+        except Exception:  # noqa: BLE001 - the first error is the one to report
+            pass
         try:
             os.remove(path)
         except OSError:
             pass
+        failed = _failed_write(e, path)
+        if failed is not None:
+            raise failed from e
         raise
-    f.close()
 
 
 def attr_to_json(value: Any) -> Any:

@@ -8,7 +8,9 @@ spatially compact, and each carries its block as an openPMD particle patch
 A ``where`` filter, a ``box`` and a ``quality`` or ``fraction`` select what is exported.
 
 As a sink, every chunk becomes one part file of the step (``Writer.write_step_chunks``),
-so an import never holds a whole step.
+so an import never holds a whole step. What a species must be to become motes data is
+decided by :func:`for_motes` (positions x, y, z, float; integer positions widened),
+which ``motes write`` applies too, with :func:`step_attributes` and :func:`gather`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from dataclasses import replace
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -27,6 +30,65 @@ from .base import DEFAULT_CHUNK_ROWS, Chunk, Species, Step
 # Step attributes under this key carry species-level metadata (openPMD record constants,
 # offsets) through a motes dataset, whose steps have attributes but its species do not.
 SPECIES_ATTRIBUTES = "species_attributes"
+POSITIONS = ("x", "y", "z")
+EXACT_INTEGERS = 2 ** 53  # float64 holds every integer up to this magnitude exactly
+
+
+def for_motes(sp: Species) -> Species:
+    """The species as motes stores it: the one rule of ``motes convert`` and ``motes write``.
+
+    Positions ``x``, ``y``, ``z`` are required, and are floating point: integer positions
+    are widened to float64, which is exact for every value up to 2^53 in magnitude (all of
+    int8-32 and uint8-32); a larger value stops the import with a UsageError naming the
+    column and row. Other columns keep their dtype (the sources already made them dtypes
+    motes stores, see :func:`motes.convert.base.check_dtype`)."""
+    where = f"{sp.source}: species '{sp.name}'" if sp.source else f"species '{sp.name}'"
+    names = sp.column_names()
+    missing = [a for a in POSITIONS if a not in names]
+    if missing:
+        raise UsageError(f"{where}: missing position column(s) {', '.join(missing)} "
+                         f"(columns: {', '.join(names) or 'none'}; motes needs x, y and z)")
+    ints = [n for n, dt in sp.columns if n in POSITIONS and np.dtype(dt).kind in "iu"]
+    if not ints:
+        return sp
+    source_chunks = sp.chunks
+
+    def chunks():
+        row = 0
+        for c in source_chunks():
+            out = dict(c)
+            for a in ints:
+                v = np.asarray(c[a])
+                if v.dtype.itemsize == 8:
+                    bad = np.flatnonzero((v > EXACT_INTEGERS) | (v < -EXACT_INTEGERS) if v.dtype.kind == "i"
+                                         else v > EXACT_INTEGERS)
+                    if bad.size:
+                        raise UsageError(f"{where}: integer position column '{a}' holds {v[bad[0]]} at row "
+                                         f"{row + int(bad[0])}, beyond 2^53: float64 positions cannot hold it "
+                                         "exactly (convert or scale it first)")
+                out[a] = v.astype(np.float64)
+            row += len(next(iter(c.values()))) if c else 0
+            yield out
+
+    return replace(sp, columns=[(n, np.dtype(np.float64) if n in ints else dt) for n, dt in sp.columns],
+                   chunks=chunks)
+
+
+def step_attributes(st: Step) -> Dict[str, Any]:
+    """The attributes of a step written to motes: the step's own, and its species' metadata
+    (openPMD records, constants, ...) under ``species_attributes``, since motes species carry
+    no attributes of their own."""
+    attrs = dict(st.attributes)
+    species_attrs = {name: {k: v for k, v in sp.attributes.items() if k != "motes_patches"}
+                     for name, sp in st.species.items()}
+    species_attrs = {k: v for k, v in species_attrs.items() if v}
+    if species_attrs:
+        attrs[SPECIES_ATTRIBUTES] = species_attrs
+    try:
+        json.dumps(attrs)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"step {st.index}: attributes are not JSON-serialisable ({e})") from None
+    return attrs
 
 
 def _blocks(ds: Dataset, step: int, species: str, where: Optional[str], box, detail: Dict, limit: int):
@@ -115,20 +177,8 @@ def write(path: str, steps: Iterable[Step], *, leaf_size: int = 512, lod_count: 
     for st in steps:
         if not st.species:
             continue
-        attrs = dict(st.attributes)
-        species_attrs = {name: {k: v for k, v in sp.attributes.items() if k != "motes_patches"}
-                         for name, sp in st.species.items()}
-        species_attrs = {k: v for k, v in species_attrs.items() if v}
-        if species_attrs:
-            attrs[SPECIES_ATTRIBUTES] = species_attrs
-        try:
-            json.dumps(attrs)
-        except (TypeError, ValueError) as e:
-            raise UsageError(f"step {st.index}: attributes are not JSON-serialisable ({e})") from None
-        for name, sp in st.species.items():
-            if not {"x", "y", "z"} <= set(sp.column_names()):
-                raise UsageError(f"step {st.index}, species '{name}': motes needs position columns x, y, z "
-                                 f"(columns: {', '.join(sp.column_names())}); map them when importing")
+        attrs = step_attributes(st)
+        st = replace(st, species={name: for_motes(sp) for name, sp in st.species.items()})
         spill = path.rstrip("/") + ".spill"
         try:
             w.write_step_chunks(st.index, {name: _parts(sp, memory_limit, spill) for name, sp in st.species.items()},
@@ -149,12 +199,13 @@ def _parts(sp: Species, memory_limit: int, spill: str) -> Iterator[Chunk]:
     """The part files' rows of a species: all of it at once when it fits in memory_limit,
     else spatial buckets of at most about memory_limit / 2 bytes each."""
     if sp.count * _row_bytes(sp) <= memory_limit:
-        yield _gather(sp)
+        yield gather(sp)
     else:
         yield from _buckets(sp, max(1, memory_limit // 2 // _row_bytes(sp)), spill)
 
 
-def _gather(sp: Species) -> Chunk:
+def gather(sp: Species) -> Chunk:
+    """Every row of a species, in memory: one array per column."""
     out = {name: np.empty(sp.count, dtype=dt) for name, dt in sp.columns}
     at = 0
     for c in sp.chunks():

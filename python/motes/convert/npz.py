@@ -32,6 +32,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 import numpy as np
 
 from .._core import FormatError, UsageError
+from ..errors import storage_error
 from .base import POSITION_NAMES, ConversionWarning, Species, Step, check_dtype, single_species, table_metadata
 
 META_MEMBER = "__motes__"
@@ -94,7 +95,11 @@ def contents(path: str) -> Contents:
 def _contents(path: str) -> Contents:
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as e:
+    except OSError as e:
+        if e.errno is not None:
+            raise storage_error(e, path, "cannot read") from e
+        raise FormatError(f"{path}: not an .npz file ({e})") from None
+    except zipfile.BadZipFile as e:
         raise FormatError(f"{path}: not an .npz file ({e})") from None
     out = Contents(path)
     lengths: Dict[str, int] = {}

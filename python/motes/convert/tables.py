@@ -6,6 +6,12 @@ file's metadata when motes wrote it, else 0) of one species (named in the metada
 ``step=`` / ``species=`` when the source has more. Parquet and Arrow keep each column's
 unit in the field metadata (``unit``) and the step's index, time, species name and
 attributes in the schema metadata (``motes``, JSON); CSV keeps values only.
+
+Reading (``motes convert`` and ``motes write`` alike): numeric and boolean columns, as
+:func:`~motes.convert.base.check_dtype` says (half floats widened to float32); a missing
+value (null) in a float column is NaN, in an integer or boolean column an error (motes
+has no nulls); a column of no values at all (an empty CSV) is float64. CSV column names
+are stripped of surrounding spaces; the values are parsed by pyarrow.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Tuple
 import numpy as np
 
 from .._core import FormatError, UsageError
+from ..errors import storage_error
 from .base import DEFAULT_CHUNK_ROWS, Species, Step, check_dtype, rechunk, single_species, table_metadata
 
 _META_KEY = b"motes"
@@ -40,25 +47,52 @@ def _meta_step(meta: Dict[str, Any], species_columns, count, chunks, units) -> S
                 {name: sp})
 
 
-def _arrow_columns(path: str, schema) -> Tuple[List[Tuple[str, np.dtype]], Dict[str, str]]:
+def _pyarrow():
+    try:
+        import pyarrow  # noqa: PLC0415 - optional dependency
+    except ImportError:
+        raise UsageError("Parquet, Arrow and CSV files need pyarrow (pip install pyarrow, or "
+                         "pip install 'motes[arrow]')") from None
+    return pyarrow
+
+
+def _arrow_columns(path: str, schema, names: List[str]) -> Tuple[List[Tuple[str, np.dtype]], Dict[str, str]]:
+    pa = _pyarrow()
     cols, units = [], {}
-    for field in schema:
-        try:
-            dt = np.dtype(field.type.to_pandas_dtype())
-        except (NotImplementedError, TypeError):
-            raise UsageError(f"{path}: column '{field.name}' has type {field.type}, which motes cannot store "
-                             "(numbers only)") from None
-        cols.append((field.name, check_dtype(path, field.name, dt)))
+    for name, field in zip(names, schema):
+        t = field.type
+        if pa.types.is_null(t):
+            dt = np.dtype(np.float64)  # no values at all (a CSV with a header only): numbers
+        elif pa.types.is_dictionary(t) or pa.types.is_string(t) or pa.types.is_large_string(t) or \
+                pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            dt = np.dtype(object)  # text or categories: check_dtype says what to do
+        elif pa.types.is_nested(t):
+            raise UsageError(f"{path}: column '{name}' has unsupported type {t} (nested: only flat columns of "
+                             "numbers can be stored)")
+        else:
+            try:
+                dt = np.dtype(t.to_pandas_dtype())
+            except (NotImplementedError, TypeError):
+                dt = None
+            if dt is None or (dt.kind == "O" and not pa.types.is_string(t)):
+                raise UsageError(f"{path}: column '{name}' has unsupported type {t} "
+                                 "(motes stores float32/64, int8-64 and uint8-64)")
+        cols.append((name, check_dtype(path, name, dt)))
         if field.metadata and b"unit" in field.metadata:
-            units[field.name] = field.metadata[b"unit"].decode()
+            units[name] = field.metadata[b"unit"].decode()
     return cols, units
 
 
 def _batch_to_chunk(path: str, batch, cols) -> Dict[str, np.ndarray]:
+    pa = _pyarrow()
     out = {}
     for (name, dt), col in zip(cols, batch.columns):
-        if col.null_count:
-            raise UsageError(f"{path}: column '{name}' has {col.null_count} missing values (motes stores no nulls)")
+        if col.null_count and not pa.types.is_null(col.type):
+            if not pa.types.is_floating(col.type):
+                raise UsageError(f"{path}: column '{name}' ({col.type}) has {col.null_count} missing values; motes "
+                                 "has no nulls, and only a float column can store them (as NaN): fill them, or "
+                                 "make the column float")
+            col = col.fill_null(float("nan"))
         out[name] = np.asarray(col.to_numpy(zero_copy_only=False), dtype=dt)
     return out
 
@@ -67,7 +101,7 @@ def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, **options) -> Itera
     if options:
         raise UsageError(f"table sources take no options (got {', '.join(options)})")
     kind = _kind(path)
-    import pyarrow as pa
+    pa = _pyarrow()
 
     try:
         if kind == "parquet":
@@ -101,9 +135,14 @@ def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, **options) -> Itera
                 for b in open_csv():
                     for s in range(0, b.num_rows, chunk_rows):
                         yield b.slice(s, chunk_rows)
-    except (pa.ArrowInvalid, OSError) as e:
+    except OSError as e:  # the file system's (errno set), or pyarrow's for a damaged file
+        if e.errno is not None:
+            raise storage_error(e, path, "cannot read") from e
         raise FormatError(f"{path}: not a readable {kind} file ({e})") from None
-    cols, units = _arrow_columns(path, schema)
+    except pa.ArrowInvalid as e:
+        raise FormatError(f"{path}: not a readable {kind} file ({e})") from None
+    names = [f.name.strip() if kind == "csv" else f.name for f in schema]
+    cols, units = _arrow_columns(path, schema, names)
     meta = json.loads(schema.metadata[_META_KEY]) if schema.metadata and _META_KEY in schema.metadata else {}
 
     def chunks():

@@ -1,0 +1,120 @@
+"""Dataset.describe(): what a dataset holds, as a plain JSON-serialisable dict (``motes
+info`` prints it, as text or with ``--json`` as is).
+
+Layout of the dict::
+
+    {"path", "attributes", "step_count", "species": [names], "particle_count",
+     "steps": [{"index", "time", "attributes", "species": {name: {"count", "bounds"}}}],
+     "files": [{"step", "species", "path", "parts", "part_files": [{"path", "count", "bounds",
+                "sizes"}], "count", "format_version", "levels", "nodes", "leaf_size",
+                "lod_count", "bounds", "sizes", "columns": [{"name", "dtype", "index",
+                "unit", "unit_label", "unit_si", "unit_dimension", "min", "max",
+                "nan_count", "storage": {"data_bytes"}}]}]}
+
+``bounds`` are ``{"min": [x, y, z], "max": [x, y, z]}``; numbers that JSON cannot hold
+(NaN, infinities: the bounds of an empty species) are None. ``files`` describes the
+particle files of the chosen steps and species (default: every species of the last step).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional
+
+from . import units
+from .dtypes import numpy_dtype
+
+__all__ = ["describe"]
+
+
+def _finite(v: Any) -> Any:
+    """A JSON-safe number: NaN and infinities are None."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _bounds(lo, hi) -> Dict[str, List[Any]]:
+    return {"min": [_finite(float(v)) for v in lo], "max": [_finite(float(v)) for v in hi]}
+
+
+def _unit_fields(text: str) -> Dict[str, Any]:
+    """The unit as a person reads it, and for openPMD units its SI factor and dimension."""
+    u = units.parse(text)
+    return {"unit_label": u.label, "unit_si": u.unit_si,
+            "unit_dimension": list(u.dimension) if u.dimension else None}
+
+
+def _file_info(ds, step: int, species: str) -> Dict[str, Any]:
+    """One species of one step: its file, or the sum over the part files of a parallel write."""
+    src = ds.source(step, species)
+    files = [src.part(k) for k in range(src.part_count)]
+    sizes: Dict[str, Any] = {}
+    for f in files:
+        for k, v in f.sizes.items():
+            sizes[k] = sizes.get(k, 0) + v
+    data = sizes.get("data_bytes", 0)
+    overhead = sizes.get("file_bytes", 0) - data
+    sizes["overhead_bytes"] = overhead
+    sizes["overhead_percent"] = (100.0 * overhead / data) if data else None
+    cols = []
+    for j, c in enumerate(files[0].columns):
+        per = [f.columns[j] for f in files]
+        valid = [p for f, p in zip(files, per) if p["nan_count"] < f.count]  # parts with a range
+        cols.append({"name": c["name"], "dtype": c["dtype"],
+                     "index": "quantile" if any(p["index"] == "quantile" for p in per) else "none",
+                     "unit": c["unit"],
+                     **_unit_fields(c["unit"]),
+                     "min": _finite(min(p["min"] for p in valid)) if valid else None,
+                     "max": _finite(max(p["max"] for p in valid)) if valid else None,
+                     "nan_count": sum(p["nan_count"] for p in per),
+                     # Per-column storage: columns are stored whole, uncompressed, so a
+                     # column's data is count x item size (their sum is sizes["data_bytes"]).
+                     "storage": {"data_bytes": sum(int(f.count) for f in files) * numpy_dtype(c["dtype"]).itemsize}})
+    (lo, hi) = src.bounds
+    return {
+        "step": step,
+        "species": species,
+        "path": src.path,
+        "parts": int(src.part_count),
+        "part_files": [{"path": f.path, "count": int(f.count), "bounds": _bounds(*f.bounds), "sizes": dict(f.sizes)}
+                       for f in files],
+        "count": int(src.count),
+        "format_version": ".".join(str(v) for v in files[0].version),
+        "levels": max(int(f.level_count) for f in files),
+        "nodes": sum(int(f.node_count) for f in files),
+        "leaf_size": int(files[0].leaf_size),
+        "lod_count": int(files[0].lod_count),
+        "bounds": _bounds(lo, hi),
+        "sizes": sizes,
+        "columns": cols,
+    }
+
+
+def describe(ds, step: Optional[int] = None, species: Optional[str] = None, all_steps: bool = False) -> Dict[str, Any]:
+    """See :meth:`motes.Dataset.describe`."""
+    steps = []
+    for st in (ds.step(i) for i in ds.steps):
+        names = {}
+        for name, sp in st.species.items():
+            names[name] = {"count": int(sp["count"]), "bounds": _bounds(*sp["bounds"])}
+        steps.append({"index": st.index, "time": _finite(st.time), "attributes": st.attributes, "species": names})
+    details = []
+    if steps:
+        chosen = ds.steps if all_steps else [ds.step(step).index]
+        for s in chosen:
+            for name in ds.species_names(s):
+                if species is not None and name != species:
+                    continue
+                details.append(_file_info(ds, s, name))
+        if species is not None and not details:
+            ds._resolve(step, species)  # raises UsageError with the species of the step
+    return {
+        "path": ds.path,
+        "attributes": ds.attributes,
+        "step_count": len(steps),
+        "species": sorted({n for s in steps for n in s["species"]}),
+        "particle_count": sum(sp["count"] for s in steps for sp in s["species"].values()),
+        "steps": steps,
+        "files": details,
+    }

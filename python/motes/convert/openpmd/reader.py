@@ -1,0 +1,268 @@
+"""openPMD as a conversion source: ``read(path)`` yields the iterations of a series as
+motes steps, streaming each species ``chunk_rows`` rows at a time (``load_chunk``).
+
+This module owns the openpmd-api side of reading: opening a series (with clear errors for
+the usual mistakes), iterations and their attributes, one open iteration at a time
+(:class:`_Handle`), and loading the rows. Which columns the records become, and their
+units, is decided in :mod:`.mapping`; particlePatches are read by :mod:`.patches`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import warnings
+from typing import Any, Dict, Iterator, List, Optional, Tuple
+
+import numpy as np
+
+from ..._core import FormatError, UsageError
+from ...errors import NotFoundError
+from ..base import DEFAULT_CHUNK_ROWS, ConversionWarning, Species, Step
+from ..sources import PATTERN as _PATTERN
+from . import patches
+from .api import (COMPONENT_STANDARD, ITERATION_STANDARD, RECORD_STANDARD, SERIES_STANDARD, custom_attributes,
+                  io as _io, motes_attributes, plain, typed, why)
+from .mapping import Component, assemble, canon, columns_of, extent_problem, particle_count, where_of
+
+__all__ = ["read"]
+
+
+
+def _precheck(path: str) -> None:
+    """Clear errors for the common mistakes before openpmd-api prints its own diagnostics."""
+    if _PATTERN.search(path):
+        base = os.path.basename(path)
+        mb = _PATTERN.search(base)
+        if mb is None:
+            raise UsageError(f"{path}: the iteration placeholder %T must be in the file name, not the directory")
+        digits = r"\d+" if not mb.group(1) else r"\d{%d,}" % int(mb.group(1))
+        rx = re.compile("^" + re.escape(base[:mb.start()]) + digits + re.escape(base[mb.end():]) + "$")
+        folder = os.path.dirname(path) or "."
+        if not os.path.isdir(folder):
+            raise NotFoundError(f"{path}: no such directory '{folder}'", filename=folder)
+        matches = sorted(f for f in os.listdir(folder) if rx.match(f))
+        if not matches:
+            raise NotFoundError(f"{path}: no file of the series exists (looked for {rx.pattern[1:-1]} in '{folder}')",
+                                filename=path)
+        files = [os.path.join(folder, matches[0])]
+    else:
+        if not os.path.exists(path):
+            raise NotFoundError(f"{path}: no such file", filename=path)
+        files = [path]
+    for f in files:
+        if f.endswith(".h5"):
+            import h5py  # noqa: PLC0415
+            if not h5py.is_hdf5(f):
+                raise FormatError(f"{f}: not an HDF5 file, so not an openPMD series")
+            with h5py.File(f, "r") as h:
+                if "openPMD" not in h.attrs:
+                    raise FormatError(f"{f}: not an openPMD file (no 'openPMD' attribute at '/')")
+                ver = h.attrs["openPMD"]
+                ver = ver.decode() if isinstance(ver, bytes) else str(ver)
+                if not ver.startswith("1."):
+                    raise FormatError(f"{f}: openPMD version {ver} is not supported (motes reads 1.x)")
+
+
+def _open_for_read(io, path: str):
+    _precheck(path)
+    try:
+        # verify_homogeneous_extents off: FBPIC (and other h5py-based writers) give constant
+        # records such as charge, mass and positionOffset the shape [1], not the particle
+        # count; openpmd-api would otherwise drop the whole species. _species_from checks
+        # the extents itself, record by record.
+        options = {"defer_iteration_parsing": True, "verify_homogeneous_extents": False}
+        return io.Series(path, io.Access.read_only, json.dumps(options))
+    except Exception as e:  # openpmd_api.Error, RuntimeError from ADIOS2
+        raise FormatError(f"{path}: not a readable openPMD series ({why(e)})") from None
+
+
+def _series_info(series) -> Dict[str, Any]:
+    info: Dict[str, Any] = {}
+    for name in SERIES_STANDARD:
+        if series.contains_attribute(name):
+            info[name] = plain(series.get_attribute(name))
+    info["attributes"] = custom_attributes(series, SERIES_STANDARD)
+    return info
+
+
+def _components(io, rname: str, rec) -> List[Component]:
+    """The components of a record, described for the mapping (shape and constancy only: the
+    rest is read once the record is known to fit the species, see _describe)."""
+    if rec.scalar:
+        members = [("", rec[io.Record_Component.SCALAR])]
+    else:
+        members = list(rec.items())
+    return [Component(rname, cname, tuple(int(s) for s in rc.shape), bool(rc.constant), handle=rc)
+            for cname, rc in members]
+
+
+def _describe(c: Component) -> None:
+    rc = c.handle
+    c.dtype, c.unit_si = canon(rc.dtype), float(rc.unit_SI)
+    if c.is_constant:
+        c.constant = plain(rc.get_attribute("value"))
+
+
+def _species_from(io, handle: "_Handle", path: str, index: int, name: str, sp, chunk_rows: int) -> Species:
+    where = where_of(path, index, name)
+    found: Dict[str, List[Component]] = {}
+    for rname, rec in sp.items():
+        found[rname] = _components(io, rname, rec)
+    count, count_from = particle_count(found, where)
+    records_meta: Dict[str, Any] = {}
+    comps: Dict[Tuple[str, str], Component] = {}
+    skipped: Dict[str, str] = {}
+    for rname, rec in sp.items():
+        problem = extent_problem(found[rname], count, count_from)
+        if problem:
+            if rname in ("position", "positionOffset"):
+                raise FormatError(f"{where_of(path, index, name, rname)}: {problem}")
+            skipped[rname] = problem  # a record motes cannot hold as columns: said, not silent
+            warnings.warn(ConversionWarning(f"{where_of(path, index, name, rname)}: skipped: {problem}"))
+            continue
+        is_scalar = bool(rec.scalar)
+        rmeta: Dict[str, Any] = {
+            "scalar": is_scalar,
+            "unitDimension": [float(v) for v in rec.unit_dimension],
+            "timeOffset": typed(rec.get_attribute("timeOffset"), rec.attribute_dtypes.get("timeOffset"))
+            if rec.contains_attribute("timeOffset") else None,
+            "attributes": custom_attributes(rec, RECORD_STANDARD + (COMPONENT_STANDARD if is_scalar else ())),
+            "components": {},
+        }
+        for c in found[rname]:
+            _describe(c)
+            cmeta: Dict[str, Any] = {"unitSI": c.unit_si, "dtype": c.dtype.name}
+            if c.is_constant:
+                cmeta["constant"] = c.constant
+            if not is_scalar:
+                cmeta["attributes"] = custom_attributes(c.handle, COMPONENT_STANDARD)
+            rmeta["components"][c.comp] = cmeta
+            comps[(rname, c.comp)] = c
+        records_meta[rname] = rmeta
+
+    columns = columns_of(where, records_meta, comps, count)
+    meta: Dict[str, Any] = {
+        "attributes": custom_attributes(sp, ()),
+        "records": records_meta,
+    }
+    if skipped:
+        meta["skipped"] = skipped
+    series = handle.series
+    read_patches = patches.read(io, series, sp, where)
+    if read_patches is not None:
+        meta["patches"] = read_patches
+    attributes = dict(motes_attributes(sp, where))
+    attributes["openpmd"] = meta
+
+    def chunks() -> Iterator[Dict[str, np.ndarray]]:
+        for start in range(0, count, chunk_rows):
+            n = min(chunk_rows, count - start)
+            pending: Dict[Tuple[str, str], np.ndarray] = {}
+            handle.activate(index)
+            for c in columns:
+                for comp in (c.comp, c.offset):
+                    if comp is not None and comp.constant is None and (comp.record, comp.comp) not in pending:
+                        pending[(comp.record, comp.comp)] = comp.handle.load_chunk([start], [n])
+            if pending:
+                try:
+                    series.flush()
+                except Exception as e:
+                    raise FormatError(f"{where}: reading rows {start}..{start + n} failed ({why(e)})") from None
+            yield assemble(columns, n, pending)
+
+    return Species(name=name, columns=[(c.name, c.dtype) for c in columns], count=count, chunks=chunks,
+                   units={c.name: c.unit for c in columns if c.unit}, attributes=attributes)
+
+
+def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, species: Optional[List[str]] = None,
+         steps: Optional[List[int]] = None) -> Iterator[Step]:
+    """The iterations of an openPMD series as motes steps (see the module doc for the mapping).
+
+    ``path`` is an openPMD series path: file-based (``data_%T.h5``, ``data_%06T.h5``) or one
+    file with all iterations (``data.h5``, ``data.bp``). ``species`` and ``steps`` select
+    species names and iteration numbers. The series stays open while the returned iterator
+    is alive; a species' ``chunks()`` can be called again as long as it is.
+    """
+    io = _io()
+    path = os.fspath(path)
+    if int(chunk_rows) < 1:
+        raise UsageError(f"chunk_rows must be at least 1, got {chunk_rows}")
+    series = _open_for_read(io, path)
+    if series.iteration_encoding == io.Iteration_Encoding.variable_based:
+        raise UsageError(f"{path}: variable-based openPMD series (one ADIOS2 variable per record, all "
+                         "iterations as steps) are not supported; make a file-based copy first: "
+                         f"openpmd-pipe --infile {path} --outfile {_stem_for_hint(path)}_%T.bp")
+    available = [int(i) for i in series.iterations]
+    if steps is not None:
+        missing = [s for s in steps if int(s) not in available]
+        if missing:
+            raise UsageError(f"{path}: no iteration {', '.join(map(str, missing))} "
+                             f"(the series has {', '.join(map(str, available)) or 'none'})")
+        wanted = set(int(s) for s in steps)
+        selected = [i for i in available if i in wanted]
+    else:
+        selected = available
+    info = _series_info(series)
+    return _iterate(io, series, path, selected, info, int(chunk_rows), species)
+
+
+class _Handle:
+    """The open series of a read() and the one iteration kept open at a time.
+
+    Species' chunks() may be called after read() moved on (or finished): they reopen their
+    iteration, closing the one open before, so a long file-based series never holds more
+    than one file open. The series closes when the last step referring to it is gone."""
+
+    def __init__(self, series, path: str):
+        self.series = series
+        self.path = path
+        self.current: Optional[int] = None
+
+    def activate(self, index: int):
+        it = self.series.iterations[index]
+        if self.current != index:
+            if self.current is not None:
+                try:
+                    self.series.iterations[self.current].close()
+                except Exception:  # noqa: BLE001 - closing a read-only iteration; the next open reports
+                    pass
+            try:
+                it.open()
+            except Exception as e:
+                raise FormatError(f"{self.path}: cannot open iteration {index} ({why(e)})") from None
+            self.current = index
+        return it
+
+
+def _stem_for_hint(path: str) -> str:
+    return os.path.splitext(path)[0]
+
+
+def _iterate(io, series, path: str, selected: List[int], info: Dict[str, Any], chunk_rows: int,
+             species: Optional[List[str]]) -> Iterator[Step]:
+    found = set()
+    handle = _Handle(series, path)
+    for index in selected:
+        it = handle.activate(index)
+        where = f"{path}: iteration {index}"
+        attributes = motes_attributes(it, where)
+        unit = float(it.time_unit_SI)
+        attributes.update({
+            "time": float(it.time), "dt": float(it.dt), "timeUnitSI": unit,
+            "openpmd": dict(info, iteration_attributes=custom_attributes(it, ITERATION_STANDARD),
+                            meshes=sorted(it.meshes)),
+        })
+        out: Dict[str, Species] = {}
+        for name in it.particles:
+            if species is not None and name not in species:
+                continue
+            found.add(name)
+            out[name] = _species_from(io, handle, path, index, name, it.particles[name], chunk_rows)
+        yield Step(index=index, time=float(it.time) * unit, attributes=attributes, species=out)
+    if species is not None:
+        missing = [s for s in species if s not in found]
+        if missing and selected:
+            raise UsageError(f"{path}: no particle species {', '.join(repr(s) for s in missing)} "
+                             "in the selected iterations")

@@ -1,0 +1,97 @@
+"""The exceptions of motes. Every one derives from :class:`MotesError`:
+
+* :class:`UsageError` (also a ``ValueError``): a bad argument, an unknown column, a
+  malformed expression, input motes cannot store; the command line exits with status 2;
+* :class:`FormatError` (also a ``ValueError``): a file that is not what it should be
+  (damaged, truncated, failed checksum, not the format its name says); status 1;
+* :class:`StorageError` (also an ``OSError``): the operating system refused an I/O
+  operation (permission denied, disk full, ...); its message names the path, and
+  ``errno``, ``strerror`` and ``filename`` are those of the failure; status 1;
+* :class:`NotFoundError`, a :class:`StorageError` that is also a ``FileNotFoundError``:
+  the file or dataset does not exist.
+
+So ``except motes.MotesError`` catches whatever motes raises on purpose, and
+``except OSError`` still catches every I/O failure.
+
+``MotesError``, ``UsageError`` and ``FormatError`` are the core's own (``motes._core``);
+the storage errors are raised by the Python layer, which translates the ``OSError`` of
+the libraries it calls (and of the core) with :func:`storage_errors`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno as _errno
+import os
+from typing import Iterator, Optional, Union
+
+from ._core import FormatError, MotesError, UsageError
+
+__all__ = ["MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "storage_error",
+           "storage_errors"]
+
+
+def _rebuild(cls, message, errno, strerror, filename):
+    return cls(message, errno=errno, strerror=strerror, filename=filename)
+
+
+class StorageError(MotesError, OSError):
+    """An I/O failure (an ``OSError`` too), its message naming the path."""
+
+    def __init__(self, message: str, *, errno: Optional[int] = None, strerror: Optional[str] = None,
+                 filename: Optional[str] = None):
+        super().__init__(message)
+        self.errno = errno
+        self.strerror = strerror if strerror is not None else (os.strerror(errno) if errno else None)
+        self.filename = filename
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    def __reduce__(self):
+        return _rebuild, (type(self), str(self), self.errno, self.strerror, self.filename)
+
+
+class NotFoundError(StorageError, FileNotFoundError):
+    """A file or dataset that does not exist (a ``FileNotFoundError`` too)."""
+
+    def __init__(self, message: str, *, errno: Optional[int] = _errno.ENOENT, strerror: Optional[str] = None,
+                 filename: Optional[str] = None):
+        super().__init__(message, errno=errno, strerror=strerror, filename=filename)
+
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def storage_error(e: OSError, path: Optional[PathLike] = None, doing: str = "") -> MotesError:
+    """The motes error for an ``OSError`` met while ``doing`` something with ``path``: the
+    error itself when it is already a motes error, else a :class:`NotFoundError` (file not
+    found) or :class:`StorageError` whose message names the path and says what failed,
+    keeping ``errno``, ``strerror`` and the file name of the original."""
+    if isinstance(e, MotesError):
+        return e
+    where = os.fspath(path) if path is not None else (os.fspath(e.filename) if e.filename is not None else "")
+    reason = e.strerror or str(e) or type(e).__name__
+    if e.filename is not None and os.fspath(e.filename) != where:
+        reason = f"{reason}: '{os.fspath(e.filename)}'"
+    text = str(e)
+    if e.strerror is None and where and where in text:
+        message = text  # a message (the core's, say) that already names the path
+    else:
+        head = f"{where}: " if where else ""
+        message = f"{head}{doing} ({reason})" if doing else f"{head}{reason}"
+    cls = NotFoundError if isinstance(e, FileNotFoundError) or e.errno == _errno.ENOENT else StorageError
+    filename = os.fspath(e.filename) if e.filename is not None else (where or None)
+    return cls(message, errno=e.errno if e.errno is not None else (_errno.ENOENT if cls is NotFoundError else None),
+               strerror=e.strerror, filename=filename)
+
+
+@contextlib.contextmanager
+def storage_errors(path: Optional[PathLike] = None, doing: str = "") -> Iterator[None]:
+    """Raises the ``OSError`` of the block as a motes error (see :func:`storage_error`)."""
+    try:
+        yield
+    except MotesError:
+        raise
+    except OSError as e:
+        raise storage_error(e, path, doing) from e
