@@ -9,7 +9,8 @@ Layout of the dict::
                 "sizes"}], "count", "format_version", "levels", "nodes", "leaf_size",
                 "lod_count", "bounds", "sizes", "columns": [{"name", "dtype", "index",
                 "unit", "unit_label", "unit_si", "unit_dimension", "min", "max",
-                "nan_count", "storage": {"data_bytes"}}]}]}
+                "nan_count", "error_bound", "storage": {"data_bytes", "raw_bytes", "codec",
+                ["codes_bytes", "codes_codec"]}}]}]}
 
 ``bounds`` are ``{"min": [x, y, z], "max": [x, y, z]}``; numbers that JSON cannot hold
 (NaN, infinities: the bounds of an empty species) are None. ``files`` describes the
@@ -45,6 +46,22 @@ def _unit_fields(text: str) -> Dict[str, Any]:
             "unit_dimension": list(u.dimension) if u.dimension else None}
 
 
+def _storage(per: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """How one column is stored, over its part files: bytes as stored (their sum over the
+    columns is sizes["data_bytes"]), bytes as numbers, and the codecs used."""
+    codecs: List[str] = []
+    for p in per:
+        for name in p["codec"].split(" | "):
+            if name not in codecs:
+                codecs.append(name)
+    out = {"data_bytes": sum(int(p["stored_bytes"]) for p in per), "raw_bytes": sum(int(p["raw_bytes"]) for p in per),
+           "codec": " | ".join(codecs)}
+    if any("codes_codec" in p for p in per):
+        out["codes_bytes"] = sum(int(p.get("codes_stored_bytes", 0)) for p in per)
+        out["codes_codec"] = " | ".join(sorted({p["codes_codec"] for p in per if "codes_codec" in p}))
+    return out
+
+
 def _file_info(ds, step: int, species: str) -> Dict[str, Any]:
     """One species of one step: its file, or the sum over the part files of a parallel write."""
     src = ds.source(step, species)
@@ -68,9 +85,8 @@ def _file_info(ds, step: int, species: str) -> Dict[str, Any]:
                      "min": _finite(min(p["min"] for p in valid)) if valid else None,
                      "max": _finite(max(p["max"] for p in valid)) if valid else None,
                      "nan_count": sum(p["nan_count"] for p in per),
-                     # Per-column storage: columns are stored whole, uncompressed, so a
-                     # column's data is count x item size (their sum is sizes["data_bytes"]).
-                     "storage": {"data_bytes": sum(int(f.count) for f in files) * numpy_dtype(c["dtype"]).itemsize}})
+                     "error_bound": c.get("error_bound", 0.0),
+                     "storage": _storage(per)})
     (lo, hi) = src.bounds
     return {
         "step": step,

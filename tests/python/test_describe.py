@@ -70,7 +70,10 @@ def test_files_schema_and_storage(written):
     assert cols["energy"]["nan_count"] == 2
     assert cols["energy"]["min"] == float(np.nanmin(e["energy"])) and cols["q"]["max"] == int(e["q"].max())
     for name, c in cols.items():
-        assert c["storage"] == {"data_bytes": len(e["x"]) * e[name].dtype.itemsize}
+        st = c["storage"]
+        assert st["raw_bytes"] == len(e["x"]) * e[name].dtype.itemsize
+        assert 0 < st["data_bytes"] <= st["raw_bytes"] + 64 * 100 and st["codec"]
+        assert ("codes_codec" in st) == (c["index"] == "quantile")
     assert sum(c["storage"]["data_bytes"] for c in cols.values()) == f["sizes"]["data_bytes"]
     sz = f["sizes"]
     assert sz["file_bytes"] == os.path.getsize(f["path"]) == sz["data_bytes"] + sz["overhead_bytes"]
@@ -91,7 +94,7 @@ def test_part_files(written):
     lo = np.min([p["bounds"]["min"] for p in f["part_files"]], axis=0).tolist()
     assert lo == f["bounds"]["min"]
     cols = {c["name"]: c for c in f["columns"]}
-    assert cols["energy"]["nan_count"] == 2 and cols["id"]["storage"]["data_bytes"] == 8 * len(e["x"])
+    assert cols["energy"]["nan_count"] == 2 and cols["id"]["storage"]["raw_bytes"] == 8 * len(e["x"])
     assert json.loads(json.dumps(f, allow_nan=False)) == f
 
 

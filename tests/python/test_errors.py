@@ -195,7 +195,7 @@ def test_file_size_limit_on_conversions(tmp_path):
                 assert isinstance(e, OSError)
                 print(dst, e.errno, str(e).replace(os.linesep, " "))
         try:
-            motes.write("w.motes", {{a: np.zeros(100_000) for a in "xyz"}})
+            motes.write("w.motes", {{a: np.random.default_rng(0).random(100_000) for a in "xyz"}})  # incompressible
         except OSError as e:
             print("w.motes", type(e).__name__, str(e))
     """)
