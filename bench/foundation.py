@@ -32,7 +32,6 @@ import datetime as _dt
 import gc
 import json
 import os
-import platform
 import resource
 import shutil
 import statistics
@@ -50,202 +49,13 @@ ROOT = os.path.dirname(HERE)
 RESULTS = os.path.join(HERE, "results")
 FIGURES = ["write", "progressive", "energy", "ux", "box", "overhead", "big"]
 DEFAULT_FIGURES = FIGURES[:-1]
-MB = 1e6
-
-perf = time.perf_counter
 
 
 # ----------------------------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------------------------
-def log(msg: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def timed(fn: Callable[[], Any], repeat: int, warmup: int = 1,
-          before: Optional[Callable[[], None]] = None,
-          after: Optional[Callable[[Any], None]] = None):
-    """Runs ``fn`` ``warmup`` + ``repeat`` times back to back; ``before``/``after`` run untimed around
-    each call. The garbage collector is paused during the loop (no collection inside a timing).
-    Returns ({best, median, runs} in seconds, result of the last call)."""
-    result = None
-    times: List[float] = []
-    gc.collect()
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        for i in range(warmup + repeat):
-            if before:
-                before()
-            t0 = perf()
-            result = fn()
-            dt = perf() - t0
-            if after:
-                after(result)
-            if i >= warmup:
-                times.append(dt)
-    finally:
-        if was_enabled:
-            gc.enable()
-    return {"best": min(times), "median": statistics.median(times), "runs": times}, result
-
-
-_CAL = np.random.default_rng(12345).random(2_000_000).astype(np.float32)
-
-
-def calibration_ms() -> float:
-    """A fixed CPU-bound probe (np.sort of 2M float32, best of 5), recorded next to every figure: on a
-    shared VM the host's speed drifts (phases ~1.4x slower were seen); compare it across runs before
-    comparing figures."""
-    best = float("inf")
-    for _ in range(5):
-        t0 = perf()
-        np.sort(_CAL)
-        best = min(best, perf() - t0)
-    return best * 1e3
-
-
-def rmpath(p: str) -> None:
-    if os.path.isdir(p):
-        shutil.rmtree(p)
-    elif os.path.exists(p):
-        os.remove(p)
-
-
-def du(p: str) -> int:
-    if os.path.isfile(p):
-        return os.path.getsize(p)
-    total = 0
-    for d, _, files in os.walk(p):
-        for f in files:
-            total += os.path.getsize(os.path.join(d, f))
-    return total
-
-
-def f32(v: float) -> float:
-    """``v`` rounded to float32, returned as a Python float (exactly representable in float32),
-    so that float32 columns compare identically in motes, numpy and DuckDB."""
-    return float(np.float32(v))
-
-
-def ms(t: float) -> float:
-    return t * 1e3
-
-
-def figure(name: str, description: str, value: float, unit: str, *, timing: Optional[dict] = None,
-           peers: Optional[Dict[str, dict]] = None, ratio: Optional[float] = None, ratio_meaning: str = "",
-           target: str = "", met: Optional[bool] = None, **extra) -> dict:
-    out = {"name": name, "description": description, "value": value, "unit": unit}
-    if timing is not None:
-        out["timing_s"] = timing
-    out["peers"] = peers or {}
-    out["ratio"] = ratio
-    out["ratio_meaning"] = ratio_meaning
-    out["target"] = target
-    out["met"] = met
-    out.update(extra)
-    out["calibration_ms_after"] = calibration_ms()
-    return out
-
-
-def peer(value: float, unit: str, ratio: Optional[float], ratio_meaning: str, **extra) -> dict:
-    d = {"value": value, "unit": unit, "ratio": ratio, "ratio_meaning": ratio_meaning}
-    d.update(extra)
-    return d
-
-
-def machine_info() -> dict:
-    info: Dict[str, Any] = {
-        "hostname": platform.node(),
-        "platform": platform.platform(),
-        "nproc": os.cpu_count(),
-        "nproc_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "python": sys.version.split()[0],
-        "numpy": np.__version__,
-    }
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    info["cpu_model"] = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal"):
-                    info["ram_bytes"] = int(line.split()[1]) * 1024
-                    info["ram_gib"] = round(info["ram_bytes"] / 2**30, 1)
-    except OSError:
-        pass
-    for mod in ("h5py", "pyarrow", "duckdb", "psutil"):
-        try:
-            info[mod] = __import__(mod).__version__
-        except Exception:  # pragma: no cover - optional
-            info[mod] = None
-    import motes
-    from motes import _core
-
-    info["motes"] = motes.__version__
-    info["motes_core_so"] = _core.__file__
-    info["motes_core_so_mtime"] = _dt.datetime.fromtimestamp(os.path.getmtime(_core.__file__)).isoformat()
-    # which commit the working tree is on (read, not git-run); the installed build may differ
-    try:
-        head = open(os.path.join(ROOT, ".git", "HEAD")).read().strip()
-        if head.startswith("ref: "):
-            ref = os.path.join(ROOT, ".git", head[5:])
-            info["git_head"] = open(ref).read().strip() if os.path.exists(ref) else head
-        else:
-            info["git_head"] = head
-    except OSError:
-        info["git_head"] = None
-    return info
-
-
-def fs_type(path: str) -> Optional[str]:
-    best, kind = "", None
-    try:
-        with open("/proc/mounts") as f:
-            for line in f:
-                parts = line.split()
-                mnt = parts[1]
-                if path.startswith(mnt) and len(mnt) > len(best):
-                    best, kind = mnt, f"{parts[2]} on {mnt} ({parts[0]})"
-    except OSError:
-        pass
-    return kind
-
-
-# ----------------------------------------------------------------------------------------------
-# peers: raw write, memcpy, h5py, Parquet (Morton-sorted)
-# ----------------------------------------------------------------------------------------------
-def raw_write(path: str, cols: Dict[str, np.ndarray]) -> None:
-    with open(path, "wb", buffering=0) as f:
-        for c in cols.values():
-            mv = memoryview(c).cast("B")
-            off = 0
-            while off < len(mv):  # write() may be partial for huge buffers
-                off += f.write(mv[off:])
-        os.fdatasync(f.fileno())
-
-
-def h5_write(path: str, cols: Dict[str, np.ndarray]) -> None:
-    import h5py
-
-    with h5py.File(path, "w") as f:
-        for name, c in cols.items():
-            f.create_dataset(name, data=c)
-        f.flush()
-        try:
-            os.fsync(f.id.get_vfd_handle())
-        except Exception:  # pragma: no cover - driver without an fd
-            pass
-    fd = os.open(path, os.O_RDONLY)  # belt and braces: flush anything written at close
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+from benchlib import (MB, calibration_ms, du, f32, figure, fs_type, h5_write, log, machine_info, ms, peer, perf,
+                      print_table, raw_write, rmpath, timed)
 
 
 def morton_codes(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
@@ -695,28 +505,30 @@ class Bench:
     # ---- figure 6: overhead -------------------------------------------------------------------
     def fig_overhead(self) -> None:
         s = dict(self.ds.file().sizes)
-        data = s["data_bytes"]
-        ov = 100.0 * (s["index_bytes"] + s["padding_bytes"]) / data
-        fine = 100.0 * s["fine_index_bytes"] / data
-        total = 100.0 * (s["file_bytes"] - data) / data
+        raw = s["raw_data_bytes"]  # the columns' values as numbers (stored compressed by default)
+        ov = 100.0 * (s["index_bytes"] + s["padding_bytes"]) / raw
+        fine = 100.0 * s["fine_index_bytes"] / raw
+        size = 100.0 * s["file_bytes"] / raw
         peers = {
-            "fine_index": peer(fine, "% of data bytes", fine / 10.0, "value / 10% limit",
+            "fine_index": peer(fine, "% of raw bytes", fine / 10.0, "value / 10% limit",
                                target="<= 10%", met=fine <= 10.0,
                                note="extra quantile index built for the spatially random columns (ux, uy, uz)"),
-            "all_overhead": peer(total, "% of data bytes", None, "(file_bytes - data_bytes) / data_bytes"),
+            "file_size": peer(size, "% of raw bytes", None, "file_bytes / raw column bytes (index, codes and "
+                              "levels of detail included)"),
+            "values_stored": peer(100.0 * s["data_bytes"] / raw, "% of raw bytes", None,
+                                  "the columns' values as stored / as numbers"),
         }
         if os.path.exists(self.h5_path):
-            peers["h5py_file"] = peer(100.0 * (du(self.h5_path) - self.raw_bytes) / self.raw_bytes,
-                                      "% of raw bytes", None, "HDF5 file size over raw column bytes")
+            peers["h5py_file"] = peer(100.0 * du(self.h5_path) / self.raw_bytes, "% of raw bytes", None,
+                                      "HDF5 file size over raw column bytes")
         if os.path.exists(self.pq_path):
-            peers["parquet_file"] = peer(100.0 * (du(self.pq_path) - self.raw_bytes) / self.raw_bytes,
-                                         "% of raw bytes", None,
-                                         "Parquet (snappy) file size over raw column bytes (negative: compressed)")
+            peers["parquet_file"] = peer(100.0 * du(self.pq_path) / self.raw_bytes, "% of raw bytes", None,
+                                         "Parquet (snappy) file size over raw column bytes")
         self.figures["overhead"] = figure(
-            "overhead", "(index_bytes + padding_bytes) / data_bytes of the particle file (File.sizes)",
-            ov, "% of data bytes", peers=peers, ratio=ov / 2.0, ratio_meaning="overhead % / target (2%)",
+            "overhead", "(index_bytes + padding_bytes) / raw column bytes of the particle file (File.sizes)",
+            ov, "% of raw bytes", peers=peers, ratio=ov / 2.0, ratio_meaning="overhead % / target (2%)",
             target="<= 2% (and fine index <= 10%)", met=ov <= 2.0 and fine <= 10.0, sizes=s)
-        log(f"figure 6 (overhead): index+padding {ov:.2f}%, fine index {fine:.2f}%, total {total:.2f}% ({s})")
+        log(f"figure 6 (overhead): index+padding {ov:.2f}%, fine index {fine:.2f}%, file {size:.1f}% of raw ({s})")
 
     # ---- figure 7: big -----------------------------------------------------------------------
     def fig_big(self) -> None:
@@ -835,55 +647,6 @@ def big_child(args) -> None:
 # ----------------------------------------------------------------------------------------------
 # output
 # ----------------------------------------------------------------------------------------------
-def fmt(v, unit=""):
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        if abs(v) >= 1000:
-            s = f"{v:,.0f}"
-        elif abs(v) >= 10:
-            s = f"{v:.1f}"
-        else:
-            s = f"{v:.3g}"
-    else:
-        s = str(v)
-    return f"{s} {unit}".strip()
-
-
-def table_rows(figs: Dict[str, dict]) -> List[List[str]]:
-    rows = []
-    for k, f in figs.items():
-        first = True
-        main = fmt(f["value"], f["unit"])
-        if f.get("best_value") is not None:
-            main += f" (best {fmt(f['best_value'])})"
-        for pname, p in f["peers"].items():
-            rows.append([k if first else "", main if first else "", pname, fmt(p["value"], p["unit"]),
-                         (f"{p['ratio']:.3g} ({p['ratio_meaning']})" if p["ratio"] is not None else "-"),
-                         f["target"] if first else "", ("yes" if f["met"] else "NO") if first else ""])
-            first = False
-        if first:
-            rows.append([k, main, "", "", "", f["target"], "yes" if f["met"] else "NO"])
-    return rows
-
-
-def print_table(figs: Dict[str, dict]) -> str:
-    head = ["figure", "motes", "peer / limit", "peer value", "ratio", "target", "met"]
-    rows = table_rows(figs)
-    w = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w[i]) for i, c in enumerate(r)) for r in [head] + rows]
-    lines.insert(1, "  ".join("-" * x for x in w))
-    return "\n".join(lines)
-
-
-def markdown_table(figs: Dict[str, dict]) -> str:
-    head = ["figure", "motes", "peer / limit", "peer value", "ratio", "target", "met"]
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in table_rows(figs):
-        out.append("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
-    return "\n".join(out)
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

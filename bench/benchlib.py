@@ -1,0 +1,259 @@
+"""Shared helpers of the benchmarks: timing loops, the CPU calibration probe, figures and
+peers as JSON, machine information, the raw and h5py writers used as peers, and tables."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import gc
+import os
+import platform
+import shutil
+import statistics
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+perf = time.perf_counter
+MB = 1e6
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def timed(fn: Callable[[], Any], repeat: int, warmup: int = 1,
+          before: Optional[Callable[[], None]] = None,
+          after: Optional[Callable[[Any], None]] = None):
+    """Runs ``fn`` ``warmup`` + ``repeat`` times back to back; ``before``/``after`` run untimed around
+    each call. The garbage collector is paused during the loop (no collection inside a timing).
+    Returns ({best, median, runs} in seconds, result of the last call)."""
+    result = None
+    times: List[float] = []
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for i in range(warmup + repeat):
+            if before:
+                before()
+            t0 = perf()
+            result = fn()
+            dt = perf() - t0
+            if after:
+                after(result)
+            if i >= warmup:
+                times.append(dt)
+    finally:
+        if was_enabled:
+            gc.enable()
+    return {"best": min(times), "median": statistics.median(times), "runs": times}, result
+
+
+_CAL = np.random.default_rng(12345).random(2_000_000).astype(np.float32)
+
+
+def calibration_ms() -> float:
+    """A fixed CPU-bound probe (np.sort of 2M float32, best of 5), recorded next to every figure: on a
+    shared VM the host's speed drifts (phases ~1.4x slower were seen); compare it across runs before
+    comparing figures."""
+    best = float("inf")
+    for _ in range(5):
+        t0 = perf()
+        np.sort(_CAL)
+        best = min(best, perf() - t0)
+    return best * 1e3
+
+
+def rmpath(p: str) -> None:
+    if os.path.isdir(p):
+        shutil.rmtree(p)
+    elif os.path.exists(p):
+        os.remove(p)
+
+
+def du(p: str) -> int:
+    if os.path.isfile(p):
+        return os.path.getsize(p)
+    total = 0
+    for d, _, files in os.walk(p):
+        for f in files:
+            total += os.path.getsize(os.path.join(d, f))
+    return total
+
+
+def f32(v: float) -> float:
+    """``v`` rounded to float32, returned as a Python float (exactly representable in float32),
+    so that float32 columns compare identically in motes, numpy and DuckDB."""
+    return float(np.float32(v))
+
+
+def ms(t: float) -> float:
+    return t * 1e3
+
+
+def figure(name: str, description: str, value: float, unit: str, *, timing: Optional[dict] = None,
+           peers: Optional[Dict[str, dict]] = None, ratio: Optional[float] = None, ratio_meaning: str = "",
+           target: str = "", met: Optional[bool] = None, **extra) -> dict:
+    out = {"name": name, "description": description, "value": value, "unit": unit}
+    if timing is not None:
+        out["timing_s"] = timing
+    out["peers"] = peers or {}
+    out["ratio"] = ratio
+    out["ratio_meaning"] = ratio_meaning
+    out["target"] = target
+    out["met"] = met
+    out.update(extra)
+    out["calibration_ms_after"] = calibration_ms()
+    return out
+
+
+def peer(value: float, unit: str, ratio: Optional[float], ratio_meaning: str, **extra) -> dict:
+    d = {"value": value, "unit": unit, "ratio": ratio, "ratio_meaning": ratio_meaning}
+    d.update(extra)
+    return d
+
+
+def machine_info() -> dict:
+    info: Dict[str, Any] = {
+        "hostname": platform.node(),
+        "platform": platform.platform(),
+        "nproc": os.cpu_count(),
+        "nproc_affinity": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+    }
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu_model"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal"):
+                    info["ram_bytes"] = int(line.split()[1]) * 1024
+                    info["ram_gib"] = round(info["ram_bytes"] / 2**30, 1)
+    except OSError:
+        pass
+    for mod in ("h5py", "pyarrow", "duckdb", "psutil"):
+        try:
+            info[mod] = __import__(mod).__version__
+        except Exception:  # pragma: no cover - optional
+            info[mod] = None
+    import motes
+    from motes import _core
+
+    info["motes"] = motes.__version__
+    info["motes_core_so"] = _core.__file__
+    info["motes_core_so_mtime"] = _dt.datetime.fromtimestamp(os.path.getmtime(_core.__file__)).isoformat()
+    # which commit the working tree is on (read, not git-run); the installed build may differ
+    try:
+        head = open(os.path.join(ROOT, ".git", "HEAD")).read().strip()
+        if head.startswith("ref: "):
+            ref = os.path.join(ROOT, ".git", head[5:])
+            info["git_head"] = open(ref).read().strip() if os.path.exists(ref) else head
+        else:
+            info["git_head"] = head
+    except OSError:
+        info["git_head"] = None
+    return info
+
+
+def fs_type(path: str) -> Optional[str]:
+    best, kind = "", None
+    try:
+        with open("/proc/mounts") as f:
+            for line in f:
+                parts = line.split()
+                mnt = parts[1]
+                if path.startswith(mnt) and len(mnt) > len(best):
+                    best, kind = mnt, f"{parts[2]} on {mnt} ({parts[0]})"
+    except OSError:
+        pass
+    return kind
+
+
+# ----------------------------------------------------------------------------------------------
+# peers: raw write, memcpy, h5py, Parquet (Morton-sorted)
+# ----------------------------------------------------------------------------------------------
+def raw_write(path: str, cols: Dict[str, np.ndarray]) -> None:
+    with open(path, "wb", buffering=0) as f:
+        for c in cols.values():
+            mv = memoryview(c).cast("B")
+            off = 0
+            while off < len(mv):  # write() may be partial for huge buffers
+                off += f.write(mv[off:])
+        os.fdatasync(f.fileno())
+
+
+def h5_write(path: str, cols: Dict[str, np.ndarray]) -> None:
+    import h5py
+
+    with h5py.File(path, "w") as f:
+        for name, c in cols.items():
+            f.create_dataset(name, data=c)
+        f.flush()
+        try:
+            os.fsync(f.id.get_vfd_handle())
+        except Exception:  # pragma: no cover - driver without an fd
+            pass
+    fd = os.open(path, os.O_RDONLY)  # belt and braces: flush anything written at close
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fmt(v, unit=""):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        if abs(v) >= 1000:
+            s = f"{v:,.0f}"
+        elif abs(v) >= 10:
+            s = f"{v:.1f}"
+        else:
+            s = f"{v:.3g}"
+    else:
+        s = str(v)
+    return f"{s} {unit}".strip()
+
+
+def table_rows(figs: Dict[str, dict]) -> List[List[str]]:
+    rows = []
+    for k, f in figs.items():
+        first = True
+        main = fmt(f["value"], f["unit"])
+        if f.get("best_value") is not None:
+            main += f" (best {fmt(f['best_value'])})"
+        for pname, p in f["peers"].items():
+            rows.append([k if first else "", main if first else "", pname, fmt(p["value"], p["unit"]),
+                         (f"{p['ratio']:.3g} ({p['ratio_meaning']})" if p["ratio"] is not None else "-"),
+                         f["target"] if first else "", ("yes" if f["met"] else "NO") if first else ""])
+            first = False
+        if first:
+            rows.append([k, main, "", "", "", f["target"], "yes" if f["met"] else "NO"])
+    return rows
+
+
+def print_table(figs: Dict[str, dict]) -> str:
+    head = ["figure", "motes", "peer / limit", "peer value", "ratio", "target", "met"]
+    rows = table_rows(figs)
+    w = [max(len(r[i]) for r in rows + [head]) for i in range(len(head))]
+    lines = ["  ".join(c.ljust(w[i]) for i, c in enumerate(r)) for r in [head] + rows]
+    lines.insert(1, "  ".join("-" * x for x in w))
+    return "\n".join(lines)
+
+
+def markdown_table(figs: Dict[str, dict]) -> str:
+    head = ["figure", "motes", "peer / limit", "peer value", "ratio", "target", "met"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in table_rows(figs):
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
+    return "\n".join(out)
