@@ -17,6 +17,7 @@
 #include <filesystem>
 
 #include "motes/analysis/analysis.hpp"
+#include "motes/container/block_stream.hpp"
 #include "motes/dataset/dataset.hpp"
 #include "motes/dataset/species.hpp"
 #include "motes/particles/reader.hpp"
@@ -260,6 +261,11 @@ NB_MODULE(_core, m) {
     m.attr("dtype_names") = names;
   }
 
+  m.def("block_cache_bytes", []() { return motes::block_cache_bytes(); },
+        "Bytes the cache of decoded blocks may hold (MOTES_CACHE_MB at start, default 256 MiB).");
+  m.def("set_block_cache_bytes", [](uint64_t bytes) { motes::set_block_cache_bytes(bytes); }, "bytes"_a);
+  m.def("clear_block_cache", []() { motes::clear_block_cache(); }, "Drops every decoded block (cold measurements).");
+
   m.def("parse_expression", [](const std::string& text) { return motes::parse_expression(text)->to_string(); },
         "text"_a, "Parses a query expression; returns its fully parenthesised form or raises UsageError.");
 
@@ -337,6 +343,19 @@ NB_MODULE(_core, m) {
                      d["fine_index_bytes"] = s.fine_bytes;
                      return d;
                    })
+      .def(
+          "read_column",
+          [](const motes::ParticleFile& f, const std::string& name, uint64_t begin, std::optional<uint64_t> end) {
+            const size_t c = f.column(name);
+            const uint64_t n = f.particle_count();
+            const uint64_t e = std::min(end.value_or(n), n), b = std::min(begin, e);
+            auto [arr, data] = new_array(f.schema()[c].dtype, e - b);
+            nb::gil_scoped_release release;
+            f.values(c).read(b, e - b, data);
+            return arr;
+          },
+          "name"_a, "begin"_a = 0, "end"_a = nb::none(),
+          "Values [begin, end) of a column in file order (decoded, one thread).")
       .def(
           "verify_data",
           [](const motes::ParticleFile& f, nb::object progress) {

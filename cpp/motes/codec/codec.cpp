@@ -4,6 +4,9 @@
 #include <zstd.h>
 
 #include <cmath>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -51,17 +54,20 @@ void put(unsigned char* p, U v) {
 template <class U>
 using Signed = std::make_signed_t<U>;
 
-// Order-preserving map of a value's bits to an unsigned integer (and back).
+// Order-preserving map of a value's bits to an unsigned integer (and back); branch-free
+// (the sign of noise is random: a branch on it would be mispredicted half the time).
 template <class U>
 U ordered(U u, const ValueType& t) {
   constexpr U top = U(1) << (sizeof(U) * 8 - 1);
-  if (t.is_float) return (u & top) ? U(~u) : U(u | top);
+  constexpr int shift = sizeof(U) * 8 - 1;
+  if (t.is_float) return U(u ^ (U(-U(u >> shift)) | top));  // negative: ~u; positive: u | top
   return t.is_signed ? U(u ^ top) : u;
 }
 template <class U>
 U unordered(U o, const ValueType& t) {
   constexpr U top = U(1) << (sizeof(U) * 8 - 1);
-  if (t.is_float) return (o & top) ? U(o ^ top) : U(~o);
+  constexpr int shift = sizeof(U) * 8 - 1;
+  if (t.is_float) return U(o ^ (U(U(o >> shift) - 1) | top));  // top set: o ^ top; clear: ~o
   return t.is_signed ? U(o ^ top) : o;
 }
 template <class U>
@@ -187,6 +193,30 @@ U forward(Predictor p, const ValueType& t, const unsigned char* src, size_t n, c
   return param;
 }
 
+// In place: words[i] = sum of unzigzag(words[0..i]) (wrapping), 4 lanes at a time; returns
+// how many words it did (a multiple of 4) and leaves the running sum in acc.
+size_t prefix_sum_zigzag32(unsigned char* data, size_t n, uint32_t& acc) {
+#ifdef __SSE2__
+  __m128i carry = _mm_set1_epi32(int(acc));
+  const __m128i one = _mm_set1_epi32(1);
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 4 * i));
+    v = _mm_xor_si128(_mm_srli_epi32(v, 1), _mm_sub_epi32(_mm_setzero_si128(), _mm_and_si128(v, one)));
+    v = _mm_add_epi32(v, _mm_slli_si128(v, 4));
+    v = _mm_add_epi32(v, _mm_slli_si128(v, 8));
+    v = _mm_add_epi32(v, carry);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(data + 4 * i), v);
+    carry = _mm_shuffle_epi32(v, 0xFF);
+  }
+  acc = uint32_t(_mm_cvtsi128_si32(carry));
+  return i;
+#else
+  (void)data, (void)n, (void)acc;
+  return 0;
+#endif
+}
+
 template <class U>
 void inverse(Predictor p, const ValueType& t, unsigned char* data, size_t n, const Context& ctx, U param,
              double origin, double step) {
@@ -207,7 +237,9 @@ void inverse(Predictor p, const ValueType& t, unsigned char* data, size_t n, con
       return;
     case Predictor::delta: {
       U acc = 0;
-      for (size_t i = 0; i < n; ++i) {
+      size_t i = 0;
+      if constexpr (sizeof(U) == 4) i = prefix_sum_zigzag32(data, n, reinterpret_cast<uint32_t&>(acc));
+      for (; i < n; ++i) {
         acc = U(acc + unzigzag<U>(load<U>(data + i * sizeof(U))));
         put<U>(data + i * sizeof(U), acc);
       }

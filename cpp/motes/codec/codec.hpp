@@ -97,7 +97,7 @@ bool describe(const void* stored, size_t stored_n, Predictor& predictor, std::ve
 // preference for fast decoding: a stream is coded only when that saves at least
 // kMinSaving of its bytes, and lz4 is taken over zstd when within kLz4Slack of it).
 // `predictors` lists the candidates; samples are (values, count) with ctx per sample.
-inline constexpr double kMinSaving = 0.04, kLz4Slack = 0.03;
+inline constexpr double kMinSaving = 0.10, kLz4Slack = 0.03;
 struct Sample {
   const void* values;
   size_t count;

@@ -179,11 +179,16 @@ void BlockStream::fail(uint64_t b, const std::string& problem) const {
 }
 
 std::shared_ptr<DecodedBlock> BlockStream::decode(uint64_t b) const {
+  auto out = std::make_shared<DecodedBlock>(values_in(b) * type_.size);
+  decode_into(b, out->data());
+  return out;
+}
+
+void BlockStream::decode_into(uint64_t b, unsigned char* dst) const {
   const uint64_t n = values_in(b);
-  auto out = std::make_shared<DecodedBlock>(n * type_.size);
   if (!coded_) {
-    source_->read(offset_ + b * per_block_ * type_.size, n * type_.size, out->data());
-    return out;
+    source_->read(offset_ + b * per_block_ * type_.size, n * type_.size, dst);
+    return;
   }
   const StoredBlock& sb = blocks_[b];
   // The codes first: decoding them uses the same per-thread buffers as the lines below.
@@ -211,9 +216,8 @@ std::shared_ptr<DecodedBlock> BlockStream::decode(uint64_t b) const {
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
   if (XXH3_64bits(stored, sb.stored) != sb.checksum) fail(b, "checksum mismatch (corrupted data)");
 #endif
-  std::string problem = codec::decode(type_, stored, sb.stored, out->data(), n, ctx);
+  std::string problem = codec::decode(type_, stored, sb.stored, dst, n, ctx);
   if (!problem.empty()) fail(b, problem);
-  return out;
 }
 
 std::shared_ptr<const DecodedBlock> BlockStream::block(uint64_t b) const {
@@ -235,8 +239,14 @@ void BlockStream::read(uint64_t start, uint64_t n, void* dst) const {
   while (n > 0) {
     uint64_t b = start / per_block_, first = b * per_block_;
     uint64_t take = std::min(n, first + values_in(b) - start);
-    auto blk = block(b);
-    std::memcpy(out, blk->data() + (start - first) * size, take * size);
+    if (take == values_in(b)) {
+      // A whole block: decoded straight into place (a bulk read: the cache keeps what queries reuse).
+      if (auto hit = cache().find(id_, b)) std::memcpy(out, hit->data(), take * size);
+      else decode_into(b, out);
+    } else {
+      auto blk = block(b);
+      std::memcpy(out, blk->data() + (start - first) * size, take * size);
+    }
     out += take * size, start += take, n -= take;
   }
 }

@@ -94,6 +94,7 @@ class BlockStream {
 
   uint64_t values_in(uint64_t b) const { return std::min(per_block_, count_ - b * per_block_); }
   std::shared_ptr<DecodedBlock> decode(uint64_t b) const;
+  void decode_into(uint64_t b, unsigned char* dst) const;
   [[noreturn]] void fail(uint64_t b, const std::string& problem) const;
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "motes/particles/layout/builder.hpp"
+#include "motes/particles/spec.hpp"
 #include "motes/core/types.hpp"
 
 namespace motes {
@@ -21,7 +22,7 @@ enum class Compression : uint8_t {
 struct WriteOptions {
   LayoutOptions layout;
   Compression compression = Compression::lossless;
-  uint32_t block_values = 16384;  // values per coded (and per checksummed) block; <= 1 MiB of values
+  uint32_t block_values = spec::kDefaultBlockValues;  // values per coded (and checksummed) block; <= 1 MiB of values
   int zstd_level = 1;             // zstd level of coded blocks (index sections use 3)
   bool sync = true;               // fdatasync the file and its directory before returning
   // Called as work advances: (stage name, units done, units total).

@@ -1,0 +1,310 @@
+#!/usr/bin/env python3
+"""Compression benchmark: motes' stored sizes and decoding speed next to general codecs on
+the same columns, in the same (motes file) order, in one run.
+
+Usage (from the repository root)::
+
+    python bench/compression.py                 # 10M VPIC-like particles
+    python bench/compression.py --n 2000000     # quicker
+
+Figures (bench/README.md explains each):
+
+1. ``size``       default dataset size (index, quantile codes and levels of detail included) / raw
+                  column bytes; peers: the same file uncompressed, Blosc2 on the columns
+2. ``columns``    lossless ratio per column: motes vs Blosc2 (shuffle + zstd clevel 1, 1 MiB
+                  blocks), Blosc2 bitshuffle, zstd, lz4, ZFP reversible, on the same values in
+                  the same order
+3. ``decode``     decoding inside reads: values per second of one thread, decoded-block cache
+                  off (every block decoded), vs Blosc2 and zstd decompression of the same column
+4. ``write``      write rate, fsync'd, lossless vs uncompressed, same data
+5. ``positions``  positions with a 2^-17-of-box bound: bits per particle, bound held on every
+                  value; peers SZ3 (pysz) and ZFP (zfpy) at the same bound, same order
+6. ``lossy``      an attribute (ux) at 1e-4 x its range: ratio vs SZ3 and ZFP, bound held
+
+The benchmark measures; it asserts only correctness (equal values, bounds held), never speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from typing import Dict
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import calibration_ms, figure, log, machine_info, peer, perf, print_table, timed  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "results")
+MiB = 1 << 20
+
+
+def blosc2_bytes(a: np.ndarray, filt, clevel: int = 1) -> int:
+    import blosc2
+
+    cp = {"codec": blosc2.Codec.ZSTD, "clevel": clevel, "filters": [filt], "typesize": a.itemsize,
+          "blocksize": MiB, "nthreads": 1}
+    total = 0
+    step = MiB // a.itemsize * 4  # chunks of 4 MiB of 1 MiB blocks
+    for s in range(0, len(a), step):
+        total += len(blosc2.compress2(np.ascontiguousarray(a[s:s + step]), **cp))
+    return total
+
+
+def chunked_bytes(a: np.ndarray, compress) -> int:
+    step = MiB // a.itemsize
+    return sum(len(compress(a[s:s + step].tobytes())) for s in range(0, len(a), step))
+
+
+def zfp_lossless_bytes(a: np.ndarray) -> int:
+    import zfpy
+
+    return len(zfpy.compress_numpy(np.ascontiguousarray(a)))  # reversible (lossless) mode
+
+
+def sz3_bytes(a: np.ndarray, bound: float):
+    from pysz import sz, szConfig, szErrorBoundMode
+
+    cfg = szConfig()
+    cfg.errorBoundMode = szErrorBoundMode.ABS
+    cfg.absErrorBound = bound
+    comp, ratio = sz.compress(np.ascontiguousarray(a), cfg)
+    back, _ = sz.decompress(comp, a.dtype, a.shape)
+    return len(comp), float(np.max(np.abs(back.astype(np.float64) - a.astype(np.float64))))
+
+
+def zfp_accuracy_bytes(a: np.ndarray, bound: float):
+    import zfpy
+
+    comp = zfpy.compress_numpy(np.ascontiguousarray(a), tolerance=bound)
+    back = zfpy.decompress_numpy(comp)
+    return len(comp), float(np.max(np.abs(back.astype(np.float64) - a.astype(np.float64))))
+
+
+class Bench:
+    def __init__(self, args, tmp: str):
+        self.args, self.tmp = args, tmp
+        self.figures: Dict[str, dict] = {}
+
+    def generate(self):
+        from motes import synth
+
+        self.cols = synth.vpic(self.args.n, seed=self.args.seed, with_id=True)
+        self.raw = sum(v.nbytes for k, v in self.cols.items() if k != "id")
+        self.data = {k: v for k, v in self.cols.items() if k != "id"}
+        log(f"generated {self.args.n:,} VPIC-like particles ({self.raw / 1e6:.0f} MB in 8 columns)")
+
+    def write(self, name: str, **kw) -> str:
+        import motes
+
+        p = os.path.join(self.tmp, f"{name}.motes")
+        shutil.rmtree(p, ignore_errors=True)
+        motes.write(p, self.data, sync=True, **kw)
+        return p
+
+    def fig_size_and_columns(self):
+        import lz4.block
+        import motes
+        import zstandard
+
+        import blosc2
+
+        lossless, none = self.write("lossless"), self.write("none", compression="none")
+        f = motes.open(lossless).file()
+        s, s0 = f.sizes, motes.open(none).file().sizes
+        size = 100.0 * s["file_bytes"] / self.raw
+        # The peers code the same values in the same (file) order.
+        order = {c: f.read_column(c) for c in self.data}
+        blosc_cols = {c: blosc2_bytes(v, blosc2.Filter.SHUFFLE) for c, v in order.items()}
+        overhead_none = s0["file_bytes"] - s0["data_bytes"]  # index, codes, padding of the uncompressed file
+        blosc_total = sum(blosc_cols.values())
+        self.figures["size"] = figure(
+            "size", "default dataset size (lossless; index, quantile codes and levels of detail included) / raw "
+            "column bytes", size, "% of raw", peers={
+                "uncompressed": peer(100.0 * s0["file_bytes"] / self.raw, "% of raw", None, "compression='none'"),
+                "blosc2_columns_only": peer(100.0 * blosc_total / self.raw, "% of raw", None,
+                                            "Blosc2 shuffle+zstd clevel 1, 1 MiB blocks, columns in file order"),
+                "blosc2_with_index": peer(100.0 * (blosc_total + overhead_none) / self.raw, "% of raw",
+                                          (blosc_total + overhead_none) / s["file_bytes"],
+                                          "Blosc2 columns + motes' uncompressed index and codes / motes file"),
+            }, ratio=size / 72.0, ratio_meaning="size / target (72%)", target="<= 72% of raw", met=size <= 72.0,
+            sizes=s)
+        log(f"figure 1 (size): {size:.1f}% of raw (uncompressed {100.0 * s0['file_bytes'] / self.raw:.1f}%, "
+            f"Blosc2 columns {100.0 * blosc_total / self.raw:.1f}%)")
+        z1 = zstandard.ZstdCompressor(level=1)
+        per = {}
+        met = True
+        info = {c["name"]: c for c in f.columns}
+        for c, v in order.items():
+            ours = v.nbytes / info[c]["stored_bytes"]
+            b = v.nbytes / blosc_cols[c]
+            peers = {
+                "blosc2_shuffle_zstd1": peer(b, "x", ours / b, "motes ratio / peer ratio"),
+                "blosc2_bitshuffle_zstd1": peer(v.nbytes / blosc2_bytes(v, blosc2.Filter.BITSHUFFLE), "x", None, ""),
+                "zstd1": peer(v.nbytes / chunked_bytes(v, z1.compress), "x", None, "1 MiB chunks"),
+                "lz4": peer(v.nbytes / chunked_bytes(v, lambda x: lz4.block.compress(x, store_size=False)), "x", None,
+                            "1 MiB chunks"),
+                "zfp_reversible": peer(v.nbytes / zfp_lossless_bytes(v), "x", None, "whole column"),
+            }
+            if v.dtype == np.float32:
+                met &= ours >= b
+            per[c] = {"motes": ours, "codec": info[c]["codec"], "peers": peers}
+            log(f"  {c:7s} motes {ours:.3f}x ({info[c]['codec']}), Blosc2 {b:.3f}x")
+        x = per["x"]
+        self.figures["columns"] = figure(
+            "columns", "lossless ratio per column in motes' file order (x shown; every column under 'columns')",
+            x["motes"], "x", peers=x["peers"], ratio=x["peers"]["blosc2_shuffle_zstd1"]["ratio"],
+            ratio_meaning="motes / Blosc2 shuffle+zstd1", target=">= Blosc2 shuffle+zstd clevel 1 on every float32 "
+            "column", met=met, columns=per)
+        self.lossless = lossless
+        self.order = order
+
+    def fig_decode(self):
+        import blosc2
+        import motes
+        import zstandard
+
+        f = motes.open(self.lossless).file()
+        before = motes._core.block_cache_bytes()
+        motes._core.set_block_cache_bytes(0)  # every read decodes
+        try:
+            per = {}
+            total_bytes = total_s = 0.0
+            for c, v in self.order.items():
+                t, back = timed(lambda: f.read_column(c), repeat=self.args.repeat)
+                assert back.tobytes() == v.tobytes()
+                per[c] = v.nbytes / t["median"] / 1e9
+                total_bytes += v.nbytes
+                total_s += t["median"]
+        finally:
+            motes._core.set_block_cache_bytes(before)
+        gbs = total_bytes / total_s / 1e9
+        x = self.order["x"]
+        cb = blosc2.compress2(x, codec=blosc2.Codec.ZSTD, clevel=1, filters=[blosc2.Filter.SHUFFLE], typesize=4,
+                              blocksize=MiB, nthreads=1)
+        tb, _ = timed(lambda: blosc2.decompress2(cb, nthreads=1), repeat=self.args.repeat)
+        zc = zstandard.ZstdCompressor(level=1).compress(x.tobytes())
+        zd = zstandard.ZstdDecompressor()
+        tz, _ = timed(lambda: zd.decompress(zc), repeat=self.args.repeat)
+        self.figures["decode"] = figure(
+            "decode", "values decoded per second by one thread reading whole columns (decoded-block cache off)",
+            gbs, "GB/s", peers={
+                "blosc2_x": peer(x.nbytes / tb["median"] / 1e9, "GB/s", gbs / (x.nbytes / tb["median"] / 1e9),
+                                 "motes (all columns) / Blosc2 on x, nthreads=1"),
+                "zstd1_x": peer(x.nbytes / tz["median"] / 1e9, "GB/s", None, "zstd level 1 on x, one frame"),
+            }, ratio=gbs / 2.5, ratio_meaning="value / target (2.5 GB/s)", target=">= 2.5 GB/s per core",
+            met=gbs >= 2.5, columns=per)
+        log(f"figure 3 (decode): {gbs:.2f} GB/s over all columns, one thread; per column {per}")
+
+    def fig_write(self):
+        def once(kind):
+            return lambda: self.write("w-" + kind, compression=kind)
+
+        runs = {"lossless": [], "none": []}
+        for _ in range(self.args.write_repeat):
+            for kind in runs:
+                t0 = perf()
+                once(kind)()
+                runs[kind].append(perf() - t0)
+        med = {k: float(np.median(v)) for k, v in runs.items()}
+        rate = {k: self.args.n / v / 1e6 for k, v in med.items()}
+        self.figures["write"] = figure(
+            "write", "motes.write rate, fsync'd, lossless (default)", rate["lossless"], "M particles/s",
+            peers={"uncompressed": peer(rate["none"], "M particles/s", rate["lossless"] / rate["none"],
+                                        "lossless rate / uncompressed rate")},
+            ratio=rate["lossless"] / 7.7, ratio_meaning="rate / 7.7 M/s (first release)",
+            target="not lower than 7.7 M particles/s", met=rate["lossless"] >= 7.7, seconds=runs)
+        log(f"figure 4 (write): lossless {rate['lossless']:.2f} M/s, uncompressed {rate['none']:.2f} M/s")
+
+    def fig_lossy(self):
+        import motes
+
+        n = self.args.n
+        extent = {a: float(np.ptp(self.data[a])) for a in "xyz"}
+        bounds = {a: extent[a] * 2.0 ** -17 for a in "xyz"}
+        urange = float(np.ptp(self.data["ux"]))
+        bounds["ux"] = 1e-4 * urange
+        p = self.write("lossy", error_bounds=bounds)
+        f = motes.open(p).file()
+        info = {c["name"]: c for c in f.columns}
+        # Bound held on every value: join the stored rows to the given ones by id.
+        ds = motes.open(p)
+        got = ds.query(columns=["id", "x", "y", "z", "ux"])
+        pos = np.argsort(self.cols["id"])[np.searchsorted(np.sort(self.cols["id"]), got["id"])]
+        worst = {k: float(np.max(np.abs(got[k].astype(np.float64) - self.cols[k][pos].astype(np.float64))))
+                 for k in bounds}
+        held = all(worst[k] <= bounds[k] for k in bounds)
+        assert held, (worst, bounds)
+        bits = sum(info[a]["stored_bytes"] for a in "xyz") * 8 / n
+        order = {a: f.read_column(a) for a in ("x", "y", "z", "ux")}  # the file order, lossy values
+        sz_bits = zfp_bits = 0.0
+        sz_err, zfp_err = {}, {}
+        for a in "xyz":
+            b, sz_err[a] = sz3_bytes(self.order[a], bounds[a])
+            sz_bits += b * 8 / n
+            b, zfp_err[a] = zfp_accuracy_bytes(self.order[a], bounds[a])
+            zfp_bits += b * 8 / n
+        self.figures["positions"] = figure(
+            "positions", "x, y, z with an absolute bound of 2^-17 of the box extent: stored bits per particle, "
+            "every value within its bound", bits, "bits/particle", peers={
+                "sz3": peer(sz_bits, "bits/particle", bits / sz_bits, "motes / SZ3 (same order, same bounds)",
+                            max_error=sz_err),
+                "zfp_accuracy": peer(zfp_bits, "bits/particle", bits / zfp_bits, "motes / ZFP fixed accuracy",
+                                     max_error=zfp_err),
+            }, ratio=bits / 28.0, ratio_meaning="bits / target (28)", target="<= 28 bits per particle, bound held",
+            met=bits <= 28.0 and held, max_error=worst, bounds=bounds, codecs={a: info[a]["codec"] for a in "xyz"})
+        log(f"figure 5 (positions): {bits:.1f} bits/particle (SZ3 {sz_bits:.1f}, ZFP {zfp_bits:.1f}); max errors "
+            f"{worst}")
+        ratio = self.data["ux"].nbytes / info["ux"]["stored_bytes"]
+        b, e_sz = sz3_bytes(self.order["ux"], bounds["ux"])
+        b2, e_zfp = zfp_accuracy_bytes(self.order["ux"], bounds["ux"])
+        sz_ratio, zfp_ratio = self.data["ux"].nbytes / b, self.data["ux"].nbytes / b2
+        self.figures["lossy"] = figure(
+            "lossy", "ux with an absolute bound of 1e-4 x its range: compression ratio, bound held on every value",
+            ratio, "x", peers={
+                "sz3": peer(sz_ratio, "x", ratio / sz_ratio, "motes / SZ3", max_error=e_sz),
+                "zfp_accuracy": peer(zfp_ratio, "x", ratio / zfp_ratio, "motes / ZFP", max_error=e_zfp),
+            }, ratio=ratio / sz_ratio, ratio_meaning="motes / SZ3", target=">= SZ3 on the same sorted column",
+            met=ratio >= sz_ratio and held, bound=bounds["ux"], max_error=worst["ux"], codec=info["ux"]["codec"])
+        log(f"figure 6 (lossy ux): {ratio:.2f}x (SZ3 {sz_ratio:.2f}x, ZFP {zfp_ratio:.2f}x)")
+        del order
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=10_000_000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--write-repeat", type=int, default=3)
+    ap.add_argument("--out", default=os.path.join(RESULTS, "compression.json"))
+    ap.add_argument("--tmp", default=None)
+    args = ap.parse_args(argv)
+    tmp = tempfile.mkdtemp(prefix=".tmp-compression-", dir=args.tmp or HERE)
+    t0 = perf()
+    cal0 = calibration_ms()
+    try:
+        b = Bench(args, tmp)
+        b.generate()
+        b.fig_size_and_columns()
+        b.fig_decode()
+        b.fig_write()
+        b.fig_lossy()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    out = {"benchmark": "compression", "n": args.n, "machine": machine_info(), "calibration_ms": [cal0, calibration_ms()],
+           "seconds": perf() - t0, "figures": b.figures}
+    with open(args.out, "w") as fh:
+        json.dump(out, fh, indent=1)
+    print()
+    print(print_table(b.figures))
+    log(f"wrote {os.path.relpath(args.out)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
