@@ -152,7 +152,12 @@ void ParticleFile::parse_v2() {
   for (uint8_t z : a.zero)
     if (z) fail("header has nonzero reserved bytes");
   count_ = a.particle_count;
-  if (count_ > source_->size() * 8) fail("particle count " + std::to_string(count_) + " cannot fit in the file");
+  // Every block of BV values costs at least its 24-byte table entry and a few stored bytes, so a
+  // byte of file holds well under 4096 values; a header claiming more is damaged (and would
+  // make a reader allocate for values that cannot be there).
+  if (count_ / 4096 > source_->size()) fail("particle count " + std::to_string(count_) + " cannot fit in the file");
+  if (uint64_t(a.node_count) / 256 > source_->size())
+    fail("node count " + std::to_string(a.node_count) + " cannot fit in the file");
   lod_count_ = a.lod_count;
   leaf_size_ = a.leaf_size;
   block_values_ = a.block_values;
@@ -165,11 +170,11 @@ void ParticleFile::parse_v2() {
   parse_common(table, uint64_t(table.size()) * container::kEntryBytes, a.column_count, a.node_count, a.level_count);
 }
 
-std::string ParticleFile::section(size_t i) const {
+std::string ParticleFile::section(size_t i, uint64_t max_decoded) const {
   const Sec& e = table_[i];
   const std::string name = kind_name(e.kind) + " section" + (e.column != spec::kNoColumn && e.kind != spec::kBlockSums && e.kind != spec::kBlockTable && e.column < schema_.size() ? " of column '" + schema_[e.column].name + "'" : "");
   if (i < prefetched_.size() && !prefetched_[i].empty()) return prefetched_[i];
-  if (container_) return container_->section(i, name);
+  if (container_) return container_->section(i, name, max_decoded);
   std::string bytes = source_->read(e.offset, e.length);
   if (spec::kCheckSums && spec::checksum(bytes.data(), bytes.size()) != e.checksum)
     fail(kind_name(e.kind) + " section checksum mismatch" + (e.column != spec::kNoColumn ? " (column " + std::to_string(e.column) + ")" : ""));
@@ -197,7 +202,7 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
 
   // Schema.
   {
-    const std::string s = section(size_t(schema_at));
+    const std::string s = section(size_t(schema_at), uint64_t(column_count) * (16 + 255) + (uint64_t(64) << 20));
     const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
     std::string problem = spec::decode_schema(p, p + s.size(), column_count, v2, schema_);
     if (!problem.empty()) fail(problem);
@@ -206,7 +211,7 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
 
   // Tree.
   {
-    const std::string s = section(size_t(nodes_at));
+    const std::string s = section(size_t(nodes_at), uint64_t(node_count) * sizeof(TreeNode));
     if (s.size() != uint64_t(node_count) * sizeof(TreeNode) || node_count == 0)
       fail("nodes section has " + std::to_string(s.size()) + " bytes for " + std::to_string(node_count) + " nodes");
     nodes_.resize(node_count);
@@ -264,7 +269,7 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
               t = &s;
             }
           if (!t) fail("block table" + col + " is missing");
-          const std::string tb = section(size_t(t - table_.data()));
+          const std::string tb = section(size_t(t - table_.data()), blocks * sizeof(spec::BlockEntry));
           if (tb.size() != blocks * sizeof(spec::BlockEntry))
             fail("block table" + col + " lists " + std::to_string(tb.size() / sizeof(spec::BlockEntry)) + " blocks, expected " + std::to_string(blocks));
           std::vector<StoredBlock> bl(blocks);
@@ -294,7 +299,7 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
               sums = &s;
             }
           if (!sums) fail("block checksums" + col + " are missing");
-          const std::string sb = section(size_t(sums - table_.data()));
+          const std::string sb = section(size_t(sums - table_.data()), blocks * 8);
           if (sb.size() != blocks * 8) fail("block checksums" + col + " have the wrong length");
           std::vector<uint64_t> sv(blocks);
           if (!sb.empty()) std::memcpy(sv.data(), sb.data(), sb.size());
@@ -338,7 +343,7 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
   // Values coded relative to their quantile bins decode with the codes and the bins' bases.
   for (size_t i = 0; i < ncol; ++i) {
     if (!streams_[i].has_codes || !streams_[i].values.is_coded()) continue;
-    const std::string eb = section(size_t(lazy_[i].edges));
+    const std::string eb = section(size_t(lazy_[i].edges), (spec::kFineBins + 1) * 8);
     if (eb.size() != (spec::kFineBins + 1) * 8) fail("quantile edges of column '" + schema_[i].name + "' have the wrong length");
     auto bases = std::make_shared<std::vector<uint64_t>>(
         codec::quantile_bases(uint8_t(schema_[i].dtype), reinterpret_cast<const double*>(eb.data())));
@@ -362,7 +367,7 @@ void ParticleFile::decode_index(size_t i, ColumnIndex& c) const {
   const uint64_t nn = nodes_.size();
   const std::string col = " of column '" + c.spec.name + "'";
   {
-    const std::string s = section(size_t(lz.ranges));
+    const std::string s = section(size_t(lz.ranges), 2 * nn * sz);
     if (s.size() != 2 * nn * sz) fail("node ranges" + col + " have the wrong length");
     const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
     c.node_min.resize(nn);
@@ -376,7 +381,7 @@ void ParticleFile::decode_index(size_t i, ColumnIndex& c) const {
     });
   }
   {
-    const std::string s = section(size_t(lz.bitmaps));
+    const std::string s = section(size_t(lz.bitmaps), sizeof(spec::BitmapsHeader) + 4 * (nn + 1) + 4 * nn);
     spec::BitmapsHeader bh;
     if (s.size() < sizeof bh) fail("bitmaps" + col + " are truncated");
     std::memcpy(&bh, s.data(), sizeof bh);
@@ -398,7 +403,7 @@ void ParticleFile::decode_index(size_t i, ColumnIndex& c) const {
     }
   }
   if (c.fine == FineIndex::quantile) {
-    const std::string s = section(size_t(lz.edges));
+    const std::string s = section(size_t(lz.edges), (spec::kFineBins + 1) * 8);
     if (s.size() != (spec::kFineBins + 1) * 8) fail("quantile edges" + col + " have the wrong length");
     c.edges.resize(spec::kFineBins + 1);
     std::memcpy(c.edges.data(), s.data(), s.size());

@@ -107,7 +107,9 @@ class ParticleFile {
   void parse_v2();
   void parse_common(const std::vector<Sec>& table, uint64_t table_bytes, uint32_t column_count,
                     uint32_t node_count, uint32_t level_count);
-  std::string section(size_t i) const;  // bytes of section i, checked (and decoded)
+  // The bytes of section i, checked and decoded; a zstd section may decode to at most
+  // max_decoded bytes (what its kind can hold), checked before anything is allocated.
+  std::string section(size_t i, uint64_t max_decoded = UINT64_MAX) const;
   void decode_index(size_t i, ColumnIndex& c) const;
   [[noreturn]] void fail(const std::string& what) const;
 
