@@ -13,6 +13,7 @@
 #include <new>
 #include <thread>
 
+#include "motes/parallel/comm.hpp"
 #include "motes/particles/spec.hpp"
 #include "motes/particles/step_index.hpp"
 #include "motes/core/parallel.hpp"
@@ -21,115 +22,12 @@ namespace fs = std::filesystem;
 
 namespace motes {
 
-namespace {
+using namespace mpi;
 
-constexpr int kTagData = 4711, kTagCount = 4712;
-// Bytes per message: MPI counts are int, so larger transfers go in pieces of 1 GiB.
-// MOTES_MPI_MAX_MESSAGE lowers it (tests use it to exercise the splitting on small data).
-uint64_t max_message() {
-  static const uint64_t v = [] {
-    const char* e = std::getenv("MOTES_MPI_MAX_MESSAGE");
-    uint64_t limit = uint64_t(1) << 30;
-    if (e && *e) {
-      char* end = nullptr;
-      unsigned long long parsed = std::strtoull(e, &end, 10);
-      if (end && *end == '\0' && parsed > 0) limit = std::min<uint64_t>(limit, parsed);
-    }
-    return limit;
-  }();
-  return v;
-}
+namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-struct Comm {
-  MPI_Comm comm;
-  int rank = 0, size = 1;
-  explicit Comm(MPI_Comm c) : comm(c) {
-    int initialized = 0;
-    MPI_Initialized(&initialized);
-    if (!initialized) throw UsageError("MPI is not initialised: call MPI_Init before a parallel motes call");
-    if (c == MPI_COMM_NULL) throw UsageError("the communicator is MPI_COMM_NULL");
-    MPI_Comm_rank(c, &rank);
-    MPI_Comm_size(c, &size);
-  }
-};
-
-// Messages of any size: split into pieces of at most max_message() bytes. Sender and
-// receiver split the same way, and MPI keeps messages between two ranks with one
-// tag in order, so the pieces match up.
-void isend_bytes(const void* data, uint64_t n, int dest, int tag, MPI_Comm comm, std::vector<MPI_Request>& out) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    int len = int(std::min(n, max_message()));
-    out.emplace_back();
-    MPI_Isend(p, len, MPI_BYTE, dest, tag, comm, &out.back());
-    p += len, n -= uint64_t(len);
-  }
-}
-void irecv_bytes(void* data, uint64_t n, int source, int tag, MPI_Comm comm, std::vector<MPI_Request>& out) {
-  char* p = static_cast<char*>(data);
-  while (n > 0) {
-    int len = int(std::min(n, max_message()));
-    out.emplace_back();
-    MPI_Irecv(p, len, MPI_BYTE, source, tag, comm, &out.back());
-    p += len, n -= uint64_t(len);
-  }
-}
-void wait_all(std::vector<MPI_Request>& r) {
-  if (!r.empty()) MPI_Waitall(int(r.size()), r.data(), MPI_STATUSES_IGNORE);
-  r.clear();
-}
-
-// Every rank's byte string, on every rank.
-std::vector<std::string> allgather_strings(const Comm& c, const std::string& mine) {
-  int len = int(mine.size());
-  std::vector<int> lens(size_t(c.size)), offs(size_t(c.size) + 1, 0);
-  MPI_Allgather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, c.comm);
-  for (int r = 0; r < c.size; ++r) offs[size_t(r) + 1] = offs[size_t(r)] + lens[size_t(r)];
-  std::string all(size_t(offs.back()), '\0');
-  MPI_Allgatherv(mine.data(), len, MPI_BYTE, all.data(), lens.data(), offs.data(), MPI_BYTE, c.comm);
-  std::vector<std::string> out(size_t(c.size));
-  for (int r = 0; r < c.size; ++r) out[size_t(r)] = all.substr(size_t(offs[size_t(r)]), size_t(lens[size_t(r)]));
-  return out;
-}
-
-// Every rank's array of T on rank 0 (empty elsewhere), concatenated, with per-rank offsets.
-template <class T>
-std::vector<T> gather_to_root(const Comm& c, const std::vector<T>& mine, std::vector<int>* offsets_out = nullptr) {
-  int bytes = int(mine.size() * sizeof(T));
-  std::vector<int> lens(size_t(c.size)), offs(size_t(c.size) + 1, 0);
-  MPI_Gather(&bytes, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, c.comm);
-  if (c.rank == 0)
-    for (int r = 0; r < c.size; ++r) offs[size_t(r) + 1] = offs[size_t(r)] + lens[size_t(r)];
-  std::vector<T> all(c.rank == 0 ? size_t(offs.back()) / sizeof(T) : 0);
-  MPI_Gatherv(mine.data(), bytes, MPI_BYTE, all.data(), lens.data(), offs.data(), MPI_BYTE, 0, c.comm);
-  if (offsets_out) {
-    offsets_out->resize(size_t(c.size) + 1);
-    for (size_t r = 0; r <= size_t(c.size); ++r) (*offsets_out)[r] = offs[r] / int(sizeof(T));
-  }
-  return all;
-}
-
-// Rank 0's per-rank arrays of T, one to each rank.
-template <class T>
-std::vector<T> scatter_from_root(const Comm& c, const std::vector<std::vector<T>>& per_rank) {
-  std::vector<int> lens(size_t(c.size)), offs(size_t(c.size) + 1, 0);
-  std::vector<T> flat;
-  if (c.rank == 0) {
-    for (int r = 0; r < c.size; ++r) {
-      lens[size_t(r)] = int(per_rank[size_t(r)].size() * sizeof(T));
-      offs[size_t(r) + 1] = offs[size_t(r)] + lens[size_t(r)];
-      flat.insert(flat.end(), per_rank[size_t(r)].begin(), per_rank[size_t(r)].end());
-    }
-  }
-  int mine = 0;
-  MPI_Scatter(lens.data(), 1, MPI_INT, &mine, 1, MPI_INT, 0, c.comm);
-  std::vector<T> out(size_t(mine) / sizeof(T));
-  MPI_Scatterv(flat.data(), lens.data(), offs.data(), MPI_BYTE, out.data(), mine, MPI_BYTE, 0, c.comm);
-  return out;
-}
 
 // A failure on one rank, carried to all of them.
 struct Failure {
@@ -271,20 +169,6 @@ void check_same_step(const Comm& c, int64_t index, double time, const nlohmann::
     const std::string a = ref.substr(0, ref.find('\n')), b = other.substr(0, other.find('\n'));
     return a != b ? " writes step " + b + " (rank 0: step " + a + ")" : std::string(" writes a different time or attributes");
   });
-}
-
-unsigned ranks_on_this_node(const Comm& c) {
-  MPI_Comm node;
-  MPI_Comm_split_type(c.comm, MPI_COMM_TYPE_SHARED, c.rank, MPI_INFO_NULL, &node);
-  int n = 1;
-  MPI_Comm_size(node, &n);
-  MPI_Comm_free(&node);
-  return unsigned(std::max(1, n));
-}
-
-unsigned threads_per_rank(const Comm& c, unsigned requested) {
-  if (requested) return requested;
-  return std::max(1u, default_threads() / ranks_on_this_node(c));
 }
 
 // Per-part facts an aggregator sends to rank 0 after writing, as f64 words.
