@@ -13,7 +13,9 @@
 #include <new>
 #include <thread>
 
+#include "motes/parallel/agree.hpp"
 #include "motes/parallel/comm.hpp"
+#include "motes/parallel/wire.hpp"
 #include "motes/particles/spec.hpp"
 #include "motes/particles/step_index.hpp"
 #include "motes/core/parallel.hpp"
@@ -29,146 +31,27 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// A failure on one rank, carried to all of them.
-struct Failure {
-  int kind = 0;  // 0 none, 1 usage, 2 format, 3 not found, 4 I/O or other
-  std::string message;
-};
-
-template <class F>
-Failure attempt(F&& f) {
-  try {
-    f();
-    return {};
-  } catch (const UsageError& e) {
-    return {1, e.what()};
-  } catch (const FormatError& e) {
-    return {2, e.what()};
-  } catch (const NotFoundError& e) {
-    return {3, e.what()};
-  } catch (const std::bad_alloc&) {
-    return {4, "out of memory"};
-  } catch (const std::exception& e) {
-    return {4, e.what()};
-  }
-}
-
-// Collective: when any rank failed, every rank throws one error listing the failed
-// ranks and their messages (the kind of the lowest failed rank).
-void agree(const Comm& c, const Failure& mine, const std::string& stage) {
-  int failed = mine.kind != 0, any = 0;
-  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, c.comm);
-  if (!any) return;
-  std::string packed = mine.kind ? std::string(1, char('0' + mine.kind)) + mine.message : std::string();
-  std::vector<std::string> all = allgather_strings(c, packed);
-  std::string text;
-  int kind = 0, listed = 0, failures = 0;
-  for (int r = 0; r < c.size; ++r) {
-    const std::string& m = all[size_t(r)];
-    if (m.empty()) continue;
-    ++failures;
-    if (!kind) kind = m[0] - '0';
-    if (listed < 8) text += (listed ? "; " : "") + std::string("rank ") + std::to_string(r) + ": " + m.substr(1), ++listed;
-  }
-  if (failures > listed) text += "; and " + std::to_string(failures - listed) + " more ranks";
-  std::string message = stage + " failed on " + std::to_string(failures) + " of " + std::to_string(c.size) +
-                        " ranks (" + text + ")";
-  if (kind == 1) throw UsageError(message);
-  if (kind == 2) throw FormatError(message);
-  if (kind == 3) throw NotFoundError(message);
-  throw Error(message);
-}
-
-// One line per species: "name:col/dtype,col/dtype,..." in the caller's order.
-std::string schema_text(const std::vector<SpeciesColumns>& species) {
-  std::string s;
-  for (const auto& [name, cols] : species) {
-    s += name + ":";
-    for (const ColumnView& c : cols) s += c.spec.name + "/" + dtype_name(c.spec.dtype) + ",";
-    s += "\n";
-  }
-  return s;
-}
-
-// Describes how rank r's schema text differs from rank 0's.
-std::string schema_difference(const std::string& ref, const std::string& other) {
-  auto parse = [](const std::string& t) {
-    std::map<std::string, std::map<std::string, std::string>> out;
-    size_t p = 0;
-    while (p < t.size()) {
-      size_t nl = t.find('\n', p), colon = t.find(':', p);
-      std::string name = t.substr(p, colon - p);
-      auto& cols = out[name];
-      for (size_t q = colon + 1; q < nl;) {
-        size_t comma = t.find(',', q), slash = t.find('/', q);
-        cols[t.substr(q, slash - q)] = t.substr(slash + 1, comma - slash - 1);
-        q = comma + 1;
-      }
-      p = nl + 1;
-    }
-    return out;
-  };
-  auto a = parse(ref), b = parse(other);
-  std::vector<std::string> notes;
-  for (const auto& [sp, cols] : a) {
-    auto it = b.find(sp);
-    if (it == b.end()) {
-      notes.push_back("species '" + sp + "' is missing");
-      continue;
-    }
-    for (const auto& [col, t] : cols) {
-      auto jt = it->second.find(col);
-      if (jt == it->second.end()) notes.push_back("column '" + sp + "." + col + "' is missing");
-      else if (jt->second != t) notes.push_back("column '" + sp + "." + col + "' is " + jt->second + " (rank 0: " + t + ")");
-    }
-    for (const auto& [col, t] : it->second)
-      if (!cols.count(col)) notes.push_back("column '" + sp + "." + col + "' (" + t + ") is extra");
-  }
-  for (const auto& [sp, cols] : b)
-    if (!a.count(sp)) notes.push_back("species '" + sp + "' is extra");
-  if (notes.empty()) notes.push_back("columns are in a different order");
-  std::string s;
-  for (size_t i = 0; i < notes.size(); ++i) s += (i ? ", " : "") + notes[i];
-  return s;
-}
-
-// Collective: UsageError on every rank unless every rank's `mine` equals rank 0's. The
-// message lists up to 6 differing ranks, each explained by describe(rank 0's, its own).
-void check_ranks_agree(const Comm& c, const std::string& mine, const std::string& what,
-                       const std::function<std::string(const std::string&, const std::string&)>& describe) {
-  uint64_t h = spec::checksum(mine.data(), mine.size()), lo = 0, hi = 0;
-  MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, c.comm);
-  MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, c.comm);
-  if (lo == hi) return;
-  std::vector<std::string> all = allgather_strings(c, mine);
-  std::string text;
-  int listed = 0, differing = 0;
-  for (int r = 1; r < c.size; ++r) {
-    if (all[size_t(r)] == all[0]) continue;
-    ++differing;
-    if (listed < 6)
-      text += std::string(listed ? "; " : "") + "rank " + std::to_string(r) + describe(all[0], all[size_t(r)]), ++listed;
-  }
-  if (differing > listed) text += "; and " + std::to_string(differing - listed) + " more ranks";
-  throw UsageError("ranks disagree on " + what + " (" + text + ")");
-}
-
 // Collective: UsageError on every rank unless all ranks pass the same species and columns.
 void check_same_schema(const Comm& c, const std::vector<SpeciesColumns>& species) {
-  check_ranks_agree(c, schema_text(species), "the schema of the step",
-                    [](const std::string& ref, const std::string& other) { return ": " + schema_difference(ref, other); });
+  wire::Schema mine;
+  for (const auto& [name, cols] : species) {
+    mine.push_back({name, {}});
+    for (const ColumnView& v : cols) mine.back().columns.push_back({v.spec.name, v.spec.dtype});
+  }
+  check_ranks_agree(c, wire::encode(mine), "the schema of the step", [](const std::string& ref, const std::string& other) {
+    return ": " + wire::schema_difference(wire::decode_schema(ref), wire::decode_schema(other));
+  });
 }
 
 // Collective: UsageError on every rank unless all ranks write the same step index,
 // time and attributes (a rank one step behind would otherwise write into another step).
 void check_same_step(const Comm& c, int64_t index, double time, const nlohmann::json& attributes) {
-  std::string mine = std::to_string(index) + "\n";
-  mine.append(reinterpret_cast<const char*>(&time), sizeof time);
-  mine += "\n" + attributes.dump();
-  check_ranks_agree(c, mine, "the step being written", [](const std::string& ref, const std::string& other) {
-    const std::string a = ref.substr(0, ref.find('\n')), b = other.substr(0, other.find('\n'));
-    return a != b ? " writes step " + b + " (rank 0: step " + a + ")" : std::string(" writes a different time or attributes");
-  });
+  check_ranks_agree(c, wire::encode(wire::Step{index, time, attributes.dump()}), "the step being written",
+                    [](const std::string& ref, const std::string& other) {
+                      const int64_t a = wire::decode_step(ref).index, b = wire::decode_step(other).index;
+                      return a != b ? " writes step " + std::to_string(b) + " (rank 0: step " + std::to_string(a) + ")"
+                                    : std::string(" writes a different time or attributes");
+                    });
 }
 
 // Per-part facts an aggregator sends to rank 0 after writing, as f64 words.
@@ -221,7 +104,7 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
   };
   std::vector<uint32_t> cell_of;
   RankSummary mine;
-  Failure f = attempt([&] { mine = summarize_rank(find("x"), find("y"), find("z"), cell_cap(ao.target_bytes, bpp), &cell_of); });
+  auto f = attempt([&] { mine = summarize_rank(find("x"), find("y"), find("z"), cell_cap(ao.target_bytes, bpp), &cell_of); });
   agree(c, f, "summarising positions of species '" + name + "'");
   std::vector<double> words{double(mine.count)};
   for (int a = 0; a < 3; ++a) words.push_back(mine.bounds.lo[a]);
@@ -436,7 +319,7 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
 
 void open_dataset_parallel(MPI_Comm comm, const std::string& dir) {
   Comm c(comm);
-  Failure f = attempt([&] {
+  auto f = attempt([&] {
     if (c.rank == 0) Dataset::create(dir, default_lock_timeout());
   });
   agree(c, f, "opening dataset '" + dir + "'");
@@ -449,7 +332,7 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
   auto t0 = Clock::now();
   ParallelWriteReport report;
   // Local checks first, then agreement on the schema, then the dataset (rank 0 only).
-  Failure f = attempt([&] {
+  auto f = attempt([&] {
     for (const auto& [name, cols] : species) validate_columns(cols);
     check_layout_options(options.write.layout);
   });
@@ -559,17 +442,15 @@ LocalParticles read_partition(MPI_Comm comm, const std::string& path, const Part
   Comm c(comm);
   {
     // Ranks that disagree on what to read would disagree on every message size below.
-    std::string mine = path + "\n" + request.where + "\n" + number_text(request.quality) + "\n" +
-                       (request.fraction ? number_text(*request.fraction) : std::string("-")) + "\n";
-    for (const std::string& col : request.columns) mine += col + ",";
-    check_ranks_agree(c, mine, "what to read", [](const std::string&, const std::string&) {
+    wire::ReadRequest mine{path, request.where, request.quality, request.fraction, request.columns};
+    check_ranks_agree(c, wire::encode(mine), "what to read", [](const std::string&, const std::string&) {
       return std::string(" asks for another file, filter, quality or column list than rank 0");
     });
   }
   std::shared_ptr<const Collection> coll;
   std::vector<size_t> columns;
   LocalParticles out;
-  Failure f = attempt([&] {
+  auto f = attempt([&] {
     coll = Collection::open(path);
     if (request.columns.empty())
       for (size_t k = 0; k < coll->schema().size(); ++k) columns.push_back(k);
