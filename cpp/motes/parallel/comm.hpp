@@ -74,42 +74,6 @@ std::vector<std::string> gather_strings(const Comm& c, const std::string& mine);
 // Rank 0's per-rank byte strings, one to each rank (per_rank is read on rank 0 only).
 std::string scatter_strings(const Comm& c, const std::vector<std::string>& per_rank);
 
-// Every rank's array of T on rank 0 (empty elsewhere), concatenated, with per-rank offsets.
-template <class T>
-std::vector<T> gather_to_root(const Comm& c, const std::vector<T>& mine, std::vector<int>* offsets_out = nullptr) {
-  int bytes = int(mine.size() * sizeof(T));
-  std::vector<int> lens(size_t(c.size)), offs(size_t(c.size) + 1, 0);
-  MPI_Gather(&bytes, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, c.comm);
-  if (c.rank == 0)
-    for (int r = 0; r < c.size; ++r) offs[size_t(r) + 1] = offs[size_t(r)] + lens[size_t(r)];
-  std::vector<T> all(c.rank == 0 ? size_t(offs.back()) / sizeof(T) : 0);
-  MPI_Gatherv(mine.data(), bytes, MPI_BYTE, all.data(), lens.data(), offs.data(), MPI_BYTE, 0, c.comm);
-  if (offsets_out) {
-    offsets_out->resize(size_t(c.size) + 1);
-    for (size_t r = 0; r <= size_t(c.size); ++r) (*offsets_out)[r] = offs[r] / int(sizeof(T));
-  }
-  return all;
-}
-
-// Rank 0's per-rank arrays of T, one to each rank.
-template <class T>
-std::vector<T> scatter_from_root(const Comm& c, const std::vector<std::vector<T>>& per_rank) {
-  std::vector<int> lens(size_t(c.size)), offs(size_t(c.size) + 1, 0);
-  std::vector<T> flat;
-  if (c.rank == 0) {
-    for (int r = 0; r < c.size; ++r) {
-      lens[size_t(r)] = int(per_rank[size_t(r)].size() * sizeof(T));
-      offs[size_t(r) + 1] = offs[size_t(r)] + lens[size_t(r)];
-      flat.insert(flat.end(), per_rank[size_t(r)].begin(), per_rank[size_t(r)].end());
-    }
-  }
-  int mine = 0;
-  MPI_Scatter(lens.data(), 1, MPI_INT, &mine, 1, MPI_INT, 0, c.comm);
-  std::vector<T> out(size_t(mine) / sizeof(T));
-  MPI_Scatterv(flat.data(), lens.data(), offs.data(), MPI_BYTE, out.data(), mine, MPI_BYTE, 0, c.comm);
-  return out;
-}
-
 // Ranks of the communicator that share this rank's node.
 unsigned ranks_on_this_node(const Comm& c);
 // Threads per rank: `requested`, or 0 for the node's cores shared by its ranks.

@@ -54,23 +54,6 @@ void check_same_step(const Comm& c, int64_t index, double time, const nlohmann::
                     });
 }
 
-// Per-part facts an aggregator sends to rank 0 after writing, as f64 words.
-void pack_part(std::vector<double>& out, uint32_t part, const WriteSummary& w) {
-  out.push_back(double(part));
-  out.push_back(double(w.particle_count));
-  out.push_back(double(w.file_bytes));
-  out.push_back(std::bit_cast<double>(w.header_checksum));  // bits, not a value: sent as they are
-  for (int a = 0; a < 3; ++a) out.push_back(w.bounds.lo[a]);
-  for (int a = 0; a < 3; ++a) out.push_back(w.bounds.hi[a]);
-  for (const ColumnSummary& s : w.columns) {
-    out.push_back(s.min);
-    out.push_back(s.max);
-    out.push_back(double(s.nan_count));
-    out.push_back(double(s.root_bits));
-    out.push_back(double(uint8_t(s.fine)));
-  }
-}
-
 struct SpeciesPlan {
   uint64_t total = 0;
   uint64_t target_bytes = 0;
@@ -88,7 +71,7 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
   const uint64_t n = cols.empty() ? 0 : cols[0].count;
   uint64_t bpp = 0;
   for (const ColumnView& v : cols) bpp += dtype_size(v.spec.dtype);
-  MPI_Allreduce(&n, &plan.total, 1, MPI_UINT64_T, MPI_SUM, c.comm);
+  plan.total = allreduce(c, n, MPI_SUM);
   if (plan.total == 0) return {};
 
   AggregationOptions ao = options.aggregation;
@@ -106,67 +89,42 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
   RankSummary mine;
   auto f = attempt([&] { mine = summarize_rank(find("x"), find("y"), find("z"), cell_cap(ao.target_bytes, bpp), &cell_of); });
   agree(c, f, "summarising positions of species '" + name + "'");
-  std::vector<double> words{double(mine.count)};
-  for (int a = 0; a < 3; ++a) words.push_back(mine.bounds.lo[a]);
-  for (int a = 0; a < 3; ++a) words.push_back(mine.bounds.hi[a]);
-  for (const RankCell& cell : mine.cells) {
-    for (int a = 0; a < 3; ++a) words.push_back(cell.box.lo[a]);
-    for (int a = 0; a < 3; ++a) words.push_back(cell.box.hi[a]);
-    words.push_back(double(cell.count));
-  }
-  std::vector<int> offs;
-  std::vector<double> all = gather_to_root(c, words, &offs);
+  std::vector<std::string> summaries = gather_strings(c, wire::encode(mine));
 
   // 2. Rank 0 plans; each rank learns the part of each of its cells, each aggregator
-  // what it receives: [cells: part per cell] [incoming parts: part, sources, (rank, count)...].
-  std::vector<std::vector<uint64_t>> instructions;
+  // the parts it writes and the ranks that feed them (a wire::RankPlan per rank).
+  std::vector<std::string> plans;
   f = attempt([&] {
     if (c.rank != 0) return;
-    std::vector<RankSummary> ranks(size_t(c.size));
-    for (int r = 0; r < c.size; ++r) {
-      const double* w = all.data() + offs[size_t(r)];
-      size_t len = size_t(offs[size_t(r) + 1] - offs[size_t(r)]);
-      RankSummary& s = ranks[size_t(r)];
-      s.count = uint64_t(w[0]);
-      for (int a = 0; a < 3; ++a) s.bounds.lo[a] = w[1 + a], s.bounds.hi[a] = w[4 + a];
-      for (size_t k = 7; k + 7 <= len; k += 7) {
-        RankCell cell{};
-        for (int a = 0; a < 3; ++a) cell.box.lo[a] = w[k + size_t(a)], cell.box.hi[a] = w[k + 3 + size_t(a)];
-        cell.count = uint64_t(w[k + 6]);
-        s.cells.push_back(cell);
-      }
-    }
+    std::vector<RankSummary> ranks;
+    for (const std::string& m : summaries) ranks.push_back(wire::decode_rank_summary(m));
+    summaries.clear();
     AggregationPlan p = options.method == AggregationMethod::aug ? plan_aug(ranks, ao) : plan_adaptive(ranks, ao);
     plan.parts = uint32_t(p.leaves.size());
     plan.balance = balance(p, bpp);
     plan.aggregator.clear();
     for (const AggregationLeaf& l : p.leaves) plan.aggregator.push_back(l.aggregator);
-    std::vector<std::vector<uint64_t>> part_of_cell(size_t(c.size));
-    for (int r = 0; r < c.size; ++r) part_of_cell[size_t(r)].assign(ranks[size_t(r)].cells.size(), 0);
-    std::vector<std::vector<uint64_t>> incoming(size_t(c.size));
+    std::vector<wire::RankPlan> per_rank(size_t(c.size));
+    for (int r = 0; r < c.size; ++r) per_rank[size_t(r)].part_of_cell.assign(ranks[size_t(r)].cells.size(), 0);
     for (uint32_t k = 0; k < p.leaves.size(); ++k) {
       std::map<uint32_t, uint64_t> from;  // rank -> particles, ascending ranks
       for (uint32_t a : p.leaves[k].atoms) {
         const Atom& atom = p.atoms[a];
-        part_of_cell[atom.rank][atom.cell] = k;
+        per_rank[atom.rank].part_of_cell[atom.cell] = k;
         from[atom.rank] += atom.count;
       }
-      auto& in = incoming[p.leaves[k].aggregator];
-      in.push_back(k);
-      in.push_back(from.size());
-      for (auto [r, cnt] : from) in.push_back(r), in.push_back(cnt);
+      wire::IncomingPart in{k, {}};
+      for (auto [r, cnt] : from) in.from.emplace_back(int(r), cnt);
+      per_rank[p.leaves[k].aggregator].incoming.push_back(std::move(in));
     }
-    instructions.resize(size_t(c.size));
-    for (int r = 0; r < c.size; ++r) {
-      instructions[size_t(r)] = std::move(part_of_cell[size_t(r)]);
-      instructions[size_t(r)].insert(instructions[size_t(r)].end(), incoming[size_t(r)].begin(), incoming[size_t(r)].end());
-    }
+    for (const wire::RankPlan& rp : per_rank) plans.push_back(wire::encode(rp));
   });
   agree(c, f, "planning the aggregation of species '" + name + "'");
-  MPI_Bcast(&plan.parts, 1, MPI_UINT32_T, 0, c.comm);
+  broadcast(c, &plan.parts, 1);
   plan.aggregator.resize(plan.parts);
-  MPI_Bcast(plan.aggregator.data(), int(plan.parts), MPI_UINT32_T, 0, c.comm);
-  std::vector<uint64_t> mine_in = scatter_from_root(c, instructions);
+  broadcast(c, plan.aggregator.data(), plan.parts);
+  const std::string my_plan_message = scatter_strings(c, plans);
+  plans.clear();
   report.plan_seconds = std::max(report.plan_seconds, seconds_since(t0));
 
   // 3. Exchange: per destination part (ascending), per column, one message set. Buffers
@@ -187,23 +145,26 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
   std::vector<Outgoing> sending;
   std::vector<Incoming> receiving;
   f = attempt([&] {
-    for (size_t k = ncells; k < mine_in.size();) {
+    wire::RankPlan my_plan = wire::decode_rank_plan(my_plan_message);
+    if (my_plan.part_of_cell.size() != ncells)
+      throw InternalError("the plan of species '" + name + "' has " + std::to_string(my_plan.part_of_cell.size()) +
+                          " cells for this rank, which summarised " + std::to_string(ncells));
+    const std::vector<uint32_t>& part_of_cell = my_plan.part_of_cell;
+    for (wire::IncomingPart& part : my_plan.incoming) {
       Incoming in;
-      in.part = uint32_t(mine_in[k]);
-      const uint64_t sources = mine_in[k + 1];
-      for (uint64_t s = 0; s < sources; ++s) in.from.emplace_back(int(mine_in[k + 2 + 2 * s]), mine_in[k + 3 + 2 * s]);
-      k += 2 + 2 * sources;
+      in.part = part.part;
+      in.from = std::move(part.from);
       for (const auto& fr : in.from) in.count += fr.second;
       for (const ColumnView& v : cols) in.columns.emplace_back(in.count * dtype_size(v.spec.dtype));
       receiving.push_back(std::move(in));
     }
     // Local particles grouped by destination part: a counting sort over the parts this rank feeds.
-    std::vector<uint32_t> fed(mine_in.begin(), mine_in.begin() + int64_t(ncells));
+    std::vector<uint32_t> fed(part_of_cell);
     std::sort(fed.begin(), fed.end());
     fed.erase(std::unique(fed.begin(), fed.end()), fed.end());
     std::vector<uint32_t> slot_of_cell(ncells);
     for (size_t cell = 0; cell < ncells; ++cell)
-      slot_of_cell[cell] = uint32_t(std::lower_bound(fed.begin(), fed.end(), uint32_t(mine_in[cell])) - fed.begin());
+      slot_of_cell[cell] = uint32_t(std::lower_bound(fed.begin(), fed.end(), part_of_cell[cell]) - fed.begin());
     std::vector<uint64_t> start(fed.size() + 1, 0);
     for (uint64_t i = 0; i < n; ++i) ++start[slot_of_cell[cell_of[i]] + 1];
     for (size_t k = 0; k < fed.size(); ++k) start[k + 1] += start[k];
@@ -269,7 +230,7 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
   // 4. Aggregators write their parts.
   auto t2 = Clock::now();
   const std::string index_path = dir + "/" + species_index_name(index, name);
-  std::vector<double> written;
+  std::vector<wire::PartReport> written;
   f = attempt([&] {
     WriteOptions wo = options.write;
     wo.layout.threads = threads_per_rank(c, wo.layout.threads);
@@ -284,7 +245,7 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
         views.push_back(v);
       }
       WriteSummary w = write_particle_file(StepIndex::part_path(index_path, in.part), views, wo);
-      pack_part(written, in.part, w);
+      written.push_back({in.part, PartSummary{w.particle_count, w.file_bytes, w.bounds, w.columns, w.header_checksum}});
       in.columns.clear();
     }
   });
@@ -293,25 +254,23 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
   report.write_seconds = std::max(report.write_seconds, seconds_since(t2));
 
   // 5. Part summaries to rank 0, in part order.
-  std::vector<double> summaries = gather_to_root(c, written);
+  std::vector<std::string> reports = gather_strings(c, wire::encode(written));
   std::vector<PartSummary> parts;
-  if (c.rank == 0) {
+  f = attempt([&] {
+    if (c.rank != 0) return;
     parts.resize(plan.parts);
-    const size_t per = 10 + 5 * cols.size();
-    for (size_t k = 0; k + per <= summaries.size(); k += per) {
-      const double* w = summaries.data() + k;
-      PartSummary& p = parts.at(size_t(w[0]));
-      p.count = uint64_t(w[1]);
-      p.file_bytes = uint64_t(w[2]);
-      p.header_checksum = std::bit_cast<uint64_t>(w[3]);
-      for (int a = 0; a < 3; ++a) p.bounds.lo[a] = w[4 + a], p.bounds.hi[a] = w[7 + a];
-      for (size_t col = 0; col < cols.size(); ++col) {
-        const double* cw = w + 10 + 5 * col;
-        p.columns.push_back(ColumnSummary{cols[col].spec.name, cols[col].spec.dtype, FineIndex(uint8_t(cw[4])), cw[0],
-                                          cw[1], uint64_t(cw[2]), uint32_t(cw[3])});
+    std::vector<bool> seen(plan.parts, false);
+    for (const std::string& m : reports)
+      for (wire::PartReport& r : wire::decode_part_reports(m)) {
+        if (r.part >= plan.parts || seen[r.part])
+          throw InternalError("part " + std::to_string(r.part) + " of species '" + name + "' is reported twice or out of range");
+        seen[r.part] = true;
+        parts[r.part] = std::move(r.summary);
       }
-    }
-  }
+    for (uint32_t k = 0; k < plan.parts; ++k)
+      if (!seen[k]) throw InternalError("part " + std::to_string(k) + " of species '" + name + "' was not reported");
+  });
+  agree(c, f, "collecting the part summaries of species '" + name + "'");
   return parts;
 }
 
@@ -373,7 +332,7 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
       for (const auto& sp : species) n += sp.second.size();
       return n;
     }());
-    MPI_Bcast(kinds.data(), int(kinds.size()), MPI_UINT8_T, 0, c.comm);
+    broadcast(c, kinds.data(), kinds.size());
     size_t k = 0;
     for (auto& [name, cols] : series_species)
       for (ColumnView& v : cols) v.spec.fine = FineIndex(kinds[k++]);
@@ -400,10 +359,10 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
       });
       agree(c, f, "writing the step index of species '" + name + "'");
       report.commit_seconds = std::max(report.commit_seconds, seconds_since(t3));
-      MPI_Bcast(&rs.parts, 1, MPI_UINT32_T, 0, c.comm);
-      MPI_Bcast(&rs.balance.files, 1, MPI_UINT64_T, 0, c.comm);
+      broadcast(c, &rs.parts, 1);
+      broadcast(c, &rs.balance.files, 1);
       double b[3] = {rs.balance.mean, rs.balance.sd, rs.balance.max};
-      MPI_Bcast(b, 3, MPI_DOUBLE, 0, c.comm);
+      broadcast(c, b, 3);
       rs.balance.mean = b[0], rs.balance.sd = b[1], rs.balance.max = b[2];
       report.species.push_back(rs);
     }
@@ -417,12 +376,12 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
     cleanup();
     throw;
   }
-  MPI_Bcast(&report.file_bytes, 1, MPI_UINT64_T, 0, c.comm);
+  broadcast(c, &report.file_bytes, 1);
   report.total_seconds = seconds_since(t0);
   double local[5] = {report.plan_seconds, report.exchange_seconds, report.write_seconds, report.commit_seconds,
                      report.total_seconds};
   double slowest[5];
-  MPI_Allreduce(local, slowest, 5, MPI_DOUBLE, MPI_MAX, c.comm);
+  allreduce(c, local, slowest, 5, MPI_MAX);
   report.plan_seconds = slowest[0], report.exchange_seconds = slowest[1], report.write_seconds = slowest[2];
   report.commit_seconds = slowest[3], report.total_seconds = slowest[4];
   return report;
@@ -461,9 +420,8 @@ LocalParticles read_partition(MPI_Comm comm, const std::string& path, const Part
         if (!(request.box->lo[a] <= request.box->hi[a])) throw UsageError("this rank's box is empty or invalid");
   });
   agree(c, f, "opening '" + path + "' for a parallel read");
-  int has_box = request.box.has_value(), all_box = 0, any_box = 0;
-  MPI_Allreduce(&has_box, &all_box, 1, MPI_INT, MPI_MIN, c.comm);
-  MPI_Allreduce(&has_box, &any_box, 1, MPI_INT, MPI_MAX, c.comm);
+  const int has_box = request.box.has_value(), all_box = allreduce(c, has_box, MPI_MIN),
+            any_box = allreduce(c, has_box, MPI_MAX);
   if (all_box != any_box) throw UsageError("read_partition: either every rank passes a box or none does");
 
   const size_t parts = coll->part_count();
@@ -480,7 +438,6 @@ LocalParticles read_partition(MPI_Comm comm, const std::string& path, const Part
   // Sends of one selection's rows [a, b) to rank `dest`: one message set per column. Every
   // buffer a send reads from lives until wait_all(sends) at the end.
   std::vector<std::vector<unsigned char>> buffers;
-  std::vector<uint64_t> counts_out;
   std::vector<MPI_Request> sends, recvs;
   auto send_rows = [&](const Selection& s, uint64_t a, uint64_t b, int dest) {
     for (size_t j = 0; j < columns.size(); ++j) {
@@ -526,24 +483,31 @@ LocalParticles read_partition(MPI_Comm comm, const std::string& path, const Part
       }
     });
     agree(c, f, "serving a parallel read of '" + path + "'");
-    // The counts live until the sends complete (the end of this function), not this block.
-    counts_out.resize(served.size());
-    for (size_t i = 0; i < served.size(); ++i) {
-      counts_out[i] = served[i].count;
-      isend_bytes(&counts_out[i], 8, served[i].dest, kTagCount, c.comm, sends);
-      if (counts_out[i]) send_rows(served[i].selection, 0, counts_out[i], served[i].dest);
-    }
-    // Clients: a count from each part's reader whose part meets this rank's box.
-    std::vector<uint64_t> counts_in(parts, 0);
+    // Counts first, agreed on before any row is sent: a count message from each
+    // server to each client, for each part of the server that meets the client's box.
+    std::vector<std::string> counts_out;
+    for (const Served& s : served) counts_out.push_back(wire::encode_count(s.count));
+    for (size_t i = 0; i < served.size(); ++i)
+      isend_bytes(counts_out[i].data(), counts_out[i].size(), served[i].dest, kTagCount, c.comm, sends);
+    std::vector<std::string> counts_in(parts);
     std::vector<size_t> from_parts;
     for (size_t k = 0; k < parts; ++k) {
       if (!overlaps(part_bounds(k), *request.box)) continue;
       from_parts.push_back(k);
-      irecv_bytes(&counts_in[k], 8, reader(k), kTagCount, c.comm, recvs);
+      counts_in[k].resize(wire::kCountBytes);
+      irecv_bytes(counts_in[k].data(), wire::kCountBytes, reader(k), kTagCount, c.comm, recvs);
     }
     wait_all(recvs);
+    wait_all(sends);
+    std::vector<uint64_t> rows(parts, 0);
+    f = attempt([&] {
+      for (size_t k : from_parts) rows[k] = wire::decode_count(counts_in[k]);
+    });
+    agree(c, f, "counting the rows of a parallel read of '" + path + "'");
+    for (const Served& s : served)
+      if (s.count) send_rows(s.selection, 0, s.count, s.dest);
     for (size_t k : from_parts)
-      if (counts_in[k]) expect.emplace_back(reader(k), counts_in[k]);
+      if (rows[k]) expect.emplace_back(reader(k), rows[k]);
   } else {
     // Even shares of the matching particles in part order: counts first, known to all.
     std::vector<Selection> selections(parts);
@@ -553,7 +517,7 @@ LocalParticles read_partition(MPI_Comm comm, const std::string& path, const Part
         if (reader(k) == c.rank) selections[k] = part_query(k, spec), counts[k] = selections[k].size();
     });
     agree(c, f, "serving a parallel read of '" + path + "'");
-    MPI_Allreduce(counts.data(), total_counts.data(), int(parts), MPI_UINT64_T, MPI_SUM, c.comm);
+    allreduce(c, counts.data(), total_counts.data(), parts, MPI_SUM);
     uint64_t total = 0;
     std::vector<uint64_t> offset(parts + 1, 0);
     for (size_t k = 0; k < parts; ++k) offset[k + 1] = offset[k] + total_counts[k];
