@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
 #include <new>
 #include <set>
 #include <string>
@@ -103,4 +104,49 @@ TEST(Errors, SystemCallFailuresAreIoWithErrno) {
     EXPECT_EQ(e.kind(), ErrorKind::not_found);
     EXPECT_EQ(e.error_number(), ENOENT);
   }
+}
+
+// The C API: every kind of the table is a status of motes.h, and guarded() maps each
+// exception to it with its message.
+#include "motes/capi/writer_state.hpp"
+
+TEST(Errors, CApiStatusOfEveryKind) {
+  // Every failure status of motes.h is a kind of the table, with the same value.
+  const std::pair<motes_status, const char*> header[] = {
+      {MOTES_ERROR_USAGE, "MOTES_ERROR_USAGE"},   {MOTES_ERROR_FORMAT, "MOTES_ERROR_FORMAT"},
+      {MOTES_ERROR_IO, "MOTES_ERROR_IO"},         {MOTES_ERROR_MEMORY, "MOTES_ERROR_MEMORY"},
+      {MOTES_ERROR_INTERNAL, "MOTES_ERROR_INTERNAL"}, {MOTES_ERROR_NOT_FOUND, "MOTES_ERROR_NOT_FOUND"}};
+  ASSERT_EQ(std::size(header), std::size(error_kinds));
+  for (auto [status, name] : header) {
+    const ErrorKindInfo* k = find_error_kind(int(status));
+    ASSERT_NE(k, nullptr) << name;
+    EXPECT_STREQ(k->c_status, name);
+  }
+  for (const ErrorKindInfo& k : error_kinds) {
+    motes_status s = guarded([&]() -> motes_status { throw_error(k.kind, "it failed"); });
+    EXPECT_EQ(int(s), k.code) << k.name;
+    std::string expected = k.kind == ErrorKind::internal ? "internal error: it failed" : "it failed";
+    EXPECT_EQ(std::string(motes_last_error()), expected) << k.name;
+  }
+  EXPECT_EQ(guarded([] { return MOTES_OK; }), MOTES_OK);
+  EXPECT_STREQ(motes_last_error(), "");
+}
+
+TEST(Errors, CApiStatusOfForeignExceptions) {
+  EXPECT_EQ(guarded([]() -> motes_status { throw std::bad_alloc(); }), MOTES_ERROR_MEMORY);
+  EXPECT_STREQ(motes_last_error(), "out of memory");
+  EXPECT_EQ(guarded([]() -> motes_status {
+              throw std::filesystem::filesystem_error("rename", std::make_error_code(std::errc::no_space_on_device));
+            }),
+            MOTES_ERROR_IO);
+  EXPECT_EQ(guarded([]() -> motes_status { throw std::logic_error("oops"); }), MOTES_ERROR_INTERNAL);
+  EXPECT_STREQ(motes_last_error(), "internal error: oops");
+  EXPECT_EQ(guarded([]() -> motes_status { throw 1; }), MOTES_ERROR_INTERNAL);
+  // A dataset below a regular file: the system call fails (ENOTDIR), an I/O error.
+  const std::string file = (std::filesystem::temp_directory_path() / "motes-test-errors-file").string();
+  { std::ofstream(file) << "x"; }
+  motes_writer* w = nullptr;
+  EXPECT_EQ(motes_writer_open((file + "/run.motes").c_str(), &w), MOTES_ERROR_IO) << motes_last_error();
+  EXPECT_EQ(w, nullptr);
+  std::filesystem::remove(file);
 }
