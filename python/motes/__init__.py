@@ -7,11 +7,13 @@
 >>> counts, xedges, yedges = ds.histogram("ux", "uy", bins=128, where="x < 5")
 """
 
-from ._core import FormatError, MotesError, UsageError, parse_expression
+from ._core import (FormatError, InternalError, MotesError, MotesIOError, NotFoundError, OutOfMemoryError, UsageError,
+                    parse_expression)
 from .dataset import Column, Dataset, Table, Writer, open, read_partition, write
 from . import synth
 
 __version__ = "0.1.0"
 
 __all__ = ["open", "write", "read_partition", "Writer", "Dataset", "Table", "Column", "synth", "parse_expression",
-           "MotesError", "UsageError", "FormatError", "__version__"]
+           "MotesError", "UsageError", "FormatError", "NotFoundError", "MotesIOError", "OutOfMemoryError",
+           "InternalError", "__version__"]

@@ -209,37 +209,59 @@ nb::dict counters_dict(const motes::QueryCounters& c) {
 NB_MODULE(_core, m) {
   m.doc() = "motes C++ core (layout, format, queries, analyses)";
 
-  static nb::object usage_error, format_error, motes_error;
-  motes_error = nb::borrow(PyErr_NewException("motes.MotesError", PyExc_Exception, nullptr));
-  {
-    nb::object bases = nb::make_tuple(motes_error, nb::handle(PyExc_ValueError));
-    usage_error = nb::borrow(PyErr_NewException("motes.UsageError", bases.ptr(), nullptr));
-    format_error = nb::borrow(PyErr_NewException("motes.FormatError", bases.ptr(), nullptr));
-  }
+  // motes.MotesError, and one class per kind of the error table (core/errors.hpp), each
+  // deriving from MotesError and the kind's builtin base (ValueError, OSError, ...), with
+  // class attributes kind and exit_code. error_kinds: the table, for the CLI and the docs.
+  static nb::object motes_error;
+  static nb::object error_classes[std::size(motes::error_kinds)];
+  motes_error = nb::borrow(PyErr_NewExceptionWithDoc("motes.MotesError", "Base class of motes' errors.",
+                                                     PyExc_Exception, nullptr));
   m.attr("MotesError") = motes_error;
-  m.attr("UsageError") = usage_error;
-  m.attr("FormatError") = format_error;
+  {
+    nb::module_ builtins = nb::module_::import_("builtins");
+    nb::list kinds;
+    for (size_t i = 0; i < std::size(motes::error_kinds); ++i) {
+      const motes::ErrorKindInfo& k = motes::error_kinds[i];
+      nb::object bases =
+          *k.python_base ? nb::make_tuple(motes_error, builtins.attr(k.python_base)) : nb::make_tuple(motes_error);
+      std::string name = std::string("motes.") + k.python_class;
+      nb::object cls = nb::borrow(PyErr_NewExceptionWithDoc(name.c_str(), k.description, bases.ptr(), nullptr));
+      cls.attr("kind") = k.name;
+      cls.attr("exit_code") = k.exit_code;
+      m.attr(k.python_class) = cls;
+      error_classes[i] = cls;
+      kinds.append(nb::make_tuple(k.name, k.code, cls, k.exit_code, k.description));
+    }
+    m.attr("error_kinds") = kinds;  // (name, C status, class, exit code, description) per kind
+  }
   // Messages quote user input and file bytes: decoded with backslashreplace, a byte that is
-  // not UTF-8 shows as \xNN instead of turning the error into a UnicodeDecodeError.
-  static auto raise = [](PyObject* type, const char* what) {
-    PyObject* msg = PyUnicode_DecodeUTF8(what, Py_ssize_t(std::strlen(what)), "backslashreplace");
-    PyErr_SetObject(type, msg);
+  // not UTF-8 shows as \xNN instead of turning the error into a UnicodeDecodeError. An
+  // OSError subclass gets the errno when the core knew it.
+  static auto raise = [](const motes::ErrorReport& r) {
+    PyObject* type = PyExc_RuntimeError;
+    for (size_t i = 0; i < std::size(motes::error_kinds); ++i)
+      if (motes::error_kinds[i].kind == r.kind) type = error_classes[i].ptr();
+    PyObject* msg = PyUnicode_DecodeUTF8(r.message.data(), Py_ssize_t(r.message.size()), "backslashreplace");
+    PyObject* exc = msg ? PyObject_CallOneArg(type, msg) : nullptr;
     Py_XDECREF(msg);
+    if (exc && r.error_number && PyObject_IsInstance(exc, PyExc_OSError) == 1) {
+      PyObject* number = PyLong_FromLong(r.error_number);
+      if (!number || PyObject_SetAttrString(exc, "errno", number) != 0) Py_CLEAR(exc);
+      Py_XDECREF(number);
+    }
+    if (exc) {
+      PyErr_SetObject(type, exc);
+      Py_DECREF(exc);
+    }  // else the failure to build it is the error set
   };
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {
       std::rethrow_exception(p);
-    } catch (const motes::UsageError& e) {
-      raise(usage_error.ptr(), e.what());
-    } catch (const motes::FormatError& e) {
-      raise(format_error.ptr(), e.what());
-    } catch (const motes::NotFoundError& e) {
-      raise(PyExc_FileNotFoundError, e.what());
-    } catch (const motes::Error& e) {
-      raise(PyExc_OSError, e.what());
-    } catch (const std::filesystem::filesystem_error& e) {
-      raise(PyExc_OSError, e.what());
-    }
+    } catch (const motes::Error&) {
+    } catch (const std::filesystem::filesystem_error&) {
+    } catch (const std::bad_alloc&) {
+    }  // anything else: nanobind's own translation
+    raise(motes::describe_exception(p));
   });
 
   {
