@@ -7,7 +7,7 @@
 >>> counts, xedges, yedges = ds.histogram("ux", "uy", bins=128, where="x < 5")
 """
 
-from ._core import (FormatError, InternalError, MotesError, MotesIOError, NotFoundError, OutOfMemoryError, UsageError,
+from ._core import (FormatError, InternalError, MotesError, NotFoundError, OutOfMemoryError, StorageError, UsageError,
                     parse_expression)
 from .dataset import Column, Dataset, Table, Writer, open, read_partition, write
 from . import synth
@@ -15,5 +15,5 @@ from . import synth
 __version__ = "0.1.0"
 
 __all__ = ["open", "write", "read_partition", "Writer", "Dataset", "Table", "Column", "synth", "parse_expression",
-           "MotesError", "UsageError", "FormatError", "NotFoundError", "MotesIOError", "OutOfMemoryError",
+           "MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "OutOfMemoryError",
            "InternalError", "__version__"]

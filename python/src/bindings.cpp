@@ -1,5 +1,6 @@
 // Thin nanobind layer over the C++ core: numpy in and out without copies where
 // possible, the GIL released during heavy work, motes errors as Python exceptions.
+#include <nanobind/eval.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 
 #include "motes/analysis/analysis.hpp"
 #include "motes/dataset/dataset.hpp"
@@ -210,7 +212,7 @@ NB_MODULE(_core, m) {
   m.doc() = "motes C++ core (layout, format, queries, analyses)";
 
   // motes.MotesError, and one class per kind of the error table (core/errors.hpp), each
-  // deriving from MotesError and the kind's builtin base (ValueError, OSError, ...), with
+  // deriving from MotesError and the kind's Python bases (ValueError, OSError, ...), with
   // class attributes kind and exit_code. error_kinds: the table, for the CLI and the docs.
   static nb::object motes_error;
   static nb::object error_classes[std::size(motes::error_kinds)];
@@ -218,14 +220,57 @@ NB_MODULE(_core, m) {
                                                      PyExc_Exception, nullptr));
   m.attr("MotesError") = motes_error;
   {
+    // Classes deriving from OSError take the keywords errno, strerror (from errno when not
+    // given; ENOENT for a FileNotFoundError) and filename; str() is the message alone, and
+    // pickling keeps all of them.
+    nb::dict os_error;
+    os_error["__name__"] = "motes._core";
+    nb::exec(R"(
+import errno as _errno, os as _os
+
+def _rebuild_error(cls, message, errno, strerror, filename):
+    return cls(message, errno=errno, strerror=strerror, filename=filename)
+
+def __init__(self, message="", *, errno=None, strerror=None, filename=None):
+    if errno is None and isinstance(self, FileNotFoundError):
+        errno = _errno.ENOENT
+    OSError.__init__(self, message)
+    self.errno = errno
+    self.strerror = strerror if strerror is not None else (_os.strerror(errno) if errno else None)
+    self.filename = filename
+
+def __str__(self):
+    return str(self.args[0]) if self.args else ""
+
+def __reduce__(self):
+    return _rebuild_error, (type(self), str(self), self.errno, self.strerror, self.filename)
+)", os_error);
+    m.attr("_rebuild_error") = os_error["_rebuild_error"];
     nb::module_ builtins = nb::module_::import_("builtins");
     nb::list kinds;
     for (size_t i = 0; i < std::size(motes::error_kinds); ++i) {
       const motes::ErrorKindInfo& k = motes::error_kinds[i];
-      nb::object bases =
-          *k.python_base ? nb::make_tuple(motes_error, builtins.attr(k.python_base)) : nb::make_tuple(motes_error);
+      nb::list bases;  // MotesError first, unless a class of the table (a MotesError) is a base
+      bool own = false;
+      for (std::string_view rest = k.python_bases; !rest.empty();) {
+        size_t comma = rest.find(',');
+        std::string base(rest.substr(0, comma));
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        base.erase(0, base.find_first_not_of(' '));
+        size_t j = 0;
+        while (j < i && base != motes::error_kinds[j].python_class) ++j;
+        bases.append(j < i ? error_classes[j] : nb::object(builtins.attr(base.c_str())));
+        own |= j < i;
+      }
+      if (!own) bases.insert(0, motes_error);
+      nb::dict attributes;
+      for (nb::handle base : bases)
+        if (PyObject_IsSubclass(base.ptr(), PyExc_OSError) == 1)
+          for (const char* method : {"__init__", "__str__", "__reduce__"}) attributes[method] = os_error[method];
       std::string name = std::string("motes.") + k.python_class;
-      nb::object cls = nb::borrow(PyErr_NewExceptionWithDoc(name.c_str(), k.description, bases.ptr(), nullptr));
+      PyObject* made = PyErr_NewExceptionWithDoc(name.c_str(), k.description, nb::tuple(bases).ptr(), attributes.ptr());
+      if (!made) throw nb::python_error();
+      nb::object cls = nb::borrow(made);
       cls.attr("kind") = k.name;
       cls.attr("exit_code") = k.exit_code;
       m.attr(k.python_class) = cls;
@@ -242,13 +287,16 @@ NB_MODULE(_core, m) {
     for (size_t i = 0; i < std::size(motes::error_kinds); ++i)
       if (motes::error_kinds[i].kind == r.kind) type = error_classes[i].ptr();
     PyObject* msg = PyUnicode_DecodeUTF8(r.message.data(), Py_ssize_t(r.message.size()), "backslashreplace");
-    PyObject* exc = msg ? PyObject_CallOneArg(type, msg) : nullptr;
-    Py_XDECREF(msg);
-    if (exc && r.error_number && PyObject_IsInstance(exc, PyExc_OSError) == 1) {
-      PyObject* number = PyLong_FromLong(r.error_number);
-      if (!number || PyObject_SetAttrString(exc, "errno", number) != 0) Py_CLEAR(exc);
-      Py_XDECREF(number);
+    PyObject* args = msg ? PyTuple_Pack(1, msg) : nullptr;
+    PyObject* kwargs = nullptr;
+    if (args && r.error_number && PyObject_IsSubclass(type, PyExc_OSError) == 1) {
+      kwargs = Py_BuildValue("{s:i}", "errno", r.error_number);
+      if (!kwargs) PyErr_Clear();
     }
+    PyObject* exc = args ? PyObject_Call(type, args, kwargs) : nullptr;
+    Py_XDECREF(kwargs);
+    Py_XDECREF(args);
+    Py_XDECREF(msg);
     if (exc) {
       PyErr_SetObject(type, exc);
       Py_DECREF(exc);

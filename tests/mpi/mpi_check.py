@@ -261,7 +261,7 @@ def cmd_errors(args, comm):
     if comm.rank == bad:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (65536, limit[1]))
-    e = expect_error(comm, motes.MotesIOError, lambda: w.write_step(2, local(d, comm, "grid")), "writing the part files",
+    e = expect_error(comm, motes.StorageError, lambda: w.write_step(2, local(d, comm, "grid")), "writing the part files",
                      f"rank {bad}")
     assert isinstance(e, OSError) and e.errno == errno.EFBIG, (e.errno, str(e))  # the failed rank's errno, everywhere
     if comm.rank == bad:

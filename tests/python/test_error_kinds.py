@@ -4,6 +4,7 @@ code, errno reaches OSError subclasses, and docs/guide.md lists the table as it 
 
 import errno
 import pathlib
+import pickle
 import re
 
 import numpy as np
@@ -15,14 +16,14 @@ from motes.cli import EXIT_STATUS, main
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-# The builtin base each kind's class adds to MotesError (the table's python_base).
-BUILTIN_BASE = {"usage": ValueError, "format": ValueError, "io": OSError, "memory": MemoryError,
-                "internal": None, "not_found": FileNotFoundError}
+# What each kind's class derives from besides MotesError (the table's python_bases).
+BASES = {"usage": (ValueError,), "format": (ValueError,), "io": (OSError,), "memory": (MemoryError,),
+         "internal": (), "not_found": (motes.StorageError, FileNotFoundError)}
 
 
 def test_every_kind_has_a_motes_class():
     names = [k[0] for k in _core.error_kinds]
-    assert sorted(names) == sorted(BUILTIN_BASE), names
+    assert sorted(names) == sorted(BASES), names
     codes = [k[1] for k in _core.error_kinds]
     assert len(set(codes)) == len(codes) and 0 not in codes
     for name, _status, cls, exit_code, description in _core.error_kinds:
@@ -32,11 +33,11 @@ def test_every_kind_has_a_motes_class():
         assert cls.__module__ == "motes"
         assert getattr(motes, cls.__name__) is cls and cls.__name__ in motes.__all__
         assert cls.__doc__ == description
-        base = BUILTIN_BASE[name]
-        if base is not None:
+        for base in BASES[name]:
             assert issubclass(cls, base), (cls, base)
         err = cls("a message")
         assert str(err) == "a message"
+        assert pickle.loads(pickle.dumps(err)).args == err.args
     assert issubclass(motes.MotesError, Exception)
     assert motes.UsageError is _core.UsageError and motes.FormatError is _core.FormatError
 
@@ -72,14 +73,28 @@ def test_cli_help_lists_the_exit_statuses(capsys):
         assert re.search(rf"{exit_code} [a-z, ]*{name.replace('_', ' ')}", out), (name, out[-300:])
 
 
-def test_system_call_failures_are_motes_io_errors_with_errno(tmp_path):
+def test_storage_errors_are_os_errors():
+    e = motes.StorageError("cannot write 'x': No space left on device", errno=errno.ENOSPC, filename="x")
+    assert isinstance(e, OSError) and isinstance(e, motes.MotesError)
+    assert (e.errno, e.strerror, e.filename) == (errno.ENOSPC, "No space left on device", "x")
+    assert str(e) == "cannot write 'x': No space left on device"
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is motes.StorageError and (back.errno, back.strerror, back.filename, str(back)) == \
+        (e.errno, e.strerror, e.filename, str(e))
+    missing = motes.NotFoundError("no such file: 'y'")
+    assert isinstance(missing, FileNotFoundError) and isinstance(missing, motes.StorageError)
+    assert missing.errno == errno.ENOENT and str(missing) == "no such file: 'y'"
+    assert str(motes.StorageError("plain")) == "plain" and motes.StorageError("plain").errno is None
+
+
+def test_system_call_failures_are_storage_errors_with_errno(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     xyz = {a: np.zeros(3) for a in "xyz"}
-    with pytest.raises(motes.MotesIOError) as info:
+    with pytest.raises(motes.StorageError) as info:
         motes.write(blocker / "run.motes", xyz, sync=False)
     assert isinstance(info.value, OSError) and isinstance(info.value, motes.MotesError)
-    assert info.value.errno == errno.ENOTDIR
+    assert info.value.errno == errno.ENOTDIR and info.value.strerror == "Not a directory"
     assert "run.motes" in str(info.value) and not str(info.value).startswith("[Errno")
 
 

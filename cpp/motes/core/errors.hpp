@@ -5,9 +5,11 @@
 // carries the kind between ranks (parallel/agree.cpp) and raises the same class on
 // every rank. docs/guide.md#errors shows the table; tests check every layer against it.
 //
-// X(kind, CppClass, c_status, code, python_class, python_base, exit_code, description)
+// X(kind, CppClass, c_status, code, python_class, python_bases, exit_code, description)
 //   code         the value of ErrorKind and of the C status c_status: stable, never renumber
-//   python_class derives from motes.MotesError and from the builtin python_base ("": none)
+//   python_class derives from motes.MotesError and from python_bases: Python classes of
+//                rows above, then builtins ("": MotesError alone). Classes deriving from
+//                OSError take errno, strerror and filename keywords (python/src/bindings.cpp)
 //   exit_code    of the `motes` command when the command fails with this kind
 #pragma once
 
@@ -21,12 +23,12 @@
     "the caller got something wrong: arguments, data, names, a step that exists, a busy lock")                  \
   X(format, FormatError, MOTES_ERROR_FORMAT, 2, "FormatError", "ValueError", 1,                                  \
     "a file or manifest is not valid motes data: corrupted, truncated or foreign")                             \
-  X(io, IOError, MOTES_ERROR_IO, 3, "MotesIOError", "OSError", 1,                                                \
+  X(io, IOError, MOTES_ERROR_IO, 3, "StorageError", "OSError", 1,                                                \
     "the operating system failed: cannot create, open, read, write, sync or rename; a full disk")               \
   X(memory, OutOfMemoryError, MOTES_ERROR_MEMORY, 4, "OutOfMemoryError", "MemoryError", 1, "out of memory")     \
   X(internal, InternalError, MOTES_ERROR_INTERNAL, 5, "InternalError", "", 1,                                    \
     "a bug in motes: please report it with the message")                                                        \
-  X(not_found, NotFoundError, MOTES_ERROR_NOT_FOUND, 6, "NotFoundError", "FileNotFoundError", 1,                 \
+  X(not_found, NotFoundError, MOTES_ERROR_NOT_FOUND, 6, "NotFoundError", "StorageError, FileNotFoundError", 1,  \
     "a dataset or file does not exist")
 
 namespace motes {
@@ -45,14 +47,14 @@ struct ErrorKindInfo {
   const char* c_status;      // "MOTES_ERROR_USAGE"
   int code;                  // int(kind): the C status value
   const char* python_class;  // "UsageError" (motes.UsageError)
-  const char* python_base;   // "ValueError", or "" for motes.MotesError alone
+  const char* python_bases;  // "ValueError", "StorageError, FileNotFoundError", or "" for MotesError alone
   int exit_code;             // of the motes command
   const char* description;
 };
 
 inline constexpr ErrorKindInfo error_kinds[] = {
-#define MOTES_ERROR_KIND_ROW(kind, cls, c_status, code, py, py_base, exit_code, description) \
-  {ErrorKind::kind, #kind, #cls, #c_status, code, py, py_base, exit_code, description},
+#define MOTES_ERROR_KIND_ROW(kind, cls, c_status, code, py, py_bases, exit_code, description) \
+  {ErrorKind::kind, #kind, #cls, #c_status, code, py, py_bases, exit_code, description},
     MOTES_ERROR_KINDS(MOTES_ERROR_KIND_ROW)
 #undef MOTES_ERROR_KIND_ROW
 };
