@@ -8,13 +8,14 @@
 """
 
 from ._core import parse_expression
-from .errors import FormatError, MotesError, NotFoundError, StorageError, UsageError
+from .errors import FormatError, InternalError, MotesError, NotFoundError, OutOfMemoryError, StorageError, UsageError
 from .dataset import Column, Dataset, Table, Writer, open, read_partition, write
 
 __version__ = "0.1.0"
 
 __all__ = ["open", "write", "read_partition", "Writer", "Dataset", "Table", "Column", "synth", "parse_expression",
-           "MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "__version__"]
+           "MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "OutOfMemoryError",
+           "InternalError", "__version__"]
 
 
 def __getattr__(name):

@@ -619,13 +619,26 @@ def _on_every_rank(comm: Any, fn, stage: str):
         result = fn()
     except (MotesError, ValueError, TypeError, OSError) as e:
         error = e
-    errors = comm.allgather(None if error is None else f"{type(error).__name__}: {error}")
-    failed = [(r, m) for r, m in enumerate(errors) if m is not None]
+    mine = None if error is None else (_error_kind(error), f"{type(error).__name__}: {error}")
+    failed = [(r, m) for r, m in enumerate(comm.allgather(mine)) if m is not None]
     if failed:
-        listed = "; ".join(f"rank {r}: {m}" for r, m in failed[:8])
+        listed = "; ".join(f"rank {r}: {m[1]}" for r, m in failed[:8])
         more = f"; and {len(failed) - 8} more ranks" if len(failed) > 8 else ""
-        raise UsageError(f"{stage} failed on {len(failed)} of {comm.size} ranks ({listed}{more})")
+        # Like the core's agreement: the class of the lowest failed rank's kind, on every rank.
+        cls = {name: c for name, _status, c, _exit, _doc in _core.error_kinds}[failed[0][1][0]]
+        raise cls(f"{stage} failed on {len(failed)} of {comm.size} ranks ({listed}{more})")
     return result
+
+
+def _error_kind(e: BaseException) -> str:
+    """The error table's kind of an exception caught by _on_every_rank."""
+    if isinstance(e, MotesError):
+        return getattr(e, "kind", "internal")
+    if isinstance(e, FileNotFoundError):
+        return "not_found"
+    if isinstance(e, OSError):
+        return "io"
+    return "usage"  # ValueError, TypeError: the arguments
 
 
 def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = None, where: Optional[str] = None,

@@ -13,9 +13,9 @@
 So ``except motes.MotesError`` catches whatever motes raises on purpose, and
 ``except OSError`` still catches every I/O failure.
 
-``MotesError``, ``UsageError`` and ``FormatError`` are the core's own (``motes._core``);
-the storage errors are raised by the Python layer, which translates the ``OSError`` of
-the libraries it calls (and of the core) with :func:`storage_errors`.
+The classes are the core's (``motes._core``), made from its one table of error kinds
+(``_core.error_kinds``: class, C status, exit status); the Python layer raises the storage
+errors for the ``OSError`` of the libraries it calls with :func:`storage_errors`.
 """
 
 from __future__ import annotations
@@ -25,39 +25,12 @@ import errno as _errno
 import os
 from typing import Iterator, Optional, Union
 
-from ._core import FormatError, MotesError, UsageError
+from ._core import FormatError, InternalError, MotesError, NotFoundError, OutOfMemoryError, StorageError, UsageError
 
-__all__ = ["MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "storage_error",
-           "storage_errors"]
-
-
-def _rebuild(cls, message, errno, strerror, filename):
-    return cls(message, errno=errno, strerror=strerror, filename=filename)
+__all__ = ["MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "OutOfMemoryError",
+           "InternalError", "storage_error", "storage_errors"]
 
 
-class StorageError(MotesError, OSError):
-    """An I/O failure (an ``OSError`` too), its message naming the path."""
-
-    def __init__(self, message: str, *, errno: Optional[int] = None, strerror: Optional[str] = None,
-                 filename: Optional[str] = None):
-        super().__init__(message)
-        self.errno = errno
-        self.strerror = strerror if strerror is not None else (os.strerror(errno) if errno else None)
-        self.filename = filename
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-    def __reduce__(self):
-        return _rebuild, (type(self), str(self), self.errno, self.strerror, self.filename)
-
-
-class NotFoundError(StorageError, FileNotFoundError):
-    """A file or dataset that does not exist (a ``FileNotFoundError`` too)."""
-
-    def __init__(self, message: str, *, errno: Optional[int] = _errno.ENOENT, strerror: Optional[str] = None,
-                 filename: Optional[str] = None):
-        super().__init__(message, errno=errno, strerror=strerror, filename=filename)
 
 
 PathLike = Union[str, "os.PathLike[str]"]

@@ -13,6 +13,8 @@ raises on rank 0, which aborts the job with a non-zero exit status.
 from __future__ import annotations
 
 import argparse
+import errno
+import glob
 import os
 import sys
 import threading
@@ -195,13 +197,17 @@ def cmd_read(args, comm):
         print("read checks passed", flush=True)
 
 
-def expect_error(kind, fn, *needles):
+def expect_error(comm, kind, fn, *needles):
+    """fn() raises exactly `kind` on every rank (the class of the error's kind in the core's
+    error table, whichever rank failed), with a message holding every needle."""
     try:
         fn()
-    except kind as e:
+    except motes.MotesError as e:
+        classes = comm.allgather(type(e).__name__)
+        assert classes == [kind.__name__] * comm.size, f"raised {classes} on the ranks, expected {kind.__name__}: {e}"
         for n in needles:
             assert n in str(e), f"message lacks {n!r}: {e}"
-        return str(e)
+        return e
     raise AssertionError(f"no {kind.__name__} raised")
 
 
@@ -214,7 +220,7 @@ def cmd_errors(args, comm):
     last = comm.size - 1
     if comm.rank == last:
         cols["w"] = cols["w"].astype(np.float32)
-    msg = expect_error(motes.UsageError, lambda: w.write_step(1, cols), f"rank {last}", "'particles.w' is f32")
+    msg = str(expect_error(comm, motes.UsageError, lambda: w.write_step(1, cols), f"rank {last}", "'particles.w' is f32"))
     if comm.rank == 0:
         print("schema mismatch:", msg, flush=True)
     # A species missing on one rank.
@@ -222,30 +228,30 @@ def cmd_errors(args, comm):
     if comm.rank != last:
         species["ions"] = local(d, comm, "grid")
     if comm.size > 1:
-        expect_error(motes.UsageError, lambda: w.write_step(1, species), "species 'ions' is missing")
+        expect_error(comm, motes.UsageError, lambda: w.write_step(1, species), "species 'ions' is missing")
     # A rank one step behind: every rank raises before anything is written.
     if comm.size > 1:
         behind = 0 if comm.rank == last else 1
-        expect_error(motes.UsageError, lambda: w.write_step(behind, local(d, comm, "grid")),
+        expect_error(comm, motes.UsageError, lambda: w.write_step(behind, local(d, comm, "grid")),
                      "ranks disagree on the step", f"rank {last} writes step 0 (rank 0: step 1)")
     # Input only one rank gets wrong, caught before any collective call: still raised everywhere.
     cols = local(d, comm, "grid")
     if comm.rank == last:
         cols["w"] = cols["w"].astype(np.float16)
-    expect_error(motes.UsageError, lambda: w.write_step(1, cols), f"rank {last}", "unsupported dtype float16")
+    expect_error(comm, motes.UsageError, lambda: w.write_step(1, cols), f"rank {last}", "unsupported dtype float16")
     cols = ["id", "bogus"] if comm.rank == last else ["id"]
-    expect_error(motes.UsageError, lambda: motes.read_partition(args.dir, comm, columns=cols), f"rank {last}",
+    expect_error(comm, motes.UsageError, lambda: motes.read_partition(args.dir, comm, columns=cols), f"rank {last}",
                  "unknown column 'bogus'")
     if comm.size > 1:
         cols = ["id"] if comm.rank == last else ["id", "x"]
-        expect_error(motes.UsageError, lambda: motes.read_partition(args.dir, comm, columns=cols),
+        expect_error(comm, motes.UsageError, lambda: motes.read_partition(args.dir, comm, columns=cols),
                      "ranks disagree on what to read", f"rank {last}")
     # Bad positions on one rank only.
     cols = local(d, comm, "one")
     if comm.rank == 0:
         cols["x"] = cols["x"].copy()
         cols["x"][5] = np.nan
-    expect_error(motes.UsageError, lambda: w.write_step(1, cols), "rank 0", "position column 'x'", "row 5")
+    expect_error(comm, motes.UsageError, lambda: w.write_step(1, cols), "rank 0", "position column 'x'", "row 5")
     # An aggregator that cannot write its part files (its file size limit stands in for a full disk).
     import resource
     import signal
@@ -255,7 +261,9 @@ def cmd_errors(args, comm):
     if comm.rank == bad:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (65536, limit[1]))
-    expect_error(OSError, lambda: w.write_step(2, local(d, comm, "grid")), "writing the part files", f"rank {bad}")
+    e = expect_error(comm, motes.StorageError, lambda: w.write_step(2, local(d, comm, "grid")), "writing the part files",
+                     f"rank {bad}")
+    assert isinstance(e, OSError) and e.errno == errno.EFBIG, (e.errno, str(e))  # the failed rank's errno, everywhere
     if comm.rank == bad:
         resource.setrlimit(resource.RLIMIT_FSIZE, limit)
     comm.Barrier()
@@ -270,6 +278,21 @@ def cmd_errors(args, comm):
     comm.Barrier()
     if comm.rank == 0:
         assert motes.open(args.dir).steps == [0, 3]
+    # A part file damaged after the step was written: only the rank that reads it sees the
+    # damage, and every rank raises the FormatError, naming that rank.
+    parts = sorted(glob.glob(os.path.join(args.dir, "steps", "000003", "*.p*.mpf")))
+    if comm.rank == 0:
+        with open(parts[-1], "r+b") as fh:
+            fh.seek(100)
+            b = fh.read(1)
+            fh.seek(100)
+            fh.write(bytes([b[0] ^ 0x5A]))
+    comm.Barrier()
+    reader = (len(parts) - 1) * comm.size // len(parts)  # the rank that reads the last part
+    e = expect_error(comm, motes.FormatError, lambda: motes.read_partition(args.dir, comm, step=3),
+                     f"failed on 1 of {comm.size} ranks (rank {reader}: ", os.path.basename(parts[-1]))
+    if comm.rank == 0:
+        print("damaged part:", e, flush=True)
         print("error checks passed", flush=True)
 
 

@@ -22,13 +22,16 @@
 extern "C" {
 #endif
 
+/* The failures are the kinds of motes' error table (cpp/motes/core/errors.hpp, shown
+ * in docs/guide.md#errors); the values are stable. */
 typedef enum motes_status {
   MOTES_OK = 0,
-  MOTES_ERROR_USAGE = 1,    /* bad arguments or data (names, lengths, NaN positions, ...) */
-  MOTES_ERROR_FORMAT = 2,   /* an existing file or manifest is not valid motes data */
-  MOTES_ERROR_IO = 3,       /* the operating system failed (create, write, sync, rename) */
-  MOTES_ERROR_MEMORY = 4,   /* out of memory */
-  MOTES_ERROR_INTERNAL = 5  /* a bug: please report it with the message */
+  MOTES_ERROR_USAGE = 1,     /* bad arguments or data (names, lengths, NaN positions, ...) */
+  MOTES_ERROR_FORMAT = 2,    /* an existing file or manifest is not valid motes data */
+  MOTES_ERROR_IO = 3,        /* the operating system failed (create, write, sync, rename) */
+  MOTES_ERROR_MEMORY = 4,    /* out of memory */
+  MOTES_ERROR_INTERNAL = 5,  /* a bug: please report it with the message */
+  MOTES_ERROR_NOT_FOUND = 6  /* a dataset or file does not exist */
 } motes_status;
 
 /* Column types; the values are those of the file format. */

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "motes/capi/writer_state.hpp"
+#include "motes/parallel/comm.hpp"
 #include "motes/parallel/mpi_io.hpp"
 
 extern "C" {
@@ -12,19 +13,9 @@ motes_status motes_writer_open_parallel(const char* path, MPI_Comm comm, motes_w
   return guarded([&] {
     if (!path || !writer) return fail(MOTES_ERROR_USAGE, "motes_writer_open_parallel: path and writer must not be NULL");
     *writer = nullptr;
-    int initialized = 0;
-    MPI_Initialized(&initialized);
-    if (!initialized) return fail(MOTES_ERROR_USAGE, "motes_writer_open_parallel: call MPI_Init first");
-    if (comm == MPI_COMM_NULL) return fail(MOTES_ERROR_USAGE, "motes_writer_open_parallel: the communicator is MPI_COMM_NULL");
     // A private duplicate: motes' messages never mix with the caller's on `comm`.
-    MPI_Comm own;
-    MPI_Comm_dup(comm, &own);
-    auto comm_holder = std::shared_ptr<MPI_Comm>(new MPI_Comm(own), [](MPI_Comm* c) {
-      int finalized = 0;
-      MPI_Finalized(&finalized);
-      if (!finalized) MPI_Comm_free(c);
-      delete c;
-    });
+    std::shared_ptr<MPI_Comm> comm_holder = motes::mpi::duplicate(comm, "motes_writer_open_parallel");
+    MPI_Comm own = *comm_holder;
     std::string dir = path;
     motes::open_dataset_parallel(own, dir);
     auto w = std::make_unique<motes_writer>();

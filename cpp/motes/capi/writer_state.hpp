@@ -1,16 +1,23 @@
-// What a C API writer holds between calls, and the one error-to-status translation,
-// shared by the serial (motes.cpp) and MPI (motes_mpi.cpp) entry points.
+// What a C API writer holds between calls, and the one error-to-status translation
+// (through the error table, core/errors.hpp), shared by the serial (motes.cpp) and MPI
+// (motes_mpi.cpp) entry points.
 #pragma once
 
-#include <filesystem>
 #include <functional>
-#include <new>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "motes/capi/motes.h"
+#include "motes/core/errors.hpp"
 #include "motes/dataset/dataset.hpp"
+
+// Every kind of the error table is a motes_status of motes.h, with the table's code.
+#define MOTES_CAPI_CHECK_STATUS(kind, cls, c_status, code, ...)             \
+  static_assert(c_status == code && int(motes::ErrorKind::kind) == c_status, \
+                "motes.h's " #c_status " differs from the error table (core/errors.hpp)");
+MOTES_ERROR_KINDS(MOTES_CAPI_CHECK_STATUS)
+#undef MOTES_CAPI_CHECK_STATUS
 
 struct motes_writer {
   std::optional<motes::Dataset> dataset;  // serial writers; a parallel write opens it on rank 0 only
@@ -37,25 +44,19 @@ inline motes_status fail(motes_status s, const std::string& message) {
   return s;
 }
 
+// The status and message of a failure, by the error table.
+inline motes_status fail(const motes::ErrorReport& r) {
+  const std::string prefix = r.kind == motes::ErrorKind::internal ? "internal error: " : "";
+  return fail(motes_status(int(r.kind)), prefix + r.message);
+}
+
 // Runs f, turning every exception into a status and message.
 template <class F>
 motes_status guarded(F&& f) {
   try {
     last_error.clear();
     return f();
-  } catch (const motes::UsageError& e) {
-    return fail(MOTES_ERROR_USAGE, e.what());
-  } catch (const motes::FormatError& e) {
-    return fail(MOTES_ERROR_FORMAT, e.what());
-  } catch (const motes::Error& e) {
-    return fail(MOTES_ERROR_IO, e.what());
-  } catch (const std::filesystem::filesystem_error& e) {
-    return fail(MOTES_ERROR_IO, e.what());
-  } catch (const std::bad_alloc&) {
-    return fail(MOTES_ERROR_MEMORY, "out of memory");
-  } catch (const std::exception& e) {
-    return fail(MOTES_ERROR_INTERNAL, std::string("internal error: ") + e.what());
   } catch (...) {
-    return fail(MOTES_ERROR_INTERNAL, "internal error");
+    return fail(motes::describe_exception(std::current_exception()));
   }
 }

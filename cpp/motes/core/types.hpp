@@ -1,4 +1,4 @@
-// Core value types shared by every layer: dtypes, schema, column views, errors.
+// Core value types shared by every layer: dtypes, schema, column views, errors (errors.hpp).
 #pragma once
 
 #include <cstddef>
@@ -9,26 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "motes/core/errors.hpp"
 #include "motes/core/text.hpp"
 
 namespace motes {
-
-// Every failure motes reports is a motes::Error whose message names the problem.
-struct Error : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-// A query or argument the caller got wrong (unknown column, bad expression, ...).
-struct UsageError : Error {
-  using Error::Error;
-};
-// A dataset or file that does not exist.
-struct NotFoundError : Error {
-  using Error::Error;
-};
-// A file that is not a valid motes file (bad magic, checksum mismatch, truncation, ...).
-struct FormatError : Error {
-  using Error::Error;
-};
 
 // The codes are part of the on-disk format (docs/format.md): never renumber.
 enum class DType : uint8_t {

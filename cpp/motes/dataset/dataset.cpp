@@ -45,7 +45,7 @@ Dataset Dataset::open(const std::string& dir) {
   Dataset d;
   d.dir_ = dir;
   std::error_code ec;
-  if (!fs::exists(dir, ec)) throw NotFoundError("no such dataset: '" + dir + "' does not exist");
+  if (!fs::exists(dir, ec)) throw NotFoundError("no such dataset: '" + dir + "' does not exist", ENOENT);
   if (!fs::is_directory(dir, ec)) throw UsageError("'" + dir + "' is a file, not a dataset directory (NAME.motes/)");
   if (!fs::exists(fs::path(dir) / kManifest, ec))
     throw UsageError("'" + dir + "' is not a motes dataset (no " + kManifest + ")");

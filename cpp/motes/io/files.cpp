@@ -19,7 +19,7 @@ namespace motes {
 
 void throw_errno(const std::string& what, const std::string& path) {
   int e = errno;
-  throw Error(what + " '" + path + "': " + std::strerror(e));
+  throw IOError(what + " '" + path + "': " + std::strerror(e), e);
 }
 
 namespace {
@@ -113,7 +113,7 @@ int open_regular_file(const std::string& path, const std::string& what, uint64_t
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever.
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    if (errno == ENOENT) throw NotFoundError("no such " + what + ": '" + path + "'");
+    if (errno == ENOENT) throw NotFoundError("no such " + what + ": '" + path + "'", ENOENT);
     throw_errno("cannot open " + what, path);
   }
   struct stat st {};

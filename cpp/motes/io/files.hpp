@@ -68,7 +68,7 @@ class FileLock {
 
 void sync_directory(const std::string& dir);
 
-// Throws Error with the path and strerror(errno).
+// Throws IOError with the path, strerror(errno) and errno.
 [[noreturn]] void throw_errno(const std::string& what, const std::string& path);
 
 }  // namespace motes

@@ -1,4 +1,4 @@
-// Planning which aggregator writes which particles (DESIGN.md section 6), without
+// Planning which aggregator writes which particles (docs/format.md section 12), without
 // MPI: rank 0 runs this on every rank's summary, the MPI layer carries it out, and
 // the simulation tool runs it for 10^5 virtual ranks.
 //

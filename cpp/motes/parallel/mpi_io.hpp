@@ -1,4 +1,4 @@
-// Parallel write and read with MPI (DESIGN.md section 6). Every function here is
+// Parallel write and read with MPI (docs/format.md section 12). Every function here is
 // collective over the communicator it is given and raises the same error on every
 // rank when any rank fails, so callers never hang on a peer that gave up.
 //
@@ -10,6 +10,10 @@
 // Read: any number of ranks; part files are assigned to read aggregators spread
 // over the ranks (or shared evenly when there are fewer ranks than files); each
 // rank receives the particles in its box, or an even share.
+//
+// The public header of the parallel layer. Implemented in write.cpp and read.cpp, over
+// comm.hpp (communicator helpers), agree.hpp (collective agreement on failures) and
+// wire.hpp (the messages between ranks, encoded without MPI).
 #pragma once
 
 #include <mpi.h>

@@ -5,8 +5,10 @@ Run ``motes --help`` or ``motes COMMAND --help``. Every command is also callable
     from motes.cli import main
     status = main(["query", "run.motes", "--where", "energy > 1.3", "--count"])
 
-Exit status: 0 on success, 2 for usage errors (bad arguments, unknown columns, malformed
-expressions), 1 for format and I/O errors (missing or corrupted files, failed checksums).
+Exit status: 0 on success; on a motes error, the exit code of its kind in the core's error
+table (``motes._core.error_kinds``, docs/guide.md#errors): 2 for usage errors (bad
+arguments, unknown columns, malformed expressions), 1 for the others (missing or corrupted
+files, failed checksums, I/O); 130 on Ctrl-C.
 
 Heavy modules (numpy, pandas, pyarrow, matplotlib) are imported inside the commands that
 need them, so ``motes --help`` stays fast. One module per command (``info``, ``write``,
@@ -22,14 +24,27 @@ import sys
 from typing import Optional, Sequence
 
 from .. import __version__
-from ..errors import FormatError, MotesError, UsageError, storage_error
+from .._core import error_kinds
+from ..errors import MotesError, storage_error
 from . import convert, generate, hist, info, query, verify, version, write
 from .common import CliError, _err, _Formatter, _numbers_may_be_negative, _warnings_to_stderr
 
 __all__ = ["main", "build_parser", "CliError"]
 
+# The exit status of each kind of error, from the core's error table.
+EXIT_STATUS = {name: exit_code for name, _status, _cls, exit_code, _description in error_kinds}
+
 # The order of the commands in ``motes --help``.
 COMMANDS = (info, write, query, hist, verify, generate, version, convert)
+
+
+def _exit_status_help() -> str:
+    """The exit statuses, from the error table: 'Exit status: 0 success; 1 format, io, ... errors; ...'."""
+    kinds: dict = {}
+    for name, status in EXIT_STATUS.items():
+        kinds.setdefault(status, []).append(name.replace("_", " "))
+    listed = "; ".join(f"{status} {', '.join(names)} errors" for status, names in sorted(kinds.items()))
+    return f"Exit status: 0 success; {listed}; 130 interrupted."
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,8 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  motes query run.motes --where 'energy > 1.3' --columns x,y,z,energy -o hot.parquet\n"
                "  motes hist run.motes x y --bins 256 128 --log --plot xy.png\n"
                "  motes verify run.motes\n\n"
-               "Run 'motes COMMAND --help' for the options of a command.\n"
-               "Exit status: 0 success, 1 format or I/O error, 2 usage error.",
+               "Run 'motes COMMAND --help' for the options of a command.\n" + _exit_status_help(),
     )
     _numbers_may_be_negative(parser)
     parser.add_argument("--version", action="version", version=f"motes {__version__}")
@@ -83,13 +97,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except CliError as e:
         _err(f"motes: error: {e}")
         return e.status
-    except UsageError as e:
+    except MotesError as e:
         _err(f"motes: error: {e}")
-        return 2
-    except (FormatError, MotesError) as e:
-        _err(f"motes: error: {e}")
-        return 1
+        return EXIT_STATUS.get(getattr(e, "kind", None), EXIT_STATUS["internal"])
     except OSError as e:  # one the commands did not translate: said the same way (path: reason)
-        _err(f"motes: error: {storage_error(e)}")
-        return 1
+        err = storage_error(e)
+        _err(f"motes: error: {err}")
+        return EXIT_STATUS.get(getattr(err, "kind", None), EXIT_STATUS["io"])
 
