@@ -1,5 +1,7 @@
 #include "motes/container/block_stream.hpp"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -22,7 +24,10 @@ std::atomic<uint64_t> next_stream_id{1};
 class Cache {
  public:
   Cache() {
-    uint64_t mb = 256;
+    // Default: 1 GiB, at most an eighth of the machine's memory.
+    uint64_t mb = 1024;
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    if (pages > 0 && page > 0) mb = std::min<uint64_t>(mb, uint64_t(pages) * uint64_t(page) / 8 >> 20);
     if (const char* v = std::getenv("MOTES_CACHE_MB"); v && *v) {
       char* end = nullptr;
       unsigned long long m = std::strtoull(v, &end, 10);
@@ -259,7 +264,7 @@ void BlockStream::byte_ranges(uint64_t start, uint64_t n, std::vector<ByteRange>
     return;
   }
   for (uint64_t b = start / per_block_, e = (start + n - 1) / per_block_; b <= e; ++b)
-    out.push_back({blocks_[b].offset, blocks_[b].stored});
+    if (!cache().find(id_, b)) out.push_back({blocks_[b].offset, blocks_[b].stored});  // decoded already: no read
   if (codes_) codes_->byte_ranges(start, n, out);
 }
 

@@ -121,8 +121,9 @@ class BlockReader {
   std::vector<Slot> slots_;
 };
 
-// The process-wide cache of decoded blocks: how many bytes it may keep (MOTES_CACHE_MB,
-// default 256 MiB), what it holds, and emptying it (for cold measurements).
+// The process-wide cache of decoded blocks: how many bytes it may keep (MOTES_CACHE_MB;
+// default 1 GiB, at most an eighth of the memory), what it holds, and emptying it (for cold
+// measurements).
 void set_block_cache_bytes(uint64_t bytes);
 uint64_t block_cache_bytes();
 uint64_t block_cache_used();

@@ -61,11 +61,29 @@ class FileSource final : public ByteSource {
 
   void will_need(const std::vector<ByteRange>& ranges) const override {
 #ifdef POSIX_FADV_WILLNEED
+    // A hot query (its pages in memory already) would pay a walk of the page cache per range
+    // for nothing: when the mapping shows the first page of the first few ranges resident,
+    // the query is taken as hot and nothing is asked.
+    if (map_ && looks_resident(ranges)) return;
     for (const ByteRange& r : ranges)
-      if (r.length) ::posix_fadvise(fd_, off_t(r.offset), off_t(r.length), POSIX_FADV_WILLNEED);  // advisory
+      if (r.length && r.offset < size_)
+        ::posix_fadvise(fd_, off_t(r.offset), off_t(std::min(r.length, size_ - r.offset)), POSIX_FADV_WILLNEED);
 #else
     (void)ranges;
 #endif
+  }
+
+  bool looks_resident(const std::vector<ByteRange>& ranges) const {
+    static const uint64_t page = uint64_t(::sysconf(_SC_PAGE_SIZE));
+    size_t checked = 0;
+    for (const ByteRange& r : ranges) {
+      if (!r.length || r.offset >= size_) continue;
+      unsigned char in = 0;
+      const uint64_t p0 = r.offset / page * page;
+      if (::mincore(const_cast<unsigned char*>(map_) + p0, 1, &in) != 0 || !(in & 1)) return false;
+      if (++checked == 8) break;
+    }
+    return true;
   }
 
   void check_unchanged() const override {
