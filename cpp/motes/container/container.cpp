@@ -74,10 +74,10 @@ Reader::Reader(std::shared_ptr<const ByteSource> source, const char (&magic)[8],
 
 void Reader::fail(const std::string& what) const { throw FormatError(source_->name() + ": " + what); }
 
-std::string Reader::section(size_t i, const std::string& name, uint64_t max_decoded) const {
+std::string Reader::section(size_t i, const std::string& name, uint64_t max_decoded, const std::string* given) const {
   const SectionEntry& e = sections_.at(i);
   if (e.storage == kBlocks) fail(name + " is stored as coded blocks, not as one section");
-  std::string stored = source_->read(e.offset, e.length);
+  std::string stored = given ? *given : source_->read(e.offset, e.length);
   if (kCheckSums && XXH3_64bits(stored.data(), stored.size()) != e.checksum) fail(name + " checksum mismatch");
   if (e.storage == kRaw) return stored;
   const unsigned long long n = ZSTD_getFrameContentSize(stored.data(), stored.size());

@@ -81,7 +81,9 @@ class Reader {
   const std::shared_ptr<const ByteSource>& source_ptr() const { return source_; }
   // Section i's bytes: read, checked against its checksum, decoded when stored as zstd
   // (at most max_decoded bytes). FormatError naming `name` otherwise.
-  std::string section(size_t i, const std::string& name, uint64_t max_decoded = kMaxDecodedSection) const;
+  // `stored`: its stored bytes when the caller read them already.
+  std::string section(size_t i, const std::string& name, uint64_t max_decoded = kMaxDecodedSection,
+                      const std::string* stored = nullptr) const;
   [[noreturn]] void fail(const std::string& what) const;
 
  private:

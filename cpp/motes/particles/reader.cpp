@@ -173,8 +173,13 @@ void ParticleFile::parse_v2() {
 std::string ParticleFile::section(size_t i, uint64_t max_decoded) const {
   const Sec& e = table_[i];
   const std::string name = kind_name(e.kind) + " section" + (e.column != spec::kNoColumn && e.kind != spec::kBlockSums && e.kind != spec::kBlockTable && e.column < schema_.size() ? " of column '" + schema_[e.column].name + "'" : "");
-  if (i < prefetched_.size() && !prefetched_[i].empty()) return prefetched_[i];
-  if (container_) return container_->section(i, name, max_decoded);
+  const std::string* stored = i < prefetched_.size() && !prefetched_[i].empty() ? &prefetched_[i] : nullptr;
+  if (container_) return container_->section(i, name, max_decoded, stored);
+  if (stored) {
+    if (spec::kCheckSums && spec::checksum(stored->data(), stored->size()) != e.checksum)
+      fail(kind_name(e.kind) + " section checksum mismatch" + (e.column != spec::kNoColumn ? " (column " + std::to_string(e.column) + ")" : ""));
+    return *stored;
+  }
   std::string bytes = source_->read(e.offset, e.length);
   if (spec::kCheckSums && spec::checksum(bytes.data(), bytes.size()) != e.checksum)
     fail(kind_name(e.kind) + " section checksum mismatch" + (e.column != spec::kNoColumn ? " (column " + std::to_string(e.column) + ")" : ""));
@@ -199,6 +204,7 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
   }
   if (schema_at < 0) fail("schema section is missing");
   if (nodes_at < 0) fail("nodes section is missing");
+  read_structure();
 
   // Schema.
   {
@@ -350,6 +356,32 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
     streams_[i].values.set_quantile_context(&streams_[i].codes, std::move(bases));
   }
   stats_.padding_bytes = size > accounted ? size - accounted : 0;
+}
+
+void ParticleFile::read_structure() {
+  // The metadata region (every section but the bulk data) is read ahead in the background:
+  // the per-column indexes a query decodes later are then in memory, not a seek each.
+  // The sections every read needs now (schema, nodes, block tables and checksums, quantile
+  // edges), which writers put together, are read at once.
+  uint64_t meta_lo = UINT64_MAX, lo = UINT64_MAX, hi = 0, bytes = 0;
+  for (const Sec& e : table_) {
+    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kFineCodes;
+    if (bulk || !e.length) continue;
+    meta_lo = std::min(meta_lo, e.offset);
+    const bool needed = e.kind == spec::kSchema || e.kind == spec::kNodes || e.kind == spec::kBlockSums ||
+                        e.kind == spec::kBlockTable || e.kind == spec::kFineEdges;
+    if (!needed) continue;
+    lo = std::min(lo, e.offset), hi = std::max(hi, e.offset + e.length), bytes += e.length;
+  }
+  if (meta_lo < source_->size()) source_->will_need({{meta_lo, source_->size() - meta_lo}});
+  if (hi <= lo || hi - lo > 2 * bytes + (64 << 10) || hi - lo > (uint64_t(256) << 20)) return;
+  const std::string span = source_->read(lo, hi - lo);
+  prefetched_.assign(table_.size(), std::string());
+  for (size_t i = 0; i < table_.size(); ++i) {
+    const Sec& e = table_[i];
+    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kFineCodes;
+    if (!bulk && e.length && e.offset >= lo && e.offset + e.length <= hi) prefetched_[i] = span.substr(e.offset - lo, e.length);
+  }
 }
 
 const ColumnIndex& ParticleFile::index(size_t i) const {

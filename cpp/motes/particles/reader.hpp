@@ -104,6 +104,7 @@ class ParticleFile {
     int ranges = -1, bitmaps = -1, edges = -1;  // section numbers
   };
   void parse_v1();
+  void read_structure();
   void parse_v2();
   void parse_common(const std::vector<Sec>& table, uint64_t table_bytes, uint32_t column_count,
                     uint32_t node_count, uint32_t level_count);
@@ -125,7 +126,7 @@ class ParticleFile {
   std::vector<TreeNode> nodes_;
   Levels levels_;
   std::vector<Sec> table_;
-  std::vector<std::string> prefetched_;  // section bytes read at open (by section number)
+  std::vector<std::string> prefetched_;  // stored bytes of the sections read at open (by section number)
   std::vector<Streams> streams_;
   std::unique_ptr<Lazy[]> lazy_;
   FileStats stats_;

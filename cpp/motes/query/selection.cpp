@@ -48,6 +48,7 @@ void Selection::gather(size_t column, uint64_t row_begin, uint64_t row_end, void
   if (row_begin == row_end) return;
   if (column >= collection_->schema().size()) throw UsageError("column index out of range");
   const DType dtype = collection_->schema()[column].dtype;
+  prefetch({column}, row_begin, row_end);  // what is not in memory yet is asked for at once
   // The column's values in every part the rows touch (opened already by the query): in place
   // when they are, else read through a BlockReader per thread.
   std::vector<const char*> base(collection_->part_count(), nullptr);
@@ -113,21 +114,24 @@ void Selection::gather(size_t column, uint64_t row_begin, uint64_t row_end, void
   });
 }
 
-void Selection::prefetch(const std::vector<size_t>& columns) const {
-  if (segments_.empty()) return;
+void Selection::prefetch(const std::vector<size_t>& columns, uint64_t row_begin, uint64_t row_end) const {
+  row_end = std::min(row_end, size());
+  if (segments_.empty() || row_begin >= row_end) return;
   // Ranges per part, coalesced (gaps under 64 KiB are read through: one larger read is
   // cheaper than two seeks), then handed to the part's source in one call.
   constexpr uint64_t kGap = 64 << 10;
   std::vector<ByteRange> ranges;
-  for (size_t k = 0; k < segments_.size();) {
+  const size_t last = segment_of(row_end - 1) + 1;
+  for (size_t k = segment_of(row_begin); k < last;) {
     const uint32_t part = part_of_[k];
     auto file = collection_->part(part);
     ranges.clear();
     size_t end = k;
-    while (end < segments_.size() && part_of_[end] == part) ++end;
+    while (end < last && part_of_[end] == part) ++end;
     for (size_t column : columns) {
       if (column >= file->schema().size()) throw UsageError("column index out of range");
       const BlockStream& s = file->values(column);
+      if (s.in_place() && s.count() * s.value_size() < (64 << 10)) continue;  // small: not worth a hint
       for (size_t j = k; j < end; ++j) s.byte_ranges(segments_[j].start, segments_[j].count, ranges);
     }
     file->source().will_need(coalesce(std::move(ranges), kGap));

@@ -21,7 +21,9 @@ class Selection {
   void gather(size_t column, uint64_t row_begin, uint64_t row_end, void* dest, unsigned threads) const;
   // Asks the sources to start reading, all at once, what gathering these columns will read:
   // a cold query then waits for a few overlapping reads, not one page fault per row.
-  void prefetch(const std::vector<size_t>& columns) const;
+  // (Gathering does this for its column; a caller gathering several columns may ask for all
+  // of them first.)
+  void prefetch(const std::vector<size_t>& columns, uint64_t row_begin = 0, uint64_t row_end = UINT64_MAX) const;
   // Positions of rows [row_begin, row_end) in the collection (part offset + position in the part's file).
   void positions(uint64_t row_begin, uint64_t row_end, uint64_t* dest) const;
 
