@@ -28,7 +28,7 @@ HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "format2")
 
 def inputs():
     rng = np.random.default_rng(2026)
-    n = 40_000  # two blocks of 32768 values per column
+    n = 40_000  # three blocks of 16384 values per column
     x = rng.random(n, dtype=np.float32) * 10
     y = rng.random(n, dtype=np.float32) * 5
     z = (rng.random(n) * 2).astype(np.float64)

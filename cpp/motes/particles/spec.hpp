@@ -49,7 +49,7 @@ enum SectionKind : uint32_t {
 
 // Values per block in format 2 (ParticleArea::block_values): the unit of coded blocks and
 // of block checksums of every bulk section, so block b covers the same rows in all of them.
-inline constexpr uint32_t kDefaultBlockValues = 32768;
+inline constexpr uint32_t kDefaultBlockValues = 16384;
 inline constexpr uint32_t kMaxBlockValues = 1u << 17;  // and at most 1 MiB of values per block
 
 #pragma pack(push, 1)
