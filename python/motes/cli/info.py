@@ -42,19 +42,30 @@ def _print_info(info: Dict[str, Any]) -> None:
         _out("  bounds   " + "  ".join(f"{a} [{_g(l)}, {_g(h)}]" for a, l, h in zip("xyz", lo, hi)))
         _out(f"  tree     {d['levels']} levels, {_num(d['nodes'])} nodes, leaf size {d['leaf_size']}, "
              f"{d['lod_count']} LOD particles per inner node")
-        ov = sz.get("overhead_percent")
+        raw = sz.get("raw_data_bytes") or 0
+        of_raw = f"  ({100.0 * sz['file_bytes'] / raw:.1f}% of the values as numbers, {_bytes(raw)})" if raw else ""
         _out(f"  size     {_bytes(sz['file_bytes'])} = data {_bytes(sz['data_bytes'])} + index "
              f"{_bytes(sz['index_bytes'])} + fine index {_bytes(sz['fine_index_bytes'])} + padding "
-             f"{_bytes(sz['padding_bytes'])}" + (f"  (overhead {ov:.1f}% of data)" if ov is not None else ""))
+             f"{_bytes(sz['padding_bytes'])}" + of_raw)
         rows = []
+        lossy = any(c.get("error_bound") for c in d["columns"])
         for c in d["columns"]:
             integer = c["dtype"][0] in "iu"
             fmt = (lambda v: "-" if v is None else (str(int(v)) if integer else _g(v)))
-            rows.append([c["name"], c["dtype"], c["index"], c["unit_label"], fmt(c["min"]), fmt(c["max"]),
-                         _num(c["nan_count"]) if c["nan_count"] else ""])
+            st = c["storage"]
+            ratio = f"{st['raw_bytes'] / st['data_bytes']:.2f}x" if st["data_bytes"] else "-"
+            row = [c["name"], c["dtype"], c["index"], c["unit_label"], fmt(c["min"]), fmt(c["max"]),
+                   _num(c["nan_count"]) if c["nan_count"] else "", _bytes(st["data_bytes"]), ratio, st["codec"]]
+            if lossy:
+                row.insert(7, _g(c["error_bound"]) if c.get("error_bound") else "exact")
+            rows.append(row)
+        head = ["name", "dtype", "index", "unit", "min", "max", "NaNs", "stored", "ratio", "codec"]
+        align = ["<", "<", "<", "<", ">", ">", ">", ">", ">", "<"]
+        if lossy:
+            head.insert(7, "error bound")
+            align.insert(7, ">")
         _out("  columns")
-        _out(_table(["name", "dtype", "index", "unit", "min", "max", "NaNs"], rows,
-                    ["<", "<", "<", "<", ">", ">", ">"], indent="    "))
+        _out(_table(head, rows, align, indent="    "))
 
 
 def cmd_info(args) -> int:
