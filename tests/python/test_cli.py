@@ -129,7 +129,7 @@ def test_write_npz_csv_parquet_then_info(tmp_path, capsys):
 
     status, out, err = run(capsys, "info", ds)  # human-readable: last step, one species
     assert status == 0, err
-    assert "ions" in out and "overhead" in out and "levels" in out and "dtype" in out
+    assert "ions" in out and "of the values as numbers" in out and "codec" in out and "levels" in out and "dtype" in out
 
 
 def test_write_rejects_bad_inputs(tmp_path, capsys):
