@@ -29,12 +29,18 @@ def cmd_convert(args) -> int:
         read_options["columns"] = dict(args.map)
     if args.time_from:
         read_options["time_from"] = args.time_from
+    write_options: dict = {}
+    if args.h5_compression:
+        dst_fmt = args.dst_format or conv.detect_format(args.dst, True)
+        if dst_fmt not in ("h5part", "vtkhdf"):
+            raise UsageError(f"--h5-compression applies to H5Part and VTKHDF exports; the destination is {dst_fmt}")
+        write_options["compression"] = args.h5_compression
     t0 = time.perf_counter()
     conv.convert(args.src, args.dst, src_format=args.src_format, dst_format=args.dst_format,
                  step=args.step, species=args.species, chunk_rows=args.chunk_rows, overwrite=args.overwrite,
                  append=args.append, as_step=args.as_step, time=args.time,
                  attributes=dict(args.attr) if args.attr else None, progress=_progress(args),
-                 read_options=read_options)
+                 read_options=read_options, write_options=write_options)
     verb = "appended" if args.append else "converted"
     _out(f"{verb} {args.src} -> {args.dst} in {time.perf_counter() - t0:.2f} s")
     return 0
@@ -79,6 +85,9 @@ def add_parser(subs) -> None:
     p.add_argument("--map", type=_key_value, action="append", metavar="COL=DATASET",
                    help="plain HDF5 source: motes column from a dataset of the group (repeatable)")
     p.add_argument("--chunk-rows", type=_positive_int, default=1 << 20, help="rows per chunk")
+    p.add_argument("--h5-compression", choices=["none", "gzip", "zstd", "blosc2"], default=None,
+                   help="H5Part and VTKHDF exports: an HDF5 filter on chunked datasets (gzip: every HDF5 "
+                        "reads it; zstd, blosc2: readers need hdf5plugin); default none")
     p.add_argument("--overwrite", action="store_true",
                    help="replace DST if it exists and is output of the same kind (a motes dataset, an HDF5 file, ...)")
     g = p.add_argument_group("building a time series")

@@ -33,7 +33,8 @@ import numpy as np
 
 from .._core import FormatError, UsageError
 from .base import DEFAULT_CHUNK_ROWS, Species, Step, check_dtype
-from .hdf5 import (attr_to_json, check_chunk_rows, created_file, dtype_of, file_chunks, open_file, read_attributes,
+from .hdf5 import (H5_CHUNK_ROWS, attr_to_json, check_chunk_rows, created_file, dtype_of, file_chunks, h5_filter,
+                   open_file, read_attributes,
                    unit_of, write_attributes)
 
 __all__ = ["read", "write"]
@@ -218,7 +219,7 @@ def _pick_species(path: str, step: Step, wanted: Optional[str], chosen: Optional
     return step.species[names[0]]
 
 
-def _write_species(path: str, g, gname: str, sp: Species) -> None:
+def _write_species(path: str, g, gname: str, sp: Species, compression: str = "none") -> None:
     where = f"{path}: {gname} (species '{sp.name}')"
     count = int(sp.count)
     if count < 0:
@@ -230,7 +231,11 @@ def _write_species(path: str, g, gname: str, sp: Species) -> None:
         if col in dsets:
             raise UsageError(f"{where}: column '{col}' appears twice")
         dtype = check_dtype(where, col, dt)
-        ds = g.create_dataset(col, shape=(count,), dtype=dtype)
+        if compression == "none" or count == 0:
+            ds = g.create_dataset(col, shape=(count,), dtype=dtype)
+        else:
+            ds = g.create_dataset(col, shape=(count,), dtype=dtype, chunks=(min(count, H5_CHUNK_ROWS),),
+                                  **h5_filter(compression))
         unit = sp.units.get(col)
         if unit:
             ds.attrs["unit"] = str(unit)
@@ -262,13 +267,18 @@ def _write_species(path: str, g, gname: str, sp: Species) -> None:
         raise UsageError(f"{where}: chunks hold {pos} rows but the species' count is {count}")
 
 
-def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[str]]] = None) -> None:
+def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[str]]] = None,
+          compression: str = "none") -> None:
     """Writes steps as an H5Part file, one ``Step#i`` group per step (i = 0, 1, ...), streaming each
     column chunk by chunk into a dataset of the species' full length.
+
+    compression: "none" (contiguous datasets, the default), or an HDF5 filter on chunked
+    datasets: "gzip" (every HDF5 reads it), "zstd" or "blosc2" (readers need hdf5plugin).
 
     species: the species to write; needed when a step holds several. A step without it is
     written as an empty step group (time and attributes kept). The file is removed on error."""
     path = os.fspath(path)
+    h5_filter(compression)  # checked before the file is created
     wanted = one_species(species, "an H5Part file")
     with created_file(path) as f:
         chosen = wanted
@@ -296,7 +306,7 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
                     g.attrs[SPECIES_ATTRS_ATTR] = json.dumps(sp.attributes)
                 except (TypeError, ValueError) as e:
                     raise UsageError(f"{path}: species '{sp.name}' attributes are not JSON-serialisable ({e})") from None
-            _write_species(path, g, gname, sp)
+            _write_species(path, g, gname, sp, compression)
         if chosen is not None and SPECIES_ATTR not in f.attrs:
             f.attrs[SPECIES_ATTR] = str(chosen)
         if i < 0:

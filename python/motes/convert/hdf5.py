@@ -86,6 +86,30 @@ def _failed_write(e: BaseException, path: str):
     return storage_error(OSError(n, os.strerror(n)), path, "cannot write")  # HDF5's text: a page of internals
 
 
+# HDF5 filters an export may use. "gzip" is built into every HDF5; "zstd" and "blosc2" are
+# the registered filters of hdf5plugin (ids 32015 and 32026): readers need the plugin too
+# (`import hdf5plugin` in Python, HDF5_PLUGIN_PATH elsewhere). Values are byte-shuffled first.
+H5_COMPRESSIONS = ("none", "gzip", "zstd", "blosc2")
+H5_CHUNK_ROWS = 1 << 18
+
+
+def h5_filter(compression: str) -> Dict[str, Any]:
+    """create_dataset keywords of an export's compression (chunks are the caller's)."""
+    if compression not in H5_COMPRESSIONS:
+        raise UsageError(f"HDF5 compression must be one of {', '.join(H5_COMPRESSIONS)}, got {compression!r}")
+    if compression == "none":
+        return {}
+    if compression == "gzip":
+        return {"compression": "gzip", "compression_opts": 1, "shuffle": True}
+    try:
+        import hdf5plugin
+    except ImportError:
+        raise UsageError(f"HDF5 compression '{compression}' needs the hdf5plugin package (pip install hdf5plugin)") from None
+    if compression == "zstd":
+        return {"shuffle": True, **hdf5plugin.Zstd(clevel=1)}
+    return dict(hdf5plugin.Blosc2(cname="zstd", clevel=1, filters=hdf5plugin.Blosc2.SHUFFLE))
+
+
 @contextlib.contextmanager
 def created_file(path):
     """A new HDF5 file for writing; closed at the end, and removed when the block (or the

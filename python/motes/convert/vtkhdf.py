@@ -42,7 +42,7 @@ import numpy as np
 from .._core import UsageError
 from .base import Species, Step, check_dtype
 from .h5part import _pick_species, one_species
-from .hdf5 import created_file
+from .hdf5 import created_file, h5_filter
 
 __all__ = ["write"]
 
@@ -60,17 +60,19 @@ def _append(ds, a) -> None:
     ds[n0:] = a
 
 
-def _resizable(parent, name: str, dtype, chunk_rows: int, width: Optional[int] = None):
+def _resizable(parent, name: str, dtype, chunk_rows: int, width: Optional[int] = None, filters=None):
     if width is None:
-        return parent.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype, chunks=(chunk_rows,))
+        return parent.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype, chunks=(chunk_rows,),
+                                     **(filters or {}))
     return parent.create_dataset(name, shape=(0, width), maxshape=(None, width), dtype=dtype,
-                                 chunks=(chunk_rows, width))
+                                 chunks=(chunk_rows, width), **(filters or {}))
 
 
 class _PolyDataWriter:
-    def __init__(self, path: str, f):
+    def __init__(self, path: str, f, filters=None):
         self.path = path
         self.f = f
+        self.filters = filters or {}
         root = f.create_group("VTKHDF")
         root.attrs.create("Version", np.array(VERSION, dtype=np.int64))
         # Type must be a fixed-length ASCII string: np.bytes_ makes h5py write exactly that.
@@ -114,14 +116,14 @@ class _PolyDataWriter:
         pos_dt = np.result_type(*[check_dtype(where, c, dtypes[c]) for c in POSITION if c in dtypes])
         pos_dt = np.dtype(np.float32) if pos_dt == np.float32 else np.dtype(np.float64)
         rows = int(min(1 << 16, max(1024, sp.count)))
-        self.points = _resizable(self.root, "Points", pos_dt, rows, width=3)
+        self.points = _resizable(self.root, "Points", pos_dt, rows, width=3, filters=self.filters)
         self.names0 = list(names)
         self.columns = [c for c in names if c not in POSITION]
         for c in self.columns:
             if "/" in c or "." in c or not c:
                 raise UsageError(f"{where}: column name {c!r} cannot be a VTKHDF array name "
                                  "(VTKHDF forbids '/' and '.' in array names)")
-            ds = _resizable(self.point_data, c, check_dtype(where, c, dtypes[c]), rows)
+            ds = _resizable(self.point_data, c, check_dtype(where, c, dtypes[c]), rows, filters=self.filters)
             unit = sp.units.get(c)
             if unit:
                 ds.attrs["unit"] = str(unit)
@@ -239,17 +241,21 @@ class _PolyDataWriter:
         m.attrs["step_attributes"] = json.dumps(self.attrs, default=str)
 
 
-def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[str]]] = None) -> None:
+def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[str]]] = None,
+          compression: str = "none") -> None:
     """Writes steps as a VTKHDF PolyData file with one vertex cell per particle (temporal when
     there are several steps). Points are x, y, z (z = 0 when there is no z column); every
     other column becomes a point data array.
 
     species: the species to write; needed when a step holds several (a VTKHDF PolyData holds
-    one point set). A step without it is written with no points. The file is removed on error."""
+    one point set). A step without it is written with no points. The file is removed on error.
+    compression: "none", or an HDF5 filter on the points and point data ("gzip", which VTK
+    reads; "zstd", "blosc2": the reader needs hdf5plugin)."""
     path = os.fspath(path)
+    filters = h5_filter(compression)
     wanted = one_species(species, "a VTKHDF PolyData file")
     with created_file(path) as f:
-        w = _PolyDataWriter(path, f)
+        w = _PolyDataWriter(path, f, filters)
         chosen = wanted
         for step in steps:
             sp = _pick_species(path, step, wanted, chosen)
