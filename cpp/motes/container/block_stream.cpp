@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <list>
 #include <mutex>
 #include <unordered_map>
@@ -34,6 +35,10 @@ class Cache {
       if (end && !*end) mb = m;
     }
     limit_ = mb << 20;
+  }
+  bool contains(uint64_t stream, uint64_t block) {
+    std::lock_guard lock(m_);
+    return map_.count(Key{stream, block}) != 0;
   }
   std::shared_ptr<const DecodedBlock> find(uint64_t stream, uint64_t block) {
     std::lock_guard lock(m_);
@@ -263,9 +268,34 @@ void BlockStream::byte_ranges(uint64_t start, uint64_t n, std::vector<ByteRange>
     out.push_back({offset_ + start * type_.size, n * type_.size});
     return;
   }
+  std::vector<uint64_t> blocks;
+  blocks_of(start, n, blocks);
+  block_ranges(blocks, out);
+}
+
+void BlockStream::blocks_of(uint64_t start, uint64_t n, std::vector<uint64_t>& blocks) const {
+  if (!n || start >= count_) return;
+  n = std::min(n, count_ - start);
   for (uint64_t b = start / per_block_, e = (start + n - 1) / per_block_; b <= e; ++b)
-    if (!cache().find(id_, b)) out.push_back({blocks_[b].offset, blocks_[b].stored});  // decoded already: no read
-  if (codes_) codes_->byte_ranges(start, n, out);
+    if (blocks.empty() || blocks.back() != b) blocks.push_back(b);
+}
+
+void BlockStream::block_ranges(std::vector<uint64_t>& blocks, std::vector<ByteRange>& out) const {
+  std::sort(blocks.begin(), blocks.end());
+  blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+  for (uint64_t b : blocks) {
+    if (b >= block_count()) continue;
+    if (!coded_) {
+      const uint64_t first = b * per_block_;
+      out.push_back({offset_ + first * type_.size, values_in(b) * type_.size});
+    } else if (!cache().contains(id_, b)) {
+      out.push_back({blocks_[b].offset, blocks_[b].stored});  // decoded already: no read
+    }
+  }
+  if (codes_ && coded_) {
+    std::vector<uint64_t> same = blocks;
+    codes_->block_ranges(same, out);
+  }
 }
 
 void BlockStream::verify_block(uint64_t b) const {

@@ -73,8 +73,13 @@ class BlockStream {
   std::shared_ptr<const DecodedBlock> block(uint64_t b) const;
   // Copies values [start, start + n) to dst.
   void read(uint64_t start, uint64_t n, void* dst) const;
-  // The stored bytes holding values [start, start + n) (whole blocks when coded).
+  // The stored bytes holding values [start, start + n) (whole blocks when coded, leaving out
+  // blocks decoded already). Spans of many small runs should go through blocks_of (below).
   void byte_ranges(uint64_t start, uint64_t n, std::vector<ByteRange>& out) const;
+  // The blocks holding values [start, start + n), appended to `blocks` (without repeating the
+  // last one there); then the stored bytes of those not decoded already (sorted, unique).
+  void blocks_of(uint64_t start, uint64_t n, std::vector<uint64_t>& blocks) const;
+  void block_ranges(std::vector<uint64_t>& blocks, std::vector<ByteRange>& out) const;
   // Checks block b's stored bytes against its checksum (and that a coded block decodes).
   void verify_block(uint64_t b) const;
 

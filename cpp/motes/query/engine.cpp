@@ -112,16 +112,20 @@ void Query::prefetch(const ParticleFile& file, const std::vector<Task>& tasks) c
   if (!predicate_) return;
   // The predicate's columns over the runs to test, as few large reads issued together.
   std::vector<ByteRange> ranges;
+  std::vector<uint64_t> blocks;
   for (int c : referenced_columns(*predicate_)) {
-    const BlockStream& values = file.values(size_t(c));
-    const BlockStream* codes = file.codes(size_t(c));
-    for (const Task& t : tasks) {
-      if (t.all) continue;
-      (codes ? *codes : values).byte_ranges(t.start, t.count, ranges);
-    }
-    if (!codes) continue;
     // With quantile codes only some runs need values; which is known only once the codes are
     // read, so the values are left to the reads of the evaluation.
+    const BlockStream* codes = file.codes(size_t(c));
+    const BlockStream& s = codes ? *codes : file.values(size_t(c));
+    blocks.clear();
+    for (const Task& t : tasks)
+      if (!t.all) s.blocks_of(t.start, t.count, blocks);
+    if (s.in_place()) {
+      for (uint64_t b : blocks) s.byte_ranges(b * s.per_block(), s.per_block(), ranges);
+    } else {
+      s.block_ranges(blocks, ranges);
+    }
   }
   file.source().will_need(motes::coalesce(std::move(ranges), 1 << 20));
 }

@@ -128,11 +128,29 @@ void Selection::prefetch(const std::vector<size_t>& columns, uint64_t row_begin,
     ranges.clear();
     size_t end = k;
     while (end < last && part_of_[end] == part) ++end;
+    // Block numbers depend only on the block size, which the streams of a file share (format 2)
+    // or which depends on the dtype (format 1): computed once per block size.
+    std::vector<std::pair<uint64_t, std::vector<uint64_t>>> by_size;
     for (size_t column : columns) {
       if (column >= file->schema().size()) throw UsageError("column index out of range");
       const BlockStream& s = file->values(column);
-      if (s.in_place() && s.count() * s.value_size() < (64 << 10)) continue;  // small: not worth a hint
-      for (size_t j = k; j < end; ++j) s.byte_ranges(segments_[j].start, segments_[j].count, ranges);
+      if (s.in_place()) {
+        if (s.count() * s.value_size() < (64 << 10)) continue;  // small: not worth a hint
+        for (size_t j = k; j < end; ++j) s.byte_ranges(segments_[j].start, segments_[j].count, ranges);
+        continue;
+      }
+      std::vector<uint64_t>* blocks = nullptr;
+      for (auto& [per, list] : by_size)
+        if (per == s.per_block()) blocks = &list;
+      if (!blocks) {
+        by_size.emplace_back(s.per_block(), std::vector<uint64_t>());
+        blocks = &by_size.back().second;
+        for (size_t j = k; j < end; ++j) s.blocks_of(segments_[j].start, segments_[j].count, *blocks);
+        std::sort(blocks->begin(), blocks->end());
+        blocks->erase(std::unique(blocks->begin(), blocks->end()), blocks->end());
+      }
+      std::vector<uint64_t> copy = *blocks;
+      s.block_ranges(copy, ranges);
     }
     file->source().will_need(coalesce(std::move(ranges), kGap));
     ranges = {};
