@@ -36,6 +36,10 @@ class Cache {
     }
     limit_ = mb << 20;
   }
+  bool has_room(uint64_t bytes) {
+    std::lock_guard lock(m_);
+    return used_ + bytes <= limit_;
+  }
   bool contains(uint64_t stream, uint64_t block) {
     std::lock_guard lock(m_);
     return map_.count(Key{stream, block}) != 0;
@@ -249,8 +253,9 @@ void BlockStream::read(uint64_t start, uint64_t n, void* dst) const {
   while (n > 0) {
     uint64_t b = start / per_block_, first = b * per_block_;
     uint64_t take = std::min(n, first + values_in(b) - start);
-    if (take == values_in(b)) {
-      // A whole block: decoded straight into place (a bulk read: the cache keeps what queries reuse).
+    if (take == values_in(b) && !cache().has_room(take * size)) {
+      // A whole block of a bulk read when the cache is full: decoded straight into place, so a
+      // scan larger than the cache does not evict what queries reuse.
       if (auto hit = cache().find(id_, b)) std::memcpy(out, hit->data(), take * size);
       else decode_into(b, out);
     } else {

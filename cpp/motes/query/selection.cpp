@@ -43,12 +43,13 @@ size_t Selection::segment_of(uint64_t row) const {
   return size_t(std::upper_bound(offsets_.begin(), offsets_.end(), row) - offsets_.begin()) - 1;
 }
 
-void Selection::gather(size_t column, uint64_t row_begin, uint64_t row_end, void* dest, unsigned threads) const {
+void Selection::gather(size_t column, uint64_t row_begin, uint64_t row_end, void* dest, unsigned threads,
+                       bool hint) const {
   if (row_end > size() || row_begin > row_end) throw UsageError("selection rows out of range");
   if (row_begin == row_end) return;
   if (column >= collection_->schema().size()) throw UsageError("column index out of range");
   const DType dtype = collection_->schema()[column].dtype;
-  prefetch({column}, row_begin, row_end);  // what is not in memory yet is asked for at once
+  if (hint) prefetch({column}, row_begin, row_end);  // what is not in memory yet is asked for at once
   // The column's values in every part the rows touch (opened already by the query): in place
   // when they are, else read through a BlockReader per thread.
   std::vector<const char*> base(collection_->part_count(), nullptr);

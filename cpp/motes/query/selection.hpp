@@ -18,7 +18,9 @@ class Selection {
   uint64_t size() const { return offsets_.empty() ? 0 : offsets_.back(); }
   const Collection& collection() const { return *collection_; }
   // Copies rows [row_begin, row_end) of the selection of column `column` into dest (column dtype).
-  void gather(size_t column, uint64_t row_begin, uint64_t row_end, void* dest, unsigned threads) const;
+  // hint: ask the sources for what is not in memory first (a caller that called prefetch for
+  // every column it gathers passes false).
+  void gather(size_t column, uint64_t row_begin, uint64_t row_end, void* dest, unsigned threads, bool hint = true) const;
   // Asks the sources to start reading, all at once, what gathering these columns will read:
   // a cold query then waits for a few overlapping reads, not one page fault per row.
   // (Gathering does this for its column; a caller gathering several columns may ask for all
