@@ -8,6 +8,14 @@
 
 #include "motes/capi/writer_state.hpp"
 
+// Every dtype of the core's table (core/types.hpp) is a motes_dtype of motes.h, with the
+// table's code (the file format's).
+#define MOTES_CAPI_CHECK_DTYPE(name, code, type, numpy_name, c_name)                   \
+  static_assert(c_name == code && uint8_t(motes::DType::name) == code, "motes.h's " #c_name \
+                                                                       " differs from the dtype table (core/types.hpp)");
+MOTES_DTYPES(MOTES_CAPI_CHECK_DTYPE)
+#undef MOTES_CAPI_CHECK_DTYPE
+
 namespace {
 
 motes::ColumnView* find_column(motes_writer* w, const char* species, const char* name) {
