@@ -28,6 +28,7 @@
 #include "motes/query/engine.hpp"
 #include "motes/query/selection.hpp"
 #include "motes/core/parallel.hpp"
+#include "motes/core/version.hpp"
 #ifdef MOTES_HAVE_MPI
 #include "motes/parallel/mpi_io.hpp"
 #endif
@@ -223,6 +224,7 @@ nb::dict counters_dict(const motes::QueryCounters& c) {
 
 NB_MODULE(_core, m) {
   m.doc() = "motes C++ core (layout, format, queries, analyses)";
+  m.attr("version") = motes::version;  // project(VERSION) of CMakeLists.txt: motes.__version__
 
   // motes.MotesError, and one class per kind of the error table (core/errors.hpp), each
   // deriving from MotesError and the kind's Python bases (ValueError, OSError, ...), with

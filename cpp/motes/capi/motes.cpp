@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "motes/capi/writer_state.hpp"
+#include "motes/core/version.hpp"
 
 // Every dtype of the core's table (core/types.hpp) is a motes_dtype of motes.h, with the
 // table's code (the file format's).
@@ -63,9 +64,9 @@ extern "C" {
 const char* motes_last_error(void) { return last_error.c_str(); }
 
 void motes_version(int* major, int* minor, int* patch) {
-  if (major) *major = 0;
-  if (minor) *minor = 1;
-  if (patch) *patch = 0;
+  if (major) *major = motes::version_major;
+  if (minor) *minor = motes::version_minor;
+  if (patch) *patch = motes::version_patch;
 }
 
 motes_status motes_writer_open(const char* path, motes_writer** writer) {
