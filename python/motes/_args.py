@@ -4,12 +4,12 @@ arguments") or an overflow inside the core."""
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import os
 from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
+from . import _core
 from ._core import UsageError
 
 INT64 = (-(1 << 63), (1 << 63) - 1)
@@ -95,31 +95,33 @@ def quality(value: Any) -> Tuple[float, float]:
     return q0, q1
 
 
-def attributes(name: str, value: Optional[Mapping[str, Any]]) -> str:
-    """A mapping as strict JSON text: no NaN or infinity (JSON has none), str keys, not nested
-    too deeply (the core counts the depth)."""
+def attributes(name: str, value: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """A mapping of attributes as a dict the core takes, checked by the core now (before
+    anything is written, and on every rank of a parallel write): JSON values (dict with str
+    keys, list, tuple, str, int, float but NaN and infinity, bool, None), nested at most as
+    deep as the core allows. They cross into the core as Python objects, not as text."""
     if value is None:
-        return "{}"
+        return {}
     if not isinstance(value, Mapping):
         raise UsageError(f"{name} must be a mapping (a JSON object), got {type(value).__name__}")
-    try:
-        return json.dumps(dict(value), allow_nan=False)
-    except ValueError as e:  # NaN or infinity
-        raise UsageError(f"{name} must be JSON: {e} (NaN and infinity have no JSON form; use null or a string)") from None
-    except TypeError as e:
-        raise UsageError(f"{name} must be JSON-serialisable: {e}") from None
-    except RecursionError:
-        raise UsageError(f"{name} are nested too deeply") from None
+    attrs = dict(value)
+    _core.check_attributes(attrs, name)
+    return attrs
 
 
-COMPRESSIONS = ("lossless", "none")
+def member(name: str, enum_type: Any, value: Any) -> Any:
+    """A member of one of the core's enums (Compression, AggregationMethod), or its name."""
+    if isinstance(value, enum_type):
+        return value
+    names = list(enum_type.__members__)
+    if isinstance(value, str) and value in names:
+        return enum_type[value]
+    raise UsageError(f"{name} must be one of {', '.join(map(repr, names))}, got {value!r}")
 
 
-def compression(value: Any) -> str:
-    """How values are stored: "lossless" (the default) or "none"."""
-    if value not in COMPRESSIONS:
-        raise UsageError(f"compression must be one of {', '.join(map(repr, COMPRESSIONS))}, got {value!r}")
-    return str(value)
+def compression(value: Any) -> Any:
+    """How values are stored: a name of the core's Compression ("lossless", "none")."""
+    return member("compression", _core.Compression, value)
 
 
 def error_bounds(value: Any) -> Dict[str, float]:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _args, _core, units
+from . import _args, _core, _defaults, units
 from ._core import FormatError, MotesError, UsageError
 from .dtypes import column_array, numpy_dtype
 from .errors import storage_errors
@@ -100,17 +99,28 @@ class Table(dict):
 
 
 
-def _selection(where, box, quality, fraction, threads) -> Dict[str, Any]:
-    """The selection arguments of the core's queries and analyses, checked."""
-    q0, q1 = _args.quality(quality)
+def _selection(where, box, quality, fraction, threads):
+    """The core's QuerySpec of a query's arguments, checked; what is None keeps the core's default."""
+    spec = _core.QuerySpec()
+    if quality is not None:
+        spec.quality_from, spec.quality_to = _args.quality(quality)
     if fraction is not None:
-        fraction = _args.number("fraction", fraction)
-        if not 0.0 <= fraction <= 1.0:
-            raise UsageError(f"fraction must be in [0, 1], got {fraction:g}")
-        if (q0, q1) != (0.0, 1.0):
+        spec.fraction = _fraction(fraction)
+        if (spec.quality_from, spec.quality_to) != (_core.QuerySpec().quality_from, _core.QuerySpec().quality_to):
             raise UsageError("pass either fraction= or quality=, not both")
-    return dict(where=_args.where(where), box=_box(box), quality_from=q0, quality_to=q1,
-                threads=_args.threads(threads), fraction=fraction)
+    if where is not None:
+        spec.where = _args.where(where)
+    spec.box = _box(box)
+    if threads is not None:
+        spec.threads = _args.threads(threads)
+    return spec
+
+
+def _fraction(fraction: Any) -> float:
+    fraction = _args.number("fraction", fraction)
+    if not 0.0 <= fraction <= 1.0:
+        raise UsageError(f"fraction must be in [0, 1], got {fraction:g}")
+    return fraction
 
 
 def _box(box: BoxLike) -> Optional[List[float]]:
@@ -164,26 +174,19 @@ class _Progress:
             bar.close()
 
 
-@dataclass
-class _WriteConfig:
-    leaf_size: int = 512
-    lod_count: int = 8
-    treelet_size: int = 65536
-    threads: int = 0
-    sync: bool = True
-    compression: str = "lossless"
-
-    def __post_init__(self):
-        for name in ("leaf_size", "lod_count", "treelet_size"):
-            setattr(self, name, _args.integer(name, getattr(self, name), 1, _args.UINT32[1]))
-        self.threads = _args.threads(self.threads)
-        self.sync = bool(self.sync)
-        self.compression = _args.compression(self.compression)
-
-
-def _write_kwargs(cfg: _WriteConfig) -> Dict[str, Any]:
-    return dict(leaf_size=cfg.leaf_size, lod_count=cfg.lod_count, treelet_size=cfg.treelet_size,
-                threads=cfg.threads, sync=cfg.sync, compression=cfg.compression)
+def _write_options(leaf_size=None, lod_count=None, treelet_size=None, threads=None, sync=None, compression=None):
+    """The core's WriteOptions of a writer's arguments, checked; what is None keeps the core's default."""
+    o = _core.WriteOptions()
+    for name, value in (("leaf_size", leaf_size), ("lod_count", lod_count), ("treelet_size", treelet_size)):
+        if value is not None:
+            setattr(o.layout, name, _args.integer(name, value, 1, _args.UINT32[1]))
+    if threads is not None:
+        o.layout.threads = _args.threads(threads)
+    if sync is not None:
+        o.sync = bool(sync)
+    if compression is not None:
+        o.compression = _args.compression(compression)
+    return o
 
 
 class Writer:
@@ -204,24 +207,45 @@ class Writer:
     else 0), then raises ``UsageError`` naming the holder.
     """
 
-    def __init__(self, path: Union[str, os.PathLike], *, leaf_size: int = 512, lod_count: int = 8,
-                 treelet_size: int = 65536, threads: int = 0, sync: bool = True, progress: bool = False,
-                 comm: Any = None, aggregation: str = "adaptive", target_bytes: int = 0, best_axis: bool = False,
-                 overfull: float = 1.25, lock_timeout: Optional[float] = None, compression: str = "lossless"):
+    def __init__(self, path: Union[str, os.PathLike], *, leaf_size: Optional[int] = None,
+                 lod_count: Optional[int] = None, treelet_size: Optional[int] = None, threads: Optional[int] = None,
+                 sync: Optional[bool] = None, progress: bool = False, comm: Any = None,
+                 aggregation: Optional[str] = None, target_bytes: Optional[int] = None,
+                 best_axis: Optional[bool] = None, overfull: Optional[float] = None,
+                 lock_timeout: Optional[float] = None, compression: Optional[str] = None):
         self.path = _args.path(path)
         self._core = None  # created with the first step, once its columns passed validation
-        self._cfg = _WriteConfig(leaf_size, lod_count, treelet_size, threads, sync, compression)
+        self._options = _write_options(leaf_size, lod_count, treelet_size, threads, sync, compression)
         self._lock_timeout = None if lock_timeout is None else _args.number("lock_timeout", lock_timeout)
         self._progress = progress
         self._comm = None if comm is None else _comm_handle(comm)
         self._comm_obj = comm
-        if aggregation not in ("adaptive", "aug"):
-            raise UsageError(f"aggregation must be 'adaptive' or 'aug', got {aggregation!r}")
-        target_bytes = _args.integer("target_bytes", target_bytes, *_args.UINT64)
-        if not _args.number("overfull", overfull) >= 1.0:
-            raise UsageError(f"overfull must be >= 1, got {overfull}")
-        self._aggregation = dict(method=aggregation, target_bytes=target_bytes, best_axis=bool(best_axis),
-                                 overfull=float(overfull))
+        # The parallel write's settings given (the rest: the core's ParallelWriteOptions).
+        self._aggregation: Dict[str, Any] = {}
+        if aggregation is not None:
+            self._aggregation["method"] = _args.member("aggregation", _core.AggregationMethod, aggregation)
+        if target_bytes is not None:
+            self._aggregation["target_bytes"] = _args.integer("target_bytes", target_bytes, *_args.UINT64)
+        if best_axis is not None:
+            self._aggregation["best_axis"] = bool(best_axis)
+        if overfull is not None:
+            if not _args.number("overfull", overfull) >= 1.0:
+                raise UsageError(f"overfull must be >= 1, got {overfull}")
+            self._aggregation["overfull"] = float(overfull)
+
+    def _parallel_options(self):
+        """The core's ParallelWriteOptions of this writer (its defaults read now: lock_timeout's
+        comes from the environment)."""
+        o = _core.ParallelWriteOptions()
+        o.write = self._options
+        for name, value in self._aggregation.items():
+            if name == "method":
+                o.method = value
+            else:
+                setattr(o.aggregation, name, value)
+        if self._lock_timeout is not None:
+            o.lock_timeout = self._lock_timeout
+        return o
 
     @_storage("cannot write the step")
     def write_step(self, step: int, species: Union[ColumnsLike, Mapping[str, ColumnsLike]], *, time: float = 0.0,
@@ -244,18 +268,17 @@ class Writer:
             return payload, _args.attributes("step attributes", attributes), _args.step(step), \
                 _args.number("step time", time)
 
-        payload, attrs_json, step, time = _on_every_rank(self._comm_obj, prepare, f"checking the columns of step {step}")
+        payload, attrs, step, time = _on_every_rank(self._comm_obj, prepare, f"checking the columns of step {step}")
         if self._comm is not None:
-            timeout = {} if self._lock_timeout is None else {"lock_timeout": self._lock_timeout}
-            return _core.write_step_parallel(self._comm, self.path, step, time, attrs_json, payload,
-                                             **_write_kwargs(self._cfg), **self._aggregation, **timeout)
+            return _core.write_step_parallel(self._comm, self.path, step, time, attrs, payload,
+                                             self._parallel_options()).to_dict()
         bar = _Progress(self._progress, f"step {step}")
         with self._writing():
             try:
-                return self._core.append_step(step, time, attrs_json, payload, progress=bar.callback(),
-                                              **_write_kwargs(self._cfg))
+                summaries = self._core.append_step(step, time, attrs, payload, self._options, progress=bar.callback())
             finally:
                 bar.close()
+            return [s.to_dict() for s in summaries]
 
     @contextlib.contextmanager
     def _writing(self):
@@ -288,19 +311,19 @@ class Writer:
         appears only when every chunk is written; on any error nothing is published."""
         if self._comm is not None:
             raise UsageError("write_step_chunks is serial; parallel writers use write_step")
-        attrs_json = _args.attributes("step attributes", attributes)
+        attrs = _args.attributes("step attributes", attributes)
         step, time = _args.step(step), _args.number("step time", time)
         if not isinstance(species, Mapping) or not species:
             raise UsageError("species must be a non-empty mapping of name -> iterable of column chunks")
         names = [_args.text("species name", name) for name in species]
         units = dict(units or {})
         with self._writing():
-            parted = self._core.begin_parted_step(step, time, attrs_json, names, **_write_kwargs(self._cfg))
+            parted = self._core.begin_parted_step(step, time, attrs, names, self._options)
             try:
                 summaries = []
                 for name, chunks in species.items():
                     for chunk in chunks:
-                        summaries.append(parted.add_part(name, _column_tuples(chunk, index, units.get(name))))
+                        summaries.append(parted.add_part(name, _column_tuples(chunk, index, units.get(name))).to_dict())
                 parted.commit()
             finally:
                 parted.close()  # releases the lock; an uncommitted step's files are removed
@@ -319,16 +342,17 @@ class Writer:
 def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str, ColumnsLike]], *, step: int = 0,
           time: float = 0.0, species: str = "particles", attributes: Optional[Mapping[str, Any]] = None,
           index: Optional[Mapping[str, str]] = None, units: Optional[Mapping[str, str]] = None,
-          leaf_size: int = 512, lod_count: int = 8, treelet_size: int = 65536, threads: int = 0,
-          sync: bool = True, progress: bool = False, comm: Any = None, aggregation: str = "adaptive",
-          target_bytes: int = 0, best_axis: bool = False, lock_timeout: Optional[float] = None,
-          compression: str = "lossless", error_bounds: Optional[Mapping[str, float]] = None):
+          leaf_size: Optional[int] = None, lod_count: Optional[int] = None, treelet_size: Optional[int] = None,
+          threads: Optional[int] = None, sync: Optional[bool] = None, progress: bool = False, comm: Any = None,
+          aggregation: Optional[str] = None, target_bytes: Optional[int] = None, best_axis: Optional[bool] = None,
+          lock_timeout: Optional[float] = None, compression: Optional[str] = None,
+          error_bounds: Optional[Mapping[str, float]] = None):
     """Writes one step of particles into the dataset directory ``path`` (created when absent).
 
     ``columns`` maps names to equal-length 1-D numpy arrays and must hold ``x``, ``y``, ``z``
     (float32/float64); or it maps species names to such mappings. Arrays are read in place.
-    Values are stored compressed and exactly (``compression="lossless"``, the default) or as
-    they are (``"none"``); ``error_bounds`` allows an absolute error per column instead.
+    Values are stored compressed and exactly (``compression="lossless"``) or as they are
+    (``"none"``); ``error_bounds`` allows an absolute error per column instead.
     With ``comm`` (mpi4py), a collective write of every rank's columns (see :class:`Writer`).
     """
     w = Writer(path, leaf_size=leaf_size, lod_count=lod_count, treelet_size=treelet_size, threads=threads,
@@ -355,8 +379,7 @@ class Dataset:
         self.path = _args.path(path)
         with storage_errors(self.path, "cannot open the dataset"):
             self._core = _core.DatasetCore.open(self.path)
-        self._steps = [Step(s["index"], s["time"], json.loads(s["attributes_json"]), s["species"])
-                       for s in self._core.steps]
+        self._steps = [Step(s["index"], s["time"], s["attributes"], s["species"]) for s in self._core.steps]
         self._files: Dict[str, Any] = {}
 
     def __repr__(self) -> str:
@@ -375,17 +398,17 @@ class Dataset:
     @property
     def attributes(self) -> Dict[str, Any]:
         """Dataset-level attributes (a JSON object), e.g. the code and its input deck."""
-        return json.loads(self._core.attributes_json)
+        return self._core.attributes
 
     @_storage("cannot write the attributes")
     def set_attributes(self, attributes: Mapping[str, Any], *, lock_timeout: Optional[float] = None) -> None:
         """Replaces the dataset-level attributes. Like a step write, this takes the dataset's
         lock (waiting up to ``lock_timeout`` seconds for another writer) and rewrites the
         manifest on disk atomically, keeping every step appended since this handle was opened."""
-        text = _args.attributes("dataset attributes", attributes)
+        attrs = _args.attributes("dataset attributes", attributes)
         if lock_timeout is not None:
             self._core.lock_timeout = _args.number("lock_timeout", lock_timeout)
-        self._core.set_attributes_json(text)
+        self._core.set_attributes(attrs)
 
     def step(self, step: Optional[int] = None) -> Step:
         """The step with index ``step`` (default: the last step)."""
@@ -448,16 +471,16 @@ class Dataset:
 
     # --- queries -----------------------------------------------------------------------------
     @_storage("cannot read")
-    def select(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
+    def select(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
                fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
-               threads: int = 0):
+               threads: Optional[int] = None):
         """The selection (file positions) matching the query, without copying any column."""
-        return _core.select(self.source(step, species), **_selection(where, box, quality, fraction, threads))
+        return _core.select(self.source(step, species), _selection(where, box, quality, fraction, threads))
 
     @_storage("cannot read")
-    def query(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
+    def query(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
               fraction: Optional[float] = None, columns: Optional[Sequence[str]] = None,
-              step: Optional[int] = None, species: Optional[str] = None, threads: int = 0) -> Table:
+              step: Optional[int] = None, species: Optional[str] = None, threads: Optional[int] = None) -> Table:
         """Particles matching ``where`` (an expression such as ``"energy > 1.3 and 10 < x < 20"``)
         inside ``box`` (xmin, ymin, zmin, xmax, ymax, zmax; inclusive), at ``quality`` in [0, 1]
         (1 = every particle; a pair (q0, q1) reads only what q1 adds to q0), or among a share
@@ -469,10 +492,10 @@ class Dataset:
         names = self._columns(columns, step, species)
         return Table(dict(zip(names, sel.gather_columns(names, 0, sel.size))), sel.counters)
 
-    def query_batches(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
+    def query_batches(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
                       fraction: Optional[float] = None, columns: Optional[Sequence[str]] = None,
                       batch_size: int = 1 << 20, step: Optional[int] = None, species: Optional[str] = None,
-                      threads: int = 0) -> Iterator[Table]:
+                      threads: Optional[int] = None) -> Iterator[Table]:
         """Like :meth:`query`, yielding tables of at most ``batch_size`` rows (bounded memory)."""
         if _args.integer("batch_size", batch_size, 1, _args.UINT64[1]) < 1:
             raise UsageError("batch_size must be at least 1")
@@ -496,25 +519,25 @@ class Dataset:
         return list(columns)
 
     @_storage("cannot read")
-    def count(self, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
+    def count(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
               fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
-              threads: int = 0) -> int:
+              threads: Optional[int] = None) -> int:
         """Number of particles matching the query (nothing is copied)."""
-        return int(_core.count(self.source(step, species), **_selection(where, box, quality, fraction, threads)))
+        return int(_core.count(self.source(step, species), _selection(where, box, quality, fraction, threads)))
 
     @_storage("cannot read")
-    def stats(self, column: str, where: Optional[str] = None, box: BoxLike = None, quality: Quality = 1.0, *,
+    def stats(self, column: str, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
               fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
-              threads: int = 0) -> Dict[str, Any]:
+              threads: Optional[int] = None) -> Dict[str, Any]:
         """count, valid (not NaN), min, max, sum, mean of ``column`` over the matching particles."""
         return _core.stats(self.source(step, species), _args.text("column", column),
-                           **_selection(where, box, quality, fraction, threads))
+                           _selection(where, box, quality, fraction, threads)).to_dict()
 
     @_storage("cannot read")
     def histogram(self, x: str, y: Optional[str] = None, *, bins: Union[int, Tuple[int, int]] = 64,
                   range: Optional[Sequence] = None, weights: Optional[str] = None, where: Optional[str] = None,
-                  box: BoxLike = None, quality: Quality = 1.0, fraction: Optional[float] = None,
-                  step: Optional[int] = None, species: Optional[str] = None, threads: int = 0):
+                  box: BoxLike = None, quality: Optional[Quality] = None, fraction: Optional[float] = None,
+                  step: Optional[int] = None, species: Optional[str] = None, threads: Optional[int] = None):
         """1-D (``y=None``) or 2-D histogram of the matching particles, computed while traversing.
 
         Same conventions as ``numpy.histogram`` / ``numpy.histogram2d`` with integer bins: returns
@@ -537,8 +560,8 @@ class Dataset:
         resolved = []
         for name, r in zip(axes, ranges):
             if r is None:
-                s = _core.stats(f, name, **sel)
-                lo, hi = (0.0, 1.0) if s["min"] is None else (s["min"], s["max"])
+                s = _core.stats(f, name, sel)
+                lo, hi = (0.0, 1.0) if s.min is None else (s.min, s.max)
             else:
                 if len(r) != 2:
                     raise UsageError(f"range for '{name}' must be (min, max)")
@@ -552,10 +575,10 @@ class Dataset:
             if int(n) != n or n < 1:
                 raise UsageError("bins must be positive integers")
         if y is None:
-            h = _core.histogram(f, x, int(nbins[0]), *resolved[0], weight=weights, **sel)
+            h = _core.histogram(f, x, int(nbins[0]), *resolved[0], weight=weights, spec=sel)
         else:
             h = _core.histogram(f, x, int(nbins[0]), *resolved[0], y=y, ybins=int(nbins[1]), ylo=resolved[1][0],
-                                yhi=resolved[1][1], weight=weights, **sel)
+                                yhi=resolved[1][1], weight=weights, spec=sel)
         if weights is None:
             h = h.astype(np.int64)
         edges = [np.linspace(lo, hi, int(n) + 1) for (lo, hi), n in zip(resolved, nbins)]
@@ -643,8 +666,8 @@ def _error_kind(e: BaseException) -> str:
 
 def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = None, where: Optional[str] = None,
                    columns: Optional[Sequence[str]] = None, step: Optional[int] = None,
-                   species: Optional[str] = None, quality: float = 1.0, fraction: Optional[float] = None,
-                   threads: int = 0) -> Table:
+                   species: Optional[str] = None, quality: Optional[float] = None, fraction: Optional[float] = None,
+                   threads: Optional[int] = None) -> Table:
     """Collective read of one step over the ranks of ``comm`` (mpi4py), whatever number of
     ranks wrote it. With ``box`` (this rank's region, inclusive; every rank passes one) each
     rank gets the particles inside its box, e.g. to restart a simulation on a new
@@ -655,16 +678,33 @@ def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = N
     handle = _comm_handle(comm)
 
     def prepare():
-        sel = _selection(where, box, quality, fraction, threads)
+        spec = _selection(where, box, quality, fraction, threads)  # checked as a query's
+        req = _core.PartitionRequest()  # what is None keeps the core's default
+        if quality is not None:
+            req.quality = spec.quality_to
+        if fraction is not None:
+            req.fraction = spec.fraction
+        if where is not None:
+            req.where = spec.where
+        req.box = spec.box
+        if threads is not None:
+            req.threads = spec.threads
         ds = Dataset(path)
         ds.source(step, species)  # the files, checked against the manifest
-        return ds._species(step, species)["path"], ds._columns(columns, step, species), sel
+        req.columns = ds._columns(columns, step, species)
+        return ds._species(step, species)["path"], req
 
-    src, names, sel = _on_every_rank(comm, prepare, f"opening '{os.fspath(path)}' for a parallel read")
+    src, req = _on_every_rank(comm, prepare, f"opening '{os.fspath(path)}' for a parallel read")
     with storage_errors(path, "cannot read"):
-        cols = _core.read_partition(handle, src, sel["box"], sel["where"], names, sel["threads"], sel["quality_to"],
-                                    sel["fraction"])
-    return Table({n: cols[n] for n in names})
+        cols = _core.read_partition(handle, src, req)
+    return Table({n: cols[n] for n in req.columns})
+
+
+_WRITE_OPTIONS = ("leaf_size", "lod_count", "treelet_size", "threads", "sync", "compression")
+_PARALLEL_OPTIONS = ("aggregation", "target_bytes", "best_axis", "overfull", "lock_timeout")
+Writer.__doc__ = Writer.__doc__.rstrip() + "\n" + _defaults.options_doc(_WRITE_OPTIONS + _PARALLEL_OPTIONS)
+write.__doc__ = write.__doc__.rstrip() + "\n" + _defaults.options_doc(
+    _WRITE_OPTIONS + tuple(o for o in _PARALLEL_OPTIONS if o != "overfull"))
 
 
 def open(path: Union[str, os.PathLike]) -> Dataset:  # noqa: A001 - mirrors builtins.open on purpose

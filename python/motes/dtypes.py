@@ -10,16 +10,29 @@ import numpy as np
 from . import _core
 from ._core import UsageError
 
-__all__ = ["NAMES", "SUPPORTED", "numpy_dtype", "column_array"]
+__all__ = ["NAMES", "SUPPORTED", "SUMMARY", "numpy_dtype", "column_array"]
 
 #: Stored dtype names in code order ("f32", "f64", "i8", ... "u64"): the core's table.
-NAMES = tuple(_core.dtype_names)
+NAMES = tuple(d.name for d in _core.dtypes())
 
-
-_BY_NAME: Dict[str, np.dtype] = {n: np.dtype(f"<{n[0]}{int(n[1:]) // 8}") for n in NAMES}
+_BY_NAME: Dict[str, np.dtype] = {d.name: np.dtype(d.numpy_name) for d in _core.dtypes()}
 
 #: numpy dtypes a column may have (native byte order).
 SUPPORTED = frozenset(_BY_NAME.values())
+
+
+def _summary() -> str:
+    """The stored dtypes as people write them: "float32/64, int8-64 and uint8-64"."""
+    groups: Dict[str, list] = {}
+    for d in _core.dtypes():
+        groups.setdefault(d.numpy_name.rstrip("0123456789"), []).append(8 * d.size)
+    parts = [f"{kind}{bits[0]}/{bits[1]}" if len(bits) == 2 else f"{kind}{bits[0]}-{bits[-1]}" if len(bits) > 2
+             else f"{kind}{bits[0]}" for kind, bits in groups.items()]
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+
+
+#: The stored dtypes in words, for messages: "float32/64, int8-64 and uint8-64".
+SUMMARY = _summary()
 
 
 def numpy_dtype(name: str) -> np.dtype:
@@ -45,7 +58,7 @@ def column_array(name: str, values) -> np.ndarray:
     if dt == np.bool_:
         return arr.astype(np.uint8)
     if dt.fields is not None or dt.newbyteorder("=") not in SUPPORTED:
-        raise UsageError(f"column '{name}' has unsupported dtype {dt} (use float32/64, int8-64 or uint8-64)")
+        raise UsageError(f"column '{name}' has unsupported dtype {dt} (use {SUMMARY})")
     if not dt.isnative:
         return arr.astype(dt.newbyteorder("="))
     if not arr.flags.aligned or arr.strides[0] % dt.itemsize:

@@ -7,6 +7,15 @@
 #include <vector>
 
 #include "motes/capi/writer_state.hpp"
+#include "motes/core/version.hpp"
+
+// Every dtype of the core's table (core/types.hpp) is a motes_dtype of motes.h, with the
+// table's code (the file format's).
+#define MOTES_CAPI_CHECK_DTYPE(name, code, type, numpy_name, c_name)                   \
+  static_assert(c_name == code && uint8_t(motes::DType::name) == code, "motes.h's " #c_name \
+                                                                       " differs from the dtype table (core/types.hpp)");
+MOTES_DTYPES(MOTES_CAPI_CHECK_DTYPE)
+#undef MOTES_CAPI_CHECK_DTYPE
 
 namespace {
 
@@ -55,9 +64,9 @@ extern "C" {
 const char* motes_last_error(void) { return last_error.c_str(); }
 
 void motes_version(int* major, int* minor, int* patch) {
-  if (major) *major = 0;
-  if (minor) *minor = 1;
-  if (patch) *patch = 0;
+  if (major) *major = motes::version_major;
+  if (minor) *minor = motes::version_minor;
+  if (patch) *patch = motes::version_patch;
 }
 
 motes_status motes_writer_open(const char* path, motes_writer** writer) {
@@ -74,13 +83,13 @@ motes_status motes_writer_open(const char* path, motes_writer** writer) {
 motes_status motes_writer_set_options(motes_writer* w, uint32_t leaf_size, uint32_t lod_count, uint32_t threads, int sync) {
   return guarded([&] {
     if (!w) return fail(MOTES_ERROR_USAGE, "motes_writer_set_options: writer is NULL");
-    motes::LayoutOptions o = w->options.layout;
+    motes::LayoutOptions o = w->options.write.layout;
     if (leaf_size) o.leaf_size = leaf_size;
     if (lod_count) o.lod_count = lod_count;
     o.threads = threads;
     motes::check_layout_options(o);
-    w->options.layout = o;
-    w->options.sync = sync != 0;
+    w->options.write.layout = o;
+    w->options.write.sync = sync != 0;
     return MOTES_OK;
   });
 }
@@ -168,7 +177,7 @@ motes_status motes_writer_write_step(motes_writer* w) {
     if (!w->in_step) return fail(MOTES_ERROR_USAGE, "no step begun: call motes_writer_begin_step first");
     complete_declared_columns(w);
     if (w->write_collective) w->write_collective(*w);
-    else w->dataset->append_step(w->step, w->time, w->attributes, w->species, w->options);
+    else w->dataset->append_step(w->step, w->time, w->attributes, w->species, w->options.write);
     w->in_step = false;
     w->species.clear();
     return MOTES_OK;

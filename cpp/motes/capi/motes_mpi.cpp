@@ -20,12 +20,7 @@ motes_status motes_writer_open_parallel(const char* path, MPI_Comm comm, motes_w
     motes::open_dataset_parallel(own, dir);
     auto w = std::make_unique<motes_writer>();
     w->write_collective = [dir, comm_holder](motes_writer& self) {
-      motes::ParallelWriteOptions o;
-      o.write = self.options;
-      o.aggregation.target_bytes = self.target_bytes;
-      o.aggregation.best_axis = self.best_axis != 0;
-      o.method = self.method_aug ? motes::AggregationMethod::aug : motes::AggregationMethod::adaptive;
-      motes::write_step_parallel(*comm_holder, dir, self.step, self.time, self.attributes, self.species, o);
+      motes::write_step_parallel(*comm_holder, dir, self.step, self.time, self.attributes, self.species, self.options);
     };
     *writer = w.release();
     return MOTES_OK;
@@ -42,9 +37,9 @@ motes_status motes_writer_set_aggregation(motes_writer* w, uint64_t target_bytes
     if (!w->write_collective) return fail(MOTES_ERROR_USAGE, "motes_writer_set_aggregation: the writer is not parallel");
     if (std::strcmp(method, "adaptive") != 0 && std::strcmp(method, "aug") != 0)
       return fail(MOTES_ERROR_USAGE, std::string("aggregation method must be 'adaptive' or 'aug', got '") + method + "'");
-    w->target_bytes = target_bytes;
-    w->method_aug = std::strcmp(method, "aug") == 0;
-    w->best_axis = best_axis;
+    w->options.aggregation.target_bytes = target_bytes;
+    w->options.aggregation.best_axis = best_axis != 0;
+    w->options.method = std::strcmp(method, "aug") == 0 ? motes::AggregationMethod::aug : motes::AggregationMethod::adaptive;
     return MOTES_OK;
   });
 }

@@ -11,6 +11,7 @@
 #include "motes/capi/motes.h"
 #include "motes/core/errors.hpp"
 #include "motes/dataset/dataset.hpp"
+#include "motes/parallel/options.hpp"
 
 // Every kind of the error table is a motes_status of motes.h, with the table's code.
 #define MOTES_CAPI_CHECK_STATUS(kind, cls, c_status, code, ...)             \
@@ -21,7 +22,9 @@ MOTES_ERROR_KINDS(MOTES_CAPI_CHECK_STATUS)
 
 struct motes_writer {
   std::optional<motes::Dataset> dataset;  // serial writers; a parallel write opens it on rank 0 only
-  motes::WriteOptions options;
+  // Every writer's file options (.write, motes_writer_set_options); the aggregation of
+  // parallel writers (motes_writer_set_aggregation). The core's defaults until set.
+  motes::ParallelWriteOptions options;
   bool in_step = false;
   int64_t step = 0;
   double time = 0;
@@ -31,10 +34,6 @@ struct motes_writer {
   std::vector<std::pair<std::string, motes::ColumnSpec>> declared;
   // Set by motes_writer_open_parallel: writes the step collectively instead.
   std::function<void(motes_writer&)> write_collective;
-  // Aggregation settings of parallel writers (motes_writer_set_aggregation).
-  uint64_t target_bytes = 0;
-  int method_aug = 0;
-  int best_axis = 0;
 };
 
 inline thread_local std::string last_error;

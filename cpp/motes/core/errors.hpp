@@ -1,6 +1,6 @@
 // Every kind of failure motes reports, in one table: the single source of truth for
 // the C++ exception class, the C API status (capi/motes.h), the Python exception
-// class (python/src/bindings.cpp registers them from this table, exported as
+// class (python/src/errors.cpp registers them from this table, exported as
 // motes._core.error_kinds) and the exit status of the `motes` command. The MPI layer
 // carries the kind between ranks (parallel/agree.cpp) and raises the same class on
 // every rank. docs/guide.md#errors shows the table; tests check every layer against it.
@@ -9,7 +9,7 @@
 //   code         the value of ErrorKind and of the C status c_status: stable, never renumber
 //   python_class derives from motes.MotesError and from python_bases: Python classes of
 //                rows above, then builtins ("": MotesError alone). Classes deriving from
-//                OSError take errno, strerror and filename keywords (python/src/bindings.cpp)
+//                OSError take errno, strerror and filename keywords (python/src/errors.cpp)
 //   exit_code    of the `motes` command when the command fails with this kind
 #pragma once
 

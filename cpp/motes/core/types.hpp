@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "motes/core/errors.hpp"
@@ -14,50 +15,102 @@
 
 namespace motes {
 
-// The codes are part of the on-disk format (docs/format.md): never renumber.
+// The stored dtypes, one row each: the single table every layer derives from (the enum,
+// sizes, names, dispatch on the C++ type; the C API's motes_dtype values, checked in
+// capi/motes.cpp; the Fortran constants, checked by tests/cpp/test_tables.cpp; the
+// Python extension's numpy conversions and motes.dtypes, from _core.dtypes).
+//
+// X(name, code, C++ type, numpy name, C API name)
+//   code      part of the on-disk format (docs/format.md): never renumber
+//   name      as the manifest, messages and Python write it ("f32")
+#define MOTES_DTYPES(X)                       \
+  X(f32, 1, float, "float32", MOTES_F32)      \
+  X(f64, 2, double, "float64", MOTES_F64)     \
+  X(i8, 3, int8_t, "int8", MOTES_I8)          \
+  X(i16, 4, int16_t, "int16", MOTES_I16)      \
+  X(i32, 5, int32_t, "int32", MOTES_I32)      \
+  X(i64, 6, int64_t, "int64", MOTES_I64)      \
+  X(u8, 7, uint8_t, "uint8", MOTES_U8)        \
+  X(u16, 8, uint16_t, "uint16", MOTES_U16)    \
+  X(u32, 9, uint32_t, "uint32", MOTES_U32)    \
+  X(u64, 10, uint64_t, "uint64", MOTES_U64)
+
 enum class DType : uint8_t {
-  f32 = 1, f64 = 2,
-  i8 = 3, i16 = 4, i32 = 5, i64 = 6,
-  u8 = 7, u16 = 8, u32 = 9, u64 = 10,
+#define MOTES_DTYPE_ENUM(name, code, ...) name = code,
+  MOTES_DTYPES(MOTES_DTYPE_ENUM)
+#undef MOTES_DTYPE_ENUM
 };
+
+// One row of the table.
+struct DTypeInfo {
+  DType dtype;
+  const char* name;        // "f32"
+  const char* numpy_name;  // "float32"
+  uint8_t size;            // bytes
+  char kind;               // as numpy's dtype.kind: 'f' floating point, 'i' signed, 'u' unsigned integer
+};
+
+template <class T>
+constexpr char dtype_kind_of() {
+  return std::is_floating_point_v<T> ? 'f' : std::is_signed_v<T> ? 'i' : 'u';
+}
+
+inline constexpr DTypeInfo dtype_table[] = {
+#define MOTES_DTYPE_ROW(name, code, type, numpy_name, c_name) \
+  {DType::name, #name, numpy_name, uint8_t(sizeof(type)), dtype_kind_of<type>()},
+    MOTES_DTYPES(MOTES_DTYPE_ROW)
+#undef MOTES_DTYPE_ROW
+};
+
+// Switches generated from the table: constant time (dtype_size is on hot paths).
+constexpr bool dtype_valid(uint8_t c) {
+  switch (c) {
+#define MOTES_DTYPE_VALID(name, code, ...) case code:
+    MOTES_DTYPES(MOTES_DTYPE_VALID)
+#undef MOTES_DTYPE_VALID
+    return true;
+  }
+  return false;
+}
 
 inline size_t dtype_size(DType t) {
   switch (t) {
-    case DType::i8: case DType::u8: return 1;
-    case DType::i16: case DType::u16: return 2;
-    case DType::f32: case DType::i32: case DType::u32: return 4;
-    case DType::f64: case DType::i64: case DType::u64: return 8;
+#define MOTES_DTYPE_SIZE(name, code, type, ...) \
+  case DType::name:                             \
+    return sizeof(type);
+    MOTES_DTYPES(MOTES_DTYPE_SIZE)
+#undef MOTES_DTYPE_SIZE
   }
   throw FormatError("unknown dtype code " + std::to_string(int(t)));
 }
 
-inline const char* dtype_name(DType t) {
+constexpr const char* dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32"; case DType::f64: return "f64";
-    case DType::i8: return "i8"; case DType::i16: return "i16";
-    case DType::i32: return "i32"; case DType::i64: return "i64";
-    case DType::u8: return "u8"; case DType::u16: return "u16";
-    case DType::u32: return "u32"; case DType::u64: return "u64";
+#define MOTES_DTYPE_NAME(name, ...) \
+  case DType::name:                 \
+    return #name;
+    MOTES_DTYPES(MOTES_DTYPE_NAME)
+#undef MOTES_DTYPE_NAME
   }
   return "?";
 }
 
-inline bool dtype_valid(uint8_t code) { return code >= 1 && code <= 10; }
+// The dtype named `name` ("f32"), if any.
+constexpr std::optional<DType> dtype_from_name(std::string_view name) {
+  for (const DTypeInfo& d : dtype_table)
+    if (name == d.name) return d.dtype;
+  return std::nullopt;
+}
 
 // Calls f(T{}) with T the C++ type of dtype t; the one place dtypes become types.
 template <class F>
 decltype(auto) dispatch_dtype(DType t, F&& f) {
   switch (t) {
-    case DType::f32: return f(float{});
-    case DType::f64: return f(double{});
-    case DType::i8: return f(int8_t{});
-    case DType::i16: return f(int16_t{});
-    case DType::i32: return f(int32_t{});
-    case DType::i64: return f(int64_t{});
-    case DType::u8: return f(uint8_t{});
-    case DType::u16: return f(uint16_t{});
-    case DType::u32: return f(uint32_t{});
-    case DType::u64: return f(uint64_t{});
+#define MOTES_DTYPE_CASE(name, code, type, ...) \
+  case DType::name:                             \
+    return f(type{});
+    MOTES_DTYPES(MOTES_DTYPE_CASE)
+#undef MOTES_DTYPE_CASE
   }
   throw FormatError("unknown dtype code " + std::to_string(int(t)));
 }

@@ -81,9 +81,8 @@ uint64_t checksum_of(const json& j, const std::string& what) {
   return std::stoull(s, nullptr, 16);
 }
 
-DType dtype_from_name(const std::string& s, const std::string& what) {
-  for (uint8_t c = 1; dtype_valid(c); ++c)
-    if (s == dtype_name(DType(c))) return DType(c);
+DType dtype_named(const std::string& s, const std::string& what) {
+  if (std::optional<DType> t = dtype_from_name(s)) return *t;
   bad(what + " has unknown dtype '" + s + "'");
 }
 
@@ -133,7 +132,7 @@ SpeciesEntry species_from(const std::string& name, const json& sp, int64_t index
     ColumnSpec cs;
     cs.name = text_of(member(c, "name", where + "column: "), where + "column name");
     const std::string what = where + "column '" + printable(cs.name) + "'";
-    cs.dtype = dtype_from_name(text_of(member(c, "dtype", what + ": "), what + " dtype"), what);
+    cs.dtype = dtype_named(text_of(member(c, "dtype", what + ": "), what + " dtype"), what);
     auto fine = c.find("fine");
     cs.fine = fine == c.end() ? FineIndex::none : fine_from_name(text_of(*fine, what + " index kind"), what);
     auto unit = c.find("unit");

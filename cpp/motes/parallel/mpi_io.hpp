@@ -13,7 +13,8 @@
 //
 // The public header of the parallel layer. Implemented in write.cpp and read.cpp, over
 // comm.hpp (communicator helpers), agree.hpp (collective agreement on failures) and
-// wire.hpp (the messages between ranks, encoded without MPI).
+// wire.hpp (the messages between ranks, encoded without MPI); its options and reports are
+// in options.hpp (without MPI: the Python extension binds them in every build).
 #pragma once
 
 #include <mpi.h>
@@ -24,35 +25,11 @@
 
 #include "motes/dataset/dataset.hpp"
 #include "motes/parallel/aggregation.hpp"
+#include "motes/parallel/options.hpp"
 #include "motes/query/engine.hpp"
 #include "motes/query/selection.hpp"
 
 namespace motes {
-
-enum class AggregationMethod { adaptive, aug };
-
-struct ParallelWriteOptions {
-  WriteOptions write;  // layout and sync of every part file; layout.threads 0 = cores / ranks on the node
-  // target_bytes (0 = automatic), overfull, best_axis; bytes_per_particle is taken from the schema.
-  AggregationOptions aggregation;
-  AggregationMethod method = AggregationMethod::adaptive;
-  double lock_timeout = default_lock_timeout();  // seconds rank 0 waits for another writer's lock
-};
-
-// What one collective write did; the same on every rank.
-struct ParallelWriteReport {
-  struct Species {
-    std::string name;
-    uint64_t count = 0;
-    uint32_t parts = 0;
-    uint64_t target_bytes = 0;
-    Balance balance;  // of the part files' data bytes
-  };
-  std::vector<Species> species;
-  uint64_t file_bytes = 0;  // all part files
-  // Slowest rank per phase (seconds).
-  double plan_seconds = 0, exchange_seconds = 0, write_seconds = 0, commit_seconds = 0, total_seconds = 0;
-};
 
 // Collective: rank 0 opens the dataset directory `dir`, creating it when absent; every
 // rank raises the same error when that fails (e.g. a non-empty directory without a manifest).
@@ -66,15 +43,6 @@ void open_dataset_parallel(MPI_Comm comm, const std::string& dir);
 ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, int64_t index, double time,
                                         const nlohmann::json& attributes, const std::vector<SpeciesColumns>& species,
                                         const ParallelWriteOptions& options = {});
-
-struct PartitionRequest {
-  std::optional<Box> box;            // this rank's region (inclusive); none: an even share (all ranks alike)
-  std::string where;                 // optional filter
-  double quality = 1.0;              // level of detail in [0, 1]: a preview spread over the ranks
-  std::optional<double> fraction;    // or a share of the particles (QuerySpec::fraction)
-  std::vector<std::string> columns;  // empty: all
-  unsigned threads = 0;              // 0 = cores / ranks on the node
-};
 
 struct LocalParticles {
   std::vector<ColumnSpec> schema;                   // of the returned columns

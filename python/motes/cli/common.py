@@ -13,6 +13,7 @@ import sys
 import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
+from .. import _defaults
 from ..errors import MotesError, NotFoundError, UsageError
 
 
@@ -264,8 +265,7 @@ def _quality(args):
         if q0 > q1:
             raise UsageError(f"--quality-range: Q0 must be <= Q1, got {q0} > {q1}")
         return (q0, q1)
-    q = getattr(args, "quality", None)
-    return 1.0 if q is None else q
+    return getattr(args, "quality", None)  # None: the core's (every particle)
 
 
 def _selection_kwargs(args, species: str) -> Dict[str, Any]:
@@ -281,7 +281,7 @@ def _describe_selection(args) -> str:
         b = args.box
         parts.append(f"box [{_g(b[0])}, {_g(b[3])}]x[{_g(b[1])}, {_g(b[4])}]x[{_g(b[2])}, {_g(b[5])}]")
     q = _quality(args)
-    if q != 1.0:
+    if q is not None:
         parts.append(f"quality {q[0]:g}..{q[1]:g}" if isinstance(q, tuple) else f"quality {q:g}")
     if getattr(args, "fraction", None) is not None:
         parts.append(f"fraction {args.fraction:g}")
@@ -334,7 +334,8 @@ def _add_selection(p) -> None:
     q = g.add_mutually_exclusive_group()
     q.add_argument("--quality", type=_quality_arg, metavar="Q", default=None,
                    help="level of detail in [0, 1], linear in tree levels so the particle count grows "
-                        "exponentially with Q: a spread-out sample of real particles (0: none, default 1: every particle)")
+                        "exponentially with Q: a spread-out sample of real particles (0: none, 1: every particle; "
+                        f"default: {_defaults.default('quality')})")
     q.add_argument("--quality-range", type=_quality_arg, nargs=2, metavar=("Q0", "Q1"), default=None,
                    help="only the particles that quality Q1 adds to quality Q0 (progressive refinement)")
     q.add_argument("--fraction", type=_fraction_arg, metavar="F", default=None,
@@ -342,7 +343,7 @@ def _add_selection(p) -> None:
                         "step, coarse levels first; a larger F only adds particles")
     g.add_argument("--step", type=int, default=None, help="step index (default: the last step)")
     g.add_argument("--species", default=None, help="species name (needed when the step has several)")
-    g.add_argument("--threads", type=_nonneg_int, default=0, help="worker threads, 0 for all cores")
+    g.add_argument("--threads", type=_nonneg_int, default=None, help=_defaults.help_text("query_threads"))
 
 
 def _add_progress(g) -> None:

@@ -21,7 +21,7 @@ def cmd_convert(args) -> int:
             raise UsageError("--where, --box, --quality, --fraction and --columns select from a motes dataset; "
                              f"the source is {src_fmt}")
         read_options = {"where": args.where, "box": args.box,
-                        "quality": 1.0 if args.quality is None else args.quality, "fraction": args.fraction,
+                        "quality": args.quality, "fraction": args.fraction,
                         "columns": args.columns.split(",") if args.columns else None}
     if args.group:
         read_options["group"] = args.group

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
+from .. import _defaults
 from .._core import UsageError
 from .common import (_add_progress, _attr_arg, _bytes, _g, _key_value, _nonneg_int, _num, _open, _out, _positive_int,
                      _progress, _rate, _sub)
@@ -125,9 +126,10 @@ def _add_write_options(p) -> None:
                         "index for spatially incoherent columns)")
     g.add_argument("--unit", type=_key_value, action="append", metavar="COL=UNIT",
                    help="physical unit of a column, stored in the schema (repeatable)")
-    g.add_argument("--leaf-size", type=_positive_int, default=512, help="particles per leaf of the spatial tree")
-    g.add_argument("--lod-count", type=_positive_int, default=8, help="sample (level-of-detail) particles kept by each inner tree node")
-    g.add_argument("--threads", type=_nonneg_int, default=0, help="worker threads, 0 for all cores")
+    # Defaults: None, the core's (shown from its option structs, see motes._defaults).
+    g.add_argument("--leaf-size", type=_positive_int, default=None, help=_defaults.help_text("leaf_size"))
+    g.add_argument("--lod-count", type=_positive_int, default=None, help=_defaults.help_text("lod_count"))
+    g.add_argument("--threads", type=_nonneg_int, default=None, help=_defaults.help_text("threads"))
     _add_progress(g)
 
 

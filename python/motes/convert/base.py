@@ -18,6 +18,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 import numpy as np
 
 from .._core import UsageError
+from ..dtypes import SUMMARY, SUPPORTED
 
 Chunk = Dict[str, np.ndarray]
 
@@ -98,9 +99,6 @@ def check_columns(where: str, columns: Dict[str, Any]) -> int:
     return next(iter(lengths.values()), 0)
 
 
-SUPPORTED_DTYPES = {np.dtype(t) for t in ("f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8")}
-
-
 def check_dtype(where: str, name: str, dtype: np.dtype) -> np.dtype:
     """The dtype a source column becomes, decided here for every format and both commands
     (``motes convert``, ``motes write``): float32/64, int8-64 and uint8-64 as they are (in
@@ -111,7 +109,7 @@ def check_dtype(where: str, name: str, dtype: np.dtype) -> np.dtype:
         return np.dtype(np.uint8)
     if dt.kind == "f" and dt.itemsize == 2:
         return np.dtype(np.float32)
-    if dt.fields is None and dt.newbyteorder("=") in SUPPORTED_DTYPES:
+    if dt.fields is None and dt.newbyteorder("=") in SUPPORTED:  # the core's dtype table (motes.dtypes)
         return dt.newbyteorder("=")
     if dt.kind in "OUSV" and dt.fields is None:
         hint = "text or objects: only numbers can be stored; drop the column or encode it as numbers"
@@ -122,7 +120,7 @@ def check_dtype(where: str, name: str, dtype: np.dtype) -> np.dtype:
     elif dt.kind == "f":
         hint = "extended precision: convert it to float64 first (it rounds)"
     else:
-        hint = "motes stores float32/64, int8-64 and uint8-64"
+        hint = f"motes stores {SUMMARY}"
     raise UsageError(f"{where}: column '{name}' has unsupported dtype {dt} ({hint})")
 
 

@@ -27,6 +27,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 import numpy as np
 
 from .._core import FormatError, MotesError, UsageError
+from ..dtypes import SUMMARY
 from ..errors import NotFoundError, storage_error
 from .base import DEFAULT_CHUNK_ROWS, POSITION_NAMES, Species, Step, check_dtype, chunked_arrays
 
@@ -250,10 +251,10 @@ def dtype_of(where: str, name: str, ds) -> np.dtype:
     kind = getattr(dt, "kind", "?")
     if dt.names is not None:
         raise UsageError(f"{where}: dataset '{name}' has a compound type {dt} "
-                         "(motes stores float32/64, int8-64 and uint8-64)")
+                         f"(motes stores {SUMMARY})")
     if kind in "SUOV" or h5py.check_string_dtype(dt) is not None or h5py.check_vlen_dtype(dt) is not None:
         raise UsageError(f"{where}: dataset '{name}' holds strings or variable-length data ({dt}), "
-                         "which motes cannot store (float32/64, int8-64 and uint8-64 only)")
+                         f"which motes cannot store ({SUMMARY} only)")
     if h5py.check_enum_dtype(dt) is not None and dt != np.bool_:
         dt = np.dtype(dt.str)
     if kind == "f" and dt.itemsize == 2:  # half precision: widened losslessly

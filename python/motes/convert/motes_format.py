@@ -127,7 +127,7 @@ def _blocks(ds: Dataset, step: int, species: str, where: Optional[str], box, det
 
 
 def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, where: Optional[str] = None, box=None,
-         quality: float = 1.0, fraction: Optional[float] = None, columns: Optional[Sequence[str]] = None,
+         quality: Optional[float] = None, fraction: Optional[float] = None, columns: Optional[Sequence[str]] = None,
          species: Optional[Sequence[str]] = None, steps: Optional[Sequence[int]] = None) -> Iterator[Step]:
     ds = Dataset(path)
     # A fraction samples each file the same way whatever the filter, so the spatial blocks'
@@ -166,12 +166,14 @@ def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, where: Optional[str
         yield Step(index, st.time, extra, out)
 
 
-def write(path: str, steps: Iterable[Step], *, leaf_size: int = 512, lod_count: int = 8, sync: bool = True,
-          threads: int = 0, index: Optional[Dict[str, str]] = None, memory_limit: int = 1 << 30) -> None:
+def write(path: str, steps: Iterable[Step], *, leaf_size: Optional[int] = None, lod_count: Optional[int] = None,
+          sync: Optional[bool] = None, threads: Optional[int] = None, index: Optional[Dict[str, str]] = None,
+          memory_limit: int = 1 << 30) -> None:
     """Writes the steps into a new motes dataset. A species whose data fit in
     ``memory_limit`` bytes is gathered and written as one file (the best layout); a larger
     one is sorted into spatial buckets on disk first (two passes over the source) and each
-    bucket becomes one part file, so parts stay spatially disjoint and queries skip them."""
+    bucket becomes one part file, so parts stay spatially disjoint and queries skip them.
+    The writing options are :class:`motes.Writer`'s (None: the core's defaults)."""
     w = Writer(path, leaf_size=leaf_size, lod_count=lod_count, sync=sync, threads=threads)
     wrote = False
     for st in steps:

@@ -22,6 +22,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Tuple
 import numpy as np
 
 from .._core import FormatError, UsageError
+from ..dtypes import SUMMARY
 from ..errors import storage_error
 from .base import DEFAULT_CHUNK_ROWS, Species, Step, check_dtype, rechunk, single_species, table_metadata
 
@@ -76,7 +77,7 @@ def _arrow_columns(path: str, schema, names: List[str]) -> Tuple[List[Tuple[str,
                 dt = None
             if dt is None or (dt.kind == "O" and not pa.types.is_string(t)):
                 raise UsageError(f"{path}: column '{name}' has unsupported type {t} "
-                                 "(motes stores float32/64, int8-64 and uint8-64)")
+                                 f"(motes stores {SUMMARY})")
         cols.append((name, check_dtype(path, name, dt)))
         if field.metadata and b"unit" in field.metadata:
             units[name] = field.metadata[b"unit"].decode()

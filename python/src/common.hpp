@@ -1,0 +1,90 @@
+// What every part of the extension shares: numpy arrays in (views by their real stride)
+// and out (new arrays numpy allocates), boxes, attributes as Python objects <-> JSON, the
+// bound structs' dict form, and the bind_* functions module.cpp calls.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "motes/core/types.hpp"
+
+namespace motes_py {
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+// ---- numpy in and out ---------------------------------------------------------------------
+
+using InputArray = nb::ndarray<nb::ro, nb::ndim<1>, nb::device::cpu>;
+
+// The stored dtype of an array (by the core's dtype table); UsageError naming the column.
+motes::DType dtype_of(const InputArray& a, const std::string& name);
+
+// "auto", "none", "quantile" -> FineIndex; UsageError naming the column otherwise.
+motes::FineIndex fine_of(const std::string& s, const std::string& name);
+
+// The index kind of a stored column, as the manifest and Python write it.
+inline const char* fine_name(motes::FineIndex f) { return f == motes::FineIndex::quantile ? "quantile" : "none"; }
+
+// A column from Python: (name, array, index kind, unit, error bound).
+using ColumnTuple = std::tuple<std::string, InputArray, std::string, std::string, double>;
+
+// A view of a numpy array by its real stride (0 for a broadcast value, negative for a
+// reversed view). The Python layer copies what a stride in elements cannot describe.
+motes::ColumnView view_of(const InputArray& arr, const std::string& name,
+                          motes::FineIndex fine = motes::FineIndex::none, const std::string& unit = "");
+std::vector<motes::ColumnView> views_of(const std::vector<ColumnTuple>& cols);
+
+// A new numpy array of dtype t and length n; returns it and its data pointer. numpy
+// allocates it: large arrays get transparent huge pages, so filling them costs far fewer
+// page faults than a plain new[].
+std::pair<nb::object, void*> new_array(motes::DType t, uint64_t n);
+
+// The core's progress callback (stage, done, total) calling a Python callable (None: none).
+std::function<void(const std::string&, uint64_t, uint64_t)> progress_of(nb::object progress);
+
+// A float64 array of `rows` values (cols == 0) or rows x cols, copied from v.
+nb::object float_array(const std::vector<double>& v, size_t rows, size_t cols);
+
+// ---- boxes --------------------------------------------------------------------------------
+
+// ((xmin, ymin, zmin), (xmax, ymax, zmax)).
+nb::tuple box_tuple(const motes::Box& b);
+// None, a bound Box, or 6 numbers (xmin, ymin, zmin, xmax, ymax, zmax); UsageError otherwise.
+std::optional<motes::Box> box_of(nb::handle value);
+
+// ---- attributes: Python objects <-> JSON --------------------------------------------------
+
+// A dict of attributes as JSON: dict (str keys), list, tuple, str, int, float (finite),
+// bool and None, checked by the core (check_attributes: an object, nested at most
+// kMaxAttributeDepth deep). UsageError naming `what` and the value at fault otherwise.
+nlohmann::json attributes_of(nb::handle value, const std::string& what);
+// JSON as Python objects (dict, list, str, int, float, bool, None).
+nb::object python_of(const nlohmann::json& j);
+
+// ---- bound structs ------------------------------------------------------------------------
+
+// The plain form of a value: a bound struct (a class with a `_fields` tuple, see Record in
+// options.cpp) as a dict of its fields, an enum as its name, lists element by element.
+nb::object plain(nb::handle value);
+
+// ---- the parts of the module (one file each) ----------------------------------------------
+
+void bind_errors(nb::module_& m);    // errors.cpp
+void bind_options(nb::module_& m);   // options.cpp: option and result structs, dtypes
+void bind_files(nb::module_& m);     // files.cpp: write_file, File, Collection, block cache
+void bind_queries(nb::module_& m);   // queries.cpp: Selection, select, count, stats, histogram
+void bind_dataset(nb::module_& m);   // dataset.cpp: DatasetCore, PartedStep
+void bind_parallel(nb::module_& m);  // parallel.cpp: MPI writes and reads, simulate_aggregation
+
+}  // namespace motes_py

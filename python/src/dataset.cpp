@@ -1,0 +1,158 @@
+// Datasets (a manifest and its steps): DatasetCore, on which motes.Dataset and
+// motes.Writer are built, and PartedStep, a step written part by part. Attributes cross
+// as Python objects (dict, list, str, int, float, bool, None), checked by the core.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+
+#include "common.hpp"
+#include "motes/dataset/dataset.hpp"
+#include "motes/dataset/species.hpp"
+#include "motes/particles/collection.hpp"
+
+namespace motes_py {
+
+namespace {
+
+// A step written part by part, closed explicitly (the writer holds the dataset's lock).
+struct PyPartedStep {
+  std::unique_ptr<motes::PartedStepWriter> writer;
+  motes::PartedStepWriter& get() {
+    if (!writer) throw motes::UsageError("this part-by-part step is closed");
+    return *writer;
+  }
+};
+
+using SpeciesTuples = std::vector<std::pair<std::string, std::vector<ColumnTuple>>>;
+
+}  // namespace
+
+void bind_dataset(nb::module_& m) {
+  m.def(
+      "check_attributes", [](nb::handle attributes, const std::string& what) { attributes_of(attributes, what); },
+      "attributes"_a, "what"_a,
+      "Raises UsageError naming `what` unless attributes (a dict) can be stored: JSON values (dict with str "
+      "keys, list, tuple, str, int, finite float, bool, None), nested at most as deep as the core allows.");
+
+  nb::class_<motes::Dataset>(m, "DatasetCore", "A dataset directory: its manifest, read and written under its lock.")
+      .def_static("open", &motes::Dataset::open, "dir"_a)
+      .def_static(
+          "create",
+          [](const std::string& dir, std::optional<double> lock_timeout) {
+            return motes::Dataset::create(dir, lock_timeout ? *lock_timeout : motes::default_lock_timeout());
+          },
+          "dir"_a, "lock_timeout"_a = nb::none())
+      .def_static("exists", &motes::Dataset::exists, "dir"_a)
+      .def_prop_ro("dir", &motes::Dataset::dir)
+      .def_prop_ro("created", &motes::Dataset::created, "Whether create() made the directory.")
+      .def_prop_rw("lock_timeout", &motes::Dataset::lock_timeout, &motes::Dataset::set_lock_timeout)
+      .def("reload", &motes::Dataset::reload, "Re-reads the manifest from disk.")
+      .def("remove_if_unused",
+           [](motes::Dataset& d) {
+             nb::gil_scoped_release release;
+             return d.remove_if_unused();
+           })
+      .def(
+          "open_species",
+          [](const motes::Dataset& d, int64_t step, const std::string& species) {
+            const motes::SpeciesEntry& e = d.step(step).find(species);
+            nb::gil_scoped_release release;
+            return std::const_pointer_cast<motes::Collection>(motes::open_species(d.dir(), step, e));
+          },
+          "step"_a, "species"_a, "One species of one step, its files checked against the manifest.")
+      .def_prop_ro("attributes", [](const motes::Dataset& d) { return python_of(d.attributes()); },
+                   "The dataset-level attributes (a dict).")
+      .def(
+          "set_attributes",
+          [](motes::Dataset& d, nb::handle attributes) { d.set_attributes(attributes_of(attributes, "dataset attributes")); },
+          "attributes"_a, "Replaces the dataset-level attributes (a dict of JSON values), under the lock.")
+      .def_prop_ro("steps",
+                   [](const motes::Dataset& d) {
+                     nb::list out;
+                     for (const auto& st : d.steps()) {
+                       nb::dict sd;
+                       sd["index"] = st.index;
+                       sd["time"] = st.time;
+                       sd["attributes"] = python_of(st.attributes);
+                       nb::dict sp;
+                       for (const auto& e : st.species) {
+                         nb::dict ed;
+                         ed["path"] = d.path_of(e);
+                         ed["parts"] = e.parts;
+                         ed["checksum"] = e.checksum ? nb::cast(motes::checksum_text(*e.checksum)) : nb::none();
+                         ed["count"] = e.count;
+                         ed["bounds"] = box_tuple(e.bounds);
+                         nb::list cols;
+                         for (const auto& c : e.columns)
+                           cols.append(nb::make_tuple(c.name, motes::dtype_name(c.dtype), fine_name(c.fine), c.unit, c.error_bound));
+                         ed["columns"] = cols;
+                         sp[e.name.c_str()] = ed;
+                       }
+                       sd["species"] = sp;
+                       out.append(sd);
+                     }
+                     return out;
+                   })
+      .def(
+          "begin_parted_step",
+          [](motes::Dataset& d, int64_t index, double time, nb::handle attributes, std::vector<std::string> species,
+             std::optional<motes::WriteOptions> options) {
+            nlohmann::json attrs = attributes_of(attributes, "step attributes");
+            motes::WriteOptions o = options.value_or(motes::WriteOptions{});
+            nb::gil_scoped_release release;  // may wait for the dataset's lock
+            return new PyPartedStep{std::make_unique<motes::PartedStepWriter>(d, index, time, attrs, o, std::move(species))};
+          },
+          "index"_a, "time"_a, "attributes"_a, "species"_a, "options"_a = nb::none(), nb::keep_alive<0, 1>(),
+          nb::rv_policy::take_ownership)
+      .def(
+          "append_step",
+          [](motes::Dataset& d, int64_t index, double time, nb::handle attributes, const SpeciesTuples& species,
+             std::optional<motes::WriteOptions> options, nb::object progress) {
+            nlohmann::json attrs = attributes_of(attributes, "step attributes");
+            std::vector<motes::SpeciesColumns> sp;
+            for (const auto& [name, cols] : species) sp.emplace_back(name, views_of(cols));
+            motes::WriteOptions o = options.value_or(motes::WriteOptions{});
+            o.progress = progress_of(progress);
+            std::vector<motes::WriteSummary> summaries;
+            {
+              nb::gil_scoped_release release;
+              d.append_step(index, time, attrs, sp, o, &summaries);
+            }
+            return summaries;
+          },
+          "index"_a, "time"_a, "attributes"_a, "species"_a, "options"_a = nb::none(), "progress"_a = nb::none(),
+          "Writes a step: species are (name, columns) pairs; returns a WriteSummary per species.");
+
+  nb::class_<PyPartedStep>(m, "PartedStep",
+                           "A step written part by part; invisible until commit(); holds the dataset's lock until close().")
+      .def(
+          "add_part",
+          [](PyPartedStep& p, const std::string& species, const std::vector<ColumnTuple>& cols) {
+            auto views = views_of(cols);
+            motes::WriteSummary s;
+            {
+              nb::gil_scoped_release release;
+              s = p.get().add_part(species, views);
+            }
+            return s;
+          },
+          "species"_a, "columns"_a)
+      .def("commit",
+           [](PyPartedStep& p) {
+             nb::gil_scoped_release release;
+             p.get().commit();
+           })
+      .def(
+          "close",
+          [](PyPartedStep& p) {
+            nb::gil_scoped_release release;
+            p.writer.reset();
+          },
+          "Releases the lock; the files of an uncommitted step are removed.");
+}
+
+}  // namespace motes_py

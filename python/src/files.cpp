@@ -1,0 +1,165 @@
+// Particle files: write_file, File (one particle file), Collection (a file or the part
+// files of a step index), and the cache of decoded blocks.
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "common.hpp"
+#include "motes/container/block_stream.hpp"
+#include "motes/particles/collection.hpp"
+#include "motes/particles/reader.hpp"
+#include "motes/particles/writer.hpp"
+
+namespace motes_py {
+
+void bind_files(nb::module_& m) {
+  m.def("block_cache_bytes", []() { return motes::block_cache_bytes(); },
+        "Bytes the cache of decoded blocks may hold (MOTES_CACHE_MB at start, default 256 MiB).");
+  m.def("set_block_cache_bytes", [](uint64_t bytes) { motes::set_block_cache_bytes(bytes); }, "bytes"_a);
+  m.def("clear_block_cache", []() { motes::clear_block_cache(); }, "Drops every decoded block (cold measurements).");
+
+  m.def(
+      "write_file",
+      [](const std::string& path, const std::vector<ColumnTuple>& cols, std::optional<motes::WriteOptions> options,
+         nb::object progress) {
+        auto views = views_of(cols);
+        motes::WriteOptions o = options.value_or(motes::WriteOptions{});
+        o.progress = progress_of(progress);
+        motes::WriteSummary s;
+        {
+          nb::gil_scoped_release release;
+          s = motes::write_particle_file(path, views, o);
+        }
+        return s;
+      },
+      "path"_a, "columns"_a, "options"_a = nb::none(), "progress"_a = nb::none(),
+      "Writes one particle file of (name, array, index kind, unit, error bound) columns; "
+      "options: WriteOptions (None: the core's defaults); progress(stage, done, total).");
+
+  nb::class_<motes::ParticleFile>(m, "File")
+      .def_static(
+          "open",
+          [](const std::string& path, bool verify) {
+            nb::gil_scoped_release release;
+            return motes::ParticleFile::open(path, verify);
+          },
+          "path"_a, "verify"_a = false)
+      .def_prop_ro("path", &motes::ParticleFile::path)
+      .def_prop_ro("count", &motes::ParticleFile::particle_count)
+      .def_prop_ro("node_count", [](const motes::ParticleFile& f) { return f.nodes().size(); })
+      .def_prop_ro("level_count", [](const motes::ParticleFile& f) { return f.levels().level_count(); })
+      .def_prop_ro("level_starts", [](const motes::ParticleFile& f) { return f.levels().level_start; })
+      .def_prop_ro("lod_count", &motes::ParticleFile::lod_count)
+      .def_prop_ro("leaf_size", &motes::ParticleFile::leaf_size)
+      .def_prop_ro("version", [](const motes::ParticleFile& f) { return nb::make_tuple(f.version_major(), f.version_minor()); })
+      .def_prop_ro("block_values", &motes::ParticleFile::block_values)
+      .def_prop_ro("required_features", &motes::ParticleFile::required_features)
+      .def_prop_ro("bounds", [](const motes::ParticleFile& f) { return box_tuple(f.bounds()); })
+      .def_prop_ro("columns",
+                   [](const motes::ParticleFile& f) {
+                     nb::list out;
+                     for (size_t i = 0; i < f.schema().size(); ++i) {
+                       const motes::ColumnIndex& c = f.index(i);
+                       const motes::BlockStream& v = f.values(i);
+                       nb::dict d;
+                       d["name"] = c.spec.name;
+                       d["dtype"] = motes::dtype_name(c.spec.dtype);
+                       d["index"] = fine_name(c.fine);
+                       d["unit"] = c.spec.unit;
+                       d["error_bound"] = c.spec.error_bound;
+                       d["min"] = c.global_min;
+                       d["max"] = c.global_max;
+                       d["nan_count"] = c.nan_count;
+                       d["bitmap_dictionary"] = c.dictionary_size;
+                       d["codec"] = v.pipelines();
+                       d["stored_bytes"] = v.stored_bytes();
+                       d["raw_bytes"] = v.count() * motes::dtype_size(c.spec.dtype);
+                       if (const motes::BlockStream* codes = f.codes(i)) {
+                         d["codes_codec"] = codes->pipelines();
+                         d["codes_stored_bytes"] = codes->stored_bytes();
+                       }
+                       out.append(d);
+                     }
+                     return out;
+                   })
+      .def_prop_ro("sizes",
+                   [](const motes::ParticleFile& f) {
+                     auto s = f.stats();
+                     nb::dict d;
+                     d["file_bytes"] = s.file_bytes;
+                     d["data_bytes"] = s.data_bytes;
+                     d["raw_data_bytes"] = s.raw_data_bytes;
+                     d["index_bytes"] = s.index_bytes;
+                     d["padding_bytes"] = s.padding_bytes;
+                     d["fine_index_bytes"] = s.fine_bytes;
+                     return d;
+                   })
+      .def(
+          "read_column",
+          [](const motes::ParticleFile& f, const std::string& name, uint64_t begin, std::optional<uint64_t> end) {
+            const size_t c = f.column(name);
+            const uint64_t n = f.particle_count();
+            const uint64_t e = std::min(end.value_or(n), n), b = std::min(begin, e);
+            auto [arr, data] = new_array(f.schema()[c].dtype, e - b);
+            nb::gil_scoped_release release;
+            f.values(c).read(b, e - b, data);
+            return arr;
+          },
+          "name"_a, "begin"_a = 0, "end"_a = nb::none(),
+          "Values [begin, end) of a column in file order (decoded, one thread).")
+      .def(
+          "verify_data",
+          [](const motes::ParticleFile& f, nb::object progress) {
+            std::function<void(uint64_t, uint64_t)> cb;
+            if (!progress.is_none())
+              cb = [progress](uint64_t d, uint64_t t) {
+                nb::gil_scoped_acquire gil;
+                progress(d, t);
+              };
+            nb::gil_scoped_release release;
+            f.verify_data(cb);
+          },
+          "progress"_a = nb::none());
+
+  nb::class_<motes::Collection>(m, "Collection",
+                                "One species of one step: a particle file or the part files of a step index.")
+      .def_static(
+          "open",
+          [](const std::string& path) {
+            nb::gil_scoped_release release;
+            return std::const_pointer_cast<motes::Collection>(motes::Collection::open(path));
+          },
+          "path"_a)
+      .def_prop_ro("path", &motes::Collection::path)
+      .def_prop_ro("count", &motes::Collection::particle_count)
+      .def_prop_ro("part_count", &motes::Collection::part_count)
+      .def_prop_ro("bounds", [](const motes::Collection& c) { return box_tuple(c.bounds()); })
+      .def_prop_ro("part_counts",
+                   [](const motes::Collection& c) {
+                     std::vector<uint64_t> out;
+                     for (size_t k = 0; k < c.part_count(); ++k) out.push_back(c.part_particle_count(k));
+                     return out;
+                   })
+      .def_prop_ro("part_bounds",
+                   [](const motes::Collection& c) {
+                     nb::list out;
+                     if (c.index())
+                       for (const auto& p : c.index()->parts()) out.append(box_tuple(p.bounds));
+                     else
+                       out.append(box_tuple(c.bounds()));
+                     return out;
+                   })
+      .def(
+          "part",
+          [](const motes::Collection& c, size_t k) {
+            nb::gil_scoped_release release;
+            return std::const_pointer_cast<motes::ParticleFile>(c.part(k));
+          },
+          "k"_a, "Part k's particle file (opened on first use).");
+}
+
+}  // namespace motes_py

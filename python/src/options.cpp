@@ -1,0 +1,286 @@
+// The core's option and result structs as Python classes, field by field: the defaults
+// Python shows and uses are these structs' (a default-constructed _core.WriteOptions()
+// holds the core's leaf size, ...), never copies. Also the enums they hold and the dtype
+// table (_core.dtypes).
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "common.hpp"
+#include "motes/analysis/analysis.hpp"
+#include "motes/parallel/aggregation.hpp"
+#include "motes/parallel/options.hpp"
+#include "motes/particles/layout/builder.hpp"
+#include "motes/particles/writer.hpp"
+#include "motes/query/engine.hpp"
+
+namespace motes_py {
+
+namespace {
+
+// A C++ struct bound as a Python class whose attributes are its fields: read and written
+// for options (rw), read only for results (ro, computed). The fields listed make the
+// class's `_fields` (in order), its to_dict() (see plain()), __repr__ and __eq__; a field
+// given with in_dict = false is an attribute only (the dicts of the public API keep their keys).
+template <class T>
+class Record : public nb::class_<T> {
+ public:
+  Record(nb::handle scope, const char* name, const char* doc) : nb::class_<T>(scope, name, doc) {}
+
+  template <class M>
+  Record& rw(const char* name, M T::*member, const char* doc) {
+    this->def_rw(name, member, doc);
+    fields_.append(name);
+    return *this;
+  }
+  template <class M>
+  Record& ro(const char* name, M T::*member, const char* doc, bool in_dict = true) {
+    this->def_ro(name, member, doc);
+    if (in_dict) fields_.append(name);
+    return *this;
+  }
+  template <class Getter>
+  Record& computed(const char* name, Getter&& getter, const char* doc, bool in_dict = true) {
+    this->def_prop_ro(name, std::forward<Getter>(getter), doc);
+    if (in_dict) fields_.append(name);
+    return *this;
+  }
+  template <class Getter, class Setter>
+  Record& rw_prop(const char* name, Getter&& getter, Setter&& setter, const char* doc) {
+    this->def_prop_rw(name, std::forward<Getter>(getter), std::forward<Setter>(setter), doc,
+                      nb::for_setter(nb::arg("value").none()));
+    fields_.append(name);
+    return *this;
+  }
+
+  // Options: constructed with the core's defaults, or as a copy of another.
+  Record& constructible() {
+    this->def(nb::init<>(), "The core's defaults.");
+    this->def(nb::init<const T&>(), "other"_a, "A copy.");
+    return *this;
+  }
+
+  // Ends the class: _fields, to_dict, __repr__, __eq__.
+  void done() {
+    this->attr("_fields") = nb::tuple(fields_);
+    this->def("to_dict", [](nb::handle self) { return plain(self); },
+              "The fields as a plain dict (nested structs as dicts, enums as their names).");
+    this->def("__repr__", [](nb::handle self) {
+      static nb::handle enum_type = nb::object(nb::module_::import_("enum").attr("Enum")).release();
+      std::string out = nb::cast<std::string>(self.type().attr("__name__")) + "(";
+      bool first = true;
+      for (nb::handle field : self.type().attr("_fields")) {
+        nb::object v = self.attr(field);
+        const std::string text = nb::isinstance(v, enum_type)
+                                     ? nb::cast<std::string>(v.type().attr("__name__")) + "." + nb::cast<std::string>(v.attr("name"))
+                                     : nb::cast<std::string>(nb::repr(v));
+        out += (first ? "" : ", ") + nb::cast<std::string>(field) + "=" + text;
+        first = false;
+      }
+      return out + ")";
+    });
+    this->def("__eq__", [](nb::handle self, nb::handle other) {
+      return self.type().is(other.type()) && plain(self).equal(plain(other));
+    });
+  }
+
+ private:
+  nb::list fields_;
+};
+
+nb::tuple triple(const double (&v)[3]) { return nb::make_tuple(v[0], v[1], v[2]); }
+
+}  // namespace
+
+void bind_options(nb::module_& m) {
+  // ---- enums ----------------------------------------------------------------------------
+  nb::enum_<motes::DType> dtype(m, "DType", "A stored dtype (core/types.hpp); the values are the file format's codes.");
+  for (const motes::DTypeInfo& d : motes::dtype_table) dtype.value(d.name, d.dtype, d.numpy_name);
+
+  nb::enum_<motes::FineIndex>(m, "FineIndex", "How a column is indexed beyond per-node ranges and bitmaps.")
+      .value("none", motes::FineIndex::none, "32 equal-width bins per node only")
+      .value("quantile", motes::FineIndex::quantile, "plus a quantile code per particle")
+      .value("automatic", motes::FineIndex::automatic, "chosen by the writer from the data (never stored)");
+
+  nb::enum_<motes::Compression>(m, "Compression", "How values are stored.")
+      .value("lossless", motes::Compression::lossless, "coded when that pays: predictor, byte planes, zstd or lz4")
+      .value("none", motes::Compression::none, "as they are (read in place)");
+
+  nb::enum_<motes::AggregationMethod>(m, "AggregationMethod", "How a parallel write groups particles into files.")
+      .value("adaptive", motes::AggregationMethod::adaptive, "adaptive k-d tree: files of near-equal size")
+      .value("aug", motes::AggregationMethod::aug, "the adjustable uniform grid (Kumar et al., ICPP 2019): the baseline");
+
+  // ---- the dtype table ------------------------------------------------------------------
+  Record<motes::DTypeInfo>(m, "DTypeInfo", "One row of the core's dtype table.")
+      .ro("dtype", &motes::DTypeInfo::dtype, "the DType (its value is the on-disk code)")
+      .ro("name", &motes::DTypeInfo::name, "as stored and shown: 'f32'")
+      .ro("numpy_name", &motes::DTypeInfo::numpy_name, "numpy's name: 'float32'")
+      .ro("size", &motes::DTypeInfo::size, "bytes per value")
+      .computed("kind", [](const motes::DTypeInfo& d) { return std::string(1, d.kind); },
+                "numpy's dtype.kind: 'f', 'i' or 'u'")
+      .done();
+  // A function, not a module attribute: instances held by the module would outlive
+  // nanobind's shutdown checks (reported as leaks).
+  m.def("dtypes", []() { return std::vector<motes::DTypeInfo>(std::begin(motes::dtype_table), std::end(motes::dtype_table)); },
+        "The core's dtype table (DTypeInfo rows, in code order): Python's dtype tables derive from it.");
+
+  // ---- boxes ----------------------------------------------------------------------------
+  nb::class_<motes::Box>(m, "Box", "An axis-aligned box, bounds inclusive.")
+      .def("__init__",
+           [](motes::Box* b, std::array<double, 3> lo, std::array<double, 3> hi) {
+             new (b) motes::Box{{lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}};
+           },
+           "lo"_a, "hi"_a)
+      .def_prop_rw("lo", [](const motes::Box& b) { return triple(b.lo); },
+                   [](motes::Box& b, std::array<double, 3> v) { std::copy(v.begin(), v.end(), b.lo); })
+      .def_prop_rw("hi", [](const motes::Box& b) { return triple(b.hi); },
+                   [](motes::Box& b, std::array<double, 3> v) { std::copy(v.begin(), v.end(), b.hi); })
+      .def("to_tuple", &box_tuple, "((xmin, ymin, zmin), (xmax, ymax, zmax))")
+      .def("__eq__", [](const motes::Box& a, const motes::Box& b) {
+        return std::equal(a.lo, a.lo + 3, b.lo) && std::equal(a.hi, a.hi + 3, b.hi);
+      })
+      .def("__repr__", [](const motes::Box& b) { return "Box" + nb::cast<std::string>(nb::repr(box_tuple(b))); });
+
+  // ---- options --------------------------------------------------------------------------
+  Record<motes::LayoutOptions>(m, "LayoutOptions", "How a particle file's tree is built (particles/layout/builder.hpp).")
+      .constructible()
+      .rw("leaf_size", &motes::LayoutOptions::leaf_size, "particles per leaf of the spatial tree, at most")
+      .rw("lod_count", &motes::LayoutOptions::lod_count, "sample (level-of-detail) particles kept by each inner node")
+      .rw("treelet_size", &motes::LayoutOptions::treelet_size, "the shallow tree stops splitting below this many particles")
+      .rw("threads", &motes::LayoutOptions::threads, "worker threads, 0 for all cores")
+      .done();
+
+  Record<motes::WriteOptions>(m, "WriteOptions", "How a particle file is written (particles/writer.hpp).")
+      .constructible()
+      .rw("layout", &motes::WriteOptions::layout, "the tree (LayoutOptions)")
+      .rw("compression", &motes::WriteOptions::compression,
+          "how values are stored (Compression): 'lossless' (coded when that pays) or 'none' (as they are)")
+      .rw("block_values", &motes::WriteOptions::block_values, "values per coded and checksummed block")
+      .rw("zstd_level", &motes::WriteOptions::zstd_level, "zstd level of coded blocks")
+      .rw("sync", &motes::WriteOptions::sync, "fdatasync files and directories before returning")
+      .done();
+
+  Record<motes::QuerySpec>(m, "QuerySpec", "Which particles a query selects (query/engine.hpp).")
+      .constructible()
+      .rw("where", &motes::QuerySpec::where, "a boolean expression over columns; empty selects everything")
+      .rw_prop("box", [](const motes::QuerySpec& s) { return s.box; },
+               [](motes::QuerySpec& s, nb::handle v) { s.box = box_of(v); },
+               "None, a Box or 6 numbers (xmin, ymin, zmin, xmax, ymax, zmax); inclusive")
+      .rw("quality_from", &motes::QuerySpec::quality_from, "levels of detail from this quality ...")
+      .rw("quality_to", &motes::QuerySpec::quality_to, "... to this one (1: every particle)")
+      .rw("fraction", &motes::QuerySpec::fraction, "instead of qualities: a share of the particles (None: unused)")
+      .rw("threads", &motes::QuerySpec::threads, "worker threads, 0 for all cores")
+      .rw("prefetch", &motes::QuerySpec::prefetch, "tell the sources what will be read before reading it")
+      .done();
+
+  Record<motes::AggregationOptions>(m, "AggregationOptions", "How a parallel write sizes its files (parallel/aggregation.hpp).")
+      .constructible()
+      .rw("bytes_per_particle", &motes::AggregationOptions::bytes_per_particle, "bytes a particle takes in a file")
+      .rw("target_bytes", &motes::AggregationOptions::target_bytes, "bytes per file; 0 = automatic")
+      .rw("overfull", &motes::AggregationOptions::overfull, "a node this close to the target is not split further")
+      .rw("best_axis", &motes::AggregationOptions::best_axis, "try all three axes instead of the longest one")
+      .done();
+
+  Record<motes::ParallelWriteOptions>(m, "ParallelWriteOptions", "A collective write (parallel/options.hpp).")
+      .constructible()
+      .rw("write", &motes::ParallelWriteOptions::write, "every part file's WriteOptions")
+      .rw("aggregation", &motes::ParallelWriteOptions::aggregation, "AggregationOptions (bytes_per_particle: from the schema)")
+      .rw("method", &motes::ParallelWriteOptions::method,
+          "how the ranks' particles are grouped into part files (AggregationMethod): 'adaptive' (files of "
+          "near-equal size) or 'aug' (a uniform grid, the baseline)")
+      .rw("lock_timeout", &motes::ParallelWriteOptions::lock_timeout,
+          "seconds rank 0 waits for another writer's lock (default: MOTES_LOCK_TIMEOUT, else 0)")
+      .done();
+
+  Record<motes::PartitionRequest>(m, "PartitionRequest", "A collective read (parallel/options.hpp).")
+      .constructible()
+      .rw_prop("box", [](const motes::PartitionRequest& r) { return r.box; },
+               [](motes::PartitionRequest& r, nb::handle v) { r.box = box_of(v); },
+               "this rank's region (None: an even share of the particles)")
+      .rw("where", &motes::PartitionRequest::where, "a filter expression")
+      .rw("quality", &motes::PartitionRequest::quality, "level of detail in [0, 1]")
+      .rw("fraction", &motes::PartitionRequest::fraction, "or a share of the particles")
+      .rw("columns", &motes::PartitionRequest::columns, "columns to read; empty: all")
+      .rw("threads", &motes::PartitionRequest::threads, "worker threads, 0 for cores / ranks on the node")
+      .done();
+
+  // ---- results --------------------------------------------------------------------------
+  Record<motes::ColumnSummary>(m, "ColumnSummary", "One column of a file written.")
+      .ro("name", &motes::ColumnSummary::name, "")
+      .ro("dtype", &motes::ColumnSummary::dtype, "DType")
+      .ro("index", &motes::ColumnSummary::fine, "FineIndex: the extra index built")
+      .ro("min", &motes::ColumnSummary::min, "over non-NaN values (0 when there are none)")
+      .ro("max", &motes::ColumnSummary::max, "")
+      .ro("nan_count", &motes::ColumnSummary::nan_count, "")
+      .ro("root_bits", &motes::ColumnSummary::root_bits, "the root node's 32-bin bitmap", false)
+      .done();
+
+  Record<motes::WriteSummary>(m, "WriteSummary", "What writing one particle file did.")
+      .ro("particle_count", &motes::WriteSummary::particle_count, "")
+      .ro("file_bytes", &motes::WriteSummary::file_bytes, "")
+      .ro("data_bytes", &motes::WriteSummary::data_bytes, "the columns' raw bytes")
+      .ro("stored_bytes", &motes::WriteSummary::stored_bytes, "the columns' values as stored")
+      .ro("node_count", &motes::WriteSummary::node_count, "")
+      .ro("level_count", &motes::WriteSummary::level_count, "")
+      .ro("layout_seconds", &motes::WriteSummary::layout_seconds, "")
+      .ro("write_seconds", &motes::WriteSummary::write_seconds, "")
+      .ro("columns", &motes::WriteSummary::columns, "ColumnSummary per column")
+      .ro("bounds", &motes::WriteSummary::bounds, "Box of the positions", false)
+      .ro("header_checksum", &motes::WriteSummary::header_checksum, "pins the whole file", false)
+      .done();
+
+  Record<motes::ColumnStats>(m, "ColumnStats", "Statistics of a column over a query's particles.")
+      .ro("count", &motes::ColumnStats::count, "selected particles")
+      .ro("valid", &motes::ColumnStats::valid, "of which not NaN")
+      .computed("min", [](const motes::ColumnStats& s) { return s.valid ? std::optional(s.min) : std::nullopt; },
+                "None when no value is valid")
+      .computed("max", [](const motes::ColumnStats& s) { return s.valid ? std::optional(s.max) : std::nullopt; }, "")
+      .ro("sum", &motes::ColumnStats::sum, "")
+      .computed("mean", [](const motes::ColumnStats& s) { return s.valid ? std::optional(s.mean()) : std::nullopt; }, "")
+      .done();
+
+  // The dict keys are the public API's (Table.counters): nodes_whole is the core's nodes_all.
+  Record<motes::QueryCounters>(m, "QueryCounters", "How much a query's indexes pruned.")
+      .ro("nodes_visited", &motes::QueryCounters::nodes_visited, "")
+      .ro("nodes_pruned", &motes::QueryCounters::nodes_pruned, "")
+      .ro("nodes_whole", &motes::QueryCounters::nodes_all, "nodes taken whole, untested")
+      .ro("points_tested", &motes::QueryCounters::points_tested, "")
+      .ro("points_taken_whole", &motes::QueryCounters::points_taken_whole, "")
+      .ro("scanned", &motes::QueryCounters::scanned, "the selected levels were scanned in order (in some part)")
+      .ro("parts_read", &motes::QueryCounters::parts_read, "part files opened")
+      .ro("parts_pruned", &motes::QueryCounters::parts_pruned, "part files skipped through the step index")
+      .done();
+
+  Record<motes::Balance>(m, "Balance", "File sizes of an aggregation plan (bytes).")
+      .ro("files", &motes::Balance::files, "")
+      .ro("mean_bytes", &motes::Balance::mean, "")
+      .computed("sd_over_mean", &motes::Balance::sd_over_mean, "")
+      .computed("max_over_mean", &motes::Balance::max_over_mean, "")
+      .ro("sd_bytes", &motes::Balance::sd, "standard deviation", false)
+      .ro("max_bytes", &motes::Balance::max, "", false)
+      .done();
+
+  Record<motes::ParallelWriteReport::Species>(m, "SpeciesWriteReport", "One species of a collective write.")
+      .ro("name", &motes::ParallelWriteReport::Species::name, "")
+      .ro("count", &motes::ParallelWriteReport::Species::count, "particles over all ranks")
+      .ro("parts", &motes::ParallelWriteReport::Species::parts, "part files")
+      .ro("target_bytes", &motes::ParallelWriteReport::Species::target_bytes, "")
+      .ro("balance", &motes::ParallelWriteReport::Species::balance, "Balance of the part files")
+      .done();
+
+  Record<motes::ParallelWriteReport>(m, "ParallelWriteReport", "What a collective write did; the same on every rank.")
+      .ro("species", &motes::ParallelWriteReport::species, "SpeciesWriteReport per species")
+      .ro("file_bytes", &motes::ParallelWriteReport::file_bytes, "all part files")
+      .ro("plan_seconds", &motes::ParallelWriteReport::plan_seconds, "slowest rank per phase")
+      .ro("exchange_seconds", &motes::ParallelWriteReport::exchange_seconds, "")
+      .ro("write_seconds", &motes::ParallelWriteReport::write_seconds, "")
+      .ro("commit_seconds", &motes::ParallelWriteReport::commit_seconds, "")
+      .ro("total_seconds", &motes::ParallelWriteReport::total_seconds, "")
+      .done();
+}
+
+}  // namespace motes_py

@@ -1,0 +1,162 @@
+// Queries over a collection: expressions, Selection (gathered into numpy on demand), and
+// the analyses computed while a query traverses (count, stats, histograms). Each takes a
+// QuerySpec (None: everything).
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+
+#include "common.hpp"
+#include "motes/analysis/analysis.hpp"
+#include "motes/core/parallel.hpp"
+#include "motes/query/engine.hpp"
+#include "motes/query/selection.hpp"
+
+namespace motes_py {
+
+namespace {
+
+// A query's selection (bound to its collection), gathered into numpy on demand.
+struct PySelection {
+  motes::Selection selection;
+  motes::QueryCounters counters;
+  unsigned threads;
+};
+
+using Source = std::shared_ptr<motes::Collection>;
+using Spec = std::optional<motes::QuerySpec>;
+
+motes::QuerySpec spec_of(const Spec& spec) { return spec.value_or(motes::QuerySpec{}); }
+
+}  // namespace
+
+void bind_queries(nb::module_& m) {
+  m.def("parse_expression", [](const std::string& text) { return motes::parse_expression(text)->to_string(); },
+        "text"_a, "Parses a query expression; returns its fully parenthesised form or raises UsageError.");
+
+  nb::class_<PySelection>(m, "Selection", "The particles a query selected, in file order; columns are gathered on demand.")
+      .def_prop_ro("size", [](const PySelection& s) { return s.selection.size(); })
+      .def_prop_ro("counters", [](const PySelection& s) { return plain(nb::cast(s.counters, nb::rv_policy::copy)); },
+                   "How much the indexes pruned, as a dict (QueryCounters.to_dict()).")
+      .def_prop_ro("query_counters", [](const PySelection& s) { return s.counters; }, "The QueryCounters.")
+      .def(
+          "gather",
+          [](const PySelection& s, const std::string& column, uint64_t begin, uint64_t end) {
+            size_t c = s.selection.collection().column(column);
+            if (end > s.selection.size()) end = s.selection.size();
+            if (begin > end) begin = end;
+            auto [arr, data] = new_array(s.selection.collection().schema()[c].dtype, end - begin);
+            {
+              nb::gil_scoped_release release;
+              s.selection.gather(c, begin, end, data, s.threads);
+            }
+            return arr;
+          },
+          "column"_a, "begin"_a, "end"_a)
+      .def(
+          "gather_columns",
+          [](const PySelection& s, const std::vector<std::string>& columns, uint64_t begin, uint64_t end) {
+            if (end > s.selection.size()) end = s.selection.size();
+            if (begin > end) begin = end;
+            std::vector<size_t> index;
+            std::vector<void*> dest;
+            nb::list out;
+            for (const std::string& name : columns) {
+              index.push_back(s.selection.collection().column(name));
+              auto [arr, data] = new_array(s.selection.collection().schema()[index.back()].dtype, end - begin);
+              out.append(arr);
+              dest.push_back(data);
+            }
+            {
+              nb::gil_scoped_release release;
+              // Columns go to different threads; a column's rows are shared only when few columns are asked for.
+              const uint64_t rows = end - begin;
+              const unsigned across = rows >= 1024 ? s.threads : 1;
+              const unsigned within = index.size() >= s.threads ? 1 : s.threads;
+              motes::parallel_for(index.size(), across, [&](uint64_t k) {
+                s.selection.gather(index[k], begin, end, dest[k], within);
+              });
+            }
+            return out;
+          },
+          "columns"_a, "begin"_a, "end"_a, "Gathers several columns at once (one call, GIL released once).")
+      .def(
+          "positions",
+          [](const PySelection& s, uint64_t begin, uint64_t end) {
+            if (end > s.selection.size()) end = s.selection.size();
+            if (begin > end) begin = end;
+            auto [arr, data] = new_array(motes::DType::u64, end - begin);
+            s.selection.positions(begin, end, static_cast<uint64_t*>(data));
+            return arr;
+          },
+          "begin"_a, "end"_a);
+
+  m.def(
+      "select",
+      [](Source f, const Spec& spec) {
+        const motes::QuerySpec s = spec_of(spec);
+        auto out = std::make_unique<PySelection>();
+        {
+          nb::gil_scoped_release release;
+          motes::Query q(f, s);
+          out->selection = motes::Selection(q);
+          out->counters = q.counters();
+          out->threads = q.threads();
+        }
+        return out;
+      },
+      "source"_a, "spec"_a = nb::none(), "The Selection of a QuerySpec's particles (nothing gathered yet).");
+
+  m.def(
+      "count",
+      [](Source f, const Spec& spec) {
+        const motes::QuerySpec s = spec_of(spec);
+        nb::gil_scoped_release release;
+        motes::Query q(f, s);
+        return motes::count(q);
+      },
+      "source"_a, "spec"_a = nb::none());
+
+  m.def(
+      "stats",
+      [](Source f, const std::string& column, const Spec& spec) {
+        const motes::QuerySpec s = spec_of(spec);
+        nb::gil_scoped_release release;
+        motes::Query q(f, s);
+        return motes::stats(q, f->column(column));
+      },
+      "source"_a, "column"_a, "spec"_a = nb::none(), "ColumnStats of a column over the query's particles.");
+
+  m.def(
+      "histogram",
+      [](Source f, const std::string& x, uint32_t xbins, double xlo, double xhi, std::optional<std::string> y,
+         uint32_t ybins, double ylo, double yhi, std::optional<std::string> weight, const Spec& spec) {
+        const motes::QuerySpec s = spec_of(spec);
+        motes::Axis ax{f->column(x), xbins, xlo, xhi};
+        std::optional<size_t> w;
+        if (weight) w = f->column(*weight);
+        std::vector<double> h;
+        if (y) {
+          motes::Axis ay{f->column(*y), ybins, ylo, yhi};
+          {
+            nb::gil_scoped_release release;
+            motes::Query q(f, s);
+            h = motes::histogram2d(q, ax, ay, w);
+          }
+          return float_array(h, xbins, ybins);
+        }
+        {
+          nb::gil_scoped_release release;
+          motes::Query q(f, s);
+          h = motes::histogram(q, ax, w);
+        }
+        return float_array(h, xbins, 0);
+      },
+      "source"_a, "x"_a, "xbins"_a, "xlo"_a, "xhi"_a, "y"_a = nb::none(), "ybins"_a = 0, "ylo"_a = 0.0, "yhi"_a = 0.0,
+      "weight"_a = nb::none(), "spec"_a = nb::none(),
+      "1-D histogram of x (xbins over [xlo, xhi]), or 2-D with y; sums of weight when given.");
+}
+
+}  // namespace motes_py
