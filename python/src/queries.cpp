@@ -71,12 +71,15 @@ void bind_queries(nb::module_& m) {
             }
             {
               nb::gil_scoped_release release;
-              // Columns go to different threads; a column's rows are shared only when few columns are asked for.
+              // Every column's blocks asked for at once (a cold read waits for overlapping reads,
+              // not column after column); then columns go to different threads, and a column's
+              // rows are shared only when few columns are asked for.
+              s.selection.prefetch(index, begin, end);
               const uint64_t rows = end - begin;
               const unsigned across = rows >= 1024 ? s.threads : 1;
               const unsigned within = index.size() >= s.threads ? 1 : s.threads;
               motes::parallel_for(index.size(), across, [&](uint64_t k) {
-                s.selection.gather(index[k], begin, end, dest[k], within);
+                s.selection.gather(index[k], begin, end, dest[k], within, false);
               });
             }
             return out;
