@@ -261,7 +261,7 @@ class Bench:
         peers = {
             "raw_write_fdatasync": peer(rate(raw_med), "M particles/s", raw_med / m_med,
                                         "motes rate / peer rate", seconds=t_raw, mb_per_s=raw / raw_med / MB),
-            "motes_without_fine_index": peer(
+            "motes_without_quantile_index": peer(
                 rate(t_nofine["median"]), "M particles/s", t_nofine["median"] / m_med, "motes rate / peer rate",
                 seconds=t_nofine, index=fine_cols,
                 layout_seconds_median=statistics.median(s["layout_seconds"] for s in summ2),
@@ -291,7 +291,7 @@ class Bench:
             mb_per_s=raw / m_med / MB, percent_of_raw=pct, percent_of_raw_median_of_rounds=pct_rounds,
             motes_layout_seconds_median=layout, motes_write_seconds_median=wsec,
             motes_file_bytes=du(self.motes_path), raw_bytes=raw, loadavg=os.getloadavg())
-        log(f"  motes without fine index {t_nofine['median']:.3f} s")
+        log(f"  motes without quantile index {t_nofine['median']:.3f} s")
         log(f"  motes {m_med:.3f} s ({rate(m_med):.2f} M/s = {pct:.0f}% of raw {raw_med:.3f} s); "
             f"layout {layout:.3f} s, write {wsec:.3f} s; h5py {t_h5['median']:.3f} s; "
             f"parquet sort {t_sort['median']:.3f} + write {t_pq['median']:.3f} s; memcpy {t_mem['best'] * 1e3:.1f} ms")
@@ -507,10 +507,10 @@ class Bench:
         s = dict(self.ds.file().sizes)
         raw = s["raw_data_bytes"]  # the columns' values as numbers (stored compressed by default)
         ov = 100.0 * (s["index_bytes"] + s["padding_bytes"]) / raw
-        fine = 100.0 * s["fine_index_bytes"] / raw
+        fine = 100.0 * s["quantile_index_bytes"] / raw
         size = 100.0 * s["file_bytes"] / raw
         peers = {
-            "fine_index": peer(fine, "% of raw bytes", fine / 10.0, "value / 10% limit",
+            "quantile_index": peer(fine, "% of raw bytes", fine / 10.0, "value / 10% limit",
                                target="<= 10%", met=fine <= 10.0,
                                note="extra quantile index built for the spatially random columns (ux, uy, uz)"),
             "file_size": peer(size, "% of raw bytes", None, "file_bytes / raw column bytes (index, codes and "
@@ -527,8 +527,8 @@ class Bench:
         self.figures["overhead"] = figure(
             "overhead", "(index_bytes + padding_bytes) / raw column bytes of the particle file (File.sizes)",
             ov, "% of raw bytes", peers=peers, ratio=ov / 2.0, ratio_meaning="overhead % / target (2%)",
-            target="<= 2% (and fine index <= 10%)", met=ov <= 2.0 and fine <= 10.0, sizes=s)
-        log(f"figure 6 (overhead): index+padding {ov:.2f}%, fine index {fine:.2f}%, file {size:.1f}% of raw ({s})")
+            target="<= 2% (and quantile codes <= 10%)", met=ov <= 2.0 and fine <= 10.0, sizes=s)
+        log(f"figure 6 (overhead): index+padding {ov:.2f}%, quantile codes {fine:.2f}%, file {size:.1f}% of raw ({s})")
 
     # ---- figure 7: big -----------------------------------------------------------------------
     def fig_big(self) -> None:

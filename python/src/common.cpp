@@ -31,17 +31,17 @@ motes::DType dtype_of(const InputArray& a, const std::string& name) {
   throw motes::UsageError("column '" + name + "' has an unsupported dtype (use " + numpy_names() + ")");
 }
 
-motes::FineIndex fine_of(const std::string& s, const std::string& name) {
-  if (s == "auto") return motes::FineIndex::automatic;
-  if (s == "none") return motes::FineIndex::none;
-  if (s == "quantile") return motes::FineIndex::quantile;
+motes::IndexKind index_kind_of(const std::string& s, const std::string& name) {
+  if (s == "auto") return motes::IndexKind::automatic;
+  if (s == "none") return motes::IndexKind::none;
+  if (s == "quantile") return motes::IndexKind::quantile;
   throw motes::UsageError("column '" + name + "': index must be 'auto', 'none' or 'quantile', got '" + s + "'");
 }
 
-motes::ColumnView view_of(const InputArray& arr, const std::string& name, motes::FineIndex fine,
+motes::ColumnView view_of(const InputArray& arr, const std::string& name, motes::IndexKind index,
                           const std::string& unit) {
   motes::ColumnView v;
-  v.spec = {name, dtype_of(arr, name), fine, unit};
+  v.spec = {name, dtype_of(arr, name), index, unit};
   v.data = arr.data();
   v.count = arr.shape(0);
   v.stride_bytes = arr.stride(0) * int64_t(motes::dtype_size(v.spec.dtype));
@@ -50,8 +50,8 @@ motes::ColumnView view_of(const InputArray& arr, const std::string& name, motes:
 
 std::vector<motes::ColumnView> views_of(const std::vector<ColumnTuple>& cols) {
   std::vector<motes::ColumnView> out;
-  for (const auto& [name, arr, fine, unit, bound] : cols) {
-    out.push_back(view_of(arr, name, fine_of(fine, name), unit));
+  for (const auto& [name, arr, index, unit, bound] : cols) {
+    out.push_back(view_of(arr, name, index_kind_of(index, name), unit));
     out.back().spec.error_bound = bound;
   }
   return out;

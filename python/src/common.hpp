@@ -30,11 +30,11 @@ using InputArray = nb::ndarray<nb::ro, nb::ndim<1>, nb::device::cpu>;
 // The stored dtype of an array (by the core's dtype table); UsageError naming the column.
 motes::DType dtype_of(const InputArray& a, const std::string& name);
 
-// "auto", "none", "quantile" -> FineIndex; UsageError naming the column otherwise.
-motes::FineIndex fine_of(const std::string& s, const std::string& name);
+// "auto", "none", "quantile" -> IndexKind; UsageError naming the column otherwise.
+motes::IndexKind index_kind_of(const std::string& s, const std::string& name);
 
 // The index kind of a stored column, as the manifest and Python write it.
-inline const char* fine_name(motes::FineIndex f) { return f == motes::FineIndex::quantile ? "quantile" : "none"; }
+inline const char* index_kind_name(motes::IndexKind f) { return f == motes::IndexKind::quantile ? "quantile" : "none"; }
 
 // A column from Python: (name, array, index kind, unit, error bound).
 using ColumnTuple = std::tuple<std::string, InputArray, std::string, std::string, double>;
@@ -42,7 +42,7 @@ using ColumnTuple = std::tuple<std::string, InputArray, std::string, std::string
 // A view of a numpy array by its real stride (0 for a broadcast value, negative for a
 // reversed view). The Python layer copies what a stride in elements cannot describe.
 motes::ColumnView view_of(const InputArray& arr, const std::string& name,
-                          motes::FineIndex fine = motes::FineIndex::none, const std::string& unit = "");
+                          motes::IndexKind index = motes::IndexKind::none, const std::string& unit = "");
 std::vector<motes::ColumnView> views_of(const std::vector<ColumnTuple>& cols);
 
 // A new numpy array of dtype t and length n; returns it and its data pointer. numpy

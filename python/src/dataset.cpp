@@ -88,7 +88,7 @@ void bind_dataset(nb::module_& m) {
                          ed["bounds"] = box_tuple(e.bounds);
                          nb::list cols;
                          for (const auto& c : e.columns)
-                           cols.append(nb::make_tuple(c.name, motes::dtype_name(c.dtype), fine_name(c.fine), c.unit, c.error_bound));
+                           cols.append(nb::make_tuple(c.name, motes::dtype_name(c.dtype), index_kind_name(c.index), c.unit, c.error_bound));
                          ed["columns"] = cols;
                          sp[e.name.c_str()] = ed;
                        }

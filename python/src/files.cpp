@@ -68,7 +68,7 @@ void bind_files(nb::module_& m) {
                        nb::dict d;
                        d["name"] = c.spec.name;
                        d["dtype"] = motes::dtype_name(c.spec.dtype);
-                       d["index"] = fine_name(c.fine);
+                       d["index"] = index_kind_name(c.index);
                        d["unit"] = c.spec.unit;
                        d["error_bound"] = c.spec.error_bound;
                        d["min"] = c.global_min;
@@ -95,7 +95,7 @@ void bind_files(nb::module_& m) {
                      d["raw_data_bytes"] = s.raw_data_bytes;
                      d["index_bytes"] = s.index_bytes;
                      d["padding_bytes"] = s.padding_bytes;
-                     d["fine_index_bytes"] = s.fine_bytes;
+                     d["quantile_index_bytes"] = s.quantile_bytes;
                      return d;
                    })
       .def(

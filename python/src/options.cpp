@@ -101,10 +101,10 @@ void bind_options(nb::module_& m) {
   nb::enum_<motes::DType> dtype(m, "DType", "A stored dtype (core/types.hpp); the values are the file format's codes.");
   for (const motes::DTypeInfo& d : motes::dtype_table) dtype.value(d.name, d.dtype, d.numpy_name);
 
-  nb::enum_<motes::FineIndex>(m, "FineIndex", "How a column is indexed beyond per-node ranges and bitmaps.")
-      .value("none", motes::FineIndex::none, "32 equal-width bins per node only")
-      .value("quantile", motes::FineIndex::quantile, "plus a quantile code per particle")
-      .value("automatic", motes::FineIndex::automatic, "chosen by the writer from the data (never stored)");
+  nb::enum_<motes::IndexKind>(m, "IndexKind", "How a column is indexed beyond per-node ranges and bitmaps.")
+      .value("none", motes::IndexKind::none, "32 equal-width bins per node only")
+      .value("quantile", motes::IndexKind::quantile, "plus a quantile code per particle")
+      .value("automatic", motes::IndexKind::automatic, "chosen by the writer from the data (never stored)");
 
   nb::enum_<motes::Compression>(m, "Compression", "How values are stored.")
       .value("lossless", motes::Compression::lossless, "coded when that pays: predictor, byte planes, zstd or lz4")
@@ -212,7 +212,7 @@ void bind_options(nb::module_& m) {
   Record<motes::ColumnSummary>(m, "ColumnSummary", "One column of a file written.")
       .ro("name", &motes::ColumnSummary::name, "")
       .ro("dtype", &motes::ColumnSummary::dtype, "DType")
-      .ro("index", &motes::ColumnSummary::fine, "FineIndex: the extra index built")
+      .ro("index", &motes::ColumnSummary::index, "IndexKind: the extra index built")
       .ro("min", &motes::ColumnSummary::min, "over non-NaN values (0 when there are none)")
       .ro("max", &motes::ColumnSummary::max, "")
       .ro("nan_count", &motes::ColumnSummary::nan_count, "")

@@ -82,9 +82,9 @@ TEST_P(FormatBoth, RoundTripsEveryColumnBitExactly) {
   EXPECT_EQ(read_back<double>(*f, "noise", file_to_row), cols.noise);
   EXPECT_EQ(read_back<int32_t>(*f, "kind", file_to_row), cols.kind);
   // The noisy column got the quantile index automatically, the smooth one did not.
-  EXPECT_EQ(f->schema()[f->column("noise")].fine, FineIndex::quantile);
-  EXPECT_EQ(f->schema()[f->column("energy")].fine, FineIndex::none);
-  EXPECT_EQ(f->schema()[f->column("x")].fine, FineIndex::none);
+  EXPECT_EQ(f->schema()[f->column("noise")].index, IndexKind::quantile);
+  EXPECT_EQ(f->schema()[f->column("energy")].index, IndexKind::none);
+  EXPECT_EQ(f->schema()[f->column("x")].index, IndexKind::none);
   // Node ranges bound their subtrees.
   const ColumnIndex& e = f->index(f->column("energy"));
   const std::vector<float> ev = values_of<float>(*f, "energy");
@@ -106,7 +106,7 @@ TEST(Format, StridedInputIsReadInPlace) {
   for (size_t i = 0; i < aos.size(); ++i) aos[i] = {double(i % 17), double(i % 31) * 0.5, double(i) * 1e-3, float(i)};
   auto view = [&](const char* n, DType t, const void* p) {
     ColumnView c;
-    c.spec = {n, t, FineIndex::none, "unit-" + std::string(n)};
+    c.spec = {n, t, IndexKind::none, "unit-" + std::string(n)};
     c.data = p;
     c.count = aos.size();
     c.stride_bytes = sizeof(P);
@@ -133,7 +133,7 @@ TEST(Format, NegativeAndZeroStridesAreReadAsGiven) {
   const double w = 42.5;
   auto view = [&](const char* name, DType t, const void* p, std::optional<int64_t> stride) {
     ColumnView c;
-    c.spec = {name, t, FineIndex::none, ""};
+    c.spec = {name, t, IndexKind::none, ""};
     c.data = p;
     c.count = n;
     c.stride_bytes = stride;
@@ -320,9 +320,9 @@ TEST_P(FormatBoth, QuantileCodesAgreeWithTheSpecFunction) {
   }
   auto v = cols.views();
   for (auto& c : v)
-    if (c.spec.name == "noise") c.spec.fine = FineIndex::quantile;
+    if (c.spec.name == "noise") c.spec.index = IndexKind::quantile;
   ColumnView sv;
-  sv.spec = {"steps", DType::f64, FineIndex::quantile, ""};
+  sv.spec = {"steps", DType::f64, IndexKind::quantile, ""};
   sv.data = steps.data();
   sv.count = steps.size();
   v.push_back(sv);
@@ -331,11 +331,11 @@ TEST_P(FormatBoth, QuantileCodesAgreeWithTheSpecFunction) {
   auto f = ParticleFile::open(path, true);
   for (const char* name : {"noise", "steps"}) {
     const ColumnIndex& c = f->index(f->column(name));
-    ASSERT_EQ(c.fine, FineIndex::quantile) << name;
+    ASSERT_EQ(c.index, IndexKind::quantile) << name;
     const std::vector<double> values = values_of<double>(*f, name);
     std::vector<uint8_t> codes(f->particle_count());
     f->codes(f->column(name))->read(0, codes.size(), codes.data());
     for (uint64_t i = 0; i < f->particle_count(); ++i)
-      ASSERT_EQ(codes[i], spec::fine_code(values[i], c.edges.data())) << name << " at " << i << " value " << values[i];
+      ASSERT_EQ(codes[i], spec::quantile_code(values[i], c.edges.data())) << name << " at " << i << " value " << values[i];
   }
 }

@@ -39,7 +39,7 @@ struct PartedFixture {
       WriteSummary w = write_particle_file(StepIndex::part_path(index_path, k), slabs[k].views(), o);
       summaries.push_back({w.particle_count, w.file_bytes, w.bounds, w.columns});
       if (schema.empty())
-        for (const ColumnSummary& c : w.columns) schema.push_back({c.name, c.dtype, c.fine, ""});
+        for (const ColumnSummary& c : w.columns) schema.push_back({c.name, c.dtype, c.index, ""});
     }
     StepIndex::write(index_path, schema, summaries, false);
   }

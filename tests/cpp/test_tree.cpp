@@ -123,7 +123,7 @@ TEST(Builder, IdenticalPositionsStillSplit) {
   std::vector<double> x(5000, 1.0), y(5000, 2.0), z(5000, 3.0);
   auto view = [](const char* n, const std::vector<double>& d) {
     ColumnView c;
-    c.spec = {n, DType::f64, FineIndex::none, ""};
+    c.spec = {n, DType::f64, IndexKind::none, ""};
     c.data = d.data();
     c.count = d.size();
     return c;

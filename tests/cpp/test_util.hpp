@@ -19,7 +19,7 @@ struct Columns {
   std::vector<ColumnView> views() const {
     auto v = [](const char* name, DType t, const void* p, uint64_t n) {
       ColumnView c;
-      c.spec = {name, t, FineIndex::automatic, ""};
+      c.spec = {name, t, IndexKind::automatic, ""};
       c.data = p;
       c.count = n;
       return c;

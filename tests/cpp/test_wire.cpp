@@ -43,8 +43,8 @@ std::vector<PartReport> sample_reports() {
   a.summary.file_bytes = 123456;
   a.summary.header_checksum = 0xfedcba9876543210ull;
   a.summary.bounds = Box{{0, 0, 0}, {1, 1, 1}};
-  a.summary.columns = {ColumnSummary{"x", DType::f32, FineIndex::none, 0, 1, 0, 0xffffffffu},
-                       ColumnSummary{"w", DType::f64, FineIndex::quantile, -2.5, std::nan(""), 17, 5}};
+  a.summary.columns = {ColumnSummary{"x", DType::f32, IndexKind::none, 0, 1, 0, 0xffffffffu},
+                       ColumnSummary{"w", DType::f64, IndexKind::quantile, -2.5, std::nan(""), 17, 5}};
   PartReport b;
   b.part = 0;  // a part with no columns (cannot happen, but the message does not care)
   return {a, b};
@@ -186,7 +186,7 @@ TEST(Wire, PartReportsRoundTrip) {
     for (size_t c = 0; c < a.columns.size(); ++c) {
       EXPECT_EQ(b.columns[c].name, a.columns[c].name);
       EXPECT_EQ(b.columns[c].dtype, a.columns[c].dtype);
-      EXPECT_EQ(b.columns[c].fine, a.columns[c].fine);
+      EXPECT_EQ(b.columns[c].index, a.columns[c].index);
       EXPECT_EQ(std::bit_cast<uint64_t>(b.columns[c].min), std::bit_cast<uint64_t>(a.columns[c].min));
       EXPECT_EQ(std::bit_cast<uint64_t>(b.columns[c].max), std::bit_cast<uint64_t>(a.columns[c].max));
       EXPECT_EQ(b.columns[c].nan_count, a.columns[c].nan_count);

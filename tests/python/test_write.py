@@ -170,7 +170,7 @@ def test_automatic_quantile_codes_stay_within_ten_percent(tmp_path):
     chosen = [c["name"] for c in summary["columns"] if c["index"] == "quantile"]
     sizes = motes.open(tmp_path / "noise.motes").file().sizes
     assert 0 < len(chosen) < 8
-    assert sizes["fine_index_bytes"] <= 0.10 * sizes["raw_data_bytes"]  # the budget counts the values as numbers
+    assert sizes["quantile_index_bytes"] <= 0.10 * sizes["raw_data_bytes"]  # the budget counts the values as numbers
     # an explicit request is always honoured, budget or not
     summary = motes.write(tmp_path / "all.motes", cols, sync=False, index={f"n{k}": "quantile" for k in range(8)})[0]
     assert sum(c["index"] == "quantile" for c in summary["columns"]) == 8

@@ -107,7 +107,7 @@ motes_status motes_writer_define_column(motes_writer* w, const char* species, co
                                              "' is already declared as " + motes::dtype_name(spec.dtype));
         return MOTES_OK;
       }
-    w->declared.push_back({species, motes::ColumnSpec{name, motes::DType(dtype), motes::FineIndex::automatic,
+    w->declared.push_back({species, motes::ColumnSpec{name, motes::DType(dtype), motes::IndexKind::automatic,
                                                       unit ? unit : ""}});
     return MOTES_OK;
   });
@@ -150,7 +150,7 @@ motes_status motes_writer_set_column(motes_writer* w, const char* species, const
                                            motes::dtype_name(spec.dtype) + ", set as " +
                                            motes::dtype_name(motes::DType(dtype)));
     motes::ColumnView v;
-    v.spec = {name, motes::DType(dtype), motes::FineIndex::automatic, ""};
+    v.spec = {name, motes::DType(dtype), motes::IndexKind::automatic, ""};
     v.data = data;
     v.count = count;
     if (stride_bytes != 0) v.stride_bytes = stride_bytes;  // 0: contiguous (motes.h)

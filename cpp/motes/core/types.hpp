@@ -116,7 +116,7 @@ decltype(auto) dispatch_dtype(DType t, F&& f) {
 }
 
 // How a column's values are indexed beyond per-node min/max and the 32-bin bitmap.
-enum class FineIndex : uint8_t {
+enum class IndexKind : uint8_t {
   none = 0,      // 32 equal-width bins per node only
   quantile = 1,  // plus a u8 quantile code per point (for spatially incoherent columns)
   automatic = 255,  // writer decides from the data (never stored on disk)
@@ -125,7 +125,7 @@ enum class FineIndex : uint8_t {
 struct ColumnSpec {
   std::string name;
   DType dtype;
-  FineIndex fine = FineIndex::automatic;
+  IndexKind index = IndexKind::automatic;
   std::string unit;  // free text, e.g. openPMD unitSI/unitDimension as JSON; empty when unknown
   // Largest difference allowed between a value given and the value stored (error-bounded
   // lossy storage); 0 = lossless.

@@ -178,9 +178,9 @@ void Dataset::apply_series_index_kinds(int64_t index, const std::string& species
   const SpeciesEntry* near = before ? before : after;
   if (!near) return;
   for (ColumnView& c : columns) {
-    if (c.spec.fine != FineIndex::automatic) continue;
+    if (c.spec.index != IndexKind::automatic) continue;
     for (const ColumnSpec& s : near->columns)
-      if (s.name == c.spec.name && s.dtype == c.spec.dtype) c.spec.fine = s.fine;
+      if (s.name == c.spec.name && s.dtype == c.spec.dtype) c.spec.index = s.index;
   }
 }
 
@@ -219,7 +219,7 @@ const StepEntry& Dataset::append_step(int64_t index, double time, const json& at
       e.checksum = ws.header_checksum;
       for (size_t c = 0; c < cols.size(); ++c) {
         ColumnSpec cs = cols[c].spec;
-        cs.fine = ws.columns[c].fine;
+        cs.index = ws.columns[c].index;
         e.columns.push_back(cs);
       }
       if (summaries) summaries->push_back(std::move(ws));
@@ -276,7 +276,7 @@ SpeciesEntry Dataset::finish_species(const Writing&, int64_t index, const std::s
   e.parts = uint32_t(parts.size());
   for (size_t c = 0; c < e.columns.size(); ++c)
     for (const PartSummary& p : parts)
-      if (p.columns[c].fine == FineIndex::quantile) e.columns[c].fine = FineIndex::quantile;
+      if (p.columns[c].index == IndexKind::quantile) e.columns[c].index = IndexKind::quantile;
   StepIndexSummary root = StepIndex::write(path_of(e), e.columns, parts, options.sync);
   e.count = root.count;
   e.bounds = root.bounds;
@@ -317,7 +317,7 @@ WriteSummary PartedStepWriter::add_part(const std::string& species, const std::v
   SpeciesParts& sp = find(species);
   validate_columns(columns);
   std::vector<ColumnSpec> schema;
-  for (const ColumnView& c : columns) schema.push_back(ColumnSpec{c.spec.name, c.spec.dtype, FineIndex::none, c.spec.unit, c.spec.error_bound});
+  for (const ColumnView& c : columns) schema.push_back(ColumnSpec{c.spec.name, c.spec.dtype, IndexKind::none, c.spec.unit, c.spec.error_bound});
   if (sp.schema.empty()) {
     sp.schema = schema;
   } else {
@@ -334,7 +334,7 @@ WriteSummary PartedStepWriter::add_part(const std::string& species, const std::v
     dataset_.apply_series_index_kinds(entry_.index, species, cols);
   } else {
     for (size_t i = 0; i < cols.size(); ++i)
-      if (cols[i].spec.fine == FineIndex::automatic) cols[i].spec.fine = sp.parts[0].columns[i].fine;
+      if (cols[i].spec.index == IndexKind::automatic) cols[i].spec.index = sp.parts[0].columns[i].index;
   }
   std::string index_path = dataset_.dir() + "/" + species_index_name(entry_.index, species);
   WriteSummary w = write_particle_file(StepIndex::part_path(index_path, sp.parts.size()), cols, options_);

@@ -86,9 +86,9 @@ DType dtype_named(const std::string& s, const std::string& what) {
   bad(what + " has unknown dtype '" + s + "'");
 }
 
-FineIndex fine_from_name(const std::string& s, const std::string& what) {
-  if (s == "quantile") return FineIndex::quantile;
-  if (s == "none") return FineIndex::none;
+IndexKind index_kind_from_name(const std::string& s, const std::string& what) {
+  if (s == "quantile") return IndexKind::quantile;
+  if (s == "none") return IndexKind::none;
   bad(what + " has unknown index kind '" + s + "'");
 }
 
@@ -133,8 +133,10 @@ SpeciesEntry species_from(const std::string& name, const json& sp, int64_t index
     cs.name = text_of(member(c, "name", where + "column: "), where + "column name");
     const std::string what = where + "column '" + printable(cs.name) + "'";
     cs.dtype = dtype_named(text_of(member(c, "dtype", what + ": "), what + " dtype"), what);
-    auto fine = c.find("fine");
-    cs.fine = fine == c.end() ? FineIndex::none : fine_from_name(text_of(*fine, what + " index kind"), what);
+    // The extra index kind: "index" since manifest 1.2, "fine" before (the same values).
+    auto kind = c.find("index");
+    if (kind == c.end()) kind = c.find("fine");
+    cs.index = kind == c.end() ? IndexKind::none : index_kind_from_name(text_of(*kind, what + " index kind"), what);
     auto unit = c.find("unit");
     cs.unit = unit == c.end() ? std::string() : text_of(*unit, what + " unit");
     auto bound = c.find("error_bound");
@@ -279,7 +281,7 @@ std::string Manifest::encode() const {
       json cols = json::array();
       for (const ColumnSpec& c : e.columns) {
         json jc = {{"name", c.name}, {"dtype", dtype_name(c.dtype)},
-                   {"fine", c.fine == FineIndex::quantile ? "quantile" : "none"}};
+                   {"index", c.index == IndexKind::quantile ? "quantile" : "none"}};
         if (!c.unit.empty()) jc["unit"] = c.unit;
         if (c.error_bound > 0) jc["error_bound"] = c.error_bound;
         cols.push_back(jc);

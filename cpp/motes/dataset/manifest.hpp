@@ -37,7 +37,7 @@ struct StepEntry {
 struct Manifest {
   static constexpr const char* kFileName = "manifest.json";
   static constexpr int kMajor = 1;
-  static constexpr int kMinor = 1;                       // 1.1: checksums of the files
+  static constexpr int kMinor = 2;  // 1.1: checksums of the files; 1.2: "index" (was "fine"), "error_bound"
   static constexpr uint64_t kMaxBytes = uint64_t(1) << 30;  // a larger manifest is refused, not read
 
   nlohmann::json attributes = nlohmann::json::object();

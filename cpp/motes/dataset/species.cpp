@@ -20,7 +20,7 @@ std::string schema_text(const std::vector<ColumnSpec>& s) {
 bool same_schema(const std::vector<ColumnSpec>& a, const std::vector<ColumnSpec>& b, bool bounds) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i < a.size(); ++i)
-    if (a[i].name != b[i].name || a[i].dtype != b[i].dtype || a[i].fine != b[i].fine || a[i].unit != b[i].unit ||
+    if (a[i].name != b[i].name || a[i].dtype != b[i].dtype || a[i].index != b[i].index || a[i].unit != b[i].unit ||
         (bounds && a[i].error_bound != b[i].error_bound))
       return false;
   return true;

@@ -351,7 +351,7 @@ std::string encode(const std::vector<PartReport>& parts) {
     for (const ColumnSummary& c : s.columns) {
       o.str(c.name);
       o.u8(uint8_t(c.dtype));
-      o.u8(uint8_t(c.fine));
+      o.u8(uint8_t(c.index));
       o.f64(c.min);
       o.f64(c.max);
       o.u64(c.nan_count);
@@ -375,11 +375,11 @@ std::vector<PartReport> decode_part_reports(std::string_view bytes) {
     for (ColumnSummary& c : s.columns) {
       c.name = in.str();
       c.dtype = in.dtype();
-      uint8_t fine = in.u8();
-      if (fine != uint8_t(FineIndex::none) && fine != uint8_t(FineIndex::quantile) &&
-          fine != uint8_t(FineIndex::automatic))
-        in.fail("corrupt (index kind " + std::to_string(fine) + ")");
-      c.fine = FineIndex(fine);
+      uint8_t kind = in.u8();
+      if (kind != uint8_t(IndexKind::none) && kind != uint8_t(IndexKind::quantile) &&
+          kind != uint8_t(IndexKind::automatic))
+        in.fail("corrupt (index kind " + std::to_string(kind) + ")");
+      c.index = IndexKind(kind);
       c.min = in.f64();
       c.max = in.f64();
       c.nan_count = in.u64();

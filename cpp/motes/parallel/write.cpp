@@ -320,7 +320,7 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
     if (c.rank == 0)
       for (auto& [name, cols] : series_species) {
         dataset->apply_series_index_kinds(index, name, cols);
-        for (const ColumnView& v : cols) kinds.push_back(uint8_t(v.spec.fine));
+        for (const ColumnView& v : cols) kinds.push_back(uint8_t(v.spec.index));
       }
     kinds.resize([&] {
       size_t n = 0;
@@ -330,7 +330,7 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
     broadcast(c, kinds.data(), kinds.size());
     size_t k = 0;
     for (auto& [name, cols] : series_species)
-      for (ColumnView& v : cols) v.spec.fine = FineIndex(kinds[k++]);
+      for (ColumnView& v : cols) v.spec.index = IndexKind(kinds[k++]);
   }
   try {
     StepEntry entry;
@@ -346,7 +346,7 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
       f = attempt([&] {
         if (c.rank != 0) return;
         std::vector<ColumnSpec> schema;
-        for (const ColumnView& v : cols) schema.push_back(ColumnSpec{v.spec.name, v.spec.dtype, FineIndex::none, v.spec.unit, v.spec.error_bound});
+        for (const ColumnView& v : cols) schema.push_back(ColumnSpec{v.spec.name, v.spec.dtype, IndexKind::none, v.spec.unit, v.spec.error_bound});
         SpeciesEntry e = dataset->finish_species(*writing, index, name, std::move(schema), parts, options.write);
         if (parts.empty()) report.file_bytes += fs::file_size(dataset->path_of(e));
         for (const PartSummary& p : parts) report.file_bytes += p.file_bytes;

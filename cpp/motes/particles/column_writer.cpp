@@ -90,7 +90,7 @@ double incoherence(const ColumnPlan& p, const Layout& layout) {
   return random_bins >= 8.0 * double(samples) ? leaf_bins / random_bins : 0.0;
 }
 
-// spec::fine_code, made fast for millions of values: a uniform grid over the
+// spec::quantile_code, made fast for millions of values: a uniform grid over the
 // column's range remembers each cell's first code, so a value usually needs one
 // or two comparisons. Every answer is checked against the edges; a value the
 // grid cannot place (rounding at cell borders, runs of equal edges) takes the
@@ -99,15 +99,15 @@ class CodeLookup {
  public:
   explicit CodeLookup(const std::vector<double>& edges, double lo, double hi) : edges_(edges.data()), lo_(lo) {
     scale_ = hi > lo ? double(kCells) / (hi - lo) : 0.0;
-    for (uint32_t c = 0; c < kCells; ++c) first_[c] = spec::fine_code(lo + double(c) / (scale_ > 0 ? scale_ : 1.0), edges_);
+    for (uint32_t c = 0; c < kCells; ++c) first_[c] = spec::quantile_code(lo + double(c) / (scale_ > 0 ? scale_ : 1.0), edges_);
   }
   uint8_t operator()(double v) const {
     double t = (v - lo_) * scale_;
     uint32_t cell = t >= 0 ? (t < double(kCells) ? uint32_t(t) : kCells - 1) : 0;  // NaN lands in cell 0
     uint32_t r = first_[cell];
-    if (r > 0 && !(edges_[r] <= v)) return spec::fine_code(v, edges_);
-    for (int steps = 0; r < spec::kFineBins - 1 && edges_[r + 1] <= v; ++r)
-      if (++steps > 4) return spec::fine_code(v, edges_);
+    if (r > 0 && !(edges_[r] <= v)) return spec::quantile_code(v, edges_);
+    for (int steps = 0; r < spec::kQuantileBins - 1 && edges_[r + 1] <= v; ++r)
+      if (++steps > 4) return spec::quantile_code(v, edges_);
     return uint8_t(r);
   }
 
@@ -130,12 +130,12 @@ void compute_edges(ColumnPlan& p) {
     if (!std::isnan(v)) sample.push_back(v);
   }
   std::sort(sample.begin(), sample.end());
-  p.edges.assign(spec::kFineBins + 1, 0.0);
+  p.edges.assign(spec::kQuantileBins + 1, 0.0);
   if (sample.empty()) return;
-  for (uint32_t b = 0; b <= spec::kFineBins; ++b)
-    p.edges[b] = sample[std::min<size_t>(sample.size() - 1, size_t(b) * sample.size() / spec::kFineBins)];
+  for (uint32_t b = 0; b <= spec::kQuantileBins; ++b)
+    p.edges[b] = sample[std::min<size_t>(sample.size() - 1, size_t(b) * sample.size() / spec::kQuantileBins)];
   p.edges[0] = p.gmin;
-  p.edges[spec::kFineBins] = p.gmax;
+  p.edges[spec::kQuantileBins] = p.gmax;
 }
 
 
@@ -176,7 +176,7 @@ void choose_typed(ColumnPlan& p, const Layout& layout, uint32_t block_values, bo
   std::vector<std::vector<T>> values(starts.size(), std::vector<T>(len));
   std::vector<std::vector<uint8_t>> codes(starts.size());
   std::unique_ptr<CodeLookup> code_of;
-  if (p.fine == FineIndex::quantile) code_of = std::make_unique<CodeLookup>(p.edges, p.gmin, p.gmax);
+  if (p.index == IndexKind::quantile) code_of = std::make_unique<CodeLookup>(p.edges, p.gmin, p.gmax);
   std::vector<codec::Sample> samples;
   for (size_t k = 0; k < starts.size(); ++k) {
     gather<T>(*p.view, layout, starts[k], len, values[k].data());
@@ -235,9 +235,9 @@ void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<uint32_t
   thread_local std::vector<T> buf;
   thread_local std::vector<uint8_t> codes;
   if (buf.size() < block_values) buf.resize(block_values);
-  const bool fine = p.fine == FineIndex::quantile;
+  const bool quantile = p.index == IndexKind::quantile;
   std::unique_ptr<CodeLookup> code_of;
-  if (fine) codes.resize(block_values), code_of = std::make_unique<CodeLookup>(p.edges, p.gmin, p.gmax);
+  if (quantile) codes.resize(block_values), code_of = std::make_unique<CodeLookup>(p.edges, p.gmin, p.gmax);
   const codec::ValueType type = codec::value_type(uint8_t(p.view->spec.dtype));
   const codec::ValueType code_type = codec::value_type(uint8_t(DType::u8));
   for (uint64_t b = b0; b < b1; ++b) {
@@ -267,7 +267,7 @@ void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<uint32_t
     }
     codec::Context ctx;
     ctx.grid_origin = p.grid.origin, ctx.grid_step = p.grid.step;
-    if (fine) {
+    if (quantile) {
       for (uint64_t i = 0; i < len; ++i) codes[i] = (*code_of)(double(buf[i]));
       ctx.codes = codes.data();
       ctx.bases = p.bases.data();

@@ -28,7 +28,7 @@ struct StreamOut {
 struct ColumnPlan {
   const ColumnView* view = nullptr;
   size_t size = 0;
-  FineIndex fine = FineIndex::none;
+  IndexKind index = IndexKind::none;
   double gmin = 0, gmax = 0;
   uint64_t nan_count = 0;
   std::vector<double> edges;           // fine only: 257 quantile edges

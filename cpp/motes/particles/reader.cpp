@@ -47,8 +47,8 @@ std::string kind_name(uint32_t kind) {
     case spec::kColumn: return "column data";
     case spec::kNodeRanges: return "node ranges";
     case spec::kBitmaps: return "bitmaps";
-    case spec::kFineEdges: return "quantile edges";
-    case spec::kFineCodes: return "quantile codes";
+    case spec::kQuantileEdges: return "quantile edges";
+    case spec::kQuantileCodes: return "quantile codes";
     case spec::kBlockSums: return "block checksums";
     case spec::kBlockTable: return "block table";
   }
@@ -130,7 +130,7 @@ void ParticleFile::parse_v1() {
   uint64_t index_read = 0;
   for (const spec::SectionEntry& e : raw) {
     if (e.offset < spec::kPage || e.offset > size || e.length > size - e.offset) fail(kind_name(e.kind) + " section lies outside the file");
-    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kFineCodes;
+    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kQuantileCodes;
     if (!bulk) {
       index_read += e.length;  // sections do not overlap: more than the file means a damaged table
       if (index_read > size) fail("index sections add up to more than the file (overlapping sections)");
@@ -251,7 +251,7 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
       stats_.index_bytes += e.length;
       continue;  // handled with their bulk section
     }
-    if (e.kind < spec::kColumn || e.kind > spec::kFineCodes) continue;  // unknown kinds: ignored (minor versions)
+    if (e.kind < spec::kColumn || e.kind > spec::kQuantileCodes) continue;  // unknown kinds: ignored (minor versions)
     if (e.column >= ncol) fail(kind_name(e.kind) + " section names column " + std::to_string(e.column));
     const ColumnSpec& c = schema_[e.column];
     const size_t sz = dtype_size(c.dtype);
@@ -260,8 +260,8 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
     Lazy& lz = lazy_[e.column];
     switch (e.kind) {
       case spec::kColumn:
-      case spec::kFineCodes: {
-        const bool is_codes = e.kind == spec::kFineCodes;
+      case spec::kQuantileCodes: {
+        const bool is_codes = e.kind == spec::kQuantileCodes;
         const uint8_t dtype = is_codes ? uint8_t(DType::u8) : uint8_t(c.dtype);
         const uint64_t esize = is_codes ? 1 : sz;
         const uint64_t per_block = v2 ? block_values_ : block_values_ / esize;  // format 1: block_bytes
@@ -290,14 +290,14 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
             stored += be.stored;
           }
           accounted += stored;
-          (is_codes ? stats_.fine_bytes : stats_.data_bytes) += stored;
+          (is_codes ? stats_.quantile_bytes : stats_.data_bytes) += stored;
           stream = BlockStream::coded(source_, kind_name(e.kind) + col, dtype, count_, per_block, std::move(bl));
         } else {
           if (e.storage != container::kRaw) fail(kind_name(e.kind) + col + " has storage " + std::to_string(e.storage));
           const uint64_t want = count_ * esize;
           if (e.length != want) fail(kind_name(e.kind) + col + " has " + std::to_string(e.length) + " bytes, expected " + std::to_string(want));
           if (e.offset % spec::kPage) fail(kind_name(e.kind) + col + " is not page aligned");
-          (is_codes ? stats_.fine_bytes : stats_.data_bytes) += e.length;
+          (is_codes ? stats_.quantile_bytes : stats_.data_bytes) += e.length;
           const Sec* sums = nullptr;
           for (const Sec& s : table_)
             if (s.kind == spec::kBlockSums && s.column == ti) {
@@ -325,10 +325,10 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
         lz.bitmaps = int(ti);
         stats_.index_bytes += e.length;
         break;
-      case spec::kFineEdges:
-        if (!v2 && e.length != (spec::kFineBins + 1) * 8) fail("quantile edges" + col + " have the wrong length");
+      case spec::kQuantileEdges:
+        if (!v2 && e.length != (spec::kQuantileBins + 1) * 8) fail("quantile edges" + col + " have the wrong length");
         lz.edges = int(ti);
-        stats_.fine_bytes += e.length;
+        stats_.quantile_bytes += e.length;
         break;
     }
   }
@@ -341,7 +341,7 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
     }
     if (lazy_[i].ranges < 0) fail("node ranges" + col + " are missing");
     if (lazy_[i].bitmaps < 0) fail("bitmaps" + col + " are missing");
-    if (c.fine == FineIndex::quantile) {
+    if (c.index == IndexKind::quantile) {
       if (lazy_[i].edges < 0 || (codes_at[i] < 0 && count_ > 0)) fail("quantile index" + col + " is incomplete");
       streams_[i].has_codes = codes_at[i] >= 0;
     }
@@ -349,8 +349,8 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
   // Values coded relative to their quantile bins decode with the codes and the bins' bases.
   for (size_t i = 0; i < ncol; ++i) {
     if (!streams_[i].has_codes || !streams_[i].values.is_coded()) continue;
-    const std::string eb = section(size_t(lazy_[i].edges), (spec::kFineBins + 1) * 8);
-    if (eb.size() != (spec::kFineBins + 1) * 8) fail("quantile edges of column '" + schema_[i].name + "' have the wrong length");
+    const std::string eb = section(size_t(lazy_[i].edges), (spec::kQuantileBins + 1) * 8);
+    if (eb.size() != (spec::kQuantileBins + 1) * 8) fail("quantile edges of column '" + schema_[i].name + "' have the wrong length");
     auto bases = std::make_shared<std::vector<uint64_t>>(
         codec::quantile_bases(uint8_t(schema_[i].dtype), reinterpret_cast<const double*>(eb.data())));
     streams_[i].values.set_quantile_context(&streams_[i].codes, std::move(bases));
@@ -365,11 +365,11 @@ void ParticleFile::read_structure() {
   // edges), which writers put together, are read at once.
   uint64_t meta_lo = UINT64_MAX, lo = UINT64_MAX, hi = 0, bytes = 0;
   for (const Sec& e : table_) {
-    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kFineCodes;
+    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kQuantileCodes;
     if (bulk || !e.length) continue;
     meta_lo = std::min(meta_lo, e.offset);
     const bool needed = e.kind == spec::kSchema || e.kind == spec::kNodes || e.kind == spec::kBlockSums ||
-                        e.kind == spec::kBlockTable || e.kind == spec::kFineEdges;
+                        e.kind == spec::kBlockTable || e.kind == spec::kQuantileEdges;
     if (!needed) continue;
     lo = std::min(lo, e.offset), hi = std::max(hi, e.offset + e.length), bytes += e.length;
   }
@@ -379,7 +379,7 @@ void ParticleFile::read_structure() {
   prefetched_.assign(table_.size(), std::string());
   for (size_t i = 0; i < table_.size(); ++i) {
     const Sec& e = table_[i];
-    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kFineCodes;
+    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kQuantileCodes;
     if (!bulk && e.length && e.offset >= lo && e.offset + e.length <= hi) prefetched_[i] = span.substr(e.offset - lo, e.length);
   }
 }
@@ -393,7 +393,7 @@ const ColumnIndex& ParticleFile::index(size_t i) const {
 
 void ParticleFile::decode_index(size_t i, ColumnIndex& c) const {
   c.spec = schema_[i];
-  c.fine = c.spec.fine;
+  c.index = c.spec.index;
   const Lazy& lz = lazy_[i];
   const size_t sz = dtype_size(c.spec.dtype);
   const uint64_t nn = nodes_.size();
@@ -434,12 +434,12 @@ void ParticleFile::decode_index(size_t i, ColumnIndex& c) const {
       c.node_bits[k] = load<uint32_t>(dict + uint64_t(id) * 4);
     }
   }
-  if (c.fine == FineIndex::quantile) {
-    const std::string s = section(size_t(lz.edges), (spec::kFineBins + 1) * 8);
-    if (s.size() != (spec::kFineBins + 1) * 8) fail("quantile edges" + col + " have the wrong length");
-    c.edges.resize(spec::kFineBins + 1);
+  if (c.index == IndexKind::quantile) {
+    const std::string s = section(size_t(lz.edges), (spec::kQuantileBins + 1) * 8);
+    if (s.size() != (spec::kQuantileBins + 1) * 8) fail("quantile edges" + col + " have the wrong length");
+    c.edges.resize(spec::kQuantileBins + 1);
     std::memcpy(c.edges.data(), s.data(), s.size());
-    for (uint32_t k = 1; k <= spec::kFineBins; ++k)
+    for (uint32_t k = 1; k <= spec::kQuantileBins; ++k)
       if (!(c.edges[k] >= c.edges[k - 1])) fail("quantile edges" + col + " are not sorted");
   }
 }

@@ -25,8 +25,8 @@ namespace motes {
 // bound the native values (exact except for huge 64-bit integers).
 struct ColumnIndex {
   ColumnSpec spec;
-  FineIndex fine = FineIndex::none;
-  std::vector<double> edges;  // 257 quantile edges (fine == quantile)
+  IndexKind index = IndexKind::none;
+  std::vector<double> edges;  // 257 quantile edges (index == quantile)
   double global_min = 0, global_max = 0;
   uint64_t nan_count = 0;
   std::vector<double> node_min, node_max;  // per node, over its subtree
@@ -40,7 +40,7 @@ struct FileStats {
   uint64_t data_bytes = 0;      // the columns' values as stored
   uint64_t raw_data_bytes = 0;  // the columns' values as numbers (count x dtype size)
   uint64_t index_bytes = 0, padding_bytes = 0;
-  uint64_t fine_bytes = 0;  // quantile codes and edges as stored
+  uint64_t quantile_bytes = 0;  // quantile codes and edges as stored
 };
 
 class ParticleFile {

@@ -8,7 +8,7 @@ std::string encode_schema(const std::vector<ColumnSpec>& columns, bool with_boun
   std::string out;
   for (const ColumnSpec& s : columns) {
     out.push_back(char(s.dtype));
-    out.push_back(char(s.fine));
+    out.push_back(char(s.index));
     uint16_t name_len = uint16_t(s.name.size());
     uint32_t unit_len = uint32_t(s.unit.size());
     out.append(reinterpret_cast<const char*>(&name_len), 2);
@@ -26,7 +26,7 @@ std::string decode_schema(const unsigned char* p, const unsigned char* end, uint
   if (count == 0 || count > 65535) return "implausible column count " + std::to_string(count);
   for (uint32_t i = 0; i < count; ++i) {
     if (end - p < 8) return "schema is truncated";
-    uint8_t dtype = p[0], fine = p[1];
+    uint8_t dtype = p[0], kind = p[1];
     uint16_t name_len;
     uint32_t unit_len;
     std::memcpy(&name_len, p + 2, 2);
@@ -40,12 +40,12 @@ std::string decode_schema(const unsigned char* p, const unsigned char* end, uint
       if (!(bound >= 0.0 && bound < INFINITY)) return "schema gives an error bound that is not a finite number >= 0";
     }
     if (!dtype_valid(dtype)) return "schema names unknown dtype code " + std::to_string(dtype);
-    if (fine != uint8_t(FineIndex::none) && fine != uint8_t(FineIndex::quantile))
-      return "schema names unknown index kind " + std::to_string(fine);
+    if (kind != uint8_t(IndexKind::none) && kind != uint8_t(IndexKind::quantile))
+      return "schema names unknown index kind " + std::to_string(kind);
     if (uint64_t(end - p) < uint64_t(name_len) + unit_len) return "schema is truncated";
     ColumnSpec c;
     c.dtype = DType(dtype);
-    c.fine = FineIndex(fine);
+    c.index = IndexKind(kind);
     c.error_bound = bound;
     c.name.assign(reinterpret_cast<const char*>(p), name_len);
     c.unit.assign(reinterpret_cast<const char*>(p + name_len), unit_len);

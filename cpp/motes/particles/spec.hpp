@@ -32,7 +32,7 @@ inline constexpr uint64_t kPage = 4096;
 inline constexpr uint32_t kHeaderBytes = 256;        // checksummed header prefix
 inline constexpr uint32_t kHeaderChecksumAt = 248;   // u64 XXH3 of bytes [0, 248)
 inline constexpr uint32_t kBitmapBins = 32;
-inline constexpr uint32_t kFineBins = 256;           // quantile codes are u8
+inline constexpr uint32_t kQuantileBins = 256;           // quantile codes are u8
 inline constexpr uint32_t kNoColumn = 0xFFFFFFFFu;
 
 enum SectionKind : uint32_t {
@@ -41,8 +41,8 @@ enum SectionKind : uint32_t {
   kColumn = 3,       // bulk: particle_count values in file order
   kNodeRanges = 4,   // per node: subtree min, max in the column's dtype
   kBitmaps = 5,      // global range, bitmap dictionary, per-node ids
-  kFineEdges = 6,    // 257 f64 quantile edges
-  kFineCodes = 7,    // bulk: particle_count u8 quantile codes in file order
+  kQuantileEdges = 6,    // 257 f64 quantile edges
+  kQuantileCodes = 7,    // bulk: particle_count u8 quantile codes in file order
   kBlockSums = 8,    // u64 XXH3 per block of the bulk section named by `column`
   kBlockTable = 9,   // format 2: a BlockEntry per coded block of the bulk section named by `column`
 };
@@ -135,9 +135,9 @@ inline uint32_t bitmap_bin(double v, double lo, double hi) {
 
 // The quantile code of v: how many interior edges edges[1..255] are <= v; monotone in v.
 // (Branch-free binary search: the largest k in [0, 255] with k == 0 or edges[k] <= v.)
-inline uint8_t fine_code(double v, const double* edges) {
+inline uint8_t quantile_code(double v, const double* edges) {
   uint32_t pos = 0;
-  for (uint32_t step = kFineBins / 2; step; step >>= 1) pos += edges[pos + step] <= v ? step : 0;
+  for (uint32_t step = kQuantileBins / 2; step; step >>= 1) pos += edges[pos + step] <= v ? step : 0;
   return uint8_t(pos);
 }
 

@@ -249,7 +249,7 @@ std::shared_ptr<const StepIndex> StepIndex::open(const std::string& path) {
     RangeRecord r;
     std::memcpy(&r, p, sizeof r);
     ColumnIndex& ci = idx->columns_[c];
-    ci.fine = specs[c].fine;
+    ci.index = specs[c].index;
     ci.spec = specs[c];
     ci.global_min = r.min, ci.global_max = r.max, ci.nan_count = r.nan_count;
     if (!(r.min <= r.max)) fail("column '" + specs[c].name + "' has an invalid global range");

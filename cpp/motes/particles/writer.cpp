@@ -24,7 +24,7 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Automatic quantile codes may add at most this fraction of the data bytes.
-constexpr double kFineBudget = 0.10;
+constexpr double kQuantileBudget = 0.10;
 
 bool is_identifier(const std::string& s) {
   if (s.empty() || s.size() > 255) return false;
@@ -107,7 +107,7 @@ void validate_columns(const std::vector<ColumnView>& columns) {
   }
   for (const ColumnView& c : columns) {
     bool position = c.spec.name == "x" || c.spec.name == "y" || c.spec.name == "z";
-    if (c.spec.fine == FineIndex::quantile && (position || dtype_size(c.spec.dtype) == 1))
+    if (c.spec.index == IndexKind::quantile && (position || dtype_size(c.spec.dtype) == 1))
       throw UsageError("column '" + c.spec.name + "' cannot have a quantile index (" +
                        (position ? "positions are indexed by the tree itself" : "1-byte values are their own codes") + ")");
   }
@@ -217,32 +217,32 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
     scan_column(p, threads);
     const std::string& name = columns[i].spec.name;
     bool position = name == "x" || name == "y" || name == "z";
-    p.fine = columns[i].spec.fine;
-    if (position || p.size == 1 || n == 0) p.fine = FineIndex::none;
+    p.index = columns[i].spec.index;
+    if (position || p.size == 1 || n == 0) p.index = IndexKind::none;
   }
   // Automatic quantile indexes: the most incoherent columns first (score above 1/2),
-  // while all codes together stay within kFineBudget of the data bytes.
-  const uint64_t code_cost = spec::align_up(n, spec::kPage) + (spec::kFineBins + 1) * sizeof(double);
+  // while all codes together stay within kQuantileBudget of the data bytes.
+  const uint64_t code_cost = spec::align_up(n, spec::kPage) + (spec::kQuantileBins + 1) * sizeof(double);
   uint64_t data_bytes = 0, code_bytes = 0;
   std::vector<std::pair<double, size_t>> candidates;
   for (size_t i = 0; i < plans.size(); ++i) {
     data_bytes += n * plans[i].size;
-    if (plans[i].fine == FineIndex::quantile) code_bytes += code_cost;
-    if (plans[i].fine != FineIndex::automatic) continue;
-    plans[i].fine = FineIndex::none;
+    if (plans[i].index == IndexKind::quantile) code_bytes += code_cost;
+    if (plans[i].index != IndexKind::automatic) continue;
+    plans[i].index = IndexKind::none;
     double score = column_incoherence(plans[i], layout);
     if (score > 0.5) candidates.push_back({score, i});
   }
   std::sort(candidates.begin(), candidates.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
   for (const auto& [score, i] : candidates) {
-    if (double(code_bytes + code_cost) > kFineBudget * double(data_bytes)) break;
-    plans[i].fine = FineIndex::quantile;
+    if (double(code_bytes + code_cost) > kQuantileBudget * double(data_bytes)) break;
+    plans[i].index = IndexKind::quantile;
     code_bytes += code_cost;
   }
   const bool lossless = options.compression == Compression::lossless;
   parallel_for(plans.size(), threads, [&](uint64_t i) {
     ColumnPlan& p = plans[i];
-    if (p.fine == FineIndex::quantile) compute_quantile_edges(p);
+    if (p.index == IndexKind::quantile) compute_quantile_edges(p);
     choose_codecs(p, layout, bv, lossless, options.zstd_level);
   });
 
@@ -254,7 +254,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
       p.values.offset = offset;
       offset = spec::align_up(offset + n * p.size, spec::kPage);
     }
-    if (p.fine == FineIndex::quantile && p.codes.plan.raw()) {
+    if (p.index == IndexKind::quantile && p.codes.plan.raw()) {
       p.codes.offset = offset;
       offset = spec::align_up(offset + n, spec::kPage);
     }
@@ -290,7 +290,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   MetadataBuilder meta{offset, lossless, {}, {}, 0};
   std::vector<ColumnSpec> schema;
   for (const ColumnPlan& p : plans)
-    schema.push_back(ColumnSpec{p.view->spec.name, p.view->spec.dtype, p.fine, p.view->spec.unit, p.view->spec.error_bound});
+    schema.push_back(ColumnSpec{p.view->spec.name, p.view->spec.dtype, p.index, p.view->spec.unit, p.view->spec.error_bound});
   // Sections every read needs first, together (schema, tree, block tables and checksums,
   // quantile edges); then the per-node indexes, which queries read column by column.
   meta.add(spec::kSchema, spec::kNoColumn, spec::encode_schema(schema, true));
@@ -309,9 +309,9 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   for (uint32_t i = 0; i < plans.size(); ++i) {
     ColumnPlan& p = plans[i];
     add_stream(spec::kColumn, i, p.values, n * p.size);
-    if (p.fine == FineIndex::quantile) {
-      meta.add(spec::kFineEdges, i, as_bytes(p.edges));
-      add_stream(spec::kFineCodes, i, p.codes, n);
+    if (p.index == IndexKind::quantile) {
+      meta.add(spec::kQuantileEdges, i, as_bytes(p.edges));
+      add_stream(spec::kQuantileCodes, i, p.codes, n);
     }
   }
   for (uint32_t i = 0; i < plans.size(); ++i) {
@@ -354,7 +354,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
       for (const StoredBlock& b : p.values.blocks) t += b.stored;
       return t;
     }();
-    summary.columns.push_back(ColumnSummary{p.view->spec.name, p.view->spec.dtype, p.fine, p.gmin, p.gmax, p.nan_count,
+    summary.columns.push_back(ColumnSummary{p.view->spec.name, p.view->spec.dtype, p.index, p.gmin, p.gmax, p.nan_count,
                                             p.node_bits.empty() ? 0u : p.node_bits[0]});
   }
   summary.node_count = uint32_t(layout.nodes.size());

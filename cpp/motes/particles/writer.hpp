@@ -32,7 +32,7 @@ struct WriteOptions {
 struct ColumnSummary {
   std::string name;
   DType dtype;
-  FineIndex fine;
+  IndexKind index;
   double min, max;  // over non-NaN values; 0, 0 when there are none
   uint64_t nan_count;
   uint32_t root_bits;  // the root node's 32-bin bitmap over [min, max]; 0 when every value is NaN

@@ -111,7 +111,7 @@ Evaluator::Evaluator(const ParticleFile& f, const Expr& e) : f_(f), e_(e) {}
 uint8_t Evaluator::code_of(int col, double c) {
   for (const CodeOf& k : codes_)
     if (k.col == col && k.c == c) return k.code;
-  codes_.push_back({col, c, spec::fine_code(c, f_.index(size_t(col)).edges.data())});
+  codes_.push_back({col, c, spec::quantile_code(c, f_.index(size_t(col)).edges.data())});
   return codes_.back().code;
 }
 

@@ -45,7 +45,7 @@ def _print_info(info: Dict[str, Any]) -> None:
         raw = sz.get("raw_data_bytes") or 0
         of_raw = f"  ({100.0 * sz['file_bytes'] / raw:.1f}% of the values as numbers, {_bytes(raw)})" if raw else ""
         _out(f"  size     {_bytes(sz['file_bytes'])} = data {_bytes(sz['data_bytes'])} + index "
-             f"{_bytes(sz['index_bytes'])} + fine index {_bytes(sz['fine_index_bytes'])} + padding "
+             f"{_bytes(sz['index_bytes'])} + quantile codes {_bytes(sz['quantile_index_bytes'])} + padding "
              f"{_bytes(sz['padding_bytes'])}" + of_raw)
         rows = []
         lossy = any(c.get("error_bound") for c in d["columns"])
@@ -82,7 +82,7 @@ def add_parser(subs) -> None:
     p = _sub(subs, "info", "describe a dataset: steps, species, columns, sizes",
              "Describes a dataset: its steps (index, time), species and particle counts, and for the\n"
              "files of one step (default: the last; --all: every step) the columns (dtype, index kind,\n"
-             "unit, min/max), spatial bounds, file sizes (data, index, fine index, padding, overhead)\n"
+             "unit, min/max), spatial bounds, file sizes (data, index, quantile codes, padding), codecs\n"
              "and the spatial tree (levels, nodes).",
              "  motes info run.motes\n"
              "  motes info run.motes --step 0 --species ions\n"
