@@ -34,6 +34,11 @@ import sys
 import tempfile
 from typing import Dict
 
+
+# numpy's OpenBLAS threads spin-wait after any call and take a core from every engine measured
+# here (none of them uses BLAS): one thread.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

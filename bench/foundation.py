@@ -42,6 +42,11 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
 
+
+# numpy's OpenBLAS threads spin-wait after any call and take a core from every engine measured
+# here (none of them uses BLAS): one thread.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
