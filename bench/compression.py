@@ -104,12 +104,12 @@ class Bench:
         self.data = {k: v for k, v in self.cols.items() if k != "id"}
         log(f"generated {self.args.n:,} VPIC-like particles ({self.raw / 1e6:.0f} MB in 8 columns)")
 
-    def write(self, name: str, **kw) -> str:
+    def write(self, name: str, with_id: bool = False, **kw) -> str:
         import motes
 
         p = os.path.join(self.tmp, f"{name}.motes")
         shutil.rmtree(p, ignore_errors=True)
-        motes.write(p, self.data, sync=True, **kw)
+        motes.write(p, self.cols if with_id else self.data, sync=True, **kw)
         return p
 
     def fig_size_and_columns(self):
@@ -234,7 +234,7 @@ class Bench:
         bounds = {a: extent[a] * 2.0 ** -17 for a in "xyz"}
         urange = float(np.ptp(self.data["ux"]))
         bounds["ux"] = 1e-4 * urange
-        p = self.write("lossy", error_bounds=bounds)
+        p = self.write("lossy", with_id=True, error_bounds=bounds)  # ids join stored rows to given ones
         f = motes.open(p).file()
         info = {c["name"]: c for c in f.columns}
         # Bound held on every value: join the stored rows to the given ones by id.

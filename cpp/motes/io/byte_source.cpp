@@ -147,6 +147,7 @@ std::string ByteSource::read(uint64_t offset, uint64_t n) const {
   return out;
 }
 
+
 std::shared_ptr<const ByteSource> open_file_source(const std::string& path, const std::string& what, uint64_t max_bytes) {
   uint64_t size = 0;
   int fd = open_regular_file(path, what, max_bytes, &size);
