@@ -46,6 +46,7 @@ std::vector<unsigned char> values(uint8_t code, size_t n, int shape, uint64_t se
 struct Quantiles {
   std::vector<uint8_t> codes;
   std::vector<uint64_t> bases;
+  std::vector<double> edges;
 };
 Quantiles quantiles(uint8_t code, const std::vector<unsigned char>& bytes, size_t n) {
   std::vector<double> v(n);
@@ -58,6 +59,7 @@ Quantiles quantiles(uint8_t code, const std::vector<unsigned char>& bytes, size_
   for (size_t k = 0; k <= 256 && !s.empty(); ++k) edges[k] = s[std::min(s.size() - 1, k * s.size() / 256)];
   Quantiles q;
   q.bases = quantile_bases(code, edges.data());
+  q.edges = edges;
   for (double x : v) {
     uint32_t c = 0;
     for (uint32_t k = 1; k < 256; ++k) c += edges[k] <= x;
@@ -183,4 +185,57 @@ TEST(Codec, DamagedBlocksAreRefusedWithAMessage) {
     r.resize(rng() % (r.size() + 1));
     (void)problem(r);
   }
+}
+
+TEST(Codec, GridPredictorsCodeValuesOnTheGridAndKeepEveryBit) {
+  for (uint8_t code : {uint8_t(DType::f32), uint8_t(DType::f64)}) {
+    const ValueType t = value_type(code);
+    const size_t n = 5000;
+    auto given = values(code, n, 1, 77);  // noise, with the NaN/inf of shape 3 added below
+    dispatch_dtype(DType(code), [&](auto tag) {
+      using T = decltype(tag);
+      T nan = std::numeric_limits<T>::quiet_NaN(), inf = std::numeric_limits<T>::infinity();
+      std::memcpy(given.data() + 3 * t.size, &nan, t.size);
+      std::memcpy(given.data() + 9 * t.size, &inf, t.size);
+    });
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < n; ++i) {
+      double v = load_as_double(DType(code), given.data(), i);
+      if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+    }
+    const double bound = 0.5;
+    const Grid g = make_grid(code, lo, hi, bound, "v");
+    std::vector<unsigned char> stored_values(given.size());
+    EXPECT_LE(quantize(code, g, given.data(), t.size, n, stored_values.data()), bound);
+    const Quantiles q = quantiles(code, stored_values, n);
+    for (Predictor pred : {Predictor::grid, Predictor::grid_delta, Predictor::grid_quantile}) {
+      Plan plan;
+      plan.predictor = pred;
+      plan.layout = Layout::planes;
+      plan.coders.assign(t.size, Coder::zstd);
+      Context ctx{q.codes.data(), q.bases.data(), q.edges.data(), g.origin, g.step};
+      std::string block;
+      encode(plan, t, stored_values.data(), n, ctx, block);
+      Predictor used{};
+      std::vector<Coder> coders;
+      ASSERT_TRUE(describe(block.data(), block.size(), used, coders));
+      EXPECT_EQ(used, pred) << predictor_name(pred);  // on the grid: no fallback to `none`
+      Context read{q.codes.data(), q.bases.data(), q.edges.data()};  // grid parameters come from the block
+      std::vector<unsigned char> out(stored_values.size());
+      ASSERT_EQ(decode(t, block.data(), block.size(), out.data(), n, read), "") << predictor_name(pred);
+      ASSERT_EQ(out, stored_values) << predictor_name(pred);
+    }
+    // Values off the grid are stored exactly (the block falls back to `none`).
+    Plan plan;
+    plan.predictor = Predictor::grid;
+    plan.layout = Layout::planes;
+    plan.coders.assign(t.size, Coder::zstd);
+    std::string block;
+    encode(plan, t, given.data(), n, Context{nullptr, nullptr, nullptr, g.origin, g.step}, block);
+    std::vector<unsigned char> out(given.size());
+    ASSERT_EQ(decode(t, block.data(), block.size(), out.data(), n, {}), "");
+    EXPECT_EQ(out, given);
+  }
+  EXPECT_THROW(make_grid(uint8_t(DType::f32), 0, 1e6, 1e-3, "x"), UsageError);  // finer than f32 at 1e6
+  EXPECT_THROW(make_grid(uint8_t(DType::i32), 0, 10, 1, "k"), UsageError);       // integers: no bounds
 }

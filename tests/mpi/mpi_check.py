@@ -4,6 +4,7 @@
     mpirun -n Q python tests/mpi/mpi_check.py read DIR --scenario ...
     mpirun -n P python tests/mpi/mpi_check.py errors DIR
     mpirun -n P python tests/mpi/mpi_check.py crash DIR
+    mpirun -n P python tests/mpi/mpi_check.py lossy DIR
 
 Every rank regenerates the same global data (seeded) and keeps its share, so rank 0
 can compare what was written and read with the input exactly. A failed check
@@ -296,6 +297,47 @@ def cmd_errors(args, comm):
         print("error checks passed", flush=True)
 
 
+def cmd_lossy(args, comm):
+    """Error-bounded columns written in parallel: every stored value within its bound of the
+    given one (joined by id), queries over the parts exact on the stored values."""
+    d = global_data(0)
+    bounds = {"x": 2.0 ** -14, "y": 2.0 ** -14, "z": 2.0 ** -14, "ux": 1e-3, "w": 1e-7}
+    w = motes.Writer(args.dir, comm=comm, aggregation=args.method, target_bytes=args.target, sync=False)
+    report = w.write_step(0, {"electrons": local(d, comm, args.scenario)}, index={"ux": "quantile"},
+                          error_bounds=bounds)
+    comm.Barrier()
+    if comm.rank != 0:
+        return
+    assert report["species"][0]["parts"] >= 2, report
+    ds = motes.open(args.dir)
+    got = dict(ds.query())
+    o, g = np.argsort(got["id"]), np.argsort(d["id"])
+    stored = {k: v[o] for k, v in got.items()}
+    given = {k: np.asarray(v)[g] for k, v in d.items()}
+    assert np.array_equal(stored["id"], given["id"])
+    for k in given:
+        if k in bounds:
+            worst = float(np.max(np.abs(stored[k].astype(np.float64) - given[k].astype(np.float64))))
+            assert worst <= bounds[k], f"{k}: off by {worst}, bound {bounds[k]}"
+        else:
+            assert np.array_equal(stored[k], given[k]), f"{k} must be exact"
+    assert {c.name: c.error_bound for c in ds.schema() if c.error_bound} == bounds
+    for where, box in [(None, (0.1, 0.2, 0.0, 0.5, 0.6, 0.7)), ("ux > 0.5", None),
+                       ("w < 0.05", (0.0, 0.0, 0.0, 0.6, 1.0, 1.0))]:
+        mask = np.ones(N, bool)
+        if box:
+            for n, a in enumerate("xyz"):
+                mask &= (stored[a] >= np.float32(box[n])) & (stored[a] <= np.float32(box[n + 3]))
+        if where == "ux > 0.5":
+            mask &= stored["ux"] > np.float32(0.5)
+        if where == "w < 0.05":
+            mask &= stored["w"] < 0.05
+        ids = ds.query(where, box=box, columns=["id"])["id"]
+        assert np.array_equal(np.sort(ids), stored["id"][mask]), (where, box)
+    ds.verify()
+    print("lossy checks passed", flush=True)
+
+
 def cmd_crash(args, comm):
     """Rank 1 dies while step 1 is being written; mpirun then stops every rank."""
     d = global_data(0)
@@ -312,7 +354,7 @@ def cmd_crash(args, comm):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("command", choices=["write", "read", "errors", "crash"])
+    p.add_argument("command", choices=["write", "read", "errors", "crash", "lossy"])
     p.add_argument("dir")
     p.add_argument("--scenario", default="grid", choices=["grid", "empty", "one", "overlap"])
     p.add_argument("--method", default="adaptive", choices=["adaptive", "aug"])
@@ -321,7 +363,8 @@ def main():
     args = p.parse_args()
     comm = MPI.COMM_WORLD.Dup()
     try:
-        {"write": cmd_write, "read": cmd_read, "errors": cmd_errors, "crash": cmd_crash}[args.command](args, comm)
+        {"write": cmd_write, "read": cmd_read, "errors": cmd_errors, "crash": cmd_crash,
+         "lossy": cmd_lossy}[args.command](args, comm)
     except BaseException:
         import traceback
 

@@ -56,6 +56,12 @@ def test_uneven_ranks(tmp_path, scenario, method):
     mpirun(2, "read", tmp_path / "run.motes")
 
 
+@pytest.mark.parametrize("scenario", ["grid", "overlap"])
+def test_error_bounded_columns_written_in_parallel(tmp_path, scenario):
+    out = mpirun(3, "lossy", tmp_path / "run.motes", "--scenario", scenario, "--target", 300_000)
+    assert "lossy checks passed" in out.stdout
+
+
 def test_parallel_step_layout_on_disk(tmp_path):
     mpirun(4, "write", tmp_path / "run.motes", "--target", 300_000)
     manifest = json.loads((tmp_path / "run.motes" / "manifest.json").read_text())

@@ -134,6 +134,18 @@ U grid_bits(Signed<U> q, double origin, double step) {
   return float_bits<U>(grid_value(origin, step, int64_t(q)));
 }
 
+// The grid step of each quantile bin's lower edge: qbase[k] = nearest grid index of edges[k].
+// (Any deterministic function of the edges decodes correctly; this one makes residuals small.)
+template <class U>
+void grid_bases(const double* edges, double origin, double step, Signed<U>* out) {
+  using S = Signed<U>;
+  constexpr double lim = double(std::numeric_limits<S>::max() / 4);
+  for (size_t k = 0; k < 256; ++k) {
+    const double q = std::nearbyint((edges[k] - origin) / step);
+    out[k] = std::isfinite(q) ? S(std::max(-lim, std::min(lim, q))) : S(0);
+  }
+}
+
 // words[i] = predictor(values)[i]; returns the parameter (Predictor::offset's reference).
 template <class U>
 U forward(Predictor p, const ValueType& t, const unsigned char* src, size_t n, const Context& ctx, unsigned char* words,
@@ -142,14 +154,23 @@ U forward(Predictor p, const ValueType& t, const unsigned char* src, size_t n, c
   ok = true;
   switch (p) {
     case Predictor::grid:
-    case Predictor::grid_delta: {
+    case Predictor::grid_delta:
+    case Predictor::grid_quantile: {
       if constexpr (sizeof(U) >= 4) {
         if (!t.is_float || !(ctx.grid_step > 0)) return ok = false, 0;
+        Signed<U> qbase[256];
+        if (p == Predictor::grid_quantile) {
+          if (!ctx.codes || !ctx.edges) return ok = false, 0;
+          grid_bases<U>(ctx.edges, ctx.grid_origin, ctx.grid_step, qbase);
+        }
         Signed<U> prev = 0;
         for (size_t i = 0; i < n; ++i) {
           Signed<U> q;
           if (!grid_index<U>(load<U>(src + i * sizeof(U)), ctx.grid_origin, ctx.grid_step, q)) return ok = false, 0;
-          put<U>(words + i * sizeof(U), p == Predictor::grid ? U(q) : zigzag<U>(U(U(q) - U(prev))));
+          const U w = p == Predictor::grid         ? U(q)
+                      : p == Predictor::grid_delta ? zigzag<U>(U(U(q) - U(prev)))
+                                                   : U(U(q) - U(qbase[ctx.codes[i]]));
+          put<U>(words + i * sizeof(U), w);
           prev = q;
         }
       } else {
@@ -222,12 +243,16 @@ void inverse(Predictor p, const ValueType& t, unsigned char* data, size_t n, con
              double origin, double step) {
   switch (p) {
     case Predictor::grid:
-    case Predictor::grid_delta: {
+    case Predictor::grid_delta:
+    case Predictor::grid_quantile: {
       if constexpr (sizeof(U) >= 4) {
+        Signed<U> qbase[256];
+        if (p == Predictor::grid_quantile) grid_bases<U>(ctx.edges, origin, step, qbase);
         U acc = 0;
         for (size_t i = 0; i < n; ++i) {
           U w = load<U>(data + i * sizeof(U));
           if (p == Predictor::grid_delta) w = acc = U(acc + unzigzag<U>(w));
+          if (p == Predictor::grid_quantile) w = U(w + U(qbase[ctx.codes[i]]));
           put<U>(data + i * sizeof(U), grid_bits<U>(Signed<U>(w), origin, step));
         }
       }
@@ -331,6 +356,7 @@ const char* predictor_name(Predictor p) {
     case Predictor::offset: return "offset";
     case Predictor::grid: return "grid";
     case Predictor::grid_delta: return "grid+delta";
+    case Predictor::grid_quantile: return "grid+quantile";
   }
   return "unknown";
 }
@@ -465,7 +491,9 @@ std::string Plan::name(uint32_t size) const {
 
 namespace {
 uint32_t param_size(Predictor p, const ValueType& t) {
-  return p == Predictor::offset ? t.size : (p == Predictor::grid || p == Predictor::grid_delta) ? 16 : 0;
+  return p == Predictor::offset ? t.size
+         : (p == Predictor::grid || p == Predictor::grid_delta || p == Predictor::grid_quantile) ? 16
+                                                                                                  : 0;
 }
 }  // namespace
 
@@ -538,7 +566,9 @@ std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, 
   const uint32_t want_param = param_size(Predictor(pred), t);
   if (param_bytes != want_param) return "predictor parameter has " + std::to_string(param_bytes) + " bytes, expected " + std::to_string(want_param);
   if (pred == uint8_t(Predictor::quantile) && !(ctx.codes && ctx.bases)) return "quantile predictor without quantile codes";
-  const bool grid = pred == uint8_t(Predictor::grid) || pred == uint8_t(Predictor::grid_delta);
+  if (pred == uint8_t(Predictor::grid_quantile) && !(ctx.codes && ctx.edges)) return "grid predictor within quantile bins without quantile codes";
+  const bool grid = pred == uint8_t(Predictor::grid) || pred == uint8_t(Predictor::grid_delta) ||
+                    pred == uint8_t(Predictor::grid_quantile);
   if (grid && (!t.is_float || t.size < 4)) return "grid predictor on values that are not floats";
   size_t pos = kBlockHeaderBytes + size_t(count) * kStreamEntryBytes + param_bytes;
   if (pos > stored_n) return "coded block is shorter than its stream table";
@@ -611,9 +641,9 @@ Plan choose(ValueType t, const std::vector<Predictor>& predictors, const std::ve
   std::vector<const unsigned char*> streams;
   std::string buf;
   for (Predictor pred : predictors) {
-    if (pred == Predictor::quantile) {
+    if (pred == Predictor::quantile || pred == Predictor::grid_quantile) {
       bool ok = !samples.empty();
-      for (const Sample& s : samples) ok &= s.ctx.codes && s.ctx.bases;
+      for (const Sample& s : samples) ok &= s.ctx.codes && (pred == Predictor::quantile ? s.ctx.bases != nullptr : s.ctx.edges != nullptr);
       if (!ok) continue;
     }
     const size_t count = t.size > 1 ? t.size : 1;

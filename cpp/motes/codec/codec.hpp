@@ -21,6 +21,7 @@ enum class Predictor : uint8_t {
   offset = 4,    // v[i] - reference (wrapping): integers near a block's minimum
   grid = 5,      // floats on a grid: q[i] with v[i] = T(origin + q[i] * step) (error-bounded columns)
   grid_delta = 6,  // the same, q[i] - q[i-1] zigzagged
+  grid_quantile = 7,  // the same, q[i] - qbase[code[i]]: the grid step within its quantile bin (needs codes, edges)
 };
 enum class Layout : uint8_t {
   whole = 0,   // one stream of n * size bytes
@@ -28,7 +29,7 @@ enum class Layout : uint8_t {
 };
 enum class Coder : uint8_t { raw = 0, zstd = 1, lz4 = 2 };
 
-inline constexpr uint8_t kMaxPredictor = 6, kMaxLayout = 1, kMaxCoder = 2;
+inline constexpr uint8_t kMaxPredictor = 7, kMaxLayout = 1, kMaxCoder = 2;
 inline constexpr uint32_t kBlockHeaderBytes = 4;  // predictor, layout, stream count, parameter bytes
 inline constexpr uint32_t kStreamEntryBytes = 8;  // coder, 3 zero bytes, u32 stored length
 inline constexpr size_t kMaxBlockBytes = size_t(1) << 20;  // decoded bytes of one block
@@ -41,6 +42,7 @@ const char* coder_name(Coder c);
 struct Context {
   const uint8_t* codes = nullptr;      // one per value of the block
   const uint64_t* bases = nullptr;     // 256 ordered bases
+  const double* edges = nullptr;       // the 257 quantile edges (Predictor::grid_quantile)
   double grid_origin = 0, grid_step = 0;  // the grid predictors (encoding; decoding reads the block)
 };
 

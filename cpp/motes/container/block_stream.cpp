@@ -143,9 +143,11 @@ BlockStream BlockStream::coded(std::shared_ptr<const ByteSource> source, std::st
   return s;
 }
 
-void BlockStream::set_quantile_context(const BlockStream* codes, std::shared_ptr<const std::vector<uint64_t>> bases) {
+void BlockStream::set_quantile_context(const BlockStream* codes, std::shared_ptr<const std::vector<uint64_t>> bases,
+                                       std::shared_ptr<const std::vector<double>> edges) {
   codes_ = codes;
   bases_ = std::move(bases);
+  edges_ = std::move(edges);
 }
 
 uint64_t BlockStream::stored_bytes() const {
@@ -216,6 +218,7 @@ void BlockStream::decode_into(uint64_t b, unsigned char* dst) const {
       ctx.codes = codes->data();
     }
     ctx.bases = bases_->data();
+    ctx.edges = edges_ ? edges_->data() : nullptr;
   }
   // Stored bytes in place for memory, else read (pread: a truncated file is an error here).
   thread_local std::vector<unsigned char> buf;

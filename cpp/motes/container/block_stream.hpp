@@ -51,7 +51,8 @@ class BlockStream {
                            uint64_t count, uint64_t per_block, std::vector<StoredBlock> blocks);
   // The quantile codes of the same values and the bases of their bins, for blocks coded
   // with the quantile predictor. `codes` must outlive this stream.
-  void set_quantile_context(const BlockStream* codes, std::shared_ptr<const std::vector<uint64_t>> bases);
+  void set_quantile_context(const BlockStream* codes, std::shared_ptr<const std::vector<uint64_t>> bases,
+                            std::shared_ptr<const std::vector<double>> edges);
 
   const std::string& what() const { return what_; }
   uint32_t value_size() const { return type_.size; }
@@ -96,6 +97,7 @@ class BlockStream {
   uint64_t id_ = 0;                   // key in the cache of decoded blocks
   const BlockStream* codes_ = nullptr;
   std::shared_ptr<const std::vector<uint64_t>> bases_;
+  std::shared_ptr<const std::vector<double>> edges_;
 
   uint64_t values_in(uint64_t b) const { return std::min(per_block_, count_ - b * per_block_); }
   std::shared_ptr<DecodedBlock> decode(uint64_t b) const;

@@ -196,7 +196,8 @@ void choose_typed(ColumnPlan& p, const Layout& layout, uint32_t block_values, bo
   if (p.grid.step > 0) {
     predictors.push_back(codec::Predictor::grid);
     predictors.push_back(codec::Predictor::grid_delta);
-    for (codec::Sample& s : samples) s.ctx.grid_origin = p.grid.origin, s.ctx.grid_step = p.grid.step;
+    if (code_of) predictors.push_back(codec::Predictor::grid_quantile);
+    for (codec::Sample& s : samples) s.ctx.grid_origin = p.grid.origin, s.ctx.grid_step = p.grid.step, s.ctx.edges = p.edges.data();
   }
   p.values.plan = codec::choose(type, predictors, samples, zstd_level);
   if (code_of) {
@@ -267,6 +268,7 @@ void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<uint32_t
     }
     codec::Context ctx;
     ctx.grid_origin = p.grid.origin, ctx.grid_step = p.grid.step;
+    if (quantile) ctx.edges = p.edges.data();
     if (quantile) {
       for (uint64_t i = 0; i < len; ++i) codes[i] = (*code_of)(double(buf[i]));
       ctx.codes = codes.data();

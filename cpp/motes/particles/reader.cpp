@@ -351,9 +351,10 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
     if (!streams_[i].has_codes || !streams_[i].values.is_coded()) continue;
     const std::string eb = section(size_t(lazy_[i].edges), (spec::kQuantileBins + 1) * 8);
     if (eb.size() != (spec::kQuantileBins + 1) * 8) fail("quantile edges of column '" + schema_[i].name + "' have the wrong length");
-    auto bases = std::make_shared<std::vector<uint64_t>>(
-        codec::quantile_bases(uint8_t(schema_[i].dtype), reinterpret_cast<const double*>(eb.data())));
-    streams_[i].values.set_quantile_context(&streams_[i].codes, std::move(bases));
+    auto edges = std::make_shared<std::vector<double>>(spec::kQuantileBins + 1);
+    std::memcpy(edges->data(), eb.data(), eb.size());
+    auto bases = std::make_shared<std::vector<uint64_t>>(codec::quantile_bases(uint8_t(schema_[i].dtype), edges->data()));
+    streams_[i].values.set_quantile_context(&streams_[i].codes, std::move(bases), std::move(edges));
   }
   stats_.padding_bytes = size > accounted ? size - accounted : 0;
 }
