@@ -24,6 +24,14 @@ with tempfile.TemporaryDirectory() as tmp:
                         treelet_size=256, sync=False, compression=compression)
             for f in glob.glob(os.path.join(path, "steps", "*", "*.mpf")):
                 shutil.copy(f, os.path.join(out, "reader", f"{kind}-{compression}.mpf"))
+        # Error-bounded columns: the grid predictors, grid_quantile where ux has quantile codes.
+        d = synth.generate(kind, n, seed=3, with_id=True)
+        bounds = {a: 1e-3 for a in ("x", "y", "z", "ux") if a in d and d[a].dtype.kind == "f"}
+        lossy = os.path.join(tmp, f"{kind}-lossy.motes")
+        motes.write(lossy, d, leaf_size=32, lod_count=4, treelet_size=256, sync=False, error_bounds=bounds,
+                    index={"ux": "quantile"} if "ux" in d else None)
+        for f in glob.glob(os.path.join(lossy, "steps", "*", "*.mpf")):
+            shutil.copy(f, os.path.join(out, "reader", f"{kind}-lossy.mpf"))
         motes.write(path, synth.generate(kind, 50, seed=2), step=7, time=0.5, attributes={"code": kind, "dt": [0.1, 2]},
                     sync=False)
         motes.open(path).set_attributes({"run": {"deck": [1, 2, {"a": None}]}, "note": "seed"})
