@@ -88,6 +88,38 @@ TEST(Shuffle, TransposesEveryWidthAndLength) {
   }
 }
 
+TEST(Shuffle, BitPlanesHoldBitBOfBytePlaneKAndComeBack) {
+  std::mt19937_64 rng(5);
+  for (uint32_t size : {1u, 2u, 4u, 8u}) {
+    for (size_t n : {0u, 1u, 7u, 8u, 9u, 63u, 64u, 1000u}) {
+      const size_t m = (n + 7) / 8;
+      std::vector<std::vector<unsigned char>> bytes(size, std::vector<unsigned char>(n));
+      std::vector<const unsigned char*> in;
+      for (auto& pl : bytes) {
+        for (auto& b : pl) b = uint8_t(rng());
+        in.push_back(pl.data());
+      }
+      std::vector<unsigned char> bits(8 * size * m, 0xEE);
+      bit_planes(in.data(), n, size, bits.data());
+      for (uint32_t k = 0; k < size; ++k)
+        for (uint32_t b = 0; b < 8; ++b)
+          for (size_t i = 0; i < 8 * m; ++i) {
+            const int want = i < n ? (bytes[k][i] >> b) & 1 : 0;
+            ASSERT_EQ((bits[(8 * k + b) * m + i / 8] >> (i % 8)) & 1, want) << size << " " << n << " " << k << " " << b << " " << i;
+          }
+      std::vector<std::vector<unsigned char>> back(size, std::vector<unsigned char>(n, 0x55));
+      std::vector<unsigned char*> out;
+      for (auto& pl : back) out.push_back(pl.data());
+      ASSERT_TRUE(byte_planes(bits.data(), n, size, out.data()));
+      ASSERT_EQ(back, bytes) << size << " " << n;
+      if (n % 8) {  // a bit past the last value is refused
+        bits[m - 1] |= 0x80;
+        EXPECT_FALSE(byte_planes(bits.data(), n, size, out.data())) << size << " " << n;
+      }
+    }
+  }
+}
+
 TEST(Codec, EveryPlanRoundTripsEveryDtypeBitForBit) {
   const std::vector<Predictor> predictors{Predictor::none, Predictor::delta, Predictor::xor_, Predictor::quantile,
                                           Predictor::offset};
@@ -100,11 +132,13 @@ TEST(Codec, EveryPlanRoundTripsEveryDtypeBitForBit) {
         const Quantiles q = quantiles(code, in, n);
         for (Predictor pred : predictors) {
           for (Coder coder : {Coder::raw, Coder::zstd, Coder::lz4}) {
-            for (bool planes : {false, true}) {
+            for (Layout layout : {Layout::whole, Layout::planes, Layout::bits}) {
+              const bool planes = layout == Layout::planes;
+              if (planes && t.size == 1) continue;
               Plan plan;
               plan.predictor = pred;
-              plan.layout = planes && t.size > 1 ? Layout::planes : Layout::whole;
-              plan.coders.assign(plan.layout == Layout::planes ? t.size : 1, coder);
+              plan.layout = layout;
+              plan.coders.assign(planes ? t.size : 1, coder);
               const Context ctx{q.codes.data(), q.bases.data()};
               std::string stored;
               encode(plan, t, in.data(), n, ctx, stored);
@@ -112,7 +146,7 @@ TEST(Codec, EveryPlanRoundTripsEveryDtypeBitForBit) {
               ASSERT_EQ(decode(t, stored.data(), stored.size(), out.data(), n, ctx), "")
                   << dtype_name(DType(code)) << " " << predictor_name(pred) << " " << coder_name(coder);
               ASSERT_EQ(out, in) << dtype_name(DType(code)) << " shape " << shape << " n " << n << " "
-                                 << predictor_name(pred) << " " << coder_name(coder) << " planes " << planes;
+                                 << predictor_name(pred) << " " << coder_name(coder) << " layout " << int(layout);
               ++checked;
             }
           }
@@ -120,7 +154,7 @@ TEST(Codec, EveryPlanRoundTripsEveryDtypeBitForBit) {
       }
     }
   }
-  EXPECT_GT(checked, 2000);
+  EXPECT_GT(checked, 3000);
 }
 
 TEST(Codec, CompressesWhatIsCompressibleAndStoresNoiseRaw) {
@@ -139,6 +173,35 @@ TEST(Codec, CompressesWhatIsCompressibleAndStoresNoiseRaw) {
   s = {{noise.data(), n, {}}};
   p = choose(f32, {Predictor::none, Predictor::delta}, s, 1);
   EXPECT_TRUE(p.raw()) << p.name(4);
+}
+
+TEST(Codec, FlagLikeColumnsTakeBitPlanes) {
+  // A sign in every value (charges of +-1.0) and a 0/1 flag: one bit of entropy each.
+  const size_t n = 16384;
+  std::mt19937_64 rng(8);
+  std::vector<float> q(n);
+  for (float& v : q) v = rng() & 1 ? 1.0f : -1.0f;
+  std::vector<uint16_t> kind(n);
+  for (uint16_t& v : kind) v = uint16_t(rng() % 2);
+  const ValueType f32 = value_type(uint8_t(DType::f32)), u16 = value_type(uint8_t(DType::u16));
+  Plan p = choose(f32, {Predictor::none, Predictor::delta, Predictor::xor_}, {{q.data(), n, {}}}, 1);
+  EXPECT_EQ(p.layout, Layout::bits) << p.name(4);
+  EXPECT_NE(p.name(4).find("bitshuffle"), std::string::npos) << p.name(4);
+  std::string stored;
+  encode(p, f32, q.data(), n, {}, stored);
+  Plan told;
+  ASSERT_TRUE(describe(stored.data(), stored.size(), told));
+  EXPECT_EQ(told.name(4), p.name(4));
+  EXPECT_LT(stored.size(), n / 8 + n / 64) << p.name(4);  // about one bit per value
+  std::vector<float> back(n);
+  ASSERT_EQ(decode(f32, stored.data(), stored.size(), back.data(), n, {}), "");
+  EXPECT_EQ(std::memcmp(back.data(), q.data(), n * 4), 0);
+  p = choose(u16, {Predictor::none, Predictor::delta, Predictor::offset}, {{kind.data(), n, {}}}, 1);
+  EXPECT_EQ(p.layout, Layout::bits) << p.name(2);
+  // Smooth floats keep byte planes (bit planes would not pay for their slower decoding).
+  auto smooth = values(uint8_t(DType::f32), n, 0, 1);
+  p = choose(f32, {Predictor::none, Predictor::delta, Predictor::xor_}, {{smooth.data(), n, {}}}, 1);
+  EXPECT_EQ(p.layout, Layout::planes) << p.name(4);
 }
 
 TEST(Codec, DamagedBlocksAreRefusedWithAMessage) {
@@ -177,6 +240,17 @@ TEST(Codec, DamagedBlocksAreRefusedWithAMessage) {
   Quantiles q = quantiles(uint8_t(DType::f64), in, n);
   encode(plan, t, in.data(), n, {q.codes.data(), q.bases.data()}, b);
   EXPECT_NE(problem(b).find("without quantile codes"), std::string::npos);
+  // Bit planes with a bit set past the last value.
+  Plan bp;
+  bp.layout = Layout::bits;
+  bp.coders = {Coder::raw};
+  encode(bp, t, in.data(), 1999, {}, b);
+  EXPECT_EQ(decode(t, b.data(), b.size(), out.data(), 1999, {}), "");
+  const size_t at = kBlockHeaderBytes + kStreamEntryBytes + (1999 + 7) / 8 - 1;  // plane 0's last byte
+  b[at] = char(b[at] | 0x80);
+  EXPECT_NE(decode(t, b.data(), b.size(), out.data(), 1999, {}).find("past the block's last value"), std::string::npos);
+  b[1] = 3;
+  EXPECT_NE(decode(t, b.data(), b.size(), out.data(), 1999, {}).find("unknown layout"), std::string::npos);
   // Random bytes after a valid header never crash.
   std::mt19937_64 rng(11);
   for (int k = 0; k < 2000; ++k) {
@@ -216,10 +290,10 @@ TEST(Codec, GridPredictorsCodeValuesOnTheGridAndKeepEveryBit) {
       Context ctx{q.codes.data(), q.bases.data(), q.edges.data(), g.origin, g.step};
       std::string block;
       encode(plan, t, stored_values.data(), n, ctx, block);
-      Predictor used{};
-      std::vector<Coder> coders;
-      ASSERT_TRUE(describe(block.data(), block.size(), used, coders));
-      EXPECT_EQ(used, pred) << predictor_name(pred);  // on the grid: no fallback to `none`
+      Plan used;
+      ASSERT_TRUE(describe(block.data(), block.size(), used));
+      EXPECT_EQ(used.predictor, pred) << predictor_name(pred);  // on the grid: no fallback to `none`
+      EXPECT_EQ(used.layout, Layout::planes);
       Context read{q.codes.data(), q.bases.data(), q.edges.data()};  // grid parameters come from the block
       std::vector<unsigned char> out(stored_values.size());
       ASSERT_EQ(decode(t, block.data(), block.size(), out.data(), n, read), "") << predictor_name(pred);

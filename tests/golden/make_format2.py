@@ -4,8 +4,9 @@ version, never to "fix" a failing test).
 
 A serial dataset of one step whose columns take every coded path of format 2.0: positions
 (delta and xor predictors), noise with a quantile index (quantile-residual predictor, raw
-codes), a smooth field, an error-bounded column (grid predictors), integers (offset, delta),
-an id column, a constant, NaNs and infinities, more than one block per column, and zstd
+codes), a smooth field, error-bounded columns (grid predictors; grid within quantile bins),
+integers (offset, delta), a sign in every value (bit planes), an id column, a constant,
+NaNs and infinities, more than one block per column, and zstd
 metadata sections. ``answers.json`` holds, for every array this version read back (values
 in file order, query results), its dtype, length and SHA-256: the fixtures stay small and
 pin every bit. ``appendix_c.mpf`` is the file of
@@ -44,6 +45,8 @@ def inputs():
         "q": rng.integers(-5, 6, n).astype(np.int16),
         "cell": rng.integers(1000, 1100, n).astype(np.int32),
         "one": np.ones(n, np.float32),
+        "charge": np.where(rng.random(n) < 0.5, -1.0, 1.0).astype(np.float32),
+        "uy": rng.normal(0, 2, n).astype(np.float32),
     }
 
 
@@ -66,8 +69,8 @@ def main():
     os.makedirs(HERE)
     path = os.path.join(HERE, "serial")
     e = inputs()
-    motes.write(path, e, time=0.25, attributes={"code": "golden2"}, index={"ux": "quantile"},
-                units={"x": "m"}, error_bounds={"w": 1e-3}, leaf_size=64, lod_count=4, treelet_size=4096)
+    motes.write(path, e, time=0.25, attributes={"code": "golden2"}, index={"ux": "quantile", "uy": "quantile"},
+                units={"x": "m"}, error_bounds={"w": 1e-3, "uy": 1e-2}, leaf_size=64, lod_count=4, treelet_size=4096)
     os.remove(os.path.join(path, ".lock"))
     empty = os.path.join(HERE, "empty")
     motes.write(empty, {a: np.zeros(0, np.float32) for a in "xyz"})

@@ -33,7 +33,7 @@ Zstd& zstd() {
 
 // Per-thread scratch buffers, grown on demand (a block is at most kMaxBlockBytes).
 struct Scratch {
-  std::vector<unsigned char> words, planes;
+  std::vector<unsigned char> words, planes, bits;
 };
 Scratch& scratch() {
   thread_local Scratch s;
@@ -320,6 +320,14 @@ bool code_stream(Coder coder, int level, const unsigned char* in, size_t n, std:
   return false;
 }
 
+// The bytes of the one stream of Layout::bits: 8 * size bit planes of ceil(n / 8) bytes.
+size_t bit_stream_bytes(size_t n, uint32_t size) { return size_t(8) * size * ((n + 7) / 8); }
+
+// The layout a block is stored with: byte planes of 1-byte values are the values themselves.
+Layout stored_layout(Layout wanted, uint32_t size) {
+  return wanted == Layout::planes && size == 1 ? Layout::whole : wanted;
+}
+
 // Transforms n values into streams (pointers into scratch): returns the parameter.
 uint64_t prepare(Predictor pred, Layout layout, const ValueType& t, const void* src, size_t n, const Context& ctx,
                  std::vector<const unsigned char*>& streams, size_t& stream_bytes, bool& ok) {
@@ -332,15 +340,23 @@ uint64_t prepare(Predictor pred, Layout layout, const ValueType& t, const void* 
   });
   streams.clear();
   if (!ok) return 0;
-  if (layout == Layout::whole || t.size == 1) {
+  if (layout == Layout::whole || (layout == Layout::planes && t.size == 1)) {
     streams.push_back(s.words.data());
     stream_bytes = bytes;
     return param;
   }
   if (s.planes.size() < bytes) s.planes.resize(bytes);
   unsigned char* planes[8];
-  for (uint32_t k = 0; k < t.size; ++k) planes[k] = s.planes.data() + k * n, streams.push_back(planes[k]);
+  for (uint32_t k = 0; k < t.size; ++k) planes[k] = s.planes.data() + k * n;
   shuffle(s.words.data(), n, t.size, planes);
+  if (layout == Layout::bits) {
+    stream_bytes = bit_stream_bytes(n, t.size);
+    if (s.bits.size() < stream_bytes) s.bits.resize(stream_bytes);
+    bit_planes(planes, n, t.size, s.bits.data());
+    streams.push_back(s.bits.data());
+    return param;
+  }
+  for (uint32_t k = 0; k < t.size; ++k) streams.push_back(planes[k]);
   stream_bytes = n;
   return param;
 }
@@ -466,7 +482,7 @@ double quantize(uint8_t dtype_code, const Grid& g, const void* src, int64_t stri
 }
 
 bool Plan::raw() const {
-  if (predictor != Predictor::none) return false;
+  if (predictor != Predictor::none || layout == Layout::bits) return false;
   for (Coder c : coders)
     if (c != Coder::raw) return false;
   return true;
@@ -477,6 +493,7 @@ std::string Plan::name(uint32_t size) const {
   std::string out;
   if (predictor != Predictor::none) out += std::string(predictor_name(predictor)) + "+";
   if (layout == Layout::planes && size > 1) out += "shuffle+";
+  if (layout == Layout::bits) out += "bitshuffle+";
   // The coders of the streams: "zstd" when all agree, else per stream ("raw,raw,zstd,zstd").
   bool same = true;
   for (Coder c : coders) same &= c == coders[0];
@@ -511,7 +528,7 @@ void encode(const Plan& plan, ValueType t, const void* src, size_t n, const Cont
   const size_t count = streams.size();
   out.assign(kBlockHeaderBytes + count * kStreamEntryBytes + param_bytes, '\0');
   out[0] = char(pred);
-  out[1] = char(count > 1 ? Layout::planes : Layout::whole);
+  out[1] = char(stored_layout(plan.layout, t.size));
   out[2] = char(count);
   out[3] = char(param_bytes);
   unsigned char* pp = reinterpret_cast<unsigned char*>(out.data()) + kBlockHeaderBytes + count * kStreamEntryBytes;
@@ -537,17 +554,20 @@ void encode(const Plan& plan, ValueType t, const void* src, size_t n, const Cont
   }
 }
 
-bool describe(const void* stored, size_t stored_n, Predictor& predictor, std::vector<Coder>& coders) {
+bool describe(const void* stored, size_t stored_n, Plan& plan) {
   const unsigned char* p = static_cast<const unsigned char*>(stored);
   if (stored_n < kBlockHeaderBytes) return false;
   const size_t count = p[2];
-  if (p[0] > kMaxPredictor || count == 0 || count > 8 || stored_n < kBlockHeaderBytes + count * kStreamEntryBytes) return false;
-  predictor = Predictor(p[0]);
-  coders.clear();
+  if (p[0] > kMaxPredictor || p[1] > kMaxLayout || count == 0 || count > 8 ||
+      stored_n < kBlockHeaderBytes + count * kStreamEntryBytes)
+    return false;
+  plan.predictor = Predictor(p[0]);
+  plan.layout = Layout(p[1]);
+  plan.coders.clear();
   for (size_t k = 0; k < count; ++k) {
     uint8_t c = p[kBlockHeaderBytes + k * kStreamEntryBytes];
     if (c > kMaxCoder) return false;
-    coders.push_back(Coder(c));
+    plan.coders.push_back(Coder(c));
   }
   return true;
 }
@@ -561,6 +581,7 @@ std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, 
   if (pred > kMaxPredictor) return "unknown predictor " + std::to_string(pred);
   if (layout > kMaxLayout) return "unknown layout " + std::to_string(layout);
   const size_t want_count = layout == uint8_t(Layout::planes) ? t.size : 1;
+  const bool bits = layout == uint8_t(Layout::bits);
   if (count != want_count) return "block has " + std::to_string(count) + " streams, expected " + std::to_string(want_count);
   if (layout == uint8_t(Layout::planes) && t.size == 1) return "byte planes of 1-byte values";
   const uint32_t want_param = param_size(Predictor(pred), t);
@@ -581,9 +602,10 @@ std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, 
   } else {
     std::memcpy(&param, p + pos - param_bytes, param_bytes);
   }
-  const size_t stream_bytes = count > 1 ? n : n * t.size;
+  const size_t stream_bytes = bits ? bit_stream_bytes(n, t.size) : count > 1 ? n : n * t.size;
   Scratch& s = scratch();
   if (s.planes.size() < n * t.size) s.planes.resize(n * t.size);
+  if (bits && s.bits.size() < stream_bytes) s.bits.resize(stream_bytes);
   const unsigned char* streams[8];
   unsigned char* out = static_cast<unsigned char*>(dst);
   for (size_t k = 0; k < count; ++k) {
@@ -593,13 +615,14 @@ std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, 
     if (e[1] || e[2] || e[3]) return "stream entry " + std::to_string(k) + " has nonzero reserved bytes";
     if (len > stored_n - pos) return "stream " + std::to_string(k) + " runs past the end of the block";
     const unsigned char* in = p + pos;
-    // One stream decodes straight into dst; planes go to scratch, then are interleaved.
-    unsigned char* target = count == 1 ? out : s.planes.data() + k * stream_bytes;
+    // One stream of values decodes straight into dst; byte planes go to scratch, then are
+    // interleaved; bit planes go to scratch, then become byte planes, then values.
+    unsigned char* target = bits ? s.bits.data() : count == 1 ? out : s.planes.data() + k * stream_bytes;
     switch (coder) {
       case uint8_t(Coder::raw):
         if (len != stream_bytes)
           return "raw stream " + std::to_string(k) + " has " + std::to_string(len) + " bytes, expected " + std::to_string(stream_bytes);
-        if (count == 1) std::memcpy(out, in, len);
+        if (count == 1 && !bits) std::memcpy(out, in, len);
         else target = const_cast<unsigned char*>(in);  // read in place
         break;
       case uint8_t(Coder::zstd): {
@@ -624,6 +647,16 @@ std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, 
     pos += len;
   }
   if (pos != stored_n) return "coded block has " + std::to_string(stored_n - pos) + " trailing bytes";
+  if (bits) {
+    unsigned char* planes[8];
+    for (uint32_t k = 0; k < t.size; ++k) planes[k] = t.size == 1 ? out : s.planes.data() + k * n;
+    if (!byte_planes(streams[0], n, t.size, planes)) return "bit planes have bits set past the block's last value";
+    if (t.size > 1) {
+      const unsigned char* cp[8];
+      for (uint32_t k = 0; k < t.size; ++k) cp[k] = planes[k];
+      unshuffle(cp, n, t.size, out);
+    }
+  }
   if (count > 1) unshuffle(streams, n, t.size, out);
   with_word(t.size, [&](auto w) {
     using U = decltype(w);
@@ -634,10 +667,11 @@ std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, 
 
 Plan choose(ValueType t, const std::vector<Predictor>& predictors, const std::vector<Sample>& samples, int zstd_level) {
   Plan best;
-  best.layout = t.size > 1 ? Layout::planes : Layout::whole;
-  best.coders.assign(t.size > 1 ? t.size : 1, Coder::raw);
+  best.layout = stored_layout(Layout::planes, t.size);
+  best.coders.assign(best.layout == Layout::planes ? t.size : 1, Coder::raw);
   best.zstd_level = zstd_level;
-  uint64_t best_bytes = UINT64_MAX;
+  uint64_t best_bytes = UINT64_MAX, bits_bytes = UINT64_MAX;
+  Plan bits_plan;
   std::vector<const unsigned char*> streams;
   std::string buf;
   for (Predictor pred : predictors) {
@@ -646,38 +680,47 @@ Plan choose(ValueType t, const std::vector<Predictor>& predictors, const std::ve
       for (const Sample& s : samples) ok &= s.ctx.codes && (pred == Predictor::quantile ? s.ctx.bases != nullptr : s.ctx.edges != nullptr);
       if (!ok) continue;
     }
-    const size_t count = t.size > 1 ? t.size : 1;
-    std::vector<uint64_t> raw(count, 0), zs(count, 0), lz(count, 0);
-    bool usable = true;
-    for (const Sample& s : samples) {
-      size_t stream_bytes = 0;
-      bool ok = true;
-      prepare(pred, best.layout, t, s.values, s.count, s.ctx, streams, stream_bytes, ok);
-      if (!ok) {
-        usable = false;
-        break;
+    for (Layout layout : {best.layout, Layout::bits}) {
+      const size_t count = layout == Layout::planes ? t.size : 1;
+      std::vector<uint64_t> raw(count, 0), zs(count, 0), lz(count, 0);
+      bool usable = true;
+      for (const Sample& s : samples) {
+        size_t stream_bytes = 0;
+        bool ok = true;
+        prepare(pred, layout, t, s.values, s.count, s.ctx, streams, stream_bytes, ok);
+        if (!ok) {
+          usable = false;
+          break;
+        }
+        for (size_t k = 0; k < count; ++k) {
+          raw[k] += stream_bytes;
+          zs[k] += code_stream(Coder::zstd, zstd_level, streams[k], stream_bytes, buf) ? buf.size() : stream_bytes;
+          lz[k] += code_stream(Coder::lz4, zstd_level, streams[k], stream_bytes, buf) ? buf.size() : stream_bytes;
+        }
       }
+      if (!usable) break;  // the predictor does not suit these values, whatever the layout
+      Plan plan = best;
+      plan.predictor = pred;
+      plan.layout = layout;
+      plan.coders.assign(count, Coder::raw);
+      uint64_t total = 0;
       for (size_t k = 0; k < count; ++k) {
-        raw[k] += stream_bytes;
-        zs[k] += code_stream(Coder::zstd, zstd_level, streams[k], stream_bytes, buf) ? buf.size() : stream_bytes;
-        lz[k] += code_stream(Coder::lz4, zstd_level, streams[k], stream_bytes, buf) ? buf.size() : stream_bytes;
+        const double limit = double(raw[k]) * (1.0 - kMinSaving);
+        Coder c = Coder::raw;
+        uint64_t bytes = raw[k];
+        if (double(zs[k]) <= limit) c = Coder::zstd, bytes = zs[k];
+        if (double(lz[k]) <= limit && double(lz[k]) <= double(zs[k]) * (1.0 + kLz4Slack)) c = Coder::lz4, bytes = lz[k];
+        plan.coders[k] = c;
+        total += bytes;
+      }
+      if (layout == Layout::bits) {
+        if (plan.coders[0] != Coder::raw && total < bits_bytes) bits_plan = plan, bits_bytes = total;
+      } else if (total < best_bytes) {
+        best = plan, best_bytes = total;
       }
     }
-    if (!usable) continue;
-    Plan plan = best;
-    plan.predictor = pred;
-    uint64_t total = 0;
-    for (size_t k = 0; k < count; ++k) {
-      const double limit = double(raw[k]) * (1.0 - kMinSaving);
-      Coder c = Coder::raw;
-      uint64_t bytes = raw[k];
-      if (double(zs[k]) <= limit) c = Coder::zstd, bytes = zs[k];
-      if (double(lz[k]) <= limit && double(lz[k]) <= double(zs[k]) * (1.0 + kLz4Slack)) c = Coder::lz4, bytes = lz[k];
-      plan.coders[k] = c;
-      total += bytes;
-    }
-    if (total < best_bytes) best = plan, best_bytes = total;
   }
+  if (bits_bytes != UINT64_MAX && double(bits_bytes) <= double(best_bytes) * (1.0 - kBitsSaving)) return bits_plan;
   return best;
 }
 

@@ -1,5 +1,5 @@
 // Block codecs: one block of fixed-size values (at most 1 MiB) is transformed (a
-// predictor in file order), split into byte planes, and each plane stored raw or coded
+// predictor in file order), split into byte planes (or bit planes), and each plane stored raw or coded
 // by a well-kept entropy coder (zstd, lz4). A coded block describes itself: a reader
 // needs only its bytes (and, for the quantile predictor, the column's quantile codes).
 // docs/format.md §4.12 is the normative description of the stored bytes.
@@ -26,10 +26,11 @@ enum class Predictor : uint8_t {
 enum class Layout : uint8_t {
   whole = 0,   // one stream of n * size bytes
   planes = 1,  // `size` streams: byte k of every value (byte shuffle)
+  bits = 2,    // one stream of 8 * size bit planes: bit p of every value (bit shuffle)
 };
 enum class Coder : uint8_t { raw = 0, zstd = 1, lz4 = 2 };
 
-inline constexpr uint8_t kMaxPredictor = 7, kMaxLayout = 1, kMaxCoder = 2;
+inline constexpr uint8_t kMaxPredictor = 7, kMaxLayout = 2, kMaxCoder = 2;
 inline constexpr uint32_t kBlockHeaderBytes = 4;  // predictor, layout, stream count, parameter bytes
 inline constexpr uint32_t kStreamEntryBytes = 8;  // coder, 3 zero bytes, u32 stored length
 inline constexpr size_t kMaxBlockBytes = size_t(1) << 20;  // decoded bytes of one block
@@ -71,7 +72,7 @@ struct Plan {
   Layout layout = Layout::planes;
   std::vector<Coder> coders;  // one per stream
   int zstd_level = 1;
-  bool raw() const;  // every stream raw and no predictor: the block is stored as plain values
+  bool raw() const;  // no predictor, no bit planes, every stream raw: the block is plain values
   std::string name(uint32_t size) const;  // e.g. "delta+shuffle+zstd[2,3]", "raw"
 };
 
@@ -91,15 +92,17 @@ void encode(const Plan& plan, ValueType type, const void* src, size_t n, const C
 // an empty string, or what is wrong with the block (for a FormatError naming the block).
 std::string decode(ValueType type, const void* stored, size_t stored_n, void* dst, size_t n, const Context& ctx);
 
-// What a stored block says about itself (for `motes info` and tests): its predictor and
-// the coder of each stream; false when the header is damaged.
-bool describe(const void* stored, size_t stored_n, Predictor& predictor, std::vector<Coder>& coders);
+// What a stored block says about itself (for `motes info` and tests): its predictor,
+// layout and the coder of each stream; false when the header is damaged.
+bool describe(const void* stored, size_t stored_n, Plan& plan);
 
 // Chooses the plan giving the fewest bytes on sample blocks of a column (with a
 // preference for fast decoding: a stream is coded only when that saves at least
 // kMinSaving of its bytes, and lz4 is taken over zstd when within kLz4Slack of it).
 // `predictors` lists the candidates; samples are (values, count) with ctx per sample.
-inline constexpr double kMinSaving = 0.10, kLz4Slack = 0.03;
+// Bit planes are taken only when they give at most 1 - kBitsSaving of the bytes of the best
+// byte layout: near a tie, byte planes (whose streams are coded one by one) are kept.
+inline constexpr double kMinSaving = 0.10, kLz4Slack = 0.03, kBitsSaving = 0.05;
 struct Sample {
   const void* values;
   size_t count;

@@ -1,6 +1,7 @@
 #include "motes/codec/shuffle.hpp"
 
 #include <cstring>
+#include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -138,7 +139,78 @@ bool have_ssse3() {
 }
 #endif
 
+// 8x8 bit matrix transpose: bit c of byte r moves to bit r of byte c (Hacker's Delight 7-3).
+inline uint64_t transpose8(uint64_t x) {
+  uint64_t t = (x ^ (x >> 7)) & 0x00AA00AA00AA00AAull;
+  x ^= t ^ (t << 7);
+  t = (x ^ (x >> 14)) & 0x0000CCCC0000CCCCull;
+  x ^= t ^ (t << 14);
+  t = (x ^ (x >> 28)) & 0x00000000F0F0F0F0ull;
+  return x ^ t ^ (t << 28);
+}
+
+// transpose8 of each of the m 8-byte words at p, in place (two at a time with SSE2).
+void transpose8_all(unsigned char* p, size_t m) {
+  size_t j = 0;
+#ifdef MOTES_X86
+  const __m128i m7 = _mm_set1_epi64x(0x00AA00AA00AA00AAll), m14 = _mm_set1_epi64x(0x0000CCCC0000CCCCll),
+                m28 = _mm_set1_epi64x(0x00000000F0F0F0F0ll);
+  for (; j + 2 <= m; j += 2) {
+    __m128i x = load(p + 8 * j);
+    __m128i t = _mm_and_si128(_mm_xor_si128(x, _mm_srli_epi64(x, 7)), m7);
+    x = _mm_xor_si128(x, _mm_xor_si128(t, _mm_slli_epi64(t, 7)));
+    t = _mm_and_si128(_mm_xor_si128(x, _mm_srli_epi64(x, 14)), m14);
+    x = _mm_xor_si128(x, _mm_xor_si128(t, _mm_slli_epi64(t, 14)));
+    t = _mm_and_si128(_mm_xor_si128(x, _mm_srli_epi64(x, 28)), m28);
+    x = _mm_xor_si128(x, _mm_xor_si128(t, _mm_slli_epi64(t, 28)));
+    store(p + 8 * j, x);
+  }
+#endif
+  for (; j < m; ++j) {
+    uint64_t x;
+    std::memcpy(&x, p + 8 * j, 8);
+    x = transpose8(x);
+    std::memcpy(p + 8 * j, &x, 8);
+  }
+}
+
+std::vector<unsigned char>& bit_scratch(size_t bytes) {
+  thread_local std::vector<unsigned char> tmp;
+  if (tmp.size() < bytes) tmp.resize(bytes);
+  return tmp;
+}
+
 }  // namespace
+
+// Byte plane k's 8-value groups, each an 8x8 bit matrix, are transposed (byte b of the
+// result: bit b of the 8 values), then byte-shuffled as 8-byte words into bit planes 8k..8k+7.
+void bit_planes(const unsigned char* const* bytes, size_t n, uint32_t size, unsigned char* out) {
+  const size_t m = (n + 7) / 8;
+  std::vector<unsigned char>& tmp = bit_scratch(8 * m);
+  for (uint32_t k = 0; k < size; ++k) {
+    std::memcpy(tmp.data(), bytes[k], n);
+    std::memset(tmp.data() + n, 0, 8 * m - n);
+    transpose8_all(tmp.data(), m);
+    unsigned char* dst[8];
+    for (int b = 0; b < 8; ++b) dst[b] = out + (size_t(8) * k + b) * m;
+    shuffle(tmp.data(), m, 8, dst);
+  }
+}
+
+bool byte_planes(const unsigned char* bits, size_t n, uint32_t size, unsigned char* const* bytes) {
+  const size_t m = (n + 7) / 8;
+  std::vector<unsigned char>& tmp = bit_scratch(8 * m);
+  for (uint32_t k = 0; k < size; ++k) {
+    const unsigned char* src[8];
+    for (int b = 0; b < 8; ++b) src[b] = bits + (size_t(8) * k + b) * m;
+    unshuffle(src, m, 8, tmp.data());
+    transpose8_all(tmp.data(), m);
+    for (size_t i = n; i < 8 * m; ++i)
+      if (tmp[i]) return false;  // a bit past the last value
+    std::memcpy(bytes[k], tmp.data(), n);
+  }
+  return true;
+}
 
 void shuffle(const unsigned char* in, size_t n, uint32_t size, unsigned char* const* planes) {
   if (size == 1) {

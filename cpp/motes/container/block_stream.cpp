@@ -164,16 +164,9 @@ std::string BlockStream::pipelines() const {
   for (uint64_t b = 0; b < blocks_.size(); ++b) {
     stored.resize(std::min<uint64_t>(blocks_[b].stored, codec::kBlockHeaderBytes + 8 * codec::kStreamEntryBytes + 16));
     source_->read(blocks_[b].offset, stored.size(), stored.data());
-    codec::Predictor pred{};
-    std::vector<codec::Coder> coders;
+    codec::Plan p;
     std::string name = "damaged";
-    if (codec::describe(stored.data(), stored.size(), pred, coders)) {
-      codec::Plan p;
-      p.predictor = pred;
-      p.layout = coders.size() > 1 ? codec::Layout::planes : codec::Layout::whole;
-      p.coders = coders;
-      name = p.raw() ? "raw" : p.name(type_.size);
-    }
+    if (codec::describe(stored.data(), stored.size(), p)) name = p.raw() ? "raw" : p.name(type_.size);
     bool known = false;
     for (const std::string& s : seen) known |= s == name;
     if (!known) seen.push_back(name);
