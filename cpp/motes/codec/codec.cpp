@@ -4,17 +4,16 @@
 #include <zstd.h>
 
 #include <cmath>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 #include <cstring>
-#include <limits>
-#include <memory>
 
+#include "motes/codec/predictors.hpp"
 #include "motes/codec/shuffle.hpp"
+#include "motes/codec/words.hpp"
 #include "motes/core/types.hpp"
 
 namespace motes::codec {
+
+using namespace words;
 
 namespace {
 
@@ -39,266 +38,6 @@ Scratch& scratch() {
   thread_local Scratch s;
   return s;
 }
-
-template <class U>
-U load(const unsigned char* p) {
-  U v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-template <class U>
-void put(unsigned char* p, U v) {
-  std::memcpy(p, &v, sizeof v);
-}
-
-template <class U>
-using Signed = std::make_signed_t<U>;
-
-// Order-preserving map of a value's bits to an unsigned integer (and back); branch-free
-// (the sign of noise is random: a branch on it would be mispredicted half the time).
-template <class U>
-U ordered(U u, const ValueType& t) {
-  constexpr U top = U(1) << (sizeof(U) * 8 - 1);
-  constexpr int shift = sizeof(U) * 8 - 1;
-  if (t.is_float) return U(u ^ (U(-U(u >> shift)) | top));  // negative: ~u; positive: u | top
-  return t.is_signed ? U(u ^ top) : u;
-}
-template <class U>
-U unordered(U o, const ValueType& t) {
-  constexpr U top = U(1) << (sizeof(U) * 8 - 1);
-  constexpr int shift = sizeof(U) * 8 - 1;
-  if (t.is_float) return U(o ^ (U(U(o >> shift) - 1) | top));  // top set: o ^ top; clear: ~o
-  return t.is_signed ? U(o ^ top) : o;
-}
-template <class U>
-U zigzag(U d) {
-  return U(U(d << 1) ^ U(Signed<U>(d) >> (sizeof(U) * 8 - 1)));
-}
-template <class U>
-U unzigzag(U z) {
-  return U((z >> 1) ^ U(-U(z & 1)));
-}
-
-// Grid indexes of non-finite values (finite ones are far from these: |q| < 2^53).
-template <class U>
-struct GridCodes {
-  using S = Signed<U>;
-  static constexpr S nan = std::numeric_limits<S>::min();
-  static constexpr S pinf = std::numeric_limits<S>::max();
-  static constexpr S ninf = std::numeric_limits<S>::min() + 1;
-};
-
-// The float of U's size holding value v.
-template <class U>
-U float_bits(double v) {
-  U bits;
-  if constexpr (sizeof(U) == 4) {
-    float f = float(v);
-    std::memcpy(&bits, &f, 4);
-  } else {
-    std::memcpy(&bits, &v, sizeof(U));
-  }
-  return bits;
-}
-template <class U>
-double float_value(U bits) {
-  if constexpr (sizeof(U) == 4) {
-    float f;
-    std::memcpy(&f, &bits, 4);
-    return double(f);
-  } else {
-    double d;
-    std::memcpy(&d, &bits, sizeof(U));
-    return d;
-  }
-}
-
-// The grid index of a float's bits, when the float lies exactly on the grid; false otherwise.
-template <class U>
-bool grid_index(U bits, double origin, double step, Signed<U>& q) {
-  using G = GridCodes<U>;
-  const double v = float_value<U>(bits);
-  if (std::isnan(v)) return q = G::nan, true;
-  if (std::isinf(v)) return q = v > 0 ? G::pinf : G::ninf, true;
-  const double k = std::nearbyint((v - origin) / step);
-  if (!(std::fabs(k) < 9007199254740992.0) || std::fabs(k) >= double(std::numeric_limits<Signed<U>>::max() / 2)) return false;
-  q = Signed<U>(int64_t(k));
-  return float_bits<U>(grid_value(origin, step, int64_t(q))) == bits;
-}
-template <class U>
-U grid_bits(Signed<U> q, double origin, double step) {
-  using G = GridCodes<U>;
-  if (q == G::nan) return float_bits<U>(std::numeric_limits<double>::quiet_NaN());
-  if (q == G::pinf) return float_bits<U>(INFINITY);
-  if (q == G::ninf) return float_bits<U>(-INFINITY);
-  return float_bits<U>(grid_value(origin, step, int64_t(q)));
-}
-
-// The grid step of each quantile bin's lower edge: qbase[k] = nearest grid index of edges[k].
-// (Any deterministic function of the edges decodes correctly; this one makes residuals small.)
-template <class U>
-void grid_bases(const double* edges, double origin, double step, Signed<U>* out) {
-  using S = Signed<U>;
-  constexpr double lim = double(std::numeric_limits<S>::max() / 4);
-  for (size_t k = 0; k < 256; ++k) {
-    const double q = std::nearbyint((edges[k] - origin) / step);
-    out[k] = std::isfinite(q) ? S(std::max(-lim, std::min(lim, q))) : S(0);
-  }
-}
-
-// words[i] = predictor(values)[i]; returns the parameter (Predictor::offset's reference).
-template <class U>
-U forward(Predictor p, const ValueType& t, const unsigned char* src, size_t n, const Context& ctx, unsigned char* words,
-          bool& ok) {
-  U param = 0;
-  ok = true;
-  switch (p) {
-    case Predictor::grid:
-    case Predictor::grid_delta:
-    case Predictor::grid_quantile: {
-      if constexpr (sizeof(U) >= 4) {
-        if (!t.is_float || !(ctx.grid_step > 0)) return ok = false, 0;
-        Signed<U> qbase[256];
-        if (p == Predictor::grid_quantile) {
-          if (!ctx.codes || !ctx.edges) return ok = false, 0;
-          grid_bases<U>(ctx.edges, ctx.grid_origin, ctx.grid_step, qbase);
-        }
-        Signed<U> prev = 0;
-        for (size_t i = 0; i < n; ++i) {
-          Signed<U> q;
-          if (!grid_index<U>(load<U>(src + i * sizeof(U)), ctx.grid_origin, ctx.grid_step, q)) return ok = false, 0;
-          const U w = p == Predictor::grid         ? U(q)
-                      : p == Predictor::grid_delta ? zigzag<U>(U(U(q) - U(prev)))
-                                                   : U(U(q) - U(qbase[ctx.codes[i]]));
-          put<U>(words + i * sizeof(U), w);
-          prev = q;
-        }
-      } else {
-        ok = false;
-      }
-      break;
-    }
-    case Predictor::none:
-      std::memcpy(words, src, n * sizeof(U));
-      break;
-    case Predictor::delta: {
-      U prev = 0;
-      for (size_t i = 0; i < n; ++i) {
-        U v = load<U>(src + i * sizeof(U));
-        put<U>(words + i * sizeof(U), zigzag<U>(U(v - prev)));
-        prev = v;
-      }
-      break;
-    }
-    case Predictor::xor_: {
-      U prev = 0;
-      for (size_t i = 0; i < n; ++i) {
-        U v = load<U>(src + i * sizeof(U));
-        put<U>(words + i * sizeof(U), U(v ^ prev));
-        prev = v;
-      }
-      break;
-    }
-    case Predictor::quantile:
-      for (size_t i = 0; i < n; ++i)
-        put<U>(words + i * sizeof(U), U(ordered<U>(load<U>(src + i * sizeof(U)), t) - U(ctx.bases[ctx.codes[i]])));
-      break;
-    case Predictor::offset: {
-      U lo = std::numeric_limits<U>::max();
-      for (size_t i = 0; i < n; ++i) lo = std::min(lo, ordered<U>(load<U>(src + i * sizeof(U)), t));
-      param = n ? lo : 0;
-      for (size_t i = 0; i < n; ++i) put<U>(words + i * sizeof(U), U(ordered<U>(load<U>(src + i * sizeof(U)), t) - param));
-      break;
-    }
-  }
-  return param;
-}
-
-// In place: words[i] = sum of unzigzag(words[0..i]) (wrapping), 4 lanes at a time; returns
-// how many words it did (a multiple of 4) and leaves the running sum in acc.
-size_t prefix_sum_zigzag32(unsigned char* data, size_t n, uint32_t& acc) {
-#ifdef __SSE2__
-  __m128i carry = _mm_set1_epi32(int(acc));
-  const __m128i one = _mm_set1_epi32(1);
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(data + 4 * i));
-    v = _mm_xor_si128(_mm_srli_epi32(v, 1), _mm_sub_epi32(_mm_setzero_si128(), _mm_and_si128(v, one)));
-    v = _mm_add_epi32(v, _mm_slli_si128(v, 4));
-    v = _mm_add_epi32(v, _mm_slli_si128(v, 8));
-    v = _mm_add_epi32(v, carry);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(data + 4 * i), v);
-    carry = _mm_shuffle_epi32(v, 0xFF);
-  }
-  acc = uint32_t(_mm_cvtsi128_si32(carry));
-  return i;
-#else
-  (void)data, (void)n, (void)acc;
-  return 0;
-#endif
-}
-
-template <class U>
-void inverse(Predictor p, const ValueType& t, unsigned char* data, size_t n, const Context& ctx, U param,
-             double origin, double step) {
-  switch (p) {
-    case Predictor::grid:
-    case Predictor::grid_delta:
-    case Predictor::grid_quantile: {
-      if constexpr (sizeof(U) >= 4) {
-        Signed<U> qbase[256];
-        if (p == Predictor::grid_quantile) grid_bases<U>(ctx.edges, origin, step, qbase);
-        U acc = 0;
-        for (size_t i = 0; i < n; ++i) {
-          U w = load<U>(data + i * sizeof(U));
-          if (p == Predictor::grid_delta) w = acc = U(acc + unzigzag<U>(w));
-          if (p == Predictor::grid_quantile) w = U(w + U(qbase[ctx.codes[i]]));
-          put<U>(data + i * sizeof(U), grid_bits<U>(Signed<U>(w), origin, step));
-        }
-      }
-      return;
-    }
-    case Predictor::none:
-      return;
-    case Predictor::delta: {
-      U acc = 0;
-      size_t i = 0;
-      if constexpr (sizeof(U) == 4) i = prefix_sum_zigzag32(data, n, reinterpret_cast<uint32_t&>(acc));
-      for (; i < n; ++i) {
-        acc = U(acc + unzigzag<U>(load<U>(data + i * sizeof(U))));
-        put<U>(data + i * sizeof(U), acc);
-      }
-      return;
-    }
-    case Predictor::xor_: {
-      U acc = 0;
-      for (size_t i = 0; i < n; ++i) {
-        acc ^= load<U>(data + i * sizeof(U));
-        put<U>(data + i * sizeof(U), acc);
-      }
-      return;
-    }
-    case Predictor::quantile:
-      for (size_t i = 0; i < n; ++i)
-        put<U>(data + i * sizeof(U), unordered<U>(U(load<U>(data + i * sizeof(U)) + U(ctx.bases[ctx.codes[i]])), t));
-      return;
-    case Predictor::offset:
-      for (size_t i = 0; i < n; ++i) put<U>(data + i * sizeof(U), unordered<U>(U(load<U>(data + i * sizeof(U)) + param), t));
-      return;
-  }
-}
-
-template <class F>
-decltype(auto) with_word(uint32_t size, F&& f) {
-  switch (size) {
-    case 1: return f(uint8_t{});
-    case 2: return f(uint16_t{});
-    case 4: return f(uint32_t{});
-    default: return f(uint64_t{});
-  }
-}
-
-bool word_size(uint32_t size) { return size == 1 || size == 2 || size == 4 || size == 8; }
 
 // Codes n bytes with `coder` into out; false when the coder does not make them smaller.
 bool code_stream(Coder coder, int level, const unsigned char* in, size_t n, std::string& out) {
@@ -334,10 +73,7 @@ uint64_t prepare(Predictor pred, Layout layout, const ValueType& t, const void* 
   Scratch& s = scratch();
   const size_t bytes = n * t.size;
   if (s.words.size() < bytes) s.words.resize(bytes);
-  uint64_t param = with_word(t.size, [&](auto w) -> uint64_t {
-    using U = decltype(w);
-    return uint64_t(forward<U>(pred, t, static_cast<const unsigned char*>(src), n, ctx, s.words.data(), ok));
-  });
+  const uint64_t param = predict(pred, t, static_cast<const unsigned char*>(src), n, ctx, s.words.data(), ok);
   streams.clear();
   if (!ok) return 0;
   if (layout == Layout::whole || (layout == Layout::planes && t.size == 1)) {
@@ -363,20 +99,6 @@ uint64_t prepare(Predictor pred, Layout layout, const ValueType& t, const void* 
 
 }  // namespace
 
-const char* predictor_name(Predictor p) {
-  switch (p) {
-    case Predictor::none: return "none";
-    case Predictor::delta: return "delta";
-    case Predictor::xor_: return "xor";
-    case Predictor::quantile: return "quantile";
-    case Predictor::offset: return "offset";
-    case Predictor::grid: return "grid";
-    case Predictor::grid_delta: return "grid+delta";
-    case Predictor::grid_quantile: return "grid+quantile";
-  }
-  return "unknown";
-}
-
 const char* coder_name(Coder c) {
   switch (c) {
     case Coder::raw: return "raw";
@@ -387,98 +109,9 @@ const char* coder_name(Coder c) {
 }
 
 ValueType value_type(uint8_t code) {
-  switch (code) {
-    case 1: return {4, true, true};   // f32
-    case 2: return {8, true, true};   // f64
-    case 3: return {1, false, true};  // i8
-    case 4: return {2, false, true};
-    case 5: return {4, false, true};
-    case 6: return {8, false, true};
-    case 7: return {1, false, false};  // u8
-    case 8: return {2, false, false};
-    case 9: return {4, false, false};
-    default: return {8, false, false};  // u64
-  }
-}
-
-std::vector<uint64_t> quantile_bases(uint8_t dtype_code, const double* edges) {
-  const ValueType t = value_type(dtype_code);
-  std::vector<uint64_t> bases(256);
-  for (size_t k = 0; k < 256; ++k) {
-    const double e = edges[k];
-    bases[k] = with_word(t.size, [&](auto w) -> uint64_t {
-      using U = decltype(w);
-      U bits = 0;
-      if (t.is_float) {
-        if constexpr (sizeof(U) == 4) {
-          float f = float(e);
-          std::memcpy(&bits, &f, 4);
-        } else if constexpr (sizeof(U) == 8) {
-          std::memcpy(&bits, &e, 8);
-        }
-      } else if (t.is_signed) {
-        using S = Signed<U>;
-        long double f = std::isnan(e) ? 0.0L : std::floor((long double)e);
-        S v = f <= (long double)std::numeric_limits<S>::min() ? std::numeric_limits<S>::min()
-              : f >= (long double)std::numeric_limits<S>::max() ? std::numeric_limits<S>::max()
-                                                                : S(f);
-        bits = U(v);
-      } else {
-        long double f = std::isnan(e) ? 0.0L : std::floor((long double)e);
-        bits = f <= 0 ? U(0) : f >= (long double)std::numeric_limits<U>::max() ? std::numeric_limits<U>::max() : U(f);
-      }
-      return uint64_t(ordered<U>(bits, t));
-    });
-  }
-  return bases;
-}
-
-double grid_value(double origin, double step, int64_t q) { return origin + double(q) * step; }
-
-Grid make_grid(uint8_t dtype_code, double lo, double hi, double bound, const std::string& column) {
-  const ValueType t = value_type(dtype_code);
-  if (!t.is_float) throw UsageError("column '" + column + "': error bounds apply to float columns, not " + dtype_name(DType(dtype_code)));
-  if (!(bound > 0) || !std::isfinite(bound))
-    throw UsageError("column '" + column + "': the error bound must be a finite number > 0, got " + number_text(bound));
-  // The spacing of the type at the largest magnitude, twice: a stored value is the grid point
-  // rounded to the type, so the grid must leave room for that rounding (and the arithmetic's).
-  const double mag = std::max(std::fabs(lo), std::fabs(hi));
-  const double ulp = t.size == 4 ? double(std::nextafter(float(mag), INFINITY)) - double(float(mag))
-                                 : std::nextafter(mag, INFINITY) - mag;
-  const double margin = 2 * ulp;
-  if (!(bound >= 2 * margin))
-    throw UsageError("column '" + column + "': error bound " + number_text(bound) + " is too small for " +
-                     dtype_name(DType(dtype_code)) + " values as large as " + number_text(mag) + " (they are " +
-                     number_text(ulp) + " apart there); use a bound of at least " + number_text(2 * margin) +
-                     " or store the column exactly");
-  Grid g;
-  g.origin = std::isfinite(lo) ? lo : 0.0;
-  g.step = 2 * (bound - margin);
-  return g;
-}
-
-double quantize(uint8_t dtype_code, const Grid& g, const void* src, int64_t stride, uint64_t n, void* dst) {
-  const ValueType t = value_type(dtype_code);
-  double worst = 0;
-  with_word(t.size, [&](auto w) {
-    using U = decltype(w);
-    if constexpr (sizeof(U) >= 4) {
-      const char* in = static_cast<const char*>(src);
-      unsigned char* out = static_cast<unsigned char*>(dst);
-      for (uint64_t i = 0; i < n; ++i) {
-        const U bits = load<U>(reinterpret_cast<const unsigned char*>(in + int64_t(i) * stride));
-        const double v = float_value<U>(bits);
-        U stored = bits;
-        if (std::isfinite(v)) {
-          const double k = std::nearbyint((v - g.origin) / g.step);
-          stored = float_bits<U>(grid_value(g.origin, g.step, int64_t(k)));
-          worst = std::max(worst, std::fabs(float_value<U>(stored) - v));
-        }
-        put<U>(out + i * sizeof(U), stored);
-      }
-    }
-  });
-  return worst;
+  for (const DTypeInfo& d : dtype_table)
+    if (uint8_t(d.dtype) == code) return {d.size, d.kind == 'f', d.kind != 'u'};
+  return {8, false, false};  // callers pass valid codes (the schema is checked first)
 }
 
 bool Plan::raw() const {
@@ -658,10 +291,7 @@ std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, 
     }
   }
   if (count > 1) unshuffle(streams, n, t.size, out);
-  with_word(t.size, [&](auto w) {
-    using U = decltype(w);
-    inverse<U>(Predictor(pred), t, out, n, ctx, U(param), origin, step);
-  });
+  unpredict(Predictor(pred), t, out, n, ctx, param, origin, step);
   return {};
 }
 
