@@ -8,18 +8,14 @@
 #include <type_traits>
 
 #include "motes/codec/codec.hpp"
+#include "motes/core/bytes.hpp"
 
 namespace motes::codec::words {
 
-template <class U>
-U load(const unsigned char* p) {
-  U v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
+using motes::load;
 template <class U>
 void put(unsigned char* p, U v) {
-  std::memcpy(p, &v, sizeof v);
+  store<U>(p, v);
 }
 
 template <class U>

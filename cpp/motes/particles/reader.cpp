@@ -7,18 +7,12 @@
 
 #include "motes/codec/codec.hpp"
 #include "motes/container/container.hpp"
+#include "motes/core/bytes.hpp"
 #include "motes/particles/spec.hpp"
 
 namespace motes {
 
 namespace {
-
-template <class T>
-T load(const unsigned char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 // A double no larger (no smaller) than the native value, so pruning stays conservative.
 template <class T>

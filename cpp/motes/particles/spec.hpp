@@ -9,13 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "motes/core/bytes.hpp"  // and its little-endian check
 #include "motes/core/types.hpp"
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 namespace motes::spec {
-
-static_assert(std::endian::native == std::endian::little, "the format is little-endian; this port needs byte swapping");
 
 // Fuzzing builds skip checksum comparisons so mutated inputs reach the structural checks.
 #ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
