@@ -9,12 +9,13 @@
 
 from ._core import parse_expression
 from ._core import version as __version__  # project(motes VERSION ...) of CMakeLists.txt
-from .errors import FormatError, InternalError, MotesError, NotFoundError, OutOfMemoryError, StorageError, UsageError
+from .errors import (CancelledError, FormatError, InternalError, MotesError, NotFoundError, OutOfMemoryError,
+                     StorageError, UsageError)
 from .dataset import Column, Dataset, Table, Writer, open, read_partition, write
 
 __all__ = ["open", "write", "read_partition", "Writer", "Dataset", "Table", "Column", "synth", "parse_expression",
            "MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "OutOfMemoryError",
-           "InternalError", "__version__"]
+           "InternalError", "CancelledError", "__version__"]
 
 
 def __getattr__(name):

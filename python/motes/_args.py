@@ -49,6 +49,21 @@ def threads(value: Any) -> int:
     return integer("threads", value, *UINT32)
 
 
+def cancel_token(value: Any) -> Any:
+    """A motes._core.CancelToken."""
+    if not isinstance(value, _core.CancelToken):
+        raise UsageError(f"cancel must be a motes._core.CancelToken, got {type(value).__name__}")
+    return value
+
+
+def timeout(value: Any) -> float:
+    """A time limit in seconds: a number > 0 (infinity: none)."""
+    t = number("timeout", value, finite=False)
+    if not t > 0:
+        raise UsageError(f"timeout must be a number of seconds > 0, got {value!r}")
+    return t
+
+
 def text(name: str, value: Any) -> str:
     """A str the core can take: encodable as UTF-8 (no lone surrogates) and without NUL."""
     if not isinstance(value, str):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -99,9 +101,14 @@ class Table(dict):
 
 
 
-def _selection(where, box, quality, fraction, threads):
-    """The core's QuerySpec of a query's arguments, checked; what is None keeps the core's default."""
+def _selection(where, box, quality, fraction, threads, cancel=None, timeout=None):
+    """The core's QuerySpec of a query's arguments, checked; what is None keeps the core's default.
+    ``cancel`` (a CancelToken) and ``timeout`` (seconds from now) stop the query with CancelledError."""
     spec = _core.QuerySpec()
+    if cancel is not None:
+        spec.cancel = _args.cancel_token(cancel)
+    if timeout is not None and math.isfinite(_args.timeout(timeout)):
+        spec.deadline = time.monotonic() + timeout
     if quality is not None:
         spec.quality_from, spec.quality_to = _args.quality(quality)
     if fraction is not None:
@@ -473,33 +480,45 @@ class Dataset:
     @_storage("cannot read")
     def select(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
                fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
-               threads: Optional[int] = None):
-        """The selection (file positions) matching the query, without copying any column."""
-        return _core.select(self.source(step, species), _selection(where, box, quality, fraction, threads))
+               threads: Optional[int] = None, cancel: Optional[_core.CancelToken] = None,
+               timeout: Optional[float] = None):
+        """The selection (file positions) matching the query, without copying any column.
+        ``cancel`` and ``timeout`` hold for its gathers too (see :meth:`query`)."""
+        return _core.select(self.source(step, species), _selection(where, box, quality, fraction, threads, cancel,
+                                                                   timeout))
 
     @_storage("cannot read")
     def query(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
               fraction: Optional[float] = None, columns: Optional[Sequence[str]] = None,
-              step: Optional[int] = None, species: Optional[str] = None, threads: Optional[int] = None) -> Table:
+              step: Optional[int] = None, species: Optional[str] = None, threads: Optional[int] = None,
+              cancel: Optional[_core.CancelToken] = None, timeout: Optional[float] = None) -> Table:
         """Particles matching ``where`` (an expression such as ``"energy > 1.3 and 10 < x < 20"``)
         inside ``box`` (xmin, ymin, zmin, xmax, ymax, zmax; inclusive), at ``quality`` in [0, 1]
         (1 = every particle; a pair (q0, q1) reads only what q1 adds to q0), or among a share
         ``fraction`` of the particles (a preview: round(fraction * N) particles per file,
         spread over the whole step; a larger fraction only adds particles).
 
-        Returns a :class:`Table` of the requested ``columns`` (default: all)."""
-        sel = self.select(where, box, quality, fraction=fraction, step=step, species=species, threads=threads)
+        Returns a :class:`Table` of the requested ``columns`` (default: all).
+
+        ``cancel`` (a ``motes._core.CancelToken``, cancelled from another thread) and ``timeout``
+        (seconds) stop the query: it raises :class:`motes.CancelledError` at its next check
+        (between chunks of work)."""
+        sel = self.select(where, box, quality, fraction=fraction, step=step, species=species, threads=threads,
+                          cancel=cancel, timeout=timeout)
         names = self._columns(columns, step, species)
         return Table(dict(zip(names, sel.gather_columns(names, 0, sel.size))), sel.counters)
 
     def query_batches(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
                       fraction: Optional[float] = None, columns: Optional[Sequence[str]] = None,
                       batch_size: int = 1 << 20, step: Optional[int] = None, species: Optional[str] = None,
-                      threads: Optional[int] = None) -> Iterator[Table]:
-        """Like :meth:`query`, yielding tables of at most ``batch_size`` rows (bounded memory)."""
+                      threads: Optional[int] = None, cancel: Optional[_core.CancelToken] = None,
+                      timeout: Optional[float] = None) -> Iterator[Table]:
+        """Like :meth:`query`, yielding tables of at most ``batch_size`` rows (bounded memory);
+        ``timeout`` counts from the first batch asked for, over all batches."""
         if _args.integer("batch_size", batch_size, 1, _args.UINT64[1]) < 1:
             raise UsageError("batch_size must be at least 1")
-        sel = self.select(where, box, quality, fraction=fraction, step=step, species=species, threads=threads)
+        sel = self.select(where, box, quality, fraction=fraction, step=step, species=species, threads=threads,
+                          cancel=cancel, timeout=timeout)
         names = self._columns(columns, step, species)
         for begin in range(0, sel.size, batch_size):
             end = min(sel.size, begin + batch_size)
@@ -521,30 +540,34 @@ class Dataset:
     @_storage("cannot read")
     def count(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
               fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
-              threads: Optional[int] = None) -> int:
+              threads: Optional[int] = None, cancel: Optional[_core.CancelToken] = None,
+              timeout: Optional[float] = None) -> int:
         """Number of particles matching the query (nothing is copied)."""
-        return int(_core.count(self.source(step, species), _selection(where, box, quality, fraction, threads)))
+        return int(_core.count(self.source(step, species),
+                               _selection(where, box, quality, fraction, threads, cancel, timeout)))
 
     @_storage("cannot read")
     def stats(self, column: str, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
               fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
-              threads: Optional[int] = None) -> Dict[str, Any]:
+              threads: Optional[int] = None, cancel: Optional[_core.CancelToken] = None,
+              timeout: Optional[float] = None) -> Dict[str, Any]:
         """count, valid (not NaN), min, max, sum, mean of ``column`` over the matching particles."""
         return _core.stats(self.source(step, species), _args.text("column", column),
-                           _selection(where, box, quality, fraction, threads)).to_dict()
+                           _selection(where, box, quality, fraction, threads, cancel, timeout)).to_dict()
 
     @_storage("cannot read")
     def histogram(self, x: str, y: Optional[str] = None, *, bins: Union[int, Tuple[int, int]] = 64,
                   range: Optional[Sequence] = None, weights: Optional[str] = None, where: Optional[str] = None,
                   box: BoxLike = None, quality: Optional[Quality] = None, fraction: Optional[float] = None,
-                  step: Optional[int] = None, species: Optional[str] = None, threads: Optional[int] = None):
+                  step: Optional[int] = None, species: Optional[str] = None, threads: Optional[int] = None,
+                  cancel: Optional[_core.CancelToken] = None, timeout: Optional[float] = None):
         """1-D (``y=None``) or 2-D histogram of the matching particles, computed while traversing.
 
         Same conventions as ``numpy.histogram`` / ``numpy.histogram2d`` with integer bins: returns
         ``(counts, edges)`` or ``(counts, xedges, yedges)``; counts are int64, or float64 sums of
         ``weights``. ``range`` defaults to the min/max of the matching values."""
         f = self.source(step, species)
-        sel = _selection(where, box, quality, fraction, threads)
+        sel = _selection(where, box, quality, fraction, threads, cancel, timeout)
         axes = [x] if y is None else [x, y]
         nbins = [bins] * len(axes) if np.isscalar(bins) else list(bins)
         if len(nbins) != len(axes):

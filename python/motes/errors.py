@@ -8,7 +8,9 @@
   operation (permission denied, disk full, ...); its message names the path, and
   ``errno``, ``strerror`` and ``filename`` are those of the failure; status 1;
 * :class:`NotFoundError`, a :class:`StorageError` that is also a ``FileNotFoundError``:
-  the file or dataset does not exist.
+  the file or dataset does not exist;
+* :class:`CancelledError`: a query stopped before it finished, by the ``CancelToken`` or
+  the ``timeout`` it was given.
 
 So ``except motes.MotesError`` catches whatever motes raises on purpose, and
 ``except OSError`` still catches every I/O failure.
@@ -25,10 +27,11 @@ import errno as _errno
 import os
 from typing import Iterator, Optional, Union
 
-from ._core import FormatError, InternalError, MotesError, NotFoundError, OutOfMemoryError, StorageError, UsageError
+from ._core import (CancelledError, FormatError, InternalError, MotesError, NotFoundError, OutOfMemoryError,
+                    StorageError, UsageError)
 
 __all__ = ["MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "OutOfMemoryError",
-           "InternalError", "storage_error", "storage_errors"]
+           "InternalError", "CancelledError", "storage_error", "storage_errors"]
 
 
 

@@ -4,10 +4,15 @@
 // table (_core.dtypes).
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/vector.h>
+
+#include <time.h>
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <cmath>
 #include <utility>
 
 #include "common.hpp"
@@ -94,6 +99,24 @@ class Record : public nb::class_<T> {
 
 nb::tuple triple(const double (&v)[3]) { return nb::make_tuple(v[0], v[1], v[2]); }
 
+// Deadlines cross as seconds on Python's time.monotonic() clock (CLOCK_MONOTONIC).
+double monotonic_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+std::optional<double> deadline_seconds(const std::optional<motes::Deadline>& d) {
+  if (!d) return std::nullopt;
+  return monotonic_seconds() + std::chrono::duration<double>(*d - std::chrono::steady_clock::now()).count();
+}
+std::optional<motes::Deadline> deadline_of(std::optional<double> seconds) {
+  if (!seconds) return std::nullopt;
+  if (!std::isfinite(*seconds)) throw motes::UsageError("deadline must be a finite number of seconds (time.monotonic())");
+  const double left = std::clamp(*seconds - monotonic_seconds(), -1e9, 1e9);  // no overflow of the clock
+  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                std::chrono::duration<double>(left));
+}
+
 }  // namespace
 
 void bind_options(nb::module_& m) {
@@ -164,6 +187,16 @@ void bind_options(nb::module_& m) {
       .rw("sync", &motes::WriteOptions::sync, "fdatasync files and directories before returning")
       .done();
 
+  nb::class_<motes::CancelToken>(m, "CancelToken",
+                                 "Stops the queries whose QuerySpec.cancel it is (CancelledError), from any thread: "
+                                 "checked between chunks of work (core/cancel.hpp).")
+      .def(nb::init<>())
+      .def("cancel", &motes::CancelToken::cancel, "Stops the queries at their next check; cannot be undone.")
+      .def_prop_ro("cancelled", &motes::CancelToken::cancelled)
+      .def("__repr__", [](const motes::CancelToken& t) {
+        return std::string("CancelToken(cancelled=") + (t.cancelled() ? "True" : "False") + ")";
+      });
+
   Record<motes::QuerySpec>(m, "QuerySpec", "Which particles a query selects (query/engine.hpp).")
       .constructible()
       .rw("where", &motes::QuerySpec::where, "a boolean expression over columns; empty selects everything")
@@ -175,6 +208,13 @@ void bind_options(nb::module_& m) {
       .rw("fraction", &motes::QuerySpec::fraction, "instead of qualities: a share of the particles (None: unused)")
       .rw("threads", &motes::QuerySpec::threads, "worker threads, 0 for all cores")
       .rw("prefetch", &motes::QuerySpec::prefetch, "tell the sources what will be read before reading it")
+      .rw_prop("cancel",
+               [](const motes::QuerySpec& s) { return std::const_pointer_cast<motes::CancelToken>(s.cancel); },
+               [](motes::QuerySpec& s, std::shared_ptr<motes::CancelToken> t) { s.cancel = std::move(t); },
+               "a CancelToken that stops the query once cancelled (None: never)")
+      .rw_prop("deadline", [](const motes::QuerySpec& s) { return deadline_seconds(s.deadline); },
+               [](motes::QuerySpec& s, std::optional<double> t) { s.deadline = deadline_of(t); },
+               "stop the query at this time.monotonic() (None: no limit)")
       .done();
 
   Record<motes::AggregationOptions>(m, "AggregationOptions", "How a parallel write sizes its files (parallel/aggregation.hpp).")

@@ -11,7 +11,9 @@
 #include "common.hpp"
 #include "motes/analysis/analysis.hpp"
 #include "motes/core/parallel.hpp"
+#include "motes/particles/layout/tree.hpp"
 #include "motes/query/engine.hpp"
+#include "motes/query/estimate.hpp"
 #include "motes/query/selection.hpp"
 
 namespace motes_py {
@@ -29,6 +31,9 @@ using Source = std::shared_ptr<motes::Collection>;
 using Spec = std::optional<motes::QuerySpec>;
 
 motes::QuerySpec spec_of(const Spec& spec) { return spec.value_or(motes::QuerySpec{}); }
+
+// A writable, contiguous byte buffer (a numpy uint8 array, ...).
+using Buffer = nb::ndarray<uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
 }  // namespace
 
@@ -86,6 +91,39 @@ void bind_queries(nb::module_& m) {
           },
           "columns"_a, "begin"_a, "end"_a, "Gathers several columns at once (one call, GIL released once).")
       .def(
+          "gather_into",
+          [](const PySelection& s, const std::string& column, uint64_t begin, uint64_t end, Buffer buffer,
+             uint64_t byte_offset, const std::string& dtype, double subtract) {
+            const size_t c = s.selection.collection().column(column);
+            if (end > s.selection.size()) end = s.selection.size();
+            if (begin > end) begin = end;
+            const bool f32 = dtype == "f32";
+            if (!f32 && dtype != "native")
+              throw motes::UsageError("dtype must be 'native' (the column's) or 'f32', got '" + dtype + "'");
+            if (!f32 && subtract != 0.0)
+              throw motes::UsageError("subtract needs dtype='f32' (values are copied as they are otherwise)");
+            const uint64_t size = f32 ? 4 : motes::dtype_size(s.selection.collection().schema()[c].dtype);
+            const uint64_t bytes = (end - begin) * size;
+            if (byte_offset > buffer.size() || bytes > buffer.size() - byte_offset)
+              throw motes::UsageError("gather_into: " + std::to_string(end - begin) + " rows of '" + column + "' (" +
+                                      std::to_string(bytes) + " bytes) at byte " + std::to_string(byte_offset) +
+                                      " do not fit a buffer of " + std::to_string(buffer.size()) + " bytes");
+            uint8_t* dest = buffer.data() + byte_offset;
+            if (reinterpret_cast<uintptr_t>(dest) % size)
+              throw motes::UsageError("gather_into: byte " + std::to_string(byte_offset) +
+                                      " of the buffer is not aligned to the " + std::to_string(size) + "-byte values");
+            {
+              nb::gil_scoped_release release;
+              if (f32) s.selection.gather_f32(c, begin, end, reinterpret_cast<float*>(dest), subtract, s.threads);
+              else s.selection.gather(c, begin, end, dest, s.threads);
+            }
+            return bytes;
+          },
+          "column"_a, "begin"_a, "end"_a, "buffer"_a.noconvert(), "byte_offset"_a = 0, "dtype"_a = "native", "subtract"_a = 0.0,
+          "Writes rows [begin, end) of a column into a writable byte buffer (a numpy uint8 array) at byte_offset, "
+          "as stored (dtype='native') or as float32 minus `subtract` (dtype='f32'), with the GIL released; "
+          "returns the bytes written.")
+      .def(
           "positions",
           [](const PySelection& s, uint64_t begin, uint64_t end) {
             if (end > s.selection.size()) end = s.selection.size();
@@ -111,6 +149,26 @@ void bind_queries(nb::module_& m) {
         return out;
       },
       "source"_a, "spec"_a = nb::none(), "The Selection of a QuerySpec's particles (nothing gathered yet).");
+
+  m.def(
+      "level_counts",
+      [](Source f, nb::handle box) {
+        const std::optional<motes::Box> b = box_of(box);
+        std::vector<std::vector<double>> counts;
+        {
+          nb::gil_scoped_release release;
+          counts = motes::level_counts(*f, b);
+        }
+        nb::list out;
+        for (const auto& c : counts) out.append(float_array(c, c.size(), 0));
+        return out;
+      },
+      "source"_a, "box"_a = nb::none(),
+      "Per part, the estimated number of particles of each level inside box (inclusive; None: all, exactly), "
+      "from the tree alone (no value is read): one float64 array per part, empty for a part the step index "
+      "places outside the box.");
+  m.def("levels_for_quality", &motes::levels_for_quality, "quality"_a, "level_count"_a,
+        "The number of levels a read at this quality takes from a file of level_count levels: ceil(q * levels).");
 
   m.def(
       "count",

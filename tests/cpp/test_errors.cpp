@@ -115,7 +115,8 @@ TEST(Errors, CApiStatusOfEveryKind) {
   const std::pair<motes_status, const char*> header[] = {
       {MOTES_ERROR_USAGE, "MOTES_ERROR_USAGE"},   {MOTES_ERROR_FORMAT, "MOTES_ERROR_FORMAT"},
       {MOTES_ERROR_IO, "MOTES_ERROR_IO"},         {MOTES_ERROR_MEMORY, "MOTES_ERROR_MEMORY"},
-      {MOTES_ERROR_INTERNAL, "MOTES_ERROR_INTERNAL"}, {MOTES_ERROR_NOT_FOUND, "MOTES_ERROR_NOT_FOUND"}};
+      {MOTES_ERROR_INTERNAL, "MOTES_ERROR_INTERNAL"}, {MOTES_ERROR_NOT_FOUND, "MOTES_ERROR_NOT_FOUND"},
+      {MOTES_ERROR_CANCELLED, "MOTES_ERROR_CANCELLED"}};
   ASSERT_EQ(std::size(header), std::size(error_kinds));
   for (auto [status, name] : header) {
     const ErrorKindInfo* k = find_error_kind(int(status));

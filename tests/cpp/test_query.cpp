@@ -214,3 +214,31 @@ TEST(Analysis, CountStatsHistogramsMatchBruteForce) {
   EXPECT_THROW(histogram(q, Axis{0, 0, 0.0, 1.0}), UsageError);
   EXPECT_THROW(histogram(q, Axis{0, 4, 1.0, 1.0}), UsageError);
 }
+
+TEST(Selection, GatherF32ConvertsAndSubtracts) {
+  Fixture fx(30000);
+  QuerySpec s;
+  s.where = "energy > 0.2";
+  Query q(fx.file, s);
+  Selection sel(q);
+  ASSERT_GT(sel.size(), 1000u);
+  for (const char* name : {"x", "noise", "id", "kind"}) {
+    const size_t c = fx.file->column(name);
+    std::vector<double> want(sel.size());
+    dispatch_dtype(fx.file->schema()[c].dtype, [&](auto tag) {
+      using T = decltype(tag);
+      std::vector<T> native(sel.size());
+      sel.gather(c, 0, sel.size(), native.data(), 1);
+      for (size_t i = 0; i < native.size(); ++i) want[i] = double(native[i]);
+    });
+    for (double subtract : {0.0, 0.25, -3.5}) {
+      for (unsigned threads : {1u, 2u}) {
+        const uint64_t b = 17, e = sel.size() - 3;  // a range that starts and ends inside segments
+        std::vector<float> got(e - b, -1.f);
+        sel.gather_f32(c, b, e, got.data(), subtract, threads);
+        for (uint64_t i = b; i < e; ++i)
+          ASSERT_EQ(got[i - b], float(want[i] - subtract)) << name << " row " << i << " subtract " << subtract;
+      }
+    }
+  }
+}

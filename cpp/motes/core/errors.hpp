@@ -29,7 +29,9 @@
   X(internal, InternalError, MOTES_ERROR_INTERNAL, 5, "InternalError", "", 1,                                    \
     "a bug in motes: please report it with the message")                                                        \
   X(not_found, NotFoundError, MOTES_ERROR_NOT_FOUND, 6, "NotFoundError", "StorageError, FileNotFoundError", 1,  \
-    "a dataset or file does not exist")
+    "a dataset or file does not exist")                                                                         \
+  X(cancelled, CancelledError, MOTES_ERROR_CANCELLED, 7, "CancelledError", "", 1,                                \
+    "a query was stopped before it finished: cancelled by its caller, or past its deadline")
 
 namespace motes {
 
@@ -84,7 +86,7 @@ class Error : public std::runtime_error {
   int error_number_;
 };
 
-// UsageError, FormatError, IOError, OutOfMemoryError, InternalError, NotFoundError.
+// UsageError, FormatError, IOError, OutOfMemoryError, InternalError, NotFoundError, CancelledError.
 #define MOTES_ERROR_KIND_CLASS(kind, cls, ...)                                                 \
   struct cls : Error {                                                                         \
     explicit cls(const std::string& message, int error_number = 0)                             \

@@ -60,6 +60,7 @@ Query::Query(std::shared_ptr<const Collection> collection, const QuerySpec& spec
       quality_from_(spec.quality_from),
       quality_to_(spec.quality_to),
       fraction_(spec.fraction),
+      cancel_(spec.cancel, spec.deadline),
       prefetch_(spec.prefetch) {
   if (spec.quality_from > spec.quality_to)
     throw UsageError("quality range is reversed: from " + number_text(spec.quality_from) + " to " +
@@ -93,7 +94,9 @@ Query::Query(std::shared_ptr<const Collection> collection, const QuerySpec& spec
 size_t Query::run(const Sink& sink, Schedule schedule) {
   counters_ = {};
   size_t chunks = 0;
+  cancel_.check();
   for (uint32_t part : parts_to_read()) {
+    cancel_.check();
     std::shared_ptr<const ParticleFile> file = collection_->part(part);
     file->check_unchanged();  // a file truncated under us is an error here, not SIGBUS below
     QueryCounters c;
@@ -150,6 +153,7 @@ size_t Query::run_part(const ParticleFile& file, uint32_t part, const std::vecto
     if (!t.all) max_run = std::max<uint32_t>(max_run, uint32_t(t.count));
   const Expr* pred = predicate_.get();
   auto process = [&](unsigned worker, uint64_t c) {
+    cancel_.check();
     std::vector<Segment> segs;
     std::vector<uint8_t> mask(max_run);
     std::unique_ptr<Evaluator> ev = pred ? std::make_unique<Evaluator>(file, *pred) : nullptr;

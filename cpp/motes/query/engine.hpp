@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "motes/core/cancel.hpp"
 #include "motes/particles/collection.hpp"
 #include "motes/particles/reader.hpp"
 #include "motes/query/expr.hpp"
@@ -29,6 +30,11 @@ struct QuerySpec {
   // Tell the sources which byte ranges the evaluation will read before reading them (a cold
   // query then waits for a few overlapping reads); off saves the hints' system calls.
   bool prefetch = true;
+  // Stops the query with CancelledError once cancelled (null: never), or once the deadline
+  // has passed: checked between work chunks of the traversal, of the gathers of its
+  // Selection and of the analyses (count, stats, histograms).
+  std::shared_ptr<const CancelToken> cancel;
+  std::optional<Deadline> deadline;
 };
 
 // A contiguous range of selected points of one part, in file order.
@@ -61,6 +67,8 @@ class Query {
   const Collection& collection() const { return *collection_; }
   const std::shared_ptr<const Collection>& collection_ptr() const { return collection_; }
   const QueryCounters& counters() const { return counters_; }
+  // The spec's token and deadline (a Selection of this query checks them too).
+  const Cancellation& cancellation() const { return cancel_; }
 
  private:
   struct Task {
@@ -75,6 +83,7 @@ class Query {
   std::optional<double> fraction_;
   LevelSample sample_;  // the partly taken level of the part being planned (fraction queries)
   QueryCounters counters_;
+  Cancellation cancel_;
 
   bool prefetch_ = true;
   std::vector<uint32_t> parts_to_read();

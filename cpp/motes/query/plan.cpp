@@ -104,7 +104,8 @@ std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& count
       (whole ? counters.points_taken_whole : counters.points_tested) += run.count;
     }
   };
-  for (uint32_t i = 0; i < nodes.size();) {
+  for (uint32_t i = 0, visited = 0; i < nodes.size();) {
+    if ((++visited & 4095) == 0) cancel_.check();  // a tree of millions of nodes takes a while
     if (lv.subtree_count[i] == 0 || lv.depth[i] >= level_end_) {
       i = lv.subtree_end[i];
       continue;

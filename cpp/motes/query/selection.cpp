@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 
 #include "motes/container/block_stream.hpp"
 #include "motes/core/parallel.hpp"
 
 namespace motes {
 
-Selection::Selection(Query& query) : collection_(query.collection_ptr()) {
+Selection::Selection(Query& query) : collection_(query.collection_ptr()), cancel_(query.cancellation()) {
   struct Chunk {
     uint32_t part;
     std::vector<Segment> segments;
@@ -43,11 +44,13 @@ size_t Selection::segment_of(uint64_t row) const {
   return size_t(std::upper_bound(offsets_.begin(), offsets_.end(), row) - offsets_.begin()) - 1;
 }
 
-void Selection::gather(size_t column, uint64_t row_begin, uint64_t row_end, void* dest, unsigned threads,
-                       bool hint) const {
+template <class Emit>
+void Selection::visit(size_t column, uint64_t row_begin, uint64_t row_end, unsigned threads, bool hint,
+                      const Emit& emit) const {
   if (row_end > size() || row_begin > row_end) throw UsageError("selection rows out of range");
   if (row_begin == row_end) return;
   if (column >= collection_->schema().size()) throw UsageError("column index out of range");
+  cancel_.check();
   const DType dtype = collection_->schema()[column].dtype;
   if (hint) prefetch({column}, row_begin, row_end);  // what is not in memory yet is asked for at once
   // The column's values in every part the rows touch (opened already by the query): in place
@@ -61,15 +64,12 @@ void Selection::gather(size_t column, uint64_t row_begin, uint64_t row_end, void
       stream[part_of_[k]] = &file->values(column);
       base[part_of_[k]] = reinterpret_cast<const char*>(file->values(column).in_place());
     }
-  char* dst = static_cast<char*>(dest);
-  // Copies rows [a, b) of the selection; split by rows so big segments are shared between threads.
-  // Short segments (typical of filtered results) are copied element by element, not by memcpy calls.
-  auto copy_rows = [&](uint64_t a, uint64_t b) {
+  // Visits rows [a, b) of the selection.
+  auto visit_rows = [&](uint64_t a, uint64_t b) {
     if (a >= b) return;
     BlockReader reader;
     dispatch_dtype(dtype, [&](auto tag) {
       using T = decltype(tag);
-      T* to_base = reinterpret_cast<T*>(dst) - row_begin;
       // The decoded values last obtained, [held_first, held_last) of part held_part: segments
       // inside them (most, for a filtered result) need no call into the reader.
       const T* held = nullptr;
@@ -97,21 +97,44 @@ void Selection::gather(size_t column, uint64_t row_begin, uint64_t row_end, void
             from = reader.values<T>(s, first, r1 - r0);
           }
         }
-        if (r1 - r0 < 16) {
-          if (from_base && k + 8 < k1 && part_of_[k + 8] == part_of_[k])
-            __builtin_prefetch(from_base + segments_[k + 8].start);  // scattered rows: hide the misses
-          for (uint64_t r = r0; r < r1; ++r) to_base[r] = from[r - r0];
-        } else {
-          std::memcpy(to_base + r0, from, (r1 - r0) * sizeof(T));
-        }
+        if (r1 - r0 < 16 && from_base && k + 8 < k1 && part_of_[k + 8] == part_of_[k])
+          __builtin_prefetch(from_base + segments_[k + 8].start);  // scattered rows: hide the misses
+        emit(from, r0, r1);
       }
     });
   };
-  uint64_t rows = row_end - row_begin;
-  if (threads <= 1 || rows < (1u << 16)) return copy_rows(row_begin, row_end);
-  uint64_t pieces = std::min<uint64_t>(uint64_t(threads) * 4, rows / (1 << 14) + 1);
-  parallel_for(pieces, threads, [&](uint64_t p) {
-    copy_rows(row_begin + rows * p / pieces, row_begin + rows * (p + 1) / pieces);
+  // Pieces of at most kPiece rows (the cancellation is checked between them), shared
+  // between threads when there are enough rows.
+  constexpr uint64_t kPiece = 1 << 18;
+  const uint64_t rows = row_end - row_begin;
+  const unsigned t = threads <= 1 || rows < (1u << 16) ? 1 : threads;
+  uint64_t pieces = (rows + kPiece - 1) / kPiece;
+  if (t > 1) pieces = std::max<uint64_t>(pieces, std::min<uint64_t>(uint64_t(t) * 4, rows / (1 << 14) + 1));
+  parallel_for(pieces, t, [&](uint64_t p) {
+    cancel_.check();
+    visit_rows(row_begin + rows * p / pieces, row_begin + rows * (p + 1) / pieces);
+  });
+}
+
+void Selection::gather(size_t column, uint64_t row_begin, uint64_t row_end, void* dest, unsigned threads,
+                       bool hint) const {
+  visit(column, row_begin, row_end, threads, hint, [&](const auto* from, uint64_t r0, uint64_t r1) {
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(from)>>;
+    T* to = static_cast<T*>(dest) + (r0 - row_begin);
+    // Short segments (typical of filtered results) are copied element by element, not by memcpy calls.
+    if (r1 - r0 < 16) {
+      for (uint64_t i = 0; i < r1 - r0; ++i) to[i] = from[i];
+    } else {
+      std::memcpy(to, from, (r1 - r0) * sizeof(T));
+    }
+  });
+}
+
+void Selection::gather_f32(size_t column, uint64_t row_begin, uint64_t row_end, float* dest, double subtract,
+                           unsigned threads, bool hint) const {
+  visit(column, row_begin, row_end, threads, hint, [&](const auto* from, uint64_t r0, uint64_t r1) {
+    float* to = dest + (r0 - row_begin);
+    for (uint64_t i = 0; i < r1 - r0; ++i) to[i] = float(double(from[i]) - subtract);
   });
 }
 

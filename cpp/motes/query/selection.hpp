@@ -19,8 +19,12 @@ class Selection {
   const Collection& collection() const { return *collection_; }
   // Copies rows [row_begin, row_end) of the selection of column `column` into dest (column dtype).
   // hint: ask the sources for what is not in memory first (a caller that called prefetch for
-  // every column it gathers passes false).
+  // every column it gathers passes false). Checks the query's cancellation between pieces
+  // of rows (CancelledError).
   void gather(size_t column, uint64_t row_begin, uint64_t row_end, void* dest, unsigned threads, bool hint = true) const;
+  // The same rows as float32: float(double(value) - subtract) (positions relative to an origin).
+  void gather_f32(size_t column, uint64_t row_begin, uint64_t row_end, float* dest, double subtract, unsigned threads,
+                  bool hint = true) const;
   // Asks the sources to start reading, all at once, what gathering these columns will read:
   // a cold query then waits for a few overlapping reads, not one page fault per row.
   // (Gathering does this for its column; a caller gathering several columns may ask for all
@@ -34,7 +38,12 @@ class Selection {
   std::vector<Segment> segments_;
   std::vector<uint32_t> part_of_;  // part of each segment
   std::vector<uint64_t> offsets_;  // offsets_[k] = rows before segment k; back() = total
+  Cancellation cancel_;            // the query's
   size_t segment_of(uint64_t row) const;
+  // Calls emit(from, r0, r1) with the values of rows [r0, r1) (a const T*, T the column's
+  // type) for pieces covering [row_begin, row_end), on up to `threads` threads.
+  template <class Emit>
+  void visit(size_t column, uint64_t row_begin, uint64_t row_end, unsigned threads, bool hint, const Emit& emit) const;
 };
 
 }  // namespace motes
