@@ -10,7 +10,7 @@ import numpy as np
 from . import _core
 from ._core import UsageError
 
-__all__ = ["NAMES", "SUPPORTED", "SUMMARY", "numpy_dtype", "column_array"]
+__all__ = ["NAMES", "SUPPORTED", "SUMMARY", "numpy_dtype", "name_of", "column_array"]
 
 #: Stored dtype names in code order ("f32", "f64", "i8", ... "u64"): the core's table.
 NAMES = tuple(d.name for d in _core.dtypes())
@@ -41,6 +41,15 @@ def numpy_dtype(name: str) -> np.dtype:
     if dt is None:
         raise UsageError(f"unknown dtype '{name}' (dtypes: {', '.join(NAMES)})")
     return dt
+
+
+def name_of(dtype) -> str:
+    """The stored dtype name of a numpy dtype (float32 -> "f32")."""
+    dt = np.dtype(dtype)
+    for name, d in _BY_NAME.items():
+        if d == dt:
+            return name
+    raise UsageError(f"dtype {dt} is not stored by motes (use {SUMMARY})")
 
 
 def column_array(name: str, values) -> np.ndarray:

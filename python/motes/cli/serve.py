@@ -1,0 +1,147 @@
+"""``motes serve``: the datasets over HTTP for the browser viewer and HTTP clients
+(docs/http-api.md). Options for the limits are made from motes.server.config.Limits."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import os
+import socket
+import sys
+import threading
+from typing import List, Optional, Tuple
+from urllib.parse import quote
+
+from .._core import UsageError
+from ..server.config import HOST, PORT, Limits
+from .common import CliError, _out, _positive_int, _require, _sub
+
+_LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: whatever it resolves to, it may be reachable from elsewhere
+
+
+def _dataset_specs(texts: List[str]) -> List[Tuple[Optional[str], str]]:
+    """NAME=PATH (NAME without '/') or PATH."""
+    out = []
+    for t in texts:
+        name, eq, path = t.partition("=")
+        if eq and name and "/" not in name:
+            out.append((name, path))
+        else:
+            out.append((None, t))
+    return out
+
+
+def _token(args) -> Optional[str]:
+    if args.token_file is not None:
+        try:
+            with open(args.token_file, encoding="utf-8") as fh:
+                token = fh.read().strip()
+        except OSError as e:
+            raise CliError(f"--token-file {args.token_file}: cannot read it ({e.strerror or e})") from None
+        if not token:
+            raise CliError(f"--token-file {args.token_file} is empty")
+        return token
+    if args.token is not None and not args.token.strip():
+        raise UsageError("--token is empty")
+    return args.token
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as e:
+        sock.close()
+        raise CliError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+    sock.listen(128)
+    return sock
+
+
+def _url(host: str, port: int, token: Optional[str]) -> str:
+    shown = socket.gethostname() if host in ("0.0.0.0", "::", "") else host
+    if ":" in shown and not shown.startswith("["):
+        shown = f"[{shown}]"
+    return f"http://{shown}:{port}/" + (f"?token={quote(token, safe='')}" if token else "")
+
+
+def cmd_serve(args) -> int:
+    _require("starlette", "serve", "motes serve")
+    uvicorn = _require("uvicorn", "serve", "motes serve")
+    from ..server import Config, create_app
+
+    token = _token(args)
+    if args.no_auth and token is not None:
+        raise UsageError("--no-auth and a token exclude each other")
+    if not is_loopback(args.host) and token is None and not args.no_auth:
+        raise UsageError(f"refusing to serve on {args.host}, which other machines may reach, without a token: "
+                         "pass --token TOKEN (or --token-file FILE), or --no-auth to serve to anyone who can connect")
+    limits = Limits(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Limits) if f.metadata["option"]})
+    config = Config(datasets=_dataset_specs(args.datasets), token=token, cors=args.cors, workers=args.workers,
+                    limits=limits)
+    app = create_app(config)
+    sock = _bind(args.host, args.port)
+    port = sock.getsockname()[1]
+    url = _url(args.host, port, token)
+    for name, entry in app.state.server.registry.entries.items():
+        _out(f"serving {name} ({entry.path})")
+    _out(f"open {url}" + ("" if token or is_loopback(args.host) else "  (no authentication: --no-auth)"))
+    sys.stdout.flush()
+    if args.open:
+        import webbrowser
+
+        threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
+    server = uvicorn.Server(uvicorn.Config(app, log_level=args.log_level, lifespan="off", server_header=False,
+                                           timeout_keep_alive=30))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    return 0
+
+
+def add_parser(subs) -> None:
+    p = _sub(subs, "serve", "serve datasets over HTTP to the browser viewer and HTTP clients",
+             "Serves the datasets, read-only, over HTTP (docs/http-api.md): the viewer app at /,\n"
+             "the API under /api/v1/. Prints the URL to open. On 127.0.0.1 (the default) no token\n"
+             "is needed; any other address needs --token (or --token-file) or an explicit --no-auth.\n"
+             "A dataset is named NAME=PATH, or by its directory's name without .motes.",
+             "  motes serve run.motes\n"
+             "  motes serve run.motes other=/data/other.motes --open\n"
+             "  motes serve run.motes --host 0.0.0.0 --token-file ~/.motes-token --max-points 4000000")
+    p.add_argument("datasets", metavar="DATASET", nargs="+", help="dataset directory, or NAME=PATH")
+    g = p.add_argument_group("network")
+    g.add_argument("--host", default=HOST, help="address to listen on")
+    g.add_argument("--port", type=int, default=PORT, help="port to listen on (0: any free port)")
+    auth = g.add_mutually_exclusive_group()
+    auth.add_argument("--token", default=None, help="every request must carry this token (Bearer header, token= "
+                                                    "parameter, or the cookie the app page sets)")
+    auth.add_argument("--token-file", metavar="FILE", default=None, help="read the token from FILE")
+    auth.add_argument("--no-auth", action="store_true", help="serve without a token on a non-loopback address")
+    g.add_argument("--cors", metavar="ORIGIN", default=None,
+                   help="allow this origin (e.g. http://localhost:5173) to call the API from a browser")
+    g.add_argument("--open", action="store_true", help="open the URL in a web browser")
+    g.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"),
+                   help="uvicorn's log level (info: one line per request)")
+    g = p.add_argument_group("limits")
+    g.add_argument("--workers", type=_positive_int, default=os.cpu_count() or 1,
+                   help="queries run at once (others wait)")
+    for f in dataclasses.fields(Limits):
+        option = f.metadata["option"]
+        if option:
+            kind = float if f.type in ("float", float) else _positive_int
+            g.add_argument(option, dest=f.name, type=kind, default=f.default, metavar="S" if kind is float else "N",
+                           help=f"the most {f.metadata['what']}")
+    p.set_defaults(func=cmd_serve)
+
+

@@ -1,0 +1,78 @@
+"""The server as an ASGI app: ``create_app(Config)``. Middleware, outermost first: CORS
+(only with ``--cors``), the guard (methods, bodies, URL length, token, headers),
+compression; then the routes of docs/http-api.md."""
+
+from __future__ import annotations
+
+import os
+
+import anyio
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from .compression import CompressionMiddleware
+from .config import Config
+from .export import make_export_routes
+from .queries import make_query_routes
+from .registry import Registry
+from .responses import Endpoint
+from .routes import make_routes
+from .security import GuardMiddleware
+from .work import Job
+
+API = "/api/v1"
+SPECIES = API + "/datasets/{ds}/steps/{step}/species/{sp}"
+
+
+class Server:
+    """What the routes share: the configuration, the datasets, the limiter of queries."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.registry = Registry(config.datasets)
+        self._limiter = None
+
+    @property
+    def limiter(self) -> anyio.CapacityLimiter:
+        if self._limiter is None:  # made in the event loop that uses it
+            self._limiter = anyio.CapacityLimiter(max(1, self.config.workers))
+        return self._limiter
+
+    def new_job(self) -> Job:
+        return Job(self.limiter, self.config.limits.query_timeout, self.config.query_threads)
+
+
+def create_app(config: Config) -> Starlette:
+    server = Server(config)
+    handlers = {**make_routes(server), **make_query_routes(server), **make_export_routes(server)}
+
+    def route(path: str, name: str) -> Route:
+        return Route(path, Endpoint(handlers[name], server.new_job), name=name)
+
+    routes = [
+        route("/", "app_page"),
+        route(API + "/health", "health"),
+        route(API + "/datasets", "datasets"),
+        route(API + "/datasets/{ds}", "dataset"),
+        route(SPECIES, "species"),
+        route(SPECIES + "/points", "points"),
+        route(SPECIES + "/histogram", "histogram"),
+        route(SPECIES + "/export", "export"),
+    ]
+    assets = os.path.join(config.app_dir, "assets")
+    if os.path.isdir(assets):
+        routes.append(Mount("/assets", StaticFiles(directory=assets), name="assets"))
+    routes.append(route("/{path:path}", "missing"))
+    middleware = []
+    if config.cors:
+        middleware.append(Middleware(CORSMiddleware, allow_origins=[config.cors], allow_methods=["GET", "HEAD"],
+                                     allow_headers=["Authorization", "If-None-Match"],
+                                     expose_headers=["ETag", "Content-Disposition"], max_age=600))
+    middleware.append(Middleware(GuardMiddleware, limits=config.limits, token=config.token))
+    middleware.append(Middleware(CompressionMiddleware, limiter=lambda: server.limiter))
+    app = Starlette(routes=routes, middleware=middleware)
+    app.state.server = server
+    return app

@@ -1,0 +1,175 @@
+"""The datasets a server serves, by name, and what it knows about each species of each
+step. Names and paths are fixed at start-up: no part of a request ever becomes a path.
+A dataset's manifest is read again when it changed (a writer appended a step); a step,
+once published, never changes, so what is known about its species is kept."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .. import _args
+from ..dataset import Dataset
+from ..dataset import open as open_dataset
+from ..errors import MotesError, UsageError
+from .cells import Ladder
+from .errors import bad_request, not_found
+from .params import integer
+
+
+def finite(v: Any) -> Any:
+    """A JSON-safe number: NaN and infinities are None."""
+    return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def bounds_json(lo, hi) -> Dict[str, List[Any]]:
+    return {"min": [finite(float(v)) for v in lo], "max": [finite(float(v)) for v in hi]}
+
+
+def dataset_names(specs: Sequence[Tuple[Optional[str], str]]) -> List[Tuple[str, str]]:
+    """(name, path) per dataset: the name given, else the directory's name without .motes;
+    a name taken already gets -2, -3, ..."""
+    out: List[Tuple[str, str]] = []
+    taken = set()
+    for name, path in specs:
+        if name is None:
+            name = os.path.basename(os.path.normpath(path))
+            if name.endswith(".motes") and len(name) > len(".motes"):
+                name = name[:-len(".motes")]
+        if not name or "/" in name or name in (".", ".."):
+            raise UsageError(f"'{name}' cannot name a dataset (a name is a path segment of the URLs: no '/')")
+        _args.text("dataset name", name)
+        unique, k = name, 1
+        while unique in taken:
+            k += 1
+            unique = f"{name}-{k}"
+        taken.add(unique)
+        out.append((unique, path))
+    return out
+
+
+@dataclass
+class Species:
+    """One species of one step, as the server answers about it."""
+
+    dataset: str
+    step: int
+    name: str
+    time: float
+    source: Any  # the core's Collection
+    ds: Dataset
+    count: int
+    bounds: Tuple[Tuple[float, ...], Tuple[float, ...]]
+    columns: List[Dict[str, Any]]  # name, dtype, unit, unit_label, index, error_bound, min, max, nan_count
+    hierarchy: Dict[str, int]
+    ladder: Ladder
+    tag: str  # identifies the step's files (their checksums): the base of ETags
+
+    def column(self, name: str) -> Dict[str, Any]:
+        for c in self.columns:
+            if c["name"] == name:
+                return c
+        raise UsageError(f"unknown column '{name}' (columns: {', '.join(c['name'] for c in self.columns)})")
+
+    def describe(self) -> Dict[str, Any]:
+        return {"dataset": self.dataset, "step": self.step, "time": finite(self.time), "species": self.name,
+                "count": self.count, "bounds": bounds_json(*self.bounds), "columns": self.columns,
+                "hierarchy": self.hierarchy, "ladder": {"quality": self.ladder.quality, "count": self.ladder.count}}
+
+
+_COLUMN_KEYS = ("name", "dtype", "unit", "unit_label", "index", "error_bound", "min", "max", "nan_count")
+
+
+class Entry:
+    """One dataset: its name, path, and the Dataset opened on its current manifest."""
+
+    def __init__(self, name: str, path: str):
+        self.name, self.path = name, path
+        self._lock = threading.Lock()
+        self._signature = self._stat()
+        self._ds = open_dataset(path)
+
+    def _stat(self):
+        try:
+            st = os.stat(os.path.join(self.path, "manifest.json"))
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def dataset(self) -> Dataset:
+        """The dataset, read again when its manifest changed."""
+        sig = self._stat()
+        with self._lock:
+            if sig != self._signature:
+                try:
+                    self._ds, self._signature = open_dataset(self.path), sig
+                except MotesError:
+                    pass  # a manifest being replaced: keep the last one read
+            return self._ds
+
+    def tag(self) -> str:
+        """Identifies the manifest read (an ETag's base for dataset-level answers)."""
+        return hashlib.blake2b(repr((self.name, self.path, self._signature)).encode(), digest_size=12).hexdigest()
+
+
+class Registry:
+    def __init__(self, specs: Sequence[Tuple[Optional[str], str]]):
+        self.entries: Dict[str, Entry] = {name: Entry(name, path) for name, path in dataset_names(specs)}
+        self._species: Dict[Tuple[str, int, str], Species] = {}
+        self._lock = threading.Lock()
+
+    def entry(self, name: str) -> Entry:
+        e = self.entries.get(name)
+        if e is None:
+            raise not_found(f"no dataset '{name}' (datasets: {', '.join(self.entries)})")
+        return e
+
+    def species(self, name: str, step_text: str, species: str) -> Species:
+        """The species of a step (opened on first use: call from a worker thread); 404 when
+        the dataset, step or species is not there."""
+        step = integer("step", step_text)
+        key = (name, step, species)
+        with self._lock:
+            found = self._species.get(key)
+        if found is not None:
+            return found
+        entry = self.entry(name)
+        ds = entry.dataset()
+        if step not in ds.steps:
+            shown = ", ".join(map(str, ds.steps[:20])) + (", ..." if len(ds.steps) > 20 else "")
+            raise not_found(f"dataset '{name}' has no step {step} (steps: {shown})")
+        st = ds.step(step)
+        if species not in st.species:
+            raise not_found(f"step {step} of '{name}' has no species '{species}' (species: {', '.join(st.species)})")
+        found = self._open(entry, ds, step, species)
+        with self._lock:
+            return self._species.setdefault(key, found)
+
+    def _open(self, entry: Entry, ds: Dataset, step: int, species: str) -> Species:
+        src = ds.source(step, species)
+        info = ds.describe(step, species)["files"][0]
+        sp = ds.step(step).species[species]
+        files = [src.part(k) for k in range(src.part_count)]
+        # What identifies the step's files: the checksums the manifest pins (a dataset of
+        # motes 0.1 has none: then the files' sizes and times).
+        pins = [(n, s.get("checksum") or _file_stamp(s["path"])) for n, s in sorted(ds.step(step).species.items())]
+        tag = hashlib.blake2b(repr((entry.name, entry.path, step, pins)).encode(), digest_size=12).hexdigest()
+        return Species(
+            dataset=entry.name, step=step, name=species, time=ds.step(step).time, source=src, ds=ds,
+            count=int(sp["count"]), bounds=src.bounds,
+            columns=[{k: finite(c[k]) for k in _COLUMN_KEYS} for c in info["columns"]],
+            hierarchy={"parts": info["parts"], "nodes": info["nodes"], "levels": info["levels"],
+                       "leaf_size": info["leaf_size"], "lod_count": info["lod_count"]},
+            ladder=Ladder([f.level_starts for f in files]), tag=tag)
+
+
+def _file_stamp(path: str) -> str:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return path
+    return f"{path}:{st.st_size}:{st.st_mtime_ns}"

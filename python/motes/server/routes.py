@@ -1,0 +1,119 @@
+"""The endpoints about datasets (health, the list, one dataset, one species of a step),
+the app page and the fallback 404. Points, histograms and exports are in queries.py and
+export.py."""
+
+from __future__ import annotations
+
+import html
+import os
+from typing import Any, Dict
+
+import anyio.to_thread
+from starlette.requests import Request
+from starlette.responses import FileResponse, HTMLResponse, Response
+
+from .. import __version__
+from .config import CACHE_DATASET, CACHE_STEP, COOKIE
+from .errors import not_found
+from .params import Params
+from .registry import Registry, Species, bounds_json, finite
+from .responses import etag, json_response, not_modified
+from .security import request_token, token_matches
+from .work import Job
+
+#: The app page may load only from its own origin.
+CSP = ("default-src 'self'; img-src 'self' data: blob:; worker-src 'self' blob:; object-src 'none'; "
+       "base-uri 'none'; frame-ancestors 'none'; form-action 'none'")
+
+BUILD_HINT = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>motes serve</title></head>
+<body>
+<h1>motes serve</h1>
+<p>The viewer app is not built in this installation (no <code>{app_dir}/index.html</code>).
+Build it with <code>bash scripts/setup.sh</code> in the motes source tree, then restart the server.</p>
+<p>The HTTP API works without it: <a href="api/v1/datasets">api/v1/datasets</a>
+(docs/http-api.md).</p>
+</body></html>
+"""
+
+
+async def light(fn, *args):
+    """A short piece of I/O (a manifest, opening a species): a thread, not a query worker."""
+    return await anyio.to_thread.run_sync(fn, *args)
+
+
+async def species_of(registry: Registry, request: Request) -> Species:
+    p = request.path_params
+    return await light(registry.species, p["ds"], p["step"], p["sp"])
+
+
+def step_headers(sp: Species, request: Request, params: Params):
+    """(ETag, Cache-Control) of an answer about one step; the 304 when the client has it."""
+    tag = etag(sp.tag, request.url.path, params.normalised())
+    return {"ETag": tag, "Cache-Control": CACHE_STEP}, not_modified(request, tag, CACHE_STEP)
+
+
+def make_routes(server) -> Dict[str, Any]:
+    registry: Registry = server.registry
+
+    async def health(request: Request, job: Job) -> Response:
+        Params(request.query_params.multi_items(), ())
+        return json_response({"ok": True, "version": __version__, "datasets": len(registry.entries)},
+                             {"Cache-Control": "no-store"})
+
+    async def datasets(request: Request, job: Job) -> Response:
+        Params(request.query_params.multi_items(), ())
+        entries = list(registry.entries.values())
+        found = await light(lambda: [(e, e.dataset()) for e in entries])
+        tag = etag("datasets", [e.tag() for e, _ in found])
+        cached = not_modified(request, tag, CACHE_DATASET)
+        if cached:
+            return cached
+        out = []
+        for e, ds in found:
+            steps = [ds.step(s) for s in ds.steps]
+            out.append({"name": e.name, "steps": len(steps),
+                        "species": sorted({n for st in steps for n in st.species}),
+                        "particles": sum(int(sp["count"]) for st in steps for sp in st.species.values())})
+        return json_response({"datasets": out}, {"ETag": tag, "Cache-Control": CACHE_DATASET})
+
+    async def dataset(request: Request, job: Job) -> Response:
+        Params(request.query_params.multi_items(), ())
+        entry = registry.entry(request.path_params["ds"])
+        ds = await light(entry.dataset)
+        tag = etag("dataset", entry.tag())
+        cached = not_modified(request, tag, CACHE_DATASET)
+        if cached:
+            return cached
+        steps = []
+        for s in ds.steps:
+            st = ds.step(s)
+            steps.append({"index": st.index, "time": finite(st.time), "attributes": st.attributes,
+                          "species": {n: {"count": int(sp["count"]), "bounds": bounds_json(*sp["bounds"])}
+                                      for n, sp in st.species.items()}})
+        return json_response({"name": entry.name, "attributes": ds.attributes, "steps": steps},
+                             {"ETag": tag, "Cache-Control": CACHE_DATASET})
+
+    async def species(request: Request, job: Job) -> Response:
+        params = Params(request.query_params.multi_items(), ())
+        sp = await species_of(registry, request)
+        headers, cached = step_headers(sp, request, params)
+        return cached or json_response(sp.describe(), headers)
+
+    async def app_page(request: Request, job: Job) -> Response:
+        index = os.path.join(server.config.app_dir, "index.html")
+        headers = {"Content-Security-Policy": CSP, "Cache-Control": "no-cache"}
+        if not os.path.isfile(index):
+            return HTMLResponse(BUILD_HINT.format(app_dir=html.escape(server.config.app_dir)), headers=headers)
+        response = FileResponse(index, media_type="text/html; charset=utf-8", headers=headers)
+        token = server.config.token
+        if token is not None and "token" in request.query_params and \
+                token_matches(request_token(request.scope), token):
+            response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
+        return response
+
+    async def missing(request: Request, job: Job) -> Response:
+        raise not_found(f"no such path: {request.url.path} (the API is under /api/v1/: docs/http-api.md)")
+
+    return {"health": health, "datasets": datasets, "dataset": dataset, "species": species,
+            "app_page": app_page, "missing": missing}

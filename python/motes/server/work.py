@@ -1,0 +1,76 @@
+"""Running a request's heavy steps (queries, gathers, histograms, estimates, encodings) in
+worker threads, at most ``--workers`` at once, and stopping them: when the client
+disconnects, its query's token is cancelled; past ``--query-timeout`` its deadline stops
+it. The C++ core checks both between chunks of work and raises CancelledError."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Dict, Optional
+
+import anyio
+import anyio.to_thread
+
+from .. import _core
+from ..errors import CancelledError, MotesError
+from .errors import HTTPError, of_motes_error
+
+
+class Job:
+    """The work of one request. ``query()`` gives the keyword arguments that tie a query of
+    the Python API to it (token, time left, threads)."""
+
+    def __init__(self, limiter: anyio.CapacityLimiter, timeout: float, threads: int):
+        self.limiter, self.timeout, self.threads = limiter, timeout, threads
+        self.token = _core.CancelToken()
+        self.deadline: Optional[float] = None  # set when its first step starts running
+        self.disconnected = False
+
+    def query(self) -> Dict[str, Any]:
+        return {"cancel": self.token, "timeout": self.time_left(), "threads": self.threads}
+
+    def time_left(self) -> float:
+        left = self.deadline - time.monotonic() if self.deadline is not None else self.timeout
+        if left <= 0:
+            raise self.timeout_error()
+        return left
+
+    def timeout_error(self) -> HTTPError:
+        return HTTPError(408, "timeout", f"the query ran longer than the limit of {self.timeout:g} s "
+                                         "(--query-timeout) and was stopped; ask for less (fewer cells, a lower "
+                                         "quality or budget, a narrower box)")
+
+    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """fn(*args) in a worker thread; motes errors become HTTP errors (a stopped query: 408
+        past the deadline, 499 when the client left)."""
+        def start():
+            if self.deadline is None:
+                self.deadline = time.monotonic() + self.timeout
+            return fn(*args)
+
+        try:
+            return await anyio.to_thread.run_sync(start, limiter=self.limiter)
+        except CancelledError:
+            raise self.stopped() from None
+        except MotesError as e:
+            raise of_motes_error(e) from None
+
+    def stopped(self) -> HTTPError:
+        if self.disconnected or self.token.cancelled:
+            return HTTPError(499, "cancelled", "the client disconnected: the query was stopped")
+        return self.timeout_error()
+
+    def leave(self) -> None:
+        """The client is gone: stop what runs for it."""
+        self.disconnected = True
+        self.token.cancel()
+
+
+async def watch_disconnect(receive, job: Job) -> None:
+    """Reads the request's ASGI channel until the client disconnects, then stops its job.
+    (A GET has no body: the only other message is its empty http.request.)"""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            job.leave()
+            return
