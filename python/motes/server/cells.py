@@ -64,8 +64,11 @@ class Ladder:
 
 @dataclass(frozen=True)
 class Cell:
-    """A box x0 <= x < x1 (y, z alike; an upper bound at or past the species' maximum is
-    inclusive) and the quality q0 the client already has there."""
+    """A box and the quality q0 the client already has there. On each axis the cell holds
+    the particles with x0 <= x < x1, except at the species' maximum ``top``: a particle at
+    ``top`` belongs to the cell with x0 < top <= x1 (its upper bound is then inclusive), or to
+    a cell with x0 = x1 = top. So cells that tile any box partition its particles, also
+    when the tiling continues past the maximum."""
 
     lo: Tuple[float, float, float]
     hi: Tuple[float, float, float]
@@ -75,11 +78,16 @@ class Cell:
     def box(self) -> Tuple[float, ...]:
         return (*self.lo, *self.hi)
 
-    def where(self, species_max: Sequence[float], where: Optional[str]) -> Optional[str]:
-        """The filter of the cell's query: the request's, and each upper face that is open.
-        (The query's box is inclusive; the numbers are written so that they read back the same.)"""
+    def empty(self, top: Sequence[float]) -> bool:
+        """Holds no particle: on some axis it starts at or past the maximum (and is not the
+        maximum's plane itself)."""
+        return any(lo > t or (lo == t and hi > t) for lo, hi, t in zip(self.lo, self.hi, top))
+
+    def where(self, top: Sequence[float], where: Optional[str]) -> Optional[str]:
+        """The filter of the cell's query (whose box is inclusive): the request's, and each
+        upper face that is open, written so that the number reads back the same."""
         clauses = [f"({where})"] if where else []
-        clauses += [f"{a} < {hi!r}" for a, hi, top in zip(AXES, self.hi, species_max) if hi < top]
+        clauses += [f"{a} < {hi!r}" for a, hi, t in zip(AXES, self.hi, top) if hi < t]
         return " and ".join(clauses) or None
 
 

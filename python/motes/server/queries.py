@@ -158,7 +158,7 @@ def make_query_routes(server) -> Dict[str, Any]:
 
 def select_cell(sp: Species, cell: Cell, to: float, where: Optional[str], job: Job):
     """The selection of one cell between its q0 and ``to`` (None when it has nothing to add)."""
-    if cell.q0 >= to:
+    if cell.q0 >= to or cell.empty(sp.bounds[1]):
         return None
     return sp.ds.select(cell.where(sp.bounds[1], where), cell.box, (cell.q0, to), step=sp.step, species=sp.name,
                         **job.query())

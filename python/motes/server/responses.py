@@ -68,6 +68,7 @@ class StreamResponse(Response):
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
         except HTTPError:
             if self.job.disconnected:
+                log.info("%s: the client disconnected; its export was stopped", scope.get("path"))
                 return  # nobody to tell
             raise
         await send({"type": "http.response.body", "body": b""})
@@ -91,6 +92,8 @@ class Endpoint:
             try:
                 response = await self.handler(request, job)
             except HTTPError as e:
+                if e.status == 499:
+                    log.info("%s: the client disconnected; its query was stopped", scope.get("path"))
                 response = error_response(e)
             except MotesError as e:
                 response = error_response(of_motes_error(e))
