@@ -135,27 +135,8 @@ TEST(Estimate, FlatAxesCountAsInside) {
 }
 
 TEST(Estimate, PartsOfACollection) {
-  test::Columns all = test::make_columns(8000, 12);
-  std::vector<test::Columns> slabs(3);
-  for (size_t i = 0; i < all.x.size(); ++i) {
-    test::Columns& s = slabs[size_t(std::clamp(int(all.x[i] * 3), 0, 2))];
-    s.x.push_back(all.x[i]), s.y.push_back(all.y[i]), s.z.push_back(all.z[i]);
-    s.energy.push_back(all.energy[i]), s.noise.push_back(all.noise[i]), s.id.push_back(all.id[i]);
-    s.kind.push_back(all.kind[i]);
-  }
   const std::string index_path = test::temp_path("estimate-parts.mpi");
-  WriteOptions o;
-  o.layout.leaf_size = 64;
-  o.sync = false;
-  std::vector<PartSummary> summaries;
-  std::vector<ColumnSpec> schema;
-  for (size_t k = 0; k < slabs.size(); ++k) {
-    WriteSummary w = write_particle_file(StepIndex::part_path(index_path, k), slabs[k].views(), o);
-    summaries.push_back({w.particle_count, w.file_bytes, w.bounds, w.columns});
-    if (schema.empty())
-      for (const ColumnSummary& c : w.columns) schema.push_back({c.name, c.dtype, c.index, ""});
-  }
-  StepIndex::write(index_path, schema, summaries, false);
+  test::write_slabs(test::make_columns(8000, 12), 3, index_path, 64);
   auto c = Collection::open(index_path);
   Box left{{-1, -1, -1}, {0.2, 2, 2}};  // inside the first slab only
   auto got = level_counts(*c, left);

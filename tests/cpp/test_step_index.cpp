@@ -22,26 +22,7 @@ struct PartedFixture {
   std::vector<test::Columns> slabs;
   explicit PartedFixture(uint64_t n, int parts, const std::string& name) : all(test::make_columns(n, 11)) {
     index_path = test::temp_path(name + ".mpi");
-    slabs.resize(size_t(parts));
-    for (uint64_t i = 0; i < n; ++i) {
-      int k = std::clamp(int(all.x[i] * float(parts)), 0, parts - 1);
-      test::Columns& s = slabs[size_t(k)];
-      s.x.push_back(all.x[i]), s.y.push_back(all.y[i]), s.z.push_back(all.z[i]);
-      s.energy.push_back(all.energy[i]), s.noise.push_back(all.noise[i]), s.id.push_back(all.id[i]);
-      s.kind.push_back(all.kind[i]);
-    }
-    WriteOptions o;
-    o.layout.leaf_size = 128;
-    o.sync = false;
-    std::vector<PartSummary> summaries;
-    std::vector<ColumnSpec> schema;
-    for (size_t k = 0; k < slabs.size(); ++k) {
-      WriteSummary w = write_particle_file(StepIndex::part_path(index_path, k), slabs[k].views(), o);
-      summaries.push_back({w.particle_count, w.file_bytes, w.bounds, w.columns});
-      if (schema.empty())
-        for (const ColumnSummary& c : w.columns) schema.push_back({c.name, c.dtype, c.index, ""});
-    }
-    StepIndex::write(index_path, schema, summaries, false);
+    slabs = test::write_slabs(all, parts, index_path, 128);
   }
   std::vector<uint64_t> ids(const QuerySpec& spec, QueryCounters* counters = nullptr) {
     Query q(Collection::open(index_path), spec);

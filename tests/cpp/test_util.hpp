@@ -1,12 +1,15 @@
 // Shared fixtures for the C++ tests: deterministic synthetic columns and temp paths.
 #pragma once
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "motes/core/types.hpp"
+#include "motes/particles/step_index.hpp"
+#include "motes/particles/writer.hpp"
 
 namespace motes::test {
 
@@ -63,6 +66,32 @@ inline std::string temp_path(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() / ("motes-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   return (dir / name).string();
+}
+
+// Splits `all` into `parts` slabs along x (x in [0, 1)) and writes them as the part files
+// of a step index at index_path (leaves of leaf_size); returns the slabs.
+inline std::vector<Columns> write_slabs(const Columns& all, int parts, const std::string& index_path,
+                                        uint32_t leaf_size) {
+  std::vector<Columns> slabs(static_cast<size_t>(parts));
+  for (size_t i = 0; i < all.x.size(); ++i) {
+    Columns& s = slabs[size_t(std::clamp(int(all.x[i] * float(parts)), 0, parts - 1))];
+    s.x.push_back(all.x[i]), s.y.push_back(all.y[i]), s.z.push_back(all.z[i]);
+    s.energy.push_back(all.energy[i]), s.noise.push_back(all.noise[i]), s.id.push_back(all.id[i]);
+    s.kind.push_back(all.kind[i]);
+  }
+  WriteOptions o;
+  o.layout.leaf_size = leaf_size;
+  o.sync = false;
+  std::vector<PartSummary> summaries;
+  std::vector<ColumnSpec> schema;
+  for (size_t k = 0; k < slabs.size(); ++k) {
+    WriteSummary w = write_particle_file(StepIndex::part_path(index_path, k), slabs[k].views(), o);
+    summaries.push_back({w.particle_count, w.file_bytes, w.bounds, w.columns});
+    if (schema.empty())
+      for (const ColumnSummary& c : w.columns) schema.push_back({c.name, c.dtype, c.index, ""});
+  }
+  StepIndex::write(index_path, schema, summaries, false);
+  return slabs;
 }
 
 }  // namespace motes::test

@@ -6,7 +6,8 @@ import os
 import subprocess
 import sys
 
-HEAVY = ("motes.synth", "matplotlib", "pandas", "pyarrow", "h5py", "openpmd_api", "tqdm")
+HEAVY = ("motes.synth", "matplotlib", "pandas", "pyarrow", "h5py", "openpmd_api", "tqdm", "motes.server", "starlette",
+         "uvicorn", "zstandard", "anyio")
 
 
 def run(code):
@@ -19,6 +20,15 @@ def run(code):
 def test_import_motes_loads_no_heavy_module():
     out = run(f"import sys, motes; print(sorted(m for m in {HEAVY!r} if m in sys.modules))")
     assert out.strip() == "[]"
+
+
+def test_the_cli_loads_the_server_only_to_serve():
+    """`motes --help` reads the server's limits (its options) without Starlette or uvicorn."""
+    out = run("import sys, motes.cli\n"
+              "motes.cli.main(['--help'])\n"
+              "print(sorted(m for m in ('starlette', 'uvicorn', 'zstandard', 'motes.server.application')"
+              " if m in sys.modules))")
+    assert out.strip().splitlines()[-1] == "[]"
 
 
 def test_synth_is_there_when_asked_for():

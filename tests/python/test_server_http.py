@@ -245,3 +245,20 @@ def test_dataset_names():
     for bad in ("..", "."):
         with pytest.raises(motes.UsageError, match="cannot name a dataset"):
             dataset_names([(bad, "/x")])
+
+
+def test_freed_memory_is_given_back_at_most_every_few_seconds(monkeypatch):
+    import threading
+
+    from motes.server.memory import Trimmer
+
+    calls = []
+    done = threading.Event()
+    t = Trimmer(every=60)
+    assert t._trim is not None  # glibc: malloc_trim found
+    monkeypatch.setattr(t, "_trim", lambda pad: (calls.append(pad), done.set()))
+    t.after_work()
+    assert done.wait(5)
+    for _ in range(10):
+        t.after_work()  # within the minute: nothing more
+    assert calls == [0]

@@ -8,6 +8,7 @@ client. The contract is docs/http-api.md. One module per job:
 * ``cells``: half-open cells, the quality ladder, budgets estimated from the tree;
 * ``frames``: the binary frame and the Arrow stream of points;
 * ``work``: queries in worker threads, cancelled on disconnect or past the time limit;
+  ``memory``: freed memory given back to the system after work;
 * ``security``: methods, bodies, URL length, the token, headers; ``compression``: zstd, gzip;
 * ``errors``: the JSON error bodies; ``responses``: endpoints, ETags, streamed bodies.
 

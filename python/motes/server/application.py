@@ -16,6 +16,7 @@ from starlette.staticfiles import StaticFiles
 from .compression import CompressionMiddleware
 from .config import Config
 from .export import make_export_routes
+from .memory import Trimmer
 from .queries import make_query_routes
 from .registry import Registry
 from .responses import Endpoint
@@ -33,6 +34,7 @@ class Server:
     def __init__(self, config: Config):
         self.config = config
         self.registry = Registry(config.datasets)
+        self.trimmer = Trimmer()
         self._limiter = None
 
     @property
@@ -42,7 +44,7 @@ class Server:
         return self._limiter
 
     def new_job(self) -> Job:
-        return Job(self.limiter, self.config.limits.query_timeout, self.config.query_threads)
+        return Job(self.limiter, self.config.limits.query_timeout, self.config.query_threads, self.trimmer.after_work)
 
 
 def create_app(config: Config) -> Starlette:

@@ -20,8 +20,9 @@ class Job:
     """The work of one request. ``query()`` gives the keyword arguments that tie a query of
     the Python API to it (token, time left, threads)."""
 
-    def __init__(self, limiter: anyio.CapacityLimiter, timeout: float, threads: int):
-        self.limiter, self.timeout, self.threads = limiter, timeout, threads
+    def __init__(self, limiter: anyio.CapacityLimiter, timeout: float, threads: int,
+                 after_work: Callable[[], None] = lambda: None):
+        self.limiter, self.timeout, self.threads, self.after_work = limiter, timeout, threads, after_work
         self.token = _core.CancelToken()
         self.deadline: Optional[float] = None  # set when its first step starts running
         self.disconnected = False
@@ -54,6 +55,8 @@ class Job:
             raise self.stopped() from None
         except MotesError as e:
             raise of_motes_error(e) from None
+        finally:
+            self.after_work()
 
     def stopped(self) -> HTTPError:
         if self.disconnected or self.token.cancelled:
