@@ -48,7 +48,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 

@@ -16,7 +16,7 @@ pytest.importorskip("uvicorn")
 pytest.importorskip("httpx")
 
 from motes.server import Config, Limits, create_app  # noqa: E402
-from server_util import (LiveServer, cells_param, raw_request, start_cli_server, viewer_load,  # noqa: E402
+from server_util import (LiveServer, raw_request, start_cli_server, viewer_load,  # noqa: E402
                          write_lattice, write_vpic)
 
 SP = "/api/v1/datasets/{}/steps/0/species/particles"

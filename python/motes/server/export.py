@@ -1,6 +1,7 @@
 """Exports (docs/http-api.md, "Export"): the matching particles as CSV or Parquet, counted
-first (over --max-export-rows: 413 before anything is sent), then read and written in
-batches (Dataset.query_batches), each in a worker thread, and sent as they are made."""
+first (over --max-export-rows: 413 before anything is sent; the count is held to
+--query-timeout), then read and written in batches (Dataset.query_batches), each in a
+worker thread, and sent as they are made; a client that leaves stops them."""
 
 from __future__ import annotations
 
@@ -108,8 +109,10 @@ def make_export_routes(server) -> Dict[str, Any]:
         headers["Content-Disposition"] = f'attachment; filename="{filename(sp, form)}"'
 
         async def chunks() -> AsyncIterator[bytes]:
+            # The count ran under --query-timeout; the transfer may take longer (the client's
+            # pace, up to --max-export-rows): its batches stop only when the client leaves.
             batches = await job.run(lambda: sp.ds.query_batches(columns=names, batch_size=EXPORT_BATCH_ROWS, **kw,
-                                                                **job.query()))
+                                                                **job.query(limited=False)))
             encoder = _Encoder(form)
             while True:
                 data = await job.run(_next_encoded, batches, encoder)

@@ -17,7 +17,7 @@ from ..dataset import Dataset
 from ..dataset import open as open_dataset
 from ..errors import MotesError, UsageError
 from .cells import Ladder
-from .errors import bad_request, not_found
+from .errors import not_found
 from .params import integer
 
 

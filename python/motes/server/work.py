@@ -27,8 +27,12 @@ class Job:
         self.deadline: Optional[float] = None  # set when its first step starts running
         self.disconnected = False
 
-    def query(self) -> Dict[str, Any]:
-        return {"cancel": self.token, "timeout": self.time_left(), "threads": self.threads}
+    def query(self, limited: bool = True) -> Dict[str, Any]:
+        """cancel=, threads= and (unless not ``limited``) timeout= for the Python API."""
+        out: Dict[str, Any] = {"cancel": self.token, "threads": self.threads}
+        if limited:
+            out["timeout"] = self.time_left()
+        return out
 
     def time_left(self) -> float:
         left = self.deadline - time.monotonic() if self.deadline is not None else self.timeout
