@@ -16,18 +16,11 @@ import { drawHist2d } from "./ui/hist2d";
 import { drawLegend } from "./ui/legend";
 import { pythonLine } from "./ui/export";
 import { statusText } from "./ui/status";
-import { decodeView, encodeView, type ViewState } from "./viewstate";
+import { decodeView, encodeView, type ViewState, whereOf } from "./viewstate";
 
 const BACKGROUNDS = { dark: [0.067, 0.075, 0.094], light: [1, 1, 1] } as const;
 const HIST_BINS = 64;
 const HIST2D_BINS = 128;
-
-/** `(a) and (b)` of the non-empty clauses; a range as two comparisons. */
-export function whereOf(expression: string, filters: RangeFilter[]): string {
-  const clauses = expression.trim() ? [`(${expression.trim()})`] : [];
-  for (const f of filters) clauses.push(`${f.column} >= ${String(f.lo)} and ${f.column} <= ${String(f.hi)}`);
-  return clauses.join(" and ");
-}
 
 export class App {
   readonly api = Api.fromLocation(window.location);

@@ -99,3 +99,10 @@ export function encodeView(v: ViewState): string {
   if (v.hist) p.set("hist", v.hist.join(","));
   return "#" + p.toString().replace(/%2C/g, ",").replace(/%3A/g, ":");
 }
+
+/** `(a) and (b)` of the non-empty clauses; a range as two comparisons. */
+export function whereOf(expression: string, filters: RangeFilter[]): string {
+  const clauses = expression.trim() ? [`(${expression.trim()})`] : [];
+  for (const f of filters) clauses.push(`${f.column} >= ${String(f.lo)} and ${f.column} <= ${String(f.hi)}`);
+  return clauses.join(" and ");
+}
