@@ -57,6 +57,7 @@ export class App {
       loaded: () => {
         this.failed = false;
         this.message(null);
+        this.status(); // now, not at the next frame: every step of the refinement shows
         this.requestDraw();
       },
       idle: () => this.rested(),

@@ -57,17 +57,24 @@ interface Candidate {
   step: number;
 }
 
+/** Points held, and room left under the point budget. */
+export interface Points {
+  loaded: number;
+  room: number;
+}
+
 /**
  * The next request, or "full" (`needed` more points of room would let it go on), or "done".
- * `room` is the point budget left; `countOctants(leaf)` counts the loaded points of a leaf
- * in each of its octants (for the shares of its children when it splits).
+ * A request asks for at most as many points as are loaded (or the first budget): each step
+ * about doubles the detail, coarse to fine. `countOctants(leaf)` counts the loaded points of
+ * a leaf in each of its octants (for the shares of its children when it splits).
  */
 export function plan(
   tree: CellTree,
   ladder: Ladder,
   view: ViewTest,
   s: RefineSettings,
-  room: number,
+  { loaded, room }: Points,
   countOctants: (leaf: Cell) => number[],
 ): Plan {
   const root = tree.root;
@@ -105,7 +112,7 @@ export function plan(
   // Coarse to fine: the lowest quality first, the neediest cells first within it.
   candidates.sort((a, b) => a.cell.q - b.cell.q || b.need - a.need);
   const q = candidates[0].cell.q;
-  const limit = Math.min(room, s.maxRequestPoints);
+  const limit = Math.min(room, s.maxRequestPoints, Math.max(s.firstBudget, loaded));
   if (candidates[0].step > room) return { kind: "full", needed: candidates[0].step - room };
   const cells: Cell[] = [];
   let estimate = 0;

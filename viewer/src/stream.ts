@@ -98,10 +98,11 @@ export class Streamer {
         const density = pointBudget / Math.max(1, this.camera.width * this.camera.height);
         const settings = { ...DEFAULT_REFINE, density, firstBudget };
         const count = (leaf: Parameters<Scene["countOctants"]>[0]) => scene.countOctants(leaf);
-        let p = plan(scene.tree, scene.ladder, view, settings, pointBudget - scene.loaded, count);
+        const points = () => ({ loaded: scene.loaded, room: pointBudget - scene.loaded });
+        let p = plan(scene.tree, scene.ladder, view, settings, points(), count);
         if (p.kind === "full") {
           scene.evict(view, p.needed);
-          p = plan(scene.tree, scene.ladder, view, settings, pointBudget - scene.loaded, count);
+          p = plan(scene.tree, scene.ladder, view, settings, points(), count);
         }
         if (p.kind !== "request") break;
         const req = p.request;

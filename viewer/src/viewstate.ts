@@ -100,9 +100,9 @@ export function encodeView(v: ViewState): string {
   return "#" + p.toString().replace(/%2C/g, ",").replace(/%3A/g, ":");
 }
 
-/** `(a) and (b)` of the non-empty clauses; a range as two comparisons. */
+/** The expression and the ranges joined by `and` (the expression in parentheses when joined). */
 export function whereOf(expression: string, filters: RangeFilter[]): string {
-  const clauses = expression.trim() ? [`(${expression.trim()})`] : [];
-  for (const f of filters) clauses.push(`${f.column} >= ${String(f.lo)} and ${f.column} <= ${String(f.hi)}`);
-  return clauses.join(" and ");
+  const e = expression.trim();
+  const ranges = filters.map((f) => `${f.column} >= ${String(f.lo)} and ${f.column} <= ${String(f.hi)}`);
+  return (e && ranges.length ? [`(${e})`, ...ranges] : e ? [e] : ranges).join(" and ");
 }

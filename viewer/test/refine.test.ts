@@ -24,7 +24,7 @@ const even = () => new Array(8).fill(1);
 describe("plan", () => {
   it("starts with the whole species at q0 = 0 and the first budget", () => {
     const t = new CellTree([0, 0, 0, 1, 1, 1]);
-    const p = plan(t, ladder, slab(0, 1), settings, 1e6, even);
+    const p = plan(t, ladder, slab(0, 1), settings, { loaded: 1000, room: 1e6 }, even);
     expect(p.kind).toBe("request");
     if (p.kind !== "request") return;
     expect(p.request.cells).toEqual([t.root]);
@@ -35,7 +35,7 @@ describe("plan", () => {
   it("refines what is in view only, splitting cells mostly off screen", () => {
     const t = new CellTree([0, 0, 0, 1, 1, 1]);
     t.apply([t.root], [0], 0.25, [1000], ladder);
-    const p = plan(t, ladder, slab(0, 0.3), settings, 1e6, even);
+    const p = plan(t, ladder, slab(0, 0.3), settings, { loaded: 1000, room: 1e6 }, even);
     expect(p.kind).toBe("request");
     if (p.kind !== "request") return;
     expect(t.root.leaf).toBe(false);
@@ -46,10 +46,10 @@ describe("plan", () => {
   it("stops when the view holds enough, and when the budget is spent", () => {
     const t = new CellTree([0, 0, 0, 1, 1, 1]);
     t.apply([t.root], [0], 1, [15000], ladder);
-    expect(plan(t, ladder, slab(0, 1), settings, 1e6, even).kind).toBe("done");
+    expect(plan(t, ladder, slab(0, 1), settings, { loaded: 1000, room: 1e6 }, even).kind).toBe("done");
     const u = new CellTree([0, 0, 0, 1, 1, 1]);
     u.apply([u.root], [0], 0.25, [1000], ladder);
-    const full = plan(u, ladder, slab(0, 1), settings, 10, even);
+    const full = plan(u, ladder, slab(0, 1), settings, { loaded: 1000, room: 10 }, even);
     expect(full.kind).toBe("full");
   });
 
@@ -58,7 +58,7 @@ describe("plan", () => {
     t.apply([t.root], [0], 0.25, [1000], ladder);
     const kids = t.split(t.root, even());
     t.apply([kids[1]], [0.25], 0.5, [250], ladder);
-    const p = plan(t, ladder, slab(0, 1), { ...settings, density: 100 }, 1e6, even);
+    const p = plan(t, ladder, slab(0, 1), { ...settings, density: 100 }, { loaded: 1250, room: 1e6 }, even);
     expect(p.kind).toBe("request");
     if (p.kind !== "request") return;
     expect(p.request.q0s.every((q) => q === 0.25)).toBe(true);

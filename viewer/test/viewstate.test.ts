@@ -39,3 +39,10 @@ describe("where", () => {
     expect(whereOf(" ux < 0 ", [{ column: "energy", lo: 1e-7, hi: 2 }])).toBe("(ux < 0) and energy >= 1e-7 and energy <= 2");
   });
 });
+
+describe("where alone", () => {
+  it("keeps a lone expression as typed", () => {
+    expect(whereOf("ux < 0", [])).toBe("ux < 0");
+    expect(whereOf("", [{ column: "w", lo: 0, hi: 1 }])).toBe("w >= 0 and w <= 1");
+  });
+});
