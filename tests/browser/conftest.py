@@ -2,8 +2,9 @@
 Playwright, drawing with SwiftShader, against `motes serve` started on a free port.
 
 They skip, saying why, when the server (motes.server), Playwright or /usr/bin/chromium is
-missing. MOTES_VIEWER_SERVER=mock runs them against viewer/dev/mock_server.py instead (a
-development aid while the real server is being written; needs starlette and uvicorn).
+missing. MOTES_SERVE_COMMAND replaces `python -m motes serve` (e.g. another build's
+`.venv/bin/motes serve`); MOTES_VIEWER_SERVER=mock runs them against
+viewer/dev/mock_server.py (a development aid; needs starlette and uvicorn).
 MOTES_UPDATE_GOLDEN=1 rewrites tests/browser/golden/*.png; MOTES_SCREENSHOTS=1 writes the
 guide's pictures (docs/images/viewer-*.png).
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import io
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -37,6 +39,8 @@ TOKEN = "s3cret-token"
 
 
 def _server_command() -> list:
+    if os.environ.get("MOTES_SERVE_COMMAND"):
+        return shlex.split(os.environ["MOTES_SERVE_COMMAND"])
     if USE_MOCK:
         pytest.importorskip("starlette", reason="the mock server needs starlette")
         return [sys.executable, str(ROOT / "viewer" / "dev" / "mock_server.py")]
@@ -159,6 +163,22 @@ class Page:
         self.page.wait_for_timeout(400)  # rests, draws, and that nothing starts again
         self.page.wait_for_function("() => document.getElementById('status').dataset.state !== 'loading'",
                                     timeout=timeout * 1000)
+
+    def add_filter(self, column: str) -> None:
+        """A filter on column (its whole range), once the answer is in."""
+        self.page.select_option("#filter-column", column)
+        self.page.click("#filter-add")
+        self.wait_ready()
+
+    def set_bound(self, column: str, which: str, value: float) -> None:
+        """Types the lower ("lo") or upper ("hi") bound of column's filter."""
+        box = self.page.locator(f"#filters .filter[data-column='{column}'] input").nth(0 if which == "lo" else 1)
+        box.fill(str(value))
+        box.dispatch_event("change")
+
+    def set_expression(self, text: str) -> None:
+        self.page.fill("#where", text)
+        self.page.dispatch_event("#where", "change")
 
     def status(self) -> dict:
         return self.page.eval_on_selector("#status", "e => ({...e.dataset, text: e.textContent})")

@@ -54,17 +54,13 @@ def test_filter_changes_count_and_picture(server, viewer, data_dir):
 
     # A filter on a column not loaded: the server is asked (w joins the loaded columns).
     page = viewer.page
-    page.select_option("#filter-column", "w")
-    page.click("#filter-add")
-    viewer.wait_ready()
+    viewer.add_filter("w")
     assert int(viewer.status()["shown"]) == ds.count_total(step=0)
 
     # Narrowing it: drawn at once by the GPU, no new request.
     requests = []
     page.on("request", lambda r: requests.append(r.url) if "/points" in r.url else None)
-    hi = page.locator("#filters .filter input").nth(1)
-    hi.fill("0.5")
-    hi.dispatch_event("change")
+    viewer.set_bound("w", "hi", 0.5)
     viewer.wait_ready()
     w_min = float(ds.stats("w", step=0)["min"])
     expected = ds.count(where=f"w >= {w_min!r} and w <= 0.5", step=0)
@@ -76,12 +72,10 @@ def test_filter_changes_count_and_picture(server, viewer, data_dir):
     assert background > near(before, before[2, 2], tol=4).mean()  # fewer points cover less
 
     # The expression: a server-side filter; a bad one is reported beside the box.
-    page.fill("#where", "v > 0.5")
-    page.dispatch_event("#where", "change")
+    viewer.set_expression("v > 0.5")
     viewer.wait_ready()
     assert int(viewer.status()["shown"]) == ds.count(where=f"v > 0.5 and w >= {w_min!r} and w <= 0.5", step=0)
-    page.fill("#where", "enrgy > 1")
-    page.dispatch_event("#where", "change")
+    viewer.set_expression("enrgy > 1")
     page.wait_for_selector("#where-error:not([hidden])")
     assert "enrgy" in page.inner_text("#where-error")
 
@@ -157,12 +151,8 @@ def test_a_link_reproduces_the_view(server, browser_context):
     page.select_option("#colormap", "magma")
     page.fill("#size", "4")
     page.dispatch_event("#size", "input")
-    page.select_option("#filter-column", "w")
-    page.click("#filter-add")
-    first.wait_ready()
-    hi = page.locator("#filters .filter input").nth(1)
-    hi.fill("0.7")
-    hi.dispatch_event("change")
+    first.add_filter("w")
+    first.set_bound("w", "hi", 0.7)
     box = page.locator("#view").bounding_box()
     page.mouse.move(box["x"] + 300, box["y"] + 300)
     page.mouse.down()

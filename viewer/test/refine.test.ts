@@ -64,4 +64,12 @@ describe("plan", () => {
     expect(p.request.q0s.every((q) => q === 0.25)).toBe(true);
     expect(p.request.cells).not.toContain(kids[1]);
   });
+
+  it("asks for at most as many points as are loaded: each step about doubles the detail", () => {
+    const t = new CellTree([0, 0, 0, 1, 1, 1]);
+    t.apply([t.root], [0], 0.25, [1000], ladder);
+    const p = plan(t, ladder, slab(0, 1), { ...settings, density: 1e3, firstBudget: 500 }, { loaded: 1000, room: 1e9 }, even);
+    expect(p.kind).toBe("request");
+    if (p.kind === "request") expect(p.request.budget).toBeLessThanOrEqual(1000);
+  });
 });
