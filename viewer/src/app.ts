@@ -2,25 +2,22 @@
 // the server is asked. The panel's controls (panel.ts) call its methods; the streamer
 // (stream.ts) fills its scene; the URL's fragment (viewstate.ts) mirrors its view.
 
-import { Api, ApiError, type DatasetInfo, type Histogram, isAbort, type SpeciesInfo } from "./api";
-import { boxParam } from "./cells";
+import { Analysis } from "./analysis";
+import { Api, ApiError, type DatasetInfo, isAbort, type SpeciesInfo } from "./api";
 import { Camera } from "./camera";
 import { colormapTable } from "./colormap";
 import { FrameLoader } from "./loader";
-import { MAX_GPU_FILTERS, Renderer } from "./renderer";
+import { Renderer } from "./renderer";
 import { POSITION_COLUMNS, type RangeFilter, Scene, type SceneKey } from "./scene";
 import { Streamer } from "./stream";
 import { byId } from "./ui/dom";
 import { FilterPanel } from "./ui/filters";
-import { drawHist2d } from "./ui/hist2d";
 import { drawLegend } from "./ui/legend";
-import { pythonLine } from "./ui/export";
 import { statusText } from "./ui/status";
-import { decodeView, encodeView, type ViewState, whereOf } from "./viewstate";
+import { gpuCanFilter, whereOf } from "./selection";
+import { decodeView, encodeView, type ViewState } from "./viewstate";
 
 const BACKGROUNDS = { dark: [0.067, 0.075, 0.094], light: [1, 1, 1] } as const;
-const HIST_BINS = 64;
-const HIST2D_BINS = 128;
 
 export class App {
   readonly api = Api.fromLocation(window.location);
@@ -28,6 +25,8 @@ export class App {
   readonly renderer: Renderer;
   readonly streamer: Streamer;
   readonly filters: FilterPanel;
+  /** the panels the server computes: filter histograms, the 2-D histogram, the export */
+  readonly analysis = new Analysis(this);
   view: ViewState = decodeView(window.location.hash);
   datasetNames: string[] = [];
   dataset: DatasetInfo | null = null;
@@ -38,7 +37,6 @@ export class App {
   private bytesTotal = 0;
   private drawPending = false;
   private restTimer: ReturnType<typeof setTimeout> | null = null;
-  private hist2dCtl: AbortController | null = null;
   private hashTimer: ReturnType<typeof setTimeout> | null = null;
   private lastHash = "";
   private failed = false;
@@ -127,7 +125,7 @@ export class App {
       this.filters.set(this.view.filters, (c) => this.extent(c));
       this.rebuild(true);
       this.legend();
-      this.refreshHistograms();
+      this.analysis.histograms();
       this.changed();
     });
   }
@@ -187,7 +185,7 @@ export class App {
     this.view.map = map;
     this.renderer.setColormap(colormapTable(map));
     this.legend();
-    this.refreshHist2d();
+    this.analysis.hist2d();
     this.changed();
   }
 
@@ -242,7 +240,7 @@ export class App {
     byId("where-error").hidden = true;
     this.serverFilters = this.view.filters.map((f) => ({ ...f }));
     this.rebuild();
-    this.refreshHistograms();
+    this.analysis.histograms();
     this.changed();
   }
 
@@ -256,30 +254,17 @@ export class App {
     const removed = this.view.filters.some((g) => !filters.some((f) => f.column === g.column));
     this.view.filters = filters;
     if (added || removed) this.filters.set(filters, (c) => this.extent(c));
-    if (!this.gpuCanFilter()) {
+    if (!this.scene || !gpuCanFilter(filters, this.serverFilters, this.scene.key.columns)) {
       if (!final) return;
       this.serverFilters = filters.map((f) => ({ ...f }));
       this.rebuild();
     }
     this.requestDraw();
-    if (added) this.refreshHistograms();
+    if (added) this.analysis.histograms();
     if (final) {
-      this.refreshHist2d();
+      this.analysis.hist2d();
       this.changed();
     }
-  }
-
-  private gpuCanFilter(): boolean {
-    const s = this.scene;
-    if (!s) return false;
-    const { filters } = this.view;
-    const inServer = (f: RangeFilter) => this.serverFilters.find((g) => g.column === f.column);
-    if (this.serverFilters.some((g) => !filters.some((f) => f.column === g.column))) return false;
-    return filters.every((f, i) => {
-      const g = inServer(f);
-      if (g && g.lo === f.lo && g.hi === f.hi) return true;
-      return i < MAX_GPU_FILTERS && s.key.columns.includes(f.column) && (!g || (f.lo >= g.lo && f.hi <= g.hi));
-    });
   }
 
   /** The selection shown: the expression and every filter (for histograms and export). */
@@ -358,58 +343,15 @@ export class App {
     this.requestDraw();
     if (this.restTimer !== null) clearTimeout(this.restTimer);
     this.restTimer = setTimeout(() => {
-      this.refreshHist2d();
-      this.exportLink();
+      this.analysis.hist2d();
+      this.analysis.exportLink();
     }, 100);
-  }
-
-  refreshHistograms(): void {
-    if (!this.info) return;
-    const { ds, step, species } = this.view;
-    for (const f of this.view.filters) {
-      const [lo, hi] = this.extent(f.column);
-      this.api
-        .histogram(ds!, step!, species!, { x: f.column, bins: HIST_BINS, range: `${lo},${hi}`, where: this.view.where })
-        .then((h) => this.filters.setHistogram(f.column, h.counts as number[]))
-        .catch((e) => this.fail(e));
-    }
-    this.refreshHist2d();
-  }
-
-  refreshHist2d(): void {
-    if (!this.info || !this.view.hist) return;
-    this.hist2dCtl?.abort();
-    const ctl = (this.hist2dCtl = new AbortController());
-    const [x, y] = this.view.hist;
-    const box = this.scene?.viewBox(this.camera.viewTest());
-    const { ds, step, species } = this.view;
-    this.api
-      .histogram(ds!, step!, species!, {
-        x, y, bins: HIST2D_BINS, ybins: HIST2D_BINS,
-        range: this.extent(x).join(","), yrange: this.extent(y).join(","),
-        where: this.selectionWhere(), box: box ? boxParam(box) : undefined,
-      }, ctl.signal)
-      .then((h: Histogram) => drawHist2d(byId<HTMLCanvasElement>("hist2d"), byId("hist2d-info"), h, this.view.map))
-      .catch((e) => this.fail(e));
   }
 
   setHist2dAxes(x: string, y: string): void {
     this.view.hist = [x, y];
-    this.refreshHist2d();
+    this.analysis.hist2d();
     this.changed();
-  }
-
-  exportLink(): void {
-    if (!this.info) return;
-    const { ds, step, species } = this.view;
-    const useBox = byId<HTMLInputElement>("export-view").checked;
-    const box = useBox ? this.scene?.viewBox(this.camera.viewTest()) : undefined;
-    const format = byId<HTMLSelectElement>("export-format").value;
-    const where = this.selectionWhere();
-    const a = byId<HTMLAnchorElement>("export");
-    a.href = this.api.exportUrl(ds!, step!, species!, { format, where, box: box ? boxParam(box) : undefined });
-    a.download = `${ds}-step${step}-${species}.${format}`;
-    byId("python").textContent = pythonLine({ ds: ds!, step: step!, species: species!, where, box });
   }
 
   // --- the URL, messages --------------------------------------------------------------------
@@ -427,7 +369,7 @@ export class App {
     const hash = encodeView(this.view);
     if (hash !== window.location.hash) history.replaceState(null, "", hash);
     this.lastHash = hash;
-    this.exportLink();
+    this.analysis.exportLink();
   }
 
   /** A fragment typed or pasted: open what it names. */

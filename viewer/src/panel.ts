@@ -61,8 +61,8 @@ export function bindPanel(app: App): () => void {
   const hist = () => app.setHist2dAxes(histX.value, histY.value);
   histX.addEventListener("change", hist);
   histY.addEventListener("change", hist);
-  $("export-format").addEventListener("change", () => app.exportLink());
-  $("export-view").addEventListener("change", () => app.exportLink());
+  $("export-format").addEventListener("change", () => app.analysis.exportLink());
+  $("export-view").addEventListener("change", () => app.analysis.exportLink());
 
   attachControls(app.canvas, app.camera, {
     moved: () => app.cameraMoved(),

@@ -99,10 +99,3 @@ export function encodeView(v: ViewState): string {
   if (v.hist) p.set("hist", v.hist.join(","));
   return "#" + p.toString().replace(/%2C/g, ",").replace(/%3A/g, ":");
 }
-
-/** The expression and the ranges joined by `and` (the expression in parentheses when joined). */
-export function whereOf(expression: string, filters: RangeFilter[]): string {
-  const e = expression.trim();
-  const ranges = filters.map((f) => `${f.column} >= ${String(f.lo)} and ${f.column} <= ${String(f.hi)}`);
-  return (e && ranges.length ? [`(${e})`, ...ranges] : e ? [e] : ranges).join(" and ");
-}

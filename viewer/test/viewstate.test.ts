@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { decodeView, DEFAULT_VIEW, encodeView, whereOf } from "../src/viewstate";
+import { decodeView, DEFAULT_VIEW, encodeView } from "../src/viewstate";
 
 describe("view in the fragment", () => {
   it("round-trips", () => {
@@ -30,19 +30,5 @@ describe("view in the fragment", () => {
     expect(v.cam).toBeUndefined();
     expect(v.step).toBeUndefined();
     expect(v.filters).toEqual([]);
-  });
-});
-
-describe("where", () => {
-  it("joins the expression and the ranges", () => {
-    expect(whereOf("", [])).toBe("");
-    expect(whereOf(" ux < 0 ", [{ column: "energy", lo: 1e-7, hi: 2 }])).toBe("(ux < 0) and energy >= 1e-7 and energy <= 2");
-  });
-});
-
-describe("where alone", () => {
-  it("keeps a lone expression as typed", () => {
-    expect(whereOf("ux < 0", [])).toBe("ux < 0");
-    expect(whereOf("", [{ column: "w", lo: 0, hi: 1 }])).toBe("w >= 0 and w <= 1");
   });
 });
