@@ -182,6 +182,23 @@ def test_unreachable_server_is_reported(server, viewer):
     assert "Cannot reach the server" in viewer.page.inner_text("#message")
 
 
+def test_a_limit_is_reported(data_dir, browser_context):
+    from conftest import Page
+
+    s = Server({"vpic": data_dir / "vpic.motes"}, ("--max-points", "1000"))
+    try:
+        p = Page(browser_context.new_page())
+        p.open(s.url + "#ds=vpic")
+        # the viewer asks for less after a 413 (each answer within the limit), then stops
+        # where a single quality step is over the limit
+        assert p.status()["state"] == "error"
+        assert 0 < int(p.status()["loaded"]) < motes.open(data_dir / "vpic.motes").count_total()
+        assert "--max-points" in p.page.inner_text("#message")
+        p.page.close()
+    finally:
+        s.stop()
+
+
 def test_token(data_dir, browser_context):
     from conftest import Page
 

@@ -113,9 +113,9 @@ class Species:
 
 
 class Server:
-    def __init__(self, datasets: dict, token: str | None):
+    def __init__(self, datasets: dict, token: str | None, max_points: int):
         self.datasets = {n: motes.open(p) for n, p in datasets.items()}
-        self.token = token
+        self.token, self.max_points = token, max_points
         self.cache: dict = {}
 
     def species(self, ds: str, step: str, sp: str) -> Species:
@@ -225,6 +225,9 @@ def build_app(server: Server) -> Starlette:
             m = s.in_cell(np.stack([t["x"], t["y"], t["z"]], axis=1), c)
             parts.append({k: t[k][m] for k in cols})
             counts.append(int(m.sum()))
+        if sum(counts) > server.max_points:
+            raise HttpError(413, "too_large", f"points found: {sum(counts):,} is over the limit of "
+                                              f"{server.max_points:,} (--max-points)")
         out = {}
         for k in cols:
             arr = np.concatenate([q[k] for q in parts]) if parts else np.zeros(0, s.ds.schema(s.step, s.name)[0].dtype)
@@ -315,13 +318,14 @@ def main() -> None:
     ap.add_argument("datasets", nargs="+", metavar="[NAME=]PATH")
     ap.add_argument("--port", type=int, default=8765)
     ap.add_argument("--token")
+    ap.add_argument("--max-points", type=int, default=8_000_000)
     args = ap.parse_args()
     named = {}
     for d in args.datasets:
         name, _, path = d.rpartition("=") if "=" in d else (Path(d.rstrip("/")).name.removesuffix(".motes"), "", d)
         named[name] = os.path.abspath(path)
     print(f"mock server (development only): http://127.0.0.1:{args.port}/", flush=True)
-    uvicorn.run(build_app(Server(named, args.token)), host="127.0.0.1", port=args.port, log_level="warning")
+    uvicorn.run(build_app(Server(named, args.token, args.max_points)), host="127.0.0.1", port=args.port, log_level="warning")
 
 
 if __name__ == "__main__":

@@ -77,7 +77,7 @@ export class ApiError extends Error {
       case 401:
         return "The server needs a token: open the address `motes serve` printed (it ends in ?token=...).";
       case 413:
-        return `Too much asked at once: ${this.message} Lower the point budget or narrow the filter.`;
+        return `Too much asked at once: ${this.message.replace(/[.\s]*$/, ".")} Lower the point budget or narrow the filter.`;
       case 408:
         return `The query took too long and was stopped: ${this.message}`;
       default:

@@ -315,19 +315,19 @@ export class App {
     const s = this.scene;
     const el = byId("status");
     const shown = s ? s.countPassing(this.view.filters) : 0;
-    const loading = this.streamer.busy;
+    const state = this.failed ? "error" : this.streamer.busy ? "loading" : "ready";
     el.textContent = statusText({
       shown,
       total: this.info?.count ?? 0,
       bytes: this.bytesTotal + (s?.bytes ?? 0),
       queryMs: s?.lastQueryMs ?? null,
       quality: s ? s.qualityInView(this.camera.viewTest()) : null,
-      loading,
+      state,
     });
     el.dataset.shown = String(shown);
     el.dataset.loaded = String(s?.loaded ?? 0);
     el.dataset.total = String(this.info?.count ?? 0);
-    el.dataset.state = this.failed ? "error" : loading ? "loading" : "ready";
+    el.dataset.state = state;
   }
 
   private legend(): void {

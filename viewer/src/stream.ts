@@ -3,7 +3,7 @@
 // budget is spent. A camera move aborts the request in flight (its cells keep their
 // quality: a frame is taken whole or not at all).
 
-import { type Api, isAbort } from "./api";
+import { type Api, ApiError, isAbort } from "./api";
 import { cellParam } from "./cells";
 import type { Camera } from "./camera";
 import type { FrameLoader } from "./loader";
@@ -13,6 +13,8 @@ import type { Scene } from "./scene";
 export const REST_MS = 150;
 /** below the server's 16 KiB limit on URLs */
 const MAX_URL = 15_000;
+/** tries with a smaller budget after the server found too many points (413) */
+const MAX_RETRIES = 6;
 
 export interface StreamSettings {
   pointBudget: number;
@@ -34,6 +36,8 @@ export class Streamer {
   private ctl: AbortController | null = null;
   private running = false;
   private generation = 0;
+  /** the most points to ask for at once: lowered when the server answers 413 (its --max-points is not published) */
+  private cap = Infinity;
   busy = false;
 
   constructor(
@@ -89,6 +93,7 @@ export class Streamer {
     const gen = this.generation;
     this.running = true;
     this.busy = true;
+    let retries = 0;
     try {
       while (gen === this.generation) {
         const scene = this.hooks.scene();
@@ -96,7 +101,12 @@ export class Streamer {
         const { pointBudget, firstBudget } = this.hooks.settings();
         const view = this.camera.viewTest();
         const density = pointBudget / Math.max(1, this.camera.width * this.camera.height);
-        const settings = { ...DEFAULT_REFINE, density, firstBudget };
+        const settings = {
+          ...DEFAULT_REFINE,
+          density,
+          firstBudget: Math.min(firstBudget, this.cap),
+          maxRequestPoints: Math.min(DEFAULT_REFINE.maxRequestPoints, this.cap),
+        };
         const count = (leaf: Parameters<Scene["countOctants"]>[0]) => scene.countOctants(leaf);
         const points = () => ({ loaded: scene.loaded, room: pointBudget - scene.loaded });
         let p = plan(scene.tree, scene.ladder, view, settings, points(), count);
@@ -107,7 +117,15 @@ export class Streamer {
         if (p.kind !== "request") break;
         const req = p.request;
         this.ctl = new AbortController();
-        const frame = await this.loader.load(this.url(scene, req), this.api.headers(), this.ctl.signal);
+        let frame;
+        try {
+          frame = await this.loader.load(this.url(scene, req), this.api.headers(), this.ctl.signal);
+        } catch (e) {
+          if (!(e instanceof ApiError && e.status === 413 && req.budget > 1 && retries < MAX_RETRIES)) throw e;
+          this.cap = Math.max(1, Math.floor(req.budget / 4));
+          retries++;
+          continue;
+        }
         if (gen !== this.generation || scene !== this.hooks.scene()) break;
         scene.add(frame, req);
         this.hooks.loaded();

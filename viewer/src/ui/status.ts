@@ -8,7 +8,7 @@ export interface StatusFacts {
   bytes: number;
   queryMs: number | null;
   quality: [number, number] | null;
-  loading: boolean;
+  state: "loading" | "ready" | "error";
 }
 
 export function statusText(s: StatusFacts): string {
@@ -18,6 +18,6 @@ export function statusText(s: StatusFacts): string {
     `${bytes(s.bytes)} streamed`,
     `query ${s.queryMs === null ? "–" : `${s.queryMs.toFixed(1)} ms`}`,
     `quality ${q}`,
-    s.loading ? "loading…" : "ready",
+    { loading: "loading…", ready: "ready", error: "stopped" }[s.state],
   ].join(" · ");
 }
