@@ -83,6 +83,10 @@ export class App {
 
   async openDataset(name: string): Promise<void> {
     await this.run(async () => {
+      if (this.dataset && this.dataset.name !== name) {
+        this.info = null; // another dataset: its own bounds, so the camera looks at it anew
+        this.view.cam = undefined;
+      }
       this.dataset = await this.api.dataset(name);
       this.view.ds = name;
       const steps = this.dataset.steps;
