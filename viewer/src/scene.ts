@@ -141,10 +141,18 @@ export class Scene {
     return a >= 0 ? this.origin[a] : 0;
   }
 
-  /** Points that pass the ranges (as the GPU tests them: float32 values and bounds). */
+  private passing = { key: "", count: 0 };
+
+  /** Points that pass the ranges (as the GPU tests them: float32 values and bounds); kept until the chunks or ranges change. */
   countPassing(filters: RangeFilter[]): number {
     const active = filters.filter((f) => this.key.columns.includes(f.column));
     if (active.length === 0) return this.loaded;
+    const key = JSON.stringify([active, this.chunks.map((c) => c.record.seq)]);
+    if (this.passing.key !== key) this.passing = { key, count: this.count(active) };
+    return this.passing.count;
+  }
+
+  private count(active: RangeFilter[]): number {
     const bounds = active.map((f) => [Math.fround(f.lo - this.offsetOf(f.column)), Math.fround(f.hi - this.offsetOf(f.column))]);
     let n = 0;
     for (const chunk of this.chunks) {
