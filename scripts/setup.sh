@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_apt=()
-for pkg in cmake ninja-build pkg-config g++ gfortran clang libclang-rt-14-dev libboost-dev nlohmann-json3-dev libxxhash-dev libzstd-dev liblz4-dev libgtest-dev openmpi-bin libopenmpi-dev python3 python3-venv python3-dev locales; do
+# chromium: Debian's browser, which the viewer's browser tests drive (never a downloaded one).
+for pkg in cmake ninja-build pkg-config g++ gfortran clang libclang-rt-14-dev libboost-dev nlohmann-json3-dev libxxhash-dev libzstd-dev liblz4-dev libgtest-dev openmpi-bin libopenmpi-dev python3 python3-venv python3-dev locales chromium; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if ((${#need_apt[@]})); then
@@ -18,6 +19,22 @@ fi
 # A decimal-comma locale for the tests that check number parsing and printing ignore LC_NUMERIC.
 if ! locale -a 2>/dev/null | grep -qi '^de_DE\.utf-\?8$'; then
   localedef -i de_DE -f UTF-8 de_DE.UTF-8 || echo "setup: warning: could not generate the de_DE.UTF-8 locale"
+fi
+
+# The viewer (viewer/, TypeScript) is built with Node >= 18 into python/motes/server/app/,
+# before the package is installed so that the wheel carries it. Skipped when the build is
+# newer than every source file.
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$node_major" -lt 18 ]; then
+  echo "setup: installing Debian's nodejs and npm (found Node ${node_major})"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+app=python/motes/server/app/index.html
+if [ ! -f "$app" ] || [ -n "$(find viewer \( -path viewer/node_modules -o -path viewer/dev -o -path viewer/test \) -prune -o -type f -newer "$app" -print -quit)" ]; then
+  echo "setup: building the viewer (npm ci && npm run build in viewer/)"
+  (cd viewer && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
 fi
 
 PY=${PYTHON:-python3}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The full test suite: C++ (GoogleTest under ctest), the installed library used by
-# out-of-tree builds, Python (pytest + hypothesis), and short libFuzzer runs of the
-# file reader and the expression parser.
+# out-of-tree builds, short libFuzzer runs of the file reader and the expression parser,
+# the viewer's unit tests (Vitest), Python (pytest + hypothesis), and the viewer in a
+# browser (pytest + Playwright).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -25,5 +26,11 @@ build/fuzz/fuzz_reader -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -rss_limit_mb
 build/fuzz/fuzz_index -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 -print_final_stats=1 build/fuzz/corpus/index 2>&1 | grep -E "^stat::(number_of_executed_units|new_units_added)|ERROR|SUMMARY"
 build/fuzz/fuzz_manifest -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 -print_final_stats=1 -dict=tests/fuzz/json.dict build/fuzz/corpus/manifest 2>&1 | grep -E "^stat::(number_of_executed_units|new_units_added)|ERROR|SUMMARY"
 
+echo "== viewer unit tests (Vitest: frame parser, cell bookkeeping, planner, URL fragment)"
+(cd viewer && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; } && npm test --silent)
+
 echo "== Python tests (pytest)"
 .venv/bin/python -m pytest -q tests/python
+
+echo "== browser tests (pytest + Playwright, Debian's Chromium; they skip without motes serve)"
+.venv/bin/python -m pytest -q tests/browser

@@ -1,0 +1,178 @@
+// The HTTP API of `motes serve` (docs/http-api.md) as the viewer uses it: URLs, the token,
+// JSON calls and errors. The worker that fetches frames shares the error handling.
+
+import type { Box } from "./cells";
+import { boxParam } from "./cells";
+
+export const API_PREFIX = "api/v1";
+
+export interface DatasetSummary {
+  name: string;
+  steps: number;
+  species: string[];
+  particles: number;
+}
+
+export interface StepInfo {
+  index: number;
+  time: number;
+  attributes: Record<string, unknown>;
+  species: Record<string, { count: number; bounds: { min: number[]; max: number[] } }>;
+}
+
+export interface DatasetInfo {
+  name: string;
+  attributes: Record<string, unknown>;
+  steps: StepInfo[];
+}
+
+export interface ColumnInfo {
+  name: string;
+  dtype: string;
+  unit: string;
+  unit_label: string;
+  index: string;
+  min: number | null;
+  max: number | null;
+  nan_count: number;
+}
+
+export interface SpeciesInfo {
+  dataset: string;
+  step: number;
+  time: number;
+  species: string;
+  count: number;
+  bounds: { min: number[]; max: number[] };
+  columns: ColumnInfo[];
+  ladder: { quality: number[]; count: number[] };
+}
+
+export interface Histogram {
+  x: { column: string; bins: number; range: [number, number] };
+  y?: { column: string; bins: number; range: [number, number] };
+  counts: number[] | number[][];
+  quality: number;
+  exact: boolean;
+  total: number;
+  query_ms: number;
+}
+
+/** An error answer of the server (or none: status 0 when it could not be reached). */
+export class ApiError extends Error {
+  override name = "ApiError";
+  constructor(
+    readonly status: number,
+    readonly kind: string,
+    message: string,
+  ) {
+    super(message);
+  }
+
+  /** What to tell the user. */
+  explain(): string {
+    switch (this.status) {
+      case 0:
+        return `Cannot reach the server (${this.message}). Is \`motes serve\` still running?`;
+      case 401:
+        return "The server needs a token: open the address `motes serve` printed (it ends in ?token=...).";
+      case 413:
+        return `Too much asked at once: ${this.message.replace(/[.\s]*$/, ".")} Lower the point budget or narrow the filter.`;
+      case 408:
+        return `The query took too long and was stopped: ${this.message}`;
+      default:
+        return this.message;
+    }
+  }
+}
+
+export function isAbort(e: unknown): boolean {
+  return e instanceof DOMException && e.name === "AbortError";
+}
+
+/** The ApiError of a response that is not ok (the server's JSON error, or its status line). */
+export async function errorFromResponse(res: Response): Promise<ApiError> {
+  let kind = "http";
+  let message = `${res.status} ${res.statusText}`.trim();
+  try {
+    const body = await res.json();
+    if (body && body.error) {
+      kind = String(body.error.kind ?? kind);
+      message = String(body.error.message ?? message);
+    }
+  } catch {
+    // not JSON: keep the status line
+  }
+  return new ApiError(res.status, kind, message);
+}
+
+export type Params = Record<string, string | number | undefined | null>;
+
+export class Api {
+  /** `base`: the app's address (where / is served); `token`: from ?token= of the page. */
+  constructor(
+    readonly base: string,
+    readonly token: string | null,
+  ) {}
+
+  static fromLocation(loc: Location): Api {
+    return new Api(new URL(".", loc.href).href, new URLSearchParams(loc.search).get("token"));
+  }
+
+  headers(): Record<string, string> {
+    return this.token ? { Authorization: `Bearer ${this.token}` } : {};
+  }
+
+  url(path: string, params: Params = {}, withToken = false): string {
+    const u = new URL(`${API_PREFIX}/${path}`, this.base);
+    for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== "") u.searchParams.set(k, String(v));
+    if (withToken && this.token) u.searchParams.set("token", this.token);
+    return u.href;
+  }
+
+  async json<T>(path: string, params: Params = {}, signal?: AbortSignal): Promise<T> {
+    let res: Response;
+    try {
+      res = await fetch(this.url(path, params), { headers: this.headers(), signal });
+    } catch (e) {
+      if (isAbort(e)) throw e;
+      throw new ApiError(0, "network", (e as Error).message);
+    }
+    if (!res.ok) throw await errorFromResponse(res);
+    return (await res.json()) as T;
+  }
+
+  datasets(): Promise<{ datasets: DatasetSummary[] }> {
+    return this.json("datasets");
+  }
+
+  dataset(ds: string): Promise<DatasetInfo> {
+    return this.json(`datasets/${encodeURIComponent(ds)}`);
+  }
+
+  speciesPath(ds: string, step: number, sp: string): string {
+    return `datasets/${encodeURIComponent(ds)}/steps/${step}/species/${encodeURIComponent(sp)}`;
+  }
+
+  species(ds: string, step: number, sp: string): Promise<SpeciesInfo> {
+    return this.json(this.speciesPath(ds, step, sp));
+  }
+
+  histogram(ds: string, step: number, sp: string, params: Params, signal?: AbortSignal): Promise<Histogram> {
+    return this.json(`${this.speciesPath(ds, step, sp)}/histogram`, params, signal);
+  }
+
+  /** The points URL (fetched by the frame worker with headers()). */
+  pointsUrl(ds: string, step: number, sp: string, params: Params): string {
+    return this.url(`${this.speciesPath(ds, step, sp)}/points`, params);
+  }
+
+  /** A download link: a plain navigation sends no header, so the token rides in the URL. */
+  exportUrl(ds: string, step: number, sp: string, params: Params): string {
+    return this.url(`${this.speciesPath(ds, step, sp)}/export`, params, true);
+  }
+}
+
+export function boxOrUndefined(box: Box | undefined): string | undefined {
+  return box ? boxParam(box) : undefined;
+}

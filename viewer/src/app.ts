@@ -1,0 +1,416 @@
+// The viewer: which dataset, step and species are open, what is drawn and how, and what
+// the server is asked. The panel's controls (panel.ts) call its methods; the streamer
+// (stream.ts) fills its scene; the URL's fragment (viewstate.ts) mirrors its view.
+
+import { Analysis } from "./analysis";
+import { Api, ApiError, type DatasetInfo, isAbort, type SpeciesInfo } from "./api";
+import { Camera } from "./camera";
+import { colormapTable } from "./colormap";
+import { FrameLoader } from "./loader";
+import { Renderer } from "./renderer";
+import { POSITION_COLUMNS, type RangeFilter, Scene, type SceneKey } from "./scene";
+import { Streamer } from "./stream";
+import { byId } from "./ui/dom";
+import { FilterPanel } from "./ui/filters";
+import { drawLegend } from "./ui/legend";
+import { statusText } from "./ui/status";
+import { gpuCanFilter, whereOf } from "./selection";
+import { decodeView, encodeView, type ViewState } from "./viewstate";
+
+const BACKGROUNDS = { dark: [0.067, 0.075, 0.094], light: [1, 1, 1] } as const;
+
+export class App {
+  readonly api = Api.fromLocation(window.location);
+  readonly camera = new Camera();
+  readonly renderer: Renderer;
+  readonly streamer: Streamer;
+  readonly filters: FilterPanel;
+  /** the panels the server computes: filter histograms, the 2-D histogram, the export */
+  readonly analysis = new Analysis(this);
+  view: ViewState = decodeView(window.location.hash);
+  datasetNames: string[] = [];
+  dataset: DatasetInfo | null = null;
+  info: SpeciesInfo | null = null;
+  scene: Scene | null = null;
+  /** the filters in the scene's server-side `where` (the GPU narrows within them) */
+  private serverFilters: RangeFilter[] = [];
+  private bytesTotal = 0;
+  private drawPending = false;
+  private restTimer: ReturnType<typeof setTimeout> | null = null;
+  private hashTimer: ReturnType<typeof setTimeout> | null = null;
+  private lastHash = "";
+  private failed = false;
+  /** called when what the panel shows changed (panel.ts syncs its controls) */
+  onUpdate: () => void = () => {};
+
+  constructor(readonly canvas: HTMLCanvasElement) {
+    this.renderer = new Renderer(canvas);
+    this.filters = new FilterPanel(byId("filters"), {
+      changed: (f, final) => this.setFilters(f, final),
+      removed: (c) => this.setFilters(this.view.filters.filter((f) => f.column !== c), true),
+    });
+    this.streamer = new Streamer(this.api, new FrameLoader(), this.camera, {
+      scene: () => this.scene,
+      settings: () => ({ pointBudget: this.view.budget, firstBudget: this.view.first }),
+      loaded: () => {
+        this.failed = false;
+        this.message(null);
+        this.status(); // now, not at the next frame: every step of the refinement shows
+        this.requestDraw();
+      },
+      idle: () => this.rested(),
+      failed: (e) => this.fail(e),
+    });
+    canvas.addEventListener("webglcontextlost", (e) => {
+      e.preventDefault();
+      this.message("The graphics context was lost; reload the page.");
+    });
+    new ResizeObserver(() => this.requestDraw()).observe(canvas);
+  }
+
+  // --- what is open ---------------------------------------------------------------------
+  async start(): Promise<void> {
+    this.renderer.setColormap(colormapTable(this.view.map));
+    this.applyBackground();
+    await this.run(async () => {
+      const { datasets } = await this.api.datasets();
+      if (datasets.length === 0) throw new ApiError(404, "not_found", "The server has no dataset.");
+      const names = datasets.map((d) => d.name);
+      this.datasetNames = names;
+      await this.openDataset(this.view.ds && names.includes(this.view.ds) ? this.view.ds : names[0]);
+    });
+  }
+
+  async openDataset(name: string): Promise<void> {
+    await this.run(async () => {
+      if (this.dataset && this.dataset.name !== name) {
+        this.info = null; // another dataset: its own bounds, so the camera looks at it anew
+        this.view.cam = undefined;
+      }
+      this.dataset = await this.api.dataset(name);
+      this.view.ds = name;
+      const steps = this.dataset.steps;
+      if (steps.length === 0) throw new ApiError(404, "not_found", `Dataset '${name}' has no steps.`);
+      const step = steps.find((s) => s.index === this.view.step) ?? steps[0];
+      await this.openStep(step.index);
+    });
+  }
+
+  async openStep(index: number): Promise<void> {
+    await this.run(async () => {
+      const step = this.dataset!.steps.find((s) => s.index === index);
+      if (!step) throw new ApiError(404, "not_found", `no step ${index}`);
+      this.view.step = index;
+      const names = Object.keys(step.species);
+      await this.openSpecies(this.view.species && names.includes(this.view.species) ? this.view.species : names[0]);
+    });
+  }
+
+  async openSpecies(name: string): Promise<void> {
+    await this.run(async () => {
+      const first = this.info === null;
+      this.info = await this.api.species(this.view.ds!, this.view.step!, name);
+      this.view.species = name;
+      const cols = this.columnNames();
+      if (!this.view.color || !cols.includes(this.view.color)) {
+        this.view.color = ["energy", ...cols.filter((c) => !(POSITION_COLUMNS as readonly string[]).includes(c)), "z"].find((c) => cols.includes(c));
+        this.view.range = undefined;
+      }
+      this.view.filters = this.view.filters.filter((f) => cols.includes(f.column));
+      if (!this.view.hist || !this.view.hist.every((c) => cols.includes(c))) {
+        const others = cols.filter((c) => !(POSITION_COLUMNS as readonly string[]).includes(c));
+        this.view.hist = cols.includes("ux") && cols.includes("uy") ? ["ux", "uy"] : [others[0] ?? "x", others[1] ?? "y"];
+      }
+      this.sizeCamera();
+      if (first && this.view.cam) this.camera.state = structuredClone(this.view.cam);
+      else if (first) this.resetCamera(false);
+      this.camera.radius = this.boundsRadius();
+      this.serverFilters = this.view.filters.map((f) => ({ ...f }));
+      this.filters.set(this.view.filters, (c) => this.extent(c));
+      this.rebuild(true);
+      this.legend();
+      this.analysis.histograms();
+      this.changed();
+    });
+  }
+
+  columnNames(): string[] {
+    return this.info ? this.info.columns.map((c) => c.name) : [];
+  }
+
+  extent(column: string): [number, number] {
+    const c = this.info?.columns.find((x) => x.name === column);
+    const lo = c?.min ?? 0;
+    const hi = c?.max ?? 1;
+    return [lo, hi > lo ? hi : lo + 1];
+  }
+
+  // --- the scene ---------------------------------------------------------------------------
+  /** Columns the view needs: positions, the colour, the filters. */
+  private neededColumns(): string[] {
+    const want = [...POSITION_COLUMNS, this.view.color, ...this.view.filters.map((f) => f.column)];
+    return [...new Set(want.filter((c): c is string => !!c && this.columnNames().includes(c)))];
+  }
+
+  /** A new scene when the loaded one cannot show the view (or `force`). */
+  rebuild(force = false): void {
+    if (!this.info) return;
+    const key: SceneKey = {
+      ds: this.view.ds!,
+      step: this.view.step!,
+      species: this.view.species!,
+      columns: this.neededColumns(),
+      where: whereOf(this.view.where, this.serverFilters),
+    };
+    const s = this.scene;
+    const fits = s && s.key.ds === key.ds && s.key.step === key.step && s.key.species === key.species && s.key.where === key.where && key.columns.every((c) => s.key.columns.includes(c));
+    if (fits && !force) {
+      this.requestDraw();
+      return;
+    }
+    this.streamer.stop();
+    s?.dispose();
+    this.scene = new Scene(key, this.info, this.renderer);
+    if (s) this.bytesTotal += s.bytes;
+    this.streamer.schedule(0);
+    this.requestDraw();
+  }
+
+  // --- controls --------------------------------------------------------------------------
+  setColor(column: string): void {
+    this.view.color = column;
+    this.view.range = undefined;
+    this.rebuild();
+    this.legend();
+    this.changed();
+  }
+
+  setColormap(map: string): void {
+    this.view.map = map;
+    this.renderer.setColormap(colormapTable(map));
+    this.legend();
+    this.analysis.hist2d();
+    this.changed();
+  }
+
+  setRange(range: [number, number] | undefined): void {
+    this.view.range = range;
+    this.legend();
+    this.changed();
+  }
+
+  colorRange(): [number, number] {
+    return this.view.range ?? this.extent(this.view.color ?? "z");
+  }
+
+  setPointSize(size: number): void {
+    this.view.size = Math.max(1, Math.min(10, size));
+    this.changed();
+  }
+
+  setBudget(budget: number): void {
+    this.view.budget = budget;
+    this.streamer.schedule(0);
+    this.changed();
+  }
+
+  toggleBackground(): void {
+    this.view.bg = this.view.bg === "dark" ? "light" : "dark";
+    this.applyBackground();
+    this.changed();
+  }
+
+  private applyBackground(): void {
+    document.body.classList.toggle("light", this.view.bg === "light");
+    this.requestDraw();
+  }
+
+  resetCamera(notify = true): void {
+    if (!this.info) return;
+    const { min, max } = this.info.bounds;
+    this.sizeCamera();
+    this.camera.fit([min[0], min[1], min[2], max[0], max[1], max[2]]);
+    if (notify) this.cameraMoved();
+  }
+
+  cameraMoved(): void {
+    this.streamer.moved();
+    this.requestDraw();
+    this.changed(false);
+  }
+
+  setExpression(where: string): void {
+    this.view.where = where.trim();
+    byId("where-error").hidden = true;
+    this.serverFilters = this.view.filters.map((f) => ({ ...f }));
+    this.rebuild();
+    this.analysis.histograms();
+    this.changed();
+  }
+
+  /**
+   * New filter ranges. Narrowing a range of a loaded column is drawn at once (the GPU drops
+   * the points outside); widening one, removing one, or one on a column not loaded asks the
+   * server again (once the range is final).
+   */
+  setFilters(filters: RangeFilter[], final: boolean): void {
+    const added = filters.some((f) => !this.view.filters.some((g) => g.column === f.column));
+    const removed = this.view.filters.some((g) => !filters.some((f) => f.column === g.column));
+    this.view.filters = filters;
+    if (added || removed) this.filters.set(filters, (c) => this.extent(c));
+    if (!this.scene || !gpuCanFilter(filters, this.serverFilters, this.scene.key.columns)) {
+      if (!final) return;
+      this.serverFilters = filters.map((f) => ({ ...f }));
+      this.rebuild();
+    }
+    this.requestDraw();
+    if (added) this.analysis.histograms();
+    if (final) {
+      this.analysis.hist2d();
+      this.changed();
+    }
+  }
+
+  /** The selection shown: the expression and every filter (for histograms and export). */
+  selectionWhere(): string {
+    return whereOf(this.view.where, this.view.filters);
+  }
+
+  // --- drawing ---------------------------------------------------------------------------
+  private sizeCamera(): void {
+    this.camera.width = Math.max(1, this.canvas.clientWidth);
+    this.camera.height = Math.max(1, this.canvas.clientHeight);
+  }
+
+  private boundsRadius(): number {
+    const { min, max } = this.info!.bounds;
+    return Math.max(1e-30, Math.hypot(max[0] - min[0], max[1] - min[1], max[2] - min[2]) / 2);
+  }
+
+  requestDraw(): void {
+    if (this.drawPending) return;
+    this.drawPending = true;
+    requestAnimationFrame(() => {
+      this.drawPending = false;
+      this.draw();
+    });
+  }
+
+  private draw(): void {
+    this.renderer.resize();
+    this.sizeCamera();
+    const s = this.scene;
+    const view = this.camera.viewTest();
+    const color = this.view.color && s?.key.columns.includes(this.view.color) ? this.view.color : null;
+    const off = (c: string) => (s ? s.offsetOf(c) : 0);
+    const [c0, c1] = this.colorRange();
+    this.renderer.draw(s ? s.visibleChunks(view) : [], {
+      mvp: this.camera.gpuMatrix(s ? s.origin : [0, 0, 0]),
+      color,
+      colorRange: color ? [c0 - off(color), c1 - off(color)] : [0, 1],
+      filters: s ? this.view.filters.filter((f) => s.key.columns.includes(f.column)).map((f) => ({ column: f.column, lo: f.lo - off(f.column), hi: f.hi - off(f.column) })) : [],
+      pointSize: this.view.size,
+      background: [...BACKGROUNDS[this.view.bg]],
+    });
+    this.status();
+  }
+
+  private status(): void {
+    const s = this.scene;
+    const el = byId("status");
+    const shown = s ? s.countPassing(this.view.filters) : 0;
+    const state = this.failed ? "error" : this.streamer.busy ? "loading" : "ready";
+    el.textContent = statusText({
+      shown,
+      total: this.info?.count ?? 0,
+      bytes: this.bytesTotal + (s?.bytes ?? 0),
+      queryMs: s?.lastQueryMs ?? null,
+      quality: s ? s.qualityInView(this.camera.viewTest()) : null,
+      state,
+    });
+    el.dataset.shown = String(shown);
+    el.dataset.loaded = String(s?.loaded ?? 0);
+    el.dataset.total = String(this.info?.count ?? 0);
+    el.dataset.state = state;
+  }
+
+  private legend(): void {
+    const c = this.info?.columns.find((x) => x.name === this.view.color);
+    const [lo, hi] = this.colorRange();
+    drawLegend(this.view.map, lo, hi, c ? `${c.name}${c.unit_label ? ` [${c.unit_label}]` : ""}` : "");
+    this.requestDraw();
+  }
+
+  // --- after the view settles ---------------------------------------------------------------
+  /** The streamer has nothing more to do for now: update what depends on the view. */
+  private rested(): void {
+    this.requestDraw();
+    if (this.restTimer !== null) clearTimeout(this.restTimer);
+    this.restTimer = setTimeout(() => {
+      this.analysis.hist2d();
+      this.analysis.exportLink();
+    }, 100);
+  }
+
+  setHist2dAxes(x: string, y: string): void {
+    this.view.hist = [x, y];
+    this.analysis.hist2d();
+    this.changed();
+  }
+
+  // --- the URL, messages --------------------------------------------------------------------
+  /** The view changed: the fragment follows (later, for camera moves). */
+  changed(now = true): void {
+    if (this.hashTimer !== null) clearTimeout(this.hashTimer);
+    this.hashTimer = null;
+    if (now) this.writeHash();
+    else this.hashTimer = setTimeout(() => this.writeHash(), 300);
+    this.onUpdate();
+  }
+
+  private writeHash(): void {
+    this.view.cam = structuredClone(this.camera.state);
+    const hash = encodeView(this.view);
+    if (hash !== window.location.hash) history.replaceState(null, "", hash);
+    this.lastHash = hash;
+    this.analysis.exportLink();
+  }
+
+  /** A fragment typed or pasted: open what it names. */
+  async followHash(): Promise<void> {
+    if (window.location.hash === this.lastHash) return;
+    this.view = decodeView(window.location.hash);
+    this.info = null;
+    this.renderer.setColormap(colormapTable(this.view.map));
+    this.applyBackground();
+    await this.start();
+  }
+
+  private async run(fn: () => Promise<void>): Promise<void> {
+    try {
+      await fn();
+    } catch (e) {
+      this.fail(e);
+    }
+  }
+
+  fail(e: unknown): void {
+    if (isAbort(e)) return;
+    this.failed = true;
+    const err = e instanceof ApiError ? e : null;
+    if (err && err.status === 422 && this.view.where) {
+      const box = byId("where-error");
+      box.textContent = err.message;
+      box.hidden = false;
+    } else {
+      this.message(err ? err.explain() : String((e as Error)?.message ?? e));
+    }
+    this.status();
+  }
+
+  message(text: string | null): void {
+    const m = byId("message");
+    m.hidden = text === null;
+    m.textContent = text ?? "";
+  }
+}

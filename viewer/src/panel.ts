@@ -1,0 +1,109 @@
+// The side panel: each control calls the app; sync() shows the app's state in the controls.
+
+import type { App } from "./app";
+import { COLORMAPS } from "./colormap";
+import { attachControls } from "./controls";
+import { byId, num, setOptions } from "./ui/dom";
+
+export function bindPanel(app: App): () => void {
+  const $ = byId;
+  const dataset = $<HTMLSelectElement>("dataset");
+  const species = $<HTMLSelectElement>("species");
+  const step = $<HTMLInputElement>("step");
+  const stepLabel = $("step-label");
+  const color = $<HTMLSelectElement>("color");
+  const colormap = $<HTMLSelectElement>("colormap");
+  const lo = $<HTMLInputElement>("range-lo");
+  const hi = $<HTMLInputElement>("range-hi");
+  const size = $<HTMLInputElement>("size");
+  const budget = $<HTMLSelectElement>("budget");
+  const background = $<HTMLButtonElement>("background");
+  const filterColumn = $<HTMLSelectElement>("filter-column");
+  const where = $<HTMLInputElement>("where");
+  const histX = $<HTMLSelectElement>("hist-x");
+  const histY = $<HTMLSelectElement>("hist-y");
+
+  setOptions(colormap, Object.keys(COLORMAPS));
+  const steps = () => app.dataset?.steps ?? [];
+  const showStep = (i: number) => {
+    const s = steps()[i];
+    stepLabel.textContent = s ? `${s.index} (t = ${num(s.time)})` : "";
+  };
+
+  dataset.addEventListener("change", () => void app.openDataset(dataset.value));
+  species.addEventListener("change", () => void app.openSpecies(species.value));
+  step.addEventListener("input", () => showStep(Number(step.value)));
+  step.addEventListener("change", () => {
+    const s = steps()[Number(step.value)];
+    if (s) void app.openStep(s.index);
+  });
+  color.addEventListener("change", () => app.setColor(color.value));
+  colormap.addEventListener("change", () => app.setColormap(colormap.value));
+  const range = () => {
+    const a = Number(lo.value);
+    const b = Number(hi.value);
+    if (lo.value !== "" && hi.value !== "" && Number.isFinite(a) && Number.isFinite(b) && a < b) app.setRange([a, b]);
+  };
+  lo.addEventListener("change", range);
+  hi.addEventListener("change", range);
+  $("range-auto").addEventListener("click", () => app.setRange(undefined));
+  size.addEventListener("input", () => app.setPointSize(Number(size.value)));
+  budget.addEventListener("change", () => app.setBudget(Number(budget.value)));
+  background.addEventListener("click", () => app.toggleBackground());
+  $("reset").addEventListener("click", () => app.resetCamera());
+  $("filter-add").addEventListener("click", () => {
+    const c = filterColumn.value;
+    if (!c || app.view.filters.some((f) => f.column === c)) return;
+    const [a, b] = app.extent(c);
+    app.setFilters([...app.view.filters, { column: c, lo: a, hi: b }], true);
+  });
+  where.addEventListener("change", () => app.setExpression(where.value));
+  const hist = () => app.setHist2dAxes(histX.value, histY.value);
+  histX.addEventListener("change", hist);
+  histY.addEventListener("change", hist);
+  $("export-format").addEventListener("change", () => app.analysis.exportLink());
+  $("export-view").addEventListener("change", () => app.analysis.exportLink());
+
+  attachControls(app.canvas, app.camera, {
+    moved: () => app.cameraMoved(),
+    reset: () => app.resetCamera(),
+    pointSize: (d) => {
+      app.setPointSize(app.view.size + d);
+      app.requestDraw();
+    },
+    toggleBackground: () => app.toggleBackground(),
+  });
+
+  return function sync(): void {
+    const v = app.view;
+    const cols = app.columnNames();
+    setOptions(dataset, app.datasetNames, v.ds);
+    const ss = steps();
+    step.max = String(Math.max(0, ss.length - 1));
+    step.value = String(Math.max(0, ss.findIndex((s) => s.index === v.step)));
+    step.disabled = ss.length < 2;
+    showStep(Number(step.value));
+    const st = ss.find((s) => s.index === v.step);
+    setOptions(species, st ? Object.keys(st.species) : [], v.species);
+    const labels = cols.map((c) => {
+      const info = app.info?.columns.find((x) => x.name === c);
+      return info?.unit_label ? `${c} [${info.unit_label}]` : c;
+    });
+    setOptions(color, cols, v.color, labels);
+    colormap.value = v.map;
+    const [a, b] = app.colorRange();
+    if (document.activeElement !== lo) lo.value = String(Number(a.toPrecision(6)));
+    if (document.activeElement !== hi) hi.value = String(Number(b.toPrecision(6)));
+    size.value = String(v.size);
+    budget.value = String(v.budget);
+    if (budget.value !== String(v.budget)) {
+      budget.append(new Option(`${num(v.budget / 1e6)} M`, String(v.budget)));
+      budget.value = String(v.budget);
+    }
+    background.textContent = v.bg === "dark" ? "light background" : "dark background";
+    setOptions(filterColumn, cols.filter((c) => !v.filters.some((f) => f.column === c)));
+    if (document.activeElement !== where) where.value = v.where;
+    setOptions(histX, cols, v.hist?.[0]);
+    setOptions(histY, cols, v.hist?.[1]);
+  };
+}

@@ -1,0 +1,34 @@
+import { describe, expect, it } from "vitest";
+import { decodeView, DEFAULT_VIEW, encodeView } from "../src/viewstate";
+
+describe("view in the fragment", () => {
+  it("round-trips", () => {
+    const v = {
+      ...DEFAULT_VIEW,
+      ds: "run",
+      step: 3,
+      species: "ions",
+      color: "ux",
+      map: "magma",
+      range: [-0.5, 0.25] as [number, number],
+      filters: [{ column: "energy", lo: 0.5, hi: 2 }, { column: "ux", lo: -1e-3, hi: 0.1 }],
+      where: "q < 0 and (x > 5)",
+      cam: { target: [1, 2, 3] as [number, number, number], distance: 40, yaw: -15, pitch: 10 },
+      size: 3,
+      bg: "light" as const,
+      budget: 1_000_000,
+      first: 5000,
+      hist: ["ux", "uy"] as [string, string],
+    };
+    expect(decodeView(encodeView(v))).toEqual(v);
+  });
+
+  it("takes defaults for what is missing or wrong", () => {
+    const v = decodeView("#map=nope&size=-1&cam=1,2&step=x&filter=bad");
+    expect(v.map).toBe(DEFAULT_VIEW.map);
+    expect(v.size).toBe(DEFAULT_VIEW.size);
+    expect(v.cam).toBeUndefined();
+    expect(v.step).toBeUndefined();
+    expect(v.filters).toEqual([]);
+  });
+});
