@@ -10,11 +10,15 @@ import anyio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from .compression import CompressionMiddleware
 from .config import Config
+from .errors import error_body
 from .export import make_export_routes
 from .memory import Trimmer
 from .queries import make_query_routes
@@ -47,6 +51,15 @@ class Server:
         return Job(self.limiter, self.config.limits.query_timeout, self.config.query_threads, self.trimmer.after_work)
 
 
+async def _http_exception(request: Request, e: HTTPException) -> Response:
+    """What Starlette itself refuses (a path no route matches, such as one with a newline; a
+    missing file of the app) gets the JSON error body of every other refusal."""
+    kind = "not_found" if e.status_code == 404 else "usage"
+    message = f"no such path: {request.url.path!r}" if e.status_code == 404 else str(e.detail)
+    return Response(error_body(e.status_code, kind, message), e.status_code, media_type="application/json",
+                    headers={**(e.headers or {}), "Cache-Control": "no-store"})
+
+
 def create_app(config: Config) -> Starlette:
     server = Server(config)
     handlers = {**make_routes(server), **make_query_routes(server), **make_export_routes(server)}
@@ -75,6 +88,6 @@ def create_app(config: Config) -> Starlette:
                                      expose_headers=["ETag", "Content-Disposition"], max_age=600))
     middleware.append(Middleware(GuardMiddleware, limits=config.limits, token=config.token))
     middleware.append(Middleware(CompressionMiddleware, limiter=lambda: server.limiter))
-    app = Starlette(routes=routes, middleware=middleware)
+    app = Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: _http_exception})
     app.state.server = server
     return app
