@@ -77,15 +77,26 @@ export function parseFrameHeader(buffer: ArrayBuffer): FrameHeader {
 }
 
 function checkHeader(header: FrameHeader, size: number, dataStart: number): void {
-  if (!Number.isSafeInteger(header.rows) || header.rows < 0) fail(`rows ${header.rows}`);
+  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+  if (!isObject(header)) fail("header is not a JSON object");
+  if (!Number.isSafeInteger(header.rows) || header.rows < 0) fail(`rows ${JSON.stringify(header.rows)}`);
   if (!Array.isArray(header.columns)) fail("no columns");
   if (!Array.isArray(header.cells)) fail("no cells");
-  const cellRows = header.cells.reduce((n, c) => n + c.rows, 0);
+  let cellRows = 0;
+  for (const c of header.cells) {
+    if (!isObject(c) || !Number.isSafeInteger(c.rows) || (c.rows as number) < 0) fail(`cell ${JSON.stringify(c)}`);
+    cellRows += c.rows as number;
+  }
   if (cellRows !== header.rows) fail(`cells hold ${cellRows} rows, the frame ${header.rows}`);
   if (typeof header.to !== "number") fail("no 'to'");
+  const names = new Set<string>();
   for (const c of header.columns) {
-    const T = DTYPES[c.dtype];
-    if (!T) fail(`column '${c.name}' has unknown dtype '${c.dtype}'`);
+    if (!isObject(c) || typeof c.name !== "string") fail(`column ${JSON.stringify(c)}`);
+    if (names.has(c.name)) fail(`column '${c.name}' given twice`);
+    names.add(c.name);
+    const T = typeof c.dtype === "string" && Object.hasOwn(DTYPES, c.dtype) ? DTYPES[c.dtype] : undefined;
+    if (!T) fail(`column '${c.name}' has unknown dtype '${String(c.dtype)}'`);
+    if (!Number.isSafeInteger(c.offset) || !Number.isSafeInteger(c.bytes)) fail(`column '${c.name}' has no offset and size`);
     if (c.offset % FRAME_ALIGN !== 0) fail(`column '${c.name}' at offset ${c.offset}, not a multiple of ${FRAME_ALIGN}`);
     if (c.offset < dataStart || c.offset + c.bytes > size) fail(`column '${c.name}' lies outside the frame`);
     if (c.bytes !== header.rows * T.BYTES_PER_ELEMENT) fail(`column '${c.name}' has ${c.bytes} bytes for ${header.rows} rows`);
