@@ -21,6 +21,7 @@ What a member becomes, by its shape:
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import warnings
@@ -84,6 +85,11 @@ def _damage_is_a_format_error(path: str):
         if isinstance(e, (FormatError, UsageError)):
             raise
         raise FormatError(f"{path}: damaged .npz archive ({type(e).__name__}: {e or 'truncated'})") from None
+    except OSError as e:
+        if e.errno != errno.EINVAL:  # a real I/O error stays one
+            raise
+        # A damaged directory makes zipfile seek before the start of the file.
+        raise FormatError(f"{path}: damaged .npz archive (an offset outside the file: {e})") from None
 
 
 def contents(path: str) -> Contents:
