@@ -46,14 +46,42 @@ class ColumnData {
     dtype_ = q.collection().schema()[column].dtype;
   }
   DType dtype() const { return dtype_; }
-  const BlockStream& in(uint32_t part) const { return q_.collection().part(part)->values(column_); }
-  // Values of segment s of `part`, indexed by position - s.start.
-  const void* span(BlockReader& r, uint32_t part, const Segment& s) const { return r.span(in(part), s.start, s.count); }
+  // The column in one part, looked up once per work chunk (the collection's lookup locks).
+  struct InPart {
+    std::shared_ptr<const ParticleFile> file;
+    const BlockStream* in;
+    // Values of segment s, indexed by position - s.start.
+    const void* span(BlockReader& r, const Segment& s) const { return r.span(*in, s.start, s.count); }
+  };
+  InPart of(uint32_t part) const {
+    auto file = q_.collection().part(part);
+    const BlockStream* in = &file->values(column_);
+    return {std::move(file), in};
+  }
 
  private:
   const Query& q_;
   size_t column_;
   DType dtype_;
+};
+
+// A span's values as doubles: the dtype dispatched once per span, not once per value
+// (float64 spans are used in place).
+class Doubles {
+ public:
+  const double* of(DType t, const void* values, uint64_t n) {
+    if (t == DType::f64) return static_cast<const double*>(values);
+    buf_.resize(n);
+    dispatch_dtype(t, [&](auto tag) {
+      using T = decltype(tag);
+      const T* v = static_cast<const T*>(values);
+      for (uint64_t i = 0; i < n; ++i) buf_[i] = double(v[i]);
+    });
+    return buf_.data();
+  }
+
+ private:
+  std::vector<double> buf_;
 };
 
 }  // namespace
@@ -76,11 +104,12 @@ ColumnStats stats(Query& q, size_t column) {
   q.run([&](unsigned, size_t chunk, uint32_t part, const std::vector<Segment>& segs) {
     ColumnStats s;
     BlockReader reader;
+    const auto in = col.of(part);
     dispatch_dtype(col.dtype(), [&](auto tag) {
       using T = decltype(tag);
       for (const Segment& seg : segs) {
         s.count += seg.count;
-        const T* p = static_cast<const T*>(col.span(reader, part, seg));
+        const T* p = static_cast<const T*>(in.span(reader, seg));
         for (uint64_t i = 0; i < seg.count; ++i) {
           double v = double(p[i]);
           if (std::isnan(v)) continue;
@@ -118,12 +147,15 @@ std::vector<double> histogram(Query& q, const Axis& x, std::optional<size_t> wei
   q.run([&](unsigned w, size_t, uint32_t part, const std::vector<Segment>& segs) {
     std::vector<double>& h = per[w];
     BlockReader reader;
+    Doubles xs, ws;
+    const auto xin = xc.of(part);
+    const std::optional<ColumnData::InPart> win = wc ? std::optional(wc->of(part)) : std::nullopt;
     for (const Segment& seg : segs) {
-      const void* xd = xc.span(reader, part, seg);
-      const void* wd = wc ? wc->span(reader, part, seg) : nullptr;
+      const double* xd = xs.of(xc.dtype(), xin.span(reader, seg), seg.count);
+      const double* wd = win ? ws.of(wc->dtype(), win->span(reader, seg), seg.count) : nullptr;
       for (uint64_t p = 0; p < seg.count; ++p) {
-        int64_t b = bx.bin(load_as_double(xc.dtype(), xd, p));
-        if (b >= 0) h[size_t(b)] += wd ? load_as_double(wc->dtype(), wd, p) : 1.0;
+        int64_t b = bx.bin(xd[p]);
+        if (b >= 0) h[size_t(b)] += wd ? wd[p] : 1.0;
       }
     }
   }, Query::Schedule::fixed);
@@ -144,16 +176,19 @@ std::vector<double> histogram2d(Query& q, const Axis& x, const Axis& y, std::opt
     std::vector<double>& h = per[w];
     if (h.empty()) h.assign(cells, 0.0);
     BlockReader reader;
+    Doubles xs, ys, ws;
+    const auto xin = xc.of(part), yin = yc.of(part);
+    const std::optional<ColumnData::InPart> win = wc ? std::optional(wc->of(part)) : std::nullopt;
     for (const Segment& seg : segs) {
-      const void* xd = xc.span(reader, part, seg);
-      const void* yd = yc.span(reader, part, seg);
-      const void* wd = wc ? wc->span(reader, part, seg) : nullptr;
+      const double* xd = xs.of(xc.dtype(), xin.span(reader, seg), seg.count);
+      const double* yd = ys.of(yc.dtype(), yin.span(reader, seg), seg.count);
+      const double* wd = win ? ws.of(wc->dtype(), win->span(reader, seg), seg.count) : nullptr;
       for (uint64_t p = 0; p < seg.count; ++p) {
-        int64_t i = bx.bin(load_as_double(xc.dtype(), xd, p));
+        int64_t i = bx.bin(xd[p]);
         if (i < 0) continue;
-        int64_t j = by.bin(load_as_double(yc.dtype(), yd, p));
+        int64_t j = by.bin(yd[p]);
         if (j < 0) continue;
-        h[size_t(i) * y.bins + size_t(j)] += wd ? load_as_double(wc->dtype(), wd, p) : 1.0;
+        h[size_t(i) * y.bins + size_t(j)] += wd ? wd[p] : 1.0;
       }
     }
   }, Query::Schedule::fixed);

@@ -117,7 +117,16 @@ std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& count
       i = lv.subtree_end[i];
     } else if (t == Tri::all) {
       ++counters.nodes_all;
-      for (uint32_t k = i; k < lv.subtree_end[i]; ++k) take_runs(k, true);
+      // Nodes at depth >= level_end_ hold no run of the selected levels (the test above),
+      // nor do their subtrees: skipped whole (a coarse read of a large box visits few).
+      for (uint32_t k = i; k < lv.subtree_end[i];) {
+        if (lv.depth[k] >= level_end_) {
+          k = lv.subtree_end[k];
+          continue;
+        }
+        take_runs(k, true);
+        ++k;
+      }
       i = lv.subtree_end[i];
     } else {
       take_runs(i, false);
