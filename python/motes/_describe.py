@@ -62,8 +62,9 @@ def _storage(per: List[Dict[str, Any]]) -> Dict[str, Any]:
     return out
 
 
-def _file_info(ds, step: int, species: str) -> Dict[str, Any]:
-    """One species of one step: its file, or the sum over the part files of a parallel write."""
+def _file_info(ds, step: int, species: str, storage: bool = True) -> Dict[str, Any]:
+    """One species of one step: its file, or the sum over the part files of a parallel write.
+    ``storage``: also how each column is stored (reads the header of every block)."""
     src = ds.source(step, species)
     files = [src.part(k) for k in range(src.part_count)]
     sizes: Dict[str, Any] = {}
@@ -75,18 +76,21 @@ def _file_info(ds, step: int, species: str) -> Dict[str, Any]:
     sizes["overhead_bytes"] = overhead
     sizes["overhead_percent"] = (100.0 * overhead / data) if data else None
     cols = []
-    for j, c in enumerate(files[0].columns):
-        per = [f.columns[j] for f in files]
+    per_file = [f.column_info(storage) for f in files]
+    for j, c in enumerate(per_file[0]):
+        per = [columns[j] for columns in per_file]
         valid = [p for f, p in zip(files, per) if p["nan_count"] < f.count]  # parts with a range
-        cols.append({"name": c["name"], "dtype": c["dtype"],
-                     "index": "quantile" if any(p["index"] == "quantile" for p in per) else "none",
-                     "unit": c["unit"],
-                     **_unit_fields(c["unit"]),
-                     "min": _finite(min(p["min"] for p in valid)) if valid else None,
-                     "max": _finite(max(p["max"] for p in valid)) if valid else None,
-                     "nan_count": sum(p["nan_count"] for p in per),
-                     "error_bound": c.get("error_bound", 0.0),
-                     "storage": _storage(per)})
+        col = {"name": c["name"], "dtype": c["dtype"],
+               "index": "quantile" if any(p["index"] == "quantile" for p in per) else "none",
+               "unit": c["unit"],
+               **_unit_fields(c["unit"]),
+               "min": _finite(min(p["min"] for p in valid)) if valid else None,
+               "max": _finite(max(p["max"] for p in valid)) if valid else None,
+               "nan_count": sum(p["nan_count"] for p in per),
+               "error_bound": c.get("error_bound", 0.0)}
+        if storage:
+            col["storage"] = _storage(per)
+        cols.append(col)
     (lo, hi) = src.bounds
     return {
         "step": step,
@@ -107,7 +111,8 @@ def _file_info(ds, step: int, species: str) -> Dict[str, Any]:
     }
 
 
-def describe(ds, step: Optional[int] = None, species: Optional[str] = None, all_steps: bool = False) -> Dict[str, Any]:
+def describe(ds, step: Optional[int] = None, species: Optional[str] = None, all_steps: bool = False,
+             storage: bool = True) -> Dict[str, Any]:
     """See :meth:`motes.Dataset.describe`."""
     steps = []
     for st in (ds.step(i) for i in ds.steps):
@@ -122,7 +127,7 @@ def describe(ds, step: Optional[int] = None, species: Optional[str] = None, all_
             for name in ds.species_names(s):
                 if species is not None and name != species:
                     continue
-                details.append(_file_info(ds, s, name))
+                details.append(_file_info(ds, s, name, storage))
         if species is not None and not details:
             ds._resolve(step, species)  # raises UsageError with the species of the step
     return {

@@ -609,18 +609,19 @@ class Dataset:
 
     @_storage("cannot read")
     def describe(self, step: Optional[int] = None, species: Optional[str] = None, *,
-                 all_steps: bool = False) -> Dict[str, Any]:
+                 all_steps: bool = False, storage: bool = True) -> Dict[str, Any]:
         """What the dataset holds, as a plain dict that ``json.dumps`` takes as is (what
         ``motes info --json`` prints): its path and attributes; every step (index, time,
         attributes, species with counts and bounds); and the particle files of step
         ``step`` (default: the last; ``all_steps``: every step), of every species or only
         ``species``: part files, sizes (data, index, padding, overhead), tree shape, bounds,
         and the columns (dtype, index kind, unit with its label, SI factor and dimension,
-        min, max, NaN count, ``storage``: bytes stored). Bounds and ranges that JSON cannot
-        hold (NaN) are None. The layout is documented in ``motes._describe``."""
+        min, max, NaN count, ``storage``: bytes stored and codecs; ``storage=False`` leaves it
+        out, which spares reading the header of every block). Bounds and ranges that JSON
+        cannot hold (NaN) are None. The layout is documented in ``motes._describe``."""
         from ._describe import describe
 
-        return describe(self, step, species, all_steps)
+        return describe(self, step, species, all_steps, storage)
 
     @_storage("cannot read")
     def verify(self, progress: bool = False) -> Dict[str, int]:

@@ -16,6 +16,36 @@
 
 namespace motes_py {
 
+// The columns of a particle file as dicts (File.columns, File.column_info).
+static nb::list column_info(const motes::ParticleFile& f, bool storage) {
+  nb::list out;
+  for (size_t i = 0; i < f.schema().size(); ++i) {
+    const motes::ColumnIndex& c = f.index(i);
+    nb::dict d;
+    d["name"] = c.spec.name;
+    d["dtype"] = motes::dtype_name(c.spec.dtype);
+    d["index"] = index_kind_name(c.index);
+    d["unit"] = c.spec.unit;
+    d["error_bound"] = c.spec.error_bound;
+    d["min"] = c.global_min;
+    d["max"] = c.global_max;
+    d["nan_count"] = c.nan_count;
+    d["bitmap_dictionary"] = c.dictionary_size;
+    if (storage) {
+      const motes::BlockStream& v = f.values(i);
+      d["codec"] = v.pipelines();
+      d["stored_bytes"] = v.stored_bytes();
+      d["raw_bytes"] = v.count() * motes::dtype_size(c.spec.dtype);
+      if (const motes::BlockStream* codes = f.codes(i)) {
+        d["codes_codec"] = codes->pipelines();
+        d["codes_stored_bytes"] = codes->stored_bytes();
+      }
+    }
+    out.append(d);
+  }
+  return out;
+}
+
 void bind_files(nb::module_& m) {
   m.def("block_cache_bytes", []() { return motes::block_cache_bytes(); },
         "Bytes the cache of decoded blocks may hold (MOTES_CACHE_MB at start, default 256 MiB).");
@@ -59,33 +89,11 @@ void bind_files(nb::module_& m) {
       .def_prop_ro("block_values", &motes::ParticleFile::block_values)
       .def_prop_ro("required_features", &motes::ParticleFile::required_features)
       .def_prop_ro("bounds", [](const motes::ParticleFile& f) { return box_tuple(f.bounds()); })
-      .def_prop_ro("columns",
-                   [](const motes::ParticleFile& f) {
-                     nb::list out;
-                     for (size_t i = 0; i < f.schema().size(); ++i) {
-                       const motes::ColumnIndex& c = f.index(i);
-                       const motes::BlockStream& v = f.values(i);
-                       nb::dict d;
-                       d["name"] = c.spec.name;
-                       d["dtype"] = motes::dtype_name(c.spec.dtype);
-                       d["index"] = index_kind_name(c.index);
-                       d["unit"] = c.spec.unit;
-                       d["error_bound"] = c.spec.error_bound;
-                       d["min"] = c.global_min;
-                       d["max"] = c.global_max;
-                       d["nan_count"] = c.nan_count;
-                       d["bitmap_dictionary"] = c.dictionary_size;
-                       d["codec"] = v.pipelines();
-                       d["stored_bytes"] = v.stored_bytes();
-                       d["raw_bytes"] = v.count() * motes::dtype_size(c.spec.dtype);
-                       if (const motes::BlockStream* codes = f.codes(i)) {
-                         d["codes_codec"] = codes->pipelines();
-                         d["codes_stored_bytes"] = codes->stored_bytes();
-                       }
-                       out.append(d);
-                     }
-                     return out;
-                   })
+      .def("column_info", &column_info, "storage"_a = true,
+           "Per column: name, dtype, index, unit, error_bound, min, max, nan_count, bitmap_dictionary; "
+           "with storage, also codec, stored_bytes, raw_bytes (and codes_codec, codes_stored_bytes): "
+           "these read the header of every block of the column.")
+      .def_prop_ro("columns", [](const motes::ParticleFile& f) { return column_info(f, true); })
       .def_prop_ro("sizes",
                    [](const motes::ParticleFile& f) {
                      auto s = f.stats();

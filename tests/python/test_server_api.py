@@ -217,3 +217,17 @@ def test_nan_and_infinities_are_null(tmp_path):
         assert v["min"] is None and v["max"] is None and v["nan_count"] == 3
         h = get(client, H.format("n", 0), x="v").json()  # no valid value: the range [0, 1]
         assert h["x"]["range"] == [0.0, 1.0] and h["total"] == 0
+
+
+def test_warm_opens_the_first_step_and_survives_a_damaged_dataset(tmp_path):
+    from motes.server.registry import Registry
+
+    write_vpic(tmp_path / "a.motes", 5_000, steps=2)
+    write_vpic(tmp_path / "b.motes", 5_000)
+    reg = Registry([(None, str(tmp_path / "b.motes")), (None, str(tmp_path / "a.motes"))])
+    first = next((tmp_path / "b.motes").rglob("*.mpf"))
+    first.write_bytes(b"not a particle file")  # b's species cannot be opened: warm goes on to a
+    reg.warm()
+    assert set(reg._species) == {("a", 0, "particles")}
+    with pytest.raises(motes.MotesError):
+        reg.species("b", "0", "particles")  # the request that meets it reports it

@@ -97,6 +97,8 @@ def cmd_serve(args) -> int:
         _out(f"serving {name} ({entry.path})")
     _out(f"open {url}" + ("" if token or is_loopback(args.host) else "  (no authentication: --no-auth)"))
     sys.stdout.flush()
+    # What the first page load asks for is opened while the browser starts.
+    threading.Thread(target=app.state.server.registry.warm, name="motes-warm", daemon=True).start()
     if args.open:
         import webbrowser
 

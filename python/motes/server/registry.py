@@ -17,7 +17,7 @@ from ..dataset import Dataset
 from ..dataset import open as open_dataset
 from ..errors import MotesError, UsageError
 from .cells import Ladder
-from .errors import not_found
+from .errors import HTTPError, not_found
 from .params import integer
 
 
@@ -128,6 +128,30 @@ class Registry:
             raise not_found(f"no dataset '{name}' (datasets: {', '.join(self.entries)})")
         return e
 
+    def warm(self) -> None:
+        """Opens what the viewer asks for first (every species of each dataset's first step:
+        its description, column indexes and ladder), so that the first page load does not wait
+        for it. Run in a background thread after the server listens; a failure here is left
+        for the request that meets it to report."""
+        for name, entry in self.entries.items():
+            try:
+                ds = entry.dataset()
+                if ds.steps:
+                    step = ds.steps[0]
+                    for species in ds.step(step).species:
+                        self.species(name, str(step), species)
+            except Exception:  # noqa: BLE001 (reported by the requests themselves)
+                continue
+
+    def cached(self, name: str, step_text: str, species: str) -> Optional[Species]:
+        """The species when it is open already (no I/O: callable from the event loop)."""
+        try:
+            key = (name, integer("step", step_text), species)
+        except HTTPError:  # the slow path reports it
+            return None
+        with self._lock:
+            return self._species.get(key)
+
     def species(self, name: str, step_text: str, species: str) -> Species:
         """The species of a step (opened on first use: call from a worker thread); 404 when
         the dataset, step or species is not there."""
@@ -151,7 +175,7 @@ class Registry:
 
     def _open(self, entry: Entry, ds: Dataset, step: int, species: str) -> Species:
         src = ds.source(step, species)
-        info = ds.describe(step, species)["files"][0]
+        info = ds.describe(step, species, storage=False)["files"][0]  # (storage reads every block's header)
         sp = ds.step(step).species[species]
         files = [src.part(k) for k in range(src.part_count)]
         # What identifies the step's files: the checksums the manifest pins (a dataset of

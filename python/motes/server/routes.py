@@ -44,7 +44,8 @@ async def light(fn, *args):
 
 async def species_of(registry: Registry, request: Request) -> Species:
     p = request.path_params
-    return await light(registry.species, p["ds"], p["step"], p["sp"])
+    found = registry.cached(p["ds"], p["step"], p["sp"])
+    return found if found is not None else await light(registry.species, p["ds"], p["step"], p["sp"])
 
 
 def step_headers(sp: Species, request: Request, params: Params):
