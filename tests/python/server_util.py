@@ -234,8 +234,11 @@ async def viewer_load(base: str, dataset: str, step: int, species: str, clients:
                         params.update(y="x", ybins="64")
                 t0 = time.perf_counter()
                 try:
-                    r = await client.get(url, params=params, headers={"Accept-Encoding": "zstd"})
-                    await r.aread()
+                    # The body as sent (zstd), not decoded: the clients share the server's cores,
+                    # and what is measured is the server's answer, not the client's decoding.
+                    async with client.stream("GET", url, params=params, headers={"Accept-Encoding": "zstd"}) as r:
+                        async for _ in r.aiter_raw():
+                            pass
                     outcome = r.status_code
                 except Exception as e:  # counted as an error
                     outcome = f"{type(e).__name__}: {e}"
