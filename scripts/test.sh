@@ -32,5 +32,8 @@ echo "== viewer unit tests (Vitest: frame parser, cell bookkeeping, planner, URL
 echo "== Python tests (pytest)"
 .venv/bin/python -m pytest -q tests/python
 
-echo "== browser tests (pytest + Playwright, Debian's Chromium; they skip without motes serve)"
-.venv/bin/python -m pytest -q tests/browser
+echo "== the installed package carries the built viewer (installing a wheel needs no Node)"
+.venv/bin/python -c "import os, motes.server.config as c; p = os.path.join(c.APP_DIR, 'index.html'); assert os.path.isfile(p), p + ' is missing'; print(p)"
+
+echo "== browser tests (pytest + Playwright, Debian's Chromium, against motes serve)"
+MOTES_REQUIRE_BROWSER=1 .venv/bin/python -m pytest -q tests/browser
