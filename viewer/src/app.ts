@@ -56,6 +56,7 @@ export class App {
         this.failed = false;
         this.message(null);
         this.status(); // now, not at the next frame: every step of the refinement shows
+        byId("status").dataset.loadedAt = String(performance.now());
         this.requestDraw();
       },
       idle: () => this.rested(),
@@ -304,7 +305,8 @@ export class App {
     const color = this.view.color && s?.key.columns.includes(this.view.color) ? this.view.color : null;
     const off = (c: string) => (s ? s.offsetOf(c) : 0);
     const [c0, c1] = this.colorRange();
-    this.renderer.draw(s ? s.visibleChunks(view) : [], {
+    const chunks = s ? s.visibleChunks(view) : [];
+    this.renderer.draw(chunks, {
       mvp: this.camera.gpuMatrix(s ? s.origin : [0, 0, 0]),
       color,
       colorRange: color ? [c0 - off(color), c1 - off(color)] : [0, 1],
@@ -313,6 +315,10 @@ export class App {
       background: [...BACKGROUNDS[this.view.bg]],
     });
     this.status();
+    // For tests and bench/viewer.py: what the last frame drew, and when (ms since page load).
+    const el = byId("status");
+    el.dataset.drawn = String(chunks.reduce((n, c) => n + c.count, 0));
+    el.dataset.drawnAt = String(performance.now());
   }
 
   private status(): void {
@@ -320,18 +326,20 @@ export class App {
     const el = byId("status");
     const shown = s ? s.countPassing(this.view.filters) : 0;
     const state = this.failed ? "error" : this.streamer.busy ? "loading" : "ready";
+    const quality = s ? s.qualityInView(this.camera.viewTest()) : null;
     el.textContent = statusText({
       shown,
       total: this.info?.count ?? 0,
       bytes: this.bytesTotal + (s?.bytes ?? 0),
       queryMs: s?.lastQueryMs ?? null,
-      quality: s ? s.qualityInView(this.camera.viewTest()) : null,
+      quality,
       state,
     });
     el.dataset.shown = String(shown);
     el.dataset.loaded = String(s?.loaded ?? 0);
     el.dataset.total = String(this.info?.count ?? 0);
     el.dataset.state = state;
+    el.dataset.qualityInView = quality ? String(quality[0]) : "";
   }
 
   private legend(): void {
