@@ -1,0 +1,145 @@
+"""A grid field in memory: the values of a 1-, 2- or 3-D grid with its geometry, as
+``motes.write(..., fields=)`` takes them, ``Dataset.field(...).read()`` describes them
+and the converters (IDX, openPMD meshes, H5Block, VTKHDF) exchange them.
+
+Conventions (one place; docs/guide.md "Fields" repeats them for users):
+
+* ``array`` is a numpy array in C order indexed ``(z, y, x)`` for a 3-D grid, ``(y, x)`` in
+  2-D, ``(x,)`` in 1-D: x varies fastest, as numpy users, H5Block and OpenVisus see it. A
+  vector field has one more, last axis: its components (``components`` names them).
+* ``origin`` and ``spacing`` are given as ``(x, y, z)`` (as many as the grid has axes); a
+  rectilinear grid gives ``coords`` instead: one increasing coordinate array per axis, in
+  ``(x, y, z)`` order.
+* ``centering="node"`` (the default): sample ``i`` sits at ``origin + i * spacing``.
+  ``"cell"``: the grid's cells start at ``origin``, sample ``i`` is the cell's centre,
+  ``origin + (i + 0.5) * spacing``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+from .dtypes import SUMMARY, SUPPORTED
+from .errors import UsageError
+
+__all__ = ["Field", "CENTERINGS", "AXES"]
+
+#: How samples sit in their grid.
+CENTERINGS = ("node", "cell")
+
+#: Axis names in the order origin, spacing and coords are given.
+AXES = ("x", "y", "z")
+
+
+def _floats(name: str, values, n: int) -> Tuple[float, ...]:
+    try:
+        out = tuple(float(v) for v in np.atleast_1d(np.asarray(values, dtype=np.float64)))
+    except (TypeError, ValueError):
+        raise UsageError(f"{name} must be {n} numbers (x, y, z order), got {values!r}") from None
+    if len(out) != n:
+        raise UsageError(f"{name} must have {n} numbers for a {n}-D grid (x, y, z order), got {len(out)}")
+    if not all(np.isfinite(out)):
+        raise UsageError(f"{name} must be finite, got {out}")
+    return out
+
+
+@dataclass
+class Field:
+    """A field on a uniform (``origin``, ``spacing``) or rectilinear (``coords``) grid.
+
+    >>> motes.Field(bz, origin=(0, 0, 0), spacing=(0.5, 0.5, 0.5))              # bz.shape (nz, ny, nx)
+    >>> motes.Field(e, spacing=(1, 1, 1), components=("x", "y", "z"), unit="V/m")  # e.shape (nz, ny, nx, 3)
+    """
+
+    array: Any
+    origin: Optional[Sequence[float]] = None
+    spacing: Optional[Sequence[float]] = None
+    coords: Optional[Sequence[Any]] = None
+    centering: str = "node"
+    components: Optional[Sequence[str]] = None
+    unit: str = ""
+    attributes: Dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        a = np.asarray(self.array)
+        if a.dtype not in SUPPORTED:
+            raise UsageError(f"a field's dtype must be one of {SUMMARY}, got {a.dtype}")
+        if self.components is not None:
+            self.components = tuple(str(c) for c in self.components)
+            if a.ndim < 2 or a.shape[-1] != len(self.components):
+                raise UsageError(f"a vector field with components {self.components} needs a last axis of "
+                                 f"{len(self.components)}, got shape {a.shape}")
+            if len(set(self.components)) != len(self.components) or not all(self.components):
+                raise UsageError(f"component names must be distinct and not empty, got {self.components}")
+        ndim = a.ndim - (self.components is not None)
+        if not 1 <= ndim <= 3:
+            raise UsageError(f"a field is a 1-, 2- or 3-D grid (plus a last axis of components for a vector "
+                             f"field), got an array of shape {a.shape}")
+        if 0 in a.shape:
+            raise UsageError(f"a field's grid has no samples along an axis: shape {a.shape}")
+        self.array = a
+        if self.centering not in CENTERINGS:
+            raise UsageError(f"centering must be one of {CENTERINGS}, got {self.centering!r}")
+        if self.coords is not None:
+            if self.origin is not None or self.spacing is not None:
+                raise UsageError("give a field origin and spacing (a uniform grid) or coords (a rectilinear one), "
+                                 "not both")
+            if len(self.coords) != ndim:
+                raise UsageError(f"coords must have {ndim} arrays (x, y, z order) for a {ndim}-D grid, "
+                                 f"got {len(self.coords)}")
+            coords = []
+            for k, c in enumerate(self.coords):
+                c = np.ascontiguousarray(c, dtype=np.float64)
+                n = self.shape[ndim - 1 - k]
+                if c.shape != (n,):
+                    raise UsageError(f"coords of {AXES[k]} must have {n} values (the grid's {AXES[k]} size), "
+                                     f"got shape {c.shape}")
+                if not np.all(np.isfinite(c)) or np.any(np.diff(c) <= 0):
+                    raise UsageError(f"coords of {AXES[k]} must be finite and increasing")
+                coords.append(c)
+            self.coords = tuple(coords)
+        else:
+            self.origin = _floats("origin", (0.0,) * ndim if self.origin is None else self.origin, ndim)
+            self.spacing = _floats("spacing", (1.0,) * ndim if self.spacing is None else self.spacing, ndim)
+            if any(s <= 0 for s in self.spacing):
+                raise UsageError(f"spacing must be positive, got {self.spacing}")
+        if not isinstance(self.unit, str):
+            raise UsageError(f"a field's unit must be text, got {self.unit!r}")
+        self.attributes = dict(self.attributes)
+
+    @property
+    def ndim(self) -> int:
+        """Axes of the grid (1, 2 or 3; the components' axis is not one)."""
+        return self.array.ndim - (self.components is not None)
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """The grid's shape, (z, y, x) order (without the components)."""
+        return tuple(self.array.shape[: self.ndim])
+
+    @property
+    def dims(self) -> Tuple[int, ...]:
+        """The grid's sample counts in (x, y, z) order."""
+        return tuple(reversed(self.shape))
+
+    @property
+    def uniform(self) -> bool:
+        return self.coords is None
+
+    def axis(self, k: int) -> np.ndarray:
+        """Positions of the samples along axis ``k`` (0 = x) as float64."""
+        if not 0 <= k < self.ndim:
+            raise UsageError(f"a {self.ndim}-D field has no axis {k}")
+        if self.coords is not None:
+            return self.coords[k]
+        n = self.dims[k]
+        shift = 0.5 if self.centering == "cell" else 0.0
+        return self.origin[k] + (np.arange(n, dtype=np.float64) + shift) * self.spacing[k]
+
+    def bounds(self) -> Tuple[Tuple[float, ...], Tuple[float, ...]]:
+        """(lo, hi) of the samples' positions, (x, y, z) order."""
+        axes = [self.axis(k) for k in range(self.ndim)]
+        return tuple(float(a[0]) for a in axes), tuple(float(a[-1]) for a in axes)

@@ -1,0 +1,44 @@
+"""motes.Field: the in-memory grid field every writer, reader and converter shares
+(python/motes/field.py): geometry in (x, y, z) order, arrays in (z, y, x) C order."""
+
+import numpy as np
+import pytest
+
+import motes
+from motes.field import Field
+
+
+def test_uniform_node_and_cell_positions():
+    f = Field(np.zeros((4, 5, 6), np.float32), origin=(1, 2, 3), spacing=(0.5, 0.25, 2))
+    assert f.ndim == 3 and f.shape == (4, 5, 6) and f.dims == (6, 5, 4)
+    np.testing.assert_array_equal(f.axis(0), 1 + 0.5 * np.arange(6))
+    assert f.bounds() == ((1.0, 2.0, 3.0), (3.5, 3.0, 9.0))
+    c = Field(np.zeros((4, 5, 6)), origin=(0, 0, 0), spacing=(1, 1, 1), centering="cell")
+    np.testing.assert_array_equal(c.axis(2), np.arange(4) + 0.5)
+
+
+def test_vector_rectilinear_and_lower_dimensions():
+    v = Field(np.zeros((3, 4, 2), np.float64), components=("x", "y"), coords=([0, 1, 3, 7], [0, 0.5, 2]))
+    assert v.ndim == 2 and v.shape == (3, 4) and not v.uniform
+    np.testing.assert_array_equal(v.axis(0), [0, 1, 3, 7])
+    line = Field(np.arange(10, dtype=np.int32))
+    assert line.ndim == 1 and line.origin == (0.0,) and line.spacing == (1.0,)
+
+
+@pytest.mark.parametrize("kwargs, needle", [
+    (dict(array=np.zeros((2, 2, 2)), spacing=(1, 1)), "3 numbers"),
+    (dict(array=np.zeros((2, 2, 2)), spacing=(1, 0, 1)), "positive"),
+    (dict(array=np.zeros((2, 2, 2)), origin=(0, np.nan, 0)), "finite"),
+    (dict(array=np.zeros((2, 2, 2)), centering="edge"), "centering"),
+    (dict(array=np.zeros((2, 2, 2, 2, 2))), "1-, 2- or 3-D"),
+    (dict(array=np.zeros((2, 0, 2))), "no samples"),
+    (dict(array=np.zeros((2, 2), np.complex64)), "dtype"),
+    (dict(array=np.zeros((2, 2, 3)), components=("x", "y")), "last axis of 2"),
+    (dict(array=np.zeros((2, 2, 2)), components=("x", "x")), "distinct"),
+    (dict(array=np.zeros((2, 3)), coords=([0, 1, 2], [1, 1])), "increasing"),
+    (dict(array=np.zeros((2, 3)), coords=([0, 1], [0, 1])), "3 values"),
+    (dict(array=np.zeros((2, 3)), coords=([0, 1, 2], [0, 1]), origin=(0, 0)), "not both"),
+])
+def test_bad_fields_are_refused_by_name(kwargs, needle):
+    with pytest.raises(motes.UsageError, match=needle):
+        Field(**kwargs)
