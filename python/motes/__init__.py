@@ -14,7 +14,8 @@ from .errors import (CancelledError, FormatError, InternalError, MotesError, Not
 from .dataset import Column, Dataset, Table, Writer, open, read_partition, write
 from .field import Field
 
-__all__ = ["open", "write", "read_partition", "Writer", "Dataset", "Table", "Column", "Field", "synth", "parse_expression",
+__all__ = ["open", "write", "read_partition", "Writer", "Dataset", "Table", "Column", "Field", "synth",
+           "parse_expression",
            "MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "OutOfMemoryError",
            "InternalError", "CancelledError", "__version__"]
 
