@@ -86,5 +86,6 @@ void bind_files(nb::module_& m);     // files.cpp: write_file, File, Collection,
 void bind_queries(nb::module_& m);   // queries.cpp: Selection, select, count, stats, histogram
 void bind_dataset(nb::module_& m);   // dataset.cpp: DatasetCore, PartedStep
 void bind_parallel(nb::module_& m);  // parallel.cpp: MPI writes and reads, simulate_aggregation
+void bind_fields(nb::module_& m);    // fields.cpp: HZ order of grid fields
 
 }  // namespace motes_py

@@ -9,6 +9,7 @@
 //   queries.cpp       Selection, select, count, stats, histogram, parse_expression
 //   dataset.cpp       DatasetCore, PartedStep
 //   parallel.cpp      MPI writes and reads, simulate_aggregation
+//   fields.cpp        grid fields: the HZ order
 #include "common.hpp"
 #include "motes/core/version.hpp"
 
@@ -21,4 +22,5 @@ NB_MODULE(_core, m) {
   motes_py::bind_queries(m);
   motes_py::bind_dataset(m);
   motes_py::bind_parallel(m);
+  motes_py::bind_fields(m);
 }

@@ -1,0 +1,129 @@
+// Grid fields: the HZ order of fields/hz (Bitmask, HzOrder, blocks_for_box) for the field
+// reader and writer of the Python layer and the IDX converter. Arrays are numpy C order
+// ((z, y, x) indexing), coordinates and dims (x, y, z).
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+
+#include "common.hpp"
+#include "motes/core/errors.hpp"
+#include "motes/fields/hz.hpp"
+
+namespace motes_py {
+
+namespace {
+
+using motes::fields::Bitmask;
+using motes::fields::Dims;
+using motes::fields::HzOrder;
+
+using AnyArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
+using Triple = std::array<uint64_t, 3>;
+
+size_t item_size(const AnyArray& a, const char* what) {
+  const size_t size = a.itemsize();
+  if (size != 1 && size != 2 && size != 4 && size != 8)
+    throw motes::UsageError(std::string(what) + ": samples of " + std::to_string(size) + " bytes (1, 2, 4 or 8 expected)");
+  return size;
+}
+
+// The (x, y, z) sample counts of a C-order array of 1-3 axes ((z, y, x) indexing).
+Dims dims_of(const AnyArray& a) {
+  if (a.ndim() < 1 || a.ndim() > 3) throw motes::UsageError("a grid array has 1, 2 or 3 axes, not " + std::to_string(a.ndim()));
+  Dims d{1, 1, 1};
+  for (size_t k = 0; k < a.ndim(); ++k) d[k] = uint64_t(a.shape(a.ndim() - 1 - k));
+  return d;
+}
+
+void check_range(const HzOrder& o, uint64_t first, uint64_t count) {
+  if (first > o.size() || count > o.size() - first)
+    throw motes::UsageError("HZ range [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                            ") is outside [0, " + std::to_string(o.size()) + ")");
+}
+
+}  // namespace
+
+void bind_fields(nb::module_& m) {
+  m.def(
+      "hz_guess", [](const Triple& dims, int ndim) { return Bitmask::guess(dims, ndim).text(); }, "dims"_a, "ndim"_a,
+      "The bitmask text of a grid of (x, y, z) sample counts (fields/hz.hpp, Bitmask::guess).");
+  m.def(
+      "hz_stride_bits", [](const std::string& bitmask, int resolution) { return Bitmask::parse(bitmask).stride_bits(resolution); },
+      "bitmask"_a, "resolution"_a, "Per axis (x, y, z), log2 of the stride between the samples of a resolution.");
+  m.def(
+      "hz_resolution_of_level",
+      [](const std::string& bitmask, int level) { return Bitmask::parse(bitmask).resolution_of_level(level); },
+      "bitmask"_a, "level"_a, "The resolution that keeps every 2^level-th sample along each axis.");
+  m.def(
+      "hz_levels", [](const std::string& bitmask) { return Bitmask::parse(bitmask).levels(); }, "bitmask"_a,
+      "The largest level of a bitmask (every axis down to one sample).");
+
+  nb::class_<HzOrder>(m, "HzOrder", "Coordinates <-> HZ indexes of one bitmask (fields/hz.hpp).")
+      .def("__init__", [](HzOrder* self, const std::string& bitmask) { new (self) HzOrder(Bitmask::parse(bitmask)); },
+           "bitmask"_a)
+      .def_prop_ro("bitmask", [](const HzOrder& o) { return o.bitmask().text(); })
+      .def_prop_ro("maxh", &HzOrder::maxh)
+      .def_prop_ro("size", &HzOrder::size)
+      .def_prop_ro("pow2_dims", [](const HzOrder& o) { return o.bitmask().pow2_dims(); })
+      .def("hz_of", &HzOrder::hz_of, "x"_a, "y"_a = 0, "z"_a = 0)
+      .def("point_of_hz", &HzOrder::point_of_hz, "hz"_a)
+      .def(
+          "points",
+          [](const HzOrder& o, uint64_t first, uint64_t count) {
+            check_range(o, first, count);
+            auto [arr, data] = new_array(motes::DType::u64, count * 3);
+            auto* p = static_cast<uint64_t*>(data);
+            {
+              nb::gil_scoped_release release;
+              for (uint64_t i = 0; i < count; ++i) {
+                const Dims d = o.point_of_hz(first + i);
+                std::memcpy(p + 3 * i, d.data(), sizeof d);
+              }
+            }
+            return arr.attr("reshape")(count, 3);
+          },
+          "first"_a, "count"_a, "The (x, y, z) points of HZ indexes [first, first + count), as a (count, 3) uint64 array.")
+      .def(
+          "gather",
+          [](const HzOrder& o, const AnyArray& grid, uint64_t first, uint64_t count, AnyArray out) {
+            check_range(o, first, count);
+            const size_t size = item_size(grid, "gather");
+            if (out.itemsize() != size || out.size() != count)
+              throw motes::UsageError("gather: out must hold " + std::to_string(count) + " samples of " +
+                                      std::to_string(size) + " bytes");
+            const Dims dims = dims_of(grid);
+            const Dims p2 = o.bitmask().pow2_dims();
+            for (size_t a = 0; a < 3; ++a)
+              if (dims[a] > p2[a])
+                throw motes::UsageError("gather: the grid's dims exceed the bitmask " + o.bitmask().text() + "'s");
+            nb::gil_scoped_release release;
+            o.gather(grid.data(), dims, size, first, count, out.data());
+          },
+          "grid"_a, "first"_a, "count"_a, "out"_a.noconvert(),
+          "HZ samples [first, first + count) of a C-order grid array into `out` (zeros for the padding).")
+      .def(
+          "scatter",
+          [](const HzOrder& o, const AnyArray& samples, uint64_t first, const Triple& lo, const Triple& hi,
+             const std::array<int, 3>& stride_bits, const Triple& out_first, AnyArray out) {
+            check_range(o, first, samples.size());
+            const size_t size = item_size(samples, "scatter");
+            const Dims out_dims = dims_of(out);
+            if (out.itemsize() != size) throw motes::UsageError("scatter: out has another sample size");
+            nb::gil_scoped_release release;
+            return o.scatter(samples.data(), size, first, samples.size(), lo, hi, stride_bits, out_first, out_dims,
+                             out.data());
+          },
+          "samples"_a, "first"_a, "lo"_a, "hi"_a, "stride_bits"_a, "out_first"_a, "out"_a.noconvert(),
+          "Writes the samples (HZ indexes first..) inside [lo, hi) on the lattice of stride_bits into `out`, the "
+          "C-order array of the box's lattice points from lattice index out_first; returns how many.")
+      .def(
+          "blocks_for_box",
+          [](const HzOrder& o, int block_bits, int resolution, const Triple& lo, const Triple& hi) {
+            return motes::fields::blocks_for_box(o, block_bits, resolution, lo, hi);
+          },
+          "block_bits"_a, "resolution"_a, "lo"_a, "hi"_a,
+          "The blocks of 2^block_bits HZ samples that hold samples of [lo, hi) at a resolution.");
+}
+
+}  // namespace motes_py
