@@ -126,4 +126,51 @@ Header make_header(const char (&magic)[8], uint16_t major, uint16_t minor, uint6
   return h;
 }
 
+void SectionsBuilder::add(uint32_t kind, uint32_t column, const std::string& s) {
+  while (bytes.size() % 8) bytes.push_back('\0');
+  Stored st = store_section(s, compress);
+  if (st.storage == kZstd) features |= kFeatureZstdSections;
+  table.push_back(SectionEntry{uint16_t(kind), st.storage, 0, column, base + bytes.size(), st.bytes.size(),
+                               XXH3_64bits(st.bytes.data(), st.bytes.size())});
+  bytes += st.bytes;
+}
+
+uint32_t SectionsBuilder::bulk(uint32_t kind, uint32_t column, uint8_t storage, uint64_t offset, uint64_t length) {
+  if (storage == kBlocks) features |= kFeatureCodedBlocks;
+  table.push_back(SectionEntry{uint16_t(kind), storage, 0, column, offset, length, 0});
+  return uint32_t(table.size() - 1);
+}
+
+uint64_t SectionsBuilder::table_offset() {
+  while (bytes.size() % 8) bytes.push_back('\0');
+  return base + bytes.size();
+}
+
+std::string encode_block_table(const std::vector<StoredBlock>& blocks) {
+  std::string out;
+  out.reserve(blocks.size() * sizeof(BlockEntry));
+  for (const StoredBlock& b : blocks) {
+    BlockEntry e{b.offset, b.stored, 0, b.checksum};
+    out.append(reinterpret_cast<const char*>(&e), sizeof e);
+  }
+  return out;
+}
+
+std::vector<StoredBlock> decode_block_table(const std::string& table, uint64_t count, const SectionEntry& bulk,
+                                            const std::string& what, const Reader& file) {
+  if (table.size() != count * sizeof(BlockEntry))
+    file.fail("block table of " + what + " lists " + std::to_string(table.size() / sizeof(BlockEntry)) +
+              " blocks, expected " + std::to_string(count));
+  std::vector<StoredBlock> out(count);
+  for (uint64_t b = 0; b < count; ++b) {
+    BlockEntry be;
+    std::memcpy(&be, table.data() + b * sizeof be, sizeof be);
+    if (be.offset < bulk.offset || be.offset > bulk.offset + bulk.length || be.stored > bulk.offset + bulk.length - be.offset)
+      file.fail("block " + std::to_string(b) + " of " + what + " lies outside its section");
+    if (be.stored == 0 || be.zero) file.fail("block " + std::to_string(b) + " of " + what + " is damaged in the block table");
+    out[b] = StoredBlock{be.offset, be.stored, be.checksum};
+  }
+  return out;
+}
+
 }  // namespace motes::container

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "motes/container/block_stream.hpp"
 #include "motes/io/byte_source.hpp"
 
 namespace motes::container {
@@ -66,6 +67,15 @@ struct SectionEntry {
   uint64_t checksum;
 };
 static_assert(sizeof(SectionEntry) == kEntryBytes);
+
+// One entry of a block table section per coded block of a kBlocks section, in value order.
+struct BlockEntry {
+  uint64_t offset;    // of the stored block in the file
+  uint32_t stored;    // its bytes
+  uint32_t zero;
+  uint64_t checksum;  // XXH3 of the stored bytes
+};
+static_assert(sizeof(BlockEntry) == 24);
 #pragma pack(pop)
 
 // An opened container: header and section table read and checked (magic, version,
@@ -98,6 +108,31 @@ struct Stored {
   uint8_t storage = kRaw;
 };
 Stored store_section(const std::string& bytes, bool compress, int zstd_level = 3);
+
+// The sections a writer places after its bulk data, in one buffer starting at `base`, and
+// the section table listing them and the bulk sections; small sections are stored as zstd
+// frames when that makes them smaller (`compress`).
+struct SectionsBuilder {
+  uint64_t base;
+  bool compress;
+  std::string bytes;
+  std::vector<SectionEntry> table;
+  uint64_t features = 0;
+
+  void add(uint32_t kind, uint32_t column, const std::string& s);
+  // A bulk section (raw values at offset, or coded blocks within [offset, offset + length));
+  // returns its index in the table (the `column` of its block table or checksums).
+  uint32_t bulk(uint32_t kind, uint32_t column, uint8_t storage, uint64_t offset, uint64_t length);
+  // Pads the buffer to 8 bytes: the section table goes right after it.
+  uint64_t table_offset();
+};
+
+// A block table section's bytes (the blocks' offsets, sizes and checksums).
+std::string encode_block_table(const std::vector<StoredBlock>& blocks);
+// The `count` blocks of block table bytes `table`, each checked to lie inside its bulk
+// section `bulk`; FormatError through `fail` naming `what` and the block otherwise.
+std::vector<StoredBlock> decode_block_table(const std::string& table, uint64_t count, const SectionEntry& bulk,
+                                            const std::string& what, const Reader& file);
 
 // A file's header: fills the generic fields, the checksum and the kind area.
 Header make_header(const char (&magic)[8], uint16_t major, uint16_t minor, uint64_t features, uint64_t file_size,

@@ -269,20 +269,11 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
               t = &s;
             }
           if (!t) fail("block table" + col + " is missing");
-          const std::string tb = section(size_t(t - table_.data()), blocks * sizeof(spec::BlockEntry));
-          if (tb.size() != blocks * sizeof(spec::BlockEntry))
-            fail("block table" + col + " lists " + std::to_string(tb.size() / sizeof(spec::BlockEntry)) + " blocks, expected " + std::to_string(blocks));
-          std::vector<StoredBlock> bl(blocks);
+          const std::string tb = section(size_t(t - table_.data()), blocks * sizeof(container::BlockEntry));
+          const container::SectionEntry bulk{uint16_t(e.kind), e.storage, 0, e.column, e.offset, e.length, 0};
+          std::vector<StoredBlock> bl = container::decode_block_table(tb, blocks, bulk, kind_name(e.kind) + col, *container_);
           uint64_t stored = 0;
-          for (uint64_t b = 0; b < blocks; ++b) {
-            spec::BlockEntry be;
-            std::memcpy(&be, tb.data() + b * sizeof be, sizeof be);
-            if (be.offset < e.offset || be.offset > e.offset + e.length || be.stored > e.offset + e.length - be.offset)
-              fail("block " + std::to_string(b) + " of " + kind_name(e.kind) + col + " lies outside its section");
-            if (be.stored == 0 || be.zero) fail("block " + std::to_string(b) + " of " + kind_name(e.kind) + col + " is damaged in the block table");
-            bl[b] = StoredBlock{be.offset, be.stored, be.checksum};
-            stored += be.stored;
-          }
+          for (const StoredBlock& b : bl) stored += b.stored;
           accounted += stored;
           (is_codes ? stats_.quantile_bytes : stats_.data_bytes) += stored;
           stream = BlockStream::coded(source_, kind_name(e.kind) + col, dtype, count_, per_block, std::move(bl));

@@ -91,14 +91,7 @@ struct ParticleArea {
 };
 static_assert(sizeof(ParticleArea) == 192);
 
-// Format 2: one entry of a kBlockTable section per coded block, in row order.
-struct BlockEntry {
-  uint64_t offset;    // of the stored block in the file
-  uint32_t stored;    // its bytes
-  uint32_t zero;
-  uint64_t checksum;  // XXH3 of the stored bytes
-};
-static_assert(sizeof(BlockEntry) == 24);
+
 
 // Format 1: the whole header.
 struct SectionEntry {

@@ -36,31 +36,6 @@ bool is_identifier(const std::string& s) {
 }
 
 
-// Appends metadata sections to one buffer placed after the bulk data; index sections are
-// stored as zstd frames when that makes them smaller.
-struct MetadataBuilder {
-  uint64_t base;
-  bool compress;
-  std::string bytes;
-  std::vector<container::SectionEntry> table;
-  uint64_t features = 0;
-
-  void add(uint32_t kind, uint32_t column, const std::string& s) {
-    while (bytes.size() % 8) bytes.push_back('\0');
-    container::Stored st = container::store_section(s, compress);
-    if (st.storage == container::kZstd) features |= container::kFeatureZstdSections;
-    table.push_back(container::SectionEntry{uint16_t(kind), st.storage, 0, column, base + bytes.size(), st.bytes.size(),
-                                            spec::checksum(st.bytes.data(), st.bytes.size())});
-    bytes += st.bytes;
-  }
-  // A bulk section (raw values at offset, or coded blocks within [offset, offset + length)).
-  uint32_t bulk(uint32_t kind, uint32_t column, uint8_t storage, uint64_t offset, uint64_t length) {
-    if (storage == container::kBlocks) features |= container::kFeatureCodedBlocks;
-    table.push_back(container::SectionEntry{uint16_t(kind), storage, 0, column, offset, length, 0});
-    return uint32_t(table.size() - 1);
-  }
-};
-
 template <class V>
 std::string as_bytes(const V& v) {
   return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(typename V::value_type));
@@ -128,15 +103,6 @@ struct FileRawWriter final : RawWriter {
     file.start_writeback(offset, n);
   }
 };
-
-std::string block_table(const StreamOut& s) {
-  std::string out;
-  for (const StoredBlock& b : s.blocks) {
-    spec::BlockEntry e{b.offset, b.stored, 0, b.checksum};
-    out.append(reinterpret_cast<const char*>(&e), sizeof e);
-  }
-  return out;
-}
 
 // The extent of a coded stream's blocks in the file.
 std::pair<uint64_t, uint64_t> extent(const StreamOut& s) {
@@ -287,7 +253,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   offset = spec::align_up(offset, 8);
   for (ColumnPlan& p : plans) finish_node_index(p, layout);
 
-  MetadataBuilder meta{offset, lossless, {}, {}, 0};
+  container::SectionsBuilder meta{offset, lossless, {}, {}, 0};
   std::vector<ColumnSpec> schema;
   for (const ColumnPlan& p : plans)
     schema.push_back(ColumnSpec{p.view->spec.name, p.view->spec.dtype, p.index, p.view->spec.unit, p.view->spec.error_bound});
@@ -303,7 +269,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
     } else {
       auto [lo, len] = extent(s);
       uint32_t at = meta.bulk(kind, column, container::kBlocks, lo, len);
-      meta.add(spec::kBlockTable, at, block_table(s));
+      meta.add(spec::kBlockTable, at, container::encode_block_table(s.blocks));
     }
   };
   for (uint32_t i = 0; i < plans.size(); ++i) {
@@ -319,8 +285,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
     meta.add(spec::kNodeRanges, i, std::string(p.node_min.begin(), p.node_min.end()) + std::string(p.node_max.begin(), p.node_max.end()));
     meta.add(spec::kBitmaps, i, encode_bitmaps(p));
   }
-  while (meta.bytes.size() % 8) meta.bytes.push_back('\0');
-  const uint64_t table_offset = meta.base + meta.bytes.size();
+  const uint64_t table_offset = meta.table_offset();
   const std::string table = as_bytes(meta.table);
   const uint64_t file_size = table_offset + table.size();
 
