@@ -21,15 +21,16 @@ std::string numpy_names() {
 
 }  // namespace
 
-motes::DType dtype_of(const InputArray& a, const std::string& name) {
-  const nb::dlpack::dtype d = a.dtype();
+motes::DType dtype_of(nb::dlpack::dtype d, const std::string& what) {
   using C = nb::dlpack::dtype_code;
   const char kind = d.code == uint8_t(C::Float) ? 'f' : d.code == uint8_t(C::Int) ? 'i' : d.code == uint8_t(C::UInt) ? 'u' : 0;
   if (d.lanes == 1 && kind)
     for (const motes::DTypeInfo& t : motes::dtype_table)
       if (t.kind == kind && 8 * t.size == d.bits) return t.dtype;
-  throw motes::UsageError("column '" + name + "' has an unsupported dtype (use " + numpy_names() + ")");
+  throw motes::UsageError(what + " has an unsupported dtype (use " + numpy_names() + ")");
 }
+
+motes::DType dtype_of(const InputArray& a, const std::string& name) { return dtype_of(a.dtype(), "column '" + name + "'"); }
 
 motes::IndexKind index_kind_of(const std::string& s, const std::string& name) {
   if (s == "auto") return motes::IndexKind::automatic;

@@ -29,6 +29,8 @@ using InputArray = nb::ndarray<nb::ro, nb::ndim<1>, nb::device::cpu>;
 
 // The stored dtype of an array (by the core's dtype table); UsageError naming the column.
 motes::DType dtype_of(const InputArray& a, const std::string& name);
+// The same for any array's dtype; UsageError naming `what` ("field 'Bz'").
+motes::DType dtype_of(nb::dlpack::dtype d, const std::string& what);
 
 // "auto", "none", "quantile" -> IndexKind; UsageError naming the column otherwise.
 motes::IndexKind index_kind_of(const std::string& s, const std::string& name);

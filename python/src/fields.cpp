@@ -2,12 +2,15 @@
 // reader and writer of the Python layer and the IDX converter. Arrays are numpy C order
 // ((z, y, x) indexing), coordinates and dims (x, y, z).
 #include <nanobind/stl/array.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstring>
 
 #include "common.hpp"
 #include "motes/core/errors.hpp"
+#include "motes/fields/file.hpp"
 #include "motes/fields/hz.hpp"
 
 namespace motes_py {
@@ -15,8 +18,12 @@ namespace motes_py {
 namespace {
 
 using motes::fields::Bitmask;
+using motes::fields::Centering;
 using motes::fields::Dims;
+using motes::fields::FieldFile;
+using motes::fields::FieldSpec;
 using motes::fields::HzOrder;
+using motes::fields::Region;
 
 using AnyArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
 using Triple = std::array<uint64_t, 3>;
@@ -42,9 +49,132 @@ void check_range(const HzOrder& o, uint64_t first, uint64_t count) {
                             ") is outside [0, " + std::to_string(o.size()) + ")");
 }
 
+Centering centering_of(const std::string& s) {
+  if (s == "node") return Centering::node;
+  if (s == "cell") return Centering::cell;
+  throw motes::UsageError("centering must be 'node' or 'cell', got '" + s + "'");
+}
+
+nb::tuple region_tuple(const Region& r) {
+  return nb::make_tuple(r.first, r.count, r.stride_bits, r.level);
+}
+
 }  // namespace
 
 void bind_fields(nb::module_& m) {
+  m.def(
+      "write_field_file",
+      [](const std::string& path, const std::string& name, std::vector<AnyArray> arrays, int ndim,
+         std::vector<std::string> components, const std::string& centering, std::optional<std::vector<double>> origin,
+         std::optional<std::vector<double>> spacing, std::optional<std::vector<std::vector<double>>> coords,
+         const std::string& unit, nb::handle attributes, const motes::fields::FieldWriteOptions& options) {
+        FieldSpec spec;
+        spec.name = name;
+        spec.ndim = ndim;
+        spec.components = std::move(components);
+        spec.centering = centering_of(centering);
+        spec.unit = unit;
+        spec.attributes = attributes_of(attributes, "attributes of field '" + name + "'");
+        if (arrays.empty()) throw motes::UsageError("field '" + name + "' has no arrays");
+        spec.dtype = dtype_of(arrays[0].dtype(), "field '" + name + "'");
+        if (int(arrays[0].ndim()) != ndim) throw motes::UsageError("field '" + name + "': arrays must have " + std::to_string(ndim) + " axes");
+        spec.dims = dims_of(arrays[0]);
+        std::vector<const void*> values;
+        for (const AnyArray& a : arrays) {
+          if (a.dtype() != arrays[0].dtype() || a.ndim() != arrays[0].ndim() || dims_of(a) != spec.dims)
+            throw motes::UsageError("field '" + name + "': the components' arrays differ in shape or dtype");
+          values.push_back(a.data());
+        }
+        if (coords) {
+          if (coords->size() != size_t(ndim)) throw motes::UsageError("field '" + name + "': coords need one array per axis");
+          for (int a = 0; a < ndim; ++a) spec.coords[size_t(a)] = (*coords)[size_t(a)];
+        } else {
+          for (int a = 0; a < ndim; ++a) {
+            if (origin && origin->size() != size_t(ndim)) throw motes::UsageError("field '" + name + "': origin needs one number per axis");
+            if (spacing && spacing->size() != size_t(ndim)) throw motes::UsageError("field '" + name + "': spacing needs one number per axis");
+            spec.origin[size_t(a)] = origin ? (*origin)[size_t(a)] : 0.0;
+            spec.spacing[size_t(a)] = spacing ? (*spacing)[size_t(a)] : 1.0;
+          }
+        }
+        nb::gil_scoped_release release;
+        return motes::fields::write_field_file(path, spec, values, options);
+      },
+      "path"_a, "name"_a, "arrays"_a, "ndim"_a, "components"_a, "centering"_a, "origin"_a.none(), "spacing"_a.none(),
+      "coords"_a.none(), "unit"_a, "attributes"_a, "options"_a,
+      "Writes a field file (fields/file.hpp): one C-order array per component, (z, y, x) indexing.");
+
+  nb::class_<motes::fields::FieldSummary>(m, "FieldSummary", "What write_field_file wrote.")
+      .def_ro("file_bytes", &motes::fields::FieldSummary::file_bytes)
+      .def_ro("data_bytes", &motes::fields::FieldSummary::data_bytes)
+      .def_ro("stored_bytes", &motes::fields::FieldSummary::stored_bytes)
+      .def_ro("header_checksum", &motes::fields::FieldSummary::header_checksum)
+      .def_ro("bitmask", &motes::fields::FieldSummary::bitmask)
+      .def_prop_ro("ranges", [](const motes::fields::FieldSummary& s) {
+        nb::list out;
+        for (const auto& r : s.ranges) out.append(nb::make_tuple(r.min, r.max, r.nan_count));
+        return out;
+      });
+
+  nb::class_<FieldFile>(m, "FieldFile", "An opened field file (fields/file.hpp).")
+      .def_static(
+          "open",
+          [](const std::string& path) {
+            nb::gil_scoped_release release;
+            return FieldFile::open(path);
+          },
+          "path"_a)
+      .def_prop_ro("path", &FieldFile::path)
+      .def_prop_ro("name", [](const FieldFile& f) { return f.spec().name; })
+      .def_prop_ro("dtype", [](const FieldFile& f) { return std::string(motes::dtype_name(f.spec().dtype)); })
+      .def_prop_ro("ndim", [](const FieldFile& f) { return f.spec().ndim; })
+      .def_prop_ro("dims", [](const FieldFile& f) { return f.spec().dims; })
+      .def_prop_ro("components", [](const FieldFile& f) { return f.spec().components; })
+      .def_prop_ro("centering", [](const FieldFile& f) { return std::string(motes::fields::centering_name(f.spec().centering)); })
+      .def_prop_ro("origin", [](const FieldFile& f) { return f.spec().origin; })
+      .def_prop_ro("spacing", [](const FieldFile& f) { return f.spec().spacing; })
+      .def_prop_ro("coords", [](const FieldFile& f) { return f.spec().coords; })
+      .def_prop_ro("rectilinear", [](const FieldFile& f) { return f.spec().rectilinear(); })
+      .def_prop_ro("unit", [](const FieldFile& f) { return f.spec().unit; })
+      .def_prop_ro("attributes", [](const FieldFile& f) { return python_of(f.spec().attributes); })
+      .def_prop_ro("bitmask", [](const FieldFile& f) { return f.bitmask().text(); })
+      .def_prop_ro("block_bits", &FieldFile::block_bits)
+      .def_prop_ro("levels", &FieldFile::levels)
+      .def_prop_ro("stored_bytes", &FieldFile::stored_bytes)
+      .def_prop_ro("header_checksum", &FieldFile::header_checksum)
+      .def_prop_ro("ranges",
+                   [](const FieldFile& f) {
+                     nb::list out;
+                     for (const auto& r : f.ranges()) out.append(nb::make_tuple(r.min, r.max));
+                     return out;
+                   })
+      .def(
+          "region", [](const FieldFile& f, const Triple& lo, const Triple& hi, int level) { return region_tuple(f.region(lo, hi, level)); },
+          "lo"_a, "hi"_a, "level"_a = 0, "(first, count, stride_bits, level) of a box of sample indexes [lo, hi) at a level.")
+      .def(
+          "blocks", [](const FieldFile& f, const Triple& lo, const Triple& hi, int level) { return f.blocks(f.region(lo, hi, level)); },
+          "lo"_a, "hi"_a, "level"_a = 0, "The blocks a read touches.")
+      .def(
+          "read",
+          [](const FieldFile& f, const Triple& lo, const Triple& hi, int level, size_t component, unsigned threads) {
+            const Region r = f.region(lo, hi, level);
+            auto [arr, data] = new_array(f.spec().dtype, r.size());
+            {
+              nb::gil_scoped_release release;
+              f.read(r, component, data, threads);
+            }
+            nb::list shape;
+            for (int a = f.spec().ndim - 1; a >= 0; --a) shape.append(r.count[size_t(a)]);
+            return arr.attr("reshape")(nb::tuple(shape));
+          },
+          "lo"_a, "hi"_a, "level"_a = 0, "component"_a = 0, "threads"_a = 0,
+          "Samples of [lo, hi) (x, y, z sample indexes) at a level, as a C-order array ((z, y, x) indexing).")
+      .def(
+          "verify",
+          [](const FieldFile& f) {
+            nb::gil_scoped_release release;
+            f.verify();
+          },
+          "Checks every block against its checksum and that it decodes.");
   m.def(
       "hz_guess", [](const Triple& dims, int ndim) { return Bitmask::guess(dims, ndim).text(); }, "dims"_a, "ndim"_a,
       "The bitmask text of a grid of (x, y, z) sample counts (fields/hz.hpp, Bitmask::guess).");

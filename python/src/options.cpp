@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "common.hpp"
+#include "motes/fields/file.hpp"
 #include "motes/analysis/analysis.hpp"
 #include "motes/parallel/aggregation.hpp"
 #include "motes/parallel/options.hpp"
@@ -185,6 +186,16 @@ void bind_options(nb::module_& m) {
       .rw("block_values", &motes::WriteOptions::block_values, "values per coded and checksummed block")
       .rw("zstd_level", &motes::WriteOptions::zstd_level, "zstd level of coded blocks")
       .rw("sync", &motes::WriteOptions::sync, "fdatasync files and directories before returning")
+      .done();
+
+  Record<motes::fields::FieldWriteOptions>(m, "FieldWriteOptions", "How a field file is written (fields/file.hpp).")
+      .constructible()
+      .rw("compression", &motes::fields::FieldWriteOptions::compression,
+          "how samples are stored (Compression): 'lossless' (coded when that pays) or 'none' (as they are)")
+      .rw("zstd_level", &motes::fields::FieldWriteOptions::zstd_level, "zstd level of coded blocks")
+      .rw("block_bits", &motes::fields::FieldWriteOptions::block_bits, "log2 of the samples per block (6..17)")
+      .rw("sync", &motes::fields::FieldWriteOptions::sync, "fdatasync the file and its directory before returning")
+      .rw("threads", &motes::fields::FieldWriteOptions::threads, "worker threads, 0 for all cores")
       .done();
 
   nb::class_<motes::CancelToken>(m, "CancelToken",

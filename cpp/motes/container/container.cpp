@@ -126,6 +126,8 @@ Header make_header(const char (&magic)[8], uint16_t major, uint16_t minor, uint6
   return h;
 }
 
+uint64_t checksum(const void* data, size_t n) { return XXH3_64bits(data, n); }
+
 void SectionsBuilder::add(uint32_t kind, uint32_t column, const std::string& s) {
   while (bytes.size() % 8) bytes.push_back('\0');
   Stored st = store_section(s, compress);

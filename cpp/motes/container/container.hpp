@@ -102,6 +102,9 @@ class Reader {
   std::vector<SectionEntry> sections_;
 };
 
+// The checksum of every container part (XXH3, 64 bits).
+uint64_t checksum(const void* data, size_t n);
+
 // The bytes of a section as stored: raw, or a zstd frame (when that is smaller).
 struct Stored {
   std::string bytes;

@@ -15,6 +15,12 @@
 
 namespace motes {
 
+// How bulk values are stored (particle columns, field samples).
+enum class Compression : uint8_t {
+  none = 0,      // values stored as they are (particle columns are read in place)
+  lossless = 1,  // coded when that pays: predictor, byte planes, zstd or lz4
+};
+
 // The stored dtypes, one row each: the single table every layer derives from (the enum,
 // sizes, names, dispatch on the C++ type; the C API's motes_dtype values, checked in
 // capi/motes.cpp; the Fortran constants, checked by tests/cpp/test_tables.cpp; the

@@ -156,8 +156,8 @@ Copier copier_for(size_t size) {
 
 }  // namespace
 
-void HzOrder::gather(const void* src, const Dims& dims, size_t size, uint64_t first, uint64_t count,
-                     void* dst) const {
+void HzOrder::gather(const void* src, const Dims& dims, size_t size, uint64_t first, uint64_t count, void* dst,
+                     uint8_t* inside) const {
   const Copier copy = copier_for(size);
   const auto* in = static_cast<const unsigned char*>(src);
   auto* out = static_cast<unsigned char*>(dst);
@@ -165,10 +165,12 @@ void HzOrder::gather(const void* src, const Dims& dims, size_t size, uint64_t fi
   for (uint64_t i = 0; i < count; ++i) {
     const Dims p = point_of_hz(first + i);
     unsigned char* o = out + i * size;
-    if (p[0] < dims[0] && p[1] < dims[1] && p[2] < dims[2])
+    const bool in_grid = p[0] < dims[0] && p[1] < dims[1] && p[2] < dims[2];
+    if (in_grid)
       copy(in + (p[2] * plane + p[1] * row + p[0]) * size, o);
     else
       std::memset(o, 0, size);
+    if (inside) inside[i] = in_grid;
   }
 }
 

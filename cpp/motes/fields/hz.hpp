@@ -79,7 +79,9 @@ class HzOrder {
 
   // Samples [first, first + count) in HZ order, gathered from a C-order array of `dims`
   // samples ((z, y, x) indexing, `size` bytes each); samples of the padding are zero.
-  void gather(const void* src, const Dims& dims, size_t size, uint64_t first, uint64_t count, void* dst) const;
+  // `inside` (when given) gets 1 for a sample of the grid, 0 for one of the padding.
+  void gather(const void* src, const Dims& dims, size_t size, uint64_t first, uint64_t count, void* dst,
+              uint8_t* inside = nullptr) const;
   // The reverse for a box and a lattice: the samples [first, first + count) in HZ order
   // (`src`) that lie in [lo, hi) and on the lattice of `stride_bits` are written into a
   // C-order array of the box's lattice points (`out_dims`, (x, y, z) counts; point

@@ -14,11 +14,6 @@
 namespace motes {
 
 // How values are stored. The names are what users pass ("lossless", "none").
-enum class Compression : uint8_t {
-  none = 0,      // values stored as they are (read in place)
-  lossless = 1,  // each column coded when that pays: predictor, byte planes, zstd or lz4
-};
-
 struct WriteOptions {
   LayoutOptions layout;
   Compression compression = Compression::lossless;

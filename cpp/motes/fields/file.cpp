@@ -1,0 +1,438 @@
+#include "motes/fields/file.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "motes/codec/codec.hpp"
+#include "motes/core/errors.hpp"
+#include "motes/core/parallel.hpp"
+#include "motes/core/text.hpp"
+#include "motes/io/files.hpp"
+
+namespace motes::fields {
+
+namespace {
+
+#pragma pack(push, 1)
+// The field file's part of the container header (docs/format.md §14.2).
+struct FieldArea {
+  uint64_t sample_count;  // dims[0] * dims[1] * dims[2]
+  uint64_t dims[3];       // x, y, z
+  uint32_t ndim;
+  uint32_t component_count;
+  uint8_t dtype;
+  uint8_t centering;
+  uint8_t block_bits;
+  uint8_t maxh;
+  uint8_t zero[148];
+};
+#pragma pack(pop)
+static_assert(sizeof(FieldArea) == container::kKindAreaBytes);
+
+constexpr uint64_t kPage = container::kPage;
+constexpr const char* kAxes = "xyz";
+
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+bool is_name(const std::string& s) {
+  if (s.empty() || s.size() > 128 || s[0] == '.') return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+      return false;
+  return true;
+}
+
+// Per-block minimum and maximum of the grid's samples (padding and NaN left out).
+template <class T>
+void block_range(const T* v, const uint8_t* inside, uint64_t n, double& lo, double& hi, uint64_t& nans) {
+  lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (uint64_t i = 0; i < n; ++i) {
+    if (!inside[i]) continue;
+    const double d = double(v[i]);
+    if (std::isnan(d)) {
+      ++nans;
+      continue;
+    }
+    lo = std::min(lo, d), hi = std::max(hi, d);
+  }
+}
+
+std::vector<codec::Predictor> predictors_for(codec::ValueType t) {
+  std::vector<codec::Predictor> p{codec::Predictor::none, codec::Predictor::delta};
+  if (t.is_float) p.push_back(codec::Predictor::xor_);
+  else if (t.size > 1) p.push_back(codec::Predictor::offset);
+  return p;
+}
+
+}  // namespace
+
+const char* centering_name(Centering c) { return c == Centering::cell ? "cell" : "node"; }
+
+void FieldSpec::check() const {
+  const std::string what = "field '" + name + "'";
+  if (!is_name(name))
+    throw UsageError("field name '" + printable(name) + "' is not valid (letters, digits, '_', '-', '.', not starting with '.', at most 128)");
+  if (ndim < 1 || ndim > 3) throw UsageError(what + " has " + std::to_string(ndim) + " axes (1, 2 or 3)");
+  if (!dtype_valid(uint8_t(dtype))) throw UsageError(what + " has an unknown dtype");
+  for (int a = 0; a < 3; ++a) {
+    if (a < ndim && dims[size_t(a)] == 0) throw UsageError(what + " has no samples along " + kAxes[a]);
+    if (a >= ndim && dims[size_t(a)] != 1) throw UsageError(what + ": a " + std::to_string(ndim) + "-D grid has 1 sample along " + kAxes[a]);
+  }
+  if (components.size() > kMaxComponents) throw UsageError(what + " has more than 64 components");
+  for (size_t i = 0; i < components.size(); ++i) {
+    if (!is_name(components[i])) throw UsageError(what + ": component name '" + printable(components[i]) + "' is not valid");
+    for (size_t j = 0; j < i; ++j)
+      if (components[i] == components[j]) throw UsageError(what + ": component '" + components[i] + "' is given twice");
+  }
+  if (rectilinear()) {
+    for (int a = 0; a < 3; ++a) {
+      const auto& c = coords[size_t(a)];
+      if (a >= ndim) {
+        if (!c.empty()) throw UsageError(what + ": coordinates along " + kAxes[a] + " of a " + std::to_string(ndim) + "-D grid");
+        continue;
+      }
+      if (c.size() != dims[size_t(a)])
+        throw UsageError(what + ": " + std::to_string(c.size()) + " coordinates along " + kAxes[a] + " for " +
+                         std::to_string(dims[size_t(a)]) + " samples");
+      for (size_t i = 0; i < c.size(); ++i)
+        if (!std::isfinite(c[i]) || (i && !(c[i] > c[i - 1])))
+          throw UsageError(what + ": coordinates along " + kAxes[a] + " must be finite and increasing");
+    }
+  } else {
+    for (int a = 0; a < ndim; ++a)
+      if (!std::isfinite(origin[size_t(a)]) || !(spacing[size_t(a)] > 0) || !std::isfinite(spacing[size_t(a)]))
+        throw UsageError(what + ": origin must be finite and spacing positive along " + kAxes[a]);
+  }
+  if (!valid_utf8(unit)) throw UsageError(what + ": unit is not UTF-8 text");
+  if (!attributes.is_object()) throw UsageError(what + ": attributes must be an object");
+}
+
+nlohmann::json spec_json(const FieldSpec& s) {
+  nlohmann::json j;
+  j["name"] = s.name;
+  j["dtype"] = dtype_name(s.dtype);
+  j["ndim"] = s.ndim;
+  j["dims"] = {s.dims[0], s.dims[1], s.dims[2]};
+  j["components"] = s.components;
+  j["centering"] = centering_name(s.centering);
+  if (s.rectilinear()) {
+    nlohmann::json c = nlohmann::json::array();
+    for (int a = 0; a < s.ndim; ++a) c.push_back(s.coords[size_t(a)]);
+    j["coords"] = c;
+  } else {
+    j["origin"] = std::vector<double>(s.origin.begin(), s.origin.begin() + s.ndim);
+    j["spacing"] = std::vector<double>(s.spacing.begin(), s.spacing.begin() + s.ndim);
+  }
+  j["unit"] = s.unit;
+  j["attributes"] = s.attributes;
+  return j;
+}
+
+FieldSummary write_field_file(const std::string& path, const FieldSpec& spec, const std::vector<const void*>& values,
+                              const FieldWriteOptions& options) {
+  spec.check();
+  const size_t nc = spec.component_count();
+  if (values.size() != nc)
+    throw UsageError("field '" + spec.name + "' has " + std::to_string(nc) + " components, " + std::to_string(values.size()) + " arrays given");
+  for (const void* v : values)
+    if (!v) throw UsageError("field '" + spec.name + "': a component has no data pointer");
+  if (options.block_bits < kMinBlockBits || options.block_bits > kMaxBlockBits)
+    throw UsageError("block_bits must be in [" + std::to_string(kMinBlockBits) + ", " + std::to_string(kMaxBlockBits) + "]");
+  if (options.zstd_level < -7 || options.zstd_level > 19) throw UsageError("zstd_level must be in [-7, 19]");
+  const unsigned threads = options.threads ? options.threads : default_threads();
+  const Bitmask bitmask = Bitmask::guess(spec.dims, spec.ndim);
+  const HzOrder order(bitmask);
+  const size_t size = dtype_size(spec.dtype);
+  const codec::ValueType type = codec::value_type(uint8_t(spec.dtype));
+  const uint64_t per_block = std::min<uint64_t>(uint64_t(1) << options.block_bits, order.size());
+  const uint64_t blocks = order.size() / per_block;
+  const bool lossless = options.compression == Compression::lossless;
+
+  // One plan per component, chosen on up to 8 blocks spread over the HZ order.
+  std::vector<codec::Plan> plans(nc);
+  for (size_t c = 0; c < nc; ++c) {
+    if (!lossless) {
+      plans[c] = codec::Plan{codec::Predictor::none, codec::Layout::whole, {codec::Coder::raw}, options.zstd_level};
+      continue;
+    }
+    const uint64_t nsamples = std::min<uint64_t>(blocks, 8);
+    std::vector<std::vector<unsigned char>> bufs(nsamples, std::vector<unsigned char>(per_block * size));
+    std::vector<codec::Sample> samples;
+    for (uint64_t k = 0; k < nsamples; ++k) {
+      const uint64_t b = nsamples > 1 ? k * (blocks - 1) / (nsamples - 1) : 0;
+      order.gather(values[c], spec.dims, size, b * per_block, per_block, bufs[k].data());
+      samples.push_back({bufs[k].data(), per_block, {}});
+    }
+    plans[c] = codec::choose(type, predictors_for(type), samples, options.zstd_level);
+  }
+
+  AtomicFile file(path, options.sync);
+  FieldSummary summary;
+  summary.bitmask = bitmask.text();
+  summary.ranges.assign(nc, ComponentRange{});
+  std::vector<std::vector<StoredBlock>> stored(nc, std::vector<StoredBlock>(blocks));
+  std::vector<std::vector<double>> bmin(nc, std::vector<double>(blocks)), bmax(nc, std::vector<double>(blocks));
+  std::vector<uint64_t> nans(nc, 0);
+  uint64_t offset = kPage;
+  std::vector<uint64_t> first_offset(nc), last_end(nc);
+  const uint64_t window = std::max<uint64_t>(1, (uint64_t(1) << 22) / (per_block * size));  // about 4 MiB of samples
+  for (size_t c = 0; c < nc; ++c) {
+    first_offset[c] = offset;
+    for (uint64_t w0 = 0; w0 < blocks; w0 += window) {
+      const uint64_t w1 = std::min(blocks, w0 + window);
+      std::vector<std::string> coded(w1 - w0);
+      std::vector<uint64_t> wnans(w1 - w0, 0);
+      parallel_for(w1 - w0, threads, [&](uint64_t i) {
+        const uint64_t b = w0 + i;
+        std::vector<unsigned char> buf(per_block * size);
+        std::vector<uint8_t> inside(per_block);
+        order.gather(values[c], spec.dims, size, b * per_block, per_block, buf.data(), inside.data());
+        dispatch_dtype(spec.dtype, [&](auto tag) {
+          using T = decltype(tag);
+          block_range(reinterpret_cast<const T*>(buf.data()), inside.data(), per_block, bmin[c][b], bmax[c][b], wnans[i]);
+        });
+        codec::encode(plans[c], type, buf.data(), per_block, {}, coded[i]);
+      });
+      std::string out;
+      for (uint64_t i = 0; i < coded.size(); ++i) {
+        stored[c][w0 + i] = StoredBlock{offset + out.size(), uint32_t(coded[i].size()), container::checksum(coded[i].data(), coded[i].size())};
+        out += coded[i];
+        nans[c] += wnans[i];
+      }
+      file.pwrite_all(out.data(), out.size(), offset);
+      file.start_writeback(offset, out.size());
+      offset += out.size();
+      summary.stored_bytes += out.size();
+    }
+    last_end[c] = offset;
+  }
+  for (size_t c = 0; c < nc; ++c) {
+    ComponentRange& r = summary.ranges[c];
+    r.nan_count = nans[c];
+    bool any = false;
+    for (uint64_t b = 0; b < blocks; ++b)
+      if (bmin[c][b] <= bmax[c][b]) {
+        r.min = any ? std::min(r.min, bmin[c][b]) : bmin[c][b];
+        r.max = any ? std::max(r.max, bmax[c][b]) : bmax[c][b];
+        any = true;
+      }
+  }
+
+  container::SectionsBuilder meta{align_up(offset, 8), true, {}, {}, 0};
+  meta.add(kMeta, 0, spec_json(spec).dump());
+  for (uint32_t c = 0; c < nc; ++c) {
+    const uint32_t at = meta.bulk(kValues, c, container::kBlocks, first_offset[c], last_end[c] - first_offset[c]);
+    meta.add(kBlockTable, at, container::encode_block_table(stored[c]));
+  }
+  for (uint32_t c = 0; c < nc; ++c) {
+    std::string r(reinterpret_cast<const char*>(bmin[c].data()), blocks * 8);
+    r.append(reinterpret_cast<const char*>(bmax[c].data()), blocks * 8);
+    meta.add(kBlockRanges, c, r);
+  }
+  const uint64_t table_offset = meta.table_offset();
+  const std::string table(reinterpret_cast<const char*>(meta.table.data()), meta.table.size() * sizeof(container::SectionEntry));
+  const uint64_t file_size = table_offset + table.size();
+  FieldArea area{};
+  area.sample_count = spec.sample_count();
+  for (int a = 0; a < 3; ++a) area.dims[a] = spec.dims[size_t(a)];
+  area.ndim = uint32_t(spec.ndim);
+  area.component_count = uint32_t(nc);
+  area.dtype = uint8_t(spec.dtype);
+  area.centering = uint8_t(spec.centering);
+  area.block_bits = uint8_t(options.block_bits);
+  area.maxh = uint8_t(bitmask.maxh());
+  const container::Header h = container::make_header(kMagic, kVersionMajor, kVersionMinor, meta.features, file_size, table_offset,
+                                                     uint32_t(meta.table.size()), container::checksum(table.data(), table.size()),
+                                                     &area, sizeof area);
+  std::string page0(kPage, '\0');
+  std::memcpy(page0.data(), &h, sizeof h);
+  file.pwrite_all(meta.bytes.data(), meta.bytes.size(), meta.base);
+  file.pwrite_all(table.data(), table.size(), table_offset);
+  file.pwrite_all(page0.data(), page0.size(), 0);  // last: a torn write never has a valid header
+  file.commit();
+  summary.file_bytes = file_size;
+  summary.data_bytes = spec.sample_count() * size * nc;
+  summary.header_checksum = h.header_checksum;
+  return summary;
+}
+
+// ---- reading ------------------------------------------------------------------------------
+
+void FieldFile::fail(const std::string& what) const { throw FormatError(source_->name() + ": " + what); }
+
+std::shared_ptr<FieldFile> FieldFile::open(const std::string& path) { return open(open_file_source(path, "field file")); }
+
+std::shared_ptr<FieldFile> FieldFile::open(std::shared_ptr<const ByteSource> source) {
+  return std::shared_ptr<FieldFile>(new FieldFile(std::move(source)));
+}
+
+FieldFile::FieldFile(std::shared_ptr<const ByteSource> source)
+    : source_(std::move(source)), order_(Bitmask::guess({1, 1, 1}, 1)) {
+  container_ = std::make_unique<container::Reader>(source_, kMagic, kVersionMajor, "field file");
+  FieldArea area;
+  std::memcpy(&area, container_->header().kind_area, sizeof area);
+  if (area.ndim < 1 || area.ndim > 3) fail("has " + std::to_string(area.ndim) + " axes");
+  if (!dtype_valid(area.dtype)) fail("has unknown dtype code " + std::to_string(area.dtype));
+  if (area.centering > 1) fail("has unknown centering " + std::to_string(area.centering));
+  if (area.component_count < 1 || area.component_count > kMaxComponents) fail("has " + std::to_string(area.component_count) + " components");
+  if (area.block_bits < kMinBlockBits || area.block_bits > kMaxBlockBits) fail("has blocks of 2^" + std::to_string(area.block_bits) + " samples");
+  uint64_t product = 1;
+  for (int a = 0; a < 3; ++a) {
+    if (area.dims[a] == 0 || area.dims[a] > (uint64_t(1) << 40) || (a >= int(area.ndim) && area.dims[a] != 1))
+      fail("has dims " + std::to_string(area.dims[0]) + " x " + std::to_string(area.dims[1]) + " x " + std::to_string(area.dims[2]));
+    product *= area.dims[a];
+  }
+  if (product != area.sample_count) fail("sample count does not match its dims");
+  spec_.ndim = int(area.ndim);
+  spec_.dims = {area.dims[0], area.dims[1], area.dims[2]};
+  spec_.dtype = DType(area.dtype);
+  spec_.centering = Centering(area.centering);
+  block_bits_ = area.block_bits;
+  const Bitmask bitmask = Bitmask::guess(spec_.dims, spec_.ndim);
+  if (bitmask.maxh() != area.maxh) fail("has maxh " + std::to_string(area.maxh) + ", its dims give " + std::to_string(bitmask.maxh()));
+  order_ = HzOrder(bitmask);
+
+  const auto& sections = container_->sections();
+  const container::SectionEntry* meta = nullptr;
+  for (const auto& e : sections)
+    if (e.kind == kMeta) {
+      if (meta) fail("has two meta sections");
+      meta = &e;
+    }
+  if (!meta) fail("has no meta section");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(container_->section(size_t(meta - sections.data()), "meta section", uint64_t(1) << 30));
+    spec_.name = j.at("name").get<std::string>();
+    spec_.components = j.at("components").get<std::vector<std::string>>();
+    spec_.unit = j.at("unit").get<std::string>();
+    spec_.attributes = j.at("attributes");
+    if (j.contains("coords")) {
+      const auto& c = j.at("coords");
+      if (!c.is_array() || c.size() != size_t(spec_.ndim)) fail("meta section: coords do not match the axes");
+      for (int a = 0; a < spec_.ndim; ++a) spec_.coords[size_t(a)] = c[size_t(a)].get<std::vector<double>>();
+    } else {
+      const auto o = j.at("origin").get<std::vector<double>>(), s = j.at("spacing").get<std::vector<double>>();
+      if (o.size() != size_t(spec_.ndim) || s.size() != size_t(spec_.ndim)) fail("meta section: origin or spacing do not match the axes");
+      for (int a = 0; a < spec_.ndim; ++a) spec_.origin[size_t(a)] = o[size_t(a)], spec_.spacing[size_t(a)] = s[size_t(a)];
+    }
+    if (j.at("dtype").get<std::string>() != dtype_name(spec_.dtype) || j.at("ndim").get<int>() != spec_.ndim ||
+        j.at("centering").get<std::string>() != centering_name(spec_.centering))
+      fail("meta section disagrees with the header");
+  } catch (const nlohmann::json::exception& e) {
+    fail(std::string("meta section is not valid: ") + e.what());
+  }
+  try {
+    spec_.check();
+  } catch (const UsageError& e) {
+    fail(std::string("meta section: ") + e.what());
+  }
+  if (spec_.component_count() != area.component_count) fail("meta section names another number of components than the header");
+
+  const size_t nc = area.component_count;
+  const uint64_t per_block = std::min<uint64_t>(uint64_t(1) << block_bits_, order_.size());
+  const uint64_t blocks = order_.size() / per_block;
+  values_.resize(nc);
+  block_min_.assign(nc, {});
+  block_max_.assign(nc, {});
+  ranges_.assign(nc, {});
+  std::vector<bool> have_values(nc, false), have_ranges(nc, false);
+  for (size_t i = 0; i < sections.size(); ++i) {
+    const auto& e = sections[i];
+    if (e.kind == kValues) {
+      if (e.column >= nc || have_values[e.column]) fail("values section of component " + std::to_string(e.column) + " is unexpected");
+      if (e.storage != container::kBlocks) fail("values of component " + std::to_string(e.column) + " are not coded blocks");
+      const container::SectionEntry* t = nullptr;
+      for (size_t k = 0; k < sections.size(); ++k)
+        if (sections[k].kind == kBlockTable && sections[k].column == i) {
+          if (t) fail("block table of component " + std::to_string(e.column) + " appears twice");
+          t = &sections[k];
+        }
+      if (!t) fail("block table of component " + std::to_string(e.column) + " is missing");
+      const std::string what = "values of component " + std::to_string(e.column);
+      std::string tb = container_->section(size_t(t - sections.data()), "block table of " + what, blocks * sizeof(container::BlockEntry));
+      values_[e.column] = BlockStream::coded(source_, what, uint8_t(spec_.dtype), order_.size(), per_block,
+                                             container::decode_block_table(tb, blocks, e, what, *container_));
+      have_values[e.column] = true;
+    } else if (e.kind == kBlockRanges) {
+      if (e.column >= nc || have_ranges[e.column]) fail("block ranges of component " + std::to_string(e.column) + " are unexpected");
+      const std::string r = container_->section(i, "block ranges", blocks * 16);
+      if (r.size() != blocks * 16) fail("block ranges of component " + std::to_string(e.column) + " have the wrong length");
+      auto& lo = block_min_[e.column];
+      auto& hi = block_max_[e.column];
+      lo.resize(blocks), hi.resize(blocks);
+      std::memcpy(lo.data(), r.data(), blocks * 8);
+      std::memcpy(hi.data(), r.data() + blocks * 8, blocks * 8);
+      ComponentRange& cr = ranges_[e.column];
+      bool any = false;
+      for (uint64_t b = 0; b < blocks; ++b)
+        if (lo[b] <= hi[b]) {
+          cr.min = any ? std::min(cr.min, lo[b]) : lo[b];
+          cr.max = any ? std::max(cr.max, hi[b]) : hi[b];
+          any = true;
+        }
+      have_ranges[e.column] = true;
+    }
+  }
+  for (size_t c = 0; c < nc; ++c)
+    if (!have_values[c] || !have_ranges[c]) fail("component " + std::to_string(c) + " lacks its values or block ranges");
+}
+
+uint64_t FieldFile::stored_bytes() const {
+  uint64_t n = 0;
+  for (const BlockStream& s : values_) n += s.stored_bytes();
+  return n;
+}
+
+Region FieldFile::region(const Dims& lo, const Dims& hi, int level) const {
+  Region r;
+  for (size_t a = 0; a < 3; ++a) {
+    r.lo[a] = std::min(lo[a], spec_.dims[a]);
+    r.hi[a] = std::min(hi[a], spec_.dims[a]);
+    if (r.lo[a] >= r.hi[a])
+      throw UsageError("field '" + spec_.name + "': the box is empty along " + kAxes[a] + " ([" + std::to_string(lo[a]) + ", " +
+                       std::to_string(hi[a]) + ") of " + std::to_string(spec_.dims[a]) + " samples)");
+  }
+  if (level < 0) throw UsageError("level must be >= 0, got " + std::to_string(level));
+  r.level = std::min(level, levels());
+  r.resolution = order_.bitmask().resolution_of_level(r.level);
+  r.stride_bits = order_.bitmask().stride_bits(r.resolution);
+  for (size_t a = 0; a < 3; ++a) {
+    const uint64_t s = uint64_t(1) << r.stride_bits[a];
+    r.first[a] = (r.lo[a] + s - 1) / s;
+    r.count[a] = (r.hi[a] + s - 1) / s - r.first[a];
+  }
+  return r;
+}
+
+std::vector<uint64_t> FieldFile::blocks(const Region& r) const {
+  return blocks_for_box(order_, block_bits_, r.resolution, r.lo, r.hi);
+}
+
+void FieldFile::read(const Region& r, size_t c, void* out, unsigned threads) const {
+  if (c >= values_.size()) throw UsageError("field '" + spec_.name + "' has no component " + std::to_string(c));
+  const BlockStream& s = values_[c];
+  const std::vector<uint64_t> bl = blocks(r);
+  const uint64_t per_block = s.per_block(), limit = uint64_t(1) << r.resolution;
+  const size_t size = dtype_size(spec_.dtype);
+  std::vector<ByteRange> ranges;
+  std::vector<uint64_t> want(bl);
+  s.block_ranges(want, ranges);
+  source_->will_need(ranges);
+  parallel_for(bl.size(), threads ? threads : default_threads(), [&](uint64_t i) {
+    const uint64_t first = bl[i] * per_block, n = std::min(per_block, limit - std::min(limit, first));
+    if (n == 0) return;
+    BlockReader reader;
+    const void* samples = reader.span(s, first, n);
+    order_.scatter(samples, size, first, n, r.lo, r.hi, r.stride_bits, r.first, r.count, out);
+  });
+}
+
+void FieldFile::verify() const {
+  for (const BlockStream& s : values_)
+    for (uint64_t b = 0; b < s.block_count(); ++b) s.verify_block(b);
+}
+
+}  // namespace motes::fields
