@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional
 
+import numpy as np
+
 from . import units
 from .dtypes import numpy_dtype
 
@@ -111,6 +113,18 @@ def _file_info(ds, step: int, species: str, storage: bool = True) -> Dict[str, A
     }
 
 
+def _field_info(ds, step: int, name: str) -> Dict[str, Any]:
+    """One grid field of one step: its geometry, levels, sizes and ranges."""
+    f = ds.field(name, step)
+    return {"step": step, "field": name, "path": f._f.path, "dtype": f._f.dtype, "dims": list(f.dims),
+            "components": list(f.components or ()), "centering": f.centering,
+            "origin": list(f.origin) if f.origin else None, "spacing": list(f.spacing) if f.spacing else None,
+            "rectilinear": f.coords is not None, "unit": f.unit, **_unit_fields(f.unit), "levels": f.levels,
+            "bitmask": f.bitmask, "stored_bytes": f.stored_bytes,
+            "raw_bytes": int(np.prod(f.dims)) * f.dtype.itemsize * len(f.components or (0,)),
+            "ranges": [[_finite(lo), _finite(hi)] for lo, hi in f.ranges]}
+
+
 def describe(ds, step: Optional[int] = None, species: Optional[str] = None, all_steps: bool = False,
              storage: bool = True) -> Dict[str, Any]:
     """See :meth:`motes.Dataset.describe`."""
@@ -119,7 +133,10 @@ def describe(ds, step: Optional[int] = None, species: Optional[str] = None, all_
         names = {}
         for name, sp in st.species.items():
             names[name] = {"count": int(sp["count"]), "bounds": _bounds(*sp["bounds"])}
-        steps.append({"index": st.index, "time": _finite(st.time), "attributes": st.attributes, "species": names})
+        fields = {name: {"dtype": f["dtype"], "dims": list(f["dims"][: f["ndim"]]), "components": f["components"]}
+                  for name, f in st.fields.items()}
+        steps.append({"index": st.index, "time": _finite(st.time), "attributes": st.attributes, "species": names,
+                      "fields": fields})
     details = []
     if steps:
         chosen = ds.steps if all_steps else [ds.step(step).index]
@@ -130,12 +147,17 @@ def describe(ds, step: Optional[int] = None, species: Optional[str] = None, all_
                 details.append(_file_info(ds, s, name, storage))
         if species is not None and not details:
             ds._resolve(step, species)  # raises UsageError with the species of the step
+        field_details = [_field_info(ds, s, name) for s in chosen for name in ds.field_names(s)]
+    else:
+        field_details = []
     return {
         "path": ds.path,
         "attributes": ds.attributes,
         "step_count": len(steps),
         "species": sorted({n for s in steps for n in s["species"]}),
         "particle_count": sum(sp["count"] for s in steps for sp in s["species"].values()),
+        "fields": sorted({n for s in steps for n in s["fields"]}),
         "steps": steps,
         "files": details,
+        "field_files": field_details,
     }

@@ -255,18 +255,24 @@ class Writer:
         return o
 
     @_storage("cannot write the step")
-    def write_step(self, step: int, species: Union[ColumnsLike, Mapping[str, ColumnsLike]], *, time: float = 0.0,
-                   attributes: Optional[Mapping[str, Any]] = None, index: Optional[Mapping[str, str]] = None,
-                   units: Optional[Mapping[str, str]] = None, species_name: str = "particles",
-                   error_bounds: Optional[Mapping[str, float]] = None) -> List[dict]:
+    def write_step(self, step: int, species: Union[ColumnsLike, Mapping[str, ColumnsLike], None], *,
+                   time: float = 0.0, attributes: Optional[Mapping[str, Any]] = None,
+                   index: Optional[Mapping[str, str]] = None, units: Optional[Mapping[str, str]] = None,
+                   species_name: str = "particles", error_bounds: Optional[Mapping[str, float]] = None,
+                   fields: Optional[Mapping[str, Any]] = None) -> List[dict]:
         """Writes one step. ``species`` maps species name -> columns, or is the columns of one species
         (named ``species_name``). ``index`` maps column -> "auto" | "none" | "quantile".
         ``error_bounds`` maps column -> the largest absolute difference allowed between a value
         given and the value stored (error-bounded lossy storage; others are stored exactly).
-        Returns one summary dict per species (sizes, timings, per-column ranges); a parallel
-        writer returns its report instead (parts, balance, phase timings; the same on every rank)."""
+        ``fields`` maps field name -> :class:`motes.Field` (grids stored in HZ order beside the
+        particles; ``species`` may then be None for a step of fields only).
+        Returns one summary dict per species (sizes, timings, per-column ranges), then one per
+        field; a parallel writer returns its report instead (parts, balance, phase timings; the
+        same on every rank)."""
         def prepare():
-            if isinstance(species, Mapping) and species and all(isinstance(v, Mapping) for v in species.values()):
+            if species is None:
+                groups = {}
+            elif isinstance(species, Mapping) and species and all(isinstance(v, Mapping) for v in species.values()):
                 groups = species
             else:
                 groups = {species_name: species}
@@ -277,15 +283,26 @@ class Writer:
 
         payload, attrs, step, time = _on_every_rank(self._comm_obj, prepare, f"checking the columns of step {step}")
         if self._comm is not None:
+            if fields:
+                raise UsageError("fields in parallel writes are not supported yet: write them from one rank")
             return _core.write_step_parallel(self._comm, self.path, step, time, attrs, payload,
                                              self._parallel_options()).to_dict()
+        from .field_file import field_tuple
+
+        if fields is not None and not isinstance(fields, Mapping):
+            raise UsageError(f"fields must map names to motes.Field, got {type(fields).__name__}")
+        field_payload = [field_tuple(_args.text("field name", n), f) for n, f in (fields or {}).items()]
         bar = _Progress(self._progress, f"step {step}")
         with self._writing():
             try:
-                summaries = self._core.append_step(step, time, attrs, payload, self._options, progress=bar.callback())
+                summaries, field_summaries = self._core.append_step(step, time, attrs, payload, self._options,
+                                                                    progress=bar.callback(), fields=field_payload)
             finally:
                 bar.close()
-            return [s.to_dict() for s in summaries]
+            return [s.to_dict() for s in summaries] + [
+                {"field": name, "file_bytes": f.file_bytes, "data_bytes": f.data_bytes, "stored_bytes": f.stored_bytes,
+                 "bitmask": f.bitmask, "ranges": f.ranges}
+                for (name, *_), f in zip(field_payload, field_summaries)]
 
     @contextlib.contextmanager
     def _writing(self):
@@ -346,14 +363,15 @@ class Writer:
         self.close()
 
 
-def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str, ColumnsLike]], *, step: int = 0,
+def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str, ColumnsLike], None], *,
+          step: int = 0,
           time: float = 0.0, species: str = "particles", attributes: Optional[Mapping[str, Any]] = None,
           index: Optional[Mapping[str, str]] = None, units: Optional[Mapping[str, str]] = None,
           leaf_size: Optional[int] = None, lod_count: Optional[int] = None, treelet_size: Optional[int] = None,
           threads: Optional[int] = None, sync: Optional[bool] = None, progress: bool = False, comm: Any = None,
           aggregation: Optional[str] = None, target_bytes: Optional[int] = None, best_axis: Optional[bool] = None,
           lock_timeout: Optional[float] = None, compression: Optional[str] = None,
-          error_bounds: Optional[Mapping[str, float]] = None):
+          error_bounds: Optional[Mapping[str, float]] = None, fields: Optional[Mapping[str, Any]] = None):
     """Writes one step of particles into the dataset directory ``path`` (created when absent).
 
     ``columns`` maps names to equal-length 1-D numpy arrays and must hold ``x``, ``y``, ``z``
@@ -361,12 +379,14 @@ def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str
     Values are stored compressed and exactly (``compression="lossless"``) or as they are
     (``"none"``); ``error_bounds`` allows an absolute error per column instead.
     With ``comm`` (mpi4py), a collective write of every rank's columns (see :class:`Writer`).
+    ``fields`` maps names to :class:`motes.Field` grids written with the step (``columns``
+    may then be None: a step of fields only).
     """
     w = Writer(path, leaf_size=leaf_size, lod_count=lod_count, treelet_size=treelet_size, threads=threads,
                sync=sync, progress=progress, comm=comm, aggregation=aggregation, target_bytes=target_bytes,
                best_axis=best_axis, lock_timeout=lock_timeout, compression=compression)
     return w.write_step(step, columns, time=time, attributes=attributes, index=index, units=units,
-                        species_name=species, error_bounds=error_bounds)
+                        species_name=species, error_bounds=error_bounds, fields=fields)
 
 
 @dataclass
@@ -377,6 +397,7 @@ class Step:
     time: float
     attributes: Dict[str, Any]
     species: Dict[str, dict] = field(repr=False)
+    fields: Dict[str, dict] = field(default_factory=dict, repr=False)
 
 
 class Dataset:
@@ -386,7 +407,8 @@ class Dataset:
         self.path = _args.path(path)
         with storage_errors(self.path, "cannot open the dataset"):
             self._core = _core.DatasetCore.open(self.path)
-        self._steps = [Step(s["index"], s["time"], s["attributes"], s["species"]) for s in self._core.steps]
+        self._steps = [Step(s["index"], s["time"], s["attributes"], s["species"], s["fields"])
+                       for s in self._core.steps]
         self._files: Dict[str, Any] = {}
 
     def __repr__(self) -> str:
@@ -432,8 +454,30 @@ class Dataset:
     def species_names(self, step: Optional[int] = None) -> List[str]:
         return list(self.step(step).species) if self._steps else []
 
+    def field_names(self, step: Optional[int] = None) -> List[str]:
+        """The grid fields of a step (default: the last)."""
+        return list(self.step(step).fields) if self._steps else []
+
+    @_storage("cannot open the field file")
+    def field(self, name: str, step: Optional[int] = None):
+        """A grid field of a step (default: the last) as a :class:`motes.field_file.StoredField`:
+        ``.shape``, ``.levels``, ``.read(box=None, level=0)`` (see there). Its file is checked
+        against the manifest when opened."""
+        from .field_file import StoredField
+
+        st = self.step(step)
+        if name not in st.fields:
+            raise UsageError(f"step {st.index} has no field '{name}' (fields: {', '.join(st.fields) or 'none'})")
+        key = ("field", st.index, name)
+        f = self._files.get(key)
+        if f is None:
+            f = self._files[key] = StoredField(self._core.open_field(st.index, name))
+        return f
+
     def _resolve(self, step: Optional[int], species: Optional[str]) -> Tuple[Step, str]:
         st = self.step(step)
+        if not st.species:
+            raise UsageError(f"step {st.index} holds no particles, only fields ({', '.join(st.fields)})")
         if species is None:
             if len(st.species) != 1:
                 raise UsageError(f"step {st.index} has several species ({', '.join(st.species)}): pass species=")

@@ -25,7 +25,7 @@ from .dtypes import numpy_dtype
 from .errors import UsageError
 from .field import AXES, Field
 
-__all__ = ["write_field_file", "open_field_file", "StoredField"]
+__all__ = ["write_field_file", "open_field_file", "StoredField", "field_tuple"]
 
 
 def write_field_file(path, field: Field, *, name: str = "field", compression: str = "lossless",
@@ -33,8 +33,6 @@ def write_field_file(path, field: Field, *, name: str = "field", compression: st
                      threads: int = 0) -> Dict[str, Any]:
     """Writes ``field`` as the field file ``path`` (atomically); returns its sizes, bitmask and
     per-component (min, max, NaN count)."""
-    if not isinstance(field, Field):
-        raise UsageError(f"a field must be a motes.Field, got {type(field).__name__}")
     options = _core.FieldWriteOptions()
     try:
         options.compression = _core.Compression.__members__[compression]
@@ -45,18 +43,25 @@ def write_field_file(path, field: Field, *, name: str = "field", compression: st
     if block_bits is not None:
         options.block_bits = block_bits
     options.sync, options.threads = sync, threads
+    s = _core.write_field_file(os.fspath(path), field_tuple(name, field), options)
+    return {"file_bytes": s.file_bytes, "data_bytes": s.data_bytes, "stored_bytes": s.stored_bytes,
+            "bitmask": s.bitmask, "ranges": s.ranges}
+
+
+def field_tuple(name: str, field: Field) -> tuple:
+    """What the core takes for a field to write: (name, one C-order array per component,
+    ndim, components, centering, origin, spacing, coords, unit, attributes)."""
+    if not isinstance(field, Field):
+        raise UsageError(f"field '{name}' must be a motes.Field, got {type(field).__name__}")
     a = field.array
     if field.components is None:
         arrays = [np.ascontiguousarray(a)]
     else:
         arrays = [np.ascontiguousarray(a[..., k]) for k in range(a.shape[-1])]
-    s = _core.write_field_file(os.fspath(path), name, arrays, field.ndim, list(field.components or ()),
-                               field.centering, None if field.coords is not None else list(field.origin),
-                               None if field.coords is not None else list(field.spacing),
-                               [list(c) for c in field.coords] if field.coords is not None else None,
-                               field.unit, field.attributes, options)
-    return {"file_bytes": s.file_bytes, "data_bytes": s.data_bytes, "stored_bytes": s.stored_bytes,
-            "bitmask": s.bitmask, "ranges": s.ranges}
+    uniform = field.coords is None
+    return (name, arrays, field.ndim, list(field.components or ()), field.centering,
+            list(field.origin) if uniform else None, list(field.spacing) if uniform else None,
+            None if uniform else [list(c) for c in field.coords], field.unit, field.attributes)
 
 
 def open_field_file(path) -> "StoredField":

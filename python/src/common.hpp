@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "motes/core/types.hpp"
+#include "motes/dataset/dataset.hpp"
 
 namespace motes_py {
 
@@ -57,6 +58,18 @@ std::function<void(const std::string&, uint64_t, uint64_t)> progress_of(nb::obje
 
 // A float64 array of `rows` values (cols == 0) or rows x cols, copied from v.
 nb::object float_array(const std::vector<double>& v, size_t rows, size_t cols);
+
+// ---- grid fields --------------------------------------------------------------------------
+
+// A C-order array of any dtype (a field component: (z, y, x) indexing).
+using GridArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
+// A field to write, from Python: (name, one array per component, ndim, component names,
+// centering, origin, spacing, coords (None: uniform), unit, attributes).
+using FieldTuple = std::tuple<std::string, std::vector<GridArray>, int, std::vector<std::string>, std::string,
+                              std::optional<std::vector<double>>, std::optional<std::vector<double>>,
+                              std::optional<std::vector<std::vector<double>>>, std::string, nb::object>;
+// The core's field (spec and pointers to the arrays' samples); UsageError naming the field.
+motes::FieldInput field_input_of(const FieldTuple& t);
 
 // ---- boxes --------------------------------------------------------------------------------
 

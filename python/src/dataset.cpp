@@ -57,6 +57,23 @@ void bind_dataset(nb::module_& m) {
              return d.remove_if_unused();
            })
       .def(
+          "open_field",
+          [](const motes::Dataset& d, int64_t step, const std::string& field) {
+            const motes::FieldEntry& e = d.step(step).find_field(field);
+            std::shared_ptr<motes::fields::FieldFile> f;
+            {
+              nb::gil_scoped_release release;
+              f = motes::fields::FieldFile::open(d.dir() + "/" + e.file);
+            }
+            if (f->header_checksum() != e.checksum)
+              throw motes::FormatError(f->path() + ": field '" + field + "' of step " + std::to_string(step) +
+                                       ": its header checksum is " + motes::checksum_text(f->header_checksum()) +
+                                       ", the manifest says " + motes::checksum_text(e.checksum) +
+                                       " (a file copied over another?)");
+            return f;
+          },
+          "step"_a, "field"_a, "One field of one step, its file checked against the manifest.")
+      .def(
           "open_species",
           [](const motes::Dataset& d, int64_t step, const std::string& species) {
             const motes::SpeciesEntry& e = d.step(step).find(species);
@@ -93,6 +110,18 @@ void bind_dataset(nb::module_& m) {
                          sp[e.name.c_str()] = ed;
                        }
                        sd["species"] = sp;
+                       nb::dict fd;
+                       for (const auto& f : st.fields) {
+                         nb::dict ed;
+                         ed["path"] = d.dir() + "/" + f.file;
+                         ed["dtype"] = motes::dtype_name(f.dtype);
+                         ed["ndim"] = f.ndim;
+                         ed["dims"] = nb::make_tuple(f.dims[0], f.dims[1], f.dims[2]);
+                         ed["components"] = f.components;
+                         ed["checksum"] = motes::checksum_text(f.checksum);
+                         fd[f.name.c_str()] = ed;
+                       }
+                       sd["fields"] = fd;
                        out.append(sd);
                      }
                      return out;
@@ -111,21 +140,26 @@ void bind_dataset(nb::module_& m) {
       .def(
           "append_step",
           [](motes::Dataset& d, int64_t index, double time, nb::handle attributes, const SpeciesTuples& species,
-             std::optional<motes::WriteOptions> options, nb::object progress) {
+             std::optional<motes::WriteOptions> options, nb::object progress, const std::vector<FieldTuple>& fields) {
             nlohmann::json attrs = attributes_of(attributes, "step attributes");
             std::vector<motes::SpeciesColumns> sp;
             for (const auto& [name, cols] : species) sp.emplace_back(name, views_of(cols));
+            std::vector<motes::FieldInput> fs;
+            for (const FieldTuple& f : fields) fs.push_back(field_input_of(f));
             motes::WriteOptions o = options.value_or(motes::WriteOptions{});
             o.progress = progress_of(progress);
             std::vector<motes::WriteSummary> summaries;
+            std::vector<motes::fields::FieldSummary> field_summaries;
             {
               nb::gil_scoped_release release;
-              d.append_step(index, time, attrs, sp, o, &summaries);
+              d.append_step(index, time, attrs, sp, o, &summaries, fs, &field_summaries);
             }
-            return summaries;
+            return nb::make_tuple(summaries, field_summaries);
           },
           "index"_a, "time"_a, "attributes"_a, "species"_a, "options"_a = nb::none(), "progress"_a = nb::none(),
-          "Writes a step: species are (name, columns) pairs; returns a WriteSummary per species.");
+          "fields"_a = std::vector<FieldTuple>(),
+          "Writes a step: species are (name, columns) pairs, fields FieldTuples (write_field_file); returns "
+          "(a WriteSummary per species, a FieldSummary per field).");
 
   nb::class_<PyPartedStep>(m, "PartedStep",
                            "A step written part by part; invisible until commit(); holds the dataset's lock until close().")

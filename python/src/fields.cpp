@@ -25,7 +25,7 @@ using motes::fields::FieldSpec;
 using motes::fields::HzOrder;
 using motes::fields::Region;
 
-using AnyArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
+using AnyArray = GridArray;
 using Triple = std::array<uint64_t, 3>;
 
 size_t item_size(const AnyArray& a, const char* what) {
@@ -61,47 +61,51 @@ nb::tuple region_tuple(const Region& r) {
 
 }  // namespace
 
+motes::FieldInput field_input_of(const FieldTuple& t) {
+  const auto& [name, arrays, ndim, components, centering, origin, spacing, coords, unit, attributes] = t;
+  motes::FieldInput f;
+  FieldSpec& spec = f.spec;
+  spec.name = name;
+  spec.ndim = ndim;
+  spec.components = components;
+  spec.centering = centering_of(centering);
+  spec.unit = unit;
+  spec.attributes = attributes_of(attributes, "attributes of field '" + name + "'");
+  if (arrays.empty()) throw motes::UsageError("field '" + name + "' has no arrays");
+  spec.dtype = dtype_of(arrays[0].dtype(), "field '" + name + "'");
+  if (int(arrays[0].ndim()) != ndim)
+    throw motes::UsageError("field '" + name + "': arrays must have " + std::to_string(ndim) + " axes");
+  spec.dims = dims_of(arrays[0]);
+  for (const AnyArray& a : arrays) {
+    if (a.dtype() != arrays[0].dtype() || a.ndim() != arrays[0].ndim() || dims_of(a) != spec.dims)
+      throw motes::UsageError("field '" + name + "': the components' arrays differ in shape or dtype");
+    f.values.push_back(a.data());
+  }
+  if (coords) {
+    if (coords->size() != size_t(ndim)) throw motes::UsageError("field '" + name + "': coords need one array per axis");
+    for (int a = 0; a < ndim; ++a) spec.coords[size_t(a)] = (*coords)[size_t(a)];
+  } else {
+    if ((origin && origin->size() != size_t(ndim)) || (spacing && spacing->size() != size_t(ndim)))
+      throw motes::UsageError("field '" + name + "': origin and spacing need one number per axis");
+    for (int a = 0; a < ndim; ++a) {
+      spec.origin[size_t(a)] = origin ? (*origin)[size_t(a)] : 0.0;
+      spec.spacing[size_t(a)] = spacing ? (*spacing)[size_t(a)] : 1.0;
+    }
+  }
+  return f;
+}
+
 void bind_fields(nb::module_& m) {
   m.def(
       "write_field_file",
-      [](const std::string& path, const std::string& name, std::vector<AnyArray> arrays, int ndim,
-         std::vector<std::string> components, const std::string& centering, std::optional<std::vector<double>> origin,
-         std::optional<std::vector<double>> spacing, std::optional<std::vector<std::vector<double>>> coords,
-         const std::string& unit, nb::handle attributes, const motes::fields::FieldWriteOptions& options) {
-        FieldSpec spec;
-        spec.name = name;
-        spec.ndim = ndim;
-        spec.components = std::move(components);
-        spec.centering = centering_of(centering);
-        spec.unit = unit;
-        spec.attributes = attributes_of(attributes, "attributes of field '" + name + "'");
-        if (arrays.empty()) throw motes::UsageError("field '" + name + "' has no arrays");
-        spec.dtype = dtype_of(arrays[0].dtype(), "field '" + name + "'");
-        if (int(arrays[0].ndim()) != ndim) throw motes::UsageError("field '" + name + "': arrays must have " + std::to_string(ndim) + " axes");
-        spec.dims = dims_of(arrays[0]);
-        std::vector<const void*> values;
-        for (const AnyArray& a : arrays) {
-          if (a.dtype() != arrays[0].dtype() || a.ndim() != arrays[0].ndim() || dims_of(a) != spec.dims)
-            throw motes::UsageError("field '" + name + "': the components' arrays differ in shape or dtype");
-          values.push_back(a.data());
-        }
-        if (coords) {
-          if (coords->size() != size_t(ndim)) throw motes::UsageError("field '" + name + "': coords need one array per axis");
-          for (int a = 0; a < ndim; ++a) spec.coords[size_t(a)] = (*coords)[size_t(a)];
-        } else {
-          for (int a = 0; a < ndim; ++a) {
-            if (origin && origin->size() != size_t(ndim)) throw motes::UsageError("field '" + name + "': origin needs one number per axis");
-            if (spacing && spacing->size() != size_t(ndim)) throw motes::UsageError("field '" + name + "': spacing needs one number per axis");
-            spec.origin[size_t(a)] = origin ? (*origin)[size_t(a)] : 0.0;
-            spec.spacing[size_t(a)] = spacing ? (*spacing)[size_t(a)] : 1.0;
-          }
-        }
+      [](const std::string& path, const FieldTuple& field, const motes::fields::FieldWriteOptions& options) {
+        motes::FieldInput f = field_input_of(field);
         nb::gil_scoped_release release;
-        return motes::fields::write_field_file(path, spec, values, options);
+        return motes::fields::write_field_file(path, f.spec, f.values, options);
       },
-      "path"_a, "name"_a, "arrays"_a, "ndim"_a, "components"_a, "centering"_a, "origin"_a.none(), "spacing"_a.none(),
-      "coords"_a.none(), "unit"_a, "attributes"_a, "options"_a,
-      "Writes a field file (fields/file.hpp): one C-order array per component, (z, y, x) indexing.");
+      "path"_a, "field"_a, "options"_a,
+      "Writes a field file (fields/file.hpp); field: (name, arrays (one C-order array per component, (z, y, x) "
+      "indexing), ndim, components, centering, origin, spacing, coords, unit, attributes).");
 
   nb::class_<motes::fields::FieldSummary>(m, "FieldSummary", "What write_field_file wrote.")
       .def_ro("file_bytes", &motes::fields::FieldSummary::file_bytes)

@@ -35,6 +35,16 @@ inline size_t utf8_length(const std::string& s, size_t i) {
   return n;
 }
 
+// A name of a species or field (and so of a file in a step directory): ASCII letters,
+// digits, '_', '-', '.', not starting with '.', 1 to 128 characters.
+inline bool valid_name(const std::string& s) {
+  if (s.empty() || s.size() > 128 || s[0] == '.') return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+      return false;
+  return true;
+}
+
 inline bool valid_utf8(const std::string& s) {
   for (size_t i = 0; i < s.size();) {
     size_t n = static_cast<unsigned char>(s[i]) < 0x80 ? 1 : utf8_length(s, i);

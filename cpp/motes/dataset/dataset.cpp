@@ -133,10 +133,16 @@ void Dataset::set_attributes(json a) {
 }
 
 void Dataset::check_new_step(int64_t index, double time, const json& attributes,
-                             const std::vector<std::string>& species) const {
+                             const std::vector<std::string>& species, const std::vector<std::string>& fields) const {
   for (const StepEntry& s : manifest_.steps)
     if (s.index == index) throw UsageError("step " + std::to_string(index) + " already exists in '" + dir_ + "'");
-  if (species.empty()) throw UsageError("a step needs at least one species");
+  if (species.empty() && fields.empty()) throw UsageError("a step needs at least one species or field");
+  for (size_t i = 0; i < fields.size(); ++i) {
+    if (!valid_species_name(fields[i]))
+      throw UsageError("field name '" + fields[i] + "' is invalid (letters, digits, '_', '-', '.')");
+    for (size_t j = 0; j < i; ++j)
+      if (fields[j] == fields[i]) throw UsageError("field '" + fields[i] + "' is given twice");
+  }
   check_attributes(attributes, "step attributes");
   if (!std::isfinite(time)) throw UsageError("step time must be a finite number, got " + number_text(time));
   for (size_t i = 0; i < species.size(); ++i) {
@@ -194,13 +200,18 @@ bool Dataset::remove_if_unused() {
 
 const StepEntry& Dataset::append_step(int64_t index, double time, const json& attributes,
                                       const std::vector<SpeciesColumns>& species, const WriteOptions& options,
-                                      std::vector<WriteSummary>* summaries) {
-  std::vector<std::string> names;
+                                      std::vector<WriteSummary>* summaries, const std::vector<FieldInput>& fields,
+                                      std::vector<fields::FieldSummary>* field_summaries) {
+  std::vector<std::string> names, field_names;
   for (const auto& sp : species) names.push_back(sp.first);
   for (const auto& sp : species) validate_columns(sp.second);
-  check_new_step(index, time, attributes, names);  // early, on the snapshot: no lock for bad input
+  for (const FieldInput& f : fields) {
+    f.spec.check();
+    field_names.push_back(f.spec.name);
+  }
+  check_new_step(index, time, attributes, names, field_names);  // early, on the snapshot: no lock for bad input
   Writing w = begin_writing("write step " + std::to_string(index) + " of '" + dir_ + "'");
-  check_new_step(index, time, attributes, names);
+  check_new_step(index, time, attributes, names, field_names);
   StepEntry st;
   st.index = index;
   st.time = time;
@@ -224,6 +235,21 @@ const StepEntry& Dataset::append_step(int64_t index, double time, const json& at
       }
       if (summaries) summaries->push_back(std::move(ws));
       st.species.push_back(std::move(e));
+    }
+    const fields::FieldWriteOptions fo{options.compression, options.zstd_level, fields::kDefaultBlockBits, options.sync,
+                                       options.layout.threads};
+    for (const FieldInput& f : fields) {
+      FieldEntry e;
+      e.name = f.spec.name;
+      e.file = field_file_name(index, f.spec.name);
+      fields::FieldSummary fs = fields::write_field_file(dir_ + "/" + e.file, f.spec, f.values, fo);
+      e.dtype = f.spec.dtype;
+      e.ndim = f.spec.ndim;
+      e.dims = f.spec.dims;
+      e.components = f.spec.components;
+      e.checksum = fs.header_checksum;
+      if (field_summaries) field_summaries->push_back(std::move(fs));
+      st.fields.push_back(std::move(e));
     }
     commit_step(w, std::move(st), options.sync);
   } catch (...) {

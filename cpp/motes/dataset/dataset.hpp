@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "motes/fields/file.hpp"
 #include "motes/io/files.hpp"
 #include "motes/dataset/manifest.hpp"
 #include "motes/particles/step_index.hpp"
@@ -23,6 +24,12 @@
 namespace motes {
 
 using SpeciesColumns = std::pair<std::string, std::vector<ColumnView>>;
+
+// A grid field of a step to write: what it is, and each component's samples (C order).
+struct FieldInput {
+  fields::FieldSpec spec;
+  std::vector<const void*> values;
+};
 
 // Seconds a writer waits for another writer's lock: MOTES_LOCK_TIMEOUT, else 0 (no wait).
 double default_lock_timeout();
@@ -70,9 +77,12 @@ class Dataset {
 
   // Writes every species of a new step, then the manifest. Earlier steps are never touched;
   // on failure nothing of the step is left behind.
+  // Fields are written as field files (compression, zstd level and sync as for the species).
   const StepEntry& append_step(int64_t index, double time, const nlohmann::json& attributes,
                                const std::vector<SpeciesColumns>& species, const WriteOptions& options = {},
-                               std::vector<WriteSummary>* summaries = nullptr);
+                               std::vector<WriteSummary>* summaries = nullptr,
+                               const std::vector<FieldInput>& fields = {},
+                               std::vector<fields::FieldSummary>* field_summaries = nullptr);
 
   // Index kinds stay the same along a series: a column left to choose automatically takes
   // the kind it has in the nearest step of the species before `index` (else after), when
@@ -88,7 +98,7 @@ class Dataset {
   // UsageError unless the step can be appended: a new index, a finite time, an object of
   // attributes, valid and distinct species names.
   void check_new_step(int64_t index, double time, const nlohmann::json& attributes,
-                      const std::vector<std::string>& species) const;
+                      const std::vector<std::string>& species, const std::vector<std::string>& fields = {}) const;
   // Creates the directory of an unpublished step (and syncs its parents), first removing
   // what a crashed write of it left there.
   void make_step_directory(const Writing&, int64_t index, bool sync) const;

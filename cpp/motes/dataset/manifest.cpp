@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "motes/core/text.hpp"
 #include "motes/io/files.hpp"
 #include "motes/particles/spec.hpp"
 
@@ -160,6 +161,33 @@ SpeciesEntry species_from(const std::string& name, const json& sp, int64_t index
   return e;
 }
 
+FieldEntry field_from(const std::string& name, const json& f, int64_t index, const std::string& at) {
+  const std::string where = at + "field '" + printable(name) + "': ";
+  if (!valid_species_name(name)) bad(at + "field name '" + printable(name) + "' is invalid");
+  if (!f.is_object()) bad(where + "is not an object");
+  FieldEntry e;
+  e.name = name;
+  e.file = text_of(member(f, "file", where), where + "file");
+  if (e.file != field_file_name(index, name)) bad(where + "file '" + printable(e.file) + "' is not " + field_file_name(index, name));
+  e.dtype = dtype_named(text_of(member(f, "dtype", where), where + "dtype"), where + "dtype");
+  const uint64_t ndim = unsigned_of(member(f, "ndim", where), where + "ndim");
+  if (ndim < 1 || ndim > 3) bad(where + "ndim is not 1, 2 or 3");
+  e.ndim = int(ndim);
+  const json& dims = member(f, "dims", where);
+  if (!dims.is_array() || dims.size() != 3) bad(where + "dims are not 3 numbers (x, y, z)");
+  for (size_t a = 0; a < 3; ++a) {
+    e.dims[a] = unsigned_of(dims[a], where + "dims");
+    if (e.dims[a] == 0 || (int(a) >= e.ndim && e.dims[a] != 1)) bad(where + "dims do not fit a " + std::to_string(e.ndim) + "-D grid");
+  }
+  auto comps = f.find("components");
+  if (comps != f.end()) {
+    if (!comps->is_array() || comps->size() > 64) bad(where + "components are not a list of at most 64 names");
+    for (const json& c : *comps) e.components.push_back(text_of(c, where + "component"));
+  }
+  e.checksum = checksum_of(member(f, "checksum", where), where + "checksum");
+  return e;
+}
+
 StepEntry step_from(const json& s) {
   if (!s.is_object()) bad("a step is not an object");
   const json& jindex = member(s, "index", "a step ");
@@ -175,12 +203,27 @@ StepEntry step_from(const json& s) {
     st.attributes = *attrs;
   }
   const json& species = member(s, "species", at);
-  if (!species.is_object() || species.empty()) bad(at + "species are not a non-empty object");
+  if (!species.is_object()) bad(at + "species are not an object");
   for (auto& [name, sp] : species.items()) st.species.push_back(species_from(name, sp, st.index, at));
+  auto fields = s.find("fields");  // since manifest 1.3
+  if (fields != s.end()) {
+    if (!fields->is_object()) bad(at + "fields are not an object");
+    for (auto& [name, f] : fields->items()) st.fields.push_back(field_from(name, f, st.index, at));
+  }
+  if (st.species.empty() && st.fields.empty()) bad(at + "holds no species and no field");
   return st;
 }
 
 }  // namespace
+
+const FieldEntry& StepEntry::find_field(const std::string& field) const {
+  for (const FieldEntry& f : fields)
+    if (f.name == field) return f;
+  std::string names;
+  for (const FieldEntry& f : fields) names += (names.empty() ? "" : ", ") + f.name;
+  throw UsageError("step " + std::to_string(index) + " has no field '" + field + "' (fields: " +
+                   (names.empty() ? "none" : names) + ")");
+}
 
 const SpeciesEntry& StepEntry::find(const std::string& species) const {
   for (const SpeciesEntry& s : this->species)
@@ -190,17 +233,17 @@ const SpeciesEntry& StepEntry::find(const std::string& species) const {
   throw UsageError("step " + std::to_string(index) + " has no species '" + species + "' (species: " + names + ")");
 }
 
-bool valid_species_name(const std::string& s) {
-  if (s.empty() || s.size() > 128) return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
-  return s[0] != '.';
-}
+bool valid_species_name(const std::string& s) { return valid_name(s); }
 
 std::string species_file_name(int64_t index, const std::string& species) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%06lld", static_cast<long long>(index));
   return std::string("steps/") + buf + "/" + species + ".mpf";
+}
+
+std::string field_file_name(int64_t index, const std::string& field) {
+  std::string f = species_file_name(index, field);
+  return f.substr(0, f.size() - 4) + ".mfd";
 }
 
 std::string species_index_name(int64_t index, const std::string& species) {
@@ -297,6 +340,15 @@ std::string Manifest::encode() const {
       sp[e.name] = je;
     }
     js["species"] = sp;
+    if (!s.fields.empty()) {
+      json jf = json::object();
+      for (const FieldEntry& f : s.fields) {
+        jf[f.name] = {{"file", f.file}, {"dtype", dtype_name(f.dtype)}, {"ndim", f.ndim},
+                      {"dims", {f.dims[0], f.dims[1], f.dims[2]}}, {"components", f.components},
+                      {"checksum", checksum_text(f.checksum)}};
+      }
+      js["fields"] = jf;
+    }
     jsteps.push_back(js);
   }
   m["steps"] = jsteps;

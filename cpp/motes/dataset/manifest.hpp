@@ -4,6 +4,7 @@
 // compare the files with it. docs/format.md, "Dataset manifest".
 #pragma once
 
+#include <array>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -26,18 +27,31 @@ struct SpeciesEntry {
   std::vector<uint64_t> part_checksums;
 };
 
+// A grid field of a step: its file (fields/file.hpp) and what a listing shows without opening it.
+struct FieldEntry {
+  std::string name;
+  std::string file;  // relative to the dataset directory: steps/<index>/<name>.mfd
+  DType dtype = DType::f32;
+  int ndim = 3;
+  std::array<uint64_t, 3> dims{1, 1, 1};  // samples along x, y, z
+  std::vector<std::string> components;    // empty: a scalar field
+  uint64_t checksum = 0;                  // the field file's header checksum
+};
+
 struct StepEntry {
   int64_t index = 0;
   double time = 0.0;
   nlohmann::json attributes = nlohmann::json::object();
   std::vector<SpeciesEntry> species;
+  std::vector<FieldEntry> fields;  // a step holds species, fields or both
   const SpeciesEntry& find(const std::string& species) const;  // UsageError naming the species present
+  const FieldEntry& find_field(const std::string& field) const;  // UsageError naming the fields present
 };
 
 struct Manifest {
   static constexpr const char* kFileName = "manifest.json";
   static constexpr int kMajor = 1;
-  static constexpr int kMinor = 2;  // 1.1: checksums of the files; 1.2: "index" (was "fine"), "error_bound"
+  static constexpr int kMinor = 3;  // 1.1: checksums of the files; 1.2: "index" (was "fine"), "error_bound"; 1.3: fields
   static constexpr uint64_t kMaxBytes = uint64_t(1) << 30;  // a larger manifest is refused, not read
 
   nlohmann::json attributes = nlohmann::json::object();
@@ -63,5 +77,7 @@ bool valid_species_name(const std::string& name);
 // or .mpi for a step index with its part files beside it.
 std::string species_file_name(int64_t index, const std::string& species);
 std::string species_index_name(int64_t index, const std::string& species);
+// steps/<index, 6 digits>/<field>.mfd (field names follow the rules of species names).
+std::string field_file_name(int64_t index, const std::string& field);
 
 }  // namespace motes

@@ -36,14 +36,6 @@ constexpr const char* kAxes = "xyz";
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-bool is_name(const std::string& s) {
-  if (s.empty() || s.size() > 128 || s[0] == '.') return false;
-  for (char c : s)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
-      return false;
-  return true;
-}
-
 // Per-block minimum and maximum of the grid's samples (padding and NaN left out).
 template <class T>
 void block_range(const T* v, const uint8_t* inside, uint64_t n, double& lo, double& hi, uint64_t& nans) {
@@ -72,8 +64,8 @@ const char* centering_name(Centering c) { return c == Centering::cell ? "cell" :
 
 void FieldSpec::check() const {
   const std::string what = "field '" + name + "'";
-  if (!is_name(name))
-    throw UsageError("field name '" + printable(name) + "' is not valid (letters, digits, '_', '-', '.', not starting with '.', at most 128)");
+  if (!valid_name(name))
+    throw UsageError("field name '" + printable(name) + "' is invalid (letters, digits, '_', '-', '.', not starting with '.', at most 128)");
   if (ndim < 1 || ndim > 3) throw UsageError(what + " has " + std::to_string(ndim) + " axes (1, 2 or 3)");
   if (!dtype_valid(uint8_t(dtype))) throw UsageError(what + " has an unknown dtype");
   for (int a = 0; a < 3; ++a) {
@@ -82,7 +74,7 @@ void FieldSpec::check() const {
   }
   if (components.size() > kMaxComponents) throw UsageError(what + " has more than 64 components");
   for (size_t i = 0; i < components.size(); ++i) {
-    if (!is_name(components[i])) throw UsageError(what + ": component name '" + printable(components[i]) + "' is not valid");
+    if (!valid_name(components[i])) throw UsageError(what + ": component name '" + printable(components[i]) + "' is invalid");
     for (size_t j = 0; j < i; ++j)
       if (components[i] == components[j]) throw UsageError(what + ": component '" + components[i] + "' is given twice");
   }

@@ -18,7 +18,9 @@ def _print_info(info: Dict[str, Any]) -> None:
     times = [s["time"] for s in steps if s["time"] is not None]
     tr = f", time {_g(min(times))} .. {_g(max(times))}" if times else ""
     _out(f"steps      {len(steps)} (index {steps[0]['index']} .. {steps[-1]['index']}{tr})")
-    _out(f"species    {', '.join(info['species'])}")
+    _out(f"species    {', '.join(info['species']) or 'none'}")
+    if info.get("fields"):
+        _out(f"fields     {', '.join(info['fields'])}")
     _out(f"particles  {_num(info['particle_count'])} in all steps")
     if info["attributes"]:
         _out(f"attributes {json.dumps(info['attributes'])}")
@@ -28,10 +30,12 @@ def _print_info(info: Dict[str, Any]) -> None:
     for i, s in enumerate(shown):
         if len(steps) > 40 and i == 20:
             rows.append(["...", "", "", ""])
-        for j, (name, sp) in enumerate(s["species"].items()):
-            rows.append([str(s["index"]) if j == 0 else "", _g(s["time"]) if j == 0 else "", name,
-                         _num(sp["count"])])
-    _out(_table(["step", "time", "species", "particles"], rows, ["<", ">", "<", ">"], indent="  "))
+        entries = [(name, _num(sp["count"])) for name, sp in s["species"].items()]
+        entries += [(f"{name} (field)", " x ".join(map(str, f["dims"]))) for name, f in s.get("fields", {}).items()]
+        for j, (name, size) in enumerate(entries):
+            rows.append([str(s["index"]) if j == 0 else "", _g(s["time"]) if j == 0 else "", name, size])
+    _out(_table(["step", "time", "species / field", "particles / samples"], rows, ["<", ">", "<", ">"],
+                indent="  "))
     for d in info["files"]:
         sz = d["sizes"]
         lo, hi = d["bounds"]["min"], d["bounds"]["max"]
@@ -66,6 +70,19 @@ def _print_info(info: Dict[str, Any]) -> None:
             align.insert(7, ">")
         _out("  columns")
         _out(_table(head, rows, align, indent="    "))
+    for d in info.get("field_files", []):
+        _out("")
+        comps = f", components {', '.join(d['components'])}" if d["components"] else ""
+        _out(f"step {d['step']}, field '{d['field']}': {d['dtype']} {' x '.join(map(str, d['dims']))} "
+             f"(x, y, z){comps}, {d['centering']}-centred" + (f", unit {d['unit_label']}" if d["unit"] else ""))
+        _out(f"  file     {d['path']}")
+        geometry = ("rectilinear" if d["rectilinear"] else
+                    "origin " + ", ".join(map(_g, d["origin"])) + "; spacing " + ", ".join(map(_g, d["spacing"])))
+        _out(f"  grid     {geometry}; {d['levels']} levels, HZ bitmask {d['bitmask']}")
+        ratio = f" ({d['raw_bytes'] / d['stored_bytes']:.2f}x)" if d["stored_bytes"] else ""
+        _out(f"  stored   {_bytes(d['stored_bytes'])} for {_bytes(d['raw_bytes'])} of samples{ratio}")
+        _out("  range    " + "; ".join(f"[{_g(lo) if lo is not None else '-'}, {_g(hi) if hi is not None else '-'}]"
+                                       for lo, hi in d["ranges"]))
 
 
 def cmd_info(args) -> int:
