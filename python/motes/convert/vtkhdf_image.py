@@ -62,6 +62,16 @@ def _dims(grid: Grid, cell: bool) -> Tuple[int, ...]:
     return tuple(n - 1 if cell else n for n in reversed(points) if n > 1) or (1,)
 
 
+def _step_chunks(dims: Tuple[int, ...], itemsize: int, target: int = 1 << 22) -> Tuple[int, ...]:
+    """Chunks of a time series' dataset: one step deep (a reader reads one step), the longest
+    axes halved until a chunk holds at most ``target`` bytes (HDF5 caps chunks at 4 GiB)."""
+    chunk = list(dims)
+    while int(np.prod(chunk)) * itemsize > target and max(chunk) > 1:
+        k = int(np.argmax(chunk))
+        chunk[k] = (chunk[k] + 1) // 2
+    return (1,) + tuple(chunk)
+
+
 def _name_ok(where: str, name: Any) -> None:
     if not isinstance(name, str) or not name or "/" in name or "." in name:
         raise UsageError(f"{where}: field name {name!r} cannot be a VTKHDF array name "
@@ -131,7 +141,7 @@ class _ImageWriter:
                 raise UsageError(f"{where}: field '{name}' is given twice")
             if self.temporal:
                 ds = group.create_dataset(name, shape=(0,) + dims, maxshape=(None,) + dims, dtype=fld.array.dtype,
-                                          chunks=(1,) + dims, **self.filters)
+                                          chunks=_step_chunks(dims, fld.array.dtype.itemsize), **self.filters)
             else:
                 ds = group.create_dataset(name, data=values, chunks=True if self.filters else None, **self.filters)
             if fld.unit:
