@@ -1,5 +1,5 @@
 """The mapping between openPMD mesh records and motes grid fields (:class:`motes.Field`),
-without openpmd-api: the rules of docs/convert-openpmd.md "Meshes".
+without openpmd-api: the rules of docs/convert-openpmd.md, "Meshes and fields".
 
 Reading (:func:`plan_fields`): a mesh record, described as :class:`Mesh`, becomes one
 field, or one per component when its components do not share one grid:
@@ -116,12 +116,17 @@ def geometry(n: int, where_axes: Sequence[Optional[int]], spacing_c: Sequence[fl
     """origin, spacing (x, y, z) and centering of a component (see the module doc)."""
     ps = [float(position_c[d]) for d in where_axes if d is not None]
     cell = all(p == 0.5 for p in ps)
-    shift = [0.0 if cell or all(p == 0.0 for p in ps) else float(position_c[d]) if d is not None else 0.0
-             for d in where_axes]
-    origin = tuple(float(offset_c[d]) + shift[k] * float(spacing_c[d]) if shift[k] else float(offset_c[d])
-                   if d is not None else 0.0 for k, d in enumerate(where_axes))
-    spacing = tuple(float(spacing_c[d]) if d is not None else 1.0 for d in where_axes)
-    return {"origin": origin, "spacing": spacing, "centering": "cell" if cell else "node"}
+    shifted = not cell and any(p != 0.0 for p in ps)   # node-centred, its origin moved by position
+    origin, spacing = [], []
+    for d in where_axes:
+        if d is None:   # an axis the mesh does not have: one sample
+            origin.append(0.0)
+            spacing.append(1.0)
+            continue
+        o, h = float(offset_c[d]), float(spacing_c[d])
+        origin.append(o + float(position_c[d]) * h if shifted else o)
+        spacing.append(h)
+    return {"origin": tuple(origin), "spacing": tuple(spacing), "centering": "cell" if cell else "node"}
 
 
 def labels_problem(labels: Sequence[Any]) -> str:

@@ -190,7 +190,7 @@ def _mesh(name: str, m, where: str) -> Mesh:
                                   {} if m.scalar else custom_attributes(rc, MESH_COMPONENT_STANDARD), rc))
         extra = {"": motes_attributes(m, where)}
         if not m.scalar:
-            extra.update({c.comp: motes_attributes(c.handle, f"{where}/{c.comp}") for c in comps})
+            extra.update({c.comp: motes_attributes(c.handle, f"{where}, component '{c.comp}'") for c in comps})
         return Mesh(name, bool(m.scalar), m.geometry_string, str(m.data_order), [str(a) for a in m.axis_labels],
                     [float(v) for v in m.grid_spacing], [float(v) for v in m.grid_global_offset],
                     float(m.grid_unit_SI), [float(v) for v in m.unit_dimension], comps,

@@ -154,8 +154,8 @@ def _write_meshes(io, series, it, path: str, index: int, fields) -> None:
                 rc.position = [float(p) for p in c.position]
                 for an, av in c.attributes.items():
                     if an not in MESH_COMPONENT_STANDARD:
-                        set_attribute(rc, an, av, f"{where}/{c.comp}")
-                _json_attribute(rc, c.extra, f"{where}/{c.comp}", "field attributes")
+                        set_attribute(rc, an, av, f"{where}, component '{c.comp}'")
+                _json_attribute(rc, c.extra, f"{where}, component '{c.comp}'", "field attributes")
         except (UsageError, FormatError):
             raise
         except Exception as e:
