@@ -137,8 +137,6 @@ class _ImageWriter:
         values = np.ascontiguousarray(fld.array).reshape(dims)
         if name not in self.arrays:
             group = self.data[cell]
-            if name in self.data[not cell]:
-                raise UsageError(f"{where}: field '{name}' is given twice")
             if self.temporal:
                 ds = group.create_dataset(name, shape=(0,) + dims, maxshape=(None,) + dims, dtype=fld.array.dtype,
                                           chunks=_step_chunks(dims, fld.array.dtype.itemsize), **self.filters)
