@@ -3,7 +3,9 @@
 A *source* reads a file or dataset and yields :class:`Step` objects; a *sink* consumes
 them and writes its format. Nothing holds a whole step: a species hands out its rows
 through ``chunks()``, an iterator of column dicts of at most ``chunk_rows`` rows each,
-and can be iterated again (sinks that need two passes call it twice).
+and can be iterated again (sinks that need two passes call it twice). A step's grid
+fields (:class:`motes.Field`) are whole arrays; sources hand them out as
+:class:`LazyFields`, which reads a field only when it is looked up.
 
 Units travel as motes' free-text unit of a column. For openPMD quantities it is the
 JSON text ``{"unitSI": <float>, "unitDimension": [7 floats]}`` (see :func:`openpmd_unit`).
@@ -13,12 +15,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from .._core import UsageError
 from ..dtypes import SUMMARY, SUPPORTED
+from ..field import Field
 
 Chunk = Dict[str, np.ndarray]
 
@@ -52,6 +55,32 @@ class Step:
     time: float
     attributes: Dict[str, Any]
     species: Dict[str, Species]
+    # the step's grid fields by name: a dict, or the LazyFields of a source
+    fields: Mapping[str, Field] = field(default_factory=dict)
+
+
+class LazyFields(Mapping):
+    """The fields of a step as a source hands them out: the names are known at once, a
+    :class:`motes.Field` is read from the file each time it is looked up (keep the Field
+    you work with rather than looking it up again), so a conversion that does not want
+    the fields never reads them and one that does holds one at a time.
+
+    loaders: field name -> a function without arguments that reads the field."""
+
+    def __init__(self, loaders: Dict[str, Callable[[], Field]]):
+        self._loaders = dict(loaders)
+
+    def __getitem__(self, name: str) -> Field:
+        return self._loaders[name]()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaders)
+
+    def __len__(self) -> int:
+        return len(self._loaders)
+
+    def __repr__(self) -> str:
+        return f"LazyFields({list(self._loaders)})"
 
 
 def openpmd_unit(unit_si: float, unit_dimension: Sequence[float]) -> str:

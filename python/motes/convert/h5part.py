@@ -20,6 +20,9 @@ step attribute ``motes_species_attributes``.
 H5Part has no species: a file holds one. :func:`write` takes the only species of the steps
 or the one named by ``species=``; :func:`read` names it by the root attribute
 ``motes_species``, else ``"particles"``.
+
+Grid fields of a step (``Step.fields``) live in the step group as H5hut writes them,
+``/Step#n/Block/<field>/0, 1, ...``: see :mod:`motes.convert.h5block`.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Union
 import numpy as np
 
 from .._core import FormatError, UsageError
-from .base import DEFAULT_CHUNK_ROWS, Species, Step, check_dtype
+from . import h5block
+from .base import DEFAULT_CHUNK_ROWS, LazyFields, Species, Step, check_dtype
 from .hdf5 import (H5_CHUNK_ROWS, attr_to_json, check_chunk_rows, created_file, dtype_of, file_chunks, h5_filter,
                    open_file, read_attributes,
                    unit_of, write_attributes)
@@ -93,9 +97,12 @@ def read(path, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, species=None, steps=None
     single name given here names it (default ``"particles"``).
     steps: a step index or a list of them (motes_step, else N of Step#N); default all.
 
+    A step's H5Block fields (``/Step#n/Block``) become its ``fields``, each read when looked up.
+
     The whole layout is checked before the first step is returned: FormatError for a file
-    without Step#N groups, datasets that are not 1-D or of unequal lengths within a step;
-    UsageError for datasets of a type motes cannot store (strings, complex, compound)."""
+    without Step#N groups, datasets that are not 1-D or of unequal lengths within a step,
+    H5Block fields that are not as :mod:`~motes.convert.h5block` describes; UsageError for
+    datasets of a type motes cannot store (strings, complex, compound)."""
     chunk_rows = check_chunk_rows(chunk_rows)
     path = os.fspath(path)
     wanted_species = _species_selection(species)
@@ -192,7 +199,11 @@ def read(path, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, species=None, steps=None
             sp = Species(name=sp_name, columns=schema, count=count,
                          chunks=file_chunks(path, gname, plan, count, chunk_rows),
                          units=units, attributes=sp_attrs)
-            out.append(Step(index=index, time=time, attributes=attributes, species={sp_name: sp}))
+            fields = h5block.read(path, g)
+            # a step group with fields and no particle dataset (H5hut's field-only steps) holds no species
+            species_of = {} if fields and not datasets else {sp_name: sp}
+            out.append(Step(index=index, time=time, attributes=attributes, species=species_of,
+                            fields=LazyFields(fields)))
     return iter(out)
 
 
@@ -230,6 +241,8 @@ def _write_species(path: str, g, gname: str, sp: Species, compression: str = "no
             raise UsageError(f"{where}: column name {col!r} cannot be an HDF5 dataset name")
         if col in dsets:
             raise UsageError(f"{where}: column '{col}' appears twice")
+        if col == h5block.BLOCK and col in g:
+            raise UsageError(f"{where}: column '{col}' clashes with the group of the step's H5Block fields")
         dtype = check_dtype(where, col, dt)
         if compression == "none" or count == 0:
             ds = g.create_dataset(col, shape=(count,), dtype=dtype)
@@ -276,9 +289,11 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
     datasets: "gzip" (every HDF5 reads it), "zstd" or "blosc2" (readers need hdf5plugin).
 
     species: the species to write; needed when a step holds several. A step without it is
-    written as an empty step group (time and attributes kept). The file is removed on error."""
+    written as an empty step group (time and attributes kept). The step's ``fields`` are
+    written as H5Block fields (:mod:`~motes.convert.h5block`), compressed like the columns.
+    The file is removed on error."""
     path = os.fspath(path)
-    h5_filter(compression)  # checked before the file is created
+    filters = h5_filter(compression)  # checked before the file is created
     wanted = one_species(species, "an H5Part file")
     with created_file(path) as f:
         chosen = wanted
@@ -295,6 +310,7 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
             g.attrs[STEP_ATTR] = np.int64(idx)
             write_attributes(g, step.attributes or {}, f"{path}: {gname} (step {idx})", JSON_ATTR,
                              reserved=_RESERVED_STEP_ATTRS)
+            h5block.write(path, g, step.fields, filters)
             sp = _pick_species(path, step, wanted, chosen)
             if sp is None:
                 continue

@@ -28,6 +28,9 @@ Layout (VTKHDF format version 2.0, the first with temporal PolyData)::
 
 All datasets but the Steps metadata are chunked and resizable (maxshape None); points and
 columns are appended chunk by chunk, so memory stays bounded by the source's chunk size.
+
+With ``fields=`` the file is an ImageData of the steps' grid fields instead: see
+:mod:`motes.convert.vtkhdf_image` (``write_image`` writes fields without steps).
 """
 
 from __future__ import annotations
@@ -40,11 +43,12 @@ from typing import Dict, Iterable, List, Optional, Sequence, Union
 import numpy as np
 
 from .._core import UsageError
-from .base import Species, Step, check_dtype
+from .base import ConversionWarning, Species, Step, check_dtype
 from .h5part import _pick_species, one_species
 from .hdf5 import created_file, h5_filter
+from .vtkhdf_image import write_fields, write_image
 
-__all__ = ["write"]
+__all__ = ["write", "write_image"]
 
 VERSION = (2, 0)
 TOPOLOGIES = ("Vertices", "Lines", "Polygons", "Strips")   # the order of CellOffsets' columns
@@ -242,7 +246,7 @@ class _PolyDataWriter:
 
 
 def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[str]]] = None,
-          compression: str = "none") -> None:
+          compression: str = "none", fields: Union[None, bool, str, Sequence[str]] = None) -> None:
     """Writes steps as a VTKHDF PolyData file with one vertex cell per particle (temporal when
     there are several steps). Points are x, y, z (z = 0 when there is no z column); every
     other column becomes a point data array.
@@ -250,14 +254,25 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
     species: the species to write; needed when a step holds several (a VTKHDF PolyData holds
     one point set). A step without it is written with no points. The file is removed on error.
     compression: "none", or an HDF5 filter on the points and point data ("gzip", which VTK
-    reads; "zstd", "blosc2": the reader needs hdf5plugin)."""
+    reads; "zstd", "blosc2": the reader needs hdf5plugin).
+
+    fields: write the steps' grid fields instead, as a VTKHDF ImageData (a VTKHDF file holds
+    one kind of dataset): True for every field, or a field name or list of names; see
+    :func:`motes.convert.vtkhdf_image.write_fields`. The particles are then not written
+    (a ConversionWarning says so); without ``fields=``, fields are not written (likewise)."""
     path = os.fspath(path)
+    if fields is not None and fields is not False:
+        if species is not None:
+            raise UsageError(f"{path}: species= and fields= exclude each other: a VTKHDF file holds particles "
+                             "(PolyData) or fields (ImageData); write one file each")
+        write_fields(path, _left_out(path, steps, "species", "particles", "fields=None"), fields, compression)
+        return
     filters = h5_filter(compression)
     wanted = one_species(species, "a VTKHDF PolyData file")
     with created_file(path) as f:
         w = _PolyDataWriter(path, f, filters)
         chosen = wanted
-        for step in steps:
+        for step in _left_out(path, steps, "fields", "fields", "fields=True"):
             sp = _pick_species(path, step, wanted, chosen)
             if sp is not None:
                 if chosen is None:
@@ -266,3 +281,15 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
         if not w.times:
             raise UsageError(f"{path}: no steps to write")
         w.finish(chosen)
+
+
+def _left_out(path: str, steps: Iterable[Step], attr: str, what: str, option: str) -> Iterable[Step]:
+    """The steps, with one ConversionWarning when some hold ``what`` (their ``attr``) that this
+    file leaves out."""
+    warned = False
+    for step in steps:
+        if not warned and getattr(step, attr):
+            warned = True
+            warnings.warn(ConversionWarning(f"{path}: the steps hold {what}, which this VTKHDF file leaves out "
+                                            f"(write them to a second file with {option})"), stacklevel=3)
+        yield step

@@ -1,4 +1,4 @@
-"""openPMD 1.1.0 particle import and export (``motes convert``, format name ``openpmd``).
+"""openPMD 1.1.0 particle and mesh import and export (``motes convert``, format name ``openpmd``).
 
 Both directions go through openpmd-api (``import openpmd_api``) and stream: a species is
 read ``chunk_rows`` rows at a time with ``load_chunk`` and written one motes chunk at a
@@ -17,11 +17,14 @@ Mapping (the full rules, with examples, are in docs/convert-openpmd.md):
 * constant record components (openPMD ``value`` + ``shape``) are not turned into columns;
   they are kept, with everything needed to write the species back, in
   ``species.attributes["openpmd"]``;
-* the unit of every column is ``openpmd_unit(unitSI, unitDimension)``.
+* the unit of every column is ``openpmd_unit(unitSI, unitDimension)``;
+* the meshes of an iteration are the step's ``fields`` (:class:`motes.Field`), read when
+  looked up: see :mod:`.meshes` for axis order, ``position`` and units.
 
 The package: :mod:`.mapping` (records, components and units <-> columns; no openpmd-api),
-:mod:`.reader` (the source), :mod:`.writer` (the destination), :mod:`.patches`
-(particlePatches), :mod:`.api` (the openpmd-api import, errors and attributes).
+:mod:`.meshes` (mesh records <-> fields; no openpmd-api), :mod:`.reader` (the source),
+:mod:`.writer` (the destination), :mod:`.patches` (particlePatches), :mod:`.api` (the
+openpmd-api import, errors and attributes).
 Importing it does not import openpmd-api: ``read`` and ``write`` do.
 """
 

@@ -20,6 +20,9 @@ SERIES_STANDARD = ("openPMD", "openPMDextension", "basePath", "meshesPath", "par
 ITERATION_STANDARD = ("time", "dt", "timeUnitSI")
 RECORD_STANDARD = ("unitDimension", "timeOffset")
 COMPONENT_STANDARD = ("unitSI", "value", "shape")
+MESH_STANDARD = ("geometry", "geometryParameters", "dataOrder", "axisLabels", "gridSpacing", "gridGlobalOffset",
+                 "gridUnitSI", "gridUnitDimension", "unitDimension", "timeOffset")
+MESH_COMPONENT_STANDARD = COMPONENT_STANDARD + ("position",)
 MOTES_ATTRIBUTES = "motesAttributes"   # JSON text of motes attributes openPMD has no place for
 STEP_KEYS = ("time", "dt", "timeUnitSI", "openpmd")
 SPECIES_KEYS = ("openpmd", "motes_patches")

@@ -3,8 +3,9 @@ motes steps, streaming each species ``chunk_rows`` rows at a time (``load_chunk`
 
 This module owns the openpmd-api side of reading: opening a series (with clear errors for
 the usual mistakes), iterations and their attributes, one open iteration at a time
-(:class:`_Handle`), and loading the rows. Which columns the records become, and their
-units, is decided in :mod:`.mapping`; particlePatches are read by :mod:`.patches`.
+(:class:`_Handle`), and loading the rows and the meshes. Which columns the records become,
+and their units, is decided in :mod:`.mapping`, which fields the meshes become in
+:mod:`.meshes`; particlePatches are read by :mod:`.patches`.
 """
 
 from __future__ import annotations
@@ -13,18 +14,20 @@ import json
 import os
 import re
 import warnings
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
 from ..._core import FormatError, UsageError
 from ...errors import NotFoundError
-from ..base import DEFAULT_CHUNK_ROWS, ConversionWarning, Species, Step
+from ...field import Field
+from ..base import DEFAULT_CHUNK_ROWS, ConversionWarning, LazyFields, Species, Step
 from ..sources import PATTERN as _PATTERN
 from . import patches
-from .api import (COMPONENT_STANDARD, ITERATION_STANDARD, RECORD_STANDARD, SERIES_STANDARD, custom_attributes,
-                  io as _io, motes_attributes, plain, typed, why)
+from .api import (COMPONENT_STANDARD, ITERATION_STANDARD, MESH_COMPONENT_STANDARD, MESH_STANDARD, RECORD_STANDARD,
+                  SERIES_STANDARD, custom_attributes, io as _io, motes_attributes, plain, typed, why)
 from .mapping import Component, assemble, canon, columns_of, extent_problem, particle_count, where_of
+from .meshes import FieldPlan, Mesh, MeshComp, plan_fields, skip_reason
 
 __all__ = ["read"]
 
@@ -176,9 +179,67 @@ def _species_from(io, handle: "_Handle", path: str, index: int, name: str, sp, c
                    units={c.name: c.unit for c in columns if c.unit}, attributes=attributes)
 
 
+def _mesh(name: str, m, where: str) -> Mesh:
+    """A mesh record described for the mapping (the datasets stay unread)."""
+    try:
+        comps = []
+        for cname, rc in m.items():
+            comps.append(MeshComp("" if m.scalar else cname, tuple(int(s) for s in rc.shape), canon(rc.dtype),
+                                  float(rc.unit_SI), [float(p) for p in rc.position],
+                                  plain(rc.get_attribute("value")) if rc.constant else None,
+                                  {} if m.scalar else custom_attributes(rc, MESH_COMPONENT_STANDARD), rc))
+        extra = {"": motes_attributes(m, where)}
+        if not m.scalar:
+            extra.update({c.comp: motes_attributes(c.handle, f"{where}, component '{c.comp}'") for c in comps})
+        return Mesh(name, bool(m.scalar), m.geometry_string, str(m.data_order), [str(a) for a in m.axis_labels],
+                    [float(v) for v in m.grid_spacing], [float(v) for v in m.grid_global_offset],
+                    float(m.grid_unit_SI), [float(v) for v in m.unit_dimension], comps,
+                    str(m.get_attribute("geometryParameters")) if m.contains_attribute("geometryParameters") else None,
+                    typed(m.get_attribute("timeOffset"), m.attribute_dtypes.get("timeOffset"))
+                    if m.contains_attribute("timeOffset") else None,
+                    custom_attributes(m, MESH_STANDARD + (MESH_COMPONENT_STANDARD if m.scalar else ())), extra)
+    except (FormatError, UsageError):
+        raise
+    except Exception as e:  # openpmd_api.Error, RuntimeError: an attribute missing or of the wrong type
+        raise FormatError(f"{where}: cannot read the mesh's attributes ({why(e)})") from None
+
+
+def _fields(handle: "_Handle", path: str, index: int, it) -> Dict[str, Callable[[], Field]]:
+    """Loaders of the fields of an iteration's meshes, their layout checked now."""
+    loaders: Dict[str, Callable[[], Field]] = {}
+    for name in it.meshes:
+        where = f"{path}: iteration {index}, mesh '{name}'"
+        mesh = _mesh(name, it.meshes[name], where)
+        problem = skip_reason(mesh)
+        if problem:  # a mesh motes cannot hold as a field: said, not silent
+            warnings.warn(ConversionWarning(f"{where}: skipped: {problem}"))
+            continue
+        for plan in plan_fields(where, mesh):
+            if plan.name in loaders:
+                raise UsageError(f"{where}: makes field '{plan.name}', which another mesh makes too")
+            loaders[plan.name] = _field_loader(handle, index, where, plan)
+    return loaders
+
+
+def _field_loader(handle: "_Handle", index: int, where: str, plan: FieldPlan) -> Callable[[], Field]:
+    def load() -> Field:
+        handle.activate(index)
+        arrays = [np.full(c.shape, c.constant, dtype=c.dtype) if c.constant is not None else c.handle.load_chunk()
+                  for c in plan.comps]
+        try:
+            handle.series.flush()
+        except Exception as e:
+            raise FormatError(f"{where}: reading the mesh failed ({why(e)})") from None
+        return plan.field(arrays)
+
+    return load
+
+
 def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, species: Optional[List[str]] = None,
          steps: Optional[List[int]] = None) -> Iterator[Step]:
-    """The iterations of an openPMD series as motes steps (see the module doc for the mapping).
+    """The iterations of an openPMD series as motes steps (see the module doc for the mapping);
+    the meshes of an iteration become the step's ``fields`` (:mod:`.meshes`), each read when
+    it is looked up.
 
     ``path`` is an openPMD series path: file-based (``data_%T.h5``, ``data_%06T.h5``) or one
     file with all iterations (``data.h5``, ``data.bp``). ``species`` and ``steps`` select
@@ -260,7 +321,8 @@ def _iterate(io, series, path: str, selected: List[int], info: Dict[str, Any], c
                 continue
             found.add(name)
             out[name] = _species_from(io, handle, path, index, name, it.particles[name], chunk_rows)
-        yield Step(index=index, time=float(it.time) * unit, attributes=attributes, species=out)
+        yield Step(index=index, time=float(it.time) * unit, attributes=attributes, species=out,
+                   fields=LazyFields(_fields(handle, path, index, it)))
     if species is not None:
         missing = [s for s in species if s not in found]
         if missing and selected:

@@ -3,9 +3,10 @@ series (HDF5 for .h5, ADIOS2 for .bp), one iteration per step, storing each inco
 chunk with ``store_chunk``.
 
 This module owns the openpmd-api side of writing: the series and its attributes, the
-iteration encoding, declaring the records and streaming the rows. Which records and
-components a species becomes, and their units, is decided in :mod:`.mapping`;
-particlePatches are planned and written by :mod:`.patches`.
+iteration encoding, declaring the records and streaming the rows, writing the meshes.
+Which records and components a species becomes, and their units, is decided in
+:mod:`.mapping`, which meshes the fields become in :mod:`.meshes`; particlePatches are
+planned and written by :mod:`.patches`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from ...errors import StorageError
 from ..base import Species, Step, check_columns
 from ..sources import PATTERN as _PATTERN
 from . import patches
-from .api import (COMPONENT_STANDARD, ITERATION_STANDARD, MOTES_ATTRIBUTES, RECORD_STANDARD, SERIES_STANDARD,
-                  SPECIES_KEYS, STEP_KEYS, io as _io, set_attribute, unit_dimension_map, why)
+from .api import (COMPONENT_STANDARD, ITERATION_STANDARD, MESH_COMPONENT_STANDARD, MESH_STANDARD, MOTES_ATTRIBUTES,
+                  RECORD_STANDARD, SERIES_STANDARD, SPECIES_KEYS, STEP_KEYS, io as _io, set_attribute,
+                  unit_dimension_map, why)
 from .mapping import AXES, Out, canon, plan_species, stored_values, where_of
+from .meshes import plan_meshes
 
 __all__ = ["write"]
 
@@ -106,6 +109,63 @@ def _write_species(io, series, it, path: str, index: int, sp: Species, particle_
         patches.write(io, series, out_sp, where, patches.finish(plan), records["position"].unit_dimension)
 
 
+def _json_attribute(obj, attributes: Dict[str, Any], where: str, what: str) -> None:
+    """motes attributes openPMD has no place for, as JSON text in ``motesAttributes``."""
+    if not attributes:
+        return
+    try:
+        text = json.dumps(attributes)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"{where}: {what} are not JSON-serialisable ({e})") from None
+    set_attribute(obj, MOTES_ATTRIBUTES, text, where)
+
+
+def _write_meshes(io, series, it, path: str, index: int, fields) -> None:
+    """The step's fields as the iteration's meshes, one field at a time (flushed before the next)."""
+    scalar_key = io.Mesh_Record_Component.SCALAR
+    for name, rec, new, comps in plan_meshes(f"{path}: iteration {index}", fields):
+        where = f"{path}: iteration {index}, mesh '{name}'"
+        m = it.meshes[name]
+        try:
+            if new:
+                m.geometry = io.Geometry.cartesian
+                if rec.geometry_parameters is not None:
+                    m.geometry_parameters = str(rec.geometry_parameters)
+                m.data_order = rec.data_order
+                m.axis_labels = rec.axis_labels
+                m.grid_spacing = rec.grid_spacing
+                m.grid_global_offset = rec.grid_global_offset
+                m.grid_unit_SI = rec.grid_unit_si
+                m.unit_dimension = unit_dimension_map(io, rec.unit_dimension)
+                if rec.time_offset is not None:
+                    set_attribute(m, "timeOffset", rec.time_offset, where)
+                for an, av in rec.attributes.items():
+                    if an not in MESH_STANDARD and an not in MESH_COMPONENT_STANDARD:
+                        set_attribute(m, an, av, where)
+                _json_attribute(m, rec.extra, where, "field attributes")
+            for c in comps:
+                rc = m[scalar_key] if rec.scalar else m[c.comp]
+                rc.reset_dataset(io.Dataset(c.values.dtype, list(c.values.shape)))
+                if c.constant is not None:
+                    rc.make_constant(c.values.dtype.type(c.constant))
+                else:
+                    rc.store_chunk(c.values)
+                rc.unit_SI = float(c.unit_si)
+                rc.position = [float(p) for p in c.position]
+                for an, av in c.attributes.items():
+                    if an not in MESH_COMPONENT_STANDARD:
+                        set_attribute(rc, an, av, f"{where}, component '{c.comp}'")
+                _json_attribute(rc, c.extra, f"{where}, component '{c.comp}'", "field attributes")
+        except (UsageError, FormatError):
+            raise
+        except Exception as e:
+            raise UsageError(f"{where}: cannot declare the mesh ({why(e)})") from None
+        try:
+            series.flush()   # the values are stored now: the next field's may take their memory
+        except Exception as e:
+            raise StorageError(f"{where}: writing the mesh failed ({why(e)})", filename=path) from None
+
+
 def _create_series(io, path: str, encoding: str, info: Dict[str, Any]):
     try:
         series = io.Series(path, io.Access.create)
@@ -145,6 +205,9 @@ def _create_series(io, path: str, encoding: str, info: Dict[str, Any]):
     pp = info.get("particlesPath")
     if isinstance(pp, str) and pp.strip("/"):
         series.set_particles_path(pp)
+    mp = info.get("meshesPath")
+    if isinstance(mp, str) and mp.strip("/"):
+        series.set_meshes_path(mp)
     for name, entry in (info.get("attributes") or {}).items():
         if name not in SERIES_STANDARD:
             set_attribute(series, name, entry, where)
@@ -171,6 +234,8 @@ def _resolve_encoding(path: str, iteration_encoding: Optional[str]) -> str:
 def write(path: str, steps: Iterable[Step], *, iteration_encoding: Optional[str] = None,
           particle_patches: bool = True) -> None:
     """Writes steps as an openPMD 1.1.0 series (HDF5 for .h5, ADIOS2 for .bp).
+
+    A step's ``fields`` become meshes of the iteration (see :mod:`.meshes`).
 
     ``iteration_encoding`` is ``"file"`` (one file per iteration; the path needs ``%T``) or
     ``"group"`` (all iterations in one file); the default follows the path. With
@@ -220,15 +285,10 @@ def write(path: str, steps: Iterable[Step], *, iteration_encoding: Optional[str]
             for name, entry in (info.get("iteration_attributes") or {}).items():
                 if name not in ITERATION_STANDARD:
                     set_attribute(it, name, entry, where)
-            extra = {k: v for k, v in attrs.items() if k not in STEP_KEYS}
-            if extra:
-                try:
-                    text = json.dumps(extra)
-                except (TypeError, ValueError) as e:
-                    raise UsageError(f"{where}: step attributes are not JSON-serialisable ({e})") from None
-                set_attribute(it, MOTES_ATTRIBUTES, text, where)
+            _json_attribute(it, {k: v for k, v in attrs.items() if k not in STEP_KEYS}, where, "step attributes")
             for sp in step.species.values():
                 _write_species(io, series, it, path, index, sp, particle_patches)
+            _write_meshes(io, series, it, path, index, step.fields or {})
             if not step.species:
                 no_particles.append(index)
             try:
