@@ -326,28 +326,38 @@ class Writer:
     @_storage("cannot write the step")
     def write_step_chunks(self, step: int, species: Mapping[str, Iterable[ColumnsLike]], *, time: float = 0.0,
                           attributes: Optional[Mapping[str, Any]] = None, index: Optional[Mapping[str, str]] = None,
-                          units: Optional[Mapping[str, Mapping[str, str]]] = None) -> List[dict]:
+                          units: Optional[Mapping[str, Mapping[str, str]]] = None,
+                          fields: Optional[Mapping[str, Any]] = None) -> List[dict]:
         """Writes one step from streams of column chunks, in bounded memory: ``species`` maps
         each species name to an iterable of column mappings (all with the same columns), and
         every non-empty chunk becomes one part file behind the species' step index. Use chunks
         of a million rows or more: queries prune within a part, and skip whole parts only
-        where their bounds allow. ``units`` maps species -> column -> unit text. The step
-        appears only when every chunk is written; on any error nothing is published."""
+        where their bounds allow. ``units`` maps species -> column -> unit text; ``fields``
+        maps names to :class:`motes.Field` (each written whole). The step appears only when
+        every chunk is written; on any error nothing is published."""
+        from .field_file import field_tuple
+
         if self._comm is not None:
             raise UsageError("write_step_chunks is serial; parallel writers use write_step")
         attrs = _args.attributes("step attributes", attributes)
         step, time = _args.step(step), _args.number("step time", time)
-        if not isinstance(species, Mapping) or not species:
-            raise UsageError("species must be a non-empty mapping of name -> iterable of column chunks")
+        fields = dict(fields or {})
+        if not isinstance(species, Mapping) or not (species or fields):
+            raise UsageError("species must be a mapping of name -> iterable of column chunks (non-empty unless "
+                             "fields are given)")
         names = [_args.text("species name", name) for name in species]
+        field_names = [_args.text("field name", name) for name in fields]
         units = dict(units or {})
         with self._writing():
-            parted = self._core.begin_parted_step(step, time, attrs, names, self._options)
+            parted = self._core.begin_parted_step(step, time, attrs, names, self._options, fields=field_names)
             try:
                 summaries = []
                 for name, chunks in species.items():
                     for chunk in chunks:
                         summaries.append(parted.add_part(name, _column_tuples(chunk, index, units.get(name))).to_dict())
+                for name, f in fields.items():
+                    s = parted.add_field(field_tuple(name, f))
+                    summaries.append({"field": name, "file_bytes": s.file_bytes, "stored_bytes": s.stored_bytes})
                 parted.commit()
             finally:
                 parted.close()  # releases the lock; an uncommitted step's files are removed

@@ -129,13 +129,15 @@ void bind_dataset(nb::module_& m) {
       .def(
           "begin_parted_step",
           [](motes::Dataset& d, int64_t index, double time, nb::handle attributes, std::vector<std::string> species,
-             std::optional<motes::WriteOptions> options) {
+             std::optional<motes::WriteOptions> options, std::vector<std::string> fields) {
             nlohmann::json attrs = attributes_of(attributes, "step attributes");
             motes::WriteOptions o = options.value_or(motes::WriteOptions{});
             nb::gil_scoped_release release;  // may wait for the dataset's lock
-            return new PyPartedStep{std::make_unique<motes::PartedStepWriter>(d, index, time, attrs, o, std::move(species))};
+            return new PyPartedStep{std::make_unique<motes::PartedStepWriter>(d, index, time, attrs, o, std::move(species),
+                                                                              std::move(fields))};
           },
-          "index"_a, "time"_a, "attributes"_a, "species"_a, "options"_a = nb::none(), nb::keep_alive<0, 1>(),
+          "index"_a, "time"_a, "attributes"_a, "species"_a, "options"_a = nb::none(),
+          "fields"_a = std::vector<std::string>(), nb::keep_alive<0, 1>(),
           nb::rv_policy::take_ownership)
       .def(
           "append_step",
@@ -163,6 +165,14 @@ void bind_dataset(nb::module_& m) {
 
   nb::class_<PyPartedStep>(m, "PartedStep",
                            "A step written part by part; invisible until commit(); holds the dataset's lock until close().")
+      .def(
+          "add_field",
+          [](PyPartedStep& p, const FieldTuple& field) {
+            motes::FieldInput f = field_input_of(field);
+            nb::gil_scoped_release release;
+            return p.get().add_field(f);
+          },
+          "field"_a, "Writes one of the step's declared fields (a FieldTuple, see write_field_file).")
       .def(
           "add_part",
           [](PyPartedStep& p, const std::string& species, const std::vector<ColumnTuple>& cols) {

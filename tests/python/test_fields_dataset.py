@@ -76,3 +76,26 @@ def test_info_lists_fields(tmp_path, capsys):
     assert main(["info", str(path), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["fields"] == ["Bz", "E"] and info["field_files"][0]["dims"] == [13, 9, 6]
+
+
+@pytest.mark.parametrize("target", ["b.h5part", "o_%T.h5"])
+def test_fields_go_through_conversions_and_back(tmp_path, target):
+    pytest.importorskip("h5py")
+    if target.endswith(".h5"):
+        pytest.importorskip("openpmd_api")
+    from motes.convert import convert
+
+    fs = fields_of(3)
+    src = tmp_path / "a.motes"
+    motes.write(src, synth.vpic(1500, seed=2), step=0, fields=fs, sync=False)
+    motes.write(src, None, step=1, time=1.0, fields={"Bz": fields_of(4)["Bz"]}, sync=False)
+    convert(str(src), str(tmp_path / target))
+    convert(str(tmp_path / target), str(tmp_path / "back.motes"))
+    ds = motes.open(tmp_path / "back.motes")
+    assert ds.steps == [0, 1] and ds.field_names(0) == ["Bz", "E"] and ds.field_names(1) == ["Bz"]
+    for name, f in fs.items():
+        got = ds.field(name, step=0)
+        np.testing.assert_array_equal(got.read(), f.array)
+        assert got.centering == f.centering
+    np.testing.assert_array_equal(ds.field("Bz", step=1).read(), fields_of(4)["Bz"].array)
+    assert ds.count_total(step=0) == 1500

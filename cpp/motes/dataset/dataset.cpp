@@ -236,27 +236,30 @@ const StepEntry& Dataset::append_step(int64_t index, double time, const json& at
       if (summaries) summaries->push_back(std::move(ws));
       st.species.push_back(std::move(e));
     }
-    const fields::FieldWriteOptions fo{options.compression, options.zstd_level, fields::kDefaultBlockBits, options.sync,
-                                       options.layout.threads};
-    for (const FieldInput& f : fields) {
-      FieldEntry e;
-      e.name = f.spec.name;
-      e.file = field_file_name(index, f.spec.name);
-      fields::FieldSummary fs = fields::write_field_file(dir_ + "/" + e.file, f.spec, f.values, fo);
-      e.dtype = f.spec.dtype;
-      e.ndim = f.spec.ndim;
-      e.dims = f.spec.dims;
-      e.components = f.spec.components;
-      e.checksum = fs.header_checksum;
-      if (field_summaries) field_summaries->push_back(std::move(fs));
-      st.fields.push_back(std::move(e));
-    }
+    for (const FieldInput& f : fields) st.fields.push_back(write_field(w, index, f, options, field_summaries));
     commit_step(w, std::move(st), options.sync);
   } catch (...) {
     remove_step_directory(w, index);  // e.g. the first species' file when the second failed
     throw;
   }
   return step(index);
+}
+
+FieldEntry Dataset::write_field(const Writing&, int64_t index, const FieldInput& f, const WriteOptions& options,
+                                std::vector<fields::FieldSummary>* summaries) const {
+  const fields::FieldWriteOptions fo{options.compression, options.zstd_level, fields::kDefaultBlockBits, options.sync,
+                                     options.layout.threads};
+  FieldEntry e;
+  e.name = f.spec.name;
+  e.file = field_file_name(index, f.spec.name);
+  fields::FieldSummary fs = fields::write_field_file(dir_ + "/" + e.file, f.spec, f.values, fo);
+  e.dtype = f.spec.dtype;
+  e.ndim = f.spec.ndim;
+  e.dims = f.spec.dims;
+  e.components = f.spec.components;
+  e.checksum = fs.header_checksum;
+  if (summaries) summaries->push_back(std::move(fs));
+  return e;
 }
 
 void Dataset::commit_step(const Writing&, StepEntry st, bool sync) {
@@ -312,12 +315,14 @@ SpeciesEntry Dataset::finish_species(const Writing&, int64_t index, const std::s
 }
 
 PartedStepWriter::PartedStepWriter(Dataset& dataset, int64_t index, double time, json attributes,
-                                   WriteOptions options, std::vector<std::string> species)
+                                   WriteOptions options, std::vector<std::string> species,
+                                   std::vector<std::string> fields)
     : dataset_(dataset),
-      writing_((dataset.check_new_step(index, time, attributes, species),
+      writing_((dataset.check_new_step(index, time, attributes, species, fields),
                 dataset.begin_writing("write step " + std::to_string(index) + " of '" + dataset.dir() + "'"))),
-      options_(std::move(options)) {
-  dataset_.check_new_step(index, time, attributes, species);
+      options_(std::move(options)),
+      declared_fields_(std::move(fields)) {
+  dataset_.check_new_step(index, time, attributes, species, declared_fields_);
   entry_.index = index;
   entry_.time = time;
   entry_.attributes = std::move(attributes);
@@ -368,8 +373,22 @@ WriteSummary PartedStepWriter::add_part(const std::string& species, const std::v
   return w;
 }
 
+fields::FieldSummary PartedStepWriter::add_field(const FieldInput& f) {
+  if (committed_) throw UsageError("step " + std::to_string(entry_.index) + " is already committed");
+  f.spec.check();
+  if (std::find(declared_fields_.begin(), declared_fields_.end(), f.spec.name) == declared_fields_.end())
+    throw UsageError("field '" + f.spec.name + "' was not declared for step " + std::to_string(entry_.index));
+  for (const FieldEntry& e : entry_.fields)
+    if (e.name == f.spec.name) throw UsageError("field '" + f.spec.name + "' is added twice");
+  std::vector<fields::FieldSummary> out;
+  entry_.fields.push_back(dataset_.write_field(writing_, entry_.index, f, options_, &out));
+  return out[0];
+}
+
 const StepEntry& PartedStepWriter::commit() {
   if (committed_) throw UsageError("step " + std::to_string(entry_.index) + " is already committed");
+  if (entry_.fields.size() != declared_fields_.size())
+    throw UsageError("step " + std::to_string(entry_.index) + ": a declared field was not added");
   for (SpeciesParts& sp : species_) {
     if (sp.schema.empty()) throw UsageError("species '" + sp.name + "' has no columns: add at least one part");
     entry_.species.push_back(dataset_.finish_species(writing_, entry_.index, sp.name, sp.schema, sp.parts, options_));

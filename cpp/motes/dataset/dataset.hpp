@@ -111,6 +111,10 @@ class Dataset {
   // part has quantile codes.
   SpeciesEntry finish_species(const Writing&, int64_t index, const std::string& name, std::vector<ColumnSpec> schema,
                               const std::vector<PartSummary>& parts, const WriteOptions& options) const;
+  // Writes a field file of an unpublished step (compression, zstd level, sync and threads of
+  // `options`); its manifest entry.
+  FieldEntry write_field(const Writing&, int64_t index, const FieldInput& f, const WriteOptions& options,
+                         std::vector<fields::FieldSummary>* summaries = nullptr) const;
 
  private:
   std::string dir_;
@@ -128,11 +132,13 @@ class Dataset {
 class PartedStepWriter {
  public:
   PartedStepWriter(Dataset& dataset, int64_t index, double time, nlohmann::json attributes, WriteOptions options,
-                   std::vector<std::string> species);
+                   std::vector<std::string> species, std::vector<std::string> fields = {});
   ~PartedStepWriter();
   // Rows of `species`; every part of a species has the same columns (names, dtypes). Empty parts
   // write nothing (a species whose parts are all empty becomes one empty particle file).
   WriteSummary add_part(const std::string& species, const std::vector<ColumnView>& columns);
+  // Writes one of the declared fields (each once).
+  fields::FieldSummary add_field(const FieldInput& field);
   const StepEntry& commit();
 
  private:
@@ -146,6 +152,7 @@ class PartedStepWriter {
   StepEntry entry_;
   WriteOptions options_;
   std::vector<SpeciesParts> species_;
+  std::vector<std::string> declared_fields_;
   bool committed_ = false;
   SpeciesParts& find(const std::string& name);
 };

@@ -25,7 +25,7 @@ import numpy as np
 
 from .._core import UsageError
 from ..dataset import Dataset, Writer
-from .base import DEFAULT_CHUNK_ROWS, Chunk, Species, Step
+from .base import DEFAULT_CHUNK_ROWS, Chunk, LazyFields, Species, Step
 
 # Step attributes under this key carry species-level metadata (openPMD record constants,
 # offsets) through a motes dataset, whose steps have attributes but its species do not.
@@ -163,7 +163,12 @@ def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, where: Optional[str
                 offset += n
             attrs["motes_patches"] = patches
             out[name] = Species(name, [(c, np.dtype(dtypes[c])) for c in names], offset, chunks, units, attrs)
-        yield Step(index, st.time, extra, out)
+        yield Step(index, st.time, extra, out, fields=_fields_of(ds, index))
+
+
+def _fields_of(ds: Dataset, index: int):
+    """The fields of a step, each read whole when looked up."""
+    return LazyFields({name: (lambda name=name: ds.field(name, index).to_field()) for name in ds.field_names(index)})
 
 
 def write(path: str, steps: Iterable[Step], *, leaf_size: Optional[int] = None, lod_count: Optional[int] = None,
@@ -177,7 +182,7 @@ def write(path: str, steps: Iterable[Step], *, leaf_size: Optional[int] = None, 
     w = Writer(path, leaf_size=leaf_size, lod_count=lod_count, sync=sync, threads=threads)
     wrote = False
     for st in steps:
-        if not st.species:
+        if not st.species and not st.fields:
             continue
         attrs = step_attributes(st)
         st = replace(st, species={name: for_motes(sp) for name, sp in st.species.items()})
@@ -185,12 +190,13 @@ def write(path: str, steps: Iterable[Step], *, leaf_size: Optional[int] = None, 
         try:
             w.write_step_chunks(st.index, {name: _parts(sp, memory_limit, spill) for name, sp in st.species.items()},
                                 time=st.time, attributes=attrs, index=index,
-                                units={name: sp.units for name, sp in st.species.items()})
+                                units={name: sp.units for name, sp in st.species.items()},
+                                fields={name: st.fields[name] for name in st.fields})
         finally:
             shutil.rmtree(spill, ignore_errors=True)
         wrote = True
     if not wrote:
-        raise UsageError("nothing to write: the source has no steps with species")
+        raise UsageError("nothing to write: the source has no steps with species or fields")
 
 
 def _row_bytes(sp: Species) -> int:
