@@ -1,5 +1,5 @@
-"""Seed corpora for the libFuzzer targets: small valid particle files, step indexes, manifests
-and expressions."""
+"""Seed corpora for the libFuzzer targets: small valid particle files, field files, step
+indexes, manifests and expressions."""
 
 import glob
 import hashlib
@@ -8,8 +8,11 @@ import shutil
 import sys
 import tempfile
 
+import numpy as np
+
 import motes
 from motes import synth
+from motes.field_file import write_field_file
 
 out = sys.argv[1]
 here = os.path.dirname(os.path.abspath(__file__))
@@ -55,3 +58,12 @@ for text in ["energy > 1.3 and 157.6 < x < 162.4", "not (ux**2 + uy**2 >= 4) or 
     name = hashlib.sha1(text.encode()).hexdigest()[:12]
     with open(os.path.join(out, "expr", name), "w") as f:
         f.write(text)
+# Field files: 1-3-D, scalar and vector, coded and raw, small blocks (several levels of blocks).
+os.makedirs(os.path.join(out, "field"), exist_ok=True)
+rng = np.random.default_rng(5)
+for name, field, options in [
+        ("f32-3d", motes.Field(rng.random((5, 6, 7)).astype(np.float32)), {"block_bits": 6}),
+        ("i16-2d-raw", motes.Field(rng.integers(-9, 9, (9, 13)).astype(np.int16)), {"compression": "none"}),
+        ("vec-cell", motes.Field(rng.standard_normal((4, 4, 4, 3)), components="xyz", centering="cell"), {}),
+        ("rect-1d", motes.Field(np.arange(17, dtype=np.uint8), coords=[np.arange(17.0) ** 2]), {"block_bits": 6})]:
+    write_field_file(os.path.join(out, "field", name + ".mfd"), field, name=name, sync=False, **options)
