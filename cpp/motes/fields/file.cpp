@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "motes/codec/codec.hpp"
 #include "motes/core/errors.hpp"
@@ -38,17 +39,22 @@ uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 // Per-block minimum and maximum of the grid's samples (padding and NaN left out).
 template <class T>
-void block_range(const T* v, const uint8_t* inside, uint64_t n, double& lo, double& hi, uint64_t& nans) {
-  lo = std::numeric_limits<double>::infinity(), hi = -lo;
+void block_range(const T* v, const uint8_t* inside, uint64_t n, double& lo_out, double& hi_out, uint64_t& nans) {
+  // In locals (not through the references, which the compiler must then store every time),
+  // in T: a comparison of T is exact, and NaN fails both.
+  T lo = std::numeric_limits<T>::max(), hi = std::numeric_limits<T>::lowest();
+  uint64_t valid = 0, nan = 0;
   for (uint64_t i = 0; i < n; ++i) {
-    if (!inside[i]) continue;
-    const double d = double(v[i]);
-    if (std::isnan(d)) {
-      ++nans;
-      continue;
-    }
-    lo = std::min(lo, d), hi = std::max(hi, d);
+    const T x = v[i];
+    const bool in = inside[i];
+    if constexpr (std::is_floating_point_v<T>) nan += in && x != x;
+    valid += in && x == x;
+    if (in && x < lo) lo = x;
+    if (in && x > hi) hi = x;
   }
+  nans += nan;
+  lo_out = valid ? double(lo) : std::numeric_limits<double>::infinity();
+  hi_out = valid ? double(hi) : -std::numeric_limits<double>::infinity();
 }
 
 std::vector<codec::Predictor> predictors_for(codec::ValueType t) {
@@ -170,6 +176,8 @@ FieldSummary write_field_file(const std::string& path, const FieldSpec& spec, co
   uint64_t offset = kPage;
   std::vector<uint64_t> first_offset(nc), last_end(nc);
   const uint64_t window = std::max<uint64_t>(1, (uint64_t(1) << 22) / (per_block * size));  // about 4 MiB of samples
+  const int block_bits = per_block == (uint64_t(1) << options.block_bits) ? options.block_bits : bitmask.maxh();
+  const BlockOffsets offsets(order, block_bits, spec.dims[0], spec.dims[0] * spec.dims[1], {0, 0, 0}, bitmask.maxh());
   for (size_t c = 0; c < nc; ++c) {
     first_offset[c] = offset;
     for (uint64_t w0 = 0; w0 < blocks; w0 += window) {
@@ -180,7 +188,7 @@ FieldSummary write_field_file(const std::string& path, const FieldSpec& spec, co
         const uint64_t b = w0 + i;
         std::vector<unsigned char> buf(per_block * size);
         std::vector<uint8_t> inside(per_block);
-        order.gather(values[c], spec.dims, size, b * per_block, per_block, buf.data(), inside.data());
+        gather_block(order, offsets, block_bits, b, values[c], spec.dims, size, buf.data(), inside.data());
         dispatch_dtype(spec.dtype, [&](auto tag) {
           using T = decltype(tag);
           block_range(reinterpret_cast<const T*>(buf.data()), inside.data(), per_block, bmin[c][b], bmax[c][b], wnans[i]);
@@ -413,12 +421,16 @@ void FieldFile::read(const Region& r, size_t c, void* out, unsigned threads) con
   std::vector<uint64_t> want(bl);
   s.block_ranges(want, ranges);
   source_->will_need(ranges);
+  const int bb = per_block == (uint64_t(1) << block_bits_) ? block_bits_ : order_.maxh();
+  std::unique_ptr<BlockOffsets> offsets;
+  if (bl.size() > 4)  // the tables pay for themselves over several blocks
+    offsets = std::make_unique<BlockOffsets>(order_, bb, r.count[0], r.count[0] * r.count[1], r.stride_bits, r.resolution);
   parallel_for(bl.size(), threads ? threads : default_threads(), [&](uint64_t i) {
     const uint64_t first = bl[i] * per_block, n = std::min(per_block, limit - std::min(limit, first));
     if (n == 0) return;
     BlockReader reader;
     const void* samples = reader.span(s, first, n);
-    order_.scatter(samples, size, first, n, r.lo, r.hi, r.stride_bits, r.first, r.count, out);
+    scatter_block(order_, offsets.get(), bb, samples, size, first, n, r.lo, r.hi, r.stride_bits, r.first, r.count, out);
   });
 }
 

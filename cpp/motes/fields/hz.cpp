@@ -197,6 +197,94 @@ uint64_t HzOrder::scatter(const void* src, size_t size, uint64_t first, uint64_t
   return written;
 }
 
+BlockOffsets::BlockOffsets(const HzOrder& order, int block_bits, uint64_t row, uint64_t plane,
+                           const std::array<int, 3>& shift, int max_level)
+    : tables_(size_t(std::max(max_level, 0) + 1)), extents_(size_t(std::max(max_level, 0) + 1), Dims{0, 0, 0}) {
+  const uint64_t B = uint64_t(1) << block_bits;
+  for (int h = block_bits + 1; h <= max_level; ++h) {
+    std::vector<int64_t>& t = tables_[size_t(h)];
+    t.resize(B);
+    const int up = order.maxh() - h + 1;
+    for (uint64_t i = 0; i < B; ++i) {
+      const Dims q = order.point_of_z(i << up);
+      t[i] = int64_t((q[0] >> shift[0]) + (q[1] >> shift[1]) * row + (q[2] >> shift[2]) * plane);
+    }
+    extents_[size_t(h)] = order.point_of_z((B - 1) << up);
+  }
+}
+
+namespace {
+
+template <class T>
+void gather_fast(const T* src, const int64_t* off, uint64_t n, T* dst) {
+  for (uint64_t i = 0; i < n; ++i) dst[i] = src[off[i]];
+}
+
+template <class T>
+void scatter_fast(const T* src, const int64_t* off, uint64_t n, T* dst) {
+  for (uint64_t i = 0; i < n; ++i) dst[off[i]] = src[i];
+}
+
+template <template <class> class F, class... A>
+void by_size(size_t size, A... args) {
+  switch (size) {
+    case 1: return F<uint8_t>::run(args...);
+    case 2: return F<uint16_t>::run(args...);
+    case 4: return F<uint32_t>::run(args...);
+    case 8: return F<uint64_t>::run(args...);
+    default: throw UsageError("sample size " + std::to_string(size) + " is not 1, 2, 4 or 8 bytes");
+  }
+}
+
+template <class T>
+struct Gather {
+  static void run(const void* src, int64_t base, const int64_t* off, uint64_t n, void* dst) {
+    gather_fast(static_cast<const T*>(src) + base, off, n, static_cast<T*>(dst));
+  }
+};
+template <class T>
+struct Scatter {
+  static void run(const void* src, int64_t base, const int64_t* off, uint64_t n, void* dst) {
+    scatter_fast(static_cast<const T*>(src), off, n, static_cast<T*>(dst) + base);
+  }
+};
+
+}  // namespace
+
+void gather_block(const HzOrder& order, const BlockOffsets& offsets, int block_bits, uint64_t b, const void* src,
+                  const Dims& dims, size_t size, void* dst, uint8_t* inside) {
+  const uint64_t B = uint64_t(1) << block_bits, first = b * B;
+  const int h = b ? level_of_hz(first) : 0;
+  if (b == 0 || h <= block_bits) return order.gather(src, dims, size, first, B, dst, inside);
+  const Dims p = order.point_of_hz(first), e = offsets.extent(h);
+  for (size_t a = 0; a < 3; ++a)
+    if (p[a] + e[a] >= dims[a]) return order.gather(src, dims, size, first, B, dst, inside);
+  const int64_t base = int64_t(p[0] + p[1] * dims[0] + p[2] * dims[0] * dims[1]);
+  by_size<Gather>(size, src, base, offsets.offsets(h).data(), B, dst);
+  if (inside) std::memset(inside, 1, B);
+}
+
+uint64_t scatter_block(const HzOrder& order, const BlockOffsets* offsets, int block_bits, const void* src, size_t size,
+                       uint64_t first, uint64_t count, const Dims& lo, const Dims& hi,
+                       const std::array<int, 3>& stride_bits, const Dims& out_first, const Dims& out_dims, void* out) {
+  const uint64_t B = uint64_t(1) << block_bits;
+  const bool whole = offsets && first % B == 0 && count == B && first >= B;
+  if (whole) {
+    const int h = level_of_hz(first);
+    const Dims p = order.point_of_hz(first), e = offsets->extent(h);
+    bool inside = true;
+    for (size_t a = 0; a < 3; ++a) inside &= p[a] >= lo[a] && p[a] + e[a] < hi[a];
+    if (inside) {
+      const int64_t base = int64_t(((p[0] >> stride_bits[0]) - out_first[0]) +
+                                   ((p[1] >> stride_bits[1]) - out_first[1]) * out_dims[0] +
+                                   ((p[2] >> stride_bits[2]) - out_first[2]) * out_dims[0] * out_dims[1]);
+      by_size<Scatter>(size, src, base, offsets->offsets(h).data(), B, out);
+      return B;
+    }
+  }
+  return order.scatter(src, size, first, count, lo, hi, stride_bits, out_first, out_dims, out);
+}
+
 std::vector<uint64_t> blocks_for_box(const HzOrder& order, int block_bits, int resolution, const Dims& lo,
                                      const Dims& hi) {
   std::vector<uint64_t> out;

@@ -105,6 +105,36 @@ class HzOrder {
   std::vector<std::array<std::array<uint32_t, 3>, 256>> gather_;
 };
 
+// Whole blocks fast: a block of a level h > block_bits is its first point plus, for each of
+// its samples i, the point of Z address i << (maxh - h + 1) (the bits are disjoint). Per
+// level, the offsets of those points in a C-order array of `row` x `plane` samples, each
+// coordinate shifted right by `shift` (the stride of a lattice read), and the block's extent.
+class BlockOffsets {
+ public:
+  BlockOffsets(const HzOrder& order, int block_bits, uint64_t row, uint64_t plane, const std::array<int, 3>& shift,
+               int max_level);
+  // Levels block_bits + 1 .. max_level have tables.
+  const std::vector<int64_t>& offsets(int h) const { return tables_[size_t(h)]; }
+  const Dims& extent(int h) const { return extents_[size_t(h)]; }  // the largest offset point of a block of level h
+
+ private:
+  std::vector<std::vector<int64_t>> tables_;
+  std::vector<Dims> extents_;
+};
+
+// The level (1..maxh) of HZ index hz > 0.
+inline int level_of_hz(uint64_t hz) { return 64 - __builtin_clzll(hz); }
+
+// Gathers block `b` (of 2^block_bits samples, b >= 1) from a C-order grid of `dims`: the fast
+// path when the block lies inside the grid, else HzOrder::gather.
+void gather_block(const HzOrder& order, const BlockOffsets& offsets, int block_bits, uint64_t b, const void* src,
+                  const Dims& dims, size_t size, void* dst, uint8_t* inside);
+// Scatters `count` samples of HZ indexes first.. (a whole block b >= 1, or any range) into the
+// region's output array: the fast path for a whole block inside [lo, hi), else HzOrder::scatter.
+uint64_t scatter_block(const HzOrder& order, const BlockOffsets* offsets, int block_bits, const void* src, size_t size,
+                       uint64_t first, uint64_t count, const Dims& lo, const Dims& hi,
+                       const std::array<int, 3>& stride_bits, const Dims& out_first, const Dims& out_dims, void* out);
+
 // The HZ blocks of 2^block_bits samples that hold samples of [lo, hi) at `resolution`:
 // block b holds HZ [b·2^block_bits, (b+1)·2^block_bits). Ascending.
 std::vector<uint64_t> blocks_for_box(const HzOrder& order, int block_bits, int resolution, const Dims& lo,
