@@ -2,6 +2,7 @@
 // reader and writer of the Python layer and the IDX converter. Arrays are numpy C order
 // ((z, y, x) indexing), coordinates and dims (x, y, z).
 #include <nanobind/stl/array.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstring>
@@ -117,6 +118,15 @@ void bind_fields(nb::module_& m) {
           "samples"_a, "first"_a, "lo"_a, "hi"_a, "stride_bits"_a, "out_first"_a, "out"_a.noconvert(),
           "Writes the samples (HZ indexes first..) inside [lo, hi) on the lattice of stride_bits into `out`, the "
           "C-order array of the box's lattice points from lattice index out_first; returns how many.")
+      .def(
+          "block_lattice",
+          [](const HzOrder& o, int block_bits, uint64_t block) {
+            const auto l = motes::fields::block_lattice(o, block_bits, block);
+            return std::make_tuple(l.first, l.step_bits, l.count);
+          },
+          "block_bits"_a, "block"_a,
+          "(first, step_bits, count), (x, y, z) each: block `block`'s samples are first + i * 2**step_bits, "
+          "i < count per axis; in C order ((z, y, x) indexing) they are IDX's row-major block layout.")
       .def(
           "blocks_for_box",
           [](const HzOrder& o, int block_bits, int resolution, const Triple& lo, const Triple& hi) {

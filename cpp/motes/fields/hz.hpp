@@ -103,6 +103,20 @@ class HzOrder {
   std::vector<std::array<std::array<uint32_t, 3>, 256>> gather_;
 };
 
+// The samples of one HZ block (HZ [block·2^block_bits, (block+1)·2^block_bits)) are a
+// box of a lattice: along axis a, first[a] + i·2^step_bits[a] for i < count[a]. Sorted by
+// (z, y, x) they are IDX's row-major block layout (OpenVisus' "default_layout()": flag
+// 0x10 of a block header). Block 0 is the lattice of resolution block_bits (levels 0 to
+// block_bits); block b > 0 lies in level h = block_bits + 1 + floor(log2 b), whose samples
+// are the odd multiples of the resolution-h stride along the axis of bit h. block_bits is
+// at most maxh; throws UsageError for a block past the last.
+struct BlockLattice {
+  Dims first{};
+  std::array<int, 3> step_bits{};
+  Dims count{1, 1, 1};
+};
+BlockLattice block_lattice(const HzOrder& order, int block_bits, uint64_t block);
+
 // The HZ blocks of 2^block_bits samples that hold samples of [lo, hi) at `resolution`:
 // block b holds HZ [b·2^block_bits, (b+1)·2^block_bits). Ascending.
 std::vector<uint64_t> blocks_for_box(const HzOrder& order, int block_bits, int resolution, const Dims& lo,
