@@ -20,9 +20,12 @@ using motes::fields::Dims;
 using motes::fields::HzOrder;
 
 using AnyArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
+// Inputs may be read-only (np.frombuffer of a file's bytes, a read-only memory map).
+using InArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 using Triple = std::array<uint64_t, 3>;
 
-size_t item_size(const AnyArray& a, const char* what) {
+template <class Array>
+size_t item_size(const Array& a, const char* what) {
   const size_t size = a.itemsize();
   if (size != 1 && size != 2 && size != 4 && size != 8)
     throw motes::UsageError(std::string(what) + ": samples of " + std::to_string(size) + " bytes (1, 2, 4 or 8 expected)");
@@ -30,7 +33,8 @@ size_t item_size(const AnyArray& a, const char* what) {
 }
 
 // The (x, y, z) sample counts of a C-order array of 1-3 axes ((z, y, x) indexing).
-Dims dims_of(const AnyArray& a) {
+template <class Array>
+Dims dims_of(const Array& a) {
   if (a.ndim() < 1 || a.ndim() > 3) throw motes::UsageError("a grid array has 1, 2 or 3 axes, not " + std::to_string(a.ndim()));
   Dims d{1, 1, 1};
   for (size_t k = 0; k < a.ndim(); ++k) d[k] = uint64_t(a.shape(a.ndim() - 1 - k));
@@ -87,7 +91,7 @@ void bind_fields(nb::module_& m) {
           "first"_a, "count"_a, "The (x, y, z) points of HZ indexes [first, first + count), as a (count, 3) uint64 array.")
       .def(
           "gather",
-          [](const HzOrder& o, const AnyArray& grid, uint64_t first, uint64_t count, AnyArray out) {
+          [](const HzOrder& o, const InArray& grid, uint64_t first, uint64_t count, AnyArray out) {
             check_range(o, first, count);
             const size_t size = item_size(grid, "gather");
             if (out.itemsize() != size || out.size() != count)
@@ -105,7 +109,7 @@ void bind_fields(nb::module_& m) {
           "HZ samples [first, first + count) of a C-order grid array into `out` (zeros for the padding).")
       .def(
           "scatter",
-          [](const HzOrder& o, const AnyArray& samples, uint64_t first, const Triple& lo, const Triple& hi,
+          [](const HzOrder& o, const InArray& samples, uint64_t first, const Triple& lo, const Triple& hi,
              const std::array<int, 3>& stride_bits, const Triple& out_first, AnyArray out) {
             check_range(o, first, samples.size());
             const size_t size = item_size(samples, "scatter");
