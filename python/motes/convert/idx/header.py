@@ -361,6 +361,10 @@ def _parse_field(text: str, lines: _Lines) -> IdxField:
         default_value = int(default) if default else 0
     except ValueError:
         raise lines.error("(fields)", f"field '{name}' has default_value('{default[:20]}')") from None
+    dt = IDX_DTYPES[base]
+    limits = np.iinfo(dt) if dt.kind in "iu" else np.finfo(dt)
+    if not limits.min <= default_value <= limits.max:
+        raise lines.error("(fields)", f"field '{name}' has default_value({default_value}), outside its dtype {base}")
     return IdxField(name, IDX_DTYPES[base], comps, compression or "raw", layout, default_value)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
@@ -28,12 +29,16 @@ __all__ = ["read", "IdxDataset", "MAX_HEADER_BYTES"]
 #: A .idx header larger than this is not one.
 MAX_HEADER_BYTES = 64 << 20
 
-_OPEN_FILES = 8
+_OPEN_FILES = 64
+_CHUNK_BLOCKS = 64
 
 
-def read(path) -> "IdxDataset":
-    """Opens the IDX dataset whose header is ``path`` (a ``.idx`` file)."""
-    return IdxDataset(path)
+def read(path, *, threads: Optional[int] = None) -> "IdxDataset":
+    """Opens the IDX dataset whose header is ``path`` (a ``.idx`` file); ``threads`` read and
+    decode blocks (default: up to 4)."""
+    return IdxDataset(path, threads=threads)
+
+
 
 
 def _axis_take(f: int, t: int, c: int, lo: int, hi: int, s: int, out_first: int):
@@ -64,8 +69,9 @@ def _axis_take(f: int, t: int, c: int, lo: int, hi: int, s: int, out_first: int)
 class IdxDataset:
     """An open IDX dataset: its header, and reads of boxes at levels."""
 
-    def __init__(self, path):
+    def __init__(self, path, *, threads: Optional[int] = None):
         self.path = os.path.abspath(os.fspath(path))
+        self.threads = threads or min(4, os.cpu_count() or 1)
         with storage_errors(self.path, "cannot read the IDX header"):
             if os.path.isdir(self.path):
                 raise UsageError(f"{self.path} is a folder; an IDX dataset is opened by its .idx header file")
@@ -81,7 +87,8 @@ class IdxDataset:
             raise FormatError(f"{self.path}: not an IDX header (it holds NUL bytes)")
         self.header: IdxHeader = parse(text, self.path)
         self._order = _core.HzOrder(self.header.bitmask)
-        self._files: "OrderedDict[str, Optional[BlockFile]]" = OrderedDict()
+        self._files: "OrderedDict[str, BlockFile]" = OrderedDict()
+        self._executor: Optional[ThreadPoolExecutor] = None
 
     # -- what is there ----------------------------------------------------------------------
     @property
@@ -121,9 +128,11 @@ class IdxDataset:
 
     def close(self) -> None:
         for bf in self._files.values():
-            if bf is not None:
-                bf.close()
+            bf.close()
         self._files.clear()
+        if self._executor is not None:
+            self._executor.shutdown()
+            self._executor = None
 
     def __enter__(self):
         return self
@@ -190,18 +199,26 @@ class IdxDataset:
         B = 1 << h.bits_per_block
         nbytes = B * f.sample_size
         index = h.fields.index(f)
-        for block in self._order.blocks_for_box(h.bits_per_block, resolution, lo, hi):
-            where = f"block {block} of field '{f.name}' at time {time}"
-            got = self._block(time, block, index, nbytes, where)
-            if got is None:
-                continue
-            data, flags = got
-            samples = np.frombuffer(data, dtype=f.dtype)
-            if flags & ROW_MAJOR:
-                self._put_box(samples, block, lo, hi, sb, first, out3, comps)
-            else:
-                n = min(B, (1 << resolution) - block * B)  # the block's samples at this resolution
-                self._put_hz(samples, block * B, n, lo, hi, sb, first, out3, f.components)
+        where = f"of field '{f.name}' at time {time}"
+        for blocks in self._chunks(time, self._order.blocks_for_box(h.bits_per_block, resolution, lo, hi)):
+            # Files are opened here (NotFoundError names a missing one); blocks are read and
+            # decoded by threads (pread, zlib and lz4 release the GIL) and placed in order.
+            files = [self._file(time, b) for b in blocks]
+
+            def fetch(i, blocks=blocks, files=files):
+                return files[i].read(index, h.block_position(blocks[i]), nbytes, f"block {blocks[i]} {where}")
+            pool = self._pool() if len(blocks) > 1 else None
+            for b, got in zip(blocks, (pool.map if pool else map)(fetch, range(len(blocks)))):
+                if got is None:
+                    continue
+                data, flags = got
+                samples = np.frombuffer(data, dtype=f.dtype)
+                if flags & ROW_MAJOR:
+                    self._put_box(samples, b, lo, hi, sb, first, out3, comps)
+                else:
+                    n = min(B, (1 << resolution) - b * B)  # the block's samples at this resolution
+                    self._put_hz(samples, b * B, n, lo, hi, sb, first, out3, f.components)
+            self._trim()
         shape = out3.shape[3 - self.ndim:]
         return out3.reshape(shape)
 
@@ -228,18 +245,40 @@ class IdxDataset:
             self._order.scatter(np.ascontiguousarray(comp[:, k]), first_hz, lo, hi, sb, first, tmp)
             out3[..., k] = tmp
 
-    def _block(self, time, block: int, field_index: int, nbytes: int, where: str):
+    def _chunks(self, time, blocks):
+        """The blocks in runs that need at most _OPEN_FILES files (and at most _CHUNK_BLOCKS blocks: the decoded blocks in flight)."""
+        chunk, names = [], set()
+        for b in blocks:
+            name = self.header.block_filename(time, b)
+            if chunk and (len(chunk) >= _CHUNK_BLOCKS or (name not in names and len(names) >= _OPEN_FILES)):
+                yield chunk
+                chunk, names = [], set()
+            chunk.append(b)
+            names.add(name)
+        if chunk:
+            yield chunk
+
+    def _pool(self) -> Optional[ThreadPoolExecutor]:
+        if self.threads <= 1:
+            return None
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.threads, thread_name_prefix="motes-idx")
+        return self._executor
+
+    def _file(self, time, block: int) -> BlockFile:
         h = self.header
         name = self._resolve(h.block_filename(time, block))
         bf = self._files.get(name)
         if bf is None:
             bf = BlockFile(name, len(h.fields), h.blocks_per_file)  # NotFoundError names a missing file
             self._files[name] = bf
-            if len(self._files) > _OPEN_FILES:
-                self._files.popitem(last=False)[1].close()
         else:
             self._files.move_to_end(name)
-        return bf.read(field_index, h.block_position(block), nbytes, where)
+        return bf
+
+    def _trim(self) -> None:
+        while len(self._files) > _OPEN_FILES:
+            self._files.popitem(last=False)[1].close()
 
     def _resolve(self, name: str) -> str:
         folder = os.path.dirname(self.path)
