@@ -292,6 +292,15 @@ def test_zip_level_and_compressions_round_trip(tmp_path):
     assert sizes["zip"] < sizes["raw"] and sizes["lz4"] < sizes["raw"]
 
 
+def test_docs_example_runs(tmp_path, monkeypatch):
+    doc = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "convert-idx.md")
+    with open(doc) as f:
+        code = "\n".join(re.findall(r"```python\n(.*?)```", f.read(), re.S))
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/convert-idx.md", "exec"), {})
+    assert (tmp_path / "run" / "time_0020" / "0000.bin").exists()
+
+
 # -- errors -------------------------------------------------------------------------------------
 
 def test_usage_errors(tmp_path):

@@ -1,7 +1,7 @@
 // Hierarchical Z (HZ) order of a 1-3-D grid, as IDX (PIDX, OpenVisus) defines it: the
 // samples of a grid padded to power-of-two sizes are numbered so that every prefix
 // [0, 2^r) of the numbering is the grid subsampled at resolution r, and a run of numbers
-// within a level is an aligned box of that level's lattice. docs/format.md §14 states the
+// within a level is an aligned box of that level's lattice. docs/convert-idx.md states the
 // rules; OpenVisus reads what this numbering lays out (tests/python/test_idx.py).
 //
 // Axes are numbered 0 = x, 1 = y, 2 = z; dims and coordinates are (x, y, z).
