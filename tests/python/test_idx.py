@@ -232,6 +232,14 @@ def test_round_trip_every_level_and_random_boxes(tmp_path, seed):
                 assert (back.origin, back.spacing, back.components) == (f.origin, f.spacing, f.components)
 
 
+def test_steps_may_list_their_fields_in_any_order(tmp_path):
+    a, b = np.arange(12, dtype=np.float32).reshape(3, 4), np.arange(12, dtype=np.uint8).reshape(3, 4)
+    idx.write(tmp_path / "o.idx", [(0, {"a": motes.Field(a), "b": motes.Field(b)}),
+                                   (1, {"b": motes.Field(b + 1), "a": motes.Field(a + 1)})])
+    with idx.read(tmp_path / "o.idx") as ds:
+        assert np.array_equal(ds.read("a", 1), a + 1) and np.array_equal(ds.read("b", 1), b + 1)
+
+
 def test_round_trip_geometry_units_and_attributes(tmp_path):
     a = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
     coords = (np.array([0, 1, 3, 7.5]), np.array([-1, 0, 2.0]), np.array([5, 6.0]))

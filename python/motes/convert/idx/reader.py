@@ -134,6 +134,12 @@ class IdxDataset:
             self._executor.shutdown()
             self._executor = None
 
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
     def __enter__(self):
         return self
 

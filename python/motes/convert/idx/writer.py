@@ -216,8 +216,8 @@ def _write(path: str, steps, compression: str, bits_per_block: int, blocks_per_f
                     physic_box=geometry.physic_box(grid.first_field), motes=geometry.motes_meta(fields))
             _check_step(time, fields, kinds, grid)
             makers = []
-            for name, f in fields.items():
-                dt, comps = kinds[name]
+            for name, (dt, comps) in kinds.items():  # the header's order, whatever the step's dict order
+                f = fields[name]
                 a = f.array if f.array.dtype == dt else f.array.astype(dt)
                 makers.append(_block_maker(grid, np.ascontiguousarray(a), layout, comps))
             bpf = header.blocks_per_file
