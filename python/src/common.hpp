@@ -61,8 +61,8 @@ nb::object float_array(const std::vector<double>& v, size_t rows, size_t cols);
 
 // ---- grid fields --------------------------------------------------------------------------
 
-// A C-order array of any dtype (a field component: (z, y, x) indexing).
-using GridArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
+// A C-order array of any dtype, read only (a field component: (z, y, x) indexing).
+using GridArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 // A field to write, from Python: (name, one array per component, ndim, component names,
 // centering, origin, spacing, coords (None: uniform), unit, attributes).
 using FieldTuple = std::tuple<std::string, std::vector<GridArray>, int, std::vector<std::string>, std::string,

@@ -4,6 +4,7 @@
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstring>
@@ -25,10 +26,14 @@ using motes::fields::FieldSpec;
 using motes::fields::HzOrder;
 using motes::fields::Region;
 
-using AnyArray = GridArray;
+// Outputs are written; inputs may be read-only (np.frombuffer of a file's bytes, a read-only
+// memory map).
+using AnyArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
+using InArray = GridArray;
 using Triple = std::array<uint64_t, 3>;
 
-size_t item_size(const AnyArray& a, const char* what) {
+template <class Array>
+size_t item_size(const Array& a, const char* what) {
   const size_t size = a.itemsize();
   if (size != 1 && size != 2 && size != 4 && size != 8)
     throw motes::UsageError(std::string(what) + ": samples of " + std::to_string(size) + " bytes (1, 2, 4 or 8 expected)");
@@ -36,7 +41,8 @@ size_t item_size(const AnyArray& a, const char* what) {
 }
 
 // The (x, y, z) sample counts of a C-order array of 1-3 axes ((z, y, x) indexing).
-Dims dims_of(const AnyArray& a) {
+template <class Array>
+Dims dims_of(const Array& a) {
   if (a.ndim() < 1 || a.ndim() > 3) throw motes::UsageError("a grid array has 1, 2 or 3 axes, not " + std::to_string(a.ndim()));
   Dims d{1, 1, 1};
   for (size_t k = 0; k < a.ndim(); ++k) d[k] = uint64_t(a.shape(a.ndim() - 1 - k));
@@ -76,7 +82,7 @@ motes::FieldInput field_input_of(const FieldTuple& t) {
   if (int(arrays[0].ndim()) != ndim)
     throw motes::UsageError("field '" + name + "': arrays must have " + std::to_string(ndim) + " axes");
   spec.dims = dims_of(arrays[0]);
-  for (const AnyArray& a : arrays) {
+  for (const InArray& a : arrays) {
     if (a.dtype() != arrays[0].dtype() || a.ndim() != arrays[0].ndim() || dims_of(a) != spec.dims)
       throw motes::UsageError("field '" + name + "': the components' arrays differ in shape or dtype");
     f.values.push_back(a.data());
@@ -220,7 +226,7 @@ void bind_fields(nb::module_& m) {
           "first"_a, "count"_a, "The (x, y, z) points of HZ indexes [first, first + count), as a (count, 3) uint64 array.")
       .def(
           "gather",
-          [](const HzOrder& o, const AnyArray& grid, uint64_t first, uint64_t count, AnyArray out) {
+          [](const HzOrder& o, const InArray& grid, uint64_t first, uint64_t count, AnyArray out) {
             check_range(o, first, count);
             const size_t size = item_size(grid, "gather");
             if (out.itemsize() != size || out.size() != count)
@@ -238,7 +244,7 @@ void bind_fields(nb::module_& m) {
           "HZ samples [first, first + count) of a C-order grid array into `out` (zeros for the padding).")
       .def(
           "scatter",
-          [](const HzOrder& o, const AnyArray& samples, uint64_t first, const Triple& lo, const Triple& hi,
+          [](const HzOrder& o, const InArray& samples, uint64_t first, const Triple& lo, const Triple& hi,
              const std::array<int, 3>& stride_bits, const Triple& out_first, AnyArray out) {
             check_range(o, first, samples.size());
             const size_t size = item_size(samples, "scatter");
@@ -251,6 +257,15 @@ void bind_fields(nb::module_& m) {
           "samples"_a, "first"_a, "lo"_a, "hi"_a, "stride_bits"_a, "out_first"_a, "out"_a.noconvert(),
           "Writes the samples (HZ indexes first..) inside [lo, hi) on the lattice of stride_bits into `out`, the "
           "C-order array of the box's lattice points from lattice index out_first; returns how many.")
+      .def(
+          "block_lattice",
+          [](const HzOrder& o, int block_bits, uint64_t block) {
+            const auto l = motes::fields::block_lattice(o, block_bits, block);
+            return std::make_tuple(l.first, l.step_bits, l.count);
+          },
+          "block_bits"_a, "block"_a,
+          "(first, step_bits, count), (x, y, z) each: block `block`'s samples are first + i * 2**step_bits, "
+          "i < count per axis; in C order ((z, y, x) indexing) they are IDX's row-major block layout.")
       .def(
           "blocks_for_box",
           [](const HzOrder& o, int block_bits, int resolution, const Triple& lo, const Triple& hi) {

@@ -3,6 +3,7 @@
 // gather and scatter agree with plain loops; the blocks of a box hold all its samples.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -118,6 +119,36 @@ TEST(Hz, GatherAndScatterOfRandomBoxesAndLevels) {
             const uint64_t gx = (first[0] + x) << sb[0], gy = (first[1] + y) << sb[1], gz = (first[2] + z) << sb[2];
             EXPECT_EQ(out[(z * count[1] + y) * count[0] + x], grid[(gz * g.dims[1] + gy) * g.dims[0] + gx]);
           }
+    }
+  }
+}
+
+TEST(Hz, BlockLatticeIsTheBlocksSamplesInRowMajorOrder) {
+  for (const Grid& g : grids()) {
+    const Bitmask m = Bitmask::guess(g.dims, g.ndim);
+    const HzOrder order(m);
+    for (int bb = 0; bb <= std::min(m.maxh(), 4); ++bb) {
+      const uint64_t B = uint64_t(1) << bb;
+      for (uint64_t b = 0; b < (order.size() >> bb); ++b) {
+        const BlockLattice l = block_lattice(order, bb, b);
+        ASSERT_EQ(l.count[0] * l.count[1] * l.count[2], B) << m.text() << " block " << b;
+        // The block's points, sorted by (z, y, x), are the lattice's in C order.
+        std::vector<std::array<uint64_t, 3>> pts;
+        for (uint64_t h = b * B; h < (b + 1) * B; ++h) {
+          const Dims p = order.point_of_hz(h);
+          pts.push_back({p[2], p[1], p[0]});
+        }
+        std::sort(pts.begin(), pts.end());
+        size_t i = 0;
+        for (uint64_t z = 0; z < l.count[2]; ++z)
+          for (uint64_t y = 0; y < l.count[1]; ++y)
+            for (uint64_t x = 0; x < l.count[0]; ++x, ++i) {
+              const std::array<uint64_t, 3> want{l.first[2] + (z << l.step_bits[2]), l.first[1] + (y << l.step_bits[1]),
+                                                 l.first[0] + (x << l.step_bits[0])};
+              EXPECT_EQ(pts[i], want) << m.text() << " bb " << bb << " block " << b;
+            }
+      }
+      EXPECT_THROW(block_lattice(order, bb, order.size() >> bb), UsageError);
     }
   }
 }

@@ -308,4 +308,29 @@ std::vector<uint64_t> blocks_for_box(const HzOrder& order, int block_bits, int r
   return out;
 }
 
+BlockLattice block_lattice(const HzOrder& order, int block_bits, uint64_t block) {
+  const Bitmask& m = order.bitmask();
+  if (block_bits < 0 || block_bits > order.maxh())
+    throw UsageError("block bits " + std::to_string(block_bits) + " is outside [0, " + std::to_string(order.maxh()) +
+                     "] (the bitmask " + m.text() + ")");
+  const uint64_t blocks = uint64_t(1) << (order.maxh() - block_bits);
+  if (block >= blocks)
+    throw UsageError("block " + std::to_string(block) + " is past the last of bitmask " + m.text() + " (" +
+                     std::to_string(blocks) + " blocks of 2^" + std::to_string(block_bits) + " samples)");
+  BlockLattice l;
+  if (block == 0) {
+    l.step_bits = m.stride_bits(block_bits);
+    const Dims p2 = m.pow2_dims();
+    for (size_t a = 0; a < 3; ++a) l.count[a] = p2[a] >> l.step_bits[a];
+    return l;
+  }
+  const int h = block_bits + 64 - __builtin_clzll(block);  // block in [2^(h-1-bb), 2^(h-bb))
+  l.step_bits = m.stride_bits(h);
+  ++l.step_bits[size_t(m.axis(h))];
+  l.first = order.point_of_hz(block << block_bits);
+  const Dims last = order.point_of_hz(((block + 1) << block_bits) - 1);
+  for (size_t a = 0; a < 3; ++a) l.count[a] = ((last[a] - l.first[a]) >> l.step_bits[a]) + 1;
+  return l;
+}
+
 }  // namespace motes::fields

@@ -1,8 +1,9 @@
 // Hierarchical Z (HZ) order of a 1-3-D grid, as IDX (PIDX, OpenVisus) defines it: the
 // samples of a grid padded to power-of-two sizes are numbered so that every prefix
 // [0, 2^r) of the numbering is the grid subsampled at resolution r, and a run of numbers
-// within a level is an aligned box of that level's lattice. docs/format.md §14 states the
-// rules; OpenVisus reads what this numbering lays out (tests/python/test_idx.py).
+// within a level is an aligned box of that level's lattice. docs/format.md §14.4 states the
+// rules (docs/convert-idx.md how IDX files use them); OpenVisus reads what this numbering
+// lays out (tests/python/test_idx.py).
 //
 // Axes are numbered 0 = x, 1 = y, 2 = z; dims and coordinates are (x, y, z).
 #pragma once
@@ -134,6 +135,20 @@ void gather_block(const HzOrder& order, const BlockOffsets& offsets, int block_b
 uint64_t scatter_block(const HzOrder& order, const BlockOffsets* offsets, int block_bits, const void* src, size_t size,
                        uint64_t first, uint64_t count, const Dims& lo, const Dims& hi,
                        const std::array<int, 3>& stride_bits, const Dims& out_first, const Dims& out_dims, void* out);
+
+// The samples of one HZ block (HZ [block·2^block_bits, (block+1)·2^block_bits)) are a
+// box of a lattice: along axis a, first[a] + i·2^step_bits[a] for i < count[a]. Sorted by
+// (z, y, x) they are IDX's row-major block layout (OpenVisus' "default_layout()": flag
+// 0x10 of a block header). Block 0 is the lattice of resolution block_bits (levels 0 to
+// block_bits); block b > 0 lies in level h = block_bits + 1 + floor(log2 b), whose samples
+// are the odd multiples of the resolution-h stride along the axis of bit h. block_bits is
+// at most maxh; throws UsageError for a block past the last.
+struct BlockLattice {
+  Dims first{};
+  std::array<int, 3> step_bits{};
+  Dims count{1, 1, 1};
+};
+BlockLattice block_lattice(const HzOrder& order, int block_bits, uint64_t block);
 
 // The HZ blocks of 2^block_bits samples that hold samples of [lo, hi) at `resolution`:
 // block b holds HZ [b·2^block_bits, (b+1)·2^block_bits). Ascending.
