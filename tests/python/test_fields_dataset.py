@@ -99,3 +99,29 @@ def test_fields_go_through_conversions_and_back(tmp_path, target):
         assert got.centering == f.centering
     np.testing.assert_array_equal(ds.field("Bz", step=1).read(), fields_of(4)["Bz"].array)
     assert ds.count_total(step=0) == 1500
+
+
+def test_motes_convert_to_idx_is_read_by_openvisus_and_back(tmp_path):
+    ov = pytest.importorskip("OpenVisus")
+    from motes.convert import ConversionWarning, convert
+
+    src = tmp_path / "a.motes"
+
+    def on_one_grid(seed):  # IDX has one grid: every field on it (centering, origin, spacing)
+        fs = fields_of(seed)
+        return {"Bz": fs["Bz"], "E": motes.Field(fs["E"].array, components=("x", "y", "z"), spacing=(2, 1, 0.5))}
+
+    steps = {0: on_one_grid(5), 3: on_one_grid(6)}
+    for index, fs in steps.items():
+        motes.write(src, synth.vpic(800, seed=index), step=index, time=float(index), fields=fs, sync=False)
+    with pytest.warns(ConversionWarning, match="fields only"):
+        convert(str(src), str(tmp_path / "run.idx"))
+    d = ov.LoadDataset(str(tmp_path / "run.idx"))
+    for index, fs in steps.items():
+        np.testing.assert_array_equal(d.read(field="Bz", time=index), fs["Bz"].array)
+    assert main(["convert", str(tmp_path / "run.idx"), str(tmp_path / "back.motes")]) == 0
+    ds = motes.open(tmp_path / "back.motes")
+    assert ds.steps == [0, 3]
+    for index, fs in steps.items():
+        for name, f in fs.items():
+            np.testing.assert_array_equal(ds.field(name, step=index).read(), f.array)
