@@ -468,6 +468,13 @@ class Dataset:
         """The grid fields of a step (default: the last)."""
         return list(self.step(step).fields) if self._steps else []
 
+    def sample(self, field: str, x, y=None, z=None, *, step: Optional[int] = None, component: Optional[str] = None,
+               fill: float = float("nan")):
+        """A grid field of a step at arbitrary points (positions x, y, z): linear interpolation
+        along each axis (trilinear in 3-D), ``fill`` outside the grid; see
+        :meth:`motes.field_file.StoredField.sample`."""
+        return self.field(field, step).sample(x, y, z, component=component, fill=fill)
+
     @_storage("cannot open the field file")
     def field(self, name: str, step: Optional[int] = None):
         """A grid field of a step (default: the last) as a :class:`motes.field_file.StoredField`:

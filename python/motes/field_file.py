@@ -73,6 +73,7 @@ class StoredField:
 
     def __init__(self, core):
         self._f = core
+        self._samplers: Dict[int, Any] = {}
 
     # ---- what it is --------------------------------------------------------------------
     @property
@@ -225,6 +226,29 @@ class StoredField:
             origin = [o + 0.5 * s * (1 - n) for o, s, n in zip(origin, self.spacing, steps)]
         return Field(a, origin=origin, spacing=spacing, centering=self.centering, components=self.components,
                      unit=self.unit, attributes=self.attributes)
+
+    def sample(self, x, y=None, z=None, *, component: Optional[str] = None, fill: float = float("nan"),
+               threads: int = 0) -> np.ndarray:
+        """The field at points (x, y, z positions; as many arrays as the grid has axes): linear
+        along each axis between the samples around each point (trilinear in 3-D; between cell
+        centres for a cell-centred field), ``fill`` outside the samples' hull. A vector field
+        needs ``component``. The grid is read whole once (kept for later calls)."""
+        names = self.components
+        if names and component is None:
+            raise UsageError(f"field '{self.name}' has components {names}: pass component=")
+        if component is not None and (not names or component not in names):
+            raise UsageError(f"field '{self.name}' has no component {component!r} (components: {names})")
+        k = names.index(component) if component is not None else 0
+        given = [c for c in (x, y, z) if c is not None]
+        if len(given) < self.ndim:
+            raise UsageError(f"field '{self.name}' is {self.ndim}-D: give {'x, y, z'[: 3 * self.ndim - 2]}")
+        arrays = [np.ascontiguousarray(np.asarray(c, dtype=np.float64).ravel()) for c in given]
+        if len({a.size for a in arrays}) > 1:
+            raise UsageError("x, y and z must have the same length")
+        s = self._samplers.get(k)
+        if s is None:
+            s = self._samplers[k] = _core.FieldSampler(self._f, k, threads)
+        return s.sample(*(arrays + [None] * (3 - len(arrays))), fill=float(fill), threads=threads)
 
     def verify(self) -> None:
         """Checks every block against its checksum (FormatError naming the block)."""

@@ -8,11 +8,13 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstring>
+#include <limits>
 
 #include "common.hpp"
 #include "motes/core/errors.hpp"
 #include "motes/fields/file.hpp"
 #include "motes/fields/hz.hpp"
+#include "motes/fields/sample.hpp"
 
 namespace motes_py {
 
@@ -124,6 +126,33 @@ void bind_fields(nb::module_& m) {
         for (const auto& r : s.ranges) out.append(nb::make_tuple(r.min, r.max, r.nan_count));
         return out;
       });
+
+  using Coordinates = nb::ndarray<nb::ro, const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+  nb::class_<motes::fields::Sampler>(m, "FieldSampler",
+                                     "One component of a field in memory, sampled at points (fields/sample.hpp).")
+      .def("__init__",
+           [](motes::fields::Sampler* self, const FieldFile& f, size_t component, unsigned threads) {
+             nb::gil_scoped_release release;
+             new (self) motes::fields::Sampler(f, component, threads);
+           },
+           "file"_a, "component"_a = 0, "threads"_a = 0)
+      .def(
+          "sample",
+          [](const motes::fields::Sampler& s, const Coordinates& x, std::optional<Coordinates> y,
+             std::optional<Coordinates> z, double fill, unsigned threads) {
+            const uint64_t n = x.shape(0);
+            if ((y && y->shape(0) != n) || (z && z->shape(0) != n))
+              throw motes::UsageError("x, y and z must have the same length");
+            auto [arr, data] = new_array(motes::DType::f64, n);
+            {
+              nb::gil_scoped_release release;
+              s.sample(x.data(), y ? y->data() : nullptr, z ? z->data() : nullptr, n, fill,
+                       static_cast<double*>(data), threads);
+            }
+            return arr;
+          },
+          "x"_a, "y"_a = nb::none(), "z"_a = nb::none(), "fill"_a = std::numeric_limits<double>::quiet_NaN(),
+          "threads"_a = 0, "The field at the points (float64 arrays): linear along each axis, fill outside.");
 
   nb::class_<FieldFile>(m, "FieldFile", "An opened field file (fields/file.hpp).")
       .def_static(

@@ -1,0 +1,60 @@
+"""Fields sampled at points (CMFE): equal to scipy's linear RegularGridInterpolator on the
+same grid (node-centred at the nodes, cell-centred at the cell centres, rectilinear at its
+coordinates), fill outside, 1-, 2- and 3-D, every dtype converted exactly; on particles of
+the same dataset."""
+
+import numpy as np
+import pytest
+
+import motes
+from motes import synth
+from motes.field import Field
+from motes.field_file import open_field_file, write_field_file
+
+scipy_interp = pytest.importorskip("scipy.interpolate")
+
+
+def reference(f: Field, pts, fill):
+    axes = [f.axis(k) for k in range(f.ndim)]
+    values = np.transpose(f.array.astype(np.float64), list(reversed(range(f.ndim))))  # (x, y, z) indexing
+    r = scipy_interp.RegularGridInterpolator(axes, values, method="linear", bounds_error=False, fill_value=fill)
+    return r(np.stack(pts, axis=-1))
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3])
+@pytest.mark.parametrize("centering", ["node", "cell"])
+@pytest.mark.parametrize("rectilinear", [False, True])
+def test_sampling_equals_scipy(tmp_path, ndim, centering, rectilinear):
+    rng = np.random.default_rng(ndim)
+    shape = (7, 9, 11)[3 - ndim:]
+    a = rng.standard_normal(shape).astype(np.float32)
+    if rectilinear:
+        coords = [np.cumsum(rng.random(n) + 0.1) for n in reversed(shape)]
+        f = Field(a, coords=coords)
+    else:
+        f = Field(a, origin=(1, -2, 3)[:ndim], spacing=(0.5, 0.25, 2)[:ndim], centering=centering)
+    write_field_file(tmp_path / "s.mfd", f, name="s", sync=False)
+    stored = open_field_file(tmp_path / "s.mfd")
+    lo, hi = f.bounds()
+    pts = [rng.uniform(l - 0.2 * (h - l + 1), h + 0.2 * (h - l + 1), 5000) for l, h in zip(lo, hi)]
+    pts[0][:3] = [lo[0], hi[0], np.nan]  # the hull's ends are inside; NaN is outside
+    got = stored.sample(*pts, fill=-99.0)
+    want = reference(f, pts, -99.0)
+    want[2] = -99.0
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert (got == -99.0).any() and (got != -99.0).any()
+
+
+def test_vector_fields_need_a_component_and_datasets_sample_their_particles(tmp_path):
+    e = np.random.default_rng(2).standard_normal((10, 12, 14, 3))
+    fld = Field(e, origin=(0, 40, 0), spacing=(200 / 13, 20 / 11, 50 / 9), components=("x", "y", "z"))
+    p = synth.vpic(20000, seed=3)
+    motes.write(tmp_path / "r.motes", p, fields={"E": fld}, sync=False)
+    ds = motes.open(tmp_path / "r.motes")
+    with pytest.raises(motes.UsageError, match="pass component="):
+        ds.sample("E", p["x"], p["y"], p["z"])
+    got = ds.sample("E", p["x"], p["y"], p["z"], component="y", fill=0.0)
+    comp = Field(np.ascontiguousarray(e[..., 1]), origin=fld.origin, spacing=fld.spacing)
+    np.testing.assert_allclose(got, reference(comp, [p["x"], p["y"], p["z"]], 0.0), rtol=1e-12, atol=1e-12)
+    with pytest.raises(motes.UsageError, match="give x, y, z"):
+        ds.sample("E", p["x"], component="x")
