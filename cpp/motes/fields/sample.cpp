@@ -12,14 +12,8 @@ Sampler::Sampler(const FieldFile& file, size_t component, unsigned threads) : sp
   if (component >= spec_.component_count())
     throw UsageError("field '" + spec_.name + "' has no component " + std::to_string(component));
   const Region r = file.region({0, 0, 0}, spec_.dims, 0);
-  std::vector<unsigned char> raw(r.size() * dtype_size(spec_.dtype));
-  file.read(r, component, raw.data(), threads);
-  values_.resize(r.size());
-  dispatch_dtype(spec_.dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T* v = reinterpret_cast<const T*>(raw.data());
-    for (uint64_t i = 0; i < values_.size(); ++i) values_[i] = double(v[i]);
-  });
+  values_.resize(r.size() * dtype_size(spec_.dtype));
+  file.read(r, component, values_.data(), threads);
 }
 
 bool Sampler::locate(int a, double p, uint64_t& i0, double& t) const {
@@ -45,6 +39,12 @@ bool Sampler::locate(int a, double p, uint64_t& i0, double& t) const {
 
 void Sampler::sample(const double* x, const double* y, const double* z, uint64_t n, double fill, double* out,
                      unsigned threads) const {
+  dispatch_dtype(spec_.dtype, [&](auto tag) { sample_typed<decltype(tag)>(x, y, z, n, fill, out, threads); });
+}
+
+template <class T>
+void Sampler::sample_typed(const double* x, const double* y, const double* z, uint64_t n, double fill, double* out,
+                           unsigned threads) const {
   const int nd = spec_.ndim;
   if ((nd >= 2 && !y) || (nd >= 3 && !z)) throw UsageError("field '" + spec_.name + "' needs coordinates along every axis");
   const uint64_t row = spec_.dims[0], plane = spec_.dims[0] * spec_.dims[1];
@@ -55,7 +55,7 @@ void Sampler::sample(const double* x, const double* y, const double* z, uint64_t
     const double shift = spec_.centering == Centering::cell ? 0.5 : 0.0;
     double top[3];
     for (int a = 0; a < 3; ++a) top[a] = double(spec_.dims[size_t(a)] - 1);
-    const double* v = values_.data();
+    const T* v = reinterpret_cast<const T*>(values_.data());
     parallel_ranges(n, threads ? threads : default_threads(), 1 << 14, [&](uint64_t b, uint64_t e) {
       for (uint64_t i = b; i < e; ++i) {
         // Exactly the general path's index: (p - origin) / spacing - shift, up to rounding
@@ -71,10 +71,11 @@ void Sampler::sample(const double* x, const double* y, const double* z, uint64_t
                        iy = std::min<uint64_t>(uint64_t(w), spec_.dims[1] - 2),
                        iz = std::min<uint64_t>(uint64_t(q), spec_.dims[2] - 2);
         const double tx = u - double(ix), ty = w - double(iy), tz = q - double(iz);
-        const double* c = v + ix + iy * row + iz * plane;
-        const double c00 = c[0] + tx * (c[1] - c[0]), c10 = c[row] + tx * (c[row + 1] - c[row]);
-        const double c01 = c[plane] + tx * (c[plane + 1] - c[plane]),
-                     c11 = c[plane + row] + tx * (c[plane + row + 1] - c[plane + row]);
+        const T* c = v + ix + iy * row + iz * plane;
+        auto at = [&](uint64_t k) { return double(c[k]); };
+        const double c00 = at(0) + tx * (at(1) - at(0)), c10 = at(row) + tx * (at(row + 1) - at(row));
+        const double c01 = at(plane) + tx * (at(plane + 1) - at(plane)),
+                     c11 = at(plane + row) + tx * (at(plane + row + 1) - at(plane + row));
         const double c0 = c00 + ty * (c10 - c00), c1 = c01 + ty * (c11 - c01);
         out[i] = c0 + tz * (c1 - c0);
       }
@@ -108,7 +109,7 @@ void Sampler::sample(const double* x, const double* y, const double* z, uint64_t
           w *= hi ? t[a] : 1.0 - t[a];
           at += hi ? step[a] : 0;
         }
-        if (!skip && w != 0.0) v += w * values_[at];
+        if (!skip && w != 0.0) v += w * double(reinterpret_cast<const T*>(values_.data())[at]);
       }
       out[i] = v;
     }

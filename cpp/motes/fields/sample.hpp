@@ -23,9 +23,12 @@ class Sampler {
 
  private:
   FieldSpec spec_;
-  std::vector<double> values_;  // C order ((z, y, x) indexing)
+  std::vector<unsigned char> values_;  // the samples as stored (dtype), C order ((z, y, x) indexing)
   // The fractional index of coordinate p along axis a; false when p lies outside.
   bool locate(int a, double p, uint64_t& i0, double& t) const;
+  template <class T>
+  void sample_typed(const double* x, const double* y, const double* z, uint64_t n, double fill, double* out,
+                    unsigned threads) const;
 };
 
 }  // namespace motes::fields
