@@ -282,12 +282,15 @@ class Writer:
                 _args.number("step time", time)
 
         payload, attrs, step, time = _on_every_rank(self._comm_obj, prepare, f"checking the columns of step {step}")
-        if self._comm is not None:
-            if fields:
-                raise UsageError("fields in parallel writes are not supported yet: write them from one rank")
-            return _core.write_step_parallel(self._comm, self.path, step, time, attrs, payload,
-                                             self._parallel_options()).to_dict()
         from .field_file import field_tuple
+
+        if self._comm is not None:
+            from .field_blocks import gather_fields
+
+            whole = gather_fields(self._comm_obj, fields)  # rank 0: the grids; {} elsewhere
+            return _core.write_step_parallel(self._comm, self.path, step, time, attrs, payload,
+                                             self._parallel_options(),
+                                             fields=[field_tuple(n, f) for n, f in whole.items()]).to_dict()
 
         if fields is not None and not isinstance(fields, Mapping):
             raise UsageError(f"fields must map names to motes.Field, got {type(fields).__name__}")

@@ -143,3 +143,43 @@ class Field:
         """(lo, hi) of the samples' positions, (x, y, z) order."""
         axes = [self.axis(k) for k in range(self.ndim)]
         return tuple(float(a[0]) for a in axes), tuple(float(a[-1]) for a in axes)
+
+
+@dataclass
+class FieldBlock:
+    """One MPI rank's block of a global grid, for parallel writes (as H5Block's views):
+    ``array`` holds the block with its ghost zones, C order ``(z, y, x)`` (components last for
+    a vector field); ``offset`` is the (x, y, z) index, in the global grid, of the block's first
+    sample *inside* the ghosts; ``ghosts`` the widths ``((x_lo, x_hi), (y_lo, y_hi), (z_lo,
+    z_hi))`` dropped on write (default none); ``dims`` the global grid's (x, y, z) samples.
+    The blocks of all ranks must cover the global grid exactly once. ``origin``, ``spacing``,
+    ``coords``, ``centering``, ``components``, ``unit`` and ``attributes`` are those of the
+    global field (as for :class:`Field`)."""
+
+    array: Any
+    offset: Sequence[int]
+    dims: Sequence[int]
+    ghosts: Optional[Sequence[Sequence[int]]] = None
+    origin: Optional[Sequence[float]] = None
+    spacing: Optional[Sequence[float]] = None
+    coords: Optional[Sequence[Any]] = None
+    centering: str = "node"
+    components: Optional[Sequence[str]] = None
+    unit: str = ""
+    attributes: Dict[str, Any] = field(default_factory=dict)
+
+    def interior(self) -> np.ndarray:
+        """The block without its ghost zones."""
+        a = np.asarray(self.array)
+        ndim = len(self.dims)
+        ghosts = self.ghosts or [(0, 0)] * ndim
+        if len(ghosts) != ndim or any(len(g) != 2 or min(g) < 0 for g in ghosts):
+            raise UsageError(f"ghosts must be {ndim} pairs (lo, hi) of widths >= 0, got {self.ghosts!r}")
+        index = []
+        for k in reversed(range(ndim)):  # array axes are (z, y, x)
+            lo, hi = (int(v) for v in ghosts[k])
+            n = a.shape[ndim - 1 - k]
+            if lo + hi >= n:
+                raise UsageError(f"ghost widths {lo}, {hi} along {AXES[k]} leave no sample of a block of {n}")
+            index.append(slice(lo, n - hi))
+        return a[tuple(index)]

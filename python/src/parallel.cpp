@@ -126,16 +126,21 @@ void bind_parallel(nb::module_& m) {
   m.def(
       "write_step_parallel",
       [](int comm_f, const std::string& dir, int64_t index, double time, nb::handle attributes,
-         const SpeciesTuples& species, std::optional<motes::ParallelWriteOptions> options) {
+         const SpeciesTuples& species, std::optional<motes::ParallelWriteOptions> options,
+         const std::vector<FieldTuple>& fields) {
         nlohmann::json attrs = attributes_of(attributes, "step attributes");
         std::vector<motes::SpeciesColumns> sp;
         for (const auto& [name, cols] : species) sp.emplace_back(name, views_of(cols));
+        std::vector<motes::FieldInput> fs;
+        for (const FieldTuple& f : fields) fs.push_back(field_input_of(f));
         const motes::ParallelWriteOptions o = options.value_or(motes::ParallelWriteOptions{});
         nb::gil_scoped_release release;
-        return motes::write_step_parallel(MPI_Comm_f2c(comm_f), dir, index, time, attrs, sp, o);
+        return motes::write_step_parallel(MPI_Comm_f2c(comm_f), dir, index, time, attrs, sp, o, fs);
       },
       "comm"_a, "dir"_a, "index"_a, "time"_a, "attributes"_a, "species"_a, "options"_a = nb::none(),
-      "Collective write of a step (comm: a Fortran communicator handle); returns the ParallelWriteReport.");
+      "fields"_a = std::vector<FieldTuple>(),
+      "Collective write of a step (comm: a Fortran communicator handle); fields (FieldTuples, whole grids) are "
+      "given on rank 0 only. Returns the ParallelWriteReport.");
 
   m.def(
       "read_partition",

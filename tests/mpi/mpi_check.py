@@ -5,6 +5,7 @@
     mpirun -n P python tests/mpi/mpi_check.py errors DIR
     mpirun -n P python tests/mpi/mpi_check.py crash DIR
     mpirun -n P python tests/mpi/mpi_check.py lossy DIR
+    mpirun -n P python tests/mpi/mpi_check.py fields DIR
 
 Every rank regenerates the same global data (seeded) and keeps its share, so rank 0
 can compare what was written and read with the input exactly. A failed check
@@ -338,6 +339,64 @@ def cmd_lossy(args, comm):
     print("lossy checks passed", flush=True)
 
 
+def field_blocks(comm, a, ghost):
+    """Rank r's block of the global grid `a` ((z, y, x)) on a rank grid over (x, y, z), with
+    `ghost` samples of its neighbours' data on every side (none past the grid's edge)."""
+    dims_xyz = a.shape[:3][::-1]  # (a vector field has its components last)
+    split = MPI.Compute_dims(comm.size, 3)
+    coords = np.unravel_index(comm.rank, split)
+    lo, hi = [], []
+    for k in range(3):
+        edges = np.linspace(0, dims_xyz[k], split[k] + 1).astype(int)
+        lo.append(int(edges[coords[k]]))
+        hi.append(int(edges[coords[k] + 1]))
+    g = [(min(ghost, lo[k]), min(ghost, dims_xyz[k] - hi[k])) for k in range(3)]
+    block = a[lo[2] - g[2][0]:hi[2] + g[2][1], lo[1] - g[1][0]:hi[1] + g[1][1], lo[0] - g[0][0]:hi[0] + g[0][1]]
+    return block.copy(), lo, hi, g
+
+
+def cmd_fields(args, comm):
+    """Fields written in parallel: every rank passes its block with ghost zones (dropped on
+    write); a whole field from rank 0 beside them; read back exactly on every rank, each
+    rank's block with its halo filled from the neighbours' data in the file."""
+    d = global_data(0)
+    rng = np.random.default_rng(11)
+    rho = rng.random((13, 17, 19)).astype(np.float32)  # (z, y, x): not divisible by the rank grid
+    e = rng.standard_normal((13, 17, 19, 3))
+    blocks = {}
+    for name, a, comps in (("rho", rho, None), ("E", e, ("x", "y", "z"))):
+        block, lo, hi, g = field_blocks(comm, a, ghost=2)
+        blocks[name] = motes.field.FieldBlock(block, offset=lo, dims=a.shape[:3][::-1], ghosts=g,
+                                               spacing=(0.5, 0.5, 0.5), components=comps)
+    whole = motes.Field(rho * 2, spacing=(0.5, 0.5, 0.5)) if comm.rank == 0 else None
+    w = motes.Writer(args.dir, comm=comm, target_bytes=args.target, sync=False)
+    w.write_step(0, {"electrons": local(d, comm, args.scenario)}, fields={**blocks, "rho2": whole})
+    comm.Barrier()
+    ds = motes.open(args.dir)
+    assert ds.field_names(0) == ["E", "rho", "rho2"], ds.field_names(0)
+    assert np.array_equal(ds.field("rho").read(), rho)
+    assert np.array_equal(ds.field("E").read(), e)
+    assert np.array_equal(ds.field("rho2").read(), rho * 2)
+    # A rank's block with a halo of 1, read back from the file (the neighbours' samples filled in).
+    _, lo, hi, _ = field_blocks(comm, rho, ghost=0)
+    halo_lo = [max(0, v - 1) for v in lo]
+    halo_hi = [min(n, v + 1) for v, n in zip(hi, rho.shape[::-1])]
+    got = ds.field("rho").read(index_box=(halo_lo, halo_hi))
+    assert np.array_equal(got, rho[halo_lo[2]:halo_hi[2], halo_lo[1]:halo_hi[1], halo_lo[0]:halo_hi[0]])
+    # Blocks that overlap are refused on every rank, naming the ranks; nothing is written.
+    if comm.size > 1:
+        bad = motes.field.FieldBlock(rho, offset=(0, 0, 0), dims=rho.shape[::-1])
+        try:
+            w.write_step(1, {"electrons": local(d, comm, args.scenario)}, fields={"rho": bad})
+            raise AssertionError("overlapping blocks were accepted")
+        except motes.UsageError as exc:
+            assert "overlap" in str(exc), exc
+        assert motes.open(args.dir).steps == [0]
+    comm.Barrier()
+    if comm.rank == 0:
+        print("fields checks passed", flush=True)
+
+
 def cmd_crash(args, comm):
     """Rank 1 dies while step 1 is being written; mpirun then stops every rank."""
     d = global_data(0)
@@ -354,7 +413,7 @@ def cmd_crash(args, comm):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("command", choices=["write", "read", "errors", "crash", "lossy"])
+    p.add_argument("command", choices=["write", "read", "errors", "crash", "lossy", "fields"])
     p.add_argument("dir")
     p.add_argument("--scenario", default="grid", choices=["grid", "empty", "one", "overlap"])
     p.add_argument("--method", default="adaptive", choices=["adaptive", "aug"])
@@ -364,7 +423,7 @@ def main():
     comm = MPI.COMM_WORLD.Dup()
     try:
         {"write": cmd_write, "read": cmd_read, "errors": cmd_errors, "crash": cmd_crash,
-         "lossy": cmd_lossy}[args.command](args, comm)
+         "lossy": cmd_lossy, "fields": cmd_fields}[args.command](args, comm)
     except BaseException:
         import traceback
 

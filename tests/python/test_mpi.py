@@ -62,6 +62,12 @@ def test_error_bounded_columns_written_in_parallel(tmp_path, scenario):
     assert "lossy checks passed" in out.stdout
 
 
+@pytest.mark.parametrize("ranks", [1, 3, 4])
+def test_fields_written_in_parallel_from_blocks_with_ghosts(tmp_path, ranks):
+    out = mpirun(ranks, "fields", tmp_path / "run.motes", "--target", 300_000)
+    assert "fields checks passed" in out.stdout
+
+
 def test_parallel_step_layout_on_disk(tmp_path):
     mpirun(4, "write", tmp_path / "run.motes", "--target", 300_000)
     manifest = json.loads((tmp_path / "run.motes" / "manifest.json").read_text())

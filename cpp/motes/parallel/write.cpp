@@ -281,7 +281,7 @@ void open_dataset_parallel(MPI_Comm comm, const std::string& dir) {
 
 ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, int64_t index, double time,
                                         const nlohmann::json& attributes, const std::vector<SpeciesColumns>& species,
-                                        const ParallelWriteOptions& options) {
+                                        const ParallelWriteOptions& options, const std::vector<FieldInput>& fields) {
   Comm c(comm);
   auto t0 = Clock::now();
   ParallelWriteReport report;
@@ -299,11 +299,15 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
   f = attempt([&] {
     if (c.rank != 0) return;
     dataset = Dataset::create(dir, options.lock_timeout);
-    std::vector<std::string> names;
+    std::vector<std::string> names, field_names;
     for (const auto& sp : species) names.push_back(sp.first);
-    dataset->check_new_step(index, time, attributes, names);
+    for (const FieldInput& fi : fields) {
+      fi.spec.check();
+      field_names.push_back(fi.spec.name);
+    }
+    dataset->check_new_step(index, time, attributes, names, field_names);
     writing.emplace(dataset->begin_writing("write step " + std::to_string(index) + " of '" + dir + "'"));
-    dataset->check_new_step(index, time, attributes, names);  // against the manifest on disk
+    dataset->check_new_step(index, time, attributes, names, field_names);  // against the manifest on disk
     dataset->make_step_directory(*writing, index, options.write.sync);
   });
   agree(c, f, "opening dataset '" + dir + "' for step " + std::to_string(index));
@@ -361,6 +365,11 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
       rs.balance.mean = b[0], rs.balance.sd = b[1], rs.balance.max = b[2];
       report.species.push_back(rs);
     }
+    f = attempt([&] {
+      if (c.rank != 0) return;
+      for (const FieldInput& fi : fields) entry.fields.push_back(dataset->write_field(*writing, index, fi, options.write));
+    });
+    agree(c, f, "writing the fields of step " + std::to_string(index));
     auto t4 = Clock::now();
     f = attempt([&] {
       if (c.rank == 0) dataset->commit_step(*writing, std::move(entry), options.write.sync);
