@@ -1,7 +1,9 @@
 """The main job, end to end: a 10M-particle VPIC-like reconnection snapshot is
 generated, written in parallel into a motes dataset by every MPI rank (each
-holding the particles of its cell of a rank grid, as a simulation would),
-read back on the ranks, queried and histogrammed.
+holding the particles of its cell of a rank grid, as a simulation would) together
+with the grid fields of the same current sheet (each rank its slab of the grid, with
+ghost layers), read back on the ranks, queried and histogrammed; the fields are read at
+two resolutions, sampled at the particles and plotted.
 
     mpirun -n 4 python examples/main_job.py [--n 10000000] [--out out/main]
 
@@ -21,11 +23,29 @@ import motes
 from motes import synth
 
 
+FIELD_DIMS = (128, 64, 32)  # grid samples (x, y, z) of the fields written with the particles
+
+
 def timed(label, fn):
     t = time.perf_counter()
     result = fn()
     ms = (time.perf_counter() - t) * 1e3
     return result, ms
+
+
+def _trilinear(field, component, x, y, z):
+    """numpy's trilinear interpolation of a node-centred uniform field (the check of ds.sample)."""
+    a = field.array[..., component].astype(np.float64)
+    u = [(c - o) / s for c, o, s in zip((x, y, z), field.origin, field.spacing)]
+    i = [np.minimum(np.floor(v).astype(np.int64), n - 2) for v, n in zip(u, field.dims)]
+    t = [v - k for v, k in zip(u, i)]
+    out = 0.0
+    for dz in (0, 1):
+        for dy in (0, 1):
+            for dx in (0, 1):
+                w = (t[0] if dx else 1 - t[0]) * (t[1] if dy else 1 - t[1]) * (t[2] if dz else 1 - t[2])
+                out = out + w * a[i[2] + dz, i[1] + dy, i[0] + dx]
+    return out
 
 
 def decompose(data, size):
@@ -59,7 +79,7 @@ def main():
     if rank == 0:
         os.makedirs(args.out, exist_ok=True)
         shutil.rmtree(path, ignore_errors=True)
-        print(f"[1/6] generating {args.n:,} VPIC-like particles (current sheet, plasmoids, energetic layer)")
+        print(f"[1/7] generating {args.n:,} VPIC-like particles (current sheet, plasmoids, energetic layer)")
         data, ms = timed("gen", lambda: synth.vpic(args.n, seed=args.seed, with_id=True))
         raw = sum(v.nbytes for v in data.values())
         print(f"      {len(data)} columns, {raw / 1e6:.0f} MB in memory, {ms / 1e3:.1f} s")
@@ -79,10 +99,20 @@ def main():
     if rank == 0:
         print(f"      {size} ranks, particles per rank: min {counts.min():,}, max {counts.max():,} "
               f"(max/mean {counts.max() / counts.mean():.2f})")
-        print(f"[2/6] writing {path} from {size} ranks (adaptive aggregation, fsync'd)")
+        print(f"[2/7] writing {path} from {size} ranks (adaptive aggregation, fsync'd)")
+    # The grid fields of the same current sheet (B, J, rho), each rank passing its slab of
+    # the grid along x with one ghost layer on each side (dropped on write), as a code would.
+    global_fields = synth.harris_fields(FIELD_DIMS)
+    slabs = np.array_split(np.arange(FIELD_DIMS[0]), size)[rank]
+    lo, hi = int(slabs[0]), int(slabs[-1]) + 1
+    g = (min(1, lo), min(1, FIELD_DIMS[0] - hi))
+    blocks = {name: motes.field.FieldBlock(f.array[:, :, lo - g[0]:hi + g[1]], offset=(lo, 0, 0), dims=FIELD_DIMS,
+                                           ghosts=(g, (0, 0), (0, 0)), origin=f.origin, spacing=f.spacing,
+                                           components=f.components, unit=f.unit)
+              for name, f in global_fields.items()}
     comm.Barrier()
     t = time.perf_counter()
-    report = motes.write(path, local, step=0, time=0.0, comm=comm,
+    report = motes.write(path, local, step=0, time=0.0, comm=comm, fields=blocks,
                          attributes={"source": "motes.synth.vpic", "seed": args.seed, "ranks": size})
     seconds = time.perf_counter() - t
     sp = report["species"][0]
@@ -102,7 +132,7 @@ def main():
     missing = len(set(local["id"].tolist()) - got)
     missing = comm.allreduce(missing)
     if rank == 0:
-        print(f"[3/6] restart read on {size} ranks (each its own box): "
+        print(f"[3/7] restart read on {size} ranks (each its own box): "
               f"{'OK, every rank got all its particles back' if missing == 0 else f'{missing} MISSING'}")
     if missing:
         comm.Abort(1)
@@ -121,7 +151,7 @@ def main():
         ("ux**2 + uy**2 + uz**2 > 0.09 and q < 0", None,
          (f64["ux"] ** 2 + f64["uy"] ** 2 + f64["uz"] ** 2 > 0.09) & (f64["q"] < 0)),
     ]
-    print("[4/6] queries on the parallel-written step (all columns returned; checked against numpy brute force)")
+    print("[4/7] queries on the parallel-written step (all columns returned; checked against numpy brute force)")
     for where, b, mask in queries:
         ds.query(where, box=b, columns=["id"])  # warm the page cache
         t, ms = timed("q", lambda: ds.query(where, box=b))
@@ -132,7 +162,7 @@ def main():
         if not ok:
             comm.Abort(1)
 
-    print("[5/6] previews: a share of the particles (fraction), and progressive levels of detail (quality)")
+    print("[5/7] previews: a share of the particles (fraction), and progressive levels of detail (quality)")
     shares = {}
     parts = ds.source().part_count
     for f in (0.001, 0.01):
@@ -151,7 +181,7 @@ def main():
         n, ms = timed("c", lambda: ds.count(quality=q))
         print(f"      quality {q}: {n:,} particles ({n / args.n * 100:.3f}%)")
 
-    print("[6/6] 2-D histogram of ux vs uy near the X-line (|y - 50| < 2, 90 < x < 110)")
+    print("[6/7] 2-D histogram of ux vs uy near the X-line (|y - 50| < 2, 90 < x < 110)")
     where = "48 < y < 52 and 90 < x < 110"
     (h, xe, ye), ms = timed("h", lambda: ds.histogram("ux", "uy", bins=128, range=((-0.4, 0.4), (-0.4, 0.4)),
                                                      where=where))
@@ -174,7 +204,46 @@ def main():
     if not ok:
         print("histogram differs from numpy")
         comm.Abort(1)
-    print(f"done: dataset {path} ({len(ds.steps)} step), plot {png}")
+    print("[7/7] grid fields written from the ranks' slabs: B, J, rho on a "
+          f"{' x '.join(map(str, FIELD_DIMS))} grid (HZ order)")
+    ok = True
+    for name, f in global_fields.items():
+        stored = ds.field(name)
+        same = np.array_equal(stored.read(), f.array)
+        coarse = np.array_equal(stored.read(level=2), f.array[::4, ::4, ::4])
+        ok &= same and coarse
+        print(f"      {name}: {stored.stored_bytes / 1e6:.2f} MB stored for {f.array.nbytes / 1e6:.2f} MB, full and "
+              f"level-2 reads {'OK' if same and coarse else 'MISMATCH'} vs the global arrays")
+    sample = slice(0, 1_000_000)
+    (jz, ms) = timed("s", lambda: ds.sample("J", f64["x"][sample], f64["y"][sample], f64["z"][sample], component="z"))
+    want = _trilinear(global_fields["J"], 2, f64["x"][sample], f64["y"][sample], f64["z"][sample])
+    close = np.allclose(jz, want, rtol=1e-6, atol=1e-6)
+    ok &= close
+    print(f"      J_z at {len(jz):,} particles (trilinear) in {ms:.1f} ms, {'OK' if close else 'MISMATCH'} vs numpy")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.6))
+    def extent(f):  # pixel edges around the samples' positions
+        (x0, y0), (x1, y1) = f.bounds()[0][:2], f.bounds()[1][:2]
+        hx, hy = f.spacing[0] / 2, f.spacing[1] / 2
+        return (x0 - hx, x1 + hx, y0 - hy, y1 + hy)
+
+    jz_slice = ds.field("J").read(component="z")[FIELD_DIMS[2] // 2]
+    im = axes[0].imshow(jz_slice, origin="lower", extent=extent(global_fields["J"]), cmap="RdBu_r", aspect="auto")
+    fig.colorbar(im, ax=axes[0], label="J_z")
+    axes[0].set_title("J_z at z = 25 (full resolution)")
+    rho2 = ds.field("rho").read(level=2)[FIELD_DIMS[2] // 8]
+    im = axes[1].imshow(rho2, origin="lower", extent=extent(ds.field("rho").to_field(level=2)), cmap="viridis",
+                        aspect="auto")
+    fig.colorbar(im, ax=axes[1], label="rho")
+    axes[1].set_title("rho at level 2 (every 4th sample: a prefix of the file)")
+    for ax in axes:
+        ax.set_xlabel("x")
+        ax.set_ylabel("y")
+    png2 = os.path.join(args.out, "fields.png")
+    fig.savefig(png2, dpi=110, bbox_inches="tight")
+    print(f"      slices -> {png2}")
+    if not ok:
+        comm.Abort(1)
+    print(f"done: dataset {path} ({len(ds.steps)} step), plots {png} and {png2}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets everything up, then runs the main job on 4 MPI ranks: write a 10M-particle
-# nonuniform dataset in parallel, read it back, query it, histogram it (PNG in out/main/);
+# nonuniform dataset and its grid fields in parallel, read them back, query, histogram, sample
+# the fields at the particles (PNGs in out/main/);
 # then serves it and looks at it in the browser viewer (headless Chromium: out/main/viewer.png).
 set -euo pipefail
 cd "$(dirname "$0")/.."

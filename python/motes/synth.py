@@ -80,6 +80,7 @@ __all__ = [
     "GENERATORS",
     "BOUNDS",
     "VPIC_BOUNDS",
+    "harris_fields",
 ]
 
 #: Domain of the ``vpic`` generator: ((x0, x1), (y0, y1), (z0, z1)).
@@ -855,3 +856,6 @@ def density_contrast(data, bounds=_UNIT, grid: int = 32,
     occ = np.sort(counts[counts > 0])
     m = max(1, int(np.ceil(frac * len(occ))))
     return float(occ[-1] / occ[:m].mean())
+
+
+from .synth_fields import harris_fields  # noqa: E402  (the grid fields of the vpic domain)
