@@ -7,6 +7,7 @@ program test_fortran
   integer, parameter :: n = 3000
   real(real64), target :: x(n), y(n), z(n)
   real(real32), target :: energy(n)
+  real(real32), target :: rho(6, 5, 4), bx(6, 5, 4), by(6, 5, 4)
   type(c_ptr) :: w
   integer :: i, failures
   character(len=256) :: path
@@ -35,6 +36,17 @@ program test_fortran
   call expect(motes_writer_set_column(w, 'ions', 'energy', MOTES_F32, c_loc(energy), int(n, int64), 0_int64), MOTES_OK, &
               'energy')
   call expect(motes_writer_set_unit(w, 'ions', 'x', 'm'), MOTES_OK, 'unit')
+  ! grid fields: Fortran arrays (nx, ny, nz), x fastest as motes stores them
+  rho = 1.0
+  bx = 2.0
+  by = -2.0
+  call expect(motes_writer_set_field(w, 'rho', MOTES_F32, 3, [6_int64, 5_int64, 4_int64], [c_loc(rho)], &
+                                     [0d0, 0d0, 0d0], [0.5d0, 0.5d0, 1d0], .false., 'kg/m^3'), MOTES_OK, 'field rho')
+  call expect(motes_writer_set_field(w, 'B', MOTES_F32, 3, [6_int64, 5_int64, 4_int64], [c_loc(bx), c_loc(by)], &
+                                     [0d0, 0d0, 0d0], [0.5d0, 0.5d0, 1d0], .true., ''), MOTES_OK, 'field B')
+  call expect(motes_writer_set_field(w, 'rho', MOTES_F32, 3, [6_int64, 5_int64, 4_int64], [c_loc(rho)], &
+                                     [0d0, 0d0, 0d0], [0.5d0, 0.5d0, 1d0], .false., ''), MOTES_ERROR_USAGE, &
+              'a field set twice')
   call expect(motes_writer_write_step(w), MOTES_OK, 'write step')
   ! the same step index again is refused with a message that names it
   call expect(motes_writer_begin_step(w, 3_int64, 2.0d0), MOTES_OK, 'begin again')

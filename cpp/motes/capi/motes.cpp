@@ -121,6 +121,7 @@ motes_status motes_writer_begin_step(motes_writer* w, int64_t step, double time)
     w->time = time;
     w->attributes = nlohmann::json::object();
     w->species.clear();
+    w->fields.clear();
     return MOTES_OK;
   });
 }
@@ -171,15 +172,54 @@ motes_status motes_writer_set_unit(motes_writer* w, const char* species, const c
   });
 }
 
+motes_status motes_writer_set_field(motes_writer* w, const char* name, motes_dtype dtype, int ndim,
+                                    const uint64_t* dims, int components, const void* const* data,
+                                    const char* const* component_names, const double* origin, const double* spacing,
+                                    int cell_centred, const char* unit) {
+  return guarded([&] {
+    if (!w || !name || !dims || !data) return fail(MOTES_ERROR_USAGE, "motes_writer_set_field: NULL argument");
+    if (!w->in_step) return fail(MOTES_ERROR_USAGE, "no step begun: call motes_writer_begin_step first");
+    if (!motes::dtype_valid(uint8_t(dtype)))
+      return fail(MOTES_ERROR_USAGE, "field '" + std::string(name) + "': unknown dtype " + std::to_string(int(dtype)));
+    if (ndim < 1 || ndim > 3) return fail(MOTES_ERROR_USAGE, "field '" + std::string(name) + "': ndim must be 1, 2 or 3");
+    if (components < 1 || components > 64)
+      return fail(MOTES_ERROR_USAGE, "field '" + std::string(name) + "': components must be 1 to 64");
+    for (const motes::FieldInput& f : w->fields)
+      if (f.spec.name == name) return fail(MOTES_ERROR_USAGE, "field '" + std::string(name) + "' is set twice");
+    motes::FieldInput f;
+    f.spec.name = name;
+    f.spec.dtype = motes::DType(dtype);
+    f.spec.ndim = ndim;
+    for (int a = 0; a < ndim; ++a) {
+      f.spec.dims[size_t(a)] = dims[a];
+      f.spec.origin[size_t(a)] = origin ? origin[a] : 0.0;
+      f.spec.spacing[size_t(a)] = spacing ? spacing[a] : 1.0;
+    }
+    f.spec.centering = cell_centred ? motes::fields::Centering::cell : motes::fields::Centering::node;
+    if (unit) f.spec.unit = unit;
+    if (components > 1)
+      for (int c = 0; c < components; ++c)
+        f.spec.components.push_back(component_names && component_names[c] ? component_names[c] : std::to_string(c));
+    for (int c = 0; c < components; ++c) {
+      if (!data[c]) return fail(MOTES_ERROR_USAGE, "field '" + std::string(name) + "': component " + std::to_string(c) + " is NULL");
+      f.values.push_back(data[c]);
+    }
+    f.spec.check();
+    w->fields.push_back(std::move(f));
+    return MOTES_OK;
+  });
+}
+
 motes_status motes_writer_write_step(motes_writer* w) {
   return guarded([&] {
     if (!w) return fail(MOTES_ERROR_USAGE, "motes_writer_write_step: writer is NULL");
     if (!w->in_step) return fail(MOTES_ERROR_USAGE, "no step begun: call motes_writer_begin_step first");
     complete_declared_columns(w);
     if (w->write_collective) w->write_collective(*w);
-    else w->dataset->append_step(w->step, w->time, w->attributes, w->species, w->options.write);
+    else w->dataset->append_step(w->step, w->time, w->attributes, w->species, w->options.write, nullptr, w->fields);
     w->in_step = false;
     w->species.clear();
+    w->fields.clear();
     return MOTES_OK;
   });
 }

@@ -27,8 +27,8 @@ module motes
   public :: motes_c_string
   public :: motes_writer_open, motes_writer_set_options, motes_writer_define_column, motes_writer_begin_step, &
             motes_writer_set_step_attributes, &
-            motes_writer_set_column, motes_writer_set_unit, motes_writer_write_step, motes_writer_close, &
-            motes_last_error
+            motes_writer_set_column, motes_writer_set_unit, motes_writer_set_field, motes_writer_write_step, &
+            motes_writer_close, motes_last_error
 
   interface
     function c_open(path, writer) bind(c, name="motes_writer_open") result(s)
@@ -77,6 +77,19 @@ module motes
       import :: c_ptr, c_int, c_char
       type(c_ptr), value :: writer
       character(kind=c_char), intent(in) :: species(*), name(*), unit(*)
+      integer(c_int) :: s
+    end function
+    function c_set_field(writer, name, dtype, ndim, dims, components, data, names, origin, spacing, cell_centred, &
+                         unit) bind(c, name="motes_writer_set_field") result(s)
+      import :: c_ptr, c_int, c_char, c_int64_t, c_double
+      type(c_ptr), value :: writer
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_int), value :: dtype, ndim, components, cell_centred
+      integer(c_int64_t), intent(in) :: dims(*)
+      type(c_ptr), intent(in) :: data(*)
+      type(c_ptr), value :: names
+      real(c_double), intent(in) :: origin(*), spacing(*)
+      character(kind=c_char), intent(in) :: unit(*)
       integer(c_int) :: s
     end function
     function c_write_step(writer) bind(c, name="motes_writer_write_step") result(s)
@@ -158,6 +171,26 @@ contains
     type(c_ptr), intent(in) :: writer
     character(len=*), intent(in) :: species, name, unit
     s = c_set_unit(writer, motes_c_string(species), motes_c_string(name), motes_c_string(unit))
+  end function
+
+  ! A grid field of the step: a Fortran array a(nx, ny, nz) (x fastest, as motes stores it)
+  ! per component, given with c_loc in data(1:components) (components named "0", "1", ...
+  ! when several); dims(1:ndim) its sizes; origin and spacing per axis; unit may be ''.
+  ! The arrays must stay valid until motes_writer_write_step. See motes.h.
+  integer function motes_writer_set_field(writer, name, dtype, ndim, dims, data, origin, spacing, cell_centred, &
+                                          unit) result(s)
+    type(c_ptr), intent(in) :: writer
+    character(len=*), intent(in) :: name, unit
+    integer(c_int), intent(in) :: dtype, ndim
+    integer(int64), intent(in) :: dims(:)
+    type(c_ptr), intent(in) :: data(:)
+    real(c_double), intent(in) :: origin(:), spacing(:)
+    logical, intent(in) :: cell_centred
+    integer(c_int) :: centred
+    centred = 0
+    if (cell_centred) centred = 1
+    s = c_set_field(writer, motes_c_string(name), dtype, ndim, int(dims, c_int64_t), int(size(data), c_int), data, &
+                    c_null_ptr, origin, spacing, centred, motes_c_string(unit))
   end function
 
   integer function motes_writer_write_step(writer) result(s)

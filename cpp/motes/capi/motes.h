@@ -78,7 +78,20 @@ motes_status motes_writer_set_column(motes_writer* writer, const char* species, 
 /* Free-text unit of a column already set (e.g. openPMD unitSI/unitDimension as JSON). */
 motes_status motes_writer_set_unit(motes_writer* writer, const char* species, const char* name, const char* unit);
 
-/* Writes every species of the step, then publishes it in the manifest. */
+/* Hands over a grid field of the step: `ndim` (1 to 3) axes with dims[0..ndim) samples along
+ * x, y, z; `components` arrays (1 for a scalar field, else its components, named by
+ * component_names or "0", "1", ... when NULL), each of dims[0]*dims[1]*dims[2] values in C
+ * order (x fastest, then y, then z; Fortran order of an array (nx, ny, nz)); a uniform grid
+ * of origin[ndim] and spacing[ndim] (NULL: 0 and 1); cell_centred 0 (samples at the nodes)
+ * or 1 (at the cell centres). unit may be NULL. The data are read when the step is written
+ * and must stay valid until motes_writer_write_step returns. A parallel writer takes
+ * fields on rank 0 only (whole grids). */
+motes_status motes_writer_set_field(motes_writer* writer, const char* name, motes_dtype dtype, int ndim,
+                                    const uint64_t* dims, int components, const void* const* data,
+                                    const char* const* component_names, const double* origin,
+                                    const double* spacing, int cell_centred, const char* unit);
+
+/* Writes every species and field of the step, then publishes it in the manifest. */
 motes_status motes_writer_write_step(motes_writer* writer);
 
 /* Releases the writer (an unwritten step is discarded). Accepts NULL. */

@@ -20,7 +20,8 @@ motes_status motes_writer_open_parallel(const char* path, MPI_Comm comm, motes_w
     motes::open_dataset_parallel(own, dir);
     auto w = std::make_unique<motes_writer>();
     w->write_collective = [dir, comm_holder](motes_writer& self) {
-      motes::write_step_parallel(*comm_holder, dir, self.step, self.time, self.attributes, self.species, self.options);
+      motes::write_step_parallel(*comm_holder, dir, self.step, self.time, self.attributes, self.species, self.options,
+                                 self.fields);
     };
     *writer = w.release();
     return MOTES_OK;

@@ -30,6 +30,7 @@ struct motes_writer {
   double time = 0;
   nlohmann::json attributes = nlohmann::json::object();
   std::vector<motes::SpeciesColumns> species;
+  std::vector<motes::FieldInput> fields;  // of the step being built
   // The schema declared with motes_writer_define_column: (species, column), in order.
   std::vector<std::pair<std::string, motes::ColumnSpec>> declared;
   // Set by motes_writer_open_parallel: writes the step collectively instead.
