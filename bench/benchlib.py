@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import gc
+import json
 import os
 import platform
 import shutil
@@ -257,3 +258,18 @@ def markdown_table(figs: Dict[str, dict]) -> str:
     for r in table_rows(figs):
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in r) + " |")
     return "\n".join(out)
+
+
+def finish(meta: Dict[str, Any], figs: Dict[str, dict], out_path: str, started: float) -> None:
+    """Completes ``meta`` (elapsed time, load, calibration), writes the JSON of the run (meta,
+    figures and their summary) to ``out_path`` and prints the table of the figures."""
+    meta.update(elapsed_s=time.perf_counter() - started, loadavg_end=os.getloadavg(),
+                calibration_ms_end=calibration_ms())
+    out = {"meta": meta, "figures": figs,
+           "summary": {k: {key: f.get(key) for key in ("value", "unit", "ratio", "ratio_meaning", "target", "met")}
+                       for k, f in figs.items()}}
+    os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
+    with open(out_path, "w") as f:
+        json.dump(out, f, indent=1)
+    print(print_table(figs))
+    log(f"wrote {out_path}")

@@ -28,7 +28,6 @@ CMFE >= 50 M particles/s per core. Nothing is asserted; the JSON records everyth
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -218,16 +217,7 @@ def main() -> int:
             target=">= 50 M points/s per core", met=rate / (os.cpu_count() or 1) >= 50)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    meta.update(elapsed_s=time.perf_counter() - started, loadavg_end=os.getloadavg(),
-                calibration_ms_end=benchlib.calibration_ms())
-    out = {"meta": meta, "figures": figs,
-           "summary": {k: {key: f.get(key) for key in ("value", "unit", "ratio", "ratio_meaning", "target", "met")}
-                       for k, f in figs.items()}}
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=1)
-    print(benchlib.print_table(figs))
-    log(f"wrote {args.out}")
+    benchlib.finish(meta, figs, args.out, started)
     return 0
 
 
