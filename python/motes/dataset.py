@@ -471,6 +471,15 @@ class Dataset:
         """The grid fields of a step (default: the last)."""
         return list(self.step(step).fields) if self._steps else []
 
+    def _fields_for(self, spec, step: Optional[int]):
+        """The query's spec, its expression given the samplers of the fields it names
+        (``field('Bz')``, ``field('E', 'x')``: the field at each particle's position)."""
+        if spec.where and "field" in spec.where:
+            for name, component in _core.expression_fields(spec.where):
+                f = self.field(name, step)
+                _core.query_add_field(spec, name, component, f.sampler(component or None))
+        return spec
+
     def sample(self, field: str, x, y=None, z=None, *, step: Optional[int] = None, component: Optional[str] = None,
                fill: float = float("nan")):
         """A grid field of a step at arbitrary points (positions x, y, z): linear interpolation
@@ -548,8 +557,8 @@ class Dataset:
                timeout: Optional[float] = None):
         """The selection (file positions) matching the query, without copying any column.
         ``cancel`` and ``timeout`` hold for its gathers too (see :meth:`query`)."""
-        return _core.select(self.source(step, species), _selection(where, box, quality, fraction, threads, cancel,
-                                                                   timeout))
+        return _core.select(self.source(step, species),
+                            self._fields_for(_selection(where, box, quality, fraction, threads, cancel, timeout), step))
 
     @_storage("cannot read")
     def query(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
@@ -607,8 +616,8 @@ class Dataset:
               threads: Optional[int] = None, cancel: Optional[_core.CancelToken] = None,
               timeout: Optional[float] = None) -> int:
         """Number of particles matching the query (nothing is copied)."""
-        return int(_core.count(self.source(step, species),
-                               _selection(where, box, quality, fraction, threads, cancel, timeout)))
+        return int(_core.count(self.source(step, species), self._fields_for(
+            _selection(where, box, quality, fraction, threads, cancel, timeout), step)))
 
     @_storage("cannot read")
     def stats(self, column: str, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
@@ -616,8 +625,8 @@ class Dataset:
               threads: Optional[int] = None, cancel: Optional[_core.CancelToken] = None,
               timeout: Optional[float] = None) -> Dict[str, Any]:
         """count, valid (not NaN), min, max, sum, mean of ``column`` over the matching particles."""
-        return _core.stats(self.source(step, species), _args.text("column", column),
-                           _selection(where, box, quality, fraction, threads, cancel, timeout)).to_dict()
+        return _core.stats(self.source(step, species), _args.text("column", column), self._fields_for(
+            _selection(where, box, quality, fraction, threads, cancel, timeout), step)).to_dict()
 
     @_storage("cannot read")
     def histogram(self, x: str, y: Optional[str] = None, *, bins: Union[int, Tuple[int, int]] = 64,
@@ -631,7 +640,7 @@ class Dataset:
         ``(counts, edges)`` or ``(counts, xedges, yedges)``; counts are int64, or float64 sums of
         ``weights``. ``range`` defaults to the min/max of the matching values."""
         f = self.source(step, species)
-        sel = _selection(where, box, quality, fraction, threads, cancel, timeout)
+        sel = self._fields_for(_selection(where, box, quality, fraction, threads, cancel, timeout), step)
         axes = [x] if y is None else [x, y]
         nbins = [bins] * len(axes) if np.isscalar(bins) else list(bins)
         if len(nbins) != len(axes):

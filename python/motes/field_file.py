@@ -233,22 +233,28 @@ class StoredField:
         along each axis between the samples around each point (trilinear in 3-D; between cell
         centres for a cell-centred field), ``fill`` outside the samples' hull. A vector field
         needs ``component``. The grid is read whole once (kept for later calls)."""
-        names = self.components
-        if names and component is None:
-            raise UsageError(f"field '{self.name}' has components {names}: pass component=")
-        if component is not None and (not names or component not in names):
-            raise UsageError(f"field '{self.name}' has no component {component!r} (components: {names})")
-        k = names.index(component) if component is not None else 0
+        s = self.sampler(component, threads)
         given = [c for c in (x, y, z) if c is not None]
         if len(given) < self.ndim:
             raise UsageError(f"field '{self.name}' is {self.ndim}-D: give {'x, y, z'[: 3 * self.ndim - 2]}")
         arrays = [np.ascontiguousarray(np.asarray(c, dtype=np.float64).ravel()) for c in given]
         if len({a.size for a in arrays}) > 1:
             raise UsageError("x, y and z must have the same length")
+        return s.sample(*(arrays + [None] * (3 - len(arrays))), fill=float(fill), threads=threads)
+
+    def sampler(self, component: Optional[str] = None, threads: int = 0):
+        """The core's sampler of one component (the grid read whole once, then kept); a
+        vector field needs ``component``."""
+        names = self.components
+        if names and component is None:
+            raise UsageError(f"field '{self.name}' has components {names}: pass component=")
+        if component is not None and (not names or component not in names):
+            raise UsageError(f"field '{self.name}' has no component {component!r} (components: {names})")
+        k = names.index(component) if component is not None else 0
         s = self._samplers.get(k)
         if s is None:
             s = self._samplers[k] = _core.FieldSampler(self._f, k, threads)
-        return s.sample(*(arrays + [None] * (3 - len(arrays))), fill=float(fill), threads=threads)
+        return s
 
     def verify(self) -> None:
         """Checks every block against its checksum (FormatError naming the block)."""

@@ -3,6 +3,7 @@
 // ((z, y, x) indexing), coordinates and dims (x, y, z).
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -15,6 +16,8 @@
 #include "motes/fields/file.hpp"
 #include "motes/fields/hz.hpp"
 #include "motes/fields/sample.hpp"
+#include "motes/query/engine.hpp"
+#include "motes/query/expr.hpp"
 
 namespace motes_py {
 
@@ -153,6 +156,18 @@ void bind_fields(nb::module_& m) {
           },
           "x"_a, "y"_a = nb::none(), "z"_a = nb::none(), "fill"_a = std::numeric_limits<double>::quiet_NaN(),
           "threads"_a = 0, "The field at the points (float64 arrays): linear along each axis, fill outside.");
+
+  m.def(
+      "query_add_field",
+      [](motes::QuerySpec& spec, const std::string& name, const std::string& component,
+         std::shared_ptr<motes::fields::Sampler> sampler) {
+        spec.fields.push_back(motes::FieldRef{name, component, std::move(sampler)});
+      },
+      "spec"_a, "name"_a, "component"_a, "sampler"_a,
+      "Lets the QuerySpec's expression sample a field: field('name') or field('name', 'component').");
+  m.def(
+      "expression_fields", [](const std::string& text) { return motes::referenced_fields(*motes::parse_expression(text)); },
+      "text"_a, "The (name, component) of every field(...) an expression samples.");
 
   nb::class_<FieldFile>(m, "FieldFile", "An opened field file (fields/file.hpp).")
       .def_static(

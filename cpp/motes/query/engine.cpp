@@ -88,7 +88,10 @@ Query::Query(std::shared_ptr<const Collection> collection, const QuerySpec& spec
       predicate_ = std::move(b);
     }
   }
-  if (predicate_) bind_columns(*predicate_, names);
+  if (predicate_) {
+    bind_columns(*predicate_, names);
+    bind_fields(*predicate_, spec.fields);
+  }
 }
 
 size_t Query::run(const Sink& sink, Schedule schedule) {

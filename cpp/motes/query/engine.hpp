@@ -35,6 +35,8 @@ struct QuerySpec {
   // Selection and of the analyses (count, stats, histograms).
   std::shared_ptr<const CancelToken> cancel;
   std::optional<Deadline> deadline;
+  // The grid fields `where` may sample with field('name'[, 'component']) (fields/sample.hpp).
+  std::vector<FieldRef> fields;
 };
 
 // A contiguous range of selected points of one part, in file order.

@@ -1,5 +1,9 @@
 #include "motes/query/evaluate.hpp"
 
+#include <limits>
+
+#include "motes/fields/sample.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -225,6 +229,15 @@ void Evaluator::eval_num(const Expr& e, uint64_t start, uint32_t m, double* out,
       eval_num(*e.args[0], start, m, out, depth + 1);
       e.function->eval(out, m);
       return;
+    case K::field: {  // sampled at the points' positions (NaN outside the grid)
+      double* x = num_buffer(2 * depth, m);
+      double* y = num_buffer(2 * depth + 1, m);
+      eval_num(*e.args[0], start, m, x, depth + 1);
+      eval_num(*e.args[1], start, m, y, depth + 1);
+      eval_num(*e.args[2], start, m, out, depth + 1);
+      e.sampler->sample(x, y, out, m, std::numeric_limits<double>::quiet_NaN(), out, 1);
+      return;
+    }
     default: {
       eval_num(*e.args[0], start, m, out, depth + 1);
       double* b = num_buffer(depth, m);

@@ -15,7 +15,7 @@ namespace {
 using K = Expr::Kind;
 
 struct Token {
-  enum Type { end, number, ident, op, lparen, rparen } type;
+  enum Type { end, number, ident, op, lparen, rparen, comma, string } type;
   std::string text;
   double value = 0;
   size_t pos = 0;
@@ -80,6 +80,13 @@ class Parser {
       } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
         while (i < n && (std::isalnum(static_cast<unsigned char>(text_[i])) || text_[i] == '_')) ++i;
         tokens_.push_back({Token::ident, text_.substr(start, i - start), 0, start});
+      } else if (c == '\'' || c == '"') {  // a quoted name (field('Bz')): no escapes
+        size_t close = text_.find(c, i + 1);
+        if (close == std::string::npos) error_at(i, "unterminated quoted name");
+        tokens_.push_back({Token::string, text_.substr(i + 1, close - i - 1), 0, i});
+        i = close + 1;
+      } else if (c == ',') {
+        tokens_.push_back({Token::comma, ",", 0, i++});
       } else if (c == '(') {
         tokens_.push_back({Token::lparen, "(", 0, i++});
       } else if (c == ')') {
@@ -278,6 +285,27 @@ class Parser {
           e->value = t.text == "inf" ? INFINITY : NAN;
           return e;
         }
+        if (t.text == "field" && peek().type == Token::lparen) {  // field('name'[, 'component'])
+          ++at_;
+          if (peek().type != Token::string) error(peek(), "field( takes a quoted field name, e.g. field('Bz')");
+          auto e = make(K::field);
+          e->name = peek().text;
+          ++at_;
+          if (peek().type == Token::comma) {
+            ++at_;
+            if (peek().type != Token::string) error(peek(), "field('" + e->name + "', ...) takes a quoted component");
+            e->component = peek().text;
+            ++at_;
+          }
+          if (peek().type != Token::rparen) error(peek(), "expected ')' to close field(");
+          ++at_;
+          for (const char* axis : {"x", "y", "z"}) {  // sampled at each point's position
+            auto c = make(K::column);
+            c->name = axis;
+            e->args.push_back(std::move(c));
+          }
+          return e;
+        }
         if (peek().type == Token::lparen) {
           const Function* fn = find_function(t.text);
           if (!fn) error(t, "unknown function '" + t.text + "' (functions: " + function_names() + ")");
@@ -343,6 +371,8 @@ ExprPtr Expr::clone() const {
   e->name = name;
   e->column = column;
   e->function = function;
+  e->component = component;
+  e->sampler = sampler;
   e->height = height;
   for (const auto& a : args) e->args.push_back(a->clone());
   return e;
@@ -358,9 +388,41 @@ std::string Expr::to_string() const {
     case K::column: return name;
     case K::negate: return wrap("(-", args[0]->to_string(), ")");  // whole, so it can be a power's base
     case K::call: return wrap(name + "(", args[0]->to_string(), ")");
+    case K::field: return "field('" + name + (component.empty() ? "" : "', '" + component) + "')";
     case K::not_: return wrap("not (", args[0]->to_string(), ")");
     default: return wrap("(", args[0]->to_string() + op_text(kind) + args[1]->to_string(), ")");
   }
+}
+
+void bind_fields(Expr& e, const std::vector<FieldRef>& fields) {
+  if (e.kind == K::field) {
+    for (const FieldRef& f : fields)
+      if (f.name == e.name && f.component == e.component) {
+        e.sampler = f.sampler;
+        break;
+      }
+    if (!e.sampler) {
+      std::string list;
+      for (const FieldRef& f : fields) list += (list.empty() ? "" : ", ") + f.name + (f.component.empty() ? "" : "/" + f.component);
+      throw UsageError("the expression samples " + e.to_string() + ", which this query was not given (fields: " +
+                       (list.empty() ? "none" : list) + ")");
+    }
+  }
+  for (auto& a : e.args) bind_fields(*a, fields);
+}
+
+namespace {
+void collect_fields(const Expr& e, std::vector<std::pair<std::string, std::string>>& out) {
+  if (e.kind == K::field && std::find(out.begin(), out.end(), std::make_pair(e.name, e.component)) == out.end())
+    out.emplace_back(e.name, e.component);
+  for (const auto& a : e.args) collect_fields(*a, out);
+}
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> referenced_fields(const Expr& e) {
+  std::vector<std::pair<std::string, std::string>> out;
+  collect_fields(e, out);
+  return out;
 }
 
 ExprPtr parse_expression(const std::string& text) {

@@ -19,13 +19,21 @@
 #include "motes/core/types.hpp"
 #include "motes/query/functions.hpp"
 
+namespace motes::fields {
+class Sampler;
+}
+
 namespace motes {
 
 struct Expr {
-  enum class Kind { number, column, negate, add, sub, mul, div, pow, call, lt, le, gt, ge, eq, ne, and_, or_, not_ };
+  enum class Kind { number, column, negate, add, sub, mul, div, pow, call, field, lt, le, gt, ge, eq, ne, and_, or_, not_ };
   Kind kind;
   double value = 0;           // number
-  std::string name;           // column or function name
+  std::string name;           // column, function or field name
+  std::string component;      // field: the component of a vector field ("" for a scalar)
+  // field: the field sampled at each point's position (args: the x, y, z columns); set
+  // by bind_fields.
+  std::shared_ptr<const fields::Sampler> sampler;
   int column = -1;            // column index, set by bind()
   const Function* function = nullptr;  // call: the function, set by the parser
   uint32_t height = 1;        // nodes on the longest path down from here (bounded by the parser)
@@ -44,6 +52,17 @@ ExprPtr parse_expression(const std::string& text);
 
 // Resolves column names to indexes; UsageError naming an unknown column and listing the known ones.
 void bind_columns(Expr& e, const std::vector<std::string>& columns);
+
+// A field an expression may sample, `field('name')` or `field('name', 'component')`.
+struct FieldRef {
+  std::string name, component;
+  std::shared_ptr<const fields::Sampler> sampler;
+};
+// Gives every field(...) of the expression its sampler; UsageError naming a field the
+// query was not given (and the ones it was).
+void bind_fields(Expr& e, const std::vector<FieldRef>& fields);
+// The fields an expression samples, as (name, component).
+std::vector<std::pair<std::string, std::string>> referenced_fields(const Expr& e);
 
 // Column indexes an expression reads (sorted, unique).
 std::vector<int> referenced_columns(const Expr& e);

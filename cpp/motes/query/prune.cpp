@@ -131,6 +131,8 @@ Tri Pruner::simple(int col, double c, K kind, uint32_t node) const {
 
 Interval Pruner::interval(const Expr& e, uint32_t node) const {
   switch (e.kind) {
+    case K::field:  // a field's values in a node are not indexed: anything
+      return Interval::full();
     case K::number:
       return {e.value, e.value, std::isnan(e.value)};
     case K::column: {

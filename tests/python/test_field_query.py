@@ -1,0 +1,56 @@
+"""field('name'[, 'component']) in the query language: the field sampled at each particle's
+position (trilinear, NaN outside the grid), in where of every query and analysis; answers
+equal numpy on the values Dataset.sample gives."""
+
+import numpy as np
+import pytest
+
+import motes
+from motes import synth
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    path = tmp_path_factory.mktemp("fq") / "run.motes"
+    p = synth.vpic(60_000, seed=4)
+    motes.write(path, p, fields=synth.harris_fields((48, 40, 12)), sync=False)
+    motes.write(path, synth.vpic(1000, seed=5), step=1, sync=False)  # a step without fields
+    ds = motes.open(path)
+    xyz = (p["x"], p["y"], p["z"])
+    samples = {"jz": ds.sample("J", *xyz, step=0, component="z"), "bx": ds.sample("B", *xyz, step=0, component="x"),
+               "rho": ds.sample("rho", *xyz, step=0)}
+    return ds, p, samples
+
+
+@pytest.mark.parametrize("where, mask", [
+    ("field('J', 'z') < -0.2", lambda p, s: s["jz"] < -0.2),
+    ("field('rho') > 0.5 and energy > 0.1", lambda p, s: (s["rho"] > 0.5) & (p["energy"] > 0.1)),
+    ("abs(field('B', 'x')) < 0.3 or ux > 0.2", lambda p, s: (np.abs(s["bx"]) < 0.3) | (p["ux"] > np.float32(0.2))),
+    ("field('B', 'x') * field('rho') > 0.1", lambda p, s: s["bx"] * s["rho"] > 0.1),
+    ("not (field('rho') >= 0.3)", lambda p, s: ~(s["rho"] >= 0.3)),
+])
+def test_queries_and_analyses_with_fields_equal_numpy(run, where, mask):
+    ds, p, s = run
+    m = mask(p, s)
+    assert m.any() and not m.all()
+    assert ds.count(where, step=0) == int(m.sum())
+    got = ds.query(where, columns=["energy"], step=0)["energy"]
+    np.testing.assert_array_equal(np.sort(got), np.sort(p["energy"][m]))
+    st = ds.stats("energy", where=where, step=0)
+    assert st["count"] == int(m.sum()) and st["max"] == float(p["energy"][m].max())
+    counts, edges = ds.histogram("energy", bins=16, range=(0, 2), where=where, step=0)
+    want, _ = np.histogram(p["energy"][m].astype(np.float64), bins=16, range=(0, 2))
+    np.testing.assert_array_equal(counts, want)
+
+
+def test_field_errors_name_the_problem(run):
+    ds, _, _ = run
+    for where, needle in [("field('Bq') > 0", "no field 'Bq'"), ("field(Bq) > 0", "quoted field name"),
+                          ("field('B') > 0", "pass component="), ("field('B', 'w') > 0", "no component 'w'"),
+                          ("field('rho' > 0", "expected ')'"), ("field('rho) > 0", "unterminated")]:
+        with pytest.raises(motes.UsageError) as e:
+            ds.count(where, step=0)
+        assert needle in str(e.value), (where, str(e.value))
+    with pytest.raises(motes.UsageError, match="no field 'rho'"):
+        ds.count("field('rho') > 0", step=1)
+    assert motes.parse_expression("field('E', 'x') > 1") == "(field('E', 'x') > 1)"
