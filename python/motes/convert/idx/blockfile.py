@@ -16,6 +16,7 @@ block, 4 jpg, 6 png, 8 zfp), 0x10 the row-major layout (else HZ order). A slot w
 from __future__ import annotations
 
 import os
+import stat
 import zlib
 from typing import Dict, Iterable, Optional, Tuple
 
@@ -102,7 +103,10 @@ class BlockFile:
             self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
             with storage_errors(path, "cannot read the IDX block file"):
-                self.size = os.fstat(self.fd).st_size
+                st = os.fstat(self.fd)
+                if not stat.S_ISREG(st.st_mode):  # a damaged template can name a directory or a device
+                    raise FormatError(f"{path}: the header names this as a block file, but it is not a regular file")
+                self.size = st.st_size
                 if self.size < size:
                     raise FormatError(f"{path}: {self.size} bytes, shorter than the {size} bytes of its headers "
                                       f"({fields} fields x {blocks_per_file} blocks)")
