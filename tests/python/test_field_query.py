@@ -47,7 +47,9 @@ def test_field_errors_name_the_problem(run):
     ds, _, _ = run
     for where, needle in [("field('Bq') > 0", "no field 'Bq'"), ("field(Bq) > 0", "quoted field name"),
                           ("field('B') > 0", "pass component="), ("field('B', 'w') > 0", "no component 'w'"),
-                          ("field('rho' > 0", "expected ')'"), ("field('rho) > 0", "unterminated")]:
+                          ("field('rho' > 0", "expected ')'"), ("field('rho) > 0", "unterminated"),
+                          ("abs(field( \"','Ex\")) > 0", "is not a field name"),  # a libFuzzer find: it printed
+                          ("field('rho', 'a b') > 0", "is not a component name")]:  # as text that read back otherwise
         with pytest.raises(motes.UsageError) as e:
             ds.count(where, step=0)
         assert needle in str(e.value), (where, str(e.value))

@@ -290,11 +290,13 @@ class Parser {
           if (peek().type != Token::string) error(peek(), "field( takes a quoted field name, e.g. field('Bz')");
           auto e = make(K::field);
           e->name = peek().text;
+          if (!valid_name(e->name)) error(peek(), "'" + printable(e->name) + "' is not a field name");
           ++at_;
           if (peek().type == Token::comma) {
             ++at_;
             if (peek().type != Token::string) error(peek(), "field('" + e->name + "', ...) takes a quoted component");
             e->component = peek().text;
+            if (!valid_name(e->component)) error(peek(), "'" + printable(e->component) + "' is not a component name");
             ++at_;
           }
           if (peek().type != Token::rparen) error(peek(), "expected ')' to close field(");
