@@ -576,8 +576,13 @@ class Dataset:
         ``cancel`` (a ``motes._core.CancelToken``, cancelled from another thread) and ``timeout``
         (seconds) stop the query: it raises :class:`motes.CancelledError` at its next check
         (between chunks of work)."""
+        from .field_queries import field_reference, gather_with_fields
+
         sel = self.select(where, box, quality, fraction=fraction, step=step, species=species, threads=threads,
                           cancel=cancel, timeout=timeout)
+        if columns is not None and not isinstance(columns, str) and any(field_reference(c) for c in columns):
+            self._columns([c for c in columns if not field_reference(c)], step, species)  # checks the others
+            return Table(gather_with_fields(self, sel, list(columns), step), sel.counters)
         names = self._columns(columns, step, species)
         return Table(dict(zip(names, sel.gather_columns(names, 0, sel.size))), sel.counters)
 
@@ -639,6 +644,9 @@ class Dataset:
         Same conventions as ``numpy.histogram`` / ``numpy.histogram2d`` with integer bins: returns
         ``(counts, edges)`` or ``(counts, xedges, yedges)``; counts are int64, or float64 sums of
         ``weights``. ``range`` defaults to the min/max of the matching values."""
+        from .field_queries import field_reference
+        from .field_queries import histogram as field_histogram
+
         f = self.source(step, species)
         sel = self._fields_for(_selection(where, box, quality, fraction, threads, cancel, timeout), step)
         axes = [x] if y is None else [x, y]
@@ -653,6 +661,15 @@ class Dataset:
             ranges = list(range)
             if len(ranges) != 2:
                 raise UsageError("range of a 2-D histogram is ((xmin, xmax), (ymin, ymax))")
+        for n in nbins:
+            if int(n) != n or n < 1:
+                raise UsageError("bins must be positive integers")
+        if any(field_reference(a) for a in axes):  # a grid field at the particles: sampled, then binned
+            for name, r in zip(axes, ranges):
+                if r is not None and (len(r) != 2 or float(r[0]) > float(r[1])):
+                    raise UsageError(f"range for '{name}' must be (min, max) with min <= max")
+            return field_histogram(self, _core.select(f, sel), axes, nbins,
+                                   [None if r is None else (float(r[0]), float(r[1])) for r in ranges], weights, step)
         resolved = []
         for name, r in zip(axes, ranges):
             if r is None:
@@ -667,9 +684,6 @@ class Dataset:
             if lo == hi:
                 lo, hi = lo - 0.5, hi + 0.5
             resolved.append((lo, hi))
-        for n in nbins:
-            if int(n) != n or n < 1:
-                raise UsageError("bins must be positive integers")
         if y is None:
             h = _core.histogram(f, x, int(nbins[0]), *resolved[0], weight=weights, spec=sel)
         else:

@@ -56,3 +56,26 @@ def test_field_errors_name_the_problem(run):
     with pytest.raises(motes.UsageError, match="no field 'rho'"):
         ds.count("field('rho') > 0", step=1)
     assert motes.parse_expression("field('E', 'x') > 1") == "(field('E', 'x') > 1)"
+
+
+def test_fields_as_histogram_axes_and_output_columns(run):
+    ds, p, s = run
+    where = "energy > 0.05"
+    m = p["energy"] > np.float32(0.05)
+    counts, xe, ye = ds.histogram("energy", "field('J', 'z')", bins=(8, 12), where=where, step=0)
+    v = s["jz"][m]
+    want, wxe, wye = np.histogram2d(p["energy"][m].astype(np.float64), v, bins=[8, 12],
+                                    range=[(float(p["energy"][m].min()), float(p["energy"][m].max())),
+                                           (float(np.nanmin(v)), float(np.nanmax(v)))])
+    np.testing.assert_array_equal(counts, want.astype(np.int64))
+    np.testing.assert_array_equal(ye, wye)
+    c1, e1 = ds.histogram("field('rho')", bins=10, range=(0, 1.5), weights="energy", step=0)
+    w1, _ = np.histogram(s["rho"], bins=10, range=(0, 1.5), weights=p["energy"].astype(np.float64))
+    np.testing.assert_allclose(c1, w1)
+    t = ds.query("field('rho') > 0.4", columns=["energy", "x", "y", "z", "field('B', 'x')"], step=0)
+    mm = s["rho"] > 0.4
+    np.testing.assert_array_equal(np.sort(t["energy"]), np.sort(p["energy"][mm]))
+    np.testing.assert_array_equal(t["field('B', 'x')"], ds.sample("B", t["x"], t["y"], t["z"], step=0, component="x"))
+    assert list(t) == ["energy", "x", "y", "z", "field('B', 'x')"]
+    with pytest.raises(motes.UsageError, match="unknown column 'nope'"):
+        ds.query(columns=["nope", "field('rho')"], step=0)
