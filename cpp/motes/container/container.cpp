@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "motes/core/types.hpp"
+#include "motes/io/files.hpp"
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -146,6 +147,22 @@ uint32_t SectionsBuilder::bulk(uint32_t kind, uint32_t column, uint8_t storage, 
 uint64_t SectionsBuilder::table_offset() {
   while (bytes.size() % 8) bytes.push_back('\0');
   return base + bytes.size();
+}
+
+Header SectionsBuilder::write(AtomicFile& file, const char (&magic)[8], uint16_t major, uint16_t minor,
+                              const void* kind_area, size_t kind_area_bytes) {
+  const uint64_t at = table_offset();
+  const char* t = reinterpret_cast<const char*>(table.data());
+  const size_t table_bytes = table.size() * sizeof(SectionEntry);
+  const Header h = make_header(magic, major, minor, features, at + table_bytes, at, uint32_t(table.size()),
+                               checksum(t, table_bytes), kind_area, kind_area_bytes);
+  std::string page0(kPage, '\0');
+  std::memcpy(page0.data(), &h, sizeof h);
+  file.pwrite_all(bytes.data(), bytes.size(), base);
+  file.pwrite_all(t, table_bytes, at);
+  file.pwrite_all(page0.data(), page0.size(), 0);  // last: a torn write never has a valid header
+  file.commit();
+  return h;
 }
 
 std::string encode_block_table(const std::vector<StoredBlock>& blocks) {

@@ -13,6 +13,10 @@
 #include "motes/container/block_stream.hpp"
 #include "motes/io/byte_source.hpp"
 
+namespace motes {
+class AtomicFile;
+}
+
 namespace motes::container {
 
 inline constexpr uint32_t kHeaderBytes = 256;
@@ -128,6 +132,10 @@ struct SectionsBuilder {
   uint32_t bulk(uint32_t kind, uint32_t column, uint8_t storage, uint64_t offset, uint64_t length);
   // Pads the buffer to 8 bytes: the section table goes right after it.
   uint64_t table_offset();
+  // Writes the sections, the section table and, last (a torn write never has a valid
+  // header), the header page with `kind_area`; commits the file. Returns the header.
+  Header write(AtomicFile& file, const char (&magic)[8], uint16_t major, uint16_t minor, const void* kind_area,
+               size_t kind_area_bytes);
 };
 
 // A block table section's bytes (the blocks' offsets, sizes and checksums).

@@ -231,9 +231,6 @@ FieldSummary write_field_file(const std::string& path, const FieldSpec& spec, co
     r.append(reinterpret_cast<const char*>(bmax[c].data()), blocks * 8);
     meta.add(kBlockRanges, c, r);
   }
-  const uint64_t table_offset = meta.table_offset();
-  const std::string table(reinterpret_cast<const char*>(meta.table.data()), meta.table.size() * sizeof(container::SectionEntry));
-  const uint64_t file_size = table_offset + table.size();
   FieldArea area{};
   area.sample_count = spec.sample_count();
   for (int a = 0; a < 3; ++a) area.dims[a] = spec.dims[size_t(a)];
@@ -243,16 +240,8 @@ FieldSummary write_field_file(const std::string& path, const FieldSpec& spec, co
   area.centering = uint8_t(spec.centering);
   area.block_bits = uint8_t(options.block_bits);
   area.maxh = uint8_t(bitmask.maxh());
-  const container::Header h = container::make_header(kMagic, kVersionMajor, kVersionMinor, meta.features, file_size, table_offset,
-                                                     uint32_t(meta.table.size()), container::checksum(table.data(), table.size()),
-                                                     &area, sizeof area);
-  std::string page0(kPage, '\0');
-  std::memcpy(page0.data(), &h, sizeof h);
-  file.pwrite_all(meta.bytes.data(), meta.bytes.size(), meta.base);
-  file.pwrite_all(table.data(), table.size(), table_offset);
-  file.pwrite_all(page0.data(), page0.size(), 0);  // last: a torn write never has a valid header
-  file.commit();
-  summary.file_bytes = file_size;
+  const container::Header h = meta.write(file, kMagic, kVersionMajor, kVersionMinor, &area, sizeof area);
+  summary.file_bytes = h.file_size;
   summary.data_bytes = spec.sample_count() * size * nc;
   summary.header_checksum = h.header_checksum;
   return summary;

@@ -285,10 +285,6 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
     meta.add(spec::kNodeRanges, i, std::string(p.node_min.begin(), p.node_min.end()) + std::string(p.node_max.begin(), p.node_max.end()));
     meta.add(spec::kBitmaps, i, encode_bitmaps(p));
   }
-  const uint64_t table_offset = meta.table_offset();
-  const std::string table = as_bytes(meta.table);
-  const uint64_t file_size = table_offset + table.size();
-
   spec::ParticleArea area{};
   area.particle_count = n;
   area.column_count = uint32_t(plans.size());
@@ -298,19 +294,10 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   area.leaf_size = options.layout.leaf_size;
   area.block_values = bv;
   for (int a = 0; a < 3; ++a) area.bounds_lo[a] = layout.bounds.lo[a], area.bounds_hi[a] = layout.bounds.hi[a];
-  const container::Header h =
-      container::make_header(spec::kMagic, spec::kVersionMajor, spec::kVersionMinor, meta.features, file_size, table_offset,
-                             uint32_t(meta.table.size()), spec::checksum(table.data(), table.size()), &area, sizeof area);
-  std::string page0(spec::kPage, '\0');
-  std::memcpy(page0.data(), &h, sizeof h);
-
-  file.pwrite_all(meta.bytes.data(), meta.bytes.size(), meta.base);
-  file.pwrite_all(table.data(), table.size(), table_offset);
-  file.pwrite_all(page0.data(), page0.size(), 0);  // last: a torn write never has a valid header
-  file.commit();
+  const container::Header h = meta.write(file, spec::kMagic, spec::kVersionMajor, spec::kVersionMinor, &area, sizeof area);
 
   summary.particle_count = n;
-  summary.file_bytes = file_size;
+  summary.file_bytes = h.file_size;
   summary.header_checksum = h.header_checksum;
   for (const ColumnPlan& p : plans) {
     summary.data_bytes += n * p.size;
