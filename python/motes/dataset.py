@@ -664,23 +664,24 @@ class Dataset:
         for n in nbins:
             if int(n) != n or n < 1:
                 raise UsageError("bins must be positive integers")
-        if any(field_reference(a) for a in axes):  # a grid field at the particles: sampled, then binned
-            for name, r in zip(axes, ranges):
-                if r is not None and (len(r) != 2 or float(r[0]) > float(r[1])):
-                    raise UsageError(f"range for '{name}' must be (min, max) with min <= max")
-            return field_histogram(self, _core.select(f, sel), axes, nbins,
-                                   [None if r is None else (float(r[0]), float(r[1])) for r in ranges], weights, step)
-        resolved = []
+        given = []  # each axis' (min, max), or None for the matching values' own
         for name, r in zip(axes, ranges):
+            if r is not None:
+                if len(r) != 2:
+                    raise UsageError(f"range for '{name}' must be (min, max)")
+                r = float(r[0]), float(r[1])
+                if r[0] > r[1]:
+                    raise UsageError(f"range for '{name}' has min > max")
+            given.append(r)
+        if any(field_reference(a) for a in axes):  # a grid field at the particles: sampled, then binned
+            return field_histogram(self, _core.select(f, sel), axes, nbins, given, weights, step)
+        resolved = []
+        for name, r in zip(axes, given):
             if r is None:
                 s = _core.stats(f, name, sel)
                 lo, hi = (0.0, 1.0) if s.min is None else (s.min, s.max)
             else:
-                if len(r) != 2:
-                    raise UsageError(f"range for '{name}' must be (min, max)")
-                lo, hi = float(r[0]), float(r[1])
-                if lo > hi:
-                    raise UsageError(f"range for '{name}' has min > max")
+                lo, hi = r
             if lo == hi:
                 lo, hi = lo - 0.5, hi + 0.5
             resolved.append((lo, hi))

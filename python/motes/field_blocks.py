@@ -8,6 +8,7 @@ write of the blocks by several aggregators, each owning whole block files, is fu
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -87,9 +88,7 @@ def _gather(comm, fields: Dict[str, Any]) -> Dict[str, Field]:
         if "block" in kinds:
             if any(k != "block" for k in kinds):
                 raise UsageError(f"field '{name}': every rank must give a FieldBlock")
-            item = None
-            meta = FieldBlock(None, value.offset, value.dims, None, value.origin, value.spacing, value.coords,
-                              value.centering, value.components, value.unit, value.attributes)
+            meta = dataclasses.replace(value, array=None, ghosts=None)  # what rank 0 needs besides the samples
             item = (comm.rank, np.ascontiguousarray(value.interior()), list(value.offset), meta)
             gathered = comm.gather(item, root=0)
             if comm.rank == 0:
