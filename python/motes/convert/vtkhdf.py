@@ -35,7 +35,6 @@ With ``fields=`` the file is an ImageData of the steps' grid fields instead: see
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from typing import Dict, Iterable, List, Optional, Sequence, Union
@@ -45,6 +44,7 @@ import numpy as np
 from .._core import UsageError
 from .base import ConversionWarning, Species, Step, check_dtype
 from .h5part import _pick_species, one_species
+from .vtkhdf_steps import StepLog
 from .hdf5 import created_file, h5_filter
 from .vtkhdf_image import write_fields, write_image
 
@@ -103,10 +103,7 @@ class _PolyDataWriter:
         self.arrays: Dict[str, object] = {}
         self.columns: Optional[List[str]] = None
         self.names0: List[str] = []
-        # per step metadata
-        self.times: List[float] = []
-        self.indices: List[int] = []
-        self.attrs: List[dict] = []
+        self.steps = StepLog(path)  # per step metadata
         self.point_offsets: List[int] = []
         self.total_points = 0
 
@@ -140,12 +137,7 @@ class _PolyDataWriter:
 
     def add_step(self, step: Step, sp: Optional[Species]) -> None:
         where = f"{self.path}: step {step.index}" + (f" (species '{sp.name}')" if sp is not None else "")
-        try:
-            self.times.append(float(step.time))
-            self.indices.append(int(step.index))
-        except (TypeError, ValueError):
-            raise UsageError(f"{where}: time must be a number and index an integer") from None
-        self.attrs.append(step.attributes or {})
+        self.steps.add(step, where)
         self.point_offsets.append(self.total_points)
         if sp is not None and self.points is None:
             self._create(where, sp)
@@ -217,14 +209,9 @@ class _PolyDataWriter:
 
     def finish(self, species_name: Optional[str]) -> None:
         self._ensure_points()
-        nsteps = len(self.times)
+        nsteps = len(self.steps)
         if nsteps > 1:
-            if any(b <= a for a, b in zip(self.times, self.times[1:])):
-                warnings.warn(f"{self.path}: step times are not strictly increasing ({self.times[:8]}...); "
-                              "ParaView expects increasing time values", stacklevel=3)
-            s = self.root.create_group("Steps")
-            s.attrs.create("NSteps", np.int64(nsteps))
-            s.create_dataset("Values", data=np.asarray(self.times, dtype=np.float64))
+            s = self.steps.steps_group(self.root, stacklevel=3)
             s.create_dataset("PartOffsets", data=np.arange(nsteps, dtype=np.int64))
             s.create_dataset("NumberOfParts", data=np.ones(nsteps, dtype=np.int64))
             point_offsets = np.asarray(self.point_offsets, dtype=np.int64)
@@ -240,9 +227,7 @@ class _PolyDataWriter:
         m = self.f.create_group("motes")
         if species_name is not None:
             m.attrs["species"] = species_name
-        m.create_dataset("step_index", data=np.asarray(self.indices, dtype=np.int64))
-        m.create_dataset("time", data=np.asarray(self.times, dtype=np.float64))
-        m.attrs["step_attributes"] = json.dumps(self.attrs, default=str)
+        self.steps.record(m)
 
 
 def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[str]]] = None,
@@ -278,7 +263,7 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
                 if chosen is None:
                     chosen = sp.name
             w.add_step(step, sp)
-        if not w.times:
+        if not len(w.steps):
             raise UsageError(f"{path}: no steps to write")
         w.finish(chosen)
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import warnings
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -36,6 +35,7 @@ from .._core import UsageError
 from ..field import Field
 from .base import Step
 from .hdf5 import created_file, h5_filter
+from .vtkhdf_steps import StepLog
 
 __all__ = ["write_image", "write_fields"]
 
@@ -88,9 +88,7 @@ class _ImageWriter:
         self.first = ""                       # the field that set the grid (named by errors)
         self.arrays: Dict[str, Any] = {}      # field -> its dataset
         self.kinds: Dict[str, Tuple[bool, Optional[int], np.dtype]] = {}   # cell?, components, dtype
-        self.times: List[float] = []
-        self.indices: List[int] = []
-        self.attrs: List[dict] = []
+        self.steps = StepLog(path)
         root = f.create_group("VTKHDF")
         root.attrs.create("Version", np.array(VERSION, dtype=np.int64))
         root.attrs.create("Type", np.bytes_(b"ImageData"))   # a fixed-length ASCII string, as VTK wants
@@ -101,12 +99,7 @@ class _ImageWriter:
 
     def add(self, step: Step) -> None:
         where = f"{self.path}: step {step.index}"
-        try:
-            self.times.append(float(step.time))
-            self.indices.append(int(step.index))
-        except (TypeError, ValueError):
-            raise UsageError(f"{where}: time must be a number and index an integer") from None
-        self.attrs.append(step.attributes or {})
+        self.steps.add(step, where)
         fields = step.fields or {}
         names = list(fields) if self.names is None else list(self.names)
         missing = [n for n in names if n not in fields]
@@ -179,21 +172,13 @@ class _ImageWriter:
             raise UsageError(f"{where}: field '{name}' attributes are not JSON-serialisable ({e})") from None
 
     def finish(self) -> None:
-        nsteps = len(self.times)
+        nsteps = len(self.steps)
         if self.temporal:
-            if any(b <= a for a, b in zip(self.times, self.times[1:])):
-                warnings.warn(f"{self.path}: step times are not strictly increasing ({self.times[:8]}...); "
-                              "ParaView expects increasing time values", stacklevel=4)
-            s = self.root.create_group("Steps")
-            s.attrs.create("NSteps", np.int64(nsteps))
-            s.create_dataset("Values", data=np.asarray(self.times, dtype=np.float64))
+            s = self.steps.steps_group(self.root, stacklevel=4)
             offsets = {False: s.create_group("PointDataOffsets"), True: s.create_group("CellDataOffsets")}
             for name, (cell, _, _) in self.kinds.items():
                 offsets[cell].create_dataset(name, data=np.arange(nsteps, dtype=np.int64))
-        m = self.f["motes"]
-        m.create_dataset("step_index", data=np.asarray(self.indices, dtype=np.int64))
-        m.create_dataset("time", data=np.asarray(self.times, dtype=np.float64))
-        m.attrs["step_attributes"] = json.dumps(self.attrs, default=str)
+        self.steps.record(self.f["motes"])
 
 
 def _selection(fields) -> Optional[List[str]]:
