@@ -1,6 +1,6 @@
-// The binary frame of the points endpoint (docs/http-api.md, "The frame"): its constants,
-// dtype names and parser, in this one place. Columns are viewed as typed arrays into the
-// frame's buffer, never copied.
+// The binary frame of the points and field samples endpoints (docs/http-api.md, "The
+// frame"): its constants, dtype names and parsers, in this one place. Columns are viewed as
+// typed arrays into the frame's buffer, never copied.
 
 export const FRAME_MAGIC = "MOTESFRM";
 export const FRAME_VERSION = 1;
@@ -56,8 +56,16 @@ function fail(message: string): never {
   throw new FrameError(`bad frame: ${message}`);
 }
 
-/** The JSON header of a frame, checked against the buffer (magic, version, bounds, alignment). */
+/** The JSON header of a points frame, checked against the buffer (magic, version, bounds, alignment). */
 export function parseFrameHeader(buffer: ArrayBuffer): FrameHeader {
+  const header = parseHeaderJson(buffer) as FrameHeader;
+  checkColumns(header, buffer.byteLength, FRAME_PREFIX_BYTES + new DataView(buffer).getUint32(12, true));
+  checkCells(header);
+  return header;
+}
+
+/** The JSON header of any frame (points or field samples): magic, version, length. */
+function parseHeaderJson(buffer: ArrayBuffer): unknown {
   if (buffer.byteLength < FRAME_PREFIX_BYTES) fail(`${buffer.byteLength} bytes, shorter than its prefix`);
   const magic = new TextDecoder("ascii").decode(new Uint8Array(buffer, 0, 8));
   if (magic !== FRAME_MAGIC) fail(`magic ${JSON.stringify(magic)}, expected ${FRAME_MAGIC}`);
@@ -66,21 +74,16 @@ export function parseFrameHeader(buffer: ArrayBuffer): FrameHeader {
   if (version !== FRAME_VERSION) fail(`version ${version}; this viewer reads version ${FRAME_VERSION}`);
   const h = dv.getUint32(12, true);
   if (FRAME_PREFIX_BYTES + h > buffer.byteLength) fail(`header of ${h} bytes runs past the end`);
-  let header: FrameHeader;
   try {
-    header = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(new Uint8Array(buffer, FRAME_PREFIX_BYTES, h)));
+    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(new Uint8Array(buffer, FRAME_PREFIX_BYTES, h)));
   } catch (e) {
     fail(`header is not JSON (${(e as Error).message})`);
   }
-  checkHeader(header, buffer.byteLength, FRAME_PREFIX_BYTES + h);
-  return header;
 }
 
-function checkHeader(header: FrameHeader, size: number, dataStart: number): void {
-  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
-  if (!isObject(header)) fail("header is not a JSON object");
-  if (!Number.isSafeInteger(header.rows) || header.rows < 0) fail(`rows ${JSON.stringify(header.rows)}`);
-  if (!Array.isArray(header.columns)) fail("no columns");
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+function checkCells(header: FrameHeader): void {
   if (!Array.isArray(header.cells)) fail("no cells");
   let cellRows = 0;
   for (const c of header.cells) {
@@ -89,6 +92,13 @@ function checkHeader(header: FrameHeader, size: number, dataStart: number): void
   }
   if (cellRows !== header.rows) fail(`cells hold ${cellRows} rows, the frame ${header.rows}`);
   if (typeof header.to !== "number") fail("no 'to'");
+}
+
+/** The header's rows and columns against the buffer: dtypes, sizes, 8-aligned offsets inside. */
+function checkColumns(header: { rows: number; columns: FrameColumn[] }, size: number, dataStart: number): void {
+  if (!isObject(header)) fail("header is not a JSON object");
+  if (!Number.isSafeInteger(header.rows) || header.rows < 0) fail(`rows ${JSON.stringify(header.rows)}`);
+  if (!Array.isArray(header.columns)) fail("no columns");
   const names = new Set<string>();
   for (const c of header.columns) {
     if (!isObject(c) || typeof c.name !== "string") fail(`column ${JSON.stringify(c)}`);
@@ -103,8 +113,69 @@ function checkHeader(header: FrameHeader, size: number, dataStart: number): void
   }
 }
 
+/**
+ * The header of a field samples frame (docs/http-api.md, "Samples of a grid field"): the
+ * lattice of a level in a box, its samples in C order of (z, y, x) (x fastest).
+ */
+export interface FieldFrameHeader {
+  rows: number;
+  columns: FrameColumn[];
+  field: string;
+  level: number;
+  /** samples per axis (x, y, z; as many as the field has axes) */
+  dims: number[];
+  /** index (at level 0) of the first sample per axis */
+  first: number[];
+  /** 2^level: indexes between samples */
+  stride: number;
+  index_box: { lo: number[]; hi: number[] };
+  /** position of the first sample per axis (null along an axis with no sample) */
+  origin: (number | null)[];
+  /** positions between samples per axis (uniform grids), or null (rectilinear: positions) */
+  step: number[] | null;
+  positions?: number[][];
+  query_ms: number;
+}
+
+export interface FieldFrame {
+  header: FieldFrameHeader;
+  buffer: ArrayBuffer;
+  columns: Record<string, ColumnArray>;
+}
+
+function integers(v: unknown, n: number, min: number): v is number[] {
+  return Array.isArray(v) && v.length === n && v.every((x) => Number.isSafeInteger(x) && x >= min);
+}
+
+export function parseFieldFrameHeader(buffer: ArrayBuffer): FieldFrameHeader {
+  const header = parseHeaderJson(buffer) as FieldFrameHeader;
+  checkColumns(header, buffer.byteLength, FRAME_PREFIX_BYTES + new DataView(buffer).getUint32(12, true));
+  if (typeof header.field !== "string") fail("no field");
+  if (!Number.isSafeInteger(header.level) || header.level < 0 || header.level > 62) fail(`level ${JSON.stringify(header.level)}`);
+  const n = Array.isArray(header.dims) ? header.dims.length : 0;
+  if (n < 1 || n > 3 || !integers(header.dims, n, 0)) fail(`dims ${JSON.stringify(header.dims)}`);
+  if (header.dims.reduce((a, b) => a * b, 1) !== header.rows) fail(`dims ${JSON.stringify(header.dims)} hold other than ${header.rows} rows`);
+  if (!integers(header.first, n, 0)) fail(`first ${JSON.stringify(header.first)}`);
+  if (header.stride !== 2 ** header.level) fail(`stride ${JSON.stringify(header.stride)} of level ${header.level}`);
+  if (!Array.isArray(header.origin) || header.origin.length !== n || !header.origin.every((v, k) => (v === null ? header.dims[k] === 0 : Number.isFinite(v)))) {
+    fail(`origin ${JSON.stringify(header.origin)}`);
+  }
+  if (header.step === null) {
+    const p = header.positions;
+    if (!Array.isArray(p) || p.length !== n || !p.every((a, k) => Array.isArray(a) && a.length === header.dims[k] && a.every(Number.isFinite))) fail("no step nor positions");
+  } else if (!Array.isArray(header.step) || header.step.length !== n || !header.step.every((v) => Number.isFinite(v) && v > 0)) {
+    fail(`step ${JSON.stringify(header.step)}`);
+  }
+  return header;
+}
+
+export function parseFieldFrame(buffer: ArrayBuffer): FieldFrame {
+  const header = parseFieldFrameHeader(buffer);
+  return { header, buffer, columns: viewColumns(buffer, header) };
+}
+
 /** Typed-array views of the columns (no copy). */
-export function viewColumns(buffer: ArrayBuffer, header: FrameHeader): Record<string, ColumnArray> {
+export function viewColumns(buffer: ArrayBuffer, header: { columns: FrameColumn[] }): Record<string, ColumnArray> {
   const out: Record<string, ColumnArray> = {};
   for (const c of header.columns) {
     const T = DTYPES[c.dtype];
@@ -119,7 +190,7 @@ export function parseFrame(buffer: ArrayBuffer): Frame {
 }
 
 /** A frame's bytes from a header and columns: the server's layout, for tests and tools. */
-export function encodeFrame(header: Omit<FrameHeader, "columns">, columns: Record<string, ColumnArray>): ArrayBuffer {
+export function encodeFrame(header: Omit<FrameHeader, "columns"> | Omit<FieldFrameHeader, "columns">, columns: Record<string, ColumnArray>): ArrayBuffer {
   const names = Object.keys(columns);
   const enc = new TextEncoder();
   const round = (n: number) => Math.ceil(n / FRAME_ALIGN) * FRAME_ALIGN;

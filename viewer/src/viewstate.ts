@@ -2,11 +2,22 @@
 //   #ds=run&step=0&species=electrons&color=energy&map=viridis&range=0,2
 //    &filter=energy:0.5:2&filter=ux:-0.1:0.1&where=ux%20%3C%200
 //    &cam=100,50,25,300,30,20&size=2&bg=dark&budget=3000000&first=200000&hist=ux,uy
-// cam is target x,y,z, distance, yaw and pitch in degrees. Keys left out take defaults.
+//    &slice=E&scomp=x&saxis=z&spos=12.5&smap=magma
+// cam is target x,y,z, distance, yaw and pitch in degrees; slice names a grid field drawn as
+// a plane perpendicular to saxis at position spos (default: the middle), component scomp,
+// colour map smap. Keys left out take defaults.
 
 import type { CameraState } from "./camera";
 import { COLORMAPS, DEFAULT_COLORMAP } from "./colormap";
 import type { RangeFilter } from "./scene";
+
+export interface SliceState {
+  field: string;
+  component?: string;
+  axis: "x" | "y" | "z";
+  pos?: number;
+  map: string;
+}
 
 export interface ViewState {
   ds?: string;
@@ -23,6 +34,7 @@ export interface ViewState {
   budget: number;
   first: number;
   hist?: [string, string];
+  slice?: SliceState;
 }
 
 export const DEFAULT_VIEW: ViewState = {
@@ -73,6 +85,15 @@ export function decodeView(hash: string): ViewState {
   v.first = Math.round(positive(p.get("first"), DEFAULT_VIEW.first));
   const hist = p.get("hist")?.split(",");
   if (hist && hist.length === 2 && hist[0] && hist[1]) v.hist = [hist[0], hist[1]];
+  const field = p.get("slice");
+  if (field) {
+    const axis = p.get("saxis");
+    const smap = p.get("smap");
+    v.slice = { field, axis: axis === "x" || axis === "y" ? axis : "z", map: smap && smap in COLORMAPS ? smap : DEFAULT_COLORMAP };
+    if (p.get("scomp")) v.slice.component = p.get("scomp")!;
+    const pos = numbers(p.get("spos"), 1);
+    if (pos) v.slice.pos = pos[0];
+  }
   return v;
 }
 
@@ -97,5 +118,12 @@ export function encodeView(v: ViewState): string {
   if (v.budget !== DEFAULT_VIEW.budget) p.set("budget", String(v.budget));
   if (v.first !== DEFAULT_VIEW.first) p.set("first", String(v.first));
   if (v.hist) p.set("hist", v.hist.join(","));
+  if (v.slice) {
+    p.set("slice", v.slice.field);
+    if (v.slice.component !== undefined) p.set("scomp", v.slice.component);
+    p.set("saxis", v.slice.axis);
+    if (v.slice.pos !== undefined) p.set("spos", String(v.slice.pos));
+    if (v.slice.map !== DEFAULT_COLORMAP) p.set("smap", v.slice.map);
+  }
   return "#" + p.toString().replace(/%2C/g, ",").replace(/%3A/g, ":");
 }

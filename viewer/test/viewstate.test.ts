@@ -31,4 +31,15 @@ describe("view in the fragment", () => {
     expect(v.step).toBeUndefined();
     expect(v.filters).toEqual([]);
   });
+
+  it("keeps the field slice", () => {
+    const v = { ...DEFAULT_VIEW, filters: [], ds: "run", slice: { field: "E", component: "x", axis: "y" as const, pos: 12.5, map: "magma" } };
+    const hash = encodeView(v);
+    expect(hash).toContain("slice=E&scomp=x&saxis=y&spos=12.5&smap=magma");
+    expect(decodeView(hash)).toEqual(v);
+    const plain = decodeView("#slice=rho");
+    expect(plain.slice).toEqual({ field: "rho", axis: "z", map: DEFAULT_VIEW.map });
+    expect(decodeView("#slice=rho&saxis=w&spos=nope&smap=nope").slice).toEqual({ field: "rho", axis: "z", map: DEFAULT_VIEW.map });
+    expect(decodeView("#ds=run").slice).toBeUndefined();
+  });
 });
