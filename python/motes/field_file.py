@@ -14,7 +14,9 @@ its box at its level, so a coarse preview reads a small prefix of the file.
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 import os
 from typing import Any, Dict, Optional, Sequence, Tuple
 
@@ -206,6 +208,49 @@ class StoredField:
             return self._f.read(lo, hi, level, 0, threads)
         return np.stack([self._f.read(lo, hi, level, k, threads) for k in range(len(names))], axis=-1)
 
+    def read_block(self, offset: Sequence[int], count: Sequence[int], ghosts=0, periodic=False, fill=0, *,
+                   component: Optional[str] = None, threads: int = 0) -> np.ndarray:
+        """An MPI rank's block of the global grid with its halo, from the file: the samples
+        ``[offset, offset + count)`` (x, y, z indexes, as many as the grid has axes) and
+        ``ghosts`` more on each side (an int, or per axis an int or a (lo, hi) pair), as a
+        C-order array ((z, y, x); a vector field's components last, or only ``component``).
+        Where the halo leaves the grid it wraps around along the axes that are ``periodic``
+        (a bool, or one per axis) and holds ``fill`` along the others. The part inside the
+        grid is one read; each wrapped piece is another."""
+        nd = self.ndim
+        offset = _axis_ints(offset, nd, "offset")
+        count = _axis_ints(count, nd, "count")
+        widths = _ghost_widths(ghosts, nd)
+        wrap = _periodic_flags(periodic, nd)
+        dims = self.dims
+        for k in range(nd):
+            if offset[k] < 0 or count[k] < 1 or offset[k] + count[k] > dims[k]:
+                raise UsageError(f"field '{self.name}': the block [{offset[k]}, {offset[k] + count[k]}) along "
+                                 f"{AXES[k]} is not a non-empty range of the grid's {dims[k]} samples")
+        names = self.components
+        if component is not None and (not names or component not in names):
+            raise UsageError(f"field '{self.name}' has no component {component!r} (components: {names})")
+        # Per axis, the window's pieces: (first in the window, first in the grid or None for
+        # fill, length); the piece inside the grid comes first.
+        pieces = [_halo_pieces(offset[k] - widths[k][0], offset[k] + count[k] + widths[k][1], dims[k], wrap[k])
+                  for k in range(nd)]
+        window = [count[k] + widths[k][0] + widths[k][1] for k in range(nd)]
+        extra = (len(names),) if names and component is None else ()
+        out = np.full(tuple(reversed(window)) + extra, _fill_value(fill, self.dtype), dtype=self.dtype)
+        read_cache: Dict[Tuple[Tuple[int, ...], Tuple[int, ...]], np.ndarray] = {}
+        for combo in itertools.product(*pieces):
+            if any(src is None for _, src, _ in combo):
+                continue  # at least one axis leaves a non-periodic grid: fill
+            lo = tuple(src for _, src, _ in combo)
+            hi = tuple(src + n for _, src, n in combo)
+            key = (lo, hi)
+            part = read_cache.get(key)
+            if part is None:
+                part = read_cache[key] = self.read(index_box=(lo, hi), component=component, threads=threads)
+            dst = tuple(slice(at, at + n) for at, _, n in reversed(combo))
+            out[dst] = part
+        return out
+
     def blocks(self, box=None, level: int = 0, *, index_box=None):
         """The blocks a read of this box at this level touches (of each component)."""
         lo, hi = self._index_box(box, index_box)
@@ -259,3 +304,91 @@ class StoredField:
     def verify(self) -> None:
         """Checks every block against its checksum (FormatError naming the block)."""
         self._f.verify()
+
+
+# ---- halo reads (StoredField.read_block) --------------------------------------------------
+def _axis_ints(values, ndim: int, what: str) -> Tuple[int, ...]:
+    """A sequence of ``ndim`` integers (x, y, z)."""
+    try:
+        out = tuple(operator.index(v) for v in values)
+    except TypeError:
+        raise UsageError(f"{what} must be {ndim} integers (x, y, z order), got {values!r}") from None
+    if len(out) != ndim:
+        raise UsageError(f"{what} must have one integer per axis of the {ndim}-D grid, got {values!r}")
+    return out
+
+
+def _ghost_widths(ghosts, ndim: int) -> Tuple[Tuple[int, int], ...]:
+    """Per axis (lo, hi) ghost widths from an int, or per axis an int or a (lo, hi) pair."""
+    def width(v) -> int:
+        if isinstance(v, bool):
+            raise TypeError
+        w = operator.index(v)
+        if w < 0:
+            raise UsageError(f"ghost widths must not be negative, got {ghosts!r}")
+        return w
+    try:
+        if not isinstance(ghosts, (list, tuple, np.ndarray)):
+            g = width(ghosts)
+            return ((g, g),) * ndim
+        if len(ghosts) != ndim:
+            raise UsageError(f"ghosts must have one entry per axis of the {ndim}-D grid, got {ghosts!r}")
+        out = []
+        for v in ghosts:
+            if isinstance(v, (list, tuple, np.ndarray)):
+                if len(v) != 2:
+                    raise UsageError(f"a ghost width pair is (lo, hi), got {v!r}")
+                out.append((width(v[0]), width(v[1])))
+            else:
+                out.append((width(v),) * 2)
+        return tuple(out)
+    except TypeError:
+        raise UsageError(f"ghosts must be an int or per axis an int or a (lo, hi) pair of ints, got {ghosts!r}") from None
+
+
+def _periodic_flags(periodic, ndim: int) -> Tuple[bool, ...]:
+    if isinstance(periodic, (bool, np.bool_)):
+        return (bool(periodic),) * ndim
+    try:
+        flags = tuple(periodic)
+    except TypeError:
+        raise UsageError(f"periodic must be a bool or one bool per axis, got {periodic!r}") from None
+    if len(flags) != ndim or not all(isinstance(f, (bool, np.bool_)) for f in flags):
+        raise UsageError(f"periodic must be a bool or one bool per axis of the {ndim}-D grid, got {periodic!r}")
+    return tuple(bool(f) for f in flags)
+
+
+def _fill_value(fill, dtype: np.dtype):
+    """`fill` as a value of `dtype`: any real number for a float field, an integer within
+    range for an integer one."""
+    value = np.asarray(fill)
+    if value.shape != () or value.dtype.kind not in "biuf":
+        raise UsageError(f"fill must be a number, got {fill!r}")
+    if dtype.kind in "iu":
+        if value.dtype.kind == "f" and not (np.isfinite(value) and value == np.floor(value)):
+            raise UsageError(f"fill={fill!r} is not a value of the field's dtype {dtype}")
+        info = np.iinfo(dtype)
+        if not info.min <= int(value) <= info.max:
+            raise UsageError(f"fill={fill!r} is not a value of the field's dtype {dtype}")
+        return int(value)
+    return value.astype(dtype)
+
+
+def _halo_pieces(w0: int, w1: int, n: int, periodic: bool):
+    """The window [w0, w1) of an axis of n samples as pieces (first in the window, first in
+    the grid or None where the window leaves a non-periodic grid, length): the piece inside
+    [0, n) first, then the others (wrapped around the grid when periodic)."""
+    inside = (max(w0, 0), min(w1, n))
+    pieces = [(inside[0] - w0, inside[0], inside[1] - inside[0])]
+    for a, b in ((w0, inside[0]), (inside[1], w1)):
+        if a >= b:
+            continue
+        if not periodic:
+            pieces.append((a - w0, None, b - a))
+            continue
+        at = a
+        while at < b:  # split at multiples of n: each piece is one run of the grid
+            end = min(b, (at // n + 1) * n)
+            pieces.append((at - w0, at % n, end - at))
+            at = end
+    return pieces
