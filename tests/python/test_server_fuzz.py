@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from urllib.parse import quote
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,14 +16,17 @@ from hypothesis import strategies as st
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
+import motes  # noqa: E402
 from motes.server import Config, Limits, create_app  # noqa: E402
 from server_util import make_client, write_lattice  # noqa: E402
 
 SP = "/api/v1/datasets/lat/steps/0/species/particles"
 ENDPOINTS = ["", "/api/v1/health", "/api/v1/datasets", "/api/v1/datasets/lat", SP, SP + "/points",
              SP + "/histogram", SP + "/export"]
+FIELDS = "/api/v1/datasets/grid/steps/0/fields"
+ENDPOINTS += [FIELDS, FIELDS + "/E", FIELDS + "/E/samples", FIELDS + "/rho/samples", FIELDS + "/nope/samples"]
 PARAMS = ["columns", "where", "cells", "to", "budget", "dtype", "origin", "format", "x", "bins", "range", "y",
-          "ybins", "yrange", "box", "quality", "token", "bogus", ""]
+          "ybins", "yrange", "box", "quality", "token", "bogus", "", "index_box", "level", "component"]
 EXAMPLES = int(os.environ.get("MOTES_HYPOTHESIS_EXAMPLES", 300))
 
 # Values near what the parsers expect, and the bytes that break parsers.
@@ -45,9 +49,14 @@ value = st.one_of(number, numbers, cells, names, expressions, enums, st.text(max
 def client(tmp_path_factory):
     path = tmp_path_factory.mktemp("fuzz") / "lat.motes"
     write_lattice(path, n=3_000)
+    grid = path.parent / "grid.motes"
+    rng = np.random.default_rng(0)
+    motes.write(grid, None, step=0, fields={
+        "E": motes.Field(rng.random((5, 6, 7, 3)).astype(np.float32), components=("x", "y", "z")),
+        "rho": motes.Field(rng.random((9, 4, 3)), coords=[np.arange(3.0), np.arange(4.0) ** 2, np.arange(9.0)])})
     limits = Limits(max_cells=8, max_points=2_000, max_expression=64, max_bins=256, max_bins_2d=4096,
                     max_export_rows=2_000)
-    with make_client(create_app(Config(datasets=[(None, str(path))], limits=limits))) as c:
+    with make_client(create_app(Config(datasets=[(None, str(path)), (None, str(grid))], limits=limits))) as c:
         yield c
 
 
@@ -67,6 +76,7 @@ def test_random_parameters_never_fail_the_server(client, endpoint, params):
 @settings(max_examples=EXAMPLES // 2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.one_of(st.sampled_from(["api", "v1", "datasets", "lat", "steps", "0", "-1", "99999999999999999999",
                                            "species", "particles", "points", "histogram", "export", "..", ".",
+                                           "grid", "fields", "samples", "E", "rho",
                                            "%2e%2e", "%2f", "%00", "assets", "index.html", "~", ""]),
                           st.text(max_size=12).map(lambda s: quote(s, safe=""))), max_size=9))
 def test_random_paths_never_fail_the_server(client, parts):

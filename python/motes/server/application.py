@@ -20,6 +20,7 @@ from .compression import CompressionMiddleware
 from .config import Config
 from .errors import error_body
 from .export import make_export_routes
+from .fields import make_field_routes
 from .memory import Trimmer
 from .queries import make_query_routes
 from .registry import Registry
@@ -30,6 +31,7 @@ from .work import Job
 
 API = "/api/v1"
 SPECIES = API + "/datasets/{ds}/steps/{step}/species/{sp}"
+FIELDS = API + "/datasets/{ds}/steps/{step}/fields"
 
 
 class Server:
@@ -62,7 +64,8 @@ async def _http_exception(request: Request, e: HTTPException) -> Response:
 
 def create_app(config: Config) -> Starlette:
     server = Server(config)
-    handlers = {**make_routes(server), **make_query_routes(server), **make_export_routes(server)}
+    handlers = {**make_routes(server), **make_query_routes(server), **make_export_routes(server),
+                **make_field_routes(server)}
 
     def route(path: str, name: str) -> Route:
         return Route(path, Endpoint(handlers[name], server.new_job), name=name)
@@ -76,6 +79,9 @@ def create_app(config: Config) -> Starlette:
         route(SPECIES + "/points", "points"),
         route(SPECIES + "/histogram", "histogram"),
         route(SPECIES + "/export", "export"),
+        route(FIELDS, "fields"),
+        route(FIELDS + "/{field}", "field"),
+        route(FIELDS + "/{field}/samples", "samples"),
     ]
     assets = os.path.join(config.app_dir, "assets")
     if os.path.isdir(assets):

@@ -1,6 +1,7 @@
-"""The bodies of points requests: the frame (docs/http-api.md, "The frame": a JSON header
-and 8-aligned columns in one buffer, gathered in place by the core) and the Arrow IPC
-stream. Both are built in a worker thread from the cells' selections."""
+"""The bodies of points and field samples requests: the frame (docs/http-api.md, "The
+frame": a JSON header and 8-aligned columns in one buffer, gathered in place by the core)
+and the Arrow IPC stream. Both are built in a worker thread, from the cells' selections
+(points) or from arrays read already (the samples of a grid field)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,9 @@ class Columns:
             return self.origin["xyz".index(name)]
         return 0.0
 
+    def cells(self) -> Optional[List[Dict[str, int]]]:
+        return [{"rows": r} for r in self.rows]
+
     def gather_into(self, k: int, buffer: np.ndarray, offset: int) -> None:
         """Column k of every cell, one after the other, into buffer from byte offset."""
         name, size = self.names[k], self.dtypes[k].itemsize
@@ -59,12 +63,38 @@ class Columns:
                 offset += rows * size
 
 
-def frame(columns: Columns, extra: Dict[str, Any], started: float) -> memoryview:
+class Arrays:
+    """Columns that are arrays already (each flattened in C order), as a frame's or an Arrow
+    stream's columns; no cells."""
+
+    def __init__(self, arrays: Dict[str, np.ndarray]):
+        self.names = list(arrays)
+        self.arrays = [np.ascontiguousarray(a).reshape(-1) for a in arrays.values()]
+        self.dtypes = [a.dtype for a in self.arrays]
+        sizes = {a.size for a in self.arrays}
+        if len(sizes) > 1:
+            raise ValueError("the columns of a frame have one length")
+        self.total = sizes.pop() if sizes else 0
+
+    def cells(self) -> Optional[List[Dict[str, int]]]:
+        return None
+
+    def gather_into(self, k: int, buffer: np.ndarray, offset: int) -> None:
+        a = self.arrays[k]
+        buffer[offset:offset + a.nbytes] = a.view(np.uint8)
+
+
+def _cells(columns) -> Dict[str, Any]:
+    cells = columns.cells()
+    return {} if cells is None else {"cells": cells}
+
+
+def frame(columns, extra: Dict[str, Any], started: float) -> memoryview:
     """The frame of the columns; ``extra`` adds header fields (to, origin, estimate)."""
     header = {"rows": columns.total,
               "columns": [{"name": n, "dtype": name_of(d), "offset": 0, "bytes": columns.total * d.itemsize}
                           for n, d in zip(columns.names, columns.dtypes)],
-              **extra, "cells": [{"rows": r} for r in columns.rows], "query_ms": 0.0}
+              **extra, **_cells(columns), "query_ms": 0.0}
     sizes = [c["bytes"] for c in header["columns"]]
     room = len(_json(header)) + _ROOM
     while True:  # offsets depend on the header's length, which depends on the offsets' digits
@@ -93,9 +123,10 @@ def frame(columns: Columns, extra: Dict[str, Any], started: float) -> memoryview
     return memoryview(buf)
 
 
-def arrow(columns: Columns, extra: Dict[str, Any], started: float) -> memoryview:
+def arrow(columns, extra: Dict[str, Any], started: float) -> memoryview:
     """One record batch in an Arrow IPC stream; ``to``, ``cells``, ``query_ms`` (and the
-    other header fields of a frame) in the schema's metadata, as JSON text."""
+    other header fields of a frame) in the schema's metadata, as JSON text. ``columns``:
+    a Columns or Arrays."""
     import pyarrow as pa
 
     arrays: List[np.ndarray] = []
@@ -103,7 +134,7 @@ def arrow(columns: Columns, extra: Dict[str, Any], started: float) -> memoryview
         a = np.empty(columns.total, dtype=dt)
         columns.gather_into(k, a.view(np.uint8), 0)
         arrays.append(a)
-    meta = {**extra, "cells": [{"rows": r} for r in columns.rows],
+    meta = {**extra, **_cells(columns),
             "query_ms": round((time.perf_counter() - started) * 1e3, 3)}
     batch = pa.record_batch([pa.array(a) for a in arrays], names=columns.names,
                             metadata={k: json.dumps(v) for k, v in meta.items()})

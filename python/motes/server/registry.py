@@ -81,6 +81,20 @@ class Species:
                 "hierarchy": self.hierarchy, "ladder": {"quality": self.ladder.quality, "count": self.ladder.count}}
 
 
+@dataclass
+class GridField:
+    """One grid field of one step, as the server answers about it: the stored field, the
+    positions of its samples along each axis, and the ETag base of its answers."""
+
+    dataset: str
+    step: int
+    name: str
+    time: float
+    stored: Any  # motes.field_file.StoredField
+    axes: List[Any]  # per axis, the samples' positions (float64 arrays)
+    tag: str
+
+
 _COLUMN_KEYS = ("name", "dtype", "unit", "unit_label", "index", "error_bound", "min", "max", "nan_count")
 
 
@@ -120,6 +134,7 @@ class Registry:
     def __init__(self, specs: Sequence[Tuple[Optional[str], str]]):
         self.entries: Dict[str, Entry] = {name: Entry(name, path) for name, path in dataset_names(specs)}
         self._species: Dict[Tuple[str, int, str], Species] = {}
+        self._fields: Dict[Tuple[str, int, str], GridField] = {}
         self._lock = threading.Lock()
 
     def entry(self, name: str) -> Entry:
@@ -172,6 +187,44 @@ class Registry:
         found = self._open(entry, ds, step, species)
         with self._lock:
             return self._species.setdefault(key, found)
+
+    def step_of(self, name: str, step_text: str):
+        """(entry, dataset, step): 404 when the dataset or step is not there (no I/O beyond
+        the manifest)."""
+        step = integer("step", step_text)
+        entry = self.entry(name)
+        ds = entry.dataset()
+        if step not in ds.steps:
+            shown = ", ".join(map(str, ds.steps[:20])) + (", ..." if len(ds.steps) > 20 else "")
+            raise not_found(f"dataset '{name}' has no step {step} (steps: {shown})")
+        return entry, ds, ds.step(step)
+
+    def cached_field(self, name: str, step_text: str, field: str) -> Optional[GridField]:
+        """The grid field when it is open already (no I/O: callable from the event loop)."""
+        try:
+            key = (name, integer("step", step_text), field)
+        except HTTPError:
+            return None
+        with self._lock:
+            return self._fields.get(key)
+
+    def field(self, name: str, step_text: str, field: str) -> GridField:
+        """A grid field of a step (its file opened on first use: call from a worker thread);
+        404 when the dataset, step or field is not there."""
+        found = self.cached_field(name, step_text, field)
+        if found is not None:
+            return found
+        entry, ds, st = self.step_of(name, step_text)
+        if field not in st.fields:
+            raise not_found(f"step {st.index} of '{name}' has no field '{field}' "
+                            f"(fields: {', '.join(st.fields) or 'none'})")
+        stored = ds.field(field, st.index)
+        tag = hashlib.blake2b(repr((entry.name, entry.path, st.index, "field", field,
+                                    st.fields[field].get("checksum"))).encode(), digest_size=12).hexdigest()
+        found = GridField(dataset=entry.name, step=st.index, name=field, time=st.time, stored=stored,
+                          axes=[stored.axis(k) for k in range(stored.ndim)], tag=tag)
+        with self._lock:
+            return self._fields.setdefault((name, st.index, field), found)
 
     def _open(self, entry: Entry, ds: Dataset, step: int, species: str) -> Species:
         src = ds.source(step, species)
