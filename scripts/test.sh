@@ -18,13 +18,15 @@ JOBS=$JOBS bash scripts/test_install.sh
 
 echo "== fuzzing (libFuzzer, short runs)"
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DMOTES_FUZZ=ON -DMOTES_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build/fuzz -j "$JOBS" --target fuzz_reader fuzz_expr fuzz_index fuzz_manifest fuzz_field
-rm -rf build/fuzz/corpus && mkdir -p build/fuzz/corpus/reader build/fuzz/corpus/expr build/fuzz/corpus/index build/fuzz/corpus/manifest build/fuzz/corpus/field
+cmake --build build/fuzz -j "$JOBS" --target fuzz_reader fuzz_expr fuzz_index fuzz_manifest fuzz_field fuzz_codec
+rm -rf build/fuzz/corpus && mkdir -p build/fuzz/corpus/reader build/fuzz/corpus/expr build/fuzz/corpus/index build/fuzz/corpus/manifest build/fuzz/corpus/field build/fuzz/corpus/codec
 .venv/bin/python tests/fuzz/make_corpus.py build/fuzz/corpus
+build/fuzz/fuzz_codec -write_seeds=build/fuzz/corpus/codec  # coded blocks of every predictor (C++ encoders)
 build/fuzz/fuzz_expr -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -print_final_stats=1 build/fuzz/corpus/expr 2>&1 | grep -E "^stat::(number_of_executed_units|new_units_added)|ERROR|SUMMARY"
 build/fuzz/fuzz_reader -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 -print_final_stats=1 build/fuzz/corpus/reader 2>&1 | grep -E "^stat::(number_of_executed_units|new_units_added)|ERROR|SUMMARY"
 build/fuzz/fuzz_index -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 -print_final_stats=1 build/fuzz/corpus/index 2>&1 | grep -E "^stat::(number_of_executed_units|new_units_added)|ERROR|SUMMARY"
 build/fuzz/fuzz_field -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 -print_final_stats=1 build/fuzz/corpus/field 2>&1 | grep -E "^stat::(number_of_executed_units|new_units_added)|ERROR|SUMMARY"
+build/fuzz/fuzz_codec -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 -print_final_stats=1 build/fuzz/corpus/codec 2>&1 | grep -E "^stat::(number_of_executed_units|new_units_added)|ERROR|SUMMARY"
 build/fuzz/fuzz_manifest -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 -print_final_stats=1 -dict=tests/fuzz/json.dict build/fuzz/corpus/manifest 2>&1 | grep -E "^stat::(number_of_executed_units|new_units_added)|ERROR|SUMMARY"
 
 echo "== viewer unit tests (Vitest: frame parser, cell bookkeeping, planner, URL fragment)"

@@ -9,6 +9,7 @@
 #include "motes/codec/predictors.hpp"
 #include "motes/codec/shuffle.hpp"
 #include "motes/codec/words.hpp"
+#include "motes/codec/zfp.hpp"
 #include "motes/core/types.hpp"
 
 namespace motes::codec {
@@ -123,6 +124,7 @@ bool Plan::raw() const {
 
 std::string Plan::name(uint32_t size) const {
   if (raw()) return "raw";
+  if (predictor == Predictor::zfp) return "zfp";  // one zfp stream, whatever the layout
   std::string out;
   if (predictor != Predictor::none) out += std::string(predictor_name(predictor)) + "+";
   if (layout == Layout::planes && size > 1) out += "shuffle+";
@@ -151,6 +153,10 @@ void encode(const Plan& plan, ValueType t, const void* src, size_t n, const Cont
   std::vector<const unsigned char*> streams;
   size_t stream_bytes = 0;
   Predictor pred = plan.predictor;
+  if (pred == Predictor::zfp) {  // the whole block is one zfp stream (zfp.cpp); else kept exact
+    if (encode_zfp(t, src, n, ctx, out)) return;
+    pred = Predictor::none;
+  }
   bool ok = true;
   uint64_t param = prepare(pred, plan.layout, t, src, n, ctx, streams, stream_bytes, ok);
   if (!ok) {  // values off the grid (or a predictor this type cannot take): this block is kept exact
@@ -213,6 +219,7 @@ std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, 
   const uint8_t pred = p[0], layout = p[1], count = p[2], param_bytes = p[3];
   if (pred > kMaxPredictor) return "unknown predictor " + std::to_string(pred);
   if (layout > kMaxLayout) return "unknown layout " + std::to_string(layout);
+  if (pred == uint8_t(Predictor::zfp)) return decode_zfp(t, p, stored_n, dst, n);
   const size_t want_count = layout == uint8_t(Layout::planes) ? t.size : 1;
   const bool bits = layout == uint8_t(Layout::bits);
   if (count != want_count) return "block has " + std::to_string(count) + " streams, expected " + std::to_string(want_count);
@@ -305,6 +312,7 @@ Plan choose(ValueType t, const std::vector<Predictor>& predictors, const std::ve
   std::vector<const unsigned char*> streams;
   std::string buf;
   for (Predictor pred : predictors) {
+    if (pred == Predictor::zfp) continue;  // lossy: taken on request (encode_zfp), never chosen by size
     if (pred == Predictor::quantile || pred == Predictor::grid_quantile) {
       bool ok = !samples.empty();
       for (const Sample& s : samples) ok &= s.ctx.codes && (pred == Predictor::quantile ? s.ctx.bases != nullptr : s.ctx.edges != nullptr);

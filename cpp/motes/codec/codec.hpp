@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace motes::codec {
@@ -22,6 +23,7 @@ enum class Predictor : uint8_t {
   grid = 5,      // floats on a grid: q[i] with v[i] = T(origin + q[i] * step) (error-bounded columns)
   grid_delta = 6,  // the same, q[i] - q[i-1] zigzagged
   grid_quantile = 7,  // the same, q[i] - qbase[code[i]]: the grid step within its quantile bin (needs codes, edges)
+  zfp = 8,  // a field block (f32/f64) as a zfp fixed-accuracy stream of its lattice box (lossy; zfp.hpp)
 };
 enum class Layout : uint8_t {
   whole = 0,   // one stream of n * size bytes
@@ -30,7 +32,7 @@ enum class Layout : uint8_t {
 };
 enum class Coder : uint8_t { raw = 0, zstd = 1, lz4 = 2 };
 
-inline constexpr uint8_t kMaxPredictor = 7, kMaxLayout = 2, kMaxCoder = 2;
+inline constexpr uint8_t kMaxPredictor = 8, kMaxLayout = 2, kMaxCoder = 2;
 inline constexpr uint32_t kBlockHeaderBytes = 4;  // predictor, layout, stream count, parameter bytes
 inline constexpr uint32_t kStreamEntryBytes = 8;  // coder, 3 zero bytes, u32 stored length
 inline constexpr size_t kMaxBlockBytes = size_t(1) << 20;  // decoded bytes of one block
@@ -45,6 +47,14 @@ struct Context {
   const uint64_t* bases = nullptr;     // 256 ordered bases
   const double* edges = nullptr;       // the 257 quantile edges (Predictor::grid_quantile)
   double grid_origin = 0, grid_step = 0;  // the grid predictors (encoding; decoding reads the block)
+  // Predictor::zfp (encoding; decoding reads the block): the absolute error tolerance (> 0),
+  // whether the block is a field's HZ block 0 (levels 0 to its bits) rather than a block of
+  // one level, and the axis of each bit of its samples' Z addresses, coarsest first, as the
+  // field's bitmask writes them ('0' x, '1' y, '2' z; one per bit: n = 2^size).
+  // zfp_block_context() (zfp.hpp) fills the last two from the bitmask.
+  double zfp_tolerance = 0;
+  bool zfp_hierarchical = false;
+  std::string_view zfp_axes;
 };
 
 // Error-bounded storage of a float column: values are moved to the nearest point of a grid
@@ -85,7 +95,9 @@ struct ValueType {
 ValueType value_type(uint8_t dtype_code);
 
 // Encodes n values (n * type.size bytes at src) into out (replacing it): the block's
-// header, stream table, parameter and streams. ctx is used by Predictor::quantile.
+// header, stream table, parameter and streams. ctx is used by Predictor::quantile, the grid
+// predictors and Predictor::zfp. A block that Predictor::zfp cannot take (zfp.hpp:
+// encode_zfp) is stored with Predictor::none and the plan's layout and coders.
 void encode(const Plan& plan, ValueType type, const void* src, size_t n, const Context& ctx, std::string& out);
 
 // Decodes a block of `stored_n` bytes into n values at dst (n * type.size bytes). Returns
