@@ -3,6 +3,7 @@
 
 import type { Box } from "./cells";
 import { boxParam } from "./cells";
+import type { FieldInfo, FieldSummary } from "./slice";
 
 export const API_PREFIX = "api/v1";
 
@@ -156,6 +157,19 @@ export class Api {
 
   species(ds: string, step: number, sp: string): Promise<SpeciesInfo> {
     return this.json(this.speciesPath(ds, step, sp));
+  }
+
+  fieldPath(ds: string, step: number, field: string): string {
+    return `datasets/${encodeURIComponent(ds)}/steps/${step}/fields/${encodeURIComponent(field)}`;
+  }
+
+  /** The grid fields of a step. */
+  fields(ds: string, step: number): Promise<{ fields: FieldSummary[] }> {
+    return this.json(`datasets/${encodeURIComponent(ds)}/steps/${step}/fields`);
+  }
+
+  field(ds: string, step: number, field: string): Promise<FieldInfo> {
+    return this.json(this.fieldPath(ds, step, field));
   }
 
   histogram(ds: string, step: number, sp: string, params: Params, signal?: AbortSignal): Promise<Histogram> {

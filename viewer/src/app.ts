@@ -6,6 +6,7 @@ import { Analysis } from "./analysis";
 import { Api, ApiError, type DatasetInfo, isAbort, type SpeciesInfo } from "./api";
 import { Camera } from "./camera";
 import { colormapTable } from "./colormap";
+import { SliceLoader } from "./fieldslice";
 import { FrameLoader } from "./loader";
 import { Renderer } from "./renderer";
 import { POSITION_COLUMNS, type RangeFilter, Scene, type SceneKey } from "./scene";
@@ -15,7 +16,8 @@ import { FilterPanel } from "./ui/filters";
 import { drawLegend } from "./ui/legend";
 import { statusText } from "./ui/status";
 import { gpuCanFilter, whereOf } from "./selection";
-import { decodeView, encodeView, type ViewState } from "./viewstate";
+import { AXIS_NAMES, type Axis, axisPositions, componentRange, type FieldInfo, type FieldSummary, nearestIndex, type SlicePlane } from "./slice";
+import { decodeView, encodeView, type SliceState, type ViewState } from "./viewstate";
 
 const BACKGROUNDS = { dark: [0.067, 0.075, 0.094], light: [1, 1, 1] } as const;
 
@@ -32,6 +34,12 @@ export class App {
   dataset: DatasetInfo | null = null;
   info: SpeciesInfo | null = null;
   scene: Scene | null = null;
+  /** the 3-D grid fields of the step (those a slice can cut) */
+  fieldList: FieldSummary[] = [];
+  /** the sliced field's description, and the plane drawn (the finest loaded so far) */
+  sliceInfo: FieldInfo | null = null;
+  slicePlane: SlicePlane | null = null;
+  readonly slicer: SliceLoader;
   /** the filters in the scene's server-side `where` (the GPU narrows within them) */
   private serverFilters: RangeFilter[] = [];
   private bytesTotal = 0;
@@ -62,6 +70,18 @@ export class App {
       idle: () => this.rested(),
       failed: (e) => this.fail(e),
     });
+    this.slicer = new SliceLoader(this.api, {
+      loaded: (plane, done) => {
+        this.slicePlane = plane;
+        this.renderer.setSliceValues(plane.values, plane.width, plane.height);
+        this.sliceStatus(done ? "ready" : "loading");
+        this.requestDraw();
+      },
+      failed: (e) => {
+        this.sliceStatus("error");
+        this.fail(e);
+      },
+    });
     canvas.addEventListener("webglcontextlost", (e) => {
       e.preventDefault();
       this.message("The graphics context was lost; reload the page.");
@@ -72,6 +92,7 @@ export class App {
   // --- what is open ---------------------------------------------------------------------
   async start(): Promise<void> {
     this.renderer.setColormap(colormapTable(this.view.map));
+    this.renderer.setSliceColormap(colormapTable(this.view.slice?.map ?? this.view.map));
     this.applyBackground();
     await this.run(async () => {
       const { datasets } = await this.api.datasets();
@@ -104,7 +125,100 @@ export class App {
       this.view.step = index;
       const names = Object.keys(step.species);
       await this.openSpecies(this.view.species && names.includes(this.view.species) ? this.view.species : names[0]);
+      await this.openFields();
     });
+  }
+
+  // --- the field slice ---------------------------------------------------------------------
+  /** The step's grid fields; the slice the view names, when the step has its field. */
+  private async openFields(): Promise<void> {
+    try {
+      this.fieldList = (await this.api.fields(this.view.ds!, this.view.step!)).fields.filter((f) => f.ndim === 3);
+    } catch (e) {
+      if (!(e instanceof ApiError && e.status === 404)) throw e;
+      this.fieldList = []; // a server without grid fields
+    }
+    const slice = this.view.slice;
+    await this.setSlice(slice && this.fieldList.some((f) => f.name === slice.field) ? slice : undefined);
+  }
+
+  /** Shows the slice (undefined: none): its field described, then its plane fetched coarse to fine. */
+  async setSlice(slice: SliceState | undefined): Promise<void> {
+    await this.run(async () => {
+      this.slicer.stop();
+      const before = this.sliceInfo;
+      this.view.slice = slice;
+      if (!slice) {
+        this.sliceInfo = null;
+        this.clearPlane();
+        this.sliceStatus("off");
+        this.changed();
+        return;
+      }
+      if (!before || before.field !== slice.field || before.step !== this.view.step || before.dataset !== this.view.ds) {
+        this.sliceInfo = null;
+        this.clearPlane();
+        this.sliceInfo = await this.api.field(this.view.ds!, this.view.step!, slice.field);
+      }
+      const info = this.sliceInfo!;
+      const comps = info.components;
+      if (comps && (!slice.component || !comps.includes(slice.component))) slice.component = comps[0];
+      if (!comps) slice.component = undefined;
+      this.renderer.setSliceColormap(colormapTable(slice.map));
+      this.loadSlice();
+      this.changed();
+    });
+  }
+
+  /** The slice's plane index along its axis (the sample nearest its position; the middle by default). */
+  sliceIndex(): number {
+    const info = this.sliceInfo;
+    const slice = this.view.slice;
+    if (!info || !slice) return 0;
+    const axis = this.sliceAxis();
+    const positions = axisPositions(info, axis);
+    return slice.pos === undefined ? Math.floor((positions.length - 1) / 2) : nearestIndex(positions, slice.pos);
+  }
+
+  sliceAxis(): Axis {
+    return AXIS_NAMES.indexOf(this.view.slice?.axis ?? "z") as Axis;
+  }
+
+  /** Moves the slice to sample `index` of its axis (the old plane's requests are aborted). */
+  setSliceIndex(index: number): void {
+    if (!this.sliceInfo || !this.view.slice) return;
+    this.view.slice.pos = axisPositions(this.sliceInfo, this.sliceAxis())[index];
+    this.loadSlice();
+    this.changed();
+  }
+
+  private loadSlice(): void {
+    const info = this.sliceInfo;
+    const slice = this.view.slice;
+    if (!info || !slice) return;
+    this.sliceStatus("loading");
+    const maxTexture = this.renderer.gl.getParameter(this.renderer.gl.MAX_TEXTURE_SIZE) as number;
+    this.slicer.load({ ds: this.view.ds!, step: this.view.step!, info, component: slice.component ?? null, axis: this.sliceAxis(), index: this.sliceIndex() }, maxTexture);
+  }
+
+  private clearPlane(): void {
+    this.slicePlane = null;
+    this.renderer.setSliceValues(null);
+    this.requestDraw();
+  }
+
+  sliceRange(): [number, number] {
+    return this.sliceInfo ? componentRange(this.sliceInfo, this.view.slice?.component ?? null) : [0, 1];
+  }
+
+  /** For tests: the slice's state and the level drawn. */
+  private sliceStatus(state: "off" | "loading" | "ready" | "error"): void {
+    const el = byId("slice-info");
+    el.dataset.state = state;
+    el.dataset.level = this.slicePlane ? String(this.slicePlane.level) : "";
+    const p = this.slicePlane;
+    el.textContent = state === "off" ? "" : `${state === "error" ? "error" : state === "loading" ? "loading…" : "full resolution"}${p ? ` · level ${p.level}, ${p.width} × ${p.height} samples` : ""}`;
+    this.onUpdate();
   }
 
   async openSpecies(name: string): Promise<void> {
@@ -313,12 +427,23 @@ export class App {
       filters: s ? this.view.filters.filter((f) => s.key.columns.includes(f.column)).map((f) => ({ column: f.column, lo: f.lo - off(f.column), hi: f.hi - off(f.column) })) : [],
       pointSize: this.view.size,
       background: [...BACKGROUNDS[this.view.bg]],
+      slice: this.sliceDraw(s ? s.origin : [0, 0, 0]),
     });
     this.status();
     // For tests and bench/viewer.py: what the last frame drew, and when (ms since page load).
     const el = byId("status");
     el.dataset.drawn = String(chunks.reduce((n, c) => n + c.count, 0));
     el.dataset.drawnAt = String(performance.now());
+  }
+
+  private sliceDraw(origin: readonly number[]) {
+    const p = this.slicePlane;
+    if (!p || !this.view.slice) return null;
+    const corners = new Float32Array(12);
+    p.corners.forEach((c, i) => {
+      for (let a = 0; a < 3; a++) corners[3 * i + a] = c[a] - origin[a];
+    });
+    return { corners, colorRange: this.sliceRange() };
   }
 
   private status(): void {
@@ -390,6 +515,7 @@ export class App {
     this.view = decodeView(window.location.hash);
     this.info = null;
     this.renderer.setColormap(colormapTable(this.view.map));
+    this.sliceInfo = null;
     this.applyBackground();
     await this.start();
   }

@@ -1,7 +1,8 @@
 // The side panel: each control calls the app; sync() shows the app's state in the controls.
 
 import type { App } from "./app";
-import { COLORMAPS } from "./colormap";
+import { COLORMAPS, DEFAULT_COLORMAP, colormapTable } from "./colormap";
+import { axisPositions } from "./slice";
 import { attachControls } from "./controls";
 import { byId, num, setOptions } from "./ui/dom";
 
@@ -23,7 +24,15 @@ export function bindPanel(app: App): () => void {
   const histX = $<HTMLSelectElement>("hist-x");
   const histY = $<HTMLSelectElement>("hist-y");
 
+  const sliceField = $<HTMLSelectElement>("slice-field");
+  const sliceComponent = $<HTMLSelectElement>("slice-component");
+  const sliceAxis = $<HTMLSelectElement>("slice-axis");
+  const sliceMap = $<HTMLSelectElement>("slice-map");
+  const slicePos = $<HTMLInputElement>("slice-pos");
+  const slicePosLabel = $("slice-pos-label");
+
   setOptions(colormap, Object.keys(COLORMAPS));
+  setOptions(sliceMap, Object.keys(COLORMAPS));
   const steps = () => app.dataset?.steps ?? [];
   const showStep = (i: number) => {
     const s = steps()[i];
@@ -61,6 +70,22 @@ export function bindPanel(app: App): () => void {
   const hist = () => app.setHist2dAxes(histX.value, histY.value);
   histX.addEventListener("change", hist);
   histY.addEventListener("change", hist);
+  sliceField.addEventListener("change", () => {
+    const s = app.view.slice;
+    void app.setSlice(sliceField.value ? { field: sliceField.value, axis: s?.axis ?? "z", map: s?.map ?? DEFAULT_COLORMAP } : undefined);
+  });
+  sliceComponent.addEventListener("change", () => {
+    if (app.view.slice) void app.setSlice({ ...app.view.slice, component: sliceComponent.value });
+  });
+  sliceAxis.addEventListener("change", () => {
+    const axis = sliceAxis.value as "x" | "y" | "z";
+    if (app.view.slice) void app.setSlice({ ...app.view.slice, axis, pos: undefined });
+  });
+  sliceMap.addEventListener("change", () => {
+    if (app.view.slice) void app.setSlice({ ...app.view.slice, map: sliceMap.value });
+  });
+  // Each step of the slider asks anew (coarse first); the requests of the last are aborted.
+  slicePos.addEventListener("input", () => app.setSliceIndex(Number(slicePos.value)));
   $("export-format").addEventListener("change", () => app.analysis.exportLink());
   $("export-view").addEventListener("change", () => app.analysis.exportLink());
 
@@ -105,5 +130,39 @@ export function bindPanel(app: App): () => void {
     if (document.activeElement !== where) where.value = v.where;
     setOptions(histX, cols, v.hist?.[0]);
     setOptions(histY, cols, v.hist?.[1]);
+    syncSlice();
   };
+
+  function syncSlice(): void {
+    const s = app.view.slice;
+    const info = app.sliceInfo;
+    setOptions(sliceField, ["", ...app.fieldList.map((f) => f.name)], s?.field ?? "", ["none", ...app.fieldList.map((f) => f.name)]);
+    const comps = info?.components ?? [];
+    setOptions(sliceComponent, comps, s?.component);
+    sliceComponent.hidden = comps.length === 0;
+    for (const e of [sliceAxis, sliceMap, slicePos]) e.disabled = !s || !info;
+    sliceAxis.value = s?.axis ?? "z";
+    sliceMap.value = s?.map ?? DEFAULT_COLORMAP;
+    const legend = $<HTMLCanvasElement>("slice-legend");
+    legend.hidden = !s || !info;
+    if (!s || !info) {
+      slicePosLabel.textContent = "";
+      for (const id of ["slice-min", "slice-max", "slice-unit"]) $(id).textContent = "";
+      return;
+    }
+    const axis = app.sliceAxis();
+    const positions = axisPositions(info, axis);
+    slicePos.max = String(positions.length - 1);
+    const index = app.sliceIndex();
+    if (document.activeElement !== slicePos) slicePos.value = String(index);
+    slicePosLabel.textContent = `${s.axis} = ${num(positions[index])} (sample ${index})`;
+    const table = colormapTable(s.map);
+    legend.width = table.length / 4;
+    legend.height = 1;
+    legend.getContext("2d")!.putImageData(new ImageData(new Uint8ClampedArray(table), table.length / 4, 1), 0, 0);
+    const [lo, hi] = app.sliceRange();
+    $("slice-min").textContent = num(lo);
+    $("slice-max").textContent = num(hi);
+    $("slice-unit").textContent = info.unit ? `${info.field}${s.component ? `.${s.component}` : ""} [${info.unit}]` : `${info.field}${s.component ? `.${s.component}` : ""}`;
+  }
 }

@@ -53,6 +53,39 @@ void main() {
   o_color = texture(u_cmap, vec2(t, 0.5));
 }`;
 
+// The field slice: a quad textured with the plane's samples (R32F, one texel per sample,
+// nearest), coloured through its own colour map; NaN samples are not drawn.
+const SLICE_VS = `#version 300 es
+layout(location = 0) in vec3 a_pos;
+layout(location = 1) in vec2 a_uv;
+uniform mat4 u_mvp;
+out vec2 v_uv;
+void main() {
+  gl_Position = u_mvp * vec4(a_pos, 1.0);
+  v_uv = a_uv;
+}`;
+
+const SLICE_FS = `#version 300 es
+precision highp float;
+uniform highp sampler2D u_values;
+uniform sampler2D u_cmap;
+uniform vec2 u_crange;
+in vec2 v_uv;
+out vec4 o_color;
+void main() {
+  float v = texture(u_values, v_uv).r;
+  if (isnan(v)) discard;
+  float t = clamp((v - u_crange.x) / (u_crange.y - u_crange.x), 0.0, 1.0) * ${(COLORMAP_SIZE - 1).toFixed(1)} / ${COLORMAP_SIZE.toFixed(1)} + ${(0.5 / COLORMAP_SIZE).toString()};
+  o_color = texture(u_cmap, vec2(t, 0.5));
+}`;
+
+/** The slice as drawn: corners relative to the frame's origin, its colour range. */
+export interface SliceDraw {
+  /** 4 corners × xyz: (u0, v0), (u1, v0), (u0, v1), (u1, v1), minus the origin */
+  corners: Float32Array;
+  colorRange: [number, number];
+}
+
 export interface GpuChunk {
   count: number;
   buffers: Map<string, WebGLBuffer>;
@@ -70,24 +103,71 @@ export interface DrawParams {
   filters: { column: string; lo: number; hi: number }[];
   pointSize: number;
   background: [number, number, number];
+  slice?: SliceDraw | null;
 }
 
 export class Renderer {
   readonly gl: WebGL2RenderingContext;
   private readonly program: twgl.ProgramInfo;
   private cmap: WebGLTexture | null = null;
+  private readonly sliceProgram: twgl.ProgramInfo;
+  private sliceCmap: WebGLTexture | null = null;
+  private sliceValues: WebGLTexture | null = null;
+  private readonly sliceVao: WebGLVertexArrayObject;
+  private readonly sliceCorners: WebGLBuffer;
 
   constructor(readonly canvas: HTMLCanvasElement) {
     const gl = canvas.getContext("webgl2", { antialias: false, alpha: false, depth: true });
     if (!gl) throw new Error("This browser cannot draw with WebGL2, which the viewer needs.");
     this.gl = gl;
     this.program = twgl.createProgramInfo(gl, [VS, FS]);
+    this.sliceProgram = twgl.createProgramInfo(gl, [SLICE_VS, SLICE_FS]);
+    this.sliceVao = gl.createVertexArray()!;
+    gl.bindVertexArray(this.sliceVao);
+    this.sliceCorners = twgl.createBufferFromTypedArray(gl, new Float32Array(12), gl.ARRAY_BUFFER, gl.DYNAMIC_DRAW);
+    gl.enableVertexAttribArray(0);
+    gl.vertexAttribPointer(0, 3, gl.FLOAT, false, 0, 0);
+    twgl.createBufferFromTypedArray(gl, new Float32Array([0, 0, 1, 0, 0, 1, 1, 1]), gl.ARRAY_BUFFER, gl.STATIC_DRAW);
+    gl.enableVertexAttribArray(1);
+    gl.vertexAttribPointer(1, 2, gl.FLOAT, false, 0, 0);
+    gl.bindVertexArray(null);
   }
 
   setColormap(table: Uint8Array): void {
     const gl = this.gl;
     if (this.cmap) gl.deleteTexture(this.cmap);
-    this.cmap = twgl.createTexture(gl, {
+    this.cmap = this.colormapTexture(table);
+  }
+
+  setSliceColormap(table: Uint8Array): void {
+    if (this.sliceCmap) this.gl.deleteTexture(this.sliceCmap);
+    this.sliceCmap = this.colormapTexture(table);
+  }
+
+  /** The slice's samples: width × height float32, u fastest (null: no slice). */
+  setSliceValues(values: Float32Array | null, width = 0, height = 0): void {
+    const gl = this.gl;
+    if (this.sliceValues) gl.deleteTexture(this.sliceValues);
+    this.sliceValues = null;
+    if (!values) return;
+    gl.pixelStorei(gl.UNPACK_ALIGNMENT, 4);
+    this.sliceValues = twgl.createTexture(gl, {
+      src: values,
+      width,
+      height,
+      format: gl.RED,
+      internalFormat: gl.R32F,
+      type: gl.FLOAT,
+      min: gl.NEAREST,
+      mag: gl.NEAREST,
+      wrap: gl.CLAMP_TO_EDGE,
+      auto: false,
+    });
+  }
+
+  private colormapTexture(table: Uint8Array): WebGLTexture {
+    const gl = this.gl;
+    return twgl.createTexture(gl, {
       src: table,
       width: table.length / 4,
       height: 1,
@@ -188,6 +268,20 @@ export class Renderer {
       this.bind(c, attribs);
       gl.drawArrays(gl.POINTS, 0, c.count);
     }
+    gl.bindVertexArray(null);
+    if (p.slice && this.sliceValues && this.sliceCmap) this.drawSlice(p.mvp, p.slice);
+  }
+
+  private drawSlice(mvp: Float32Array, s: SliceDraw): void {
+    const gl = this.gl;
+    let [c0, c1] = s.colorRange;
+    if (!(c1 > c0)) c1 = c0 + Math.max(1e-30, Math.abs(c0) * 1e-6);
+    gl.useProgram(this.sliceProgram.program);
+    twgl.setUniforms(this.sliceProgram, { u_mvp: mvp, u_crange: [c0, c1], u_values: this.sliceValues, u_cmap: this.sliceCmap });
+    gl.bindVertexArray(this.sliceVao);
+    gl.bindBuffer(gl.ARRAY_BUFFER, this.sliceCorners);
+    gl.bufferSubData(gl.ARRAY_BUFFER, 0, s.corners);
+    gl.drawArrays(gl.TRIANGLE_STRIP, 0, 4);
     gl.bindVertexArray(null);
   }
 }
