@@ -285,12 +285,11 @@ class Writer:
         from .field_file import field_tuple
 
         if self._comm is not None:
-            from .field_blocks import gather_fields
+            from .field_blocks import split_fields
 
-            whole = gather_fields(self._comm_obj, fields)  # rank 0: the grids; {} elsewhere
+            whole, blocks = split_fields(self._comm_obj, fields)  # whole grids on rank 0; every rank's blocks
             return _core.write_step_parallel(self._comm, self.path, step, time, attrs, payload,
-                                             self._parallel_options(),
-                                             fields=[field_tuple(n, f) for n, f in whole.items()]).to_dict()
+                                             self._parallel_options(), fields=whole, field_blocks=blocks).to_dict()
 
         if fields is not None and not isinstance(fields, Mapping):
             raise UsageError(f"fields must map names to motes.Field, got {type(fields).__name__}")
@@ -715,9 +714,9 @@ class Dataset:
     def verify(self, progress: bool = False) -> Dict[str, int]:
         """Checks everything: the manifest against the files (the header checksums it records,
         particle counts, bounds, schemas), and every checksum of every file (headers, index
-        sections, data blocks). Raises FormatError naming the first bad file and block; returns
-        counts ("pinned": species whose files the manifest identifies by checksum, all of them
-        unless the dataset was written by motes 0.1)."""
+        sections, data blocks), grid fields' files (every part) included. Raises FormatError
+        naming the first bad file and block; returns counts ("pinned": species whose files the
+        manifest identifies by checksum, all of them unless the dataset was written by motes 0.1)."""
         files = pinned = 0
         for st in self._steps:
             for name, sp in st.species.items():
@@ -731,8 +730,17 @@ class Dataset:
                     finally:
                         bar.close()
                     files += 1
+            for name in st.fields:
+                f = self._core.open_field(st.index, name)  # every part checked against the manifest
+                bar = _Progress(progress, f"step {st.index} field {name}")
+                try:
+                    f.verify()
+                finally:
+                    bar.close()
+                files += f.part_count
         species = sum(len(st.species) for st in self._steps)
-        return {"files": files, "steps": len(self._steps), "species": species, "pinned": pinned}
+        fields = sum(len(st.fields) for st in self._steps)
+        return {"files": files, "steps": len(self._steps), "species": species, "fields": fields, "pinned": pinned}
 
 
 def _comm_handle(comm: Any) -> int:

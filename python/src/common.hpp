@@ -69,6 +69,9 @@ using FieldTuple = std::tuple<std::string, std::vector<GridArray>, int, std::vec
                               std::optional<std::vector<double>>, std::optional<std::vector<double>>,
                               std::optional<std::vector<std::vector<double>>>, std::string, nb::object>;
 // The core's field (spec and pointers to the arrays' samples); UsageError naming the field.
+// A rank's block of a grid for a parallel write: its interior as a FieldTuple, the global
+// grid's (x, y, z) dims and the block's (x, y, z) offset in it.
+using FieldBlockTuple = std::tuple<FieldTuple, std::vector<uint64_t>, std::vector<uint64_t>>;
 motes::FieldInput field_input_of(const FieldTuple& t);
 
 // ---- boxes --------------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 
 #include "common.hpp"
 #include "motes/dataset/dataset.hpp"
+#include "motes/dataset/fields.hpp"
 #include "motes/dataset/species.hpp"
 #include "motes/particles/collection.hpp"
 
@@ -60,17 +61,8 @@ void bind_dataset(nb::module_& m) {
           "open_field",
           [](const motes::Dataset& d, int64_t step, const std::string& field) {
             const motes::FieldEntry& e = d.step(step).find_field(field);
-            std::shared_ptr<motes::fields::FieldFile> f;
-            {
-              nb::gil_scoped_release release;
-              f = motes::fields::FieldFile::open(d.dir() + "/" + e.file);
-            }
-            if (f->header_checksum() != e.checksum)
-              throw motes::FormatError(f->path() + ": field '" + field + "' of step " + std::to_string(step) +
-                                       ": its header checksum is " + motes::checksum_text(f->header_checksum()) +
-                                       ", the manifest says " + motes::checksum_text(e.checksum) +
-                                       " (a file copied over another?)");
-            return f;
+            nb::gil_scoped_release release;
+            return motes::open_field(d.dir(), step, e);
           },
           "step"_a, "field"_a, "One field of one step, its file checked against the manifest.")
       .def(
@@ -118,7 +110,8 @@ void bind_dataset(nb::module_& m) {
                          ed["ndim"] = f.ndim;
                          ed["dims"] = nb::make_tuple(f.dims[0], f.dims[1], f.dims[2]);
                          ed["components"] = f.components;
-                         ed["checksum"] = motes::checksum_text(f.checksum);
+                         ed["checksum"] = f.part_checksums.empty() ? nb::object(nb::str(motes::checksum_text(f.checksum).c_str())) : nb::none();
+                         ed["parts"] = f.part_count();
                          fd[f.name.c_str()] = ed;
                        }
                        sd["fields"] = fd;

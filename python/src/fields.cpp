@@ -177,7 +177,21 @@ void bind_fields(nb::module_& m) {
             return FieldFile::open(path);
           },
           "path"_a)
-      .def_prop_ro("path", &FieldFile::path)
+      .def_static(
+          "open_parts",
+          [](const std::vector<std::string>& paths) {
+            nb::gil_scoped_release release;
+            return FieldFile::open(paths);
+          },
+          "paths"_a, "A field written in parts: the files of parts 0, 1, ...")
+      .def_prop_ro("path", [](const FieldFile& f) { return f.path(); }, "The (first part's) file.")
+      .def_prop_ro("part_count", &FieldFile::part_count)
+      .def_prop_ro("paths",
+                   [](const FieldFile& f) {
+                     std::vector<std::string> out;
+                     for (size_t k = 0; k < f.part_count(); ++k) out.push_back(f.path(k));
+                     return out;
+                   })
       .def_prop_ro("name", [](const FieldFile& f) { return f.spec().name; })
       .def_prop_ro("dtype", [](const FieldFile& f) { return std::string(motes::dtype_name(f.spec().dtype)); })
       .def_prop_ro("ndim", [](const FieldFile& f) { return f.spec().ndim; })
@@ -194,7 +208,7 @@ void bind_fields(nb::module_& m) {
       .def_prop_ro("block_bits", &FieldFile::block_bits)
       .def_prop_ro("levels", &FieldFile::levels)
       .def_prop_ro("stored_bytes", &FieldFile::stored_bytes)
-      .def_prop_ro("header_checksum", &FieldFile::header_checksum)
+      .def_prop_ro("header_checksum", [](const FieldFile& f) { return f.header_checksum(); }, "The (first part's) header checksum.")
       .def_prop_ro("ranges",
                    [](const FieldFile& f) {
                      nb::list out;

@@ -323,8 +323,15 @@ void bind_options(nb::module_& m) {
       .ro("balance", &motes::ParallelWriteReport::Species::balance, "Balance of the part files")
       .done();
 
+  Record<motes::ParallelWriteReport::Field>(m, "FieldWriteReport", "One field of a collective write (from the ranks' blocks).")
+      .ro("name", &motes::ParallelWriteReport::Field::name, "")
+      .ro("parts", &motes::ParallelWriteReport::Field::parts, "part files (1: one file)")
+      .ro("file_bytes", &motes::ParallelWriteReport::Field::file_bytes, "")
+      .done();
+
   Record<motes::ParallelWriteReport>(m, "ParallelWriteReport", "What a collective write did; the same on every rank.")
       .ro("species", &motes::ParallelWriteReport::species, "SpeciesWriteReport per species")
+      .ro("fields", &motes::ParallelWriteReport::fields, "FieldWriteReport per field written from blocks")
       .ro("file_bytes", &motes::ParallelWriteReport::file_bytes, "all part files")
       .ro("plan_seconds", &motes::ParallelWriteReport::plan_seconds, "slowest rank per phase")
       .ro("exchange_seconds", &motes::ParallelWriteReport::exchange_seconds, "")

@@ -127,20 +127,36 @@ void bind_parallel(nb::module_& m) {
       "write_step_parallel",
       [](int comm_f, const std::string& dir, int64_t index, double time, nb::handle attributes,
          const SpeciesTuples& species, std::optional<motes::ParallelWriteOptions> options,
-         const std::vector<FieldTuple>& fields) {
+         const std::vector<FieldTuple>& fields, const std::vector<FieldBlockTuple>& field_blocks) {
         nlohmann::json attrs = attributes_of(attributes, "step attributes");
         std::vector<motes::SpeciesColumns> sp;
         for (const auto& [name, cols] : species) sp.emplace_back(name, views_of(cols));
         std::vector<motes::FieldInput> fs;
         for (const FieldTuple& f : fields) fs.push_back(field_input_of(f));
+        std::vector<motes::FieldBlockInput> bs;
+        for (const auto& [t, dims, offset] : field_blocks) {
+          motes::FieldInput block = field_input_of(t);
+          motes::FieldBlockInput b;
+          b.spec = block.spec;
+          b.count = block.spec.dims;  // the interior given, C order, without ghosts
+          b.array_dims = block.spec.dims;
+          b.values = block.values;
+          for (size_t a = 0; a < 3; ++a) {
+            b.spec.dims[a] = a < dims.size() ? dims[a] : 1;
+            b.offset[a] = a < offset.size() ? offset[a] : 0;
+          }
+          bs.push_back(std::move(b));
+        }
         const motes::ParallelWriteOptions o = options.value_or(motes::ParallelWriteOptions{});
         nb::gil_scoped_release release;
-        return motes::write_step_parallel(MPI_Comm_f2c(comm_f), dir, index, time, attrs, sp, o, fs);
+        return motes::write_step_parallel(MPI_Comm_f2c(comm_f), dir, index, time, attrs, sp, o, fs, bs);
       },
       "comm"_a, "dir"_a, "index"_a, "time"_a, "attributes"_a, "species"_a, "options"_a = nb::none(),
-      "fields"_a = std::vector<FieldTuple>(),
+      "fields"_a = std::vector<FieldTuple>(), "field_blocks"_a = std::vector<FieldBlockTuple>(),
       "Collective write of a step (comm: a Fortran communicator handle); fields (FieldTuples, whole grids) are "
-      "given on rank 0 only. Returns the ParallelWriteReport.");
+      "given on rank 0 only; field_blocks ((FieldTuple of this rank's block without ghosts, global dims (x, y, z), "
+      "offset (x, y, z)), the same fields on every rank) are written by aggregators in parts. Returns the "
+      "ParallelWriteReport.");
 
   m.def(
       "read_partition",

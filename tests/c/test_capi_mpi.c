@@ -58,6 +58,111 @@ static void check_same_everywhere(motes_status s, MPI_Comm comm, const char* wha
   CHECK(lo == hi, what);
 }
 
+static int files_equal(const char* a, const char* b) {
+  FILE* fa = fopen(a, "rb");
+  FILE* fb = fopen(b, "rb");
+  int same = fa && fb;
+  while (same) {
+    int ca = fgetc(fa), cb = fgetc(fb);
+    if (ca != cb) same = 0;
+    if (ca == EOF || cb == EOF) break;
+  }
+  if (fa) fclose(fa);
+  if (fb) fclose(fb);
+  return same;
+}
+
+static int file_exists(const char* p) {
+  FILE* f = fopen(p, "rb");
+  if (f) fclose(f);
+  return f != NULL;
+}
+
+/* Fields from every rank's block: a 100 x 40 x 20 grid (x, y, z) cut into slabs along x, each
+ * rank's array holding its slab with one ghost layer on each side inside the grid; rank 1
+ * holds no block. One part (a large target) is the serial writer's file byte for byte; a
+ * small target gives one part per rank holding a block or fewer; overlapping blocks are
+ * refused on every rank. */
+static void check_field_blocks(const char* base) {
+  enum { NX = 100, NY = 40, NZ = 20 };
+  const uint64_t dims[3] = {NX, NY, NZ};
+  const double origin[3] = {0, 0, 0}, spacing[3] = {0.5, 0.5, 0.5};
+  int holders = size - 1, slot = rank == 0 ? 0 : rank - 1; /* ranks other than 1, in order */
+  uint64_t lo = rank == 1 ? 0 : (uint64_t)slot * NX / holders, hi = rank == 1 ? 0 : (uint64_t)(slot + 1) * NX / holders;
+  uint64_t glo = lo > 0 ? 1 : 0, ghi = hi < NX && hi > 0 ? 1 : 0;
+  uint64_t ax = hi - lo + glo + ghi;
+  float* a = malloc(sizeof(float) * (ax ? ax : 1) * NY * NZ);
+  for (uint64_t k = 0; k < NZ; ++k)
+    for (uint64_t j = 0; j < NY; ++j)
+      for (uint64_t i = 0; i < ax; ++i) a[(k * NY + j) * ax + i] = (float)((lo + i - glo) + 100 * j + 10000 * k);
+  const uint64_t offset[3] = {lo, 0, 0}, count[3] = {hi - lo, NY, NZ}, array_dims[3] = {ax, NY, NZ},
+                 ghost_lo[3] = {glo, 0, 0};
+  const void* data[1] = {rank == 1 ? NULL : a};
+  char path[320], serial[320], f1[400], f2[400];
+  snprintf(path, sizeof path, "%s-fields", base);
+  snprintf(serial, sizeof serial, "%s-serial", base);
+
+  motes_writer* w = NULL;
+  CHECK(motes_writer_open_parallel(path, MPI_COMM_WORLD, &w) == MOTES_OK, "open for fields");
+  for (int step = 0; step < 2; ++step) {
+    CHECK(motes_writer_set_aggregation(w, step == 0 ? (uint64_t)1 << 30 : 4096, "adaptive", 0) == MOTES_OK, "target");
+    CHECK(motes_writer_begin_step(w, step, 0.0) == MOTES_OK, "begin a fields step");
+    CHECK(motes_writer_set_field_block(w, "rho", MOTES_F32, 3, dims, offset, count, array_dims, ghost_lo, 1, data, NULL,
+                                       origin, spacing, 0, "C/m^3") == MOTES_OK,
+          "set_field_block");
+    motes_status s = motes_writer_write_step(w);
+    CHECK(s == MOTES_OK, "write a step of fields from blocks");
+    check_same_everywhere(s, MPI_COMM_WORLD, "field step status agrees");
+  }
+  /* Overlap: every rank claims the whole x range. */
+  CHECK(motes_writer_begin_step(w, 2, 0.0) == MOTES_OK, "begin step 2 of fields");
+  const uint64_t all[3] = {0, 0, 0}, whole[3] = {NX, NY, NZ};
+  float* b = malloc(sizeof(float) * NX * NY * NZ);
+  memset(b, 0, sizeof(float) * NX * NY * NZ);
+  const void* bd[1] = {b};
+  CHECK(motes_writer_set_field_block(w, "rho", MOTES_F32, 3, dims, all, whole, NULL, NULL, 1, bd, NULL, origin, spacing, 0,
+                                     "C/m^3") == MOTES_OK,
+        "set an overlapping block");
+  motes_status s = motes_writer_write_step(w);
+  CHECK(s == MOTES_ERROR_USAGE, "overlapping blocks refused");
+  CHECK(strstr(motes_last_error(), "overlap") != NULL, "the message says overlap");
+  check_same_everywhere(s, MPI_COMM_WORLD, "overlap status agrees");
+  CHECK(motes_writer_close(w) == MOTES_OK, "close the fields writer");
+
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (rank == 0) {
+    /* The serial writer's file of the same grid. */
+    float* g = malloc(sizeof(float) * NX * NY * NZ);
+    for (uint64_t k = 0; k < NZ; ++k)
+      for (uint64_t j = 0; j < NY; ++j)
+        for (uint64_t i = 0; i < NX; ++i) g[(k * NY + j) * NX + i] = (float)(i + 100 * j + 10000 * k);
+    motes_writer* ws = NULL;
+    const void* gd[1] = {g};
+    CHECK(motes_writer_open(serial, &ws) == MOTES_OK, "open serial");
+    CHECK(motes_writer_begin_step(ws, 0, 0.0) == MOTES_OK, "begin serial");
+    CHECK(motes_writer_set_field(ws, "rho", MOTES_F32, 3, dims, 1, gd, NULL, origin, spacing, 0, "C/m^3") == MOTES_OK,
+          "serial field");
+    CHECK(motes_writer_write_step(ws) == MOTES_OK, "write serial");
+    CHECK(motes_writer_close(ws) == MOTES_OK, "close serial");
+    snprintf(f1, sizeof f1, "%s/steps/000000/rho.mfd", path);
+    snprintf(f2, sizeof f2, "%s/steps/000000/rho.mfd", serial);
+    CHECK(files_equal(f1, f2), "one part is the serial file byte for byte");
+    /* Step 1: 4 kB parts of the 320 kB grid (16 blocks), one per rank: every rank aggregates one. */
+    for (int k = 0; k < size; ++k) {
+      snprintf(f1, sizeof f1, "%s/steps/000001/rho.p%06d.mfd", path, k);
+      CHECK(file_exists(f1), "a part file per rank");
+    }
+    snprintf(f1, sizeof f1, "%s/steps/000001/rho.p%06d.mfd", path, size);
+    CHECK(!file_exists(f1), "no more parts than ranks");
+    char cleanup[700];
+    snprintf(cleanup, sizeof cleanup, "rm -rf '%s' '%s'", path, serial);
+    CHECK(system(cleanup) == 0, "clean up");
+    free(g);
+  }
+  free(a);
+  free(b);
+}
+
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -179,6 +284,7 @@ int main(int argc, char** argv) {
     CHECK(ws == NULL, "writer is NULL after a failed open");
   }
   CHECK(motes_writer_open_parallel(NULL, MPI_COMM_WORLD, &w) == MOTES_ERROR_USAGE, "NULL path refused");
+  check_field_blocks(path);
 
   /* The manifest lists steps 0..3 with the global counts (it is JSON, written with
    * one-space indentation; docs/format.md). */

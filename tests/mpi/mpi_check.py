@@ -26,6 +26,7 @@ import numpy as np
 from mpi4py import MPI
 
 import motes
+import motes.field_file
 
 N = 120_000
 
@@ -355,34 +356,59 @@ def field_blocks(comm, a, ghost):
     return block.copy(), lo, hi, g
 
 
+def field_arrays():
+    """The grids of the fields checks (the same on every rank and in every run)."""
+    rng = np.random.default_rng(11)
+    rho = rng.random((40, 50, 61)).astype(np.float32)  # (z, y, x): not divisible by the rank grid
+    e = rng.standard_normal((13, 17, 19, 3))
+    return rho, e
+
+
 def cmd_fields(args, comm):
     """Fields written in parallel: every rank passes its block with ghost zones (dropped on
-    write); a whole field from rank 0 beside them; read back exactly on every rank, each
-    rank's block with its halo filled from the neighbours' data in the file."""
+    write), aggregators write the fields in parts; a whole field from rank 0 beside them;
+    read back exactly on every rank, each rank's block with its halo filled from the
+    neighbours' data in the file."""
     d = global_data(0)
-    rng = np.random.default_rng(11)
-    rho = rng.random((13, 17, 19)).astype(np.float32)  # (z, y, x): not divisible by the rank grid
-    e = rng.standard_normal((13, 17, 19, 3))
+    rho, e = field_arrays()
     blocks = {}
     for name, a, comps in (("rho", rho, None), ("E", e, ("x", "y", "z"))):
         block, lo, hi, g = field_blocks(comm, a, ghost=2)
         blocks[name] = motes.field.FieldBlock(block, offset=lo, dims=a.shape[:3][::-1], ghosts=g,
-                                               spacing=(0.5, 0.5, 0.5), components=comps)
+                                               spacing=(0.5, 0.5, 0.5), components=comps, unit="V/m")
     whole = motes.Field(rho * 2, spacing=(0.5, 0.5, 0.5)) if comm.rank == 0 else None
     w = motes.Writer(args.dir, comm=comm, target_bytes=args.target, sync=False)
-    w.write_step(0, {"electrons": local(d, comm, args.scenario)}, fields={**blocks, "rho2": whole})
+    report = w.write_step(0, {"electrons": local(d, comm, args.scenario)}, fields={**blocks, "rho2": whole})
     comm.Barrier()
+    parts = {f["name"]: f["parts"] for f in report["fields"]}
+    # The parts: about one per target's bytes, at most one per rank.
+    assert parts["rho"] == min(comm.size, -(-rho.nbytes // args.target)), (parts, comm.size)
     ds = motes.open(args.dir)
     assert ds.field_names(0) == ["E", "rho", "rho2"], ds.field_names(0)
+    assert ds.step(0).fields["rho"]["parts"] == parts["rho"]
     assert np.array_equal(ds.field("rho").read(), rho)
     assert np.array_equal(ds.field("E").read(), e)
+    assert ds.field("E").unit == "V/m" and ds.field("E").spacing == (0.5, 0.5, 0.5)
     assert np.array_equal(ds.field("rho2").read(), rho * 2)
+    for level in (1, 2, 5):
+        s = 2 ** level
+        assert np.array_equal(ds.field("rho").read(level=level), rho[::s, ::s, ::s])
+    # A field of one part is the serial writer's file, byte for byte.
+    if comm.rank == 0 and parts["E"] == 1:
+        serial = os.path.join(args.dir, "serial_E.mfd")
+        motes.field_file.write_field_file(serial, motes.Field(e, spacing=(0.5, 0.5, 0.5), components=("x", "y", "z"),
+                                                              unit="V/m"), name="E", sync=False)
+        with open(serial, "rb") as a, open(os.path.join(args.dir, "steps/000000/E.mfd"), "rb") as b:
+            assert a.read() == b.read(), "one part differs from the serial file"
+        os.remove(serial)
     # A rank's block with a halo of 1, read back from the file (the neighbours' samples filled in).
     _, lo, hi, _ = field_blocks(comm, rho, ghost=0)
     halo_lo = [max(0, v - 1) for v in lo]
     halo_hi = [min(n, v + 1) for v, n in zip(hi, rho.shape[::-1])]
     got = ds.field("rho").read(index_box=(halo_lo, halo_hi))
     assert np.array_equal(got, rho[halo_lo[2]:halo_hi[2], halo_lo[1]:halo_hi[1], halo_lo[0]:halo_hi[0]])
+    if comm.rank == 0:
+        ds.verify()
     # Blocks that overlap are refused on every rank, naming the ranks; nothing is written.
     if comm.size > 1:
         bad = motes.field.FieldBlock(rho, offset=(0, 0, 0), dims=rho.shape[::-1])
@@ -392,9 +418,39 @@ def cmd_fields(args, comm):
         except motes.UsageError as exc:
             assert "overlap" in str(exc), exc
         assert motes.open(args.dir).steps == [0]
+        # A hole (a rank's block one sample short) too.
+        block, lo, hi, g = field_blocks(comm, rho, ghost=0)
+        if comm.rank == comm.size - 1:
+            block = block[:, :, :-1]
+        short = motes.field.FieldBlock(block, offset=lo, dims=rho.shape[::-1])
+        try:
+            w.write_step(1, {"electrons": local(d, comm, args.scenario)}, fields={"rho": short})
+            raise AssertionError("a hole was accepted")
+        except motes.UsageError as exc:
+            assert "hole" in str(exc), exc
+        assert motes.open(args.dir).steps == [0]
     comm.Barrier()
     if comm.rank == 0:
         print("fields checks passed", flush=True)
+
+
+def cmd_fields_read(args, comm):
+    """The fields of `cmd_fields`, read on another number of ranks: every rank reads its own
+    block of a rank grid (with a halo of 1) and the whole field at a coarse level."""
+    rho, e = field_arrays()
+    ds = motes.open(args.dir)
+    _, lo, hi, _ = field_blocks(comm, rho, ghost=0)
+    halo_lo = [max(0, v - 1) for v in lo]
+    halo_hi = [min(n, v + 1) for v, n in zip(hi, rho.shape[::-1])]
+    got = ds.field("rho").read(index_box=(halo_lo, halo_hi))
+    assert np.array_equal(got, rho[halo_lo[2]:halo_hi[2], halo_lo[1]:halo_hi[1], halo_lo[0]:halo_hi[0]])
+    _, lo, hi, _ = field_blocks(comm, e, ghost=0)
+    got = ds.field("E").read(index_box=(lo, hi), component="y")
+    assert np.array_equal(got, e[lo[2]:hi[2], lo[1]:hi[1], lo[0]:hi[0], 1])
+    assert np.array_equal(ds.field("rho").read(level=2), rho[::4, ::4, ::4])
+    comm.Barrier()
+    if comm.rank == 0:
+        print("fields read checks passed", flush=True)
 
 
 def cmd_crash(args, comm):
@@ -413,7 +469,7 @@ def cmd_crash(args, comm):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("command", choices=["write", "read", "errors", "crash", "lossy", "fields"])
+    p.add_argument("command", choices=["write", "read", "errors", "crash", "lossy", "fields", "fields_read"])
     p.add_argument("dir")
     p.add_argument("--scenario", default="grid", choices=["grid", "empty", "one", "overlap"])
     p.add_argument("--method", default="adaptive", choices=["adaptive", "aug"])
@@ -423,7 +479,8 @@ def main():
     comm = MPI.COMM_WORLD.Dup()
     try:
         {"write": cmd_write, "read": cmd_read, "errors": cmd_errors, "crash": cmd_crash,
-         "lossy": cmd_lossy, "fields": cmd_fields}[args.command](args, comm)
+         "lossy": cmd_lossy, "fields": cmd_fields,
+     "fields_read": cmd_fields_read}[args.command](args, comm)
     except BaseException:
         import traceback
 

@@ -62,10 +62,13 @@ def test_error_bounded_columns_written_in_parallel(tmp_path, scenario):
     assert "lossy checks passed" in out.stdout
 
 
-@pytest.mark.parametrize("ranks", [1, 3, 4])
-def test_fields_written_in_parallel_from_blocks_with_ghosts(tmp_path, ranks):
+@pytest.mark.parametrize("ranks,read_ranks", [(1, 3), (2, 5), (3, 1), (5, 2), (8, 3)])
+def test_fields_written_in_parallel_from_blocks_with_ghosts(tmp_path, ranks, read_ranks):
+    # 300 kB files: the 480 kB rho goes into 2 parts (1 on one rank), E's 2.9 MB into one per rank.
     out = mpirun(ranks, "fields", tmp_path / "run.motes", "--target", 300_000)
     assert "fields checks passed" in out.stdout
+    out = mpirun(read_ranks, "fields_read", tmp_path / "run.motes")
+    assert "fields read checks passed" in out.stdout
 
 
 def test_parallel_step_layout_on_disk(tmp_path):

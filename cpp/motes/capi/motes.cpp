@@ -59,6 +59,31 @@ void complete_declared_columns(motes_writer* w) {
 
 }  // namespace
 
+motes::fields::FieldSpec c_field_spec(const char* name, motes_dtype dtype, int ndim, const uint64_t* dims, int components,
+                                      const char* const* component_names, const double* origin, const double* spacing,
+                                      int cell_centred, const char* unit) {
+  const std::string what = "field '" + std::string(name) + "'";
+  if (!motes::dtype_valid(uint8_t(dtype))) throw motes::UsageError(what + ": unknown dtype " + std::to_string(int(dtype)));
+  if (ndim < 1 || ndim > 3) throw motes::UsageError(what + ": ndim must be 1, 2 or 3");
+  if (components < 1 || components > 64) throw motes::UsageError(what + ": components must be 1 to 64");
+  motes::fields::FieldSpec spec;
+  spec.name = name;
+  spec.dtype = motes::DType(dtype);
+  spec.ndim = ndim;
+  for (int a = 0; a < ndim; ++a) {
+    spec.dims[size_t(a)] = dims[a];
+    spec.origin[size_t(a)] = origin ? origin[a] : 0.0;
+    spec.spacing[size_t(a)] = spacing ? spacing[a] : 1.0;
+  }
+  spec.centering = cell_centred ? motes::fields::Centering::cell : motes::fields::Centering::node;
+  if (unit) spec.unit = unit;
+  if (components > 1)
+    for (int c = 0; c < components; ++c)
+      spec.components.push_back(component_names && component_names[c] ? component_names[c] : std::to_string(c));
+  spec.check();
+  return spec;
+}
+
 extern "C" {
 
 const char* motes_last_error(void) { return last_error.c_str(); }
@@ -122,6 +147,7 @@ motes_status motes_writer_begin_step(motes_writer* w, int64_t step, double time)
     w->attributes = nlohmann::json::object();
     w->species.clear();
     w->fields.clear();
+    w->field_blocks.clear();
     return MOTES_OK;
   });
 }
@@ -179,32 +205,14 @@ motes_status motes_writer_set_field(motes_writer* w, const char* name, motes_dty
   return guarded([&] {
     if (!w || !name || !dims || !data) return fail(MOTES_ERROR_USAGE, "motes_writer_set_field: NULL argument");
     if (!w->in_step) return fail(MOTES_ERROR_USAGE, "no step begun: call motes_writer_begin_step first");
-    if (!motes::dtype_valid(uint8_t(dtype)))
-      return fail(MOTES_ERROR_USAGE, "field '" + std::string(name) + "': unknown dtype " + std::to_string(int(dtype)));
-    if (ndim < 1 || ndim > 3) return fail(MOTES_ERROR_USAGE, "field '" + std::string(name) + "': ndim must be 1, 2 or 3");
-    if (components < 1 || components > 64)
-      return fail(MOTES_ERROR_USAGE, "field '" + std::string(name) + "': components must be 1 to 64");
     for (const motes::FieldInput& f : w->fields)
       if (f.spec.name == name) return fail(MOTES_ERROR_USAGE, "field '" + std::string(name) + "' is set twice");
     motes::FieldInput f;
-    f.spec.name = name;
-    f.spec.dtype = motes::DType(dtype);
-    f.spec.ndim = ndim;
-    for (int a = 0; a < ndim; ++a) {
-      f.spec.dims[size_t(a)] = dims[a];
-      f.spec.origin[size_t(a)] = origin ? origin[a] : 0.0;
-      f.spec.spacing[size_t(a)] = spacing ? spacing[a] : 1.0;
-    }
-    f.spec.centering = cell_centred ? motes::fields::Centering::cell : motes::fields::Centering::node;
-    if (unit) f.spec.unit = unit;
-    if (components > 1)
-      for (int c = 0; c < components; ++c)
-        f.spec.components.push_back(component_names && component_names[c] ? component_names[c] : std::to_string(c));
+    f.spec = c_field_spec(name, dtype, ndim, dims, components, component_names, origin, spacing, cell_centred, unit);
     for (int c = 0; c < components; ++c) {
       if (!data[c]) return fail(MOTES_ERROR_USAGE, "field '" + std::string(name) + "': component " + std::to_string(c) + " is NULL");
       f.values.push_back(data[c]);
     }
-    f.spec.check();
     w->fields.push_back(std::move(f));
     return MOTES_OK;
   });
@@ -220,6 +228,7 @@ motes_status motes_writer_write_step(motes_writer* w) {
     w->in_step = false;
     w->species.clear();
     w->fields.clear();
+    w->field_blocks.clear();
     return MOTES_OK;
   });
 }

@@ -25,7 +25,7 @@ module motes_parallel
   implicit none
   private
 
-  public :: motes_writer_open_parallel, motes_writer_set_aggregation
+  public :: motes_writer_open_parallel, motes_writer_set_aggregation, motes_writer_set_field_block
 
   interface
     ! comm is MPI_Fint, the C type MPI defines to match a default Fortran INTEGER; declaring
@@ -44,6 +44,20 @@ module motes_parallel
       integer(c_int64_t), value :: target_bytes  ! uint64_t in C; only values >= 0 are passed
       character(kind=c_char), intent(in) :: method(*)
       integer(c_int), value :: best_axis
+      integer(c_int) :: s
+    end function
+    function c_set_field_block(writer, name, dtype, ndim, global_dims, offset, count, array_dims, ghost_lo, &
+                               components, data, names, origin, spacing, cell_centred, unit) &
+        bind(c, name="motes_writer_set_field_block") result(s)
+      import :: c_ptr, c_int, c_char, c_int64_t, c_double
+      type(c_ptr), value :: writer
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_int), value :: dtype, ndim, components, cell_centred
+      integer(c_int64_t), intent(in) :: global_dims(*), offset(*), count(*), array_dims(*), ghost_lo(*)
+      type(c_ptr), intent(in) :: data(*)
+      type(c_ptr), value :: names
+      real(c_double), intent(in) :: origin(*), spacing(*)
+      character(kind=c_char), intent(in) :: unit(*)
       integer(c_int) :: s
     end function
   end interface
@@ -75,6 +89,26 @@ contains
     end if
     s = c_set_aggregation(writer, int(target_bytes, c_int64_t), motes_c_string(trim(method)), &
                           merge(1_c_int, 0_c_int, best_axis))
+  end function
+
+  ! This rank's block of a grid field of the step (see motes_mpi.h): global_dims(1:ndim) the
+  ! global grid's sizes; the block's interior is samples offset(a) .. offset(a)+count(a)-1
+  ! (0-based) of it; data(1:components) (c_loc of arrays a(nx, ny, nz), x fastest) hold the
+  ! block with its ghost zones, array_dims(1:ndim) samples per axis, the interior starting at
+  ! 0-based sample ghost_lo(a). Ghosts are dropped on write. Components are named "0", "1", ...
+  integer function motes_writer_set_field_block(writer, name, dtype, ndim, global_dims, offset, count, array_dims, &
+                                                ghost_lo, data, origin, spacing, cell_centred, unit) result(s)
+    type(c_ptr), intent(in) :: writer
+    character(len=*), intent(in) :: name, unit
+    integer(c_int), intent(in) :: dtype, ndim
+    integer(int64), intent(in) :: global_dims(:), offset(:), count(:), array_dims(:), ghost_lo(:)
+    type(c_ptr), intent(in) :: data(:)
+    real(c_double), intent(in) :: origin(:), spacing(:)
+    logical, intent(in) :: cell_centred
+    s = c_set_field_block(writer, motes_c_string(name), dtype, ndim, int(global_dims, c_int64_t), &
+                          int(offset, c_int64_t), int(count, c_int64_t), int(array_dims, c_int64_t), &
+                          int(ghost_lo, c_int64_t), int(size(data), c_int), data, c_null_ptr, origin, spacing, &
+                          merge(1_c_int, 0_c_int, cell_centred), motes_c_string(unit))
   end function
 
 end module motes_parallel

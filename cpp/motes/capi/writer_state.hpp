@@ -31,6 +31,7 @@ struct motes_writer {
   nlohmann::json attributes = nlohmann::json::object();
   std::vector<motes::SpeciesColumns> species;
   std::vector<motes::FieldInput> fields;  // of the step being built
+  std::vector<motes::FieldBlockInput> field_blocks;  // this rank's blocks of the step's fields (parallel)
   // The schema declared with motes_writer_define_column: (species, column), in order.
   std::vector<std::pair<std::string, motes::ColumnSpec>> declared;
   // Set by motes_writer_open_parallel: writes the step collectively instead.
@@ -38,6 +39,12 @@ struct motes_writer {
 };
 
 inline thread_local std::string last_error;
+
+// The spec of a field from the C API's arguments (motes_writer_set_field, _set_field_block):
+// UsageError naming the field for what the core's check refuses.
+motes::fields::FieldSpec c_field_spec(const char* name, motes_dtype dtype, int ndim, const uint64_t* dims, int components,
+                                      const char* const* component_names, const double* origin, const double* spacing,
+                                      int cell_centred, const char* unit);
 
 inline motes_status fail(motes_status s, const std::string& message) {
   last_error = message;

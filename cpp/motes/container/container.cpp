@@ -24,7 +24,10 @@ std::string feature_names(uint64_t bits) {
   for (uint32_t k = 0; k < 64; ++k) {
     if (!(bits >> k & 1)) continue;
     const uint64_t bit = uint64_t(1) << k;
-    std::string name = bit == kFeatureZstdSections ? "zstd-sections" : bit == kFeatureCodedBlocks ? "coded-blocks" : "bit " + std::to_string(k);
+    std::string name = bit == kFeatureZstdSections  ? "zstd-sections"
+                       : bit == kFeatureCodedBlocks ? "coded-blocks"
+                       : bit == kFeatureFieldParts  ? "field-parts"
+                                                    : "bit " + std::to_string(k);
     out += (out.empty() ? "" : ", ") + name;
   }
   return out;

@@ -40,8 +40,9 @@ enum Storage : uint8_t {
 enum Feature : uint64_t {
   kFeatureZstdSections = 1u << 0,  // sections stored as zstd frames (kZstd)
   kFeatureCodedBlocks = 1u << 1,   // bulk data stored as coded blocks (kBlocks)
+  kFeatureFieldParts = 1u << 2,    // a field file holding one run of a field's blocks (docs/format.md §14.7)
 };
-inline constexpr uint64_t kKnownFeatures = kFeatureZstdSections | kFeatureCodedBlocks;
+inline constexpr uint64_t kKnownFeatures = kFeatureZstdSections | kFeatureCodedBlocks | kFeatureFieldParts;
 std::string feature_names(uint64_t bits);  // "zstd-sections, coded-blocks, bit 7"
 
 #pragma pack(push, 1)

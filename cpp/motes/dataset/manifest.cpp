@@ -184,9 +184,20 @@ FieldEntry field_from(const std::string& name, const json& f, int64_t index, con
     if (!comps->is_array() || comps->size() > 64) bad(where + "components are not a list of at most 64 names");
     for (const json& c : *comps) e.components.push_back(text_of(c, where + "component"));
   }
-  e.checksum = checksum_of(member(f, "checksum", where), where + "checksum");
+  auto parts = f.find("parts");  // since manifest 1.4
+  if (parts == f.end()) {
+    e.checksum = checksum_of(member(f, "checksum", where), where + "checksum");
+  } else {
+    const uint64_t np = unsigned_of(*parts, where + "parts");
+    if (np < 2 || np > (uint64_t(1) << 20)) bad(where + "has " + std::to_string(np) + " parts (2 to 2^20)");
+    if (f.contains("checksum")) bad(where + "a field in parts has part_checksums, not a checksum");
+    const json& sums = member(f, "part_checksums", where);
+    if (!sums.is_array() || sums.size() != np) bad(where + "part_checksums must list one checksum per part");
+    for (const json& s : sums) e.part_checksums.push_back(checksum_of(s, where + "part checksum"));
+  }
   return e;
 }
+
 
 StepEntry step_from(const json& s) {
   if (!s.is_object()) bad("a step is not an object");
@@ -244,6 +255,19 @@ std::string species_file_name(int64_t index, const std::string& species) {
 std::string field_file_name(int64_t index, const std::string& field) {
   std::string f = species_file_name(index, field);
   return f.substr(0, f.size() - 4) + ".mfd";
+}
+
+std::string field_part_name(const std::string& file, size_t k) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, ".p%06zu.mfd", k);
+  return file.substr(0, file.size() - 4) + buf;
+}
+
+std::vector<std::string> FieldEntry::files() const {
+  if (part_checksums.empty()) return {file};
+  std::vector<std::string> out;
+  for (size_t k = 0; k < part_checksums.size(); ++k) out.push_back(field_part_name(file, k));
+  return out;
 }
 
 std::string species_index_name(int64_t index, const std::string& species) {
@@ -343,9 +367,16 @@ std::string Manifest::encode() const {
     if (!s.fields.empty()) {
       json jf = json::object();
       for (const FieldEntry& f : s.fields) {
-        jf[f.name] = {{"file", f.file}, {"dtype", dtype_name(f.dtype)}, {"ndim", f.ndim},
-                      {"dims", {f.dims[0], f.dims[1], f.dims[2]}}, {"components", f.components},
-                      {"checksum", checksum_text(f.checksum)}};
+        json& jfe = jf[f.name] = {{"file", f.file}, {"dtype", dtype_name(f.dtype)}, {"ndim", f.ndim},
+                                  {"dims", {f.dims[0], f.dims[1], f.dims[2]}}, {"components", f.components}};
+        if (f.part_checksums.empty()) {
+          jfe["checksum"] = checksum_text(f.checksum);
+        } else {
+          jfe["parts"] = f.part_checksums.size();
+          json ps = json::array();
+          for (uint64_t c : f.part_checksums) ps.push_back(checksum_text(c));
+          jfe["part_checksums"] = ps;
+        }
       }
       js["fields"] = jf;
     }

@@ -35,7 +35,13 @@ struct FieldEntry {
   int ndim = 3;
   std::array<uint64_t, 3> dims{1, 1, 1};  // samples along x, y, z
   std::vector<std::string> components;    // empty: a scalar field
-  uint64_t checksum = 0;                  // the field file's header checksum
+  uint64_t checksum = 0;                  // the field file's header checksum (a field in one file)
+  // A field written in parts (manifest 1.4, parallel writes): its part files
+  // (field_part_name(file, k)) and their header checksums; empty for a field in one file.
+  std::vector<uint64_t> part_checksums;
+  size_t part_count() const { return part_checksums.empty() ? 1 : part_checksums.size(); }
+  // The files holding the field: `file`, or its parts.
+  std::vector<std::string> files() const;
 };
 
 struct StepEntry {
@@ -51,7 +57,9 @@ struct StepEntry {
 struct Manifest {
   static constexpr const char* kFileName = "manifest.json";
   static constexpr int kMajor = 1;
-  static constexpr int kMinor = 3;  // 1.1: checksums of the files; 1.2: "index" (was "fine"), "error_bound"; 1.3: fields
+  // 1.1: checksums of the files; 1.2: "index" (was "fine"), "error_bound"; 1.3: fields;
+  // 1.4: fields in parts ("parts", "part_checksums" of a field)
+  static constexpr int kMinor = 4;
   static constexpr uint64_t kMaxBytes = uint64_t(1) << 30;  // a larger manifest is refused, not read
 
   nlohmann::json attributes = nlohmann::json::object();
@@ -79,5 +87,7 @@ std::string species_file_name(int64_t index, const std::string& species);
 std::string species_index_name(int64_t index, const std::string& species);
 // steps/<index, 6 digits>/<field>.mfd (field names follow the rules of species names).
 std::string field_file_name(int64_t index, const std::string& field);
+// Part k of a field written in parts: <file without .mfd>.p<k, 6 digits>.mfd.
+std::string field_part_name(const std::string& file, size_t k);
 
 }  // namespace motes

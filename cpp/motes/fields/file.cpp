@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <type_traits>
 
@@ -27,7 +28,11 @@ struct FieldArea {
   uint8_t centering;
   uint8_t block_bits;
   uint8_t maxh;
-  uint8_t zero[148];
+  uint32_t part_index;   // 1.1, parts: this file's run of blocks; all zero in a whole field's file
+  uint32_t part_count;
+  uint64_t first_block;
+  uint64_t block_count;
+  uint8_t zero[124];
 };
 #pragma pack(pop)
 static_assert(sizeof(FieldArea) == container::kKindAreaBytes);
@@ -128,27 +133,51 @@ nlohmann::json spec_json(const FieldSpec& s) {
   return j;
 }
 
-FieldSummary write_field_file(const std::string& path, const FieldSpec& spec, const std::vector<const void*>& values,
-                              const FieldWriteOptions& options) {
+uint64_t field_block_samples(const FieldSpec& spec, int block_bits) {
+  const Bitmask bitmask = Bitmask::guess(spec.dims, spec.ndim);
+  return std::min<uint64_t>(uint64_t(1) << block_bits, uint64_t(1) << bitmask.maxh());
+}
+
+uint64_t field_block_count(const FieldSpec& spec, int block_bits) {
+  const Bitmask bitmask = Bitmask::guess(spec.dims, spec.ndim);
+  return (uint64_t(1) << bitmask.maxh()) / field_block_samples(spec, block_bits);
+}
+
+std::vector<uint64_t> split_blocks(uint64_t blocks, uint32_t parts) {
+  if (parts == 0 || parts > blocks) throw UsageError("cannot split " + std::to_string(blocks) + " blocks into " + std::to_string(parts) + " parts");
+  std::vector<uint64_t> at(parts + 1);
+  for (uint32_t k = 0; k <= parts; ++k) at[k] = k * (blocks / parts) + std::min<uint64_t>(k, blocks % parts);
+  return at;
+}
+
+namespace {
+
+// Fills block b's samples (per_block of them) of component c and their inside flags.
+using BlockSource = std::function<void(size_t c, uint64_t b, unsigned char* values, uint8_t* inside)>;
+
+void check_write(const FieldSpec& spec, size_t arrays, const FieldWriteOptions& options) {
   spec.check();
   const size_t nc = spec.component_count();
-  if (values.size() != nc)
-    throw UsageError("field '" + spec.name + "' has " + std::to_string(nc) + " components, " + std::to_string(values.size()) + " arrays given");
-  for (const void* v : values)
-    if (!v) throw UsageError("field '" + spec.name + "': a component has no data pointer");
+  if (arrays != nc)
+    throw UsageError("field '" + spec.name + "' has " + std::to_string(nc) + " components, " + std::to_string(arrays) + " arrays given");
   if (options.block_bits < kMinBlockBits || options.block_bits > kMaxBlockBits)
     throw UsageError("block_bits must be in [" + std::to_string(kMinBlockBits) + ", " + std::to_string(kMaxBlockBits) + "]");
   if (options.zstd_level < -7 || options.zstd_level > 19) throw UsageError("zstd_level must be in [-7, 19]");
+}
+
+// The blocks [part.first_block, + part.block_count) of a field, from `source`, as a field file.
+FieldSummary write_blocks(const std::string& path, const FieldSpec& spec, const PartInfo& part, const BlockSource& source,
+                          const FieldWriteOptions& options) {
+  const size_t nc = spec.component_count();
   const unsigned threads = options.threads ? options.threads : default_threads();
   const Bitmask bitmask = Bitmask::guess(spec.dims, spec.ndim);
-  const HzOrder order(bitmask);
   const size_t size = dtype_size(spec.dtype);
   const codec::ValueType type = codec::value_type(uint8_t(spec.dtype));
-  const uint64_t per_block = std::min<uint64_t>(uint64_t(1) << options.block_bits, order.size());
-  const uint64_t blocks = order.size() / per_block;
+  const uint64_t per_block = field_block_samples(spec, options.block_bits);
+  const uint64_t first = part.first_block, blocks = part.block_count;
   const bool lossless = options.compression == Compression::lossless;
 
-  // One plan per component, chosen on up to 8 blocks spread over the HZ order.
+  // One plan per component, chosen on up to 8 blocks spread over the part.
   std::vector<codec::Plan> plans(nc);
   for (size_t c = 0; c < nc; ++c) {
     if (!lossless) {
@@ -157,10 +186,11 @@ FieldSummary write_field_file(const std::string& path, const FieldSpec& spec, co
     }
     const uint64_t nsamples = std::min<uint64_t>(blocks, 8);
     std::vector<std::vector<unsigned char>> bufs(nsamples, std::vector<unsigned char>(per_block * size));
+    std::vector<uint8_t> inside(per_block);
     std::vector<codec::Sample> samples;
     for (uint64_t k = 0; k < nsamples; ++k) {
       const uint64_t b = nsamples > 1 ? k * (blocks - 1) / (nsamples - 1) : 0;
-      order.gather(values[c], spec.dims, size, b * per_block, per_block, bufs[k].data());
+      source(c, first + b, bufs[k].data(), inside.data());
       samples.push_back({bufs[k].data(), per_block, {}});
     }
     plans[c] = codec::choose(type, predictors_for(type), samples, options.zstd_level);
@@ -176,8 +206,6 @@ FieldSummary write_field_file(const std::string& path, const FieldSpec& spec, co
   uint64_t offset = kPage;
   std::vector<uint64_t> first_offset(nc), last_end(nc);
   const uint64_t window = std::max<uint64_t>(1, (uint64_t(1) << 22) / (per_block * size));  // about 4 MiB of samples
-  const int block_bits = per_block == (uint64_t(1) << options.block_bits) ? options.block_bits : bitmask.maxh();
-  const BlockOffsets offsets(order, block_bits, spec.dims[0], spec.dims[0] * spec.dims[1], {0, 0, 0}, bitmask.maxh());
   for (size_t c = 0; c < nc; ++c) {
     first_offset[c] = offset;
     for (uint64_t w0 = 0; w0 < blocks; w0 += window) {
@@ -188,7 +216,7 @@ FieldSummary write_field_file(const std::string& path, const FieldSpec& spec, co
         const uint64_t b = w0 + i;
         std::vector<unsigned char> buf(per_block * size);
         std::vector<uint8_t> inside(per_block);
-        gather_block(order, offsets, block_bits, b, values[c], spec.dims, size, buf.data(), inside.data());
+        source(c, first + b, buf.data(), inside.data());
         dispatch_dtype(spec.dtype, [&](auto tag) {
           using T = decltype(tag);
           block_range(reinterpret_cast<const T*>(buf.data()), inside.data(), per_block, bmin[c][b], bmax[c][b], wnans[i]);
@@ -240,138 +268,256 @@ FieldSummary write_field_file(const std::string& path, const FieldSpec& spec, co
   area.centering = uint8_t(spec.centering);
   area.block_bits = uint8_t(options.block_bits);
   area.maxh = uint8_t(bitmask.maxh());
-  const container::Header h = meta.write(file, kMagic, kVersionMajor, kVersionMinor, &area, sizeof area);
+  uint16_t minor = kWholeVersionMinor;
+  if (part.count > 1) {  // a whole field's file stays a 1.0 file, byte for byte
+    area.part_index = part.index;
+    area.part_count = part.count;
+    area.first_block = part.first_block;
+    area.block_count = part.block_count;
+    meta.features |= container::kFeatureFieldParts;
+    minor = kVersionMinor;
+  }
+  const container::Header h = meta.write(file, kMagic, kVersionMajor, minor, &area, sizeof area);
   summary.file_bytes = h.file_size;
   summary.data_bytes = spec.sample_count() * size * nc;
   summary.header_checksum = h.header_checksum;
   return summary;
 }
 
+}  // namespace
+
+FieldSummary write_field_file(const std::string& path, const FieldSpec& spec, const std::vector<const void*>& values,
+                              const FieldWriteOptions& options) {
+  check_write(spec, values.size(), options);
+  for (const void* v : values)
+    if (!v) throw UsageError("field '" + spec.name + "': a component has no data pointer");
+  const Bitmask bitmask = Bitmask::guess(spec.dims, spec.ndim);
+  const HzOrder order(bitmask);
+  const size_t size = dtype_size(spec.dtype);
+  const uint64_t per_block = field_block_samples(spec, options.block_bits);
+  const int block_bits = per_block == (uint64_t(1) << options.block_bits) ? options.block_bits : bitmask.maxh();
+  const BlockOffsets offsets(order, block_bits, spec.dims[0], spec.dims[0] * spec.dims[1], {0, 0, 0}, bitmask.maxh());
+  const PartInfo whole{0, 1, 0, field_block_count(spec, options.block_bits)};
+  return write_blocks(path, spec, whole, [&](size_t c, uint64_t b, unsigned char* buf, uint8_t* inside) {
+    gather_block(order, offsets, block_bits, b, values[c], spec.dims, size, buf, inside);
+  }, options);
+}
+
+FieldSummary write_field_part(const std::string& path, const FieldSpec& spec, const std::vector<const void*>& hz_values,
+                              const uint8_t* inside, const PartInfo& part, const FieldWriteOptions& options) {
+  check_write(spec, hz_values.size(), options);
+  const uint64_t blocks = field_block_count(spec, options.block_bits);
+  if (part.count == 0 || part.count > kMaxParts || part.index >= part.count || part.block_count == 0 ||
+      part.first_block >= blocks || part.block_count > blocks - part.first_block || (part.count == 1 && part.block_count != blocks))
+    throw UsageError("field '" + spec.name + "': part " + std::to_string(part.index) + " of " + std::to_string(part.count) +
+                     " (blocks " + std::to_string(part.first_block) + " + " + std::to_string(part.block_count) +
+                     ") does not fit its " + std::to_string(blocks) + " blocks");
+  for (const void* v : hz_values)
+    if (!v) throw UsageError("field '" + spec.name + "': a component has no data pointer");
+  if (!inside) throw UsageError("field '" + spec.name + "': no inside flags");
+  const size_t size = dtype_size(spec.dtype);
+  const uint64_t per_block = field_block_samples(spec, options.block_bits);
+  return write_blocks(path, spec, part, [&](size_t c, uint64_t b, unsigned char* buf, uint8_t* in) {
+    const uint64_t at = (b - part.first_block) * per_block;
+    std::memcpy(buf, static_cast<const unsigned char*>(hz_values[c]) + at * size, per_block * size);
+    std::memcpy(in, inside + at, per_block);
+  }, options);
+}
+
 // ---- reading ------------------------------------------------------------------------------
 
-void FieldFile::fail(const std::string& what) const { throw FormatError(source_->name() + ": " + what); }
+void FieldFile::fail(const std::string& what, size_t part) const {
+  throw FormatError(parts_.at(part).source->name() + ": " + what);
+}
 
 std::shared_ptr<FieldFile> FieldFile::open(const std::string& path) { return open(open_file_source(path, "field file")); }
 
 std::shared_ptr<FieldFile> FieldFile::open(std::shared_ptr<const ByteSource> source) {
-  return std::shared_ptr<FieldFile>(new FieldFile(std::move(source)));
+  std::vector<std::shared_ptr<const ByteSource>> parts{std::move(source)};
+  return open(std::move(parts));
 }
 
-FieldFile::FieldFile(std::shared_ptr<const ByteSource> source)
-    : source_(std::move(source)), order_(Bitmask::guess({1, 1, 1}, 1)) {
-  container_ = std::make_unique<container::Reader>(source_, kMagic, kVersionMajor, "field file");
+std::shared_ptr<FieldFile> FieldFile::open(const std::vector<std::string>& part_paths) {
+  std::vector<std::shared_ptr<const ByteSource>> parts;
+  for (const std::string& p : part_paths) parts.push_back(open_file_source(p, "field file"));
+  return open(std::move(parts));
+}
+
+std::shared_ptr<FieldFile> FieldFile::open(std::vector<std::shared_ptr<const ByteSource>> parts) {
+  if (parts.empty()) throw UsageError("a field needs at least one file");
+  return std::shared_ptr<FieldFile>(new FieldFile(std::move(parts)));
+}
+
+FieldFile::FieldFile(std::vector<std::shared_ptr<const ByteSource>> sources) : order_(Bitmask::guess({1, 1, 1}, 1)) {
+  parts_.resize(sources.size());
+  for (size_t k = 0; k < sources.size(); ++k) open_part(k, std::move(sources[k]));
+  // The parts, in order, hold every block once.
+  uint64_t next = 0;
+  for (size_t k = 0; k < parts_.size(); ++k) {
+    const PartInfo& p = parts_[k].info;
+    if (p.count != parts_.size() || p.index != k)
+      fail("is part " + std::to_string(p.index) + " of " + std::to_string(p.count) + ", expected part " + std::to_string(k) +
+               " of " + std::to_string(parts_.size()),
+           k);
+    if (p.first_block != next) fail("starts at block " + std::to_string(p.first_block) + ", expected " + std::to_string(next), k);
+    next += p.block_count;
+  }
+  if (next != blocks_) fail("the parts hold " + std::to_string(next) + " of the field's " + std::to_string(blocks_) + " blocks");
+  const size_t nc = spec_.component_count();
+  ranges_.assign(nc, {});
+  for (size_t c = 0; c < nc; ++c) {
+    ComponentRange& cr = ranges_[c];
+    bool any = false;
+    for (uint64_t b = 0; b < blocks_; ++b)
+      if (block_min_[c][b] <= block_max_[c][b]) {
+        cr.min = any ? std::min(cr.min, block_min_[c][b]) : block_min_[c][b];
+        cr.max = any ? std::max(cr.max, block_max_[c][b]) : block_max_[c][b];
+        any = true;
+      }
+  }
+}
+
+void FieldFile::open_part(size_t k, std::shared_ptr<const ByteSource> source) {
+  Part& part = parts_[k];
+  part.source = std::move(source);
+  part.container = std::make_unique<container::Reader>(part.source, kMagic, kVersionMajor, "field file");
+  auto bad = [&](const std::string& what) { fail(what, k); };
+  const container::Header& header = part.container->header();
   FieldArea area;
-  std::memcpy(&area, container_->header().kind_area, sizeof area);
-  if (area.ndim < 1 || area.ndim > 3) fail("has " + std::to_string(area.ndim) + " axes");
-  if (!dtype_valid(area.dtype)) fail("has unknown dtype code " + std::to_string(area.dtype));
-  if (area.centering > 1) fail("has unknown centering " + std::to_string(area.centering));
-  if (area.component_count < 1 || area.component_count > kMaxComponents) fail("has " + std::to_string(area.component_count) + " components");
-  if (area.block_bits < kMinBlockBits || area.block_bits > kMaxBlockBits) fail("has blocks of 2^" + std::to_string(area.block_bits) + " samples");
+  std::memcpy(&area, header.kind_area, sizeof area);
+  if (area.ndim < 1 || area.ndim > 3) bad("has " + std::to_string(area.ndim) + " axes");
+  if (!dtype_valid(area.dtype)) bad("has unknown dtype code " + std::to_string(area.dtype));
+  if (area.centering > 1) bad("has unknown centering " + std::to_string(area.centering));
+  if (area.component_count < 1 || area.component_count > kMaxComponents) bad("has " + std::to_string(area.component_count) + " components");
+  if (area.block_bits < kMinBlockBits || area.block_bits > kMaxBlockBits) bad("has blocks of 2^" + std::to_string(area.block_bits) + " samples");
   uint64_t product = 1;
   for (int a = 0; a < 3; ++a) {
     if (area.dims[a] == 0 || area.dims[a] > (uint64_t(1) << 40) || (a >= int(area.ndim) && area.dims[a] != 1))
-      fail("has dims " + std::to_string(area.dims[0]) + " x " + std::to_string(area.dims[1]) + " x " + std::to_string(area.dims[2]));
+      bad("has dims " + std::to_string(area.dims[0]) + " x " + std::to_string(area.dims[1]) + " x " + std::to_string(area.dims[2]));
     product *= area.dims[a];
   }
-  if (product != area.sample_count) fail("sample count does not match its dims");
-  spec_.ndim = int(area.ndim);
-  spec_.dims = {area.dims[0], area.dims[1], area.dims[2]};
-  spec_.dtype = DType(area.dtype);
-  spec_.centering = Centering(area.centering);
-  block_bits_ = area.block_bits;
-  const Bitmask bitmask = Bitmask::guess(spec_.dims, spec_.ndim);
-  if (bitmask.maxh() != area.maxh) fail("has maxh " + std::to_string(area.maxh) + ", its dims give " + std::to_string(bitmask.maxh()));
-  order_ = HzOrder(bitmask);
+  if (product != area.sample_count) bad("sample count does not match its dims");
+  FieldSpec spec;
+  spec.ndim = int(area.ndim);
+  spec.dims = {area.dims[0], area.dims[1], area.dims[2]};
+  spec.dtype = DType(area.dtype);
+  spec.centering = Centering(area.centering);
+  const Bitmask bitmask = Bitmask::guess(spec.dims, spec.ndim);
+  if (bitmask.maxh() != area.maxh) bad("has maxh " + std::to_string(area.maxh) + ", its dims give " + std::to_string(bitmask.maxh()));
+  const uint64_t per_block = std::min<uint64_t>(uint64_t(1) << area.block_bits, uint64_t(1) << bitmask.maxh());
+  const uint64_t all_blocks = (uint64_t(1) << bitmask.maxh()) / per_block;
 
-  const auto& sections = container_->sections();
+  // Which blocks this file holds (docs/format.md §14.7).
+  const bool parted = header.required_features & container::kFeatureFieldParts;
+  if (parted) {
+    if (header.version_minor < 1) bad("is a part of a field, which version 1.0 files cannot be");
+    if (area.part_count < 2 || area.part_count > kMaxParts || area.part_index >= area.part_count)
+      bad("is part " + std::to_string(area.part_index) + " of " + std::to_string(area.part_count));
+    if (area.block_count == 0 || area.first_block >= all_blocks || area.block_count > all_blocks - area.first_block)
+      bad("holds blocks " + std::to_string(area.first_block) + " + " + std::to_string(area.block_count) + " of " +
+          std::to_string(all_blocks));
+    part.info = PartInfo{area.part_index, area.part_count, area.first_block, area.block_count};
+  } else {
+    if (area.part_index || area.part_count || area.first_block || area.block_count) bad("has part fields but is not a part");
+    part.info = PartInfo{0, 1, 0, all_blocks};
+  }
+
+  const auto& sections = part.container->sections();
   const container::SectionEntry* meta = nullptr;
   for (const auto& e : sections)
     if (e.kind == kMeta) {
-      if (meta) fail("has two meta sections");
+      if (meta) bad("has two meta sections");
       meta = &e;
     }
-  if (!meta) fail("has no meta section");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(container_->section(size_t(meta - sections.data()), "meta section", uint64_t(1) << 30));
-    spec_.name = j.at("name").get<std::string>();
-    spec_.components = j.at("components").get<std::vector<std::string>>();
-    spec_.unit = j.at("unit").get<std::string>();
-    spec_.attributes = j.at("attributes");
-    if (j.contains("coords")) {
-      const auto& c = j.at("coords");
-      if (!c.is_array() || c.size() != size_t(spec_.ndim)) fail("meta section: coords do not match the axes");
-      for (int a = 0; a < spec_.ndim; ++a) spec_.coords[size_t(a)] = c[size_t(a)].get<std::vector<double>>();
-    } else {
-      const auto o = j.at("origin").get<std::vector<double>>(), s = j.at("spacing").get<std::vector<double>>();
-      if (o.size() != size_t(spec_.ndim) || s.size() != size_t(spec_.ndim)) fail("meta section: origin or spacing do not match the axes");
-      for (int a = 0; a < spec_.ndim; ++a) spec_.origin[size_t(a)] = o[size_t(a)], spec_.spacing[size_t(a)] = s[size_t(a)];
+  if (!meta) bad("has no meta section");
+  const std::string meta_text = part.container->section(size_t(meta - sections.data()), "meta section", uint64_t(1) << 30);
+  if (k > 0) {
+    // Every part describes the same field, in the same words.
+    if (meta_text != meta_ || spec.dims != spec_.dims || spec.ndim != spec_.ndim || spec.dtype != spec_.dtype ||
+        spec.centering != spec_.centering || int(area.block_bits) != block_bits_ || area.component_count != spec_.component_count())
+      bad("is a part of another field than part 0 (" + parts_[0].source->name() + ")");
+  } else {
+    try {
+      const nlohmann::json j = nlohmann::json::parse(meta_text);
+      spec.name = j.at("name").get<std::string>();
+      spec.components = j.at("components").get<std::vector<std::string>>();
+      spec.unit = j.at("unit").get<std::string>();
+      spec.attributes = j.at("attributes");
+      if (j.contains("coords")) {
+        const auto& c = j.at("coords");
+        if (!c.is_array() || c.size() != size_t(spec.ndim)) bad("meta section: coords do not match the axes");
+        for (int a = 0; a < spec.ndim; ++a) spec.coords[size_t(a)] = c[size_t(a)].get<std::vector<double>>();
+      } else {
+        const auto o = j.at("origin").get<std::vector<double>>(), s = j.at("spacing").get<std::vector<double>>();
+        if (o.size() != size_t(spec.ndim) || s.size() != size_t(spec.ndim)) bad("meta section: origin or spacing do not match the axes");
+        for (int a = 0; a < spec.ndim; ++a) spec.origin[size_t(a)] = o[size_t(a)], spec.spacing[size_t(a)] = s[size_t(a)];
+      }
+      if (j.at("dtype").get<std::string>() != dtype_name(spec.dtype) || j.at("ndim").get<int>() != spec.ndim ||
+          j.at("centering").get<std::string>() != centering_name(spec.centering))
+        bad("meta section disagrees with the header");
+    } catch (const nlohmann::json::exception& e) {
+      bad(std::string("meta section is not valid: ") + e.what());
     }
-    if (j.at("dtype").get<std::string>() != dtype_name(spec_.dtype) || j.at("ndim").get<int>() != spec_.ndim ||
-        j.at("centering").get<std::string>() != centering_name(spec_.centering))
-      fail("meta section disagrees with the header");
-  } catch (const nlohmann::json::exception& e) {
-    fail(std::string("meta section is not valid: ") + e.what());
+    try {
+      spec.check();
+    } catch (const UsageError& e) {
+      bad(std::string("meta section: ") + e.what());
+    }
+    if (spec.component_count() != area.component_count) bad("meta section names another number of components than the header");
+    spec_ = std::move(spec);
+    meta_ = meta_text;
+    block_bits_ = area.block_bits;
+    order_ = HzOrder(bitmask);
+    per_block_ = per_block;
+    blocks_ = all_blocks;
+    block_min_.assign(spec_.component_count(), std::vector<double>(blocks_));
+    block_max_.assign(spec_.component_count(), std::vector<double>(blocks_));
   }
-  try {
-    spec_.check();
-  } catch (const UsageError& e) {
-    fail(std::string("meta section: ") + e.what());
-  }
-  if (spec_.component_count() != area.component_count) fail("meta section names another number of components than the header");
 
   const size_t nc = area.component_count;
-  const uint64_t per_block = std::min<uint64_t>(uint64_t(1) << block_bits_, order_.size());
-  const uint64_t blocks = order_.size() / per_block;
-  values_.resize(nc);
-  block_min_.assign(nc, {});
-  block_max_.assign(nc, {});
-  ranges_.assign(nc, {});
+  const uint64_t first = part.info.first_block, blocks = part.info.block_count;
+  part.values.resize(nc);
   std::vector<bool> have_values(nc, false), have_ranges(nc, false);
   for (size_t i = 0; i < sections.size(); ++i) {
     const auto& e = sections[i];
     if (e.kind == kValues) {
-      if (e.column >= nc || have_values[e.column]) fail("values section of component " + std::to_string(e.column) + " is unexpected");
-      if (e.storage != container::kBlocks) fail("values of component " + std::to_string(e.column) + " are not coded blocks");
+      if (e.column >= nc || have_values[e.column]) bad("values section of component " + std::to_string(e.column) + " is unexpected");
+      if (e.storage != container::kBlocks) bad("values of component " + std::to_string(e.column) + " are not coded blocks");
       const container::SectionEntry* t = nullptr;
-      for (size_t k = 0; k < sections.size(); ++k)
-        if (sections[k].kind == kBlockTable && sections[k].column == i) {
-          if (t) fail("block table of component " + std::to_string(e.column) + " appears twice");
-          t = &sections[k];
+      for (size_t j = 0; j < sections.size(); ++j)
+        if (sections[j].kind == kBlockTable && sections[j].column == i) {
+          if (t) bad("block table of component " + std::to_string(e.column) + " appears twice");
+          t = &sections[j];
         }
-      if (!t) fail("block table of component " + std::to_string(e.column) + " is missing");
+      if (!t) bad("block table of component " + std::to_string(e.column) + " is missing");
       const std::string what = "values of component " + std::to_string(e.column);
-      std::string tb = container_->section(size_t(t - sections.data()), "block table of " + what, blocks * sizeof(container::BlockEntry));
-      values_[e.column] = BlockStream::coded(source_, what, uint8_t(spec_.dtype), order_.size(), per_block,
-                                             container::decode_block_table(tb, blocks, e, what, *container_));
+      std::string tb = part.container->section(size_t(t - sections.data()), "block table of " + what, blocks * sizeof(container::BlockEntry));
+      part.values[e.column] = BlockStream::coded(part.source, what, uint8_t(spec_.dtype), blocks * per_block_, per_block_,
+                                                 container::decode_block_table(tb, blocks, e, what, *part.container));
       have_values[e.column] = true;
     } else if (e.kind == kBlockRanges) {
-      if (e.column >= nc || have_ranges[e.column]) fail("block ranges of component " + std::to_string(e.column) + " are unexpected");
-      const std::string r = container_->section(i, "block ranges", blocks * 16);
-      if (r.size() != blocks * 16) fail("block ranges of component " + std::to_string(e.column) + " have the wrong length");
-      auto& lo = block_min_[e.column];
-      auto& hi = block_max_[e.column];
-      lo.resize(blocks), hi.resize(blocks);
-      std::memcpy(lo.data(), r.data(), blocks * 8);
-      std::memcpy(hi.data(), r.data() + blocks * 8, blocks * 8);
-      ComponentRange& cr = ranges_[e.column];
-      bool any = false;
-      for (uint64_t b = 0; b < blocks; ++b)
-        if (lo[b] <= hi[b]) {
-          cr.min = any ? std::min(cr.min, lo[b]) : lo[b];
-          cr.max = any ? std::max(cr.max, hi[b]) : hi[b];
-          any = true;
-        }
+      if (e.column >= nc || have_ranges[e.column]) bad("block ranges of component " + std::to_string(e.column) + " are unexpected");
+      const std::string r = part.container->section(i, "block ranges", blocks * 16);
+      if (r.size() != blocks * 16) bad("block ranges of component " + std::to_string(e.column) + " have the wrong length");
+      std::memcpy(block_min_[e.column].data() + first, r.data(), blocks * 8);
+      std::memcpy(block_max_[e.column].data() + first, r.data() + blocks * 8, blocks * 8);
       have_ranges[e.column] = true;
     }
   }
   for (size_t c = 0; c < nc; ++c)
-    if (!have_values[c] || !have_ranges[c]) fail("component " + std::to_string(c) + " lacks its values or block ranges");
+    if (!have_values[c] || !have_ranges[c]) bad("component " + std::to_string(c) + " lacks its values or block ranges");
+}
+
+const FieldFile::Part& FieldFile::part_of(uint64_t block) const {
+  auto it = std::upper_bound(parts_.begin(), parts_.end(), block,
+                             [](uint64_t b, const Part& p) { return b < p.info.first_block; });
+  return *(it - 1);
 }
 
 uint64_t FieldFile::stored_bytes() const {
   uint64_t n = 0;
-  for (const BlockStream& s : values_) n += s.stored_bytes();
+  for (const Part& p : parts_)
+    for (const BlockStream& s : p.values) n += s.stored_bytes();
   return n;
 }
 
@@ -401,15 +547,19 @@ std::vector<uint64_t> FieldFile::blocks(const Region& r) const {
 }
 
 void FieldFile::read(const Region& r, size_t c, void* out, unsigned threads) const {
-  if (c >= values_.size()) throw UsageError("field '" + spec_.name + "' has no component " + std::to_string(c));
-  const BlockStream& s = values_[c];
+  if (c >= spec_.component_count()) throw UsageError("field '" + spec_.name + "' has no component " + std::to_string(c));
   const std::vector<uint64_t> bl = blocks(r);
-  const uint64_t per_block = s.per_block(), limit = uint64_t(1) << r.resolution;
+  const uint64_t per_block = per_block_, limit = uint64_t(1) << r.resolution;
   const size_t size = dtype_size(spec_.dtype);
-  std::vector<ByteRange> ranges;
-  std::vector<uint64_t> want(bl);
-  s.block_ranges(want, ranges);
-  source_->will_need(ranges);
+  // The stored bytes of the blocks, part by part (each part's blocks are one run of `bl`).
+  for (size_t i = 0; i < bl.size();) {
+    const Part& p = part_of(bl[i]);
+    std::vector<uint64_t> want;
+    for (; i < bl.size() && bl[i] < p.info.first_block + p.info.block_count; ++i) want.push_back(bl[i] - p.info.first_block);
+    std::vector<ByteRange> ranges;
+    p.values[c].block_ranges(want, ranges);
+    p.source->will_need(ranges);
+  }
   const int bb = per_block == (uint64_t(1) << block_bits_) ? block_bits_ : order_.maxh();
   std::unique_ptr<BlockOffsets> offsets;
   if (bl.size() > 4)  // the tables pay for themselves over several blocks
@@ -417,15 +567,17 @@ void FieldFile::read(const Region& r, size_t c, void* out, unsigned threads) con
   parallel_for(bl.size(), threads ? threads : default_threads(), [&](uint64_t i) {
     const uint64_t first = bl[i] * per_block, n = std::min(per_block, limit - std::min(limit, first));
     if (n == 0) return;
+    const Part& p = part_of(bl[i]);
     BlockReader reader;
-    const void* samples = reader.span(s, first, n);
+    const void* samples = reader.span(p.values[c], first - p.info.first_block * per_block, n);
     scatter_block(order_, offsets.get(), bb, samples, size, first, n, r.lo, r.hi, r.stride_bits, r.first, r.count, out);
   });
 }
 
 void FieldFile::verify() const {
-  for (const BlockStream& s : values_)
-    for (uint64_t b = 0; b < s.block_count(); ++b) s.verify_block(b);
+  for (const Part& p : parts_)
+    for (const BlockStream& s : p.values)
+      for (uint64_t b = 0; b < s.block_count(); ++b) s.verify_block(b);
 }
 
 }  // namespace motes::fields

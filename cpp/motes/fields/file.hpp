@@ -19,7 +19,10 @@
 namespace motes::fields {
 
 inline constexpr char kMagic[8] = {'M', 'O', 'T', 'E', 'S', 'F', 'L', 'D'};
-inline constexpr uint16_t kVersionMajor = 1, kVersionMinor = 0;
+// 1.0: a whole field in one file; 1.1: a field in parts (PartInfo, feature field-parts).
+// A whole field is still written as 1.0, byte for byte.
+inline constexpr uint16_t kVersionMajor = 1, kVersionMinor = 1, kWholeVersionMinor = 0;
+inline constexpr uint32_t kMaxParts = uint32_t(1) << 20;
 inline constexpr int kDefaultBlockBits = 14;  // 16384 samples: the particle columns' block size
 inline constexpr int kMinBlockBits = 6, kMaxBlockBits = 17;
 inline constexpr size_t kMaxComponents = 64;
@@ -82,6 +85,29 @@ struct FieldSummary {
 FieldSummary write_field_file(const std::string& path, const FieldSpec& spec, const std::vector<const void*>& values,
                               const FieldWriteOptions& options = {});
 
+// Which of a field's HZ blocks a file holds: all of them (count 1), or the run
+// [first_block, first_block + block_count) as part `index` of `count` (parallel writes:
+// each aggregator writes one part; docs/format.md §14.7).
+struct PartInfo {
+  uint32_t index = 0, count = 1;
+  uint64_t first_block = 0, block_count = 0;
+};
+// The number of HZ blocks of a field of `spec` in blocks of 2^block_bits samples (one block
+// when the padded grid is smaller), and the samples per block.
+uint64_t field_block_count(const FieldSpec& spec, int block_bits);
+uint64_t field_block_samples(const FieldSpec& spec, int block_bits);
+// Splits a field's blocks into `parts` runs of near-equal length (the first runs one block
+// longer); run k is [result[k], result[k + 1]).
+std::vector<uint64_t> split_blocks(uint64_t blocks, uint32_t parts);
+
+// Writes one part of a field, its samples already in HZ order: hz_values[c] holds component
+// c's part.block_count * field_block_samples() samples from the part's first block on, and
+// inside[i] is 1 for a sample of the grid and 0 for one of the padding (its value is stored,
+// but left out of the block ranges). A part of count 1 is the whole field, written exactly
+// as write_field_file writes it.
+FieldSummary write_field_part(const std::string& path, const FieldSpec& spec, const std::vector<const void*>& hz_values,
+                              const uint8_t* inside, const PartInfo& part, const FieldWriteOptions& options = {});
+
 // A box of samples at a level: [lo, hi) in sample indexes (x, y, z), and the lattice of the
 // level inside it: every 2^stride_bits[a]-th sample of the grid along axis a, from lattice
 // index first[a], count[a] of them.
@@ -97,6 +123,12 @@ class FieldFile {
  public:
   static std::shared_ptr<FieldFile> open(const std::string& path);
   static std::shared_ptr<FieldFile> open(std::shared_ptr<const ByteSource> source);
+  // A field written in parts: the files of parts 0, 1, ... (FormatError when they do not
+  // make one field: another field's part, a part missing or given twice).
+  static std::shared_ptr<FieldFile> open(const std::vector<std::string>& part_paths);
+  static std::shared_ptr<FieldFile> open(std::vector<std::shared_ptr<const ByteSource>> parts);
+  FieldFile(const FieldFile&) = delete;
+  FieldFile& operator=(const FieldFile&) = delete;
 
   const FieldSpec& spec() const { return spec_; }
   const Bitmask& bitmask() const { return order_.bitmask(); }
@@ -104,9 +136,11 @@ class FieldFile {
   int block_bits() const { return block_bits_; }
   int levels() const { return order_.bitmask().levels(); }
   const std::vector<ComponentRange>& ranges() const { return ranges_; }
-  uint64_t header_checksum() const { return container_->header().header_checksum; }
+  size_t part_count() const { return parts_.size(); }
+  const PartInfo& part(size_t k) const { return parts_.at(k).info; }
+  uint64_t header_checksum(size_t part = 0) const { return parts_.at(part).container->header().header_checksum; }
   uint64_t stored_bytes() const;
-  const std::string& path() const { return source_->name(); }
+  const std::string& path(size_t part = 0) const { return parts_.at(part).source->name(); }
   // The blocks' minima and maxima of a component (NaN excluded; +inf, -inf for a block
   // holding no valid sample).
   const std::vector<double>& block_min(size_t c) const { return block_min_.at(c); }
@@ -122,16 +156,26 @@ class FieldFile {
   void verify() const;
 
  private:
-  FieldFile(std::shared_ptr<const ByteSource> source);
-  std::shared_ptr<const ByteSource> source_;
-  std::unique_ptr<container::Reader> container_;
+  struct Part {
+    std::shared_ptr<const ByteSource> source;
+    std::unique_ptr<container::Reader> container;
+    PartInfo info;
+    std::vector<BlockStream> values;  // per component: the part's blocks
+  };
+  FieldFile(std::vector<std::shared_ptr<const ByteSource>> sources);
+  // Reads part `k`'s header, meta and sections; the first part sets the spec, the others
+  // must agree with it.
+  void open_part(size_t k, std::shared_ptr<const ByteSource> source);
+  const Part& part_of(uint64_t block) const;
+  std::vector<Part> parts_;
   FieldSpec spec_;
+  std::string meta_;  // the meta section's JSON text (the same in every part)
   HzOrder order_;
   int block_bits_ = kDefaultBlockBits;
-  std::vector<BlockStream> values_;
+  uint64_t per_block_ = 0, blocks_ = 0;
   std::vector<ComponentRange> ranges_;
   std::vector<std::vector<double>> block_min_, block_max_;
-  [[noreturn]] void fail(const std::string& what) const;
+  [[noreturn]] void fail(const std::string& what, size_t part = 0) const;
 };
 
 // The JSON of the meta section (and the manifest's field entry) from a spec, and back

@@ -40,11 +40,14 @@ void open_dataset_parallel(MPI_Comm comm, const std::string& dir);
 // species with the same column names and dtypes (any lengths, zero included); a rank
 // that differs makes every rank raise UsageError naming the ranks and columns. Column
 // units are taken from rank 0.
-// `fields` (whole grids) are given on rank 0 only, which writes them with the step.
+// `fields` (whole grids) are given on rank 0 only, which writes them with the step;
+// `field_blocks` on every rank (each rank's block of each grid: the same fields in the same
+// order everywhere), written by aggregators in parts (field_write.hpp).
 ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, int64_t index, double time,
                                         const nlohmann::json& attributes, const std::vector<SpeciesColumns>& species,
                                         const ParallelWriteOptions& options = {},
-                                        const std::vector<FieldInput>& fields = {});
+                                        const std::vector<FieldInput>& fields = {},
+                                        const std::vector<FieldBlockInput>& field_blocks = {});
 
 struct LocalParticles {
   std::vector<ColumnSpec> schema;                   // of the returned columns

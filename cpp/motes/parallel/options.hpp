@@ -16,6 +16,19 @@ namespace motes {
 
 enum class AggregationMethod { adaptive, aug };
 
+// One rank's block of a global grid field for a parallel write (as H5Block's views): `spec`
+// is the global field's (the same on every rank: name, dtype, dims, geometry, components);
+// the block's interior is samples [offset, offset + count) along (x, y, z); values[c] points
+// at component c's first interior sample in an array of `array_dims` (x, y, z) samples, which
+// may be larger than `count` (ghost zones, dropped on write): interior sample (i, j, k) is
+// element i + array_dims[0] * (j + array_dims[1] * k) from there. A rank without a block
+// gives a zero count. The ranks' blocks must cover the grid exactly once.
+struct FieldBlockInput {
+  fields::FieldSpec spec;
+  fields::Dims offset{0, 0, 0}, count{0, 0, 0}, array_dims{0, 0, 0};
+  std::vector<const void*> values;
+};
+
 struct ParallelWriteOptions {
   WriteOptions write;  // layout and sync of every part file; layout.threads 0 = cores / ranks on the node
   // target_bytes (0 = automatic), overfull, best_axis; bytes_per_particle is taken from the schema.
@@ -34,6 +47,12 @@ struct ParallelWriteReport {
     Balance balance;  // of the part files' data bytes
   };
   std::vector<Species> species;
+  struct Field {
+    std::string name;
+    uint32_t parts = 0;      // part files (1: the field's one file)
+    uint64_t file_bytes = 0;
+  };
+  std::vector<Field> fields;  // written from every rank's block
   uint64_t file_bytes = 0;  // all part files
   // Slowest rank per phase (seconds).
   double plan_seconds = 0, exchange_seconds = 0, write_seconds = 0, commit_seconds = 0, total_seconds = 0;

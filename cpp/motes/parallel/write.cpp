@@ -12,6 +12,7 @@
 
 #include "motes/parallel/agree.hpp"
 #include "motes/parallel/comm.hpp"
+#include "motes/parallel/field_write.hpp"
 #include "motes/parallel/wire.hpp"
 #include "motes/particles/step_index.hpp"
 
@@ -281,7 +282,8 @@ void open_dataset_parallel(MPI_Comm comm, const std::string& dir) {
 
 ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, int64_t index, double time,
                                         const nlohmann::json& attributes, const std::vector<SpeciesColumns>& species,
-                                        const ParallelWriteOptions& options, const std::vector<FieldInput>& fields) {
+                                        const ParallelWriteOptions& options, const std::vector<FieldInput>& fields,
+                                        const std::vector<FieldBlockInput>& field_blocks) {
   Comm c(comm);
   auto t0 = Clock::now();
   ParallelWriteReport report;
@@ -305,6 +307,7 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
       fi.spec.check();
       field_names.push_back(fi.spec.name);
     }
+    for (const FieldBlockInput& fb : field_blocks) field_names.push_back(fb.spec.name);
     dataset->check_new_step(index, time, attributes, names, field_names);
     writing.emplace(dataset->begin_writing("write step " + std::to_string(index) + " of '" + dir + "'"));
     dataset->check_new_step(index, time, attributes, names, field_names);  // against the manifest on disk
@@ -370,6 +373,7 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
       for (const FieldInput& fi : fields) entry.fields.push_back(dataset->write_field(*writing, index, fi, options.write));
     });
     agree(c, f, "writing the fields of step " + std::to_string(index));
+    for (FieldEntry& e : write_field_blocks(c, dir, index, field_blocks, options, report)) entry.fields.push_back(std::move(e));
     auto t4 = Clock::now();
     f = attempt([&] {
       if (c.rank == 0) dataset->commit_step(*writing, std::move(entry), options.write.sync);
