@@ -52,6 +52,11 @@ class Field:
 
     >>> motes.Field(bz, origin=(0, 0, 0), spacing=(0.5, 0.5, 0.5))              # bz.shape (nz, ny, nx)
     >>> motes.Field(e, spacing=(1, 1, 1), components=("x", "y", "z"), unit="V/m")  # e.shape (nz, ny, nx, 3)
+    >>> motes.Field(rho, tolerance=1e-3)   # stored within 1e-3 of each value (ZFP; float32/float64)
+
+    ``tolerance`` > 0 stores the samples lossily within that absolute error (ZFP fixed
+    accuracy, block by block: a block ZFP cannot keep within it, or holding NaN or an
+    infinity, is stored exactly); 0 (the default) stores them exactly.
     """
 
     array: Any
@@ -62,6 +67,7 @@ class Field:
     components: Optional[Sequence[str]] = None
     unit: str = ""
     attributes: Dict[str, Any] = field(default_factory=dict)
+    tolerance: float = 0.0
 
     def __post_init__(self):
         a = np.asarray(self.array)
@@ -106,6 +112,14 @@ class Field:
             self.spacing = _floats("spacing", (1.0,) * ndim if self.spacing is None else self.spacing, ndim)
             if any(s <= 0 for s in self.spacing):
                 raise UsageError(f"spacing must be positive, got {self.spacing}")
+        try:
+            self.tolerance = float(self.tolerance)
+        except (TypeError, ValueError):
+            raise UsageError(f"tolerance must be a number, got {self.tolerance!r}") from None
+        if not (np.isfinite(self.tolerance) and self.tolerance >= 0):
+            raise UsageError(f"tolerance must be finite and >= 0, got {self.tolerance}")
+        if self.tolerance > 0 and a.dtype not in (np.float32, np.float64):
+            raise UsageError(f"a tolerance (ZFP) needs float32 or float64 samples, got {a.dtype}")
         if not isinstance(self.unit, str):
             raise UsageError(f"a field's unit must be text, got {self.unit!r}")
         self.attributes = dict(self.attributes)
@@ -167,6 +181,7 @@ class FieldBlock:
     components: Optional[Sequence[str]] = None
     unit: str = ""
     attributes: Dict[str, Any] = field(default_factory=dict)
+    tolerance: float = 0.0
 
     def interior(self) -> np.ndarray:
         """The block without its ghost zones."""

@@ -33,15 +33,11 @@ def _block_tuple(name: str, block: FieldBlock) -> Tuple[tuple, List[int], List[i
                          f"{ndim + (comps is not None)} axes, got shape {interior.shape}")
     # The global field's geometry, checked as a Field checks it (on a one-sample stand-in grid
     # of the global shape), with this rank's interior as its samples.
-    geometry = Field(np.broadcast_to(np.zeros((), interior.dtype), tuple(reversed(dims))), origin=block.origin,
-                     spacing=block.spacing, coords=block.coords, centering=block.centering, unit=block.unit,
-                     attributes=block.attributes)
-    arrays = [np.ascontiguousarray(interior)] if comps is None else \
-        [np.ascontiguousarray(interior[..., k]) for k in range(len(comps))]
-    uniform = geometry.coords is None
-    t = (name, arrays, ndim, list(comps or ()), geometry.centering,
-         list(geometry.origin) if uniform else None, list(geometry.spacing) if uniform else None,
-         None if uniform else [list(c) for c in geometry.coords], geometry.unit, geometry.attributes)
+    shape = tuple(reversed(dims)) + ((len(comps),) if comps else ())
+    geometry = Field(np.broadcast_to(np.zeros((), interior.dtype), shape), origin=block.origin, spacing=block.spacing,
+                     coords=block.coords, centering=block.centering, components=comps, unit=block.unit,
+                     attributes=block.attributes, tolerance=block.tolerance)
+    t = field_tuple(name, geometry, samples=interior)
     return t, dims, offset
 
 

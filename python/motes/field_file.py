@@ -47,15 +47,17 @@ def write_field_file(path, field: Field, *, name: str = "field", compression: st
     options.sync, options.threads = sync, threads
     s = _core.write_field_file(os.fspath(path), field_tuple(name, field), options)
     return {"file_bytes": s.file_bytes, "data_bytes": s.data_bytes, "stored_bytes": s.stored_bytes,
-            "bitmask": s.bitmask, "ranges": s.ranges}
+            "bitmask": s.bitmask, "ranges": s.ranges, "zfp_blocks": s.zfp_blocks}
 
 
-def field_tuple(name: str, field: Field) -> tuple:
+def field_tuple(name: str, field: Field, samples=None) -> tuple:
     """What the core takes for a field to write: (name, one C-order array per component,
-    ndim, components, centering, origin, spacing, coords, unit, attributes)."""
+    ndim, components, centering, origin, spacing, coords, unit, attributes, tolerance).
+    ``samples`` (an array shaped as ``field.array`` would be, components last) replaces the
+    field's own: a rank's block of a global grid whose geometry ``field`` describes."""
     if not isinstance(field, Field):
         raise UsageError(f"field '{name}' must be a motes.Field, got {type(field).__name__}")
-    a = field.array
+    a = field.array if samples is None else samples
     if field.components is None:
         arrays = [np.ascontiguousarray(a)]
     else:
@@ -63,7 +65,8 @@ def field_tuple(name: str, field: Field) -> tuple:
     uniform = field.coords is None
     return (name, arrays, field.ndim, list(field.components or ()), field.centering,
             list(field.origin) if uniform else None, list(field.spacing) if uniform else None,
-            None if uniform else [list(c) for c in field.coords], field.unit, field.attributes)
+            None if uniform else [list(c) for c in field.coords], field.unit, field.attributes,
+            float(field.tolerance))
 
 
 def open_field_file(path) -> "StoredField":
@@ -125,6 +128,11 @@ class StoredField:
     @property
     def unit(self) -> str:
         return self._f.unit
+
+    @property
+    def tolerance(self) -> float:
+        """0: the samples are stored exactly; > 0: within this absolute error (ZFP)."""
+        return self._f.tolerance
 
     @property
     def attributes(self) -> Dict[str, Any]:

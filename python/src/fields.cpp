@@ -73,7 +73,7 @@ nb::tuple region_tuple(const Region& r) {
 }  // namespace
 
 motes::FieldInput field_input_of(const FieldTuple& t) {
-  const auto& [name, arrays, ndim, components, centering, origin, spacing, coords, unit, attributes] = t;
+  const auto& [name, arrays, ndim, components, centering, origin, spacing, coords, unit, attributes, tolerance] = t;
   motes::FieldInput f;
   FieldSpec& spec = f.spec;
   spec.name = name;
@@ -81,6 +81,7 @@ motes::FieldInput field_input_of(const FieldTuple& t) {
   spec.components = components;
   spec.centering = centering_of(centering);
   spec.unit = unit;
+  spec.tolerance = tolerance;
   spec.attributes = attributes_of(attributes, "attributes of field '" + name + "'");
   if (arrays.empty()) throw motes::UsageError("field '" + name + "' has no arrays");
   spec.dtype = dtype_of(arrays[0].dtype(), "field '" + name + "'");
@@ -124,6 +125,7 @@ void bind_fields(nb::module_& m) {
       .def_ro("stored_bytes", &motes::fields::FieldSummary::stored_bytes)
       .def_ro("header_checksum", &motes::fields::FieldSummary::header_checksum)
       .def_ro("bitmask", &motes::fields::FieldSummary::bitmask)
+      .def_ro("zfp_blocks", &motes::fields::FieldSummary::zfp_blocks, "blocks stored by ZFP within the tolerance")
       .def_prop_ro("ranges", [](const motes::fields::FieldSummary& s) {
         nb::list out;
         for (const auto& r : s.ranges) out.append(nb::make_tuple(r.min, r.max, r.nan_count));
@@ -203,6 +205,7 @@ void bind_fields(nb::module_& m) {
       .def_prop_ro("coords", [](const FieldFile& f) { return f.spec().coords; })
       .def_prop_ro("rectilinear", [](const FieldFile& f) { return f.spec().rectilinear(); })
       .def_prop_ro("unit", [](const FieldFile& f) { return f.spec().unit; })
+      .def_prop_ro("tolerance", [](const FieldFile& f) { return f.spec().tolerance; })
       .def_prop_ro("attributes", [](const FieldFile& f) { return python_of(f.spec().attributes); })
       .def_prop_ro("bitmask", [](const FieldFile& f) { return f.bitmask().text(); })
       .def_prop_ro("block_bits", &FieldFile::block_bits)

@@ -3,6 +3,7 @@
 // status and a message naming the field.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -64,5 +65,43 @@ TEST(CapiFields, AStepWithAScalarAndAVectorField) {
   std::vector<double> gy(60);
   ef->read(ef->region({0, 0, 0}, {5, 4, 3}, 0), 1, gy.data());
   EXPECT_EQ(gy, ey);
+  fs::remove_all(dir);
+}
+
+TEST(CapiFields, AFieldStoredWithinATolerance) {
+  const fs::path dir = fs::temp_directory_path() / ("motes-capi-zfp-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const uint64_t dims[3] = {40, 30, 20};
+  std::vector<float> rho(40 * 30 * 20);
+  std::vector<int32_t> count(rho.size());
+  for (size_t i = 0; i < rho.size(); ++i) rho[i] = float(std::sin(0.05 * double(i % 40)) + 0.01 * double(i / 1200)), count[i] = int32_t(i);
+  motes_writer* w = nullptr;
+  ASSERT_EQ(motes_writer_open(dir.c_str(), &w), MOTES_OK) << motes_last_error();
+  ASSERT_EQ(motes_writer_begin_step(w, 0, 0.0), MOTES_OK);
+  const void* r[1] = {rho.data()};
+  const void* n[1] = {count.data()};
+  ASSERT_EQ(motes_writer_set_field(w, "rho", MOTES_F32, 3, dims, 1, r, nullptr, nullptr, nullptr, 0, nullptr), MOTES_OK);
+  ASSERT_EQ(motes_writer_set_field(w, "n", MOTES_I32, 3, dims, 1, n, nullptr, nullptr, nullptr, 0, nullptr), MOTES_OK);
+  EXPECT_EQ(motes_writer_set_field_tolerance(w, "nope", 1e-3), MOTES_ERROR_USAGE);
+  EXPECT_NE(std::strstr(motes_last_error(), "not set"), nullptr);
+  EXPECT_EQ(motes_writer_set_field_tolerance(w, "n", 1e-3), MOTES_ERROR_USAGE);  // an integer field
+  EXPECT_NE(std::strstr(motes_last_error(), "float32 or float64"), nullptr);
+  EXPECT_EQ(motes_writer_set_field_tolerance(w, "rho", -1), MOTES_ERROR_USAGE);
+  ASSERT_EQ(motes_writer_set_field_tolerance(w, "rho", 1e-3), MOTES_OK) << motes_last_error();
+  ASSERT_EQ(motes_writer_write_step(w), MOTES_OK) << motes_last_error();
+  ASSERT_EQ(motes_writer_close(w), MOTES_OK);
+
+  motes::Dataset ds = motes::Dataset::open(dir.string());
+  auto f = motes::fields::FieldFile::open(dir.string() + "/" + ds.step(0).find_field("rho").file);
+  EXPECT_EQ(f->spec().tolerance, 1e-3);
+  std::vector<float> got(rho.size());
+  f->read(f->region({0, 0, 0}, {40, 30, 20}, 0), 0, got.data());
+  double worst = 0;
+  for (size_t i = 0; i < rho.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - double(rho[i])));
+  EXPECT_LE(worst, 1e-3);
+  EXPECT_LT(f->stored_bytes(), rho.size() * sizeof(float) / 3);
+  auto exact = motes::fields::FieldFile::open(dir.string() + "/" + ds.step(0).find_field("n").file);
+  EXPECT_EQ(exact->spec().tolerance, 0.0);
+  f->verify();
   fs::remove_all(dir);
 }

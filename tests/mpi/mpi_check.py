@@ -376,6 +376,8 @@ def cmd_fields(args, comm):
         block, lo, hi, g = field_blocks(comm, a, ghost=2)
         blocks[name] = motes.field.FieldBlock(block, offset=lo, dims=a.shape[:3][::-1], ghosts=g,
                                                spacing=(0.5, 0.5, 0.5), components=comps, unit="V/m")
+    block, lo, hi, g = field_blocks(comm, rho, ghost=1)  # the same grid stored within 1e-3 (ZFP), in parts
+    blocks["rhoz"] = motes.field.FieldBlock(block, offset=lo, dims=rho.shape[::-1], ghosts=g, tolerance=1e-3)
     whole = motes.Field(rho * 2, spacing=(0.5, 0.5, 0.5)) if comm.rank == 0 else None
     w = motes.Writer(args.dir, comm=comm, target_bytes=args.target, sync=False)
     report = w.write_step(0, {"electrons": local(d, comm, args.scenario)}, fields={**blocks, "rho2": whole})
@@ -384,7 +386,9 @@ def cmd_fields(args, comm):
     # The parts: about one per target's bytes, at most one per rank.
     assert parts["rho"] == min(comm.size, -(-rho.nbytes // args.target)), (parts, comm.size)
     ds = motes.open(args.dir)
-    assert ds.field_names(0) == ["E", "rho", "rho2"], ds.field_names(0)
+    assert ds.field_names(0) == ["E", "rho", "rho2", "rhoz"], ds.field_names(0)
+    assert ds.field("rhoz").tolerance == 1e-3 and np.max(np.abs(ds.field("rhoz").read() - rho)) <= 1e-3
+    assert parts["rhoz"] == parts["rho"]
     assert ds.step(0).fields["rho"]["parts"] == parts["rho"]
     assert np.array_equal(ds.field("rho").read(), rho)
     assert np.array_equal(ds.field("E").read(), e)

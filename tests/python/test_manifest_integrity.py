@@ -39,12 +39,12 @@ def save(p, m):
 
 def test_manifest_pins_every_file_by_checksum(series):
     m = manifest(series)
-    assert m["version"] == [1, 3]
+    assert m["version"] == [1, 4]
     for st in m["steps"]:
         sp = st["species"]["particles"]
         assert len(sp["checksum"]) == 16
         assert len(sp.get("part_checksums", [])) == (3 if st["index"] == 2 else 0)
-    assert motes.open(series).verify() == {"files": 5, "steps": 3, "species": 3, "pinned": 3}
+    assert motes.open(series).verify() == {"files": 5, "steps": 3, "species": 3, "fields": 0, "pinned": 3}
 
 
 def test_a_valid_file_copied_over_another_steps_file_is_refused(series):
@@ -129,11 +129,11 @@ def test_manifest_of_version_1_0_without_checksums_still_reads(series):
     save(series, m)
     ds = motes.open(series)
     assert ds.count(step=0) == 1000 and ds.count(step=2) == 2400
-    assert ds.verify() == {"files": 5, "steps": 3, "species": 3, "pinned": 0}
+    assert ds.verify() == {"files": 5, "steps": 3, "species": 3, "fields": 0, "pinned": 0}
     # ...and the next write upgrades the manifest, keeping the old entries as they are
     motes.write(series, cols(100, 9), step=3, **SMALL)
     m = manifest(series)
-    assert m["version"] == [1, 3] and "checksum" not in m["steps"][0]["species"]["particles"]
+    assert m["version"] == [1, 4] and "checksum" not in m["steps"][0]["species"]["particles"]
     assert "checksum" in m["steps"][3]["species"]["particles"]
 
 

@@ -218,6 +218,23 @@ motes_status motes_writer_set_field(motes_writer* w, const char* name, motes_dty
   });
 }
 
+motes_status motes_writer_set_field_tolerance(motes_writer* w, const char* name, double tolerance) {
+  return guarded([&] {
+    if (!w || !name) return fail(MOTES_ERROR_USAGE, "motes_writer_set_field_tolerance: NULL argument");
+    motes::fields::FieldSpec* spec = nullptr;
+    for (motes::FieldInput& f : w->fields)
+      if (f.spec.name == name) spec = &f.spec;
+    for (motes::FieldBlockInput& b : w->field_blocks)
+      if (b.spec.name == name) spec = &b.spec;
+    if (!spec) return fail(MOTES_ERROR_USAGE, "field '" + std::string(name) + "' is not set in this step");
+    motes::fields::FieldSpec changed = *spec;
+    changed.tolerance = tolerance;
+    changed.check();  // a tolerance that is not finite and >= 0, or on an integer field
+    spec->tolerance = tolerance;
+    return MOTES_OK;
+  });
+}
+
 motes_status motes_writer_write_step(motes_writer* w) {
   return guarded([&] {
     if (!w) return fail(MOTES_ERROR_USAGE, "motes_writer_write_step: writer is NULL");

@@ -27,7 +27,8 @@ module motes
   public :: motes_c_string
   public :: motes_writer_open, motes_writer_set_options, motes_writer_define_column, motes_writer_begin_step, &
             motes_writer_set_step_attributes, &
-            motes_writer_set_column, motes_writer_set_unit, motes_writer_set_field, motes_writer_write_step, &
+            motes_writer_set_column, motes_writer_set_unit, motes_writer_set_field, motes_writer_set_field_tolerance, &
+            motes_writer_write_step, &
             motes_writer_close, motes_last_error
 
   interface
@@ -90,6 +91,13 @@ module motes
       type(c_ptr), value :: names
       real(c_double), intent(in) :: origin(*), spacing(*)
       character(kind=c_char), intent(in) :: unit(*)
+      integer(c_int) :: s
+    end function
+    function c_set_field_tolerance(writer, name, tolerance) bind(c, name="motes_writer_set_field_tolerance") result(s)
+      import :: c_ptr, c_int, c_char, c_double
+      type(c_ptr), value :: writer
+      character(kind=c_char), intent(in) :: name(*)
+      real(c_double), value :: tolerance
       integer(c_int) :: s
     end function
     function c_write_step(writer) bind(c, name="motes_writer_write_step") result(s)
@@ -191,6 +199,15 @@ contains
     if (cell_centred) centred = 1
     s = c_set_field(writer, motes_c_string(name), dtype, ndim, int(dims, c_int64_t), int(size(data), c_int), data, &
                     c_null_ptr, origin, spacing, centred, motes_c_string(unit))
+  end function
+
+  ! Stores field `name` (set before in this step) within an absolute error `tolerance` (ZFP
+  ! fixed accuracy, real32/real64 only); 0 stores it exactly. See motes.h.
+  integer function motes_writer_set_field_tolerance(writer, name, tolerance) result(s)
+    type(c_ptr), intent(in) :: writer
+    character(len=*), intent(in) :: name
+    real(c_double), intent(in) :: tolerance
+    s = c_set_field_tolerance(writer, motes_c_string(name), tolerance)
   end function
 
   integer function motes_writer_write_step(writer) result(s)

@@ -91,6 +91,12 @@ motes_status motes_writer_set_field(motes_writer* writer, const char* name, mote
                                     const char* const* component_names, const double* origin,
                                     const double* spacing, int cell_centred, const char* unit);
 
+/* Stores field `name` of the step (set before, whole or as this rank's block) lossily within
+ * the absolute error `tolerance` (ZFP fixed accuracy, float32 and float64 only; a block ZFP
+ * cannot keep within it, or holding NaN or an infinity, is stored exactly); 0 (the default)
+ * stores it exactly. A parallel writer's ranks give the same tolerance for a field. */
+motes_status motes_writer_set_field_tolerance(motes_writer* writer, const char* name, double tolerance);
+
 /* Writes every species and field of the step, then publishes it in the manifest. */
 motes_status motes_writer_write_step(motes_writer* writer);
 

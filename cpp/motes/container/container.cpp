@@ -27,6 +27,7 @@ std::string feature_names(uint64_t bits) {
     std::string name = bit == kFeatureZstdSections  ? "zstd-sections"
                        : bit == kFeatureCodedBlocks ? "coded-blocks"
                        : bit == kFeatureFieldParts  ? "field-parts"
+                       : bit == kFeatureZfpBlocks   ? "zfp-blocks"
                                                     : "bit " + std::to_string(k);
     out += (out.empty() ? "" : ", ") + name;
   }

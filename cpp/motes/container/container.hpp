@@ -41,8 +41,9 @@ enum Feature : uint64_t {
   kFeatureZstdSections = 1u << 0,  // sections stored as zstd frames (kZstd)
   kFeatureCodedBlocks = 1u << 1,   // bulk data stored as coded blocks (kBlocks)
   kFeatureFieldParts = 1u << 2,    // a field file holding one run of a field's blocks (docs/format.md §14.7)
+  kFeatureZfpBlocks = 1u << 3,     // a field file with blocks coded by codec::Predictor::zfp (lossy; §14.8)
 };
-inline constexpr uint64_t kKnownFeatures = kFeatureZstdSections | kFeatureCodedBlocks | kFeatureFieldParts;
+inline constexpr uint64_t kKnownFeatures = kFeatureZstdSections | kFeatureCodedBlocks | kFeatureFieldParts | kFeatureZfpBlocks;
 std::string feature_names(uint64_t bits);  // "zstd-sections, coded-blocks, bit 7"
 
 #pragma pack(push, 1)

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "motes/codec/codec.hpp"
+#include "motes/codec/zfp.hpp"
 #include "motes/core/errors.hpp"
 #include "motes/core/parallel.hpp"
 #include "motes/core/text.hpp"
@@ -109,6 +110,9 @@ void FieldSpec::check() const {
         throw UsageError(what + ": origin must be finite and spacing positive along " + kAxes[a]);
   }
   if (!valid_utf8(unit)) throw UsageError(what + ": unit is not UTF-8 text");
+  if (!(tolerance >= 0) || !std::isfinite(tolerance)) throw UsageError(what + ": tolerance must be a finite number >= 0");
+  if (tolerance > 0 && dtype != DType::f32 && dtype != DType::f64)
+    throw UsageError(what + ": a tolerance (ZFP) needs float32 or float64 samples, not " + dtype_name(dtype));
   if (!attributes.is_object()) throw UsageError(what + ": attributes must be an object");
 }
 
@@ -130,6 +134,7 @@ nlohmann::json spec_json(const FieldSpec& s) {
   }
   j["unit"] = s.unit;
   j["attributes"] = s.attributes;
+  if (s.tolerance > 0) j["tolerance"] = s.tolerance;  // only then: lossless files stay as they were
   return j;
 }
 
@@ -163,6 +168,31 @@ void check_write(const FieldSpec& spec, size_t arrays, const FieldWriteOptions& 
   if (options.block_bits < kMinBlockBits || options.block_bits > kMaxBlockBits)
     throw UsageError("block_bits must be in [" + std::to_string(kMinBlockBits) + ", " + std::to_string(kMaxBlockBits) + "]");
   if (options.zstd_level < -7 || options.zstd_level > 19) throw UsageError("zstd_level must be in [-7, 19]");
+}
+
+// Codes block `block` (n samples at `values`, `inside` flags) with codec::Predictor::zfp at
+// the field's tolerance into `out`, and decodes it into `decoded`; false when zfp cannot take
+// it or a sample of the grid comes back further than the tolerance from its value.
+bool try_zfp(const FieldSpec& spec, const std::string& bitmask, int block_bits, uint64_t block, const unsigned char* values,
+             const uint8_t* inside, uint64_t n, std::string& out, std::vector<unsigned char>& decoded) {
+  codec::Context ctx;
+  if (!codec::zfp_block_context(bitmask, block_bits, block, ctx)) return false;
+  ctx.zfp_tolerance = spec.tolerance;
+  const codec::ValueType type = codec::value_type(uint8_t(spec.dtype));
+  std::string z;
+  if (!codec::encode_zfp(type, values, n, ctx, z)) return false;
+  decoded.assign(n * type.size, 0);
+  if (!codec::decode(type, z.data(), z.size(), decoded.data(), n, {}).empty()) return false;
+  bool ok = true;
+  dispatch_dtype(spec.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* a = reinterpret_cast<const T*>(values);
+    const T* d = reinterpret_cast<const T*>(decoded.data());
+    for (uint64_t i = 0; i < n && ok; ++i)
+      if (inside[i]) ok = std::fabs(double(d[i]) - double(a[i])) <= spec.tolerance;
+  });
+  if (ok) out = std::move(z);
+  return ok;
 }
 
 // The blocks [part.first_block, + part.block_count) of a field, from `source`, as a field file.
@@ -203,6 +233,8 @@ FieldSummary write_blocks(const std::string& path, const FieldSpec& spec, const 
   std::vector<std::vector<StoredBlock>> stored(nc, std::vector<StoredBlock>(blocks));
   std::vector<std::vector<double>> bmin(nc, std::vector<double>(blocks)), bmax(nc, std::vector<double>(blocks));
   std::vector<uint64_t> nans(nc, 0);
+  std::vector<std::vector<uint8_t>> zfp_blocks(nc, std::vector<uint8_t>(blocks, 0));
+  const std::string bitmask_text = bitmask.text();
   uint64_t offset = kPage;
   std::vector<uint64_t> first_offset(nc), last_end(nc);
   const uint64_t window = std::max<uint64_t>(1, (uint64_t(1) << 22) / (per_block * size));  // about 4 MiB of samples
@@ -217,11 +249,22 @@ FieldSummary write_blocks(const std::string& path, const FieldSpec& spec, const 
         std::vector<unsigned char> buf(per_block * size);
         std::vector<uint8_t> inside(per_block);
         source(c, first + b, buf.data(), inside.data());
+        // With a tolerance, the block as zfp stores it, when that keeps every sample of the
+        // grid within the tolerance (decoded here and compared); its range is then that of
+        // the values stored. Otherwise (NaN, infinities, a missed bound) the lossless plan.
+        const unsigned char* ranged = buf.data();
+        std::vector<unsigned char> back;
+        if (spec.tolerance > 0 && try_zfp(spec, bitmask_text, options.block_bits, first + b, buf.data(), inside.data(),
+                                          per_block, coded[i], back)) {
+          ranged = back.data();
+          zfp_blocks[c][b] = 1;
+        } else {
+          codec::encode(plans[c], type, buf.data(), per_block, {}, coded[i]);
+        }
         dispatch_dtype(spec.dtype, [&](auto tag) {
           using T = decltype(tag);
-          block_range(reinterpret_cast<const T*>(buf.data()), inside.data(), per_block, bmin[c][b], bmax[c][b], wnans[i]);
+          block_range(reinterpret_cast<const T*>(ranged), inside.data(), per_block, bmin[c][b], bmax[c][b], wnans[i]);
         });
-        codec::encode(plans[c], type, buf.data(), per_block, {}, coded[i]);
       });
       std::string out;
       for (uint64_t i = 0; i < coded.size(); ++i) {
@@ -269,6 +312,12 @@ FieldSummary write_blocks(const std::string& path, const FieldSpec& spec, const 
   area.block_bits = uint8_t(options.block_bits);
   area.maxh = uint8_t(bitmask.maxh());
   uint16_t minor = kWholeVersionMinor;
+  for (const auto& z : zfp_blocks)
+    if (std::find(z.begin(), z.end(), 1) != z.end()) {
+      meta.features |= container::kFeatureZfpBlocks;
+      minor = kVersionMinor;
+      summary.zfp_blocks += uint64_t(std::count(z.begin(), z.end(), 1));
+    }
   if (part.count > 1) {  // a whole field's file stays a 1.0 file, byte for byte
     area.part_index = part.index;
     area.part_count = part.count;
@@ -443,6 +492,7 @@ void FieldFile::open_part(size_t k, std::shared_ptr<const ByteSource> source) {
       spec.components = j.at("components").get<std::vector<std::string>>();
       spec.unit = j.at("unit").get<std::string>();
       spec.attributes = j.at("attributes");
+      if (j.contains("tolerance")) spec.tolerance = j.at("tolerance").get<double>();
       if (j.contains("coords")) {
         const auto& c = j.at("coords");
         if (!c.is_array() || c.size() != size_t(spec.ndim)) bad("meta section: coords do not match the axes");

@@ -19,8 +19,8 @@
 namespace motes::fields {
 
 inline constexpr char kMagic[8] = {'M', 'O', 'T', 'E', 'S', 'F', 'L', 'D'};
-// 1.0: a whole field in one file; 1.1: a field in parts (PartInfo, feature field-parts).
-// A whole field is still written as 1.0, byte for byte.
+// 1.0: a whole field in one file; 1.1: a field in parts (PartInfo, feature field-parts) or
+// with ZFP blocks (feature zfp-blocks). A whole lossless field is still written as 1.0.
 inline constexpr uint16_t kVersionMajor = 1, kVersionMinor = 1, kWholeVersionMinor = 0;
 inline constexpr uint32_t kMaxParts = uint32_t(1) << 20;
 inline constexpr int kDefaultBlockBits = 14;  // 16384 samples: the particle columns' block size
@@ -50,6 +50,9 @@ struct FieldSpec {
   std::array<std::vector<double>, 3> coords;                 // a rectilinear grid: one array per axis
   std::string unit;
   nlohmann::json attributes = nlohmann::json::object();
+  // > 0: the samples are stored within this absolute error (ZFP fixed accuracy, f32 and f64
+  // only; a block that zfp cannot keep within it is stored exactly). 0: exactly.
+  double tolerance = 0;
 
   size_t component_count() const { return components.empty() ? 1 : components.size(); }
   uint64_t sample_count() const { return dims[0] * dims[1] * dims[2]; }
@@ -75,6 +78,7 @@ struct FieldSummary {
   uint64_t file_bytes = 0;
   uint64_t data_bytes = 0;    // the samples' bytes (every component, without padding)
   uint64_t stored_bytes = 0;  // the coded blocks' bytes
+  uint64_t zfp_blocks = 0;    // blocks stored by ZFP within the tolerance (the others exactly)
   uint64_t header_checksum = 0;
   std::string bitmask;
   std::vector<ComponentRange> ranges;  // per component

@@ -140,7 +140,9 @@ void ParticleFile::parse_v2() {
   major_ = h.version_major;
   minor_ = h.version_minor;
   features_ = h.required_features;
-  if (features_ & container::kFeatureFieldParts) fail("requires field-parts, a feature of field files only");
+  if (features_ & (container::kFeatureFieldParts | container::kFeatureZfpBlocks))
+    fail("requires " + container::feature_names(features_ & (container::kFeatureFieldParts | container::kFeatureZfpBlocks)) +
+         ", a feature of field files only");
   header_checksum_ = h.header_checksum;
   spec::ParticleArea a;
   std::memcpy(&a, h.kind_area, sizeof a);
