@@ -22,6 +22,7 @@ cmake --build build/fuzz -j "$JOBS" --target fuzz_reader fuzz_expr fuzz_index fu
 rm -rf build/fuzz/corpus && mkdir -p build/fuzz/corpus/reader build/fuzz/corpus/expr build/fuzz/corpus/index build/fuzz/corpus/manifest build/fuzz/corpus/field build/fuzz/corpus/codec
 .venv/bin/python tests/fuzz/make_corpus.py build/fuzz/corpus
 build/fuzz/fuzz_codec -write_seeds=build/fuzz/corpus/codec  # coded blocks of every predictor (C++ encoders)
+build/fuzz/fuzz_field -write_seeds=build/fuzz/corpus/field  # a field in two parts, a field with ZFP blocks
 build/fuzz/fuzz_expr -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -print_final_stats=1 build/fuzz/corpus/expr 2>&1 | grep -E "^stat::(number_of_executed_units|new_units_added)|ERROR|SUMMARY"
 build/fuzz/fuzz_reader -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 -print_final_stats=1 build/fuzz/corpus/reader 2>&1 | grep -E "^stat::(number_of_executed_units|new_units_added)|ERROR|SUMMARY"
 build/fuzz/fuzz_index -max_total_time="${MOTES_FUZZ_SECONDS:-20}" -rss_limit_mb=4096 -print_final_stats=1 build/fuzz/corpus/index 2>&1 | grep -E "^stat::(number_of_executed_units|new_units_added)|ERROR|SUMMARY"
