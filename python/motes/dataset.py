@@ -563,7 +563,7 @@ class Dataset:
     def query(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
               fraction: Optional[float] = None, columns: Optional[Sequence[str]] = None,
               step: Optional[int] = None, species: Optional[str] = None, threads: Optional[int] = None,
-              cancel: Optional[_core.CancelToken] = None, timeout: Optional[float] = None) -> Table:
+              cancel: Optional[_core.CancelToken] = None, timeout: Optional[float] = None, steps: Any = None) -> Table:
         """Particles matching ``where`` (an expression such as ``"energy > 1.3 and 10 < x < 20"``)
         inside ``box`` (xmin, ymin, zmin, xmax, ymax, zmax; inclusive), at ``quality`` in [0, 1]
         (1 = every particle; a pair (q0, q1) reads only what q1 adds to q0), or among a share
@@ -574,9 +574,17 @@ class Dataset:
 
         ``cancel`` (a ``motes._core.CancelToken``, cancelled from another thread) and ``timeout``
         (seconds) stop the query: it raises :class:`motes.CancelledError` at its next check
-        (between chunks of work)."""
+        (between chunks of work).
+
+        ``steps`` (a list of step indexes, a range, ``"all"``, ``"0:100:10"``; instead of
+        ``step``) queries several steps at once: one Table with a leading ``step`` column, the
+        rows of each step in step order; ``timeout`` holds for all of them (see :mod:`motes.steps`)."""
         from .field_queries import field_reference, gather_with_fields
 
+        if steps is not None:  # several steps: motes.steps
+            from .steps import query as across
+            return across(self, steps, step, where=where, box=box, quality=quality, fraction=fraction, columns=columns,
+                          species=species, threads=threads, cancel=cancel, timeout=timeout)
         sel = self.select(where, box, quality, fraction=fraction, step=step, species=species, threads=threads,
                           cancel=cancel, timeout=timeout)
         if columns is not None and not isinstance(columns, str) and any(field_reference(c) for c in columns):
@@ -618,8 +626,13 @@ class Dataset:
     def count(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
               fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
               threads: Optional[int] = None, cancel: Optional[_core.CancelToken] = None,
-              timeout: Optional[float] = None) -> int:
-        """Number of particles matching the query (nothing is copied)."""
+              timeout: Optional[float] = None, steps: Any = None) -> int:
+        """Number of particles matching the query (nothing is copied). With ``steps`` (see
+        :meth:`query`), a time series: a Table of ``step``, ``time``, ``count`` (see :mod:`motes.steps`)."""
+        if steps is not None:  # several steps: motes.steps
+            from .steps import count as across
+            return across(self, steps, step, where=where, box=box, quality=quality, fraction=fraction, species=species,
+                          threads=threads, cancel=cancel, timeout=timeout)
         return int(_core.count(self.source(step, species), self._fields_for(
             _selection(where, box, quality, fraction, threads, cancel, timeout), step)))
 
@@ -627,8 +640,14 @@ class Dataset:
     def stats(self, column: str, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
               fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
               threads: Optional[int] = None, cancel: Optional[_core.CancelToken] = None,
-              timeout: Optional[float] = None) -> Dict[str, Any]:
-        """count, valid (not NaN), min, max, sum, mean of ``column`` over the matching particles."""
+              timeout: Optional[float] = None, steps: Any = None) -> Dict[str, Any]:
+        """count, valid (not NaN), min, max, sum, mean of ``column`` over the matching particles.
+        With ``steps`` (see :meth:`query`), a time series: a Table of ``step``, ``time`` and these
+        keys, NaN for None (see :mod:`motes.steps`)."""
+        if steps is not None:  # several steps: motes.steps
+            from .steps import stats as across
+            return across(self, steps, column, step, where=where, box=box, quality=quality, fraction=fraction,
+                          species=species, threads=threads, cancel=cancel, timeout=timeout)
         return _core.stats(self.source(step, species), _args.text("column", column), self._fields_for(
             _selection(where, box, quality, fraction, threads, cancel, timeout), step)).to_dict()
 
@@ -637,15 +656,25 @@ class Dataset:
                   range: Optional[Sequence] = None, weights: Optional[str] = None, where: Optional[str] = None,
                   box: BoxLike = None, quality: Optional[Quality] = None, fraction: Optional[float] = None,
                   step: Optional[int] = None, species: Optional[str] = None, threads: Optional[int] = None,
-                  cancel: Optional[_core.CancelToken] = None, timeout: Optional[float] = None):
+                  cancel: Optional[_core.CancelToken] = None, timeout: Optional[float] = None, steps: Any = None):
         """1-D (``y=None``) or 2-D histogram of the matching particles, computed while traversing.
 
         Same conventions as ``numpy.histogram`` / ``numpy.histogram2d`` with integer bins: returns
         ``(counts, edges)`` or ``(counts, xedges, yedges)``; counts are int64, or float64 sums of
-        ``weights``. ``range`` defaults to the min/max of the matching values."""
+        ``weights``. ``range`` defaults to the min/max of the matching values.
+
+        With ``steps`` (see :meth:`query`): ``(counts, edges, steps)`` or ``(counts, xedges,
+        yedges, steps)``, counts of shape ``(n_steps, bins)`` or ``(n_steps, nx, ny)``, every
+        step binned over one common range (default: the min/max over all the steps; see
+        :mod:`motes.steps`)."""
         from .field_queries import field_reference
         from .field_queries import histogram as field_histogram
 
+        if steps is not None:  # several steps: motes.steps
+            from .steps import histogram as across
+            return across(self, steps, x, y, step, bins=bins, range=range, weights=weights, where=where, box=box,
+                          quality=quality, fraction=fraction, species=species, threads=threads, cancel=cancel,
+                          timeout=timeout)
         f = self.source(step, species)
         sel = self._fields_for(_selection(where, box, quality, fraction, threads, cancel, timeout), step)
         axes = [x] if y is None else [x, y]
