@@ -8,7 +8,8 @@ from typing import List
 
 from .._core import UsageError
 from ..errors import storage_errors
-from .common import (_add_selection, _check_columns, _describe_selection, _g, _num, _open, _out, _output_kind, _positive_int, _require, _seconds, _selection_kwargs, _species_of, _sub)
+from .query import _add_steps, _selected_steps
+from .common import (_add_selection, _check_columns, _describe_selection, _g, _num, _open, _out, _output_kind, _positive_int, _require, _seconds, _selection_kwargs, _species_of, _sub, _table)
 
 
 def _axis_label(ds, name: str, step, species) -> str:
@@ -119,6 +120,109 @@ def _save_hist(path: str, args, counts, edges) -> None:
                    fmt=["%.17g"] * 4 + [vfmt])
 
 
+def _plot_steps(args, ds, species, counts, edges, steps, title: str) -> None:
+    """1-D histograms across steps as an image: X across, one row per step."""
+    _require("matplotlib", "plot", "--plot")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.colors import LogNorm
+
+    what = f"sum of {args.weights}" if args.weights else "count"
+    fig, ax = plt.subplots(figsize=(7, 5.6))
+    try:
+        c = np.asarray(counts, dtype=np.float64)
+        norm = None
+        if args.log:
+            c = np.ma.masked_less_equal(c, 0)
+            if c.count():
+                norm = LogNorm(vmin=float(c.min()), vmax=float(c.max()))
+        rows = np.arange(len(steps) + 1) - 0.5  # row i is step steps[i]
+        mesh = ax.pcolormesh(edges[0], rows, c, norm=norm, shading="flat", cmap="viridis")
+        fig.colorbar(mesh, ax=ax, label=what + (" (log)" if args.log else ""))
+        ticks = np.unique(np.linspace(0, len(steps) - 1, min(len(steps), 10)).round().astype(int))
+        ax.set_yticks(ticks, [str(steps[i]) for i in ticks])
+        ax.set_xlabel(_axis_label(ds, args.x, steps[0], species))
+        ax.set_ylabel("step")
+        ax.set_title(title, fontsize=10)
+        fig.tight_layout()
+        with storage_errors(args.plot, "cannot write the plot"):
+            fig.savefig(args.plot, dpi=args.dpi)
+    finally:
+        plt.close(fig)
+
+
+def _save_hist_steps(path: str, args, counts, edges, steps, times) -> None:
+    """-o with --steps: npz (counts of shape (n_steps, ...), steps, times, edges) or csv
+    (a step column first, then the single-step csv's columns)."""
+    import numpy as np
+
+    kind = _output_kind(path, ("npz", "csv"))
+    if kind == "npz":
+        arrays = {"counts": counts, "steps": steps, "times": times, "x": np.array(args.x),
+                  "where": np.array(args.where or "")}
+        if len(edges) == 1:
+            arrays["edges"] = edges[0]
+        else:
+            arrays.update(xedges=edges[0], yedges=edges[1], y=np.array(args.y))
+        if args.weights:
+            arrays["weights"] = np.array(args.weights)
+        with open(path, "wb") as fh:
+            np.savez(fh, **arrays)
+        return
+    value = "sum" if args.weights else "count"
+    vfmt = "%.17g" if args.weights else "%d"
+    cells = [np.arange(n - 1) for n in map(len, edges)]
+    grid = np.meshgrid(np.arange(len(steps)), *cells, indexing="ij")
+    i, bins = grid[0].ravel(), [g.ravel() for g in grid[1:]]
+    table = [steps[i]]
+    header = ["step"]
+    for name, e, b in zip([args.x] + ([args.y] if len(edges) == 2 else []), edges, bins):
+        table += [e[b], e[b + 1]]
+        header += [f"{name}_lo", f"{name}_hi"]
+    table.append(np.asarray(counts).ravel())
+    np.savetxt(path, np.column_stack(table), delimiter=",", header=",".join(header + [value]), comments="",
+               fmt=["%d"] + ["%.17g"] * (len(header) - 1) + [vfmt])
+
+
+def _report_steps(args, ds, species, res, dt, what) -> None:
+    import numpy as np
+
+    two_d = args.y is not None
+    counts, edges, steps = res[0], list(res[1:-1]), res[-1]
+    axes = " x ".join(f"{name} {len(e) - 1} bins [{_g(e[0])}, {_g(e[-1])}]" for name, e in
+                      zip([args.x] + ([args.y] if two_d else []), edges))
+    _out(f"histograms of {axes} in {_num(len(steps))} steps" + (f", {what}" if what else "") + f"  ({_seconds(dt)})")
+    rows = []
+    for k, c in zip(steps, counts):
+        total = _g(c.sum()) if args.weights else _num(c.sum())
+        row = [str(k), _g(ds.step(int(k)).time), total, _num(np.count_nonzero(c))]
+        if np.count_nonzero(c):
+            idx = np.unravel_index(int(np.argmax(c)), c.shape)
+            row.append(", ".join(f"[{_g(e[j], 4)}, {_g(e[j + 1], 4)})" for e, j in zip(edges, idx)))
+        else:
+            row.append("-")
+        rows.append(row)
+    total = "total " + (f"(sum of {args.weights})" if args.weights else "particles")
+    _out(_table(["step", "time", total, "non-empty bins", "peak bin"], rows, align=[">", ">", ">", ">", "<"],
+                indent="  "))
+    if args.plot:
+        if two_d:
+            raise UsageError("--plot with --steps draws 1-D histograms (one row per step): drop Y, or use --step")
+        title = f"{os.path.basename(os.path.normpath(ds.path))}, steps {steps[0]}..{steps[-1]}, {species}"
+        if what:
+            title += "\n" + what
+        _plot_steps(args, ds, species, counts, edges, list(steps), title)
+        _out(f"wrote plot {args.plot}")
+    if args.output:
+        times = np.asarray([ds.step(int(k)).time for k in steps], dtype=np.float64)
+        with storage_errors(args.output, "cannot write"):
+            _save_hist_steps(args.output, args, counts, edges, steps, times)
+        _out(f"wrote {args.output}")
+
+
 def cmd_hist(args) -> int:
     import numpy as np
 
@@ -132,11 +236,18 @@ def cmd_hist(args) -> int:
         raise UsageError("--bins takes one number, or two (NX NY) for a 2-D histogram")
     if args.yrange is not None and not two_d:
         raise UsageError("--yrange needs a second column Y (2-D histogram)")
+    if args.plot and two_d and args.steps is not None:
+        raise UsageError("--plot with --steps draws 1-D histograms (one row per step): drop Y, or use --step")
     ds = _open(args.dataset)
-    species = _species_of(ds, args.step, args.species)
+    ks, first = _selected_steps(ds, args)
+    species = _species_of(ds, first, args.species)
     cols = [args.x] + ([args.y] if two_d else []) + ([args.weights] if args.weights else [])
-    _check_columns(ds, cols, args.step, species, "the histogram columns")
+    for k in ([first] if ks is None else ks):
+        _check_columns(ds, cols, k, species, "the histogram columns" + ("" if ks is None else f" (step {k})"))
     kw = _selection_kwargs(args, species)
+    if ks is not None:
+        del kw["step"]
+        kw["steps"] = ks
     if two_d:
         nb = (bins[0], bins[-1])
         rng = None if args.range is None and args.yrange is None else (args.range, args.yrange)
@@ -146,6 +257,9 @@ def cmd_hist(args) -> int:
     t0 = time.perf_counter()
     res = ds.histogram(args.x, args.y, bins=nb, range=rng, weights=args.weights, **kw)
     dt = time.perf_counter() - t0
+    if ks is not None:
+        _report_steps(args, ds, species, res, dt, _describe_selection(args))
+        return 0
     counts, edges = res[0], list(res[1:])
     total = counts.sum()
     nonempty = int(np.count_nonzero(counts))
@@ -185,11 +299,16 @@ def add_parser(subs) -> None:
              "traversing the file (nothing is copied). Prints the total, the number of non-empty\n"
              "bins and, in 1-D, a text bar chart; --plot writes a PNG (needs matplotlib), -o saves\n"
              "the counts and bin edges. Ranges default to the min/max of the selected values; like\n"
-             "numpy.histogram, bins are half-open except the last, which includes its right edge.",
+             "numpy.histogram, bins are half-open except the last, which includes its right edge.\n"
+             "With --steps, one histogram per step over one common range (default: the min/max over\n"
+             "all those steps), printed as a table per step; --plot (1-D) draws them as an image, one\n"
+             "row per step; -o saves counts of shape (steps, bins...), the steps, their times and the\n"
+             "edges (.npz), or a step column before the bins (.csv).",
              "  motes hist run.motes energy --bins 100 --log\n"
              "  motes hist run.motes energy --where 'q < 0' --range 0 2 --plot energy.png -o energy.npz\n"
              "  motes hist run.motes x y --bins 256 128 --log --plot xy.png\n"
-             "  motes hist run.motes x uz --weights energy --box 60 45 0 100 55 50 -o xuz.csv")
+             "  motes hist run.motes x uz --weights energy --box 60 45 0 100 55 50 -o xuz.csv\n"
+             "  motes hist run.motes energy --steps all --range 0 2 --log --plot energy_steps.png -o energy_steps.npz")
     p.add_argument("dataset", metavar="DATASET", help="dataset directory")
     p.add_argument("x", metavar="X", help="column on the x axis")
     p.add_argument("y", metavar="Y", nargs="?", default=None, help="column on the y axis (2-D histogram)")
@@ -202,6 +321,7 @@ def add_parser(subs) -> None:
                    help="range of Y (default: min/max of the selected values)")
     g.add_argument("--weights", metavar="COL", default=None, help="sum this column instead of counting")
     _add_selection(p)
+    _add_steps(p)
     g = p.add_argument_group("output")
     g.add_argument("--plot", metavar="OUT.png", default=None, help="write a PNG plot (needs matplotlib)")
     g.add_argument("--log", action="store_true", help="logarithmic count scale (plot and text chart)")

@@ -15,13 +15,14 @@ def _cell(v, kind: str) -> str:
     return _g(v, 7)
 
 
-def _empty_table(ds, names, step, species):
+def _empty_table(ds, names, step, species, steps=None):
     import numpy as np
 
-    dtypes = {c.name: c.dtype for c in ds.schema(step, species)}
+    dtypes = {c.name: c.dtype for c in ds.schema(step if steps is None else steps[0], species)}
     from ..dataset import Table
 
-    return Table({n: np.empty(0, dtype=dtypes[n]) for n in names})
+    head = {} if steps is None else {"step": np.empty(0, dtype=np.int64)}
+    return Table({**head, **{n: np.empty(0, dtype=dtypes[n]) for n in names}})
 
 
 def _write_npz(ds, kw, names, out, limit) -> int:
@@ -35,10 +36,17 @@ def _write_npz(ds, kw, names, out, limit) -> int:
 
 
 def _batches(ds, kw, names, limit, batch_size):
-    """query_batches, cut at ``limit`` rows; yields at least one (possibly empty) table."""
+    """query_batches (across steps with kw["steps"]: a step column first), cut at ``limit``
+    rows; yields at least one (possibly empty) table."""
     rows = 0
     any_batch = False
-    for t in ds.query_batches(columns=names, batch_size=batch_size, **kw):
+    if kw.get("steps") is not None:
+        from ..steps import query_batches
+
+        batches = query_batches(ds, columns=names, batch_size=batch_size, **kw)
+    else:
+        batches = ds.query_batches(columns=names, batch_size=batch_size, **kw)
+    for t in batches:
         if limit is not None and rows + len(t) > limit:
             t = type(t)({k: v[:limit - rows] for k, v in t.items()})
         if len(t) == 0 and any_batch:
@@ -49,7 +57,7 @@ def _batches(ds, kw, names, limit, batch_size):
         if limit is not None and rows >= limit:
             break
     if not any_batch:
-        yield _empty_table(ds, names, kw["step"], kw["species"])
+        yield _empty_table(ds, names, kw.get("step"), kw["species"], kw.get("steps"))
 
 
 def _write_csv(ds, kw, names, out, limit, batch_size) -> int:
@@ -66,12 +74,13 @@ def _write_csv(ds, kw, names, out, limit, batch_size) -> int:
             if pd is not None:
                 t.to_pandas().to_csv(fh, header=first, index=False)
             else:
+                cols = list(t)  # names, after the step column of a query across steps
                 if first:
-                    fh.write(",".join(names) + "\n")
+                    fh.write(",".join(cols) + "\n")
                 fmt = [("%d" if t[n].dtype.kind in "iu" else ("%.9g" if t[n].dtype.itemsize == 4 else "%.17g"))
-                       for n in names]
+                       for n in cols]
                 if len(t):
-                    np.savetxt(fh, np.column_stack([t[n].astype(object) for n in names]), fmt=fmt, delimiter=",")
+                    np.savetxt(fh, np.column_stack([t[n].astype(object) for n in cols]), fmt=fmt, delimiter=",")
             first = False
             rows += len(t)
     return rows
@@ -94,20 +103,79 @@ def _write_parquet(ds, kw, names, out, limit, batch_size) -> int:
     return rows
 
 
+def _selected_steps(ds, args):
+    """The steps of --steps (None without it), and the step whose schema and species stand
+    for them: --step, or the first of --steps."""
+    if args.steps is None:
+        return None, args.step
+    if args.step is not None:
+        raise UsageError("--step and --steps cannot be combined")
+    from ..steps import resolve
+
+    ks = resolve(ds, args.steps, args.species)
+    return ks, ks[0]
+
+
+def _print_across(ds, args, kw, names, ks, species) -> int:
+    """The first --limit matching rows of the steps, a step column first, and the counts."""
+    limit = 20 if args.limit is None else args.limit
+    one = {k: v for k, v in kw.items() if k != "steps"}
+    t0 = time.perf_counter()
+    rows, total, all_count, counters = [], 0, 0, {}
+    kinds = {c.name: c.dtype.kind for c in ds.schema(ks[0], species)}
+    for k in ks:
+        try:
+            sel = ds.select(step=k, **one)
+        except UsageError as e:
+            raise UsageError(f"step {k}: {e}") from None
+        n = int(sel.size)
+        total += n
+        all_count += ds.count_total(k, species)
+        for key, v in sel.counters.items():
+            counters[key] = counters.get(key, 0) + int(v)
+        take = min(n, limit - len(rows))
+        if take > 0:
+            data = {c: sel.gather(c, 0, take) for c in names}
+            rows.extend([str(k)] + [_cell(data[c][i], kinds.get(c, data[c].dtype.kind)) for c in names]
+                        for i in range(take))
+    dt = time.perf_counter() - t0
+    if rows:
+        _out(_table(["step"] + names, rows))
+    what = _describe_selection(args)
+    msg = f"{_num(total)} of {_num(all_count)} particles match in {_num(len(ks))} steps" + (f" ({what})" if what else "")
+    msg += f", found in {_seconds(dt)}"
+    if total > len(rows):
+        msg += f"; showing the first {_num(len(rows))} (use --limit N or -o FILE for more)"
+    _out(msg)
+    if args.verbose:
+        _out("index: " + ", ".join(f"{k.replace('_', ' ')} {_num(v)}" for k, v in counters.items()))
+    return 0
+
+
 def cmd_query(args) -> int:
     if args.count and args.output:
         raise UsageError("--count and -o cannot be combined")
     ds = _open(args.dataset)
-    species = _species_of(ds, args.step, args.species)
+    ks, first = _selected_steps(ds, args)
+    species = _species_of(ds, first, args.species)
     kw = _selection_kwargs(args, species)
+    if ks is not None:
+        del kw["step"]
+        kw["steps"] = ks
     if args.count:
-        _out(ds.count(**kw))
+        if ks is None:
+            _out(ds.count(**kw))
+        else:
+            series = ds.count(**kw)
+            _out(_table(["step", "time", "count"], [[str(s), _g(t), str(c)] for s, t, c in
+                                                    zip(series["step"], series["time"], series["count"])]))
         return 0
     names = _split_columns(args.columns)
     if names is None:
-        names = [c.name for c in ds.schema(args.step, species)]
+        names = [c.name for c in ds.schema(first, species)]
     else:
-        _check_columns(ds, names, args.step, species, "--columns")
+        for k in ([first] if ks is None else ks):
+            _check_columns(ds, names, k, species, "--columns" if ks is None else f"--columns (step {k})")
     if args.output:
         kind = _output_kind(args.output, ("npz", "csv", "parquet", "pq"))
         t0 = time.perf_counter()
@@ -119,9 +187,12 @@ def cmd_query(args) -> int:
             else:
                 rows = _write_parquet(ds, kw, names, args.output, args.limit, args.batch_size)
         dt = time.perf_counter() - t0
-        _out(f"wrote {_num(rows)} rows x {len(names)} columns to {args.output} in {_seconds(dt)}")
+        across = "" if ks is None else f" (with the step column, {_num(len(ks))} steps)"
+        _out(f"wrote {_num(rows)} rows x {len(names)} columns{across} to {args.output} in {_seconds(dt)}")
         return 0
 
+    if ks is not None:
+        return _print_across(ds, args, kw, names, ks, species)
     limit = 20 if args.limit is None else args.limit
     t0 = time.perf_counter()
     sel = ds.select(**kw)
@@ -144,19 +215,35 @@ def cmd_query(args) -> int:
     return 0
 
 
+STEPS_HELP = ("several steps instead of one: 'all', START:STOP[:STRIDE] over step indexes (STOP excluded, "
+              "e.g. 0:100:10 = steps 0, 10, ..., 90; open ends: the first/last step) or a list 0,10,20; "
+              "every step named must exist; not with --step")
+
+
+def _add_steps(p) -> None:
+    """--steps SPEC (the selection group is common.py's; this option is the commands' own)."""
+    group = next((g for g in p._action_groups if g.title == "selection"), p)
+    group.add_argument("--steps", metavar="SPEC", default=None, help=STEPS_HELP)
+
+
 def add_parser(subs) -> None:
     p = _sub(subs, "query", "select particles by expression, box and quality",
              "Selects the particles matching an expression, a spatial box and a level of detail.\n"
              "Without -o, prints the first --limit rows and the number of matches; with -o, writes\n"
              "every match (or the first --limit) to a .npz, .csv or .parquet file (csv and parquet\n"
-             "are written in batches, so memory stays bounded).",
+             "are written in batches, so memory stays bounded). With --steps, the same query over\n"
+             "several steps: a step column comes first, the rows of each step in step order, and\n"
+             "--count prints one count per step (step, time, count).",
              "  motes query run.motes --where 'energy > 1.3' --limit 10\n"
              "  motes query run.motes --where 'energy > 1.3' --count\n"
              "  motes query run.motes --box 0 40 0 100 60 50 --quality 0.1 -o slab.npz\n"
              "  motes query run.motes --where 'q < 0 and ux > 0.2' --columns id,x,y,z,ux -o fast.parquet\n"
-             "  motes query run.motes --step 0 --species ions --quality-range 0.1 0.2 -o more.csv")
+             "  motes query run.motes --step 0 --species ions --quality-range 0.1 0.2 -o more.csv\n"
+             "  motes query run.motes --steps all --where 'energy > 1.3' --count\n"
+             "  motes query run.motes --steps 0:100:10 --where 'energy > 1.3' --columns id,energy -o hot.parquet")
     p.add_argument("dataset", metavar="DATASET", help="dataset directory")
     _add_selection(p)
+    _add_steps(p)
     g = p.add_argument_group("output")
     g.add_argument("--columns", metavar="A,B,C", default=None, help="comma-separated columns (default: all)")
     g.add_argument("-o", "--output", metavar="OUT", default=None, help="write to OUT.npz, OUT.csv or OUT.parquet")
