@@ -6,15 +6,18 @@ that the Python API and the command line share):
 * a list (tuple, numpy array, set) of step indexes, e.g. ``[0, 10, 20]``;
 * a ``range`` of step indexes, e.g. ``range(0, 100, 10)``;
 * ``"all"``: every step holding particles (of ``species`` when given);
-* slice text ``"start:stop:stride"`` over step *indexes* (the numbers of ``ds.steps``, not
-  positions in that list), ``stop`` exclusive like Python: ``"0:100:10"`` is steps 0, 10,
-  ..., 90; ``start`` defaults to the first step, ``stop`` to just after the last, ``stride``
-  to 1 (it must be > 0); negative numbers are step indexes, not counted from the end;
+* slice text ``"start:stop:stride"`` (or a ``slice``) over step *indexes* (the numbers of
+  ``ds.steps``, not positions in that list), ``stop`` exclusive like Python: the steps of
+  the dataset whose index is in ``range(start, stop, stride)``, so ``"0:100:10"`` is steps 0,
+  10, ..., 90 of those present and ``"1000:2000"`` every step from 1000 to 1999; ``start``
+  defaults to the first step, ``stop`` to just after the last, ``stride`` to 1 (it must be
+  > 0); negative numbers are step indexes, not counted from the end;
 * text of comma-separated indexes, e.g. ``"0,10,20"`` (also a single ``"5"``).
 
-Every step named must exist (else :class:`UsageError` naming those missing and the steps
-present). Results come in the dataset's step order whatever the order given, each step
-once. ``steps=`` and ``step=`` together are refused.
+Every step a list, a range or comma-separated text names must exist (else
+:class:`UsageError` naming those missing and the steps present); a slice must select at
+least one step. Results come in the dataset's step order whatever the order given, each
+step once. ``steps=`` and ``step=`` together are refused.
 
 What the analyses return across steps:
 
@@ -83,10 +86,19 @@ def _parse_text(spec: str, present: List[int]) -> List[int]:
 def _slice(start: Optional[int], stop: Optional[int], stride: Optional[int], present: List[int], spec: Any):
     stride = 1 if stride is None else stride
     if stride <= 0:
-        raise UsageError(f"steps: the stride of '{spec}' must be > 0, got {stride}")
+        raise UsageError(f"steps: the stride of '{_slice_text(spec)}' must be > 0, got {stride}")
     start = min(present) if start is None else start
     stop = max(present) + 1 if stop is None else stop
-    return list(range(start, stop, stride))
+    chosen = [k for k in present if start <= k < stop and (k - start) % stride == 0]
+    if not chosen:
+        raise UsageError(f"steps '{_slice_text(spec)}' selects no step (steps: {_listing(present)})")
+    return chosen
+
+
+def _slice_text(spec: Any) -> str:
+    if isinstance(spec, slice):
+        return ":".join("" if v is None else str(v) for v in (spec.start, spec.stop, spec.step))
+    return str(spec)
 
 
 def resolve(ds, steps: Any, species: Optional[str] = None, step: Optional[int] = None) -> List[int]:

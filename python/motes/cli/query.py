@@ -215,9 +215,9 @@ def cmd_query(args) -> int:
     return 0
 
 
-STEPS_HELP = ("several steps instead of one: 'all', START:STOP[:STRIDE] over step indexes (STOP excluded, "
-              "e.g. 0:100:10 = steps 0, 10, ..., 90; open ends: the first/last step) or a list 0,10,20; "
-              "every step named must exist; not with --step")
+STEPS_HELP = ("several steps instead of one: 'all'; START:STOP[:STRIDE], the steps whose index is in "
+              "range(START, STOP, STRIDE) (STOP excluded, e.g. 0:100:10 = steps 0, 10, ..., 90 of those present; "
+              "open ends: the first/last step); or a list 0,10,20 of steps that must exist; not with --step")
 
 
 def _add_steps(p) -> None:
