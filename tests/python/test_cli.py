@@ -395,3 +395,101 @@ def test_python_m_help():
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("usage: motes") and "query" in r.stdout and "examples:" in r.stdout
+
+
+# --------------------------------------------------------------------------------------------------
+# --steps: queries and histograms across steps
+# --------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def series3(tmp_path_factory):
+    """Three steps (0, 10, 20) of vpic particles with ids."""
+    path = tmp_path_factory.mktemp("cli") / "series.motes"
+    data = {}
+    for k in (0, 10, 20):
+        data[k] = motes.synth.vpic(4000 + 100 * k, seed=40 + k, with_id=True)
+        motes.write(path, data[k], step=k, time=0.5 * k, sync=False)
+    return path, data
+
+
+def test_query_and_hist_across_steps(series3, tmp_path, capsys):
+    path, data = series3
+    ds = motes.open(path)
+    masks = {k: brute(d) for k, d in data.items()}
+
+    status, out, err = run(capsys, "query", path, "--steps", "all", "--where", WHERE, "--count")
+    assert status == 0, err
+    lines = out.strip().splitlines()
+    assert lines[0].split() == ["step", "time", "count"]
+    assert [ln.split() for ln in lines[2:]] == [[str(k), f"{0.5 * k:g}", str(int(m.sum()))] for k, m in masks.items()]
+
+    status, out, err = run(capsys, "query", path, "--steps", "10:", "--where", WHERE, "-o", tmp_path / "s.npz")
+    assert status == 0, err
+    assert "with the step column" in out
+    ref = ds.query(WHERE, steps=[10, 20])
+    with np.load(tmp_path / "s.npz") as z:
+        assert list(z.files) == list(ref)
+        for name in ref:
+            np.testing.assert_array_equal(z[name], ref[name])
+        for k in (10, 20):
+            assert set(z["id"][z["step"] == k].tolist()) == ids_where(data[k], masks[k])
+
+    pd = pytest.importorskip("pandas")
+    status, out, err = run(capsys, "query", path, "--steps", "0,20", "--where", WHERE, "--columns", "id,energy",
+                           "--batch-size", "50", "-o", tmp_path / "s.csv")
+    assert status == 0, err
+    df = pd.read_csv(tmp_path / "s.csv")
+    assert list(df.columns) == ["step", "id", "energy"]
+    for k in (0, 20):
+        assert set(df["id"][df["step"] == k].tolist()) == ids_where(data[k], masks[k])
+    assert set(df["step"].tolist()) == {0, 20}
+
+    status, out, err = run(capsys, "query", path, "--steps", "all", "--where", WHERE, "--columns", "id,x",
+                           "--limit", "4")
+    assert status == 0, err
+    lines = out.strip().splitlines()
+    assert lines[0].split() == ["step", "id", "x"] and len(lines) == 2 + 4 + 1
+    total = sum(int(m.sum()) for m in masks.values())
+    assert f"{total:,} of {sum(len(d['id']) for d in data.values()):,} particles match in 3 steps" in lines[-1]
+
+    status, out, err = run(capsys, "hist", path, "energy", "--steps", "all", "--where", WHERE, "--bins", "12",
+                           "-o", tmp_path / "h.npz")
+    assert status == 0, err
+    counts, edges, steps = ds.histogram("energy", bins=12, where=WHERE, steps="all")
+    with np.load(tmp_path / "h.npz") as z:
+        np.testing.assert_array_equal(z["counts"], counts)
+        np.testing.assert_array_equal(z["edges"], edges)
+        assert z["steps"].tolist() == [0, 10, 20] and z["times"].tolist() == [0.0, 5.0, 10.0]
+        assert z["counts"].shape == (3, 12)
+    for k, c in zip((0, 10, 20), counts):
+        assert c.sum() == masks[k].sum()
+        assert any(ln.split()[:1] == [str(k)] and f"{int(c.sum()):,}" in ln for ln in out.splitlines())
+
+    status, out, err = run(capsys, "hist", path, "x", "y", "--steps", "0:11", "--bins", "4", "3",
+                           "-o", tmp_path / "h2.csv")
+    assert status == 0, err
+    h = np.loadtxt(tmp_path / "h2.csv", delimiter=",", skiprows=1)
+    c2 = ds.histogram("x", "y", bins=(4, 3), steps=[0, 10])[0]
+    assert h.shape == (2 * 4 * 3, 6)
+    np.testing.assert_array_equal(h[:, 0], np.repeat([0, 10], 12))
+    np.testing.assert_array_equal(h[:, 5], c2.ravel())
+
+    pytest.importorskip("matplotlib")
+    status, out, err = run(capsys, "hist", path, "energy", "--steps", "all", "--log", "--plot", tmp_path / "h.png")
+    assert status == 0, err
+    assert (tmp_path / "h.png").read_bytes()[:8] == PNG_SIGNATURE
+
+
+def test_steps_user_errors(series3, capsys):
+    path, _ = series3
+    status, out, err = run(capsys, "query", path, "--steps", "all", "--step", "0")
+    assert status == 2 and "--step and --steps" in err
+    status, out, err = run(capsys, "query", path, "--steps", "0,5,7", "--count")
+    assert status == 2 and "no steps 5, 7 (steps: 0, 10, 20)" in err
+    status, out, err = run(capsys, "hist", path, "energy", "--steps", "0:x")
+    assert status == 2 and "invalid step index 'x'" in err
+    status, out, err = run(capsys, "query", path, "--steps", "all", "--columns", "id,nosuch")
+    assert status == 2 and "nosuch" in err and "step 0" in err
+    status, out, err = run(capsys, "hist", path, "x", "y", "--steps", "all", "--plot", "xy.png")
+    assert status == 2 and "--plot with --steps" in err
+    status, out, err = run(capsys, "query", path, "--steps", "30:", "--count")
+    assert status == 2 and "selects no step" in err
