@@ -49,5 +49,5 @@ if ! .venv/bin/python -c "import mpi4py" 2>/dev/null; then
   .venv/bin/python -m pip install -q --no-binary=mpi4py "mpi4py>=3.1"
 fi
 echo "setup: installing motes and its Python dependencies into .venv"
-.venv/bin/python -m pip install -q ".[test,bench,plot,arrow,convert,serve,fields]"
+.venv/bin/python -m pip install -q ".[test,bench,plot,arrow,convert,serve,fields,dask]"
 echo "setup: done ($(.venv/bin/python -c 'import motes; print("motes", motes.__version__)'))"
