@@ -6,6 +6,7 @@
     mpirun -n P python tests/mpi/mpi_check.py crash DIR
     mpirun -n P python tests/mpi/mpi_check.py lossy DIR
     mpirun -n P python tests/mpi/mpi_check.py fields DIR
+    mpirun -n P python tests/mpi/mpi_check.py analysis DIR
 
 Every rank regenerates the same global data (seeded) and keeps its share, so rank 0
 can compare what was written and read with the input exactly. A failed check
@@ -471,9 +472,74 @@ def cmd_crash(args, comm):
     time.sleep(60)  # only reached when the write beat the timer: the caller treats that as inconclusive
 
 
+def cmd_analysis(args, comm):
+    """motes.mpi.count / stats / histogram of a step written in parallel parts (and of a
+    step written serially by rank 0), the same on every rank and equal to the serial calls;
+    an error (an unknown column, a bad argument) is raised on every rank."""
+    import motes.mpi
+
+    d = global_data(0)
+    d["w"] = np.where(d["id"] % 11 == 0, np.nan, d["w"])  # NaNs: not valid in stats, outside every bin
+    w = motes.Writer(args.dir, comm=comm, target_bytes=args.target, sync=False)
+    w.write_step(0, {"electrons": local(d, comm, "grid")})
+    if comm.rank == 0:
+        motes.Writer(args.dir, sync=False).write_step(1, {"electrons": {k: np.ascontiguousarray(v)
+                                                                        for k, v in global_data(1).items()}})
+    comm.Barrier()
+    ds = motes.open(args.dir)
+    assert ds.source(0, "electrons").part_count > 1, "step 0 should be in several parts"
+    queries = [dict(), dict(where="energy > 1"), dict(box=(0.1, 0.1, 0.1, 0.6, 0.9, 0.7)),
+               dict(where="x > 0.75 or charge < 0", box=(0.0, 0.2, 0.0, 1.0, 1.0, 1.0)),
+               dict(where="x > 5"), dict(where="not (w < 0.05)", quality=0.5)]
+
+    def same_everywhere(value, what):
+        every = comm.allgather(value)
+        for v in every[1:]:
+            if isinstance(value, tuple):
+                assert all(np.array_equal(a, b) for a, b in zip(v, value)), f"{what}: ranks differ"
+            else:
+                assert v == value, f"{what}: ranks differ ({v} != {value})"
+
+    for step in (0, 1):
+        for q in queries:
+            what = f"step {step} {q}"
+            n = motes.mpi.count(args.dir, comm, step=step, **q)
+            same_everywhere(n, what)
+            assert n == ds.count(step=step, **q), f"{what}: count {n} != {ds.count(step=step, **q)}"
+            for column in ("w", "x", "charge"):
+                got, want = motes.mpi.stats(args.dir, comm, column, step=step, **q), ds.stats(column, step=step, **q)
+                same_everywhere(got, what)
+                for k in ("count", "valid", "min", "max"):
+                    assert got[k] == want[k], f"{what} stats {column}: {k} {got[k]} != {want[k]}"
+                for k in ("sum", "mean"):  # the parts' partial sums are added in another order
+                    assert (got[k] is None) == (want[k] is None) and (
+                        got[k] is None or np.isclose(got[k], want[k], rtol=1e-12, atol=0)), \
+                        f"{what} stats {column}: {k} {got[k]} != {want[k]}"
+            for h in (dict(x="w", bins=40), dict(x="x", y="energy", bins=(16, 9)),
+                      dict(x="y", bins=12, range=(0.2, 0.8), weights="energy"),
+                      dict(x="charge", bins=3)):
+                got, want = motes.mpi.histogram(args.dir, comm, step=step, **h, **q), ds.histogram(step=step, **h, **q)
+                same_everywhere(got, what)
+                assert got[0].dtype == want[0].dtype and got[0].shape == want[0].shape, f"{what} {h}"
+                if "weights" in h:
+                    assert np.allclose(got[0], want[0], rtol=1e-12, atol=0), f"{what} {h}: weighted counts differ"
+                else:
+                    assert np.array_equal(got[0], want[0]), f"{what} {h}: counts differ"
+                for a, b in zip(got[1:], want[1:]):
+                    assert np.array_equal(a, b), f"{what} {h}: edges differ"
+    # Errors on every rank, whichever rank finds them.
+    expect_error(comm, motes.UsageError, lambda: motes.mpi.count(args.dir, comm, where="nope > 1"), "nope")
+    expect_error(comm, motes.UsageError, lambda: motes.mpi.stats(args.dir, comm, "nope"), "nope")
+    expect_error(comm, motes.UsageError, lambda: motes.mpi.histogram(args.dir, comm, "x", bins=0), "bins")
+    expect_error(comm, motes.UsageError, lambda: motes.mpi.count(args.dir, comm, step=9), "step 9")
+    comm.Barrier()
+    if comm.rank == 0:
+        print("analysis checks passed", flush=True)
+
+
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("command", choices=["write", "read", "errors", "crash", "lossy", "fields", "fields_read"])
+    p.add_argument("command", choices=["write", "read", "errors", "crash", "lossy", "fields", "fields_read", "analysis"])
     p.add_argument("dir")
     p.add_argument("--scenario", default="grid", choices=["grid", "empty", "one", "overlap"])
     p.add_argument("--method", default="adaptive", choices=["adaptive", "aug"])
@@ -484,7 +550,7 @@ def main():
     try:
         {"write": cmd_write, "read": cmd_read, "errors": cmd_errors, "crash": cmd_crash,
          "lossy": cmd_lossy, "fields": cmd_fields,
-     "fields_read": cmd_fields_read}[args.command](args, comm)
+     "fields_read": cmd_fields_read, "analysis": cmd_analysis}[args.command](args, comm)
     except BaseException:
         import traceback
 

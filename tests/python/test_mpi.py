@@ -104,3 +104,9 @@ def test_rank_dying_mid_write_leaves_the_step_invisible(tmp_path):
     motes.write(path, motes.synth.uniform(1000, seed=1), step=1, sync=False)
     assert motes.open(path).steps == [0, 1]
     assert not list((path / "steps" / "000001").glob("*.p*.mpf"))
+
+
+@pytest.mark.parametrize("ranks", [1, 3, 4])
+def test_analysis_collective_count_stats_histograms_equal_the_serial_calls(tmp_path, ranks):
+    out = mpirun(ranks, "analysis", tmp_path / "run.motes", "--target", 300_000)
+    assert "analysis checks passed" in out.stdout
