@@ -181,9 +181,15 @@ class _Progress:
             bar.close()
 
 
-def _write_options(leaf_size=None, lod_count=None, treelet_size=None, threads=None, sync=None, compression=None):
+def _write_options(leaf_size=None, lod_count=None, treelet_size=None, threads=None, sync=None, compression=None,
+                   ids=None):
     """The core's WriteOptions of a writer's arguments, checked; what is None keeps the core's default."""
     o = _core.WriteOptions()
+    if ids is not None:  # True: the default ("auto"); False: no id index; a name: that column
+        if isinstance(ids, bool):
+            o.id_column = "auto" if ids else ""
+        else:
+            o.id_column = _args.text("ids", ids)
     for name, value in (("leaf_size", leaf_size), ("lod_count", lod_count), ("treelet_size", treelet_size)):
         if value is not None:
             setattr(o.layout, name, _args.integer(name, value, 1, _args.UINT32[1]))
@@ -208,6 +214,10 @@ class Writer:
     or the "aug" uniform-grid baseline; ``target_bytes`` per file, 0 = automatic) and
     published once all are written. Errors are raised on every rank.
 
+    ``ids`` names the particle id column that gets an id index (tracking, :meth:`Dataset.track`):
+    by default a 32- or 64-bit integer column named ``id``; ``False`` builds none (lossless
+    files only: ``compression="none"`` builds none either).
+
     One writer at a time per dataset: each step is written under the dataset's lock, against
     the manifest on disk. When another process or handle holds the lock, the writer waits up
     to ``lock_timeout`` seconds (default: the ``MOTES_LOCK_TIMEOUT`` environment variable,
@@ -219,10 +229,11 @@ class Writer:
                  sync: Optional[bool] = None, progress: bool = False, comm: Any = None,
                  aggregation: Optional[str] = None, target_bytes: Optional[int] = None,
                  best_axis: Optional[bool] = None, overfull: Optional[float] = None,
-                 lock_timeout: Optional[float] = None, compression: Optional[str] = None):
+                 lock_timeout: Optional[float] = None, compression: Optional[str] = None,
+                 ids: Union[bool, str, None] = None):
         self.path = _args.path(path)
         self._core = None  # created with the first step, once its columns passed validation
-        self._options = _write_options(leaf_size, lod_count, treelet_size, threads, sync, compression)
+        self._options = _write_options(leaf_size, lod_count, treelet_size, threads, sync, compression, ids)
         self._lock_timeout = None if lock_timeout is None else _args.number("lock_timeout", lock_timeout)
         self._progress = progress
         self._comm = None if comm is None else _comm_handle(comm)
@@ -383,7 +394,8 @@ def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str
           threads: Optional[int] = None, sync: Optional[bool] = None, progress: bool = False, comm: Any = None,
           aggregation: Optional[str] = None, target_bytes: Optional[int] = None, best_axis: Optional[bool] = None,
           lock_timeout: Optional[float] = None, compression: Optional[str] = None,
-          error_bounds: Optional[Mapping[str, float]] = None, fields: Optional[Mapping[str, Any]] = None):
+          error_bounds: Optional[Mapping[str, float]] = None, fields: Optional[Mapping[str, Any]] = None,
+          ids: Union[bool, str, None] = None):
     """Writes one step of particles into the dataset directory ``path`` (created when absent).
 
     ``columns`` maps names to equal-length 1-D numpy arrays and must hold ``x``, ``y``, ``z``
@@ -396,7 +408,7 @@ def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str
     """
     w = Writer(path, leaf_size=leaf_size, lod_count=lod_count, treelet_size=treelet_size, threads=threads,
                sync=sync, progress=progress, comm=comm, aggregation=aggregation, target_bytes=target_bytes,
-               best_axis=best_axis, lock_timeout=lock_timeout, compression=compression)
+               best_axis=best_axis, lock_timeout=lock_timeout, compression=compression, ids=ids)
     return w.write_step(step, columns, time=time, attributes=attributes, index=index, units=units,
                         species_name=species, error_bounds=error_bounds, fields=fields)
 
@@ -738,6 +750,21 @@ class Dataset:
         from ._describe import describe
 
         return describe(self, step, species, all_steps, storage)
+
+    @_storage("cannot read")
+    def track(self, ids=None, *, where: Optional[str] = None, at_step: Optional[int] = None, steps=None,
+              columns: Optional[Sequence[str]] = None, species: Optional[str] = None,
+              id_column: Optional[str] = None, fields: Optional[Sequence[str]] = None, preserve_order: bool = True):
+        """Where particles are in each step, by id: a :class:`motes.track.Track` (``arrays``:
+        (steps x ids) float64 with NaN where a particle is absent, ``present``, ``table``: the
+        long form step, id, columns). ``ids`` (distinct), or ``where`` at ``at_step`` for the ids
+        of a query; ``steps`` (default: all), ``columns`` (default: all), ``fields``: grid
+        fields sampled at the particles' positions. Looked up through each file's id index
+        (``motes.write(..., ids=)``); an id held twice within a step is a FormatError."""
+        from .track import track
+
+        return track(self, ids, where=where, at_step=at_step, steps=steps, columns=columns, species=species,
+                     id_column=id_column, fields=fields, preserve_order=preserve_order)
 
     @_storage("cannot read")
     def verify(self, progress: bool = False) -> Dict[str, int]:

@@ -211,7 +211,7 @@ TEST_P(FormatBoth, DetectsCorruptionTruncationAndVersion) {
   expect_format_error(magic, "bad magic");
   std::string version = good;
   version[8] = 3;
-  expect_format_error(version, "version 3.0 is not supported");
+  expect_format_error(version, "is not supported (this motes reads versions 1.x and 2.x)");
   std::string header = good;
   header[20] ^= 1;
   expect_format_error(header, "header checksum");

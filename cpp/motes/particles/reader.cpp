@@ -45,6 +45,9 @@ std::string kind_name(uint32_t kind) {
     case spec::kQuantileCodes: return "quantile codes";
     case spec::kBlockSums: return "block checksums";
     case spec::kBlockTable: return "block table";
+    case spec::kIdKeys: return "id index keys";
+    case spec::kIdRows: return "id index rows";
+    case spec::kIdFences: return "id index fences";
   }
   return "section kind " + std::to_string(kind);
 }
@@ -124,7 +127,7 @@ void ParticleFile::parse_v1() {
   uint64_t index_read = 0;
   for (const spec::SectionEntry& e : raw) {
     if (e.offset < spec::kPage || e.offset > size || e.length > size - e.offset) fail(kind_name(e.kind) + " section lies outside the file");
-    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kQuantileCodes;
+    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kQuantileCodes || e.kind == spec::kIdKeys || e.kind == spec::kIdRows;
     if (!bulk) {
       index_read += e.length;  // sections do not overlap: more than the file means a damaged table
       if (index_read > size) fail("index sections add up to more than the file (overlapping sections)");
@@ -237,6 +240,7 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
   stats_.file_bytes = size;
   uint64_t accounted = spec::kHeaderBytes + table_bytes;
   std::set<std::pair<uint32_t, uint32_t>> seen;
+  int id_keys = -1, id_rows = -1, id_fences = -1;
   for (size_t ti = 0; ti < table_.size(); ++ti) {
     const Sec& e = table_[ti];
     if (e.storage != container::kBlocks) accounted += e.length;
@@ -247,6 +251,13 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
     if (e.kind == spec::kBlockSums || e.kind == spec::kBlockTable) {
       stats_.index_bytes += e.length;
       continue;  // handled with their bulk section
+    }
+    if (e.kind == spec::kIdKeys || e.kind == spec::kIdRows || e.kind == spec::kIdFences) {
+      int& at = e.kind == spec::kIdKeys ? id_keys : e.kind == spec::kIdRows ? id_rows : id_fences;
+      if (at >= 0) fail(kind_name(e.kind) + " section appears twice");
+      at = int(ti);
+      if (e.storage == container::kBlocks) stats_.index_bytes += e.length;
+      continue;
     }
     if (e.kind < spec::kColumn || e.kind > spec::kQuantileCodes) continue;  // unknown kinds: ignored (minor versions)
     if (e.column >= ncol) fail(kind_name(e.kind) + " section names column " + std::to_string(e.column));
@@ -345,6 +356,35 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
     streams_[i].values.set_quantile_context(&streams_[i].codes, std::move(bases), std::move(edges));
   }
   stats_.padding_bytes = size > accounted ? size - accounted : 0;
+  if (id_keys >= 0 || id_rows >= 0 || id_fences >= 0) open_id_index(id_keys, id_rows, id_fences);
+}
+
+void ParticleFile::open_id_index(int keys, int rows, int fences) {
+  if (keys < 0 || rows < 0 || fences < 0) fail("the id index lacks its keys, rows or fences section");
+  const Sec& k = table_[size_t(keys)];
+  const Sec& r = table_[size_t(rows)];
+  const Sec& f = table_[size_t(fences)];
+  if (k.column >= schema_.size() || r.column != k.column || f.column != k.column || !id_dtype(schema_[k.column].dtype))
+    fail("the id index names column " + std::to_string(k.column) + ", not an integer id column");
+  if (k.storage != container::kBlocks || r.storage != container::kBlocks) fail("the id index is not stored as coded blocks");
+  const uint64_t blocks = (count_ + spec::kIdBlockValues - 1) / spec::kIdBlockValues;
+  auto table_of = [&](int bulk, const char* what) {
+    const Sec* t = nullptr;
+    for (const Sec& s : table_)
+      if (s.kind == spec::kBlockTable && s.column == uint32_t(bulk)) {
+        if (t) fail(std::string("block table of the id index ") + what + " appears twice");
+        t = &s;
+      }
+    if (!t) fail(std::string("block table of the id index ") + what + " is missing");
+    const std::string tb = section(size_t(t - table_.data()), blocks * sizeof(container::BlockEntry));
+    const Sec& e = table_[size_t(bulk)];
+    const container::SectionEntry entry{uint16_t(e.kind), e.storage, 0, e.column, e.offset, e.length, 0};
+    return container::decode_block_table(tb, blocks, entry, std::string("id index ") + what, *container_);
+  };
+  auto key_blocks = table_of(keys, "keys");
+  auto row_blocks = table_of(rows, "rows");
+  const std::string fb = section(size_t(fences), blocks * 16);
+  id_index_ = std::make_unique<IdIndex>(source_, source_->name(), k.column, count_, std::move(key_blocks), std::move(row_blocks), fb);
 }
 
 void ParticleFile::read_structure() {
@@ -354,7 +394,7 @@ void ParticleFile::read_structure() {
   // edges), which writers put together, are read at once.
   uint64_t meta_lo = UINT64_MAX, lo = UINT64_MAX, hi = 0, bytes = 0;
   for (const Sec& e : table_) {
-    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kQuantileCodes;
+    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kQuantileCodes || e.kind == spec::kIdKeys || e.kind == spec::kIdRows;
     if (bulk || !e.length) continue;
     meta_lo = std::min(meta_lo, e.offset);
     const bool needed = e.kind == spec::kSchema || e.kind == spec::kNodes || e.kind == spec::kBlockSums ||
@@ -368,7 +408,7 @@ void ParticleFile::read_structure() {
   prefetched_.assign(table_.size(), std::string());
   for (size_t i = 0; i < table_.size(); ++i) {
     const Sec& e = table_[i];
-    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kQuantileCodes;
+    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kQuantileCodes || e.kind == spec::kIdKeys || e.kind == spec::kIdRows;
     if (!bulk && e.length && e.offset >= lo && e.offset + e.length <= hi) prefetched_[i] = span.substr(e.offset - lo, e.length);
   }
 }
@@ -442,6 +482,7 @@ void ParticleFile::verify_data(const std::function<void(uint64_t, uint64_t)>& pr
     if (s.has_codes) streams.push_back(&s.codes);
   }
   for (const BlockStream* s : streams) total += s->block_count();
+  if (id_index_) id_index_->verify();
   for (const BlockStream* s : streams)
     for (uint64_t b = 0; b < s->block_count(); ++b) {
       s->verify_block(b);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "motes/particles/id_index.hpp"
 #include "motes/container/block_stream.hpp"
 #include "motes/core/types.hpp"
 #include "motes/io/byte_source.hpp"
@@ -74,6 +75,8 @@ class ParticleFile {
   uint16_t version_major() const { return major_; }
   uint16_t version_minor() const { return minor_; }
   uint64_t required_features() const { return features_; }
+  // The id index (particles/id_index.hpp), or null when the file has none.
+  const IdIndex* id_index() const { return id_index_.get(); }
   // The header's checksum: it covers every other checksum, so it identifies the whole file.
   uint64_t header_checksum() const { return header_checksum_; }
   FileStats stats() const { return stats_; }
@@ -104,6 +107,7 @@ class ParticleFile {
     int ranges = -1, bitmaps = -1, edges = -1;  // section numbers
   };
   void parse_v1();
+  void open_id_index(int keys, int rows, int fences);
   void read_structure();
   void parse_v2();
   void parse_common(const std::vector<Sec>& table, uint64_t table_bytes, uint32_t column_count,
@@ -130,6 +134,7 @@ class ParticleFile {
   std::vector<Streams> streams_;
   std::unique_ptr<Lazy[]> lazy_;
   FileStats stats_;
+  std::unique_ptr<IdIndex> id_index_;  // format 2.1, when the writer built one
 
  public:
   ~ParticleFile();

@@ -25,7 +25,8 @@ inline constexpr bool kCheckSums = true;
 
 inline constexpr char kMagic[8] = {'M', 'O', 'T', 'E', 'S', 'P', 'R', 'T'};
 inline constexpr uint16_t kVersionMajor = 2;  // written
-inline constexpr uint16_t kVersionMinor = 0;
+inline constexpr uint16_t kVersionMinor = 1;  // 2.1: the id index (kinds 10-12); a file without one is written as 2.0
+inline constexpr uint16_t kPlainVersionMinor = 0;
 inline constexpr uint16_t kLegacyMajor = 1;   // format 1 (motes 0.1) files stay readable forever
 inline constexpr uint64_t kPage = 4096;
 inline constexpr uint32_t kHeaderBytes = 256;        // checksummed header prefix
@@ -44,7 +45,11 @@ enum SectionKind : uint32_t {
   kQuantileCodes = 7,    // bulk: particle_count u8 quantile codes in file order
   kBlockSums = 8,    // u64 XXH3 per block of the bulk section named by `column`
   kBlockTable = 9,   // format 2: a BlockEntry per coded block of the bulk section named by `column`
+  kIdKeys = 10,      // 2.1, bulk: the id column's values, ordered as u64 and sorted (coded blocks)
+  kIdRows = 11,      // 2.1, bulk: the file position of each sorted id (u32, or u64 past 2^32 particles)
+  kIdFences = 12,    // 2.1: per block of the id index, its first and last key (u64 each)
 };
+inline constexpr uint32_t kIdBlockValues = 4096;  // entries per block of the id index
 
 // Values per block in format 2 (ParticleArea::block_values): the unit of coded blocks and
 // of block checksums of every bulk section, so block b covers the same rows in all of them.

@@ -7,12 +7,14 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
 #include "motes/container/container.hpp"
 #include "motes/io/files.hpp"
 #include "motes/particles/column_writer.hpp"
+#include "motes/particles/id_index.hpp"
 #include "motes/particles/spec.hpp"
 #include "motes/core/parallel.hpp"
 
@@ -103,6 +105,22 @@ struct FileRawWriter final : RawWriter {
     file.start_writeback(offset, n);
   }
 };
+
+// The column the id index is built on (WriteOptions::id_column), or -1 for none.
+int id_column_of(const std::vector<ColumnView>& columns, const WriteOptions& options) {
+  if (options.id_column.empty()) return -1;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const ColumnSpec& s = columns[i].spec;
+    if (options.id_column == "auto" ? s.name == "id" : s.name == options.id_column) {
+      if (id_dtype(s.dtype) && !(s.error_bound > 0)) return int(i);
+      if (options.id_column == "auto") return -1;  // a column named id of another type: no index
+      throw UsageError("the id column '" + s.name + "' must be int32, uint32, int64 or uint64 and stored exactly, not " +
+                       dtype_name(s.dtype));
+    }
+  }
+  if (options.id_column != "auto") throw UsageError("the id column '" + options.id_column + "' is not among the columns");
+  return -1;
+}
 
 // The extent of a coded stream's blocks in the file.
 std::pair<uint64_t, uint64_t> extent(const StreamOut& s) {
@@ -250,6 +268,20 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
       }
     progress("columns", w1, blocks);
   }
+  // The id index (2.1): the id column's values sorted with their file positions, after the columns.
+  std::optional<IdIndexSections> ids;
+  if (const int ic = id_column_of(columns, options); ic >= 0 && lossless && n > 0) {
+    progress("id index", 0, 1);
+    const ColumnView& v = columns[size_t(ic)];
+    ids = build_id_index(uint32_t(ic), v.spec.dtype, v.data, v.stride(), n, layout.order.data(), options.zstd_level, threads);
+    for (auto [bytes, blocks] : {std::pair{&ids->keys, &ids->key_blocks}, std::pair{&ids->rows, &ids->row_blocks}}) {
+      for (StoredBlock& b : *blocks) b.offset += offset;
+      file.pwrite_all(bytes->data(), bytes->size(), offset);
+      offset += bytes->size();
+    }
+    summary.id_index_bytes = ids->keys.size() + ids->rows.size() + ids->fences.size();
+    progress("id index", 1, 1);
+  }
   offset = spec::align_up(offset, 8);
   for (ColumnPlan& p : plans) finish_node_index(p, layout);
 
@@ -280,6 +312,14 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
       add_stream(spec::kQuantileCodes, i, p.codes, n);
     }
   }
+  if (ids) {
+    const uint64_t at = ids->key_blocks.front().offset;
+    const uint32_t k = meta.bulk(spec::kIdKeys, ids->column, container::kBlocks, at, ids->keys.size());
+    meta.add(spec::kBlockTable, k, container::encode_block_table(ids->key_blocks));
+    const uint32_t r = meta.bulk(spec::kIdRows, ids->column, container::kBlocks, at + ids->keys.size(), ids->rows.size());
+    meta.add(spec::kBlockTable, r, container::encode_block_table(ids->row_blocks));
+    meta.add(spec::kIdFences, ids->column, ids->fences);
+  }
   for (uint32_t i = 0; i < plans.size(); ++i) {
     ColumnPlan& p = plans[i];
     meta.add(spec::kNodeRanges, i, std::string(p.node_min.begin(), p.node_min.end()) + std::string(p.node_max.begin(), p.node_max.end()));
@@ -294,7 +334,8 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   area.leaf_size = options.layout.leaf_size;
   area.block_values = bv;
   for (int a = 0; a < 3; ++a) area.bounds_lo[a] = layout.bounds.lo[a], area.bounds_hi[a] = layout.bounds.hi[a];
-  const container::Header h = meta.write(file, spec::kMagic, spec::kVersionMajor, spec::kVersionMinor, &area, sizeof area);
+  const container::Header h =
+      meta.write(file, spec::kMagic, spec::kVersionMajor, ids ? spec::kVersionMinor : spec::kPlainVersionMinor, &area, sizeof area);
 
   summary.particle_count = n;
   summary.file_bytes = h.file_size;

@@ -20,6 +20,10 @@ struct WriteOptions {
   uint32_t block_values = spec::kDefaultBlockValues;  // values per coded (and checksummed) block; <= 1 MiB of values
   int zstd_level = 1;             // zstd level of coded blocks (index sections use 3)
   bool sync = true;               // fdatasync the file and its directory before returning
+  // The particle id column the id index is built on (particles/id_index.hpp): "auto" takes
+  // a 32- or 64-bit integer column named "id" when there is one; "" builds none; a name
+  // takes that column (UsageError unless a 32- or 64-bit integer). Lossless files only.
+  std::string id_column = "auto";
   // Called as work advances: (stage name, units done, units total).
   std::function<void(const std::string&, uint64_t, uint64_t)> progress;
 };
@@ -38,6 +42,7 @@ struct WriteSummary {
   uint64_t file_bytes = 0;
   uint64_t data_bytes = 0;    // the columns' raw bytes
   uint64_t stored_bytes = 0;  // the columns' values as stored
+  uint64_t id_index_bytes = 0;  // the id index (0: none)
   uint32_t node_count = 0, level_count = 0;
   Box bounds{};
   std::vector<ColumnSummary> columns;

@@ -26,7 +26,7 @@ from typing import Optional, Sequence
 from .. import __version__
 from .._core import error_kinds
 from ..errors import MotesError, storage_error
-from . import convert, generate, hist, info, query, serve, verify, version, write
+from . import convert, generate, hist, info, query, serve, track, verify, version, write
 from .common import CliError, _err, _Formatter, _numbers_may_be_negative, _warnings_to_stderr
 
 __all__ = ["main", "build_parser", "CliError"]
@@ -35,7 +35,7 @@ __all__ = ["main", "build_parser", "CliError"]
 EXIT_STATUS = {name: exit_code for name, _status, _cls, exit_code, _description in error_kinds}
 
 # The order of the commands in ``motes --help``.
-COMMANDS = (info, write, query, hist, verify, generate, version, convert, serve)
+COMMANDS = (info, write, query, hist, track, verify, generate, version, convert, serve)
 
 
 def _exit_status_help() -> str:

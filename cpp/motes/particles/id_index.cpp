@@ -1,0 +1,177 @@
+#include "motes/particles/id_index.hpp"
+
+#include <algorithm>
+#include <boost/sort/sort.hpp>
+#include <cstring>
+
+#include "motes/codec/codec.hpp"
+#include "motes/core/errors.hpp"
+#include "motes/core/parallel.hpp"
+#include "motes/particles/spec.hpp"
+
+namespace motes {
+
+bool id_dtype(DType dtype) {
+  return dtype == DType::i32 || dtype == DType::u32 || dtype == DType::i64 || dtype == DType::u64;
+}
+
+uint64_t id_key(DType dtype, const void* value) {
+  switch (dtype) {
+    case DType::i32: {
+      int32_t v;
+      std::memcpy(&v, value, 4);
+      return uint64_t(int64_t(v)) ^ (uint64_t(1) << 63);
+    }
+    case DType::u32: {
+      uint32_t v;
+      std::memcpy(&v, value, 4);
+      return v;
+    }
+    case DType::i64: {
+      int64_t v;
+      std::memcpy(&v, value, 8);
+      return uint64_t(v) ^ (uint64_t(1) << 63);
+    }
+    case DType::u64: {
+      uint64_t v;
+      std::memcpy(&v, value, 8);
+      return v;
+    }
+    default:
+      throw UsageError(std::string("an id column must be int32, uint32, int64 or uint64, not ") + dtype_name(dtype));
+  }
+}
+
+namespace {
+
+// Codes `n` values of `size` bytes in blocks of kIdBlockValues with a plan chosen on a few
+// of them, into `out` (blocks' offsets relative to its start).
+void code_blocks(const void* values, uint64_t n, DType dtype, int zstd_level, unsigned threads, std::string& out,
+                 std::vector<StoredBlock>& blocks) {
+  const codec::ValueType type = codec::value_type(uint8_t(dtype));
+  const uint64_t bv = spec::kIdBlockValues, nb = (n + bv - 1) / bv;
+  const unsigned char* v = static_cast<const unsigned char*>(values);
+  std::vector<codec::Sample> samples;
+  for (uint64_t k = 0; k < std::min<uint64_t>(nb, 8); ++k) {
+    const uint64_t b = nb > 1 ? k * (nb - 1) / (std::min<uint64_t>(nb, 8) - 1 + (nb == 1)) : 0;
+    samples.push_back({v + b * bv * type.size, size_t(std::min(bv, n - b * bv)), {}});
+  }
+  const codec::Plan plan = codec::choose(type, {codec::Predictor::none, codec::Predictor::delta}, samples, zstd_level);
+  std::vector<std::string> coded(nb);
+  parallel_for(nb, threads, [&](uint64_t b) {
+    codec::encode(plan, type, v + b * bv * type.size, size_t(std::min(bv, n - b * bv)), {}, coded[b]);
+  });
+  blocks.resize(nb);
+  for (uint64_t b = 0; b < nb; ++b) {
+    blocks[b] = StoredBlock{out.size(), uint32_t(coded[b].size()), container::checksum(coded[b].data(), coded[b].size())};
+    out += coded[b];
+  }
+}
+
+}  // namespace
+
+IdIndexSections build_id_index(uint32_t column, DType dtype, const void* values, int64_t stride, uint64_t n,
+                               const uint64_t* order, int zstd_level, unsigned threads) {
+  if (!id_dtype(dtype)) id_key(dtype, values);  // throws naming the dtype
+  const unsigned char* src = static_cast<const unsigned char*>(values);
+  std::vector<std::pair<uint64_t, uint64_t>> entries(n);
+  parallel_for((n + 65535) / 65536, threads, [&](uint64_t c) {
+    for (uint64_t p = c * 65536; p < std::min(n, (c + 1) * 65536); ++p)
+      entries[p] = {id_key(dtype, src + int64_t(order[p]) * stride), p};
+  });
+  boost::sort::block_indirect_sort(entries.begin(), entries.end(), threads ? threads : default_threads());
+  IdIndexSections s;
+  s.column = column;
+  std::vector<uint64_t> keys(n);
+  for (uint64_t i = 0; i < n; ++i) keys[i] = entries[i].first;
+  const uint64_t bv = spec::kIdBlockValues, nb = (n + bv - 1) / bv;
+  std::vector<uint64_t> fences(2 * nb);
+  for (uint64_t b = 0; b < nb; ++b) fences[2 * b] = keys[b * bv], fences[2 * b + 1] = keys[std::min(n, (b + 1) * bv) - 1];
+  s.fences.assign(reinterpret_cast<const char*>(fences.data()), fences.size() * 8);
+  code_blocks(keys.data(), n, DType::u64, zstd_level, threads, s.keys, s.key_blocks);
+  std::vector<uint64_t>().swap(keys);
+  if (n <= (uint64_t(1) << 32)) {
+    std::vector<uint32_t> rows(n);
+    for (uint64_t i = 0; i < n; ++i) rows[i] = uint32_t(entries[i].second);
+    code_blocks(rows.data(), n, DType::u32, zstd_level, threads, s.rows, s.row_blocks);
+  } else {
+    std::vector<uint64_t> rows(n);
+    for (uint64_t i = 0; i < n; ++i) rows[i] = entries[i].second;
+    code_blocks(rows.data(), n, DType::u64, zstd_level, threads, s.rows, s.row_blocks);
+  }
+  return s;
+}
+
+IdIndex::IdIndex(std::shared_ptr<const ByteSource> source, const std::string& file, uint32_t column, uint64_t count,
+                 std::vector<StoredBlock> key_blocks, std::vector<StoredBlock> row_blocks, const std::string& fences)
+    : file_(file), column_(column), count_(count) {
+  const uint64_t bv = spec::kIdBlockValues, nb = (count + bv - 1) / bv;
+  if (fences.size() != nb * 16) throw FormatError(file + ": the id index fences have the wrong length");
+  fences_.resize(2 * nb);
+  std::memcpy(fences_.data(), fences.data(), fences.size());
+  for (uint64_t i = 1; i < fences_.size(); ++i)
+    if (fences_[i] < fences_[i - 1]) throw FormatError(file + ": the id index fences do not ascend");
+  keys_ = BlockStream::coded(source, "id index keys", uint8_t(DType::u64), count, bv, std::move(key_blocks));
+  const DType rows = count <= (uint64_t(1) << 32) ? DType::u32 : DType::u64;
+  rows_ = BlockStream::coded(source, "id index rows", uint8_t(rows), count, bv, std::move(row_blocks));
+}
+
+void IdIndex::find(const uint64_t* keys, size_t n, int64_t* rows) const {
+  const uint64_t bv = spec::kIdBlockValues, nb = fences_.size() / 2;
+  BlockReader reader;
+  const bool wide = rows_.value_size() == 8;
+  for (size_t i = 0; i < n; ++i) {
+    rows[i] = -1;
+    const uint64_t key = keys[i];
+    // The first block whose last key is >= key.
+    uint64_t lo = 0, hi = nb;
+    while (lo < hi) {
+      const uint64_t mid = (lo + hi) / 2;
+      if (fences_[2 * mid + 1] < key) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo == nb || fences_[2 * lo] > key) continue;
+    const uint64_t first = lo * bv, m = std::min(bv, count_ - first);
+    const uint64_t* k = reader.values<uint64_t>(keys_, first, m);
+    const uint64_t* at = std::lower_bound(k, k + m, key);
+    if (at == k + m || *at != key) continue;
+    const uint64_t j = uint64_t(at - k);
+    const bool twice = (j + 1 < m && k[j + 1] == key) || (j + 1 == m && lo + 1 < nb && fences_[2 * (lo + 1)] == key);
+    if (twice) throw FormatError(file_ + ": id " + std::to_string(key) + " (as a key) is held by two particles");
+    rows[i] = wide ? int64_t(*reader.values<uint64_t>(rows_, first + j, 1)) : int64_t(*reader.values<uint32_t>(rows_, first + j, 1));
+  }
+}
+
+void gather_rows(const BlockStream& s, const int64_t* rows, size_t n, void* out) {
+  const size_t size = s.value_size();
+  std::vector<size_t> order;
+  for (size_t i = 0; i < n; ++i)
+    if (rows[i] >= 0) {
+      if (uint64_t(rows[i]) >= s.count()) throw UsageError("position " + std::to_string(rows[i]) + " is past the file's " + std::to_string(s.count()) + " particles");
+      order.push_back(i);
+    }
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rows[a] < rows[b]; });  // block by block
+  BlockReader reader;
+  unsigned char* dst = static_cast<unsigned char*>(out);
+  for (size_t i : order) std::memcpy(dst + i * size, reader.span(s, uint64_t(rows[i]), 1), size);
+}
+
+void IdIndex::verify() const {
+  const uint64_t bv = spec::kIdBlockValues, nb = fences_.size() / 2;
+  BlockReader reader;
+  for (uint64_t b = 0; b < nb; ++b) {
+    keys_.verify_block(b);
+    rows_.verify_block(b);
+    const uint64_t first = b * bv, m = std::min(bv, count_ - first);
+    const uint64_t* k = reader.values<uint64_t>(keys_, first, m);
+    if (k[0] != fences_[2 * b] || k[m - 1] != fences_[2 * b + 1] || !std::is_sorted(k, k + m))
+      throw FormatError(file_ + ": id index block " + std::to_string(b) + " disagrees with its fences or is not sorted");
+    for (uint64_t j = 0; j < m; ++j) {
+      const uint64_t r = rows_.value_size() == 8 ? *reader.values<uint64_t>(rows_, first + j, 1)
+                                                 : *reader.values<uint32_t>(rows_, first + j, 1);
+      if (r >= count_) throw FormatError(file_ + ": id index block " + std::to_string(b) + " names position " + std::to_string(r));
+    }
+  }
+}
+
+}  // namespace motes

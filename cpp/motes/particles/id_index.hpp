@@ -1,0 +1,65 @@
+// The id index of a particle file (format 2.1, docs/format.md §4.15): the particle id
+// column's values sorted, each with its file position, in coded blocks of kIdBlockValues
+// entries with each block's first and last key, so that looking up k ids decodes at most k
+// small blocks whatever the spatial layout put them. Built by the writer from the layout's
+// order; read by tracking (ds.track) and id lookups.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "motes/container/block_stream.hpp"
+#include "motes/container/container.hpp"
+#include "motes/core/types.hpp"
+
+namespace motes {
+
+// An id of any 32- or 64-bit integer dtype as an unsigned key in the same order (signed
+// values with their sign bit flipped after widening to 64 bits).
+uint64_t id_key(DType dtype, const void* value);
+// Whether `dtype` can be an id column (i32, u32, i64, u64).
+bool id_dtype(DType dtype);
+
+// What the writer hands the container: the sorted keys and their rows, coded.
+struct IdIndexSections {
+  uint32_t column = 0;                 // the id column in the schema
+  std::string keys, rows;              // the coded blocks, one after the other
+  std::vector<StoredBlock> key_blocks, row_blocks;  // offsets relative to the start of each string
+  std::string fences;                  // per block: first key, last key (u64)
+};
+// Builds the index of column `column` (`values`: n ids in input order, `stride` bytes apart;
+// order[p] is the input row at file position p).
+IdIndexSections build_id_index(uint32_t column, DType dtype, const void* values, int64_t stride, uint64_t n,
+                               const uint64_t* order, int zstd_level, unsigned threads);
+
+// A file's id index, opened from its sections.
+class IdIndex {
+ public:
+  // `keys`, `rows`: the bulk sections' coded blocks; `fences` the fence section's bytes.
+  // FormatError (through the file's name) when they do not agree.
+  IdIndex(std::shared_ptr<const ByteSource> source, const std::string& file, uint32_t column, uint64_t count,
+          std::vector<StoredBlock> key_blocks, std::vector<StoredBlock> row_blocks, const std::string& fences);
+  uint32_t column() const { return column_; }
+  uint64_t count() const { return count_; }
+  uint64_t stored_bytes() const { return keys_.stored_bytes() + rows_.stored_bytes() + fences_.size() * 8; }
+  // For each of n keys (sorted ascending, distinct), its file position, or -1 when the file
+  // holds no such id. FormatError naming the id when the file holds it twice.
+  void find(const uint64_t* keys, size_t n, int64_t* rows) const;
+  // Checks every block against its checksum, that keys ascend and rows are positions.
+  void verify() const;
+
+ private:
+  std::string file_;
+  uint32_t column_;
+  uint64_t count_;
+  BlockStream keys_, rows_;
+  std::vector<uint64_t> fences_;  // first, last per block
+};
+
+// The values of stream `s` at file positions rows[0..n) (each < s.count(), or -1: left
+// as it is in `out`), decoding each block once; out holds n values.
+void gather_rows(const BlockStream& s, const int64_t* rows, size_t n, void* out);
+
+}  // namespace motes

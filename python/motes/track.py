@@ -1,0 +1,156 @@
+"""Tracking particles by id through steps (``Dataset.track``): each part file's id index
+(particle format 2.1, docs/format.md §4.15) gives the file positions of the ids asked for,
+and only those rows of each column are read, each block decoded once. Files without an index
+(written before 2.1, with ``ids=False`` or ``compression="none"``) are searched by reading
+their id column whole, with the same answers.
+
+    t = ds.track([17, 42, 99], columns=["x", "y", "energy"])
+    t.arrays["energy"]            # (steps, ids) float64, NaN where a particle is absent
+    t.present                     # (steps, ids) bool
+    t.table.to_pandas()           # long form: step, id, columns, one row per particle seen
+    ds.track(where="energy > 2", at_step=0)   # the ids of a query at one step
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence
+
+import numpy as np
+
+from .errors import FormatError, UsageError
+
+
+@dataclass
+class Track:
+    """Where a set of particles is in each step. ``ids`` in the order asked for; ``steps``
+    the steps looked at; ``present[s, i]`` whether particle ``ids[i]`` is in step
+    ``steps[s]``; ``arrays[c][s, i]`` its value of column ``c`` there, as float64 with NaN
+    where absent (``values`` keeps each column's dtype, 0 where absent); ``table`` the long
+    form (``step``, ``id`` and the columns, one row per particle seen, by step then id order)."""
+
+    ids: np.ndarray
+    steps: List[int]
+    present: np.ndarray
+    values: Dict[str, np.ndarray]
+
+    @property
+    def arrays(self) -> Dict[str, np.ndarray]:
+        out = {}
+        for name, v in self.values.items():
+            a = v.astype(np.float64)
+            a[~self.present] = np.nan
+            out[name] = a
+        return out
+
+    @property
+    def table(self):
+        from .dataset import Table
+
+        s, i = np.nonzero(self.present)
+        cols = {"step": np.asarray(self.steps, dtype=np.int64)[s], "id": self.ids[i]}
+        for name, v in self.values.items():
+            if name != "id":
+                cols[name] = v[s, i]
+        return Table(cols)
+
+    def to_pandas(self):
+        return self.table.to_pandas()
+
+    def __repr__(self) -> str:
+        return (f"Track({len(self.ids)} ids through {len(self.steps)} steps, "
+                f"{int(self.present.sum())} rows, columns {list(self.values)})")
+
+
+def _ids_for(dtype: np.dtype, ids: np.ndarray, column: str) -> np.ndarray:
+    """The ids as the core's find_ids takes them: int64 values in the column's type (the bits
+    of a uint64 id)."""
+    if ids.dtype.kind not in "iu":
+        if ids.dtype.kind == "f" and np.all(np.isfinite(ids)) and np.all(ids == np.round(ids)):
+            ids = ids.astype(np.int64)
+        else:
+            raise UsageError(f"ids must be integers (the id column '{column}' is {dtype}), got {ids.dtype}")
+    if dtype.kind == "u" and ids.dtype.kind == "i" and np.any(ids < 0):
+        raise UsageError(f"the id column '{column}' is {dtype}: negative ids cannot be in it")
+    if dtype == np.uint64:
+        return ids.astype(np.uint64).view(np.int64)
+    return ids.astype(np.int64)
+
+
+def track(ds, ids=None, *, where: Optional[str] = None, at_step: Optional[int] = None, steps=None,
+          columns: Optional[Sequence[str]] = None, species: Optional[str] = None, id_column: Optional[str] = None,
+          fields: Optional[Sequence[str]] = None, preserve_order: bool = True) -> Track:
+    """See :meth:`motes.Dataset.track`."""
+    step_list = _steps(ds, steps, species)
+    first = ds.source(step_list[0], species)
+    col = id_column or first.part(0).id_column or "id"
+    if ids is None:
+        if where is None:
+            raise UsageError("give ids, or where= (and at_step=) to take the ids of a query")
+        ids = ds.query(where, step=at_step, species=species, columns=[col])[col]
+    elif where is not None or at_step is not None:
+        raise UsageError("give ids or where= (with at_step=), not both")
+    ids = np.asarray(ids)
+    if ids.ndim != 1:
+        ids = ids.ravel()
+    if len(np.unique(ids)) != len(ids):
+        raise UsageError("ids must be distinct")
+    if not preserve_order:
+        ids = np.sort(ids)
+    names = list(columns) if columns is not None else [c.name for c in ds.schema(step_list[0], species)]
+    if col not in names:
+        names = [col] + names
+    nsteps, nids = len(step_list), len(ids)
+    present = np.zeros((nsteps, nids), dtype=bool)
+    values: Dict[str, np.ndarray] = {}
+    for si, step in enumerate(step_list):
+        src = ds.source(step, species)
+        schema = {c.name: np.dtype(c.dtype) for c in ds.schema(step, species)}
+        if col not in schema:
+            raise UsageError(f"step {step} has no id column '{col}' (columns: {', '.join(schema)})")
+        missing = [n for n in names if n not in schema]
+        if missing:
+            raise UsageError(f"step {step} has no column {missing[0]!r} (columns: {', '.join(schema)})")
+        keys = _ids_for(schema[col], ids, col)
+        for k in range(src.part_count):
+            f = src.part(k)
+            try:
+                rows = f.find_ids(col, keys)
+            except FormatError as e:
+                raise FormatError(f"step {step}: {e} (ids must be distinct within a step)") from None
+            hit = rows >= 0
+            if not hit.any():
+                continue
+            twice = hit & present[si]
+            if twice.any():
+                raise FormatError(f"step {step}: id {ids[np.argmax(twice)]} is held by two particles "
+                                  f"(in two part files; ids must be distinct within a step)")
+            present[si] |= hit
+            for name in names:
+                got = f.read_rows(name, rows)
+                v = values.get(name)
+                if v is None:
+                    v = values[name] = np.zeros((nsteps, nids), dtype=got.dtype)
+                v[si, hit] = got[hit]
+        for name in names:
+            if name not in values:
+                values[name] = np.zeros((nsteps, nids), dtype=schema[name])
+        for fname in fields or ():
+            if {"x", "y", "z"} - set(values):
+                raise UsageError("sampling fields along tracks needs the x, y, z columns")
+            sel = present[si]
+            v = values.setdefault(f"field('{fname}')", np.zeros((nsteps, nids), dtype=np.float64))
+            if sel.any():
+                v[si, sel] = ds.sample(fname, values["x"][si, sel], values["y"][si, sel], values["z"][si, sel], step=step)
+    return Track(ids=ids, steps=step_list, present=present, values=values)
+
+
+def _steps(ds, steps, species) -> List[int]:
+    """The steps to look at: every step holding particles (of `species`), or those `steps`
+    names (any form of motes.steps.resolve: a list, a range, "all", "0:100:10")."""
+    from .steps import resolve
+
+    out = resolve(ds, "all" if steps is None else steps, species)
+    if not out:
+        raise UsageError("no steps to track through")
+    return out
