@@ -25,6 +25,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from . import _core
 from ._core import UsageError
 from .dataset import BoxLike, Quality, _box
 from .dataset import open as _open
@@ -54,8 +55,6 @@ def _read_part(part: Part, *, path: str, where, box, quality, threads, names: Li
 
 
 def _core_select(ds, part: Part, where, box, quality, threads):
-    from . import _core
-
     return _core.select(_part_source(ds, part), _spec(ds, part.step, where, box, quality, threads))
 
 
