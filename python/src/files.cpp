@@ -13,6 +13,7 @@
 #include "motes/container/block_stream.hpp"
 #include "motes/particles/collection.hpp"
 #include "motes/particles/id_index.hpp"
+#include "motes/particles/track.hpp"
 #include "motes/particles/reader.hpp"
 #include "motes/particles/writer.hpp"
 
@@ -142,38 +143,12 @@ void bind_files(nb::module_& m) {
             if (!motes::id_dtype(dt)) throw motes::UsageError("column '" + column + "' is not an integer id column");
             const size_t n = ids.shape(0);
             std::vector<uint64_t> keys(n);
-            // ids(i): the id in the column's type as int64 (a uint64 id's bits): motes::id_key's order.
-            const bool is_signed = dt == motes::DType::i32 || dt == motes::DType::i64;
-            for (size_t i = 0; i < n; ++i) keys[i] = uint64_t(ids(i)) ^ (is_signed ? uint64_t(1) << 63 : 0);
+            for (size_t i = 0; i < n; ++i) keys[i] = motes::id_key_of_int64(dt, ids(i));
             auto [arr, data] = new_array(motes::DType::i64, n);
             int64_t* rows = static_cast<int64_t*>(data);
             nb::gil_scoped_release release;
-            std::vector<size_t> order(n);
-            for (size_t i = 0; i < n; ++i) order[i] = i;
-            std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
-            std::vector<uint64_t> sorted;
-            for (size_t i : order)
-              if (sorted.empty() || sorted.back() != keys[i]) sorted.push_back(keys[i]);
-            std::vector<int64_t> found(sorted.size(), -1);
-            if (f.id_index() && f.id_index()->column() == c) {
-              f.id_index()->find(sorted.data(), sorted.size(), found.data());
-            } else {  // no index: the whole column, read once and searched
-              const uint64_t count = f.particle_count();
-              std::vector<unsigned char> all(count * motes::dtype_size(dt));
-              f.values(c).read(0, count, all.data());
-              std::vector<std::pair<uint64_t, uint64_t>> table(count);
-              for (uint64_t p = 0; p < count; ++p) table[p] = {motes::id_key(dt, all.data() + p * motes::dtype_size(dt)), p};
-              std::sort(table.begin(), table.end());
-              for (size_t j = 0; j < sorted.size(); ++j) {
-                auto it = std::lower_bound(table.begin(), table.end(), std::pair<uint64_t, uint64_t>{sorted[j], 0});
-                if (it == table.end() || it->first != sorted[j]) continue;
-                if (it + 1 != table.end() && (it + 1)->first == sorted[j])
-                  throw motes::FormatError(f.path() + ": id " + std::to_string(sorted[j]) + " (as a key) is held by two particles");
-                found[j] = int64_t(it->second);
-              }
-            }
-            for (size_t i = 0; i < n; ++i)
-              rows[i] = found[size_t(std::lower_bound(sorted.begin(), sorted.end(), keys[i]) - sorted.begin())];
+            const std::vector<int64_t> found = motes::find_rows(f, c, keys.data(), n);
+            std::copy(found.begin(), found.end(), rows);
             return arr;
           },
           "column"_a, "ids"_a,

@@ -105,3 +105,38 @@ TEST(CapiFields, AFieldStoredWithinATolerance) {
   f->verify();
   fs::remove_all(dir);
 }
+
+// In-situ tracking through the C API (motes_track): the values of a column by id in a step,
+// NaN and found = 0 for an id the step does not hold.
+TEST(CapiTrack, ValuesById) {
+  const fs::path dir = fs::temp_directory_path() / ("motes-capi-track-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const uint64_t n = 50000;
+  std::vector<double> x(n), y(n), z(n), e(n);
+  std::vector<int64_t> id(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    id[i] = int64_t((i * 7919) % n) - 1000;  // a permutation, some negative
+    x[i] = double((i * 31) % 1000), y[i] = double(i % 17), z[i] = 0.5, e[i] = 0.25 * double(id[i]);
+  }
+  motes_writer* w = nullptr;
+  ASSERT_EQ(motes_writer_open(dir.c_str(), &w), MOTES_OK) << motes_last_error();
+  ASSERT_EQ(motes_writer_begin_step(w, 3, 0.0), MOTES_OK);
+  for (auto [name, v] : {std::pair{"x", &x}, std::pair{"y", &y}, std::pair{"z", &z}, std::pair{"energy", &e}})
+    ASSERT_EQ(motes_writer_set_column(w, "e", name, MOTES_F64, v->data(), n, 0), MOTES_OK);
+  ASSERT_EQ(motes_writer_set_column(w, "e", "id", MOTES_I64, id.data(), n, 0), MOTES_OK);
+  ASSERT_EQ(motes_writer_write_step(w), MOTES_OK) << motes_last_error();
+  ASSERT_EQ(motes_writer_close(w), MOTES_OK);
+  const int64_t want[4] = {-1000, 17, 48999, 123456789};
+  double out[4];
+  uint8_t found[4];
+  ASSERT_EQ(motes_track(dir.c_str(), 3, nullptr, nullptr, want, 4, "energy", out, found), MOTES_OK) << motes_last_error();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(found[i], 1);
+    EXPECT_EQ(out[i], 0.25 * double(want[i]));
+  }
+  EXPECT_EQ(found[3], 0);
+  EXPECT_TRUE(std::isnan(out[3]));
+  EXPECT_EQ(motes_track(dir.c_str(), 4, nullptr, nullptr, want, 4, "energy", out, found), MOTES_ERROR_USAGE);
+  EXPECT_EQ(motes_track(dir.c_str(), 3, "e", nullptr, want, 4, "nope", out, found), MOTES_ERROR_USAGE);
+  fs::remove_all(dir);
+}

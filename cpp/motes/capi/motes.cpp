@@ -8,6 +8,8 @@
 
 #include "motes/capi/writer_state.hpp"
 #include "motes/core/version.hpp"
+#include "motes/dataset/species.hpp"
+#include "motes/particles/track.hpp"
 
 // Every dtype of the core's table (core/types.hpp) is a motes_dtype of motes.h, with the
 // table's code (the file format's).
@@ -231,6 +233,22 @@ motes_status motes_writer_set_field_tolerance(motes_writer* w, const char* name,
     changed.tolerance = tolerance;
     changed.check();  // a tolerance that is not finite and >= 0, or on an integer field
     spec->tolerance = tolerance;
+    return MOTES_OK;
+  });
+}
+
+motes_status motes_track(const char* path, int64_t step, const char* species, const char* id_column,
+                         const int64_t* ids, uint64_t n, const char* column, double* out, uint8_t* found) {
+  return guarded([&] {
+    if (!path || !column || (n && (!ids || !out || !found))) return fail(MOTES_ERROR_USAGE, "motes_track: NULL argument");
+    const motes::Dataset ds = motes::Dataset::open(path);
+    const motes::StepEntry& st = ds.step(step);
+    if (!species && st.species.size() != 1)
+      return fail(MOTES_ERROR_USAGE, "step " + std::to_string(step) + " has " + std::to_string(st.species.size()) +
+                                         " species: name one");
+    const motes::SpeciesEntry& e = species ? st.find(species) : st.species[0];
+    auto c = motes::open_species(ds.dir(), step, e);
+    motes::track_column(*c, id_column ? id_column : "", ids, n, column, out, found);
     return MOTES_OK;
   });
 }

@@ -100,6 +100,15 @@ motes_status motes_writer_set_field_tolerance(motes_writer* writer, const char* 
 /* Writes every species and field of the step, then publishes it in the manifest. */
 motes_status motes_writer_write_step(motes_writer* writer);
 
+/* In-situ tracking: finds particles by id in step `step` of species `species` (NULL: the
+ * step's only species) of the dataset at `path`, through the files' id index: for each of
+ * the n ids (int64: the id, or a uint64 id's bits), out[i] is the particle's value of
+ * `column` as a double and found[i] = 1, or out[i] = NaN and found[i] = 0 when the step
+ * holds no such particle. `id_column` NULL: the files' indexed id column (or "id"). An id
+ * held by two particles of the step is MOTES_ERROR_FORMAT naming it. */
+motes_status motes_track(const char* path, int64_t step, const char* species, const char* id_column,
+                         const int64_t* ids, uint64_t n, const char* column, double* out, uint8_t* found);
+
 /* Releases the writer (an unwritten step is discarded). Accepts NULL. */
 motes_status motes_writer_close(motes_writer* writer);
 

@@ -19,6 +19,12 @@ namespace motes {
 // An id of any 32- or 64-bit integer dtype as an unsigned key in the same order (signed
 // values with their sign bit flipped after widening to 64 bits).
 uint64_t id_key(DType dtype, const void* value);
+// The key of an id given as an int64 (a value of the column's type widened, or a uint64
+// id's bits), as callers from Python and C hold them.
+inline uint64_t id_key_of_int64(DType dtype, int64_t v) {
+  const bool is_signed = dtype == DType::i32 || dtype == DType::i64;
+  return uint64_t(v) ^ (is_signed ? uint64_t(1) << 63 : 0);
+}
 // Whether `dtype` can be an id column (i32, u32, i64, u64).
 bool id_dtype(DType dtype);
 
