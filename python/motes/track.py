@@ -13,6 +13,8 @@ their id column whole, with the same answers.
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -103,6 +105,9 @@ def track(ds, ids=None, *, where: Optional[str] = None, at_step: Optional[int] =
     nsteps, nids = len(step_list), len(ids)
     present = np.zeros((nsteps, nids), dtype=bool)
     values: Dict[str, np.ndarray] = {}
+    # Every (step, part) is looked up and gathered on its own (the core releases the GIL), in
+    # threads; the results are merged in step and part order, each id at most once a step.
+    tasks = []
     for si, step in enumerate(step_list):
         src = ds.source(step, species)
         schema = {c.name: np.dtype(c.dtype) for c in ds.schema(step, species)}
@@ -112,29 +117,34 @@ def track(ds, ids=None, *, where: Optional[str] = None, at_step: Optional[int] =
         if missing:
             raise UsageError(f"step {step} has no column {missing[0]!r} (columns: {', '.join(schema)})")
         keys = _ids_for(schema[col], ids, col)
-        for k in range(src.part_count):
-            f = src.part(k)
-            try:
-                rows = f.find_ids(col, keys)
-            except FormatError as e:
-                raise FormatError(f"step {step}: {e} (ids must be distinct within a step)") from None
-            hit = rows >= 0
-            if not hit.any():
-                continue
-            twice = hit & present[si]
-            if twice.any():
-                raise FormatError(f"step {step}: id {ids[np.argmax(twice)]} is held by two particles "
-                                  f"(in two part files; ids must be distinct within a step)")
-            present[si] |= hit
-            for name in names:
-                got = f.read_rows(name, rows)
-                v = values.get(name)
-                if v is None:
-                    v = values[name] = np.zeros((nsteps, nids), dtype=got.dtype)
-                v[si, hit] = got[hit]
         for name in names:
-            if name not in values:
-                values[name] = np.zeros((nsteps, nids), dtype=schema[name])
+            values.setdefault(name, np.zeros((nsteps, nids), dtype=schema[name]))
+        tasks += [(si, step, src.part(k), keys) for k in range(src.part_count)]
+
+    def lookup(task):
+        si, step, f, keys = task
+        try:
+            rows = f.find_ids(col, keys)
+        except FormatError as e:
+            raise FormatError(f"step {step}: {e} (ids must be distinct within a step)") from None
+        hit = rows >= 0
+        return si, step, hit, ({name: f.read_rows(name, rows) for name in names} if hit.any() else {})
+
+    workers = min(len(tasks), os.cpu_count() or 1)
+    if workers > 1:
+        with ThreadPoolExecutor(workers) as pool:
+            results = list(pool.map(lookup, tasks))
+    else:
+        results = [lookup(t) for t in tasks]
+    for si, step, hit, got in results:
+        twice = hit & present[si]
+        if twice.any():
+            raise FormatError(f"step {step}: id {ids[np.argmax(twice)]} is held by two particles "
+                              f"(in two part files; ids must be distinct within a step)")
+        present[si] |= hit
+        for name, v in got.items():
+            values[name][si, hit] = v[hit]
+    for si, step in enumerate(step_list):
         for fname in fields or ():
             if {"x", "y", "z"} - set(values):
                 raise UsageError("sampling fields along tracks needs the x, y, z columns")
