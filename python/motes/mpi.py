@@ -51,76 +51,24 @@ class Part:
     count: int  # particles in the file (before any filter)
 
 
-_STEP_FORMS = "None, a step index, a list or range of step indexes, 'all', or 'start:stop:stride' text"
-
-
 def _steps_of(ds: Dataset, steps: Any, species: Optional[str]) -> Tuple[List[Tuple[int, str]], bool]:
     """(step, species name) of each step ``steps`` names, in the dataset's step order, each
-    once; and whether a step column is due (every form but a single index). The forms of
-    ``Dataset.query(steps=)``: a list, tuple, array or range of step indexes (each must
-    exist), ``"all"`` or None (every step holding the species), slice text
-    ``"start:stop:stride"`` or a ``slice`` over step indexes (stop excluded), comma-separated
-    text ``"0,10,20"``; and a single index (one step, no step column)."""
-    present = ds.steps
-    if not present:
-        raise UsageError(f"dataset '{ds.path}' has no steps")
+    once; and whether a step column is due (every form but a single index). ``steps`` takes
+    the forms of ``Dataset.query(steps=)`` (:func:`motes.steps.resolve`: a list or range of
+    step indexes, ``"all"``, slice text, ...), None for ``"all"``, or one step index (one
+    step, no step column)."""
+    from .steps import resolve
+
     several = True
     if isinstance(steps, (int, np.integer)) and not isinstance(steps, bool):
-        wanted, several = [_args.step(steps)], False
-    elif steps is None or (isinstance(steps, str) and steps.strip().lower() == "all"):
-        wanted = [st.index for st in ds._steps if (st.species if species is None else species in st.species)]
-        if not wanted:
-            what = "particles" if species is None else f"species '{species}'"
-            raise UsageError(f"no step of dataset '{ds.path}' holds {what}")
-    elif isinstance(steps, (str, slice)):
-        if isinstance(steps, str) and ":" not in steps:
-            wanted = [_step_text(v, steps) for v in steps.split(",")]
-        else:
-            if isinstance(steps, str):
-                fields = steps.split(":")
-                if len(fields) > 3:
-                    raise UsageError(f"steps: '{steps}' is not 'start:stop' or 'start:stop:stride'")
-                bounds = [None if not f.strip() else _step_text(f, steps) for f in fields + [""] * (3 - len(fields))]
-            else:
-                bounds = [None if v is None else _args.integer("steps", v, *_args.INT64)
-                          for v in (steps.start, steps.stop, steps.step)]
-            start, stop, stride = bounds
-            stride = 1 if stride is None else stride
-            if stride <= 0:
-                raise UsageError(f"steps: the stride of {steps!r} must be > 0, got {stride}")
-            start = min(present) if start is None else start
-            stop = max(present) + 1 if stop is None else stop
-            wanted = [k for k in present if start <= k < stop and (k - start) % stride == 0]
-            if not wanted:
-                raise UsageError(f"steps {steps!r} selects no step (steps: {', '.join(map(str, present[:20]))})")
-    elif isinstance(steps, bool):
-        raise UsageError(f"steps must be {_STEP_FORMS}, got {steps!r}")
+        wanted, several = resolve(ds, [_args.step(steps)], species), False
     else:
-        try:
-            items = np.asarray(steps).ravel().tolist() if isinstance(steps, np.ndarray) else list(steps)
-        except TypeError:
-            raise UsageError(f"steps must be {_STEP_FORMS}, got {type(steps).__name__}") from None
-        wanted = [_args.integer("steps", v, *_args.INT64) for v in items]
-        if not wanted:
-            raise UsageError(f"steps {steps!r} selects no step")
-    missing = sorted(set(wanted) - set(present))
-    if missing:
-        raise UsageError(f"dataset has no step{'s' if len(missing) > 1 else ''} {', '.join(map(str, missing[:20]))} "
-                         f"(steps: {', '.join(map(str, present[:20]))})")
-    chosen = set(wanted)
+        wanted = resolve(ds, "all" if steps is None else steps, species)
     out = []
-    for k in present:
-        if k in chosen:
-            st, name = ds._resolve(k, species)
-            out.append((st.index, name))
+    for k in wanted:
+        st, name = ds._resolve(k, species)
+        out.append((st.index, name))
     return out, several
-
-
-def _step_text(text: str, spec: str) -> int:
-    try:
-        return int(text.strip())
-    except ValueError:
-        raise UsageError(f"steps: invalid step index '{text.strip()}' in '{spec}' (steps are {_STEP_FORMS})") from None
 
 
 def _check_schemas(ds: Dataset, resolved: List[Tuple[int, str]], names: Sequence[str]) -> None:
