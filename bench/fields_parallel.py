@@ -3,7 +3,8 @@
 (slabs of a rank grid, ghost zones of 1), and the field is written, fsync'd, by
 
 * motes: the blocks routed by HZ index to aggregators that write the field's part files
-  (``Writer(comm=).write_step(fields={"rho": FieldBlock(...)})``);
+  (``Writer(comm=).write_step(fields={"rho": FieldBlock(...)})``), lossless (the default: every
+  block coded) and with ``compression="none"`` (the samples stored as they are, like the peers);
 * HDF5 through rank 0: the blocks gathered to rank 0 (mpi4py), which writes one h5py dataset;
 * raw file per process: each rank writes its block's bytes to a file of its own (the upper
   bound of what the disk takes; not a usable layout).
@@ -71,9 +72,9 @@ def worker(args) -> None:
             runs.append(time.perf_counter() - t0)
         out[label] = {"median_s": float(np.median(runs)), "runs_s": runs, "mb_s": nbytes / float(np.median(runs)) / 1e6}
 
-    def motes_write(r):
+    def motes_write(r, compression="lossless"):
         path = os.path.join(args.dir, f"m{r}.motes")
-        w = motes.Writer(path, comm=comm, sync=True)
+        w = motes.Writer(path, comm=comm, sync=True, compression=compression)
         rep = w.write_step(0, None, fields={"rho": FieldBlock(block, offset=lo, dims=(n, n, n), ghosts=g)})
         out["parts"] = rep["fields"][0]["parts"]
         comm.Barrier()
@@ -106,6 +107,7 @@ def worker(args) -> None:
 
     timed(motes_write, "motes aggregated")
     rss = comm.gather(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, root=0)
+    timed(lambda r: motes_write(r, "none"), "motes aggregated, compression='none'")
     timed(h5_rank0, "HDF5 through rank 0")
     timed(raw_per_process, "raw file per process")
     if comm.rank == 0:
@@ -155,7 +157,7 @@ def main() -> int:
             f"write_{ranks}_ranks", f"{args.n}^3 float32 field from {ranks} ranks' blocks, fsync'd, MB/s of samples", m,
             "MB/s", timing=r["motes aggregated"],
             peers={k: peer(r[k]["mb_s"], "MB/s", m / r[k]["mb_s"], "motes / peer", timing_s=r[k])
-                   for k in ("HDF5 through rank 0", "raw file per process")},
+                   for k in ("motes aggregated, compression='none'", "HDF5 through rank 0", "raw file per process")},
             parts=r["parts"], max_rss_bytes=r["max_rss_bytes_after_motes"])
     benchlib.finish(meta, figs, args.out, started)
     return 0

@@ -121,7 +121,7 @@ TEST(FieldPartition, RoutingSendsEverySampleToItsPartOnce) {
           ASSERT_EQ(r.start[k + 1] - r.start[k], r.counts[k]);
           total += r.counts[k];
           for (uint64_t j = r.start[k]; j < r.start[k + 1]; ++j) {
-            const uint64_t i = r.index_in_box[j];
+            const uint64_t i = r.index_in_array[j];
             const uint64_t x = b.offset[0] + i % b.count[0], y = b.offset[1] + (i / b.count[0]) % b.count[1],
                            z = b.offset[2] + i / (b.count[0] * b.count[1]);
             const uint64_t hz = order.hz_of(x, y, z);

@@ -26,6 +26,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (size_t c = 0; c < file->schema().size(); ++c) s.gather(c, 0, s.size(), buf.data(), 1);
       motes::histogram(q, motes::Axis{file->column("x"), 8, 0.0, 1.0});
     }
+    // The id index (format 2.1): lookups of ids present and absent, and their rows gathered.
+    if (const motes::IdIndex* ids = file->id_index()) {
+      const uint64_t keys[] = {0, 1, 7, 1000, uint64_t(1) << 63, UINT64_MAX};
+      std::vector<int64_t> rows(6);
+      ids->find(keys, 6, rows.data());
+      std::vector<char> out(6 * 8);
+      motes::gather_rows(file->values(ids->column()), rows.data(), 6, out.data());
+    }
   } catch (const motes::Error&) {
   }
   return 0;

@@ -78,7 +78,11 @@ void check_cover(const std::string& field, const Dims& dims, const std::vector<G
                      " samples: a hole (every sample must be in one block)");
 }
 
-BoxRouting route_box(const HzOrder& order, const FieldPartition& partition, const GridBox& box, unsigned threads) {
+BoxRouting route_box(const HzOrder& order, const FieldPartition& partition, const GridBox& box, unsigned threads,
+                     const Dims& array_dims, const Dims& array_first) {
+  const bool own = array_dims[0] == 0;  // the array is the box
+  const Dims ad = own ? box.count : array_dims;
+  const Dims af = own ? Dims{0, 0, 0} : array_first;
   BoxRouting out;
   const uint32_t parts = partition.parts;
   out.counts.assign(parts, 0);
@@ -95,8 +99,10 @@ BoxRouting route_box(const HzOrder& order, const FieldPartition& partition, cons
   auto each = [&](uint64_t k, auto&& visit) {
     auto [r0, r1] = row_range(k);
     for (uint64_t r = r0; r < r1; ++r) {
-      const uint64_t y = box.offset[1] + r % box.count[1], z = box.offset[2] + r / box.count[1];
-      for (uint64_t i = 0; i < box.count[0]; ++i) visit(order.hz_of(box.offset[0] + i, y, z), r * box.count[0] + i);
+      const uint64_t ly = r % box.count[1], lz = r / box.count[1];
+      const uint64_t y = box.offset[1] + ly, z = box.offset[2] + lz;
+      const uint64_t row = ((af[2] + lz) * ad[1] + af[1] + ly) * ad[0] + af[0];  // the row's first sample in the array
+      for (uint64_t i = 0; i < box.count[0]; ++i) visit(order.hz_of(box.offset[0] + i, y, z), row + i);
     }
   };
   parallel_for(chunks, threads, [&](uint64_t k) {
@@ -120,7 +126,7 @@ BoxRouting route_box(const HzOrder& order, const FieldPartition& partition, cons
   }
   out.start[parts] = pos;
   out.offset_in_part.resize(n);
-  out.index_in_box.resize(n);
+  out.index_in_array.resize(n);
   parallel_for(chunks, threads, [&](uint64_t k) {
     auto& next = at[k];
     uint32_t part = 0;
@@ -128,7 +134,7 @@ BoxRouting route_box(const HzOrder& order, const FieldPartition& partition, cons
       if (hz < partition.first_sample(part) || hz >= partition.first_sample(part) + partition.samples(part)) part = partition.part_of(hz);
       const uint64_t j = next[part]++;
       out.offset_in_part[j] = uint32_t(hz - partition.first_sample(part));
-      out.index_in_box[j] = index;
+      out.index_in_array[j] = index;
     });
   });
   return out;

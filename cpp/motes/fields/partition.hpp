@@ -41,13 +41,16 @@ void check_cover(const std::string& field, const Dims& dims, const std::vector<G
 
 // The samples of `box` that fall in each part, in the box's C order ((z, y, x) indexing,
 // x fastest): counts[k] of them for part k, and for each, its offset in the part (HZ index
-// minus the part's first sample) and its index in the box.
+// minus the part's first sample) and its index in the rank's array: an array of
+// `array_dims` samples (x, y, z) holding the box from sample `array_first` (ghost zones
+// around it; the box itself when array_dims is all zero).
 struct BoxRouting {
   std::vector<uint64_t> counts;              // per part
   std::vector<uint64_t> start;               // per part + 1: where its samples begin below
   std::vector<uint32_t> offset_in_part;      // per sample, grouped by part
-  std::vector<uint64_t> index_in_box;        // per sample, grouped by part
+  std::vector<uint64_t> index_in_array;      // per sample, grouped by part
 };
-BoxRouting route_box(const HzOrder& order, const FieldPartition& partition, const GridBox& box, unsigned threads = 0);
+BoxRouting route_box(const HzOrder& order, const FieldPartition& partition, const GridBox& box, unsigned threads = 0,
+                     const Dims& array_dims = {0, 0, 0}, const Dims& array_first = {0, 0, 0});
 
 }  // namespace motes::fields

@@ -69,7 +69,9 @@ FieldEntry write_one(const Comm& c, const std::string& dir, int64_t index, const
   std::vector<std::vector<unsigned char>> part_values(nc);  // the aggregator's part, in HZ order
   std::vector<uint8_t> inside;
   f = attempt([&] {
-    routing = fields::route_box(order, plan, box, fo.threads);
+    // The block's interior starts at sample 0 of the rank's values (values point at it), in
+    // an array of array_dims samples: the offsets are taken relative to that first sample.
+    routing = fields::route_box(order, plan, box, fo.threads, in.array_dims, {0, 0, 0});
     if (my_part >= 0) {
       const uint64_t n = plan.samples(uint32_t(my_part));
       for (auto& v : part_values) v.assign(n * size, 0);
@@ -84,13 +86,24 @@ FieldEntry write_one(const Comm& c, const std::string& dir, int64_t index, const
 
   // 4. Exchange: per part, the offsets (u32) then each component's samples, in one order.
   auto gather_values = [&](uint32_t k, size_t comp, unsigned char* dst) {
-    const uint64_t* idx = routing.index_in_box.data() + routing.start[k];
+    const uint64_t* idx = routing.index_in_array.data() + routing.start[k];
     const unsigned char* src = static_cast<const unsigned char*>(in.values[comp]);
-    const uint64_t n = routing.counts[k], cx = box.count[0], cy = box.count[1];
-    for (uint64_t j = 0; j < n; ++j) {
-      const uint64_t i = idx[j], x = i % cx, y = (i / cx) % cy, z = i / (cx * cy);
-      std::memcpy(dst + j * size, src + ((z * in.array_dims[1] + y) * in.array_dims[0] + x) * size, size);
-    }
+    const uint64_t n = routing.counts[k];
+    dispatch_dtype(spec.dtype, [&](auto tag) {  // a typed gather: no memcpy call per sample
+      using T = decltype(tag);
+      const T* s = reinterpret_cast<const T*>(src);
+      T* d = reinterpret_cast<T*>(dst);
+      for (uint64_t j = 0; j < n; ++j) d[j] = s[idx[j]];
+    });
+  };
+  // Samples of `src` (n of them) to their offsets in the part (typed: no call per sample).
+  auto scatter_values = [&](const uint32_t* off, uint64_t n, const unsigned char* src, unsigned char* part) {
+    dispatch_dtype(spec.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      const T* s = reinterpret_cast<const T*>(src);
+      T* d = reinterpret_cast<T*>(part);
+      for (uint64_t j = 0; j < n; ++j) d[off[j]] = s[j];
+    });
   };
   std::vector<std::vector<unsigned char>> sending;
   std::vector<MPI_Request> sends, recvs;
@@ -104,7 +117,7 @@ FieldEntry write_one(const Comm& c, const std::string& dir, int64_t index, const
         std::vector<unsigned char> tmp(n * size);
         for (size_t comp = 0; comp < nc; ++comp) {
           gather_values(k, comp, tmp.data());
-          for (uint64_t j = 0; j < n; ++j) std::memcpy(part_values[comp].data() + uint64_t(off[j]) * size, tmp.data() + j * size, size);
+          scatter_values(off, n, tmp.data(), part_values[comp].data());
         }
         for (uint64_t j = 0; j < n; ++j) inside[off[j]] = 1;
         continue;
@@ -157,9 +170,10 @@ FieldEntry write_one(const Comm& c, const std::string& dir, int64_t index, const
           throw InternalError(name + ": rank " + std::to_string(r) + " sent sample " + std::to_string(off[j]) + " of part " +
                               std::to_string(my_part) + " out of place or twice");
         inside[off[j]] = 1;
-        for (size_t comp = 0; comp < nc; ++comp)
-          std::memcpy(part_values[comp].data() + uint64_t(off[j]) * size, in_values[size_t(r)][comp].data() + j * size, size);
       }
+      if (!off.empty())  // (nothing came from this rank, itself included)
+        for (size_t comp = 0; comp < nc; ++comp)
+          scatter_values(off.data(), off.size(), in_values[size_t(r)][comp].data(), part_values[comp].data());
       std::vector<uint32_t>().swap(in_offsets[size_t(r)]);
       in_values[size_t(r)].clear();
     }
