@@ -152,3 +152,36 @@ def error_bounds(value: Any) -> Dict[str, float]:
             raise UsageError(f"error bound of column '{name}' must be a finite number > 0, got {bound!r}")
         out[str(name)] = b
     return out
+
+
+def histogram_axes(x: Any, y: Any, bins: Any, range: Any):
+    """The axes, bin counts and given ranges of a histogram's arguments (``Dataset.histogram``,
+    its steps= form, ``motes.mpi``/``motes.dask``), checked: ``(axes, bins, ranges)``, each
+    range a ``(min, max)`` of floats or None (the matching values' own)."""
+    import numpy as np
+
+    axes = [text("x", x)] if y is None else [text("x", x), text("y", y)]
+    nbins = [bins] * len(axes) if np.isscalar(bins) else list(bins)
+    if len(nbins) != len(axes):
+        raise UsageError("bins must be an int or one int per axis")
+    for n in nbins:
+        if isinstance(n, bool) or not isinstance(n, (numbers.Integral, float)) or int(n) != n or n < 1:
+            raise UsageError("bins must be positive integers")
+    if range is None:
+        ranges = [None] * len(axes)
+    elif y is None:
+        ranges = [range]
+    else:
+        ranges = list(range)
+        if len(ranges) != 2:
+            raise UsageError("range of a 2-D histogram is ((xmin, xmax), (ymin, ymax))")
+    given = []
+    for name, r in zip(axes, ranges):
+        if r is not None:
+            if len(r) != 2:
+                raise UsageError(f"range for '{name}' must be (min, max)")
+            r = float(r[0]), float(r[1])
+            if r[0] > r[1]:
+                raise UsageError(f"range for '{name}' has min > max")
+        given.append(r)
+    return axes, [int(n) for n in nbins], given

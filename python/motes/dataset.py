@@ -689,30 +689,7 @@ class Dataset:
                           timeout=timeout)
         f = self.source(step, species)
         sel = self._fields_for(_selection(where, box, quality, fraction, threads, cancel, timeout), step)
-        axes = [x] if y is None else [x, y]
-        nbins = [bins] * len(axes) if np.isscalar(bins) else list(bins)
-        if len(nbins) != len(axes):
-            raise UsageError("bins must be an int or one int per axis")
-        if range is None:
-            ranges = [None] * len(axes)
-        elif y is None:
-            ranges = [range]
-        else:
-            ranges = list(range)
-            if len(ranges) != 2:
-                raise UsageError("range of a 2-D histogram is ((xmin, xmax), (ymin, ymax))")
-        for n in nbins:
-            if int(n) != n or n < 1:
-                raise UsageError("bins must be positive integers")
-        given = []  # each axis' (min, max), or None for the matching values' own
-        for name, r in zip(axes, ranges):
-            if r is not None:
-                if len(r) != 2:
-                    raise UsageError(f"range for '{name}' must be (min, max)")
-                r = float(r[0]), float(r[1])
-                if r[0] > r[1]:
-                    raise UsageError(f"range for '{name}' has min > max")
-            given.append(r)
+        axes, nbins, given = _args.histogram_axes(x, y, bins, range)  # given: (min, max) or None per axis
         if any(field_reference(a) for a in axes):  # a grid field at the particles: sampled, then binned
             return field_histogram(self, _core.select(f, sel), axes, nbins, given, weights, step)
         resolved = []

@@ -347,33 +347,9 @@ def _histogram_axes(x: str, y: Optional[str], bins, range) -> Tuple[List[str], L
     ``Dataset.histogram`` checks them."""
     from .field_queries import field_reference
 
-    axes = [_args.text("x", x)] if y is None else [_args.text("x", x), _args.text("y", y)]
+    axes, nbins, given = _args.histogram_axes(x, y, bins, range)
     if any(field_reference(a) for a in axes):
         raise UsageError("a grid field as a histogram axis is not supported here; use Dataset.histogram")
-    nbins = [bins] * len(axes) if np.isscalar(bins) else list(bins)
-    if len(nbins) != len(axes):
-        raise UsageError("bins must be an int or one int per axis")
-    for n in nbins:
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer, float)) or int(n) != n or n < 1:
-            raise UsageError("bins must be positive integers")
-    nbins = [int(n) for n in nbins]
-    if range is None:
-        ranges = [None] * len(axes)
-    elif y is None:
-        ranges = [range]
-    else:
-        ranges = list(range)
-        if len(ranges) != 2:
-            raise UsageError("range of a 2-D histogram is ((xmin, xmax), (ymin, ymax))")
-    given = []
-    for name, r in zip(axes, ranges):
-        if r is not None:
-            if len(r) != 2:
-                raise UsageError(f"range for '{name}' must be (min, max)")
-            r = float(r[0]), float(r[1])
-            if r[0] > r[1]:
-                raise UsageError(f"range for '{name}' has min > max")
-        given.append(r)
     return axes, nbins, given
 
 

@@ -299,16 +299,8 @@ def histogram(ds, steps: Any, x: str, y: Optional[str] = None, step: Optional[in
     from .field_queries import field_reference
 
     ks = _selected(ds, steps, species, step)
-    axes = [x] if y is None else [x, y]
+    axes, _, ranges = _args.histogram_axes(x, y, bins, range)
     _check_columns(ds, ks, species, axes + ([weights] if weights is not None else []))
-    if range is None:
-        ranges = [None] * len(axes)
-    elif y is None:
-        ranges = [range]
-    else:
-        ranges = list(range)
-        if len(ranges) != 2:
-            raise UsageError("range of a 2-D histogram is ((xmin, xmax), (ymin, ymax))")
     clock = _Clock(timeout)
     common = []
     for name, r in zip(axes, ranges):
