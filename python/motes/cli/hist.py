@@ -88,20 +88,27 @@ def _plot(args, ds, species, counts, edges, title: str) -> None:
         plt.close(fig)
 
 
+def _save_npz(path: str, args, counts, edges, **more) -> None:
+    """-o FILE.npz: the counts, the edges, the axes and the filter (and ``more``: the steps)."""
+    import numpy as np
+
+    arrays = {"counts": counts, **more, "x": np.array(args.x), "where": np.array(args.where or "")}
+    if len(edges) == 1:
+        arrays["edges"] = edges[0]
+    else:
+        arrays.update(xedges=edges[0], yedges=edges[1], y=np.array(args.y))
+    if args.weights:
+        arrays["weights"] = np.array(args.weights)
+    with open(path, "wb") as fh:
+        np.savez(fh, **arrays)
+
+
 def _save_hist(path: str, args, counts, edges) -> None:
     import numpy as np
 
     kind = _output_kind(path, ("npz", "csv"))
     if kind == "npz":
-        arrays = {"counts": counts, "x": np.array(args.x), "where": np.array(args.where or "")}
-        if len(edges) == 1:
-            arrays["edges"] = edges[0]
-        else:
-            arrays.update(xedges=edges[0], yedges=edges[1], y=np.array(args.y))
-        if args.weights:
-            arrays["weights"] = np.array(args.weights)
-        with open(path, "wb") as fh:
-            np.savez(fh, **arrays)
+        _save_npz(path, args, counts, edges)
         return
     value = "sum" if args.weights else "count"
     vfmt = "%.17g" if args.weights else "%d"
@@ -161,16 +168,7 @@ def _save_hist_steps(path: str, args, counts, edges, steps, times) -> None:
 
     kind = _output_kind(path, ("npz", "csv"))
     if kind == "npz":
-        arrays = {"counts": counts, "steps": steps, "times": times, "x": np.array(args.x),
-                  "where": np.array(args.where or "")}
-        if len(edges) == 1:
-            arrays["edges"] = edges[0]
-        else:
-            arrays.update(xedges=edges[0], yedges=edges[1], y=np.array(args.y))
-        if args.weights:
-            arrays["weights"] = np.array(args.weights)
-        with open(path, "wb") as fh:
-            np.savez(fh, **arrays)
+        _save_npz(path, args, counts, edges, steps=steps, times=times)
         return
     value = "sum" if args.weights else "count"
     vfmt = "%.17g" if args.weights else "%d"
