@@ -16,6 +16,7 @@
 
 #include "motes/codec/codec.hpp"
 #include "motes/codec/zfp.hpp"
+#include "write_seeds.hpp"
 
 using namespace motes::codec;
 
@@ -58,6 +59,9 @@ void write_seed(const std::string& dir, const std::string& name, uint8_t type, u
   std::fwrite(bytes.data(), 1, bytes.size(), f);
   std::fclose(f);
 }
+
+
+}  // namespace
 
 void write_seeds(const std::string& dir) {
   int count = 0;
@@ -114,19 +118,6 @@ void write_seeds(const std::string& dir) {
     }
   }
   std::printf("fuzz_codec: wrote %d seeds into %s\n", count, dir.c_str());
-}
-
-}  // namespace
-
-extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
-  for (int i = 1; i < *argc; ++i) {
-    const std::string arg = (*argv)[i];
-    if (arg.rfind("-write_seeds=", 0) == 0) {
-      write_seeds(arg.substr(13));
-      std::exit(0);
-    }
-  }
-  return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -20,6 +20,7 @@
 #include "motes/fields/file.hpp"
 #include "motes/fields/partition.hpp"
 #include "motes/io/byte_source.hpp"
+#include "write_seeds.hpp"
 
 namespace {
 
@@ -29,6 +30,9 @@ std::string slurp(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
+
+
+}  // namespace
 
 void write_seeds(const std::string& dir) {
   using namespace motes::fields;
@@ -68,19 +72,6 @@ void write_seeds(const std::string& dir) {
   s.tolerance = 1e-3;
   v[3] = NAN;
   write_field_file(dir + "/zfp.mfd", s, {v.data()}, o);
-}
-
-}  // namespace
-
-extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
-  for (int i = 1; i < *argc; ++i) {
-    const std::string arg = (*argv)[i];
-    if (arg.rfind("-write_seeds=", 0) == 0) {
-      write_seeds(arg.substr(13));
-      std::exit(0);
-    }
-  }
-  return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
