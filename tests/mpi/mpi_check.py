@@ -453,6 +453,14 @@ def cmd_fields_read(args, comm):
     got = ds.field("E").read(index_box=(lo, hi), component="y")
     assert np.array_equal(got, e[lo[2]:hi[2], lo[1]:hi[1], lo[0]:hi[0], 1])
     assert np.array_equal(ds.field("rho").read(level=2), rho[::4, ::4, ::4])
+    # CMFE on the field in parts: the same as on the whole field rank 0 wrote (twice rho),
+    # halved, at random points, and in queries of the particles.
+    pts = np.random.default_rng(comm.rank).random((3, 1000)) * np.array(rho.shape[::-1])[:, None] * 0.5
+    a = ds.sample("rho", *pts)
+    b = ds.sample("rho2", *pts)
+    assert np.array_equal(a * 2, b, equal_nan=True) and np.isfinite(a).any(), "CMFE differs between the field in parts and the whole one"
+    n = ds.count("field('rho') > 0.5")
+    assert n == ds.count("field('rho2') > 1.0") and n > 0
     comm.Barrier()
     if comm.rank == 0:
         print("fields read checks passed", flush=True)
