@@ -5,7 +5,8 @@
 ! Two nozzles spray particles into the unit box; the particles fly under weak drag and
 ! gravity, leave through the walls, and migrate between ranks that own slabs along x.
 ! Every write_every steps all ranks write their particles as one motes step through
-! modules motes and motes_parallel (OUTDIR must not hold those steps already).
+! modules motes and motes_parallel (OUTDIR must not hold those steps already), with a grid
+! field beside them: the particles per cell, each rank passing the cells of its slab.
 program jets_f
   use, intrinsic :: iso_c_binding
   use, intrinsic :: iso_fortran_env, only: int8, int64, real32, error_unit
@@ -15,6 +16,9 @@ program jets_f
   implicit none
 
   real(real32), parameter :: dt = 0.05, drag = 0.3, gravity = 0.5
+  ! The density grid: cells_x cells along x per rank (slabs of cells match the ranks'
+  ! slabs of space), ny x nz across; cell-centred over the unit box.
+  integer, parameter :: cells_x = 16, ny = 8, nz = 8
   integer, parameter :: njets = 2
   ! Nozzle positions and cone axes, one column per jet: the first crosses every slab,
   ! the second sprays upwards inside one.
@@ -177,11 +181,36 @@ contains
     ! the same as uint64's.
     call check(motes_writer_set_column(w, 'particles', 'id', MOTES_U64, c_loc(id), nl, 0_int64), 'set_column id')
     call check(motes_writer_set_column(w, 'particles', 'jet', MOTES_I8, c_loc(jet), nl, 0_int64), 'set_column jet')
+    call set_density()
     call check(motes_writer_write_step(w), 'motes_writer_write_step')
     seconds = MPI_Wtime() - t0
     call MPI_Reduce(seconds, slowest, 1, MPI_DOUBLE_PRECISION, MPI_MAX, 0, comm)
     call MPI_Reduce(nl, total, 1, MPI_INTEGER8, MPI_SUM, 0, comm)
     if (rank == 0) print '(a,i5,a,i10,a,f8.4,a)', 'step ', step, '  particles ', total, '  write ', slowest, ' s'
+  end subroutine
+
+  ! This rank's block of the density field: its particles counted per cell of its slab (a
+  ! particle on the slab's edge is counted in the slab's edge cell), handed to motes as
+  ! a block of the global grid; aggregators write the field in parts.
+  subroutine set_density()
+    real(real32), allocatable, target, save :: rho(:, :, :)
+    integer :: i, ci, cj, ck, lo, nx
+    nx = cells_x * nranks
+    lo = cells_x * rank
+    if (.not. allocated(rho)) allocate(rho(cells_x, ny, nz))
+    rho = 0
+    do i = 1, n
+      ci = min(max(int(x(i) * nx), lo), lo + cells_x - 1) - lo + 1
+      cj = min(int(y(i) * ny), ny - 1) + 1
+      ck = min(int(z(i) * nz), nz - 1) + 1
+      rho(ci, cj, ck) = rho(ci, cj, ck) + 1
+    end do
+    call check(motes_writer_set_field_block(w, 'density', MOTES_F32, 3, int([nx, ny, nz], int64), &
+                                            int([lo, 0, 0], int64), int([cells_x, ny, nz], int64), &
+                                            int([cells_x, ny, nz], int64), [0_int64, 0_int64, 0_int64], &
+                                            [c_loc(rho)], [0d0, 0d0, 0d0], &
+                                            [1d0 / nx, 1d0 / ny, 1d0 / nz], .true., 'particles per cell'), &
+               'motes_writer_set_field_block')
   end subroutine
 
   subroutine check(status, what)
