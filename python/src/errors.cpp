@@ -63,7 +63,20 @@ def __reduce__(self):
         bases.append(j < i ? error_classes[j] : nb::object(builtins.attr(base.c_str())));
         own |= j < i;
       }
-      if (!own) bases.insert(0, motes_error);
+      if (!own) {
+        // MotesError first, except after a builtin base whose instances its own constructor
+        // makes (MemoryError): a class's first base fixes which __new__ is safe for it, and
+        // unpickling by cls.__new__(cls) (tblib's, as dask's distributed installs it) needs
+        // that base's.
+        size_t at = 0;
+        for (size_t b = 0; b < bases.size(); ++b) {
+          auto* t = reinterpret_cast<PyTypeObject*>(bases[b].ptr());
+          if (t->tp_new != reinterpret_cast<PyTypeObject*>(PyExc_BaseException)->tp_new &&
+              PyObject_IsSubclass(bases[b].ptr(), PyExc_OSError) != 1)
+            at = b + 1;
+        }
+        bases.insert(Py_ssize_t(at), motes_error);
+      }
       nb::dict attributes;
       for (nb::handle base : bases)
         if (PyObject_IsSubclass(base.ptr(), PyExc_OSError) == 1)

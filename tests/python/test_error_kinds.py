@@ -121,3 +121,21 @@ def test_guide_shows_the_table():
         assert cells[2].endswith(f"= {status}"), row
         assert cells[3] == str(exit_code), row
         assert cells[4] == description, row
+
+
+def test_every_kind_pickles_under_tblib(tmp_path):
+    """Errors raised in Dask tasks travel back pickled by tblib (which distributed installs
+    for every exception class): every kind must survive its cls.__new__(cls) unpickling."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("tblib")
+    code = ("import pickle, tblib.pickling_support as t, motes\n"
+            "from motes import _core\n"
+            "t.install()\n"
+            "for name, _s, cls, _e, _d in _core.error_kinds:\n"
+            "    e = pickle.loads(pickle.dumps(cls('a message')))\n"
+            "    assert type(e) is cls and e.args == ('a message',) and isinstance(e, motes.MotesError), name\n"
+            "print('ok')\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr
