@@ -103,6 +103,7 @@ def _file_info(ds, step: int, species: str, storage: bool = True) -> Dict[str, A
                        for f in files],
         "count": int(src.count),
         "format_version": ".".join(str(v) for v in files[0].version),
+        "id_index": files[0].id_column,  # the column of the id index (format 2.1), or None
         "levels": max(int(f.level_count) for f in files),
         "nodes": sum(int(f.node_count) for f in files),
         "leaf_size": int(files[0].leaf_size),
@@ -116,7 +117,8 @@ def _file_info(ds, step: int, species: str, storage: bool = True) -> Dict[str, A
 def _field_info(ds, step: int, name: str) -> Dict[str, Any]:
     """One grid field of one step: its geometry, levels, sizes and ranges."""
     f = ds.field(name, step)
-    return {"step": step, "field": name, "path": f._f.path, "dtype": f._f.dtype, "dims": list(f.dims),
+    return {"step": step, "field": name, "path": f._f.path, "parts": f._f.part_count, "tolerance": f.tolerance,
+            "dtype": f._f.dtype, "dims": list(f.dims),
             "components": list(f.components or ()), "centering": f.centering,
             "origin": list(f.origin) if f.origin else None, "spacing": list(f.spacing) if f.spacing else None,
             "rectilinear": f.coords is not None, "unit": f.unit, **_unit_fields(f.unit), "levels": f.levels,

@@ -42,7 +42,8 @@ def _print_info(info: Dict[str, Any]) -> None:
         _out("")
         _out(f"step {d['step']}, species '{d['species']}': {_num(d['count'])} particles")
         parts = f", {d['parts']} part files" if d.get('parts', 1) > 1 else ""
-        _out(f"  file     {d['path']} (format {d['format_version']}{parts})")
+        ids = f", id index on '{d['id_index']}'" if d.get("id_index") else ""
+        _out(f"  file     {d['path']} (format {d['format_version']}{parts}{ids})")
         _out("  bounds   " + "  ".join(f"{a} [{_g(l)}, {_g(h)}]" for a, l, h in zip("xyz", lo, hi)))
         _out(f"  tree     {d['levels']} levels, {_num(d['nodes'])} nodes, leaf size {d['leaf_size']}, "
              f"{d['lod_count']} LOD particles per inner node")
@@ -75,12 +76,15 @@ def _print_info(info: Dict[str, Any]) -> None:
         comps = f", components {', '.join(d['components'])}" if d["components"] else ""
         _out(f"step {d['step']}, field '{d['field']}': {d['dtype']} {' x '.join(map(str, d['dims']))} "
              f"(x, y, z){comps}, {d['centering']}-centred" + (f", unit {d['unit_label']}" if d["unit"] else ""))
-        _out(f"  file     {d['path']}")
+        more = d.get("parts", 1) - 1
+        parts = f" (and {more} more part file{'s' if more > 1 else ''})" if more else ""
+        _out(f"  file     {d['path']}{parts}")
         geometry = ("rectilinear" if d["rectilinear"] else
                     "origin " + ", ".join(map(_g, d["origin"])) + "; spacing " + ", ".join(map(_g, d["spacing"])))
         _out(f"  grid     {geometry}; {d['levels']} levels, HZ bitmask {d['bitmask']}")
         ratio = f" ({d['raw_bytes'] / d['stored_bytes']:.2f}x)" if d["stored_bytes"] else ""
-        _out(f"  stored   {_bytes(d['stored_bytes'])} for {_bytes(d['raw_bytes'])} of samples{ratio}")
+        within = f", within {_g(d['tolerance'])} (ZFP)" if d.get("tolerance") else ""
+        _out(f"  stored   {_bytes(d['stored_bytes'])} for {_bytes(d['raw_bytes'])} of samples{ratio}{within}")
         _out("  range    " + "; ".join(f"[{_g(lo) if lo is not None else '-'}, {_g(hi) if hi is not None else '-'}]"
                                        for lo, hi in d["ranges"]))
 
