@@ -108,14 +108,15 @@ TEST(FieldPartition, CoverMustBeExactlyOnce) {
 }
 
 TEST(FieldPartition, RoutingSendsEverySampleToItsPartOnce) {
-  for (auto [dims, ndim] : std::vector<std::pair<Dims, int>>{{{37, 21, 9}, 3}, {{130, 70, 1}, 2}, {{5000, 1, 1}, 1}}) {
+  for (bool by_blocks : {false, true})
+  for (auto [dims, ndim] : std::vector<std::pair<Dims, int>>{{{37, 21, 9}, 3}, {{130, 70, 1}, 2}, {{5000, 1, 1}, 1}, {{64, 64, 32}, 3}}) {
     const FieldSpec s = spec_of(dims, ndim);
     const HzOrder order(Bitmask::guess(dims, ndim));
     for (uint32_t want : {1u, 3u, 5u}) {
       const FieldPartition p = plan_field_parts(s, kMinBlockBits, s.sample_count() * 4 / want, 64);
       std::vector<uint8_t> seen(order.size(), 0);
       for (const GridBox& b : rank_boxes(dims, {3, ndim > 1 ? 2u : 1u, ndim > 2 ? 2u : 1u})) {
-        const BoxRouting r = route_box(order, p, b, 2);
+        const BoxRouting r = by_blocks ? route_box_blocks(order, p, b, 2) : route_box(order, p, b, 2);
         uint64_t total = 0;
         for (uint32_t k = 0; k < p.parts; ++k) {
           ASSERT_EQ(r.start[k + 1] - r.start[k], r.counts[k]);

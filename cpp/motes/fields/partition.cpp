@@ -140,4 +140,79 @@ BoxRouting route_box(const HzOrder& order, const FieldPartition& partition, cons
   return out;
 }
 
+BoxRouting route_box_blocks(const HzOrder& order, const FieldPartition& partition, const GridBox& box, unsigned threads,
+                            const Dims& array_dims, const Dims& array_first) {
+  const uint64_t B = partition.per_block;
+  const int bb = __builtin_ctzll(B);
+  const uint64_t blocks = partition.first_block.back();
+  if (blocks < 2 || box.size() == 0) return route_box(order, partition, box, threads, array_dims, array_first);
+  const bool own = array_dims[0] == 0;
+  const Dims ad = own ? box.count : array_dims;
+  const Dims af = own ? Dims{0, 0, 0} : array_first;
+  const BlockOffsets tables(order, bb, ad[0], ad[0] * ad[1], {0, 0, 0}, order.maxh());
+  threads = threads ? threads : default_threads();
+  auto in_box = [&](const Dims& q) {
+    return q[0] >= box.offset[0] && q[0] < box.offset[0] + box.count[0] && q[1] >= box.offset[1] &&
+           q[1] < box.offset[1] + box.count[1] && q[2] >= box.offset[2] && q[2] < box.offset[2] + box.count[2];
+  };
+  auto index_of = [&](const Dims& q) {  // a point of the box in the rank's array
+    return ((q[2] - box.offset[2] + af[2]) * ad[1] + (q[1] - box.offset[1] + af[1])) * ad[0] + (q[0] - box.offset[0] + af[0]);
+  };
+  // Per block: 0 (none of the box), 1 (inside the box whole), 2 (across its edge); and its samples in the box.
+  std::vector<uint8_t> kind(blocks, 0);
+  std::vector<uint64_t> count(blocks, 0);
+  parallel_for(blocks, threads, [&](uint64_t b) {
+    const uint64_t first = b * B;
+    const int h = b ? level_of_hz(first) : 0;
+    if (b > 0 && h > bb) {
+      const Dims p = order.point_of_hz(first), e = tables.extent(h);
+      bool all = true, none = false;
+      for (size_t a = 0; a < 3; ++a) {
+        all &= p[a] >= box.offset[a] && p[a] + e[a] < box.offset[a] + box.count[a];
+        none |= p[a] >= box.offset[a] + box.count[a] || p[a] + e[a] < box.offset[a];
+      }
+      if (none) return;
+      if (all) {
+        kind[b] = 1, count[b] = B;
+        return;
+      }
+    }
+    uint64_t c = 0;
+    for (uint64_t i = 0; i < B; ++i) c += in_box(order.point_of_hz(first + i));
+    if (c) kind[b] = 2, count[b] = c;
+  });
+  BoxRouting out;
+  const uint32_t parts = partition.parts;
+  out.counts.assign(parts, 0);
+  out.start.assign(parts + 1, 0);
+  std::vector<uint64_t> at(blocks);  // where each block's samples go
+  uint64_t pos = 0;
+  for (uint32_t k = 0; k < parts; ++k) {
+    out.start[k] = pos;
+    for (uint64_t b = partition.first_block[k]; b < partition.first_block[k + 1]; ++b) at[b] = pos, pos += count[b];
+    out.counts[k] = pos - out.start[k];
+  }
+  out.start[parts] = pos;
+  out.offset_in_part.resize(pos);
+  out.index_in_array.resize(pos);
+  parallel_for(blocks, threads, [&](uint64_t b) {
+    if (!kind[b]) return;
+    const uint64_t first = b * B, in_part = first - partition.first_sample(partition.part_of(first));
+    uint32_t* off = out.offset_in_part.data() + at[b];
+    uint64_t* idx = out.index_in_array.data() + at[b];
+    if (kind[b] == 1) {
+      const int64_t base = int64_t(index_of(order.point_of_hz(first)));
+      const int64_t* t = tables.offsets(level_of_hz(first)).data();
+      for (uint64_t i = 0; i < B; ++i) off[i] = uint32_t(in_part + i), idx[i] = uint64_t(base + t[i]);
+      return;
+    }
+    uint64_t j = 0;
+    for (uint64_t i = 0; i < B; ++i) {
+      const Dims q = order.point_of_hz(first + i);
+      if (in_box(q)) off[j] = uint32_t(in_part + i), idx[j] = index_of(q), ++j;
+    }
+  });
+  return out;
+}
+
 }  // namespace motes::fields

@@ -52,5 +52,12 @@ struct BoxRouting {
 };
 BoxRouting route_box(const HzOrder& order, const FieldPartition& partition, const GridBox& box, unsigned threads = 0,
                      const Dims& array_dims = {0, 0, 0}, const Dims& array_first = {0, 0, 0});
+// The same samples routed block by block (what the parallel writer uses): an HZ block of a
+// level finer than the blocks' own bits is an aligned box of that level's lattice, its first
+// point plus fixed offsets (BlockOffsets), so a block inside the rank's box is routed whole
+// with no HZ index computed per sample; blocks across its edge (and block 0) sample by
+// sample. The samples of each part come in HZ order (not the box's C order).
+BoxRouting route_box_blocks(const HzOrder& order, const FieldPartition& partition, const GridBox& box,
+                            unsigned threads = 0, const Dims& array_dims = {0, 0, 0}, const Dims& array_first = {0, 0, 0});
 
 }  // namespace motes::fields

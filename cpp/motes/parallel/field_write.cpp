@@ -71,7 +71,7 @@ FieldEntry write_one(const Comm& c, const std::string& dir, int64_t index, const
   f = attempt([&] {
     // The block's interior starts at sample 0 of the rank's values (values point at it), in
     // an array of array_dims samples: the offsets are taken relative to that first sample.
-    routing = fields::route_box(order, plan, box, fo.threads, in.array_dims, {0, 0, 0});
+    routing = fields::route_box_blocks(order, plan, box, fo.threads, in.array_dims, {0, 0, 0});
     if (my_part >= 0) {
       const uint64_t n = plan.samples(uint32_t(my_part));
       for (auto& v : part_values) v.assign(n * size, 0);
