@@ -157,12 +157,8 @@ def make_field_routes(server) -> Dict[str, Any]:
         wanted = params.integer("budget", minimum=1)
         if level is not None and wanted is not None:
             raise bad_request("pass level= or budget=, not both")
-        dtype = params.text("dtype", "f32")
-        if dtype not in ("native", "f32"):
-            raise bad_request(f"dtype must be 'f32' or 'native', got '{dtype}'")
-        form = params.text("format", "frame")
-        if form not in ("frame", "arrow"):
-            raise bad_request(f"format must be 'frame' or 'arrow', got '{form}'")
+        dtype = params.choice("dtype", ("f32", "native"))
+        form = params.choice("format", ("frame", "arrow"))
         component = params.text("component")
         f = await field_of(registry, request)
         s = f.stored

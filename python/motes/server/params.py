@@ -63,6 +63,14 @@ class Params:
     def text(self, name: str, default: Optional[str] = None) -> Optional[str]:
         return self._values.get(name, default)
 
+    def choice(self, name: str, allowed: Sequence[str]) -> str:
+        """One of `allowed` (the first when the parameter is absent)."""
+        value = self._values.get(name, allowed[0])
+        if value not in allowed:
+            names = " or ".join(f"'{a}'" for a in allowed)
+            raise bad_request(f"{name} must be {names}, got '{_shown(value, 40)}'")
+        return value
+
     def number(self, name: str, default: Optional[float] = None) -> Optional[float]:
         return number(name, self._values[name]) if name in self._values else default
 

@@ -59,12 +59,8 @@ def make_query_routes(server) -> Dict[str, Any]:
         wanted = budget("budget", params.integer("budget"))
         if to is not None and wanted is not None:
             raise bad_request("pass to= or budget=, not both")
-        dtype = params.text("dtype", "native")
-        if dtype not in ("native", "f32"):
-            raise bad_request(f"dtype must be 'native' or 'f32', got '{dtype}'")
-        form = params.text("format", "frame")
-        if form not in ("frame", "arrow"):
-            raise bad_request(f"format must be 'frame' or 'arrow', got '{form}'")
+        dtype = params.choice("dtype", ("native", "f32"))
+        form = params.choice("format", ("frame", "arrow"))
         origin = params.numbers("origin", 3)
         if origin is not None and dtype != "f32":
             raise bad_request("origin needs dtype=f32 (native columns are sent as stored)")
