@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from typing import List
@@ -47,18 +48,47 @@ def _text_bars(counts, edges, log: bool, max_rows: int = 20, width: int = 40) ->
     return out
 
 
-def _plot(args, ds, species, counts, edges, title: str) -> None:
+@contextlib.contextmanager
+def _figure(args, title: str, size):
+    """A matplotlib figure and its axes, titled and written to --plot when the block ends
+    without error; closed in any case."""
     _require("matplotlib", "plot", "--plot")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=size)
+    try:
+        yield fig, ax
+        ax.set_title(title, fontsize=10)
+        fig.tight_layout()
+        with storage_errors(args.plot, "cannot write the plot"):
+            fig.savefig(args.plot, dpi=args.dpi)
+    finally:
+        plt.close(fig)
+
+
+def _mesh(fig, ax, args, xedges, yedges, c) -> None:
+    """Counts ``c`` (rows along y) as a colour mesh with its colour bar (log with --log)."""
     import numpy as np
     from matplotlib.colors import LogNorm
 
+    c = np.asarray(c, dtype=np.float64)
+    norm = None
+    if args.log:
+        c = np.ma.masked_less_equal(c, 0)
+        if c.count():
+            norm = LogNorm(vmin=float(c.min()), vmax=float(c.max()))
+    mesh = ax.pcolormesh(xedges, yedges, c, norm=norm, shading="flat", cmap="viridis")
     what = f"sum of {args.weights}" if args.weights else "count"
-    fig, ax = plt.subplots(figsize=(7, 5) if len(edges) == 1 else (7, 5.6))
-    try:
+    fig.colorbar(mesh, ax=ax, label=what + (" (log)" if args.log else ""))
+
+
+def _plot(args, ds, species, counts, edges, title: str) -> None:
+    import numpy as np
+
+    with _figure(args, title, (7, 5) if len(edges) == 1 else (7, 5.6)) as (fig, ax):
         if len(edges) == 1:
             if args.log:
                 ax.stairs(counts, edges[0], baseline=None, color="C0")
@@ -68,24 +98,11 @@ def _plot(args, ds, species, counts, edges, title: str) -> None:
                 ax.stairs(counts, edges[0], fill=True, alpha=0.35)
                 ax.stairs(counts, edges[0], color="C0")
             ax.set_xlabel(_axis_label(ds, args.x, args.step, species))
-            ax.set_ylabel(what)
+            ax.set_ylabel(f"sum of {args.weights}" if args.weights else "count")
         else:
-            c = np.asarray(counts, dtype=np.float64).T  # pcolormesh wants (ny, nx)
-            norm = None
-            if args.log:
-                c = np.ma.masked_less_equal(c, 0)
-                if c.count():
-                    norm = LogNorm(vmin=float(c.min()), vmax=float(c.max()))
-            mesh = ax.pcolormesh(edges[0], edges[1], c, norm=norm, shading="flat", cmap="viridis")
-            fig.colorbar(mesh, ax=ax, label=what + (" (log)" if args.log else ""))
+            _mesh(fig, ax, args, edges[0], edges[1], np.asarray(counts).T)  # pcolormesh wants (ny, nx)
             ax.set_xlabel(_axis_label(ds, args.x, args.step, species))
             ax.set_ylabel(_axis_label(ds, args.y, args.step, species))
-        ax.set_title(title, fontsize=10)
-        fig.tight_layout()
-        with storage_errors(args.plot, "cannot write the plot"):
-            fig.savefig(args.plot, dpi=args.dpi)
-    finally:
-        plt.close(fig)
 
 
 def _save_npz(path: str, args, counts, edges, **more) -> None:
@@ -129,36 +146,15 @@ def _save_hist(path: str, args, counts, edges) -> None:
 
 def _plot_steps(args, ds, species, counts, edges, steps, title: str) -> None:
     """1-D histograms across steps as an image: X across, one row per step."""
-    _require("matplotlib", "plot", "--plot")
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
-    from matplotlib.colors import LogNorm
 
-    what = f"sum of {args.weights}" if args.weights else "count"
-    fig, ax = plt.subplots(figsize=(7, 5.6))
-    try:
-        c = np.asarray(counts, dtype=np.float64)
-        norm = None
-        if args.log:
-            c = np.ma.masked_less_equal(c, 0)
-            if c.count():
-                norm = LogNorm(vmin=float(c.min()), vmax=float(c.max()))
+    with _figure(args, title, (7, 5.6)) as (fig, ax):
         rows = np.arange(len(steps) + 1) - 0.5  # row i is step steps[i]
-        mesh = ax.pcolormesh(edges[0], rows, c, norm=norm, shading="flat", cmap="viridis")
-        fig.colorbar(mesh, ax=ax, label=what + (" (log)" if args.log else ""))
+        _mesh(fig, ax, args, edges[0], rows, counts)
         ticks = np.unique(np.linspace(0, len(steps) - 1, min(len(steps), 10)).round().astype(int))
         ax.set_yticks(ticks, [str(steps[i]) for i in ticks])
         ax.set_xlabel(_axis_label(ds, args.x, steps[0], species))
         ax.set_ylabel("step")
-        ax.set_title(title, fontsize=10)
-        fig.tight_layout()
-        with storage_errors(args.plot, "cannot write the plot"):
-            fig.savefig(args.plot, dpi=args.dpi)
-    finally:
-        plt.close(fig)
 
 
 def _save_hist_steps(path: str, args, counts, edges, steps, times) -> None:
