@@ -365,6 +365,16 @@ def field_arrays():
     return rho, e
 
 
+def check_halo(ds, comm, rho):
+    """This rank's block of rho with a halo of 1, read back from the file (the neighbours'
+    samples filled in), equals the same box of the input."""
+    _, lo, hi, _ = field_blocks(comm, rho, ghost=0)
+    halo_lo = [max(0, v - 1) for v in lo]
+    halo_hi = [min(n, v + 1) for v, n in zip(hi, rho.shape[::-1])]
+    got = ds.field("rho").read(index_box=(halo_lo, halo_hi))
+    assert np.array_equal(got, rho[halo_lo[2]:halo_hi[2], halo_lo[1]:halo_hi[1], halo_lo[0]:halo_hi[0]])
+
+
 def cmd_fields(args, comm):
     """Fields written in parallel: every rank passes its block with ghost zones (dropped on
     write), aggregators write the fields in parts; a whole field from rank 0 beside them;
@@ -406,34 +416,27 @@ def cmd_fields(args, comm):
         with open(serial, "rb") as a, open(os.path.join(args.dir, "steps/000000/E.mfd"), "rb") as b:
             assert a.read() == b.read(), "one part differs from the serial file"
         os.remove(serial)
-    # A rank's block with a halo of 1, read back from the file (the neighbours' samples filled in).
-    _, lo, hi, _ = field_blocks(comm, rho, ghost=0)
-    halo_lo = [max(0, v - 1) for v in lo]
-    halo_hi = [min(n, v + 1) for v, n in zip(hi, rho.shape[::-1])]
-    got = ds.field("rho").read(index_box=(halo_lo, halo_hi))
-    assert np.array_equal(got, rho[halo_lo[2]:halo_hi[2], halo_lo[1]:halo_hi[1], halo_lo[0]:halo_hi[0]])
+    check_halo(ds, comm, rho)
     if comm.rank == 0:
         ds.verify()
-    # Blocks that overlap are refused on every rank, naming the ranks; nothing is written.
-    if comm.size > 1:
-        bad = motes.field.FieldBlock(rho, offset=(0, 0, 0), dims=rho.shape[::-1])
+
+    def refused(block, word):
+        """Step 1 with this rank's `block` of rho fails on every rank, saying `word`; nothing is written."""
         try:
-            w.write_step(1, {"electrons": local(d, comm, args.scenario)}, fields={"rho": bad})
-            raise AssertionError("overlapping blocks were accepted")
+            w.write_step(1, {"electrons": local(d, comm, args.scenario)}, fields={"rho": block})
+            raise AssertionError(f"blocks with {word} were accepted")
         except motes.UsageError as exc:
-            assert "overlap" in str(exc), exc
+            assert word in str(exc), exc
         assert motes.open(args.dir).steps == [0]
+
+    if comm.size > 1:
+        # Blocks that overlap are refused on every rank, naming the ranks.
+        refused(motes.field.FieldBlock(rho, offset=(0, 0, 0), dims=rho.shape[::-1]), "overlap")
         # A hole (a rank's block one sample short) too.
         block, lo, hi, g = field_blocks(comm, rho, ghost=0)
         if comm.rank == comm.size - 1:
             block = block[:, :, :-1]
-        short = motes.field.FieldBlock(block, offset=lo, dims=rho.shape[::-1])
-        try:
-            w.write_step(1, {"electrons": local(d, comm, args.scenario)}, fields={"rho": short})
-            raise AssertionError("a hole was accepted")
-        except motes.UsageError as exc:
-            assert "hole" in str(exc), exc
-        assert motes.open(args.dir).steps == [0]
+        refused(motes.field.FieldBlock(block, offset=lo, dims=rho.shape[::-1]), "hole")
     comm.Barrier()
     if comm.rank == 0:
         print("fields checks passed", flush=True)
@@ -444,11 +447,7 @@ def cmd_fields_read(args, comm):
     block of a rank grid (with a halo of 1) and the whole field at a coarse level."""
     rho, e = field_arrays()
     ds = motes.open(args.dir)
-    _, lo, hi, _ = field_blocks(comm, rho, ghost=0)
-    halo_lo = [max(0, v - 1) for v in lo]
-    halo_hi = [min(n, v + 1) for v, n in zip(hi, rho.shape[::-1])]
-    got = ds.field("rho").read(index_box=(halo_lo, halo_hi))
-    assert np.array_equal(got, rho[halo_lo[2]:halo_hi[2], halo_lo[1]:halo_hi[1], halo_lo[0]:halo_hi[0]])
+    check_halo(ds, comm, rho)
     _, lo, hi, _ = field_blocks(comm, e, ghost=0)
     got = ds.field("E").read(index_box=(lo, hi), component="y")
     assert np.array_equal(got, e[lo[2]:hi[2], lo[1]:hi[1], lo[0]:hi[0], 1])
