@@ -137,10 +137,8 @@ void bind_files(nb::module_& m) {
       .def(
           "find_ids",
           [](const motes::ParticleFile& f, const std::string& column, IdArray ids) {
-            // Keys of the given ids in the column's order, looked up sorted and distinct.
             const size_t c = f.column(column);
-            const motes::DType dt = f.schema()[c].dtype;
-            if (!motes::id_dtype(dt)) throw motes::UsageError("column '" + column + "' is not an integer id column");
+            const motes::DType dt = f.schema()[c].dtype;  // find_rows refuses a column that is not an id column
             const size_t n = ids.shape(0);
             std::vector<uint64_t> keys(n);
             for (size_t i = 0; i < n; ++i) keys[i] = motes::id_key_of_int64(dt, ids(i));

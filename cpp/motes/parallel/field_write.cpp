@@ -64,7 +64,6 @@ FieldEntry write_one(const Comm& c, const std::string& dir, int64_t index, const
     if (plan.aggregator[k] == c.rank) my_part = int(k);
 
   fields::BoxRouting routing;
-  std::vector<std::vector<unsigned char>> out_values;       // per part this rank feeds, per component
   std::vector<uint64_t> recv_counts(size_t(c.size), 0);     // samples from each rank (an aggregator)
   std::vector<std::vector<unsigned char>> part_values(nc);  // the aggregator's part, in HZ order
   std::vector<uint8_t> inside;

@@ -279,7 +279,6 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
       file.pwrite_all(bytes->data(), bytes->size(), offset);
       offset += bytes->size();
     }
-    summary.id_index_bytes = ids->keys.size() + ids->rows.size() + ids->fences.size();
     progress("id index", 1, 1);
   }
   offset = spec::align_up(offset, 8);

@@ -42,7 +42,6 @@ struct WriteSummary {
   uint64_t file_bytes = 0;
   uint64_t data_bytes = 0;    // the columns' raw bytes
   uint64_t stored_bytes = 0;  // the columns' values as stored
-  uint64_t id_index_bytes = 0;  // the id index (0: none)
   uint32_t node_count = 0, level_count = 0;
   Box bounds{};
   std::vector<ColumnSummary> columns;
