@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
@@ -35,8 +36,9 @@ class Track:
     steps: List[int]
     present: np.ndarray
     values: Dict[str, np.ndarray]
+    id_column: str = "id"
 
-    @property
+    @cached_property
     def arrays(self) -> Dict[str, np.ndarray]:
         out = {}
         for name, v in self.values.items():
@@ -52,7 +54,7 @@ class Track:
         s, i = np.nonzero(self.present)
         cols = {"step": np.asarray(self.steps, dtype=np.int64)[s], "id": self.ids[i]}
         for name, v in self.values.items():
-            if name != "id":
+            if name != self.id_column:  # the ids are the id column
                 cols[name] = v[s, i]
         return Table(cols)
 
@@ -152,7 +154,7 @@ def track(ds, ids=None, *, where: Optional[str] = None, at_step: Optional[int] =
             v = values.setdefault(f"field('{fname}')", np.zeros((nsteps, nids), dtype=np.float64))
             if sel.any():
                 v[si, sel] = ds.sample(fname, values["x"][si, sel], values["y"][si, sel], values["z"][si, sel], step=step)
-    return Track(ids=ids, steps=step_list, present=present, values=values)
+    return Track(ids=ids, steps=step_list, present=present, values=values, id_column=col)
 
 
 def _steps(ds, steps, species) -> List[int]:
