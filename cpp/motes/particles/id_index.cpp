@@ -51,9 +51,10 @@ void code_blocks(const void* values, uint64_t n, DType dtype, int zstd_level, un
   const codec::ValueType type = codec::value_type(uint8_t(dtype));
   const uint64_t bv = spec::kIdBlockValues, nb = (n + bv - 1) / bv;
   const unsigned char* v = static_cast<const unsigned char*>(values);
-  std::vector<codec::Sample> samples;
-  for (uint64_t k = 0; k < std::min<uint64_t>(nb, 8); ++k) {
-    const uint64_t b = nb > 1 ? k * (nb - 1) / (std::min<uint64_t>(nb, 8) - 1 + (nb == 1)) : 0;
+  std::vector<codec::Sample> samples;  // up to 8 blocks spread over the stream
+  const uint64_t m = std::min<uint64_t>(nb, 8);
+  for (uint64_t k = 0; k < m; ++k) {
+    const uint64_t b = m > 1 ? k * (nb - 1) / (m - 1) : 0;
     samples.push_back({v + b * bv * type.size, size_t(std::min(bv, n - b * bv)), {}});
   }
   const codec::Plan plan = codec::choose(type, {codec::Predictor::none, codec::Predictor::delta}, samples, zstd_level);
