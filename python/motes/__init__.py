@@ -12,10 +12,11 @@ from ._core import version as __version__  # project(motes VERSION ...) of CMake
 from .errors import (CancelledError, FormatError, InternalError, MotesError, NotFoundError, OutOfMemoryError,
                      StorageError, UsageError)
 from .dataset import Column, Dataset, Table, Writer, open, read_partition, write
+from .expressions import isin
 from .field import Field
 
 __all__ = ["open", "write", "read_partition", "Writer", "Dataset", "Table", "Column", "Field", "synth",
-           "parse_expression",
+           "parse_expression", "isin",
            "MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "OutOfMemoryError",
            "InternalError", "CancelledError", "__version__"]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
-from typing import Any, Dict, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _core
 from ._core import UsageError
@@ -78,6 +78,13 @@ def text(name: str, value: Any) -> str:
     if "\0" in value:
         raise UsageError(f"{name} holds a NUL character at position {value.index(chr(0)) + 1}")
     return value
+
+
+def names(name: str, value: Any) -> List[str]:
+    """A list or tuple of column names."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise UsageError(f"{name} must be a list of column names, got {type(value).__name__}")
+    return [text(name, v) for v in value]
 
 
 def where(value: Optional[str]) -> str:

@@ -182,9 +182,16 @@ class _Progress:
 
 
 def _write_options(leaf_size=None, lod_count=None, treelet_size=None, threads=None, sync=None, compression=None,
-                   ids=None):
+                   ids=None, tails=None):
     """The core's WriteOptions of a writer's arguments, checked; what is None keeps the core's default."""
     o = _core.WriteOptions()
+    if tails is not None:  # True: the default; False: none; a number: the share per side; names: those columns
+        if isinstance(tails, bool):
+            o.tail_fraction = o.tail_fraction if tails else 0.0
+        elif isinstance(tails, (int, float, np.integer, np.floating)):
+            o.tail_fraction = _args.number("tails", tails)
+        else:
+            o.tail_columns = _args.names("tails", tails)
     if ids is not None:  # True: the default ("auto"); False: no id index; a name: that column
         if isinstance(ids, bool):
             o.id_column = "auto" if ids else ""
@@ -218,6 +225,12 @@ class Writer:
     by default a 32- or 64-bit integer column named ``id``; ``False`` builds none (lossless
     files only: ``compression="none"`` builds none either).
 
+    ``tails`` chooses the columns with a tail index, the exact rows of their extreme values
+    (queries such as ``energy > t`` that select a tail are answered from it): by default every
+    column but ``x``, ``y``, ``z`` and the id column, with about 0.5% of the values beyond each
+    of two limits; a number in (0, 0.25] sets that share, a list of names the columns, and
+    ``False`` builds none (lossless files only).
+
     One writer at a time per dataset: each step is written under the dataset's lock, against
     the manifest on disk. When another process or handle holds the lock, the writer waits up
     to ``lock_timeout`` seconds (default: the ``MOTES_LOCK_TIMEOUT`` environment variable,
@@ -230,10 +243,10 @@ class Writer:
                  aggregation: Optional[str] = None, target_bytes: Optional[int] = None,
                  best_axis: Optional[bool] = None, overfull: Optional[float] = None,
                  lock_timeout: Optional[float] = None, compression: Optional[str] = None,
-                 ids: Union[bool, str, None] = None):
+                 ids: Union[bool, str, None] = None, tails: Union[bool, float, Sequence[str], None] = None):
         self.path = _args.path(path)
         self._core = None  # created with the first step, once its columns passed validation
-        self._options = _write_options(leaf_size, lod_count, treelet_size, threads, sync, compression, ids)
+        self._options = _write_options(leaf_size, lod_count, treelet_size, threads, sync, compression, ids, tails)
         self._lock_timeout = None if lock_timeout is None else _args.number("lock_timeout", lock_timeout)
         self._progress = progress
         self._comm = None if comm is None else _comm_handle(comm)
@@ -395,20 +408,21 @@ def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str
           aggregation: Optional[str] = None, target_bytes: Optional[int] = None, best_axis: Optional[bool] = None,
           lock_timeout: Optional[float] = None, compression: Optional[str] = None,
           error_bounds: Optional[Mapping[str, float]] = None, fields: Optional[Mapping[str, Any]] = None,
-          ids: Union[bool, str, None] = None):
+          ids: Union[bool, str, None] = None, tails: Union[bool, float, Sequence[str], None] = None):
     """Writes one step of particles into the dataset directory ``path`` (created when absent).
 
     ``columns`` maps names to equal-length 1-D numpy arrays and must hold ``x``, ``y``, ``z``
     (float32/float64); or it maps species names to such mappings. Arrays are read in place.
     Values are stored compressed and exactly (``compression="lossless"``) or as they are
     (``"none"``); ``error_bounds`` allows an absolute error per column instead.
-    With ``comm`` (mpi4py), a collective write of every rank's columns (see :class:`Writer`).
+    With ``comm`` (mpi4py), a collective write of every rank's columns (see :class:`Writer`);
+    ``ids`` and ``tails`` choose the value indexes (see :class:`Writer`).
     ``fields`` maps names to :class:`motes.Field` grids written with the step (``columns``
     may then be None: a step of fields only).
     """
     w = Writer(path, leaf_size=leaf_size, lod_count=lod_count, treelet_size=treelet_size, threads=threads,
                sync=sync, progress=progress, comm=comm, aggregation=aggregation, target_bytes=target_bytes,
-               best_axis=best_axis, lock_timeout=lock_timeout, compression=compression, ids=ids)
+               best_axis=best_axis, lock_timeout=lock_timeout, compression=compression, ids=ids, tails=tails)
     return w.write_step(step, columns, time=time, attributes=attributes, index=index, units=units,
                         species_name=species, error_bounds=error_bounds, fields=fields)
 

@@ -113,6 +113,7 @@ void bind_files(nb::module_& m) {
                      d["index_bytes"] = s.index_bytes;
                      d["padding_bytes"] = s.padding_bytes;
                      d["quantile_index_bytes"] = s.quantile_bytes;
+                     d["tail_index_bytes"] = s.tail_bytes;
                      return d;
                    })
       .def(
@@ -134,6 +135,21 @@ void bind_files(nb::module_& m) {
                      return nb::str(f.schema()[f.id_index()->column()].name.c_str());
                    },
                    "The column the file's id index is built on, or None (no index).")
+      .def_prop_ro("tail_indexes",
+                   [](const motes::ParticleFile& f) {
+                     nb::dict d;
+                     for (size_t i = 0; i < f.schema().size(); ++i)
+                       if (const motes::TailIndex* t = f.tail_index(i)) {
+                         nb::dict e;
+                         e["low_count"] = t->low_count();
+                         e["high_count"] = t->high_count();
+                         e["stored_bytes"] = t->stored_bytes();
+                         d[f.schema()[i].name.c_str()] = e;
+                       }
+                     return d;
+                   },
+                   "Per column with a tail index (format 2.2): its entries below the low limit and above the "
+                   "high limit, and its stored bytes.")
       .def(
           "find_ids",
           [](const motes::ParticleFile& f, const std::string& column, IdArray ids) {

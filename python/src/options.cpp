@@ -188,6 +188,10 @@ void bind_options(nb::module_& m) {
       .rw("sync", &motes::WriteOptions::sync, "fdatasync files and directories before returning")
       .rw("id_column", &motes::WriteOptions::id_column,
           "the id index's column: 'auto' (an integer column named id), '' (none) or a column name")
+      .rw("tail_fraction", &motes::WriteOptions::tail_fraction,
+          "share of each tail-indexed column's values beyond each of its tail index's limits (0: no tail indexes)")
+      .rw("tail_columns", &motes::WriteOptions::tail_columns,
+          "the columns with a tail index; None: every column but x, y, z and the id column")
       .done();
 
   Record<motes::fields::FieldWriteOptions>(m, "FieldWriteOptions", "How a field file is written (fields/file.hpp).")
@@ -306,6 +310,9 @@ void bind_options(nb::module_& m) {
       .ro("scanned", &motes::QueryCounters::scanned, "the selected levels were scanned in order (in some part)")
       .ro("parts_read", &motes::QueryCounters::parts_read, "part files opened")
       .ro("parts_pruned", &motes::QueryCounters::parts_pruned, "part files skipped through the step index")
+      .ro("id_index_parts", &motes::QueryCounters::id_index_parts, "part files planned through the id index (id in (...))")
+      .ro("tail_index_parts", &motes::QueryCounters::tail_index_parts, "part files planned through a tail index")
+      .ro("index_rows", &motes::QueryCounters::index_rows, "rows those value indexes named")
       .done();
 
   Record<motes::Balance>(m, "Balance", "File sizes of an aggregation plan (bytes).")

@@ -45,6 +45,11 @@ inline bool valid_name(const std::string& s) {
   return true;
 }
 
+// Words of the query language (query/expr.hpp) that cannot name a column: operators
+// ("and", "or", "not", "in") and the number words ("inf", "nan").
+inline constexpr const char* kReservedWords[] = {"and", "or", "not", "in", "inf", "nan"};
+inline constexpr size_t kOperatorWords = 4;  // the first four
+
 inline bool valid_utf8(const std::string& s) {
   for (size_t i = 0; i < s.size();) {
     size_t n = static_cast<unsigned char>(s[i]) < 0x80 ? 1 : utf8_length(s, i);

@@ -244,6 +244,7 @@ void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<uint32_t
   for (uint64_t b = b0; b < b1; ++b) {
     const uint64_t cb = b * block_values, ce = std::min(n, cb + block_values), len = ce - cb;
     gather<T>(*p.view, layout, cb, len, buf.data());
+    if (p.tail) p.tail->add(buf.data(), cb, len);
     // Runs are disjoint and sorted by start: walk those overlapping [cb, ce).
     while (p.run_cursor < runs_by_start.size()) {
       const Run& r = lv.runs[runs_by_start[p.run_cursor]];

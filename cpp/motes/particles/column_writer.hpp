@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "motes/container/block_stream.hpp"
 #include "motes/core/types.hpp"
 #include "motes/particles/layout/builder.hpp"
+#include "motes/particles/tail_index.hpp"
 
 namespace motes {
 
@@ -39,6 +41,7 @@ struct ColumnPlan {
   std::vector<unsigned char> node_min, node_max, node_any;
   std::vector<uint32_t> node_bits;
   size_t run_cursor = 0;  // next run (by start) not yet complete
+  std::unique_ptr<TailCollector> tail;  // the column's tail index on its way, or null
 };
 
 // Global min/max and NaN count of the column (threads: parallel scan).

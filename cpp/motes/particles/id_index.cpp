@@ -42,11 +42,7 @@ uint64_t id_key(DType dtype, const void* value) {
   }
 }
 
-namespace {
-
-// Codes `n` values of `size` bytes in blocks of kIdBlockValues with a plan chosen on a few
-// of them, into `out` (blocks' offsets relative to its start).
-void code_blocks(const void* values, uint64_t n, DType dtype, int zstd_level, unsigned threads, std::string& out,
+void code_index_blocks(const void* values, uint64_t n, DType dtype, int zstd_level, unsigned threads, std::string& out,
                  std::vector<StoredBlock>& blocks) {
   const codec::ValueType type = codec::value_type(uint8_t(dtype));
   const uint64_t bv = spec::kIdBlockValues, nb = (n + bv - 1) / bv;
@@ -69,7 +65,6 @@ void code_blocks(const void* values, uint64_t n, DType dtype, int zstd_level, un
   }
 }
 
-}  // namespace
 
 IdIndexSections build_id_index(uint32_t column, DType dtype, const void* values, int64_t stride, uint64_t n,
                                const uint64_t* order, int zstd_level, unsigned threads) {
@@ -89,16 +84,16 @@ IdIndexSections build_id_index(uint32_t column, DType dtype, const void* values,
   std::vector<uint64_t> fences(2 * nb);
   for (uint64_t b = 0; b < nb; ++b) fences[2 * b] = keys[b * bv], fences[2 * b + 1] = keys[std::min(n, (b + 1) * bv) - 1];
   s.fences.assign(reinterpret_cast<const char*>(fences.data()), fences.size() * 8);
-  code_blocks(keys.data(), n, DType::u64, zstd_level, threads, s.keys, s.key_blocks);
+  code_index_blocks(keys.data(), n, DType::u64, zstd_level, threads, s.keys, s.key_blocks);
   std::vector<uint64_t>().swap(keys);
   if (n <= (uint64_t(1) << 32)) {
     std::vector<uint32_t> rows(n);
     for (uint64_t i = 0; i < n; ++i) rows[i] = uint32_t(entries[i].second);
-    code_blocks(rows.data(), n, DType::u32, zstd_level, threads, s.rows, s.row_blocks);
+    code_index_blocks(rows.data(), n, DType::u32, zstd_level, threads, s.rows, s.row_blocks);
   } else {
     std::vector<uint64_t> rows(n);
     for (uint64_t i = 0; i < n; ++i) rows[i] = entries[i].second;
-    code_blocks(rows.data(), n, DType::u64, zstd_level, threads, s.rows, s.row_blocks);
+    code_index_blocks(rows.data(), n, DType::u64, zstd_level, threads, s.rows, s.row_blocks);
   }
   return s;
 }
@@ -117,6 +112,16 @@ IdIndex::IdIndex(std::shared_ptr<const ByteSource> source, const std::string& fi
   rows_ = BlockStream::coded(source, "id index rows", uint8_t(rows), count, bv, std::move(row_blocks));
 }
 
+uint64_t IdIndex::first_block(uint64_t key) const {
+  uint64_t lo = 0, hi = fences_.size() / 2;
+  while (lo < hi) {
+    const uint64_t mid = (lo + hi) / 2;
+    if (fences_[2 * mid + 1] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 void IdIndex::find(const uint64_t* keys, size_t n, int64_t* rows) const {
   const uint64_t bv = spec::kIdBlockValues, nb = fences_.size() / 2;
   BlockReader reader;
@@ -124,13 +129,7 @@ void IdIndex::find(const uint64_t* keys, size_t n, int64_t* rows) const {
   for (size_t i = 0; i < n; ++i) {
     rows[i] = -1;
     const uint64_t key = keys[i];
-    // The first block whose last key is >= key.
-    uint64_t lo = 0, hi = nb;
-    while (lo < hi) {
-      const uint64_t mid = (lo + hi) / 2;
-      if (fences_[2 * mid + 1] < key) lo = mid + 1;
-      else hi = mid;
-    }
+    const uint64_t lo = first_block(key);
     if (lo == nb || fences_[2 * lo] > key) continue;
     const uint64_t first = lo * bv, m = std::min(bv, count_ - first);
     const uint64_t* k = reader.values<uint64_t>(keys_, first, m);
@@ -141,6 +140,27 @@ void IdIndex::find(const uint64_t* keys, size_t n, int64_t* rows) const {
     if (twice) throw FormatError(file_ + ": id " + std::to_string(key) + " (as a key) is held by two particles");
     rows[i] = wide ? int64_t(*reader.values<uint64_t>(rows_, first + j, 1)) : int64_t(*reader.values<uint32_t>(rows_, first + j, 1));
   }
+}
+
+std::vector<uint64_t> IdIndex::positions(const uint64_t* keys, size_t n) const {
+  const uint64_t bv = spec::kIdBlockValues, nb = fences_.size() / 2;
+  BlockReader key_reader, row_reader;
+  const bool wide = rows_.value_size() == 8;
+  std::vector<uint64_t> out;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t key = keys[i];
+    for (uint64_t b = first_block(key); b < nb && fences_[2 * b] <= key; ++b) {  // a key may run on into the next blocks
+      const uint64_t first = b * bv, m = std::min(bv, count_ - first);
+      const uint64_t* k = key_reader.values<uint64_t>(keys_, first, m);
+      for (const uint64_t* at = std::lower_bound(k, k + m, key); at < k + m && *at == key; ++at) {
+        const uint64_t j = first + uint64_t(at - k);
+        out.push_back(wide ? row_reader.values<uint64_t>(rows_, j, 1)[0] : row_reader.values<uint32_t>(rows_, j, 1)[0]);
+      }
+      if (fences_[2 * b + 1] != key) break;
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 void gather_rows(const BlockStream& s, const int64_t* rows, size_t n, void* out) {

@@ -40,6 +40,12 @@ struct IdIndexSections {
 IdIndexSections build_id_index(uint32_t column, DType dtype, const void* values, int64_t stride, uint64_t n,
                                const uint64_t* order, int zstd_level, unsigned threads);
 
+// Codes `n` values of `dtype` in blocks of kIdBlockValues with a plan chosen on a few of
+// them (delta or none, then zstd), into `out` (blocks' offsets relative to its start); the
+// value indexes' streams (id and tail indexes).
+void code_index_blocks(const void* values, uint64_t n, DType dtype, int zstd_level, unsigned threads, std::string& out,
+                       std::vector<StoredBlock>& blocks);
+
 // A file's id index, opened from its sections.
 class IdIndex {
  public:
@@ -53,6 +59,9 @@ class IdIndex {
   // For each of n keys (sorted ascending, distinct), its file position, or -1 when the file
   // holds no such id. FormatError naming the id when the file holds it twice.
   void find(const uint64_t* keys, size_t n, int64_t* rows) const;
+  // The file positions of every particle holding one of n keys (sorted ascending,
+  // distinct), ascending; an id held twice gives both positions (queries, not tracking).
+  std::vector<uint64_t> positions(const uint64_t* keys, size_t n) const;
   // Checks every block against its checksum, that keys ascend and rows are positions.
   void verify() const;
 
@@ -62,6 +71,7 @@ class IdIndex {
   uint64_t count_;
   BlockStream keys_, rows_;
   std::vector<uint64_t> fences_;  // first, last per block
+  uint64_t first_block(uint64_t key) const;  // the first block whose last key is >= key (or the count)
 };
 
 // The values of stream `s` at file positions rows[0..n) (each < s.count(), or -1: left

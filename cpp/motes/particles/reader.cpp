@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <set>
+#include <array>
 
 #include "motes/codec/codec.hpp"
 #include "motes/container/container.hpp"
@@ -48,6 +50,9 @@ std::string kind_name(uint32_t kind) {
     case spec::kIdKeys: return "id index keys";
     case spec::kIdRows: return "id index rows";
     case spec::kIdFences: return "id index fences";
+    case spec::kTailValues: return "tail index values";
+    case spec::kTailRows: return "tail index rows";
+    case spec::kTailBounds: return "tail index bounds";
   }
   return "section kind " + std::to_string(kind);
 }
@@ -127,7 +132,7 @@ void ParticleFile::parse_v1() {
   uint64_t index_read = 0;
   for (const spec::SectionEntry& e : raw) {
     if (e.offset < spec::kPage || e.offset > size || e.length > size - e.offset) fail(kind_name(e.kind) + " section lies outside the file");
-    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kQuantileCodes || e.kind == spec::kIdKeys || e.kind == spec::kIdRows;
+    const bool bulk = spec::is_bulk(e.kind);
     if (!bulk) {
       index_read += e.length;  // sections do not overlap: more than the file means a damaged table
       if (index_read > size) fail("index sections add up to more than the file (overlapping sections)");
@@ -241,6 +246,7 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
   uint64_t accounted = spec::kHeaderBytes + table_bytes;
   std::set<std::pair<uint32_t, uint32_t>> seen;
   int id_keys = -1, id_rows = -1, id_fences = -1;
+  std::map<uint32_t, std::array<int, 3>> tail_at;  // column -> values, rows, bounds sections
   for (size_t ti = 0; ti < table_.size(); ++ti) {
     const Sec& e = table_[ti];
     if (e.storage != container::kBlocks) accounted += e.length;
@@ -257,6 +263,14 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
       if (at >= 0) fail(kind_name(e.kind) + " section appears twice");
       at = int(ti);
       if (e.storage == container::kBlocks) stats_.index_bytes += e.length;
+      continue;
+    }
+    if (e.kind == spec::kTailValues || e.kind == spec::kTailRows || e.kind == spec::kTailBounds) {
+      if (e.column >= ncol) fail(kind_name(e.kind) + " section names column " + std::to_string(e.column));
+      if (!seen.insert({e.kind, e.column}).second) fail(kind_name(e.kind) + " section of column '" + schema_[e.column].name + "' appears twice");
+      auto& at = tail_at[e.column];
+      (e.kind == spec::kTailValues ? at[0] : e.kind == spec::kTailRows ? at[1] : at[2]) = int(ti);
+      stats_.tail_bytes += e.length;
       continue;
     }
     if (e.kind < spec::kColumn || e.kind > spec::kQuantileCodes) continue;  // unknown kinds: ignored (minor versions)
@@ -357,6 +371,23 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
   }
   stats_.padding_bytes = size > accounted ? size - accounted : 0;
   if (id_keys >= 0 || id_rows >= 0 || id_fences >= 0) open_id_index(id_keys, id_rows, id_fences);
+  tails_.resize(ncol);
+  for (auto& [column, at] : tail_at) open_tail_index(column, at[0], at[1], at[2]);
+}
+
+std::vector<StoredBlock> ParticleFile::index_blocks(int bulk, uint64_t entries, const std::string& what) const {
+  const uint64_t blocks = (entries + spec::kIdBlockValues - 1) / spec::kIdBlockValues;
+  const Sec* t = nullptr;
+  for (const Sec& s : table_)
+    if (s.kind == spec::kBlockTable && s.column == uint32_t(bulk)) {
+      if (t) fail("block table of the " + what + " appears twice");
+      t = &s;
+    }
+  if (!t) fail("block table of the " + what + " is missing");
+  const std::string tb = section(size_t(t - table_.data()), blocks * sizeof(container::BlockEntry));
+  const Sec& e = table_[size_t(bulk)];
+  const container::SectionEntry entry{uint16_t(e.kind), e.storage, 0, e.column, e.offset, e.length, 0};
+  return container::decode_block_table(tb, blocks, entry, what, *container_);
 }
 
 void ParticleFile::open_id_index(int keys, int rows, int fences) {
@@ -368,23 +399,27 @@ void ParticleFile::open_id_index(int keys, int rows, int fences) {
     fail("the id index names column " + std::to_string(k.column) + ", not an integer id column");
   if (k.storage != container::kBlocks || r.storage != container::kBlocks) fail("the id index is not stored as coded blocks");
   const uint64_t blocks = (count_ + spec::kIdBlockValues - 1) / spec::kIdBlockValues;
-  auto table_of = [&](int bulk, const char* what) {
-    const Sec* t = nullptr;
-    for (const Sec& s : table_)
-      if (s.kind == spec::kBlockTable && s.column == uint32_t(bulk)) {
-        if (t) fail(std::string("block table of the id index ") + what + " appears twice");
-        t = &s;
-      }
-    if (!t) fail(std::string("block table of the id index ") + what + " is missing");
-    const std::string tb = section(size_t(t - table_.data()), blocks * sizeof(container::BlockEntry));
-    const Sec& e = table_[size_t(bulk)];
-    const container::SectionEntry entry{uint16_t(e.kind), e.storage, 0, e.column, e.offset, e.length, 0};
-    return container::decode_block_table(tb, blocks, entry, std::string("id index ") + what, *container_);
-  };
-  auto key_blocks = table_of(keys, "keys");
-  auto row_blocks = table_of(rows, "rows");
+  auto key_blocks = index_blocks(keys, count_, "id index keys");
+  auto row_blocks = index_blocks(rows, count_, "id index rows");
   const std::string fb = section(size_t(fences), blocks * 16);
   id_index_ = std::make_unique<IdIndex>(source_, source_->name(), k.column, count_, std::move(key_blocks), std::move(row_blocks), fb);
+}
+
+void ParticleFile::open_tail_index(uint32_t column, int values, int rows, int bounds) {
+  const std::string col = " of column '" + schema_[column].name + "'";
+  if (values < 0 || rows < 0 || bounds < 0) fail("the tail index" + col + " lacks its values, rows or bounds section");
+  if (table_[size_t(values)].storage != container::kBlocks || table_[size_t(rows)].storage != container::kBlocks)
+    fail("the tail index" + col + " is not stored as coded blocks");
+  // The bounds section first: it gives the entry count the block tables are checked against.
+  const std::string b = section(size_t(bounds), 40 + (count_ / spec::kIdBlockValues + 1) * 16);
+  uint64_t counts[2] = {0, 0};
+  if (b.size() >= 16) std::memcpy(counts, b.data(), 16);
+  if (counts[0] > count_ || counts[1] > count_ - counts[0]) fail("the tail index" + col + " counts more entries than particles");
+  const uint64_t entries = counts[0] + counts[1];
+  auto value_blocks = index_blocks(values, entries, "tail index values" + col);
+  auto row_blocks = index_blocks(rows, entries, "tail index rows" + col);
+  tails_[column] = std::make_unique<TailIndex>(source_, source_->name(), column, schema_[column].dtype, count_,
+                                               std::move(value_blocks), std::move(row_blocks), b);
 }
 
 void ParticleFile::read_structure() {
@@ -394,7 +429,7 @@ void ParticleFile::read_structure() {
   // edges), which writers put together, are read at once.
   uint64_t meta_lo = UINT64_MAX, lo = UINT64_MAX, hi = 0, bytes = 0;
   for (const Sec& e : table_) {
-    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kQuantileCodes || e.kind == spec::kIdKeys || e.kind == spec::kIdRows;
+    const bool bulk = spec::is_bulk(e.kind);
     if (bulk || !e.length) continue;
     meta_lo = std::min(meta_lo, e.offset);
     const bool needed = e.kind == spec::kSchema || e.kind == spec::kNodes || e.kind == spec::kBlockSums ||
@@ -408,7 +443,7 @@ void ParticleFile::read_structure() {
   prefetched_.assign(table_.size(), std::string());
   for (size_t i = 0; i < table_.size(); ++i) {
     const Sec& e = table_[i];
-    const bool bulk = e.kind == spec::kColumn || e.kind == spec::kQuantileCodes || e.kind == spec::kIdKeys || e.kind == spec::kIdRows;
+    const bool bulk = spec::is_bulk(e.kind);
     if (!bulk && e.length && e.offset >= lo && e.offset + e.length <= hi) prefetched_[i] = span.substr(e.offset - lo, e.length);
   }
 }
@@ -483,6 +518,8 @@ void ParticleFile::verify_data(const std::function<void(uint64_t, uint64_t)>& pr
   }
   for (const BlockStream* s : streams) total += s->block_count();
   if (id_index_) id_index_->verify();
+  for (size_t i = 0; i < tails_.size(); ++i)
+    if (tails_[i]) tails_[i]->verify(streams_[i].values);
   for (const BlockStream* s : streams)
     for (uint64_t b = 0; b < s->block_count(); ++b) {
       s->verify_block(b);

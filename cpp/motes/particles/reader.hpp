@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "motes/particles/id_index.hpp"
+#include "motes/particles/tail_index.hpp"
 #include "motes/container/block_stream.hpp"
 #include "motes/core/types.hpp"
 #include "motes/io/byte_source.hpp"
@@ -42,6 +43,7 @@ struct FileStats {
   uint64_t raw_data_bytes = 0;  // the columns' values as numbers (count x dtype size)
   uint64_t index_bytes = 0, padding_bytes = 0;
   uint64_t quantile_bytes = 0;  // quantile codes and edges as stored
+  uint64_t tail_bytes = 0;      // tail indexes (values, rows, bounds) as stored
 };
 
 class ParticleFile {
@@ -77,6 +79,8 @@ class ParticleFile {
   uint64_t required_features() const { return features_; }
   // The id index (particles/id_index.hpp), or null when the file has none.
   const IdIndex* id_index() const { return id_index_.get(); }
+  // Column i's tail index (particles/tail_index.hpp), or null when it has none.
+  const TailIndex* tail_index(size_t i) const { return i < tails_.size() ? tails_[i].get() : nullptr; }
   // The header's checksum: it covers every other checksum, so it identifies the whole file.
   uint64_t header_checksum() const { return header_checksum_; }
   FileStats stats() const { return stats_; }
@@ -108,6 +112,9 @@ class ParticleFile {
   };
   void parse_v1();
   void open_id_index(int keys, int rows, int fences);
+  void open_tail_index(uint32_t column, int values, int rows, int bounds);
+  // The block table of bulk section `bulk`, a value index's stream of `entries` entries.
+  std::vector<StoredBlock> index_blocks(int bulk, uint64_t entries, const std::string& what) const;
   void read_structure();
   void parse_v2();
   void parse_common(const std::vector<Sec>& table, uint64_t table_bytes, uint32_t column_count,
@@ -135,6 +142,7 @@ class ParticleFile {
   std::unique_ptr<Lazy[]> lazy_;
   FileStats stats_;
   std::unique_ptr<IdIndex> id_index_;  // format 2.1, when the writer built one
+  std::vector<std::unique_ptr<TailIndex>> tails_;  // format 2.2: per column, null without one
 
  public:
   ~ParticleFile();

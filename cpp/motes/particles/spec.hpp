@@ -25,7 +25,10 @@ inline constexpr bool kCheckSums = true;
 
 inline constexpr char kMagic[8] = {'M', 'O', 'T', 'E', 'S', 'P', 'R', 'T'};
 inline constexpr uint16_t kVersionMajor = 2;  // written
-inline constexpr uint16_t kVersionMinor = 1;  // 2.1: the id index (kinds 10-12); a file without one is written as 2.0
+// 2.1: the id index (kinds 10-12); 2.2: tail indexes (kinds 13-15). A file is written with
+// the lowest minor version that holds what it has (2.0 without either).
+inline constexpr uint16_t kVersionMinor = 2;
+inline constexpr uint16_t kIdVersionMinor = 1;
 inline constexpr uint16_t kPlainVersionMinor = 0;
 inline constexpr uint16_t kLegacyMajor = 1;   // format 1 (motes 0.1) files stay readable forever
 inline constexpr uint64_t kPage = 4096;
@@ -48,8 +51,16 @@ enum SectionKind : uint32_t {
   kIdKeys = 10,      // 2.1, bulk: the id column's values, ordered as u64 and sorted (coded blocks)
   kIdRows = 11,      // 2.1, bulk: the file position of each sorted id (u32, or u64 past 2^32 particles)
   kIdFences = 12,    // 2.1: per block of the id index, its first and last key (u64 each)
+  kTailValues = 13,  // 2.2, bulk: a column's tail values, ascending, in its dtype (coded blocks)
+  kTailRows = 14,    // 2.2, bulk: the file position of each tail value (u32, or u64 past 2^32 particles)
+  kTailBounds = 15,  // 2.2: the tail's counts, flags and limits, then each block's first and last value (f64)
 };
-inline constexpr uint32_t kIdBlockValues = 4096;  // entries per block of the id index
+// Bulk sections: read block by block where they lie, never as a whole at open.
+inline constexpr bool is_bulk(uint32_t kind) {
+  return kind == kColumn || kind == kQuantileCodes || kind == kIdKeys || kind == kIdRows || kind == kTailValues || kind == kTailRows;
+}
+inline constexpr uint32_t kIdBlockValues = 4096;  // entries per block of the id and tail indexes
+inline constexpr double kDefaultTailFraction = 0.005;  // values beyond each limit of a tail index
 
 // Values per block in format 2 (ParticleArea::block_values): the unit of coded blocks and
 // of block checksums of every bulk section, so block b covers the same rows in all of them.

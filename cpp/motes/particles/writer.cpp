@@ -69,7 +69,7 @@ void validate_columns(const std::vector<ColumnView>& columns) {
     if (!is_identifier(c.spec.name))
       throw UsageError("column name '" + c.spec.name +
                        "' is not an identifier (letters, digits, '_', not starting with a digit, at most 255 bytes)");
-    for (const char* word : {"and", "or", "not", "inf", "nan"})
+    for (const char* word : kReservedWords)
       if (c.spec.name == word) throw UsageError("column name '" + c.spec.name + "' is a reserved word of the query language");
     if (!seen.insert(c.spec.name).second) throw UsageError("column '" + c.spec.name + "' is given twice");
     if (!dtype_valid(uint8_t(c.spec.dtype))) throw UsageError("column '" + c.spec.name + "' has an unknown dtype");
@@ -120,6 +120,30 @@ int id_column_of(const std::vector<ColumnView>& columns, const WriteOptions& opt
   }
   if (options.id_column != "auto") throw UsageError("the id column '" + options.id_column + "' is not among the columns");
   return -1;
+}
+
+// The columns that get a tail index: those named, or by default every column but the
+// positions and the id column. UsageError naming a column that is not there.
+std::vector<int> tail_columns_of(const std::vector<ColumnView>& columns, const WriteOptions& options) {
+  std::vector<int> out;
+  if (options.tail_fraction == 0) return out;
+  if (!(options.tail_fraction > 0 && options.tail_fraction <= 0.25))
+    throw UsageError("the tail fraction must be in (0, 0.25] (0: no tail indexes), got " + number_text(options.tail_fraction));
+  if (options.tail_columns) {
+    for (const std::string& name : *options.tail_columns) {
+      size_t i = 0;
+      while (i < columns.size() && columns[i].spec.name != name) ++i;
+      if (i == columns.size()) throw UsageError("tail index column '" + name + "' is not among the columns");
+      if (std::find(out.begin(), out.end(), int(i)) == out.end()) out.push_back(int(i));
+    }
+    return out;
+  }
+  const int id = id_column_of(columns, options);
+  for (size_t i = 0; i < columns.size(); ++i) {
+    const std::string& name = columns[i].spec.name;
+    if (name != "x" && name != "y" && name != "z" && int(i) != id) out.push_back(int(i));
+  }
+  return out;
 }
 
 // The extent of a coded stream's blocks in the file.
@@ -224,6 +248,8 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
     code_bytes += code_cost;
   }
   const bool lossless = options.compression == Compression::lossless;
+  if (lossless && n > 0)
+    for (int c : tail_columns_of(columns, options)) plans[size_t(c)].tail = make_tail_collector(columns[size_t(c)], options.tail_fraction);
   parallel_for(plans.size(), threads, [&](uint64_t i) {
     ColumnPlan& p = plans[i];
     if (p.index == IndexKind::quantile) compute_quantile_edges(p);
@@ -281,6 +307,20 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
     }
     progress("id index", 1, 1);
   }
+  // Tail indexes (2.2), column by column.
+  std::vector<TailIndexSections> tails;
+  for (uint32_t i = 0; i < plans.size(); ++i) {
+    if (!plans[i].tail) continue;
+    std::optional<TailIndexSections> t = plans[i].tail->finish(i, n, options.zstd_level, threads);
+    plans[i].tail.reset();
+    if (!t) continue;
+    for (auto [bytes, blocks] : {std::pair{&t->values, &t->value_blocks}, std::pair{&t->rows, &t->row_blocks}}) {
+      for (StoredBlock& b : *blocks) b.offset += offset;
+      file.pwrite_all(bytes->data(), bytes->size(), offset);
+      offset += bytes->size();
+    }
+    tails.push_back(std::move(*t));
+  }
   offset = spec::align_up(offset, 8);
   for (ColumnPlan& p : plans) finish_node_index(p, layout);
 
@@ -319,6 +359,13 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
     meta.add(spec::kBlockTable, r, container::encode_block_table(ids->row_blocks));
     meta.add(spec::kIdFences, ids->column, ids->fences);
   }
+  for (const TailIndexSections& t : tails) {
+    const uint32_t v = meta.bulk(spec::kTailValues, t.column, container::kBlocks, t.value_blocks.front().offset, t.values.size());
+    meta.add(spec::kBlockTable, v, container::encode_block_table(t.value_blocks));
+    const uint32_t r = meta.bulk(spec::kTailRows, t.column, container::kBlocks, t.row_blocks.front().offset, t.rows.size());
+    meta.add(spec::kBlockTable, r, container::encode_block_table(t.row_blocks));
+    meta.add(spec::kTailBounds, t.column, t.bounds);
+  }
   for (uint32_t i = 0; i < plans.size(); ++i) {
     ColumnPlan& p = plans[i];
     meta.add(spec::kNodeRanges, i, std::string(p.node_min.begin(), p.node_min.end()) + std::string(p.node_max.begin(), p.node_max.end()));
@@ -334,7 +381,8 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   area.block_values = bv;
   for (int a = 0; a < 3; ++a) area.bounds_lo[a] = layout.bounds.lo[a], area.bounds_hi[a] = layout.bounds.hi[a];
   const container::Header h =
-      meta.write(file, spec::kMagic, spec::kVersionMajor, ids ? spec::kVersionMinor : spec::kPlainVersionMinor, &area, sizeof area);
+      meta.write(file, spec::kMagic, spec::kVersionMajor,
+                 !tails.empty() ? spec::kVersionMinor : ids ? spec::kIdVersionMinor : spec::kPlainVersionMinor, &area, sizeof area);
 
   summary.particle_count = n;
   summary.file_bytes = h.file_size;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,11 @@ struct WriteOptions {
   // a 32- or 64-bit integer column named "id" when there is one; "" builds none; a name
   // takes that column (UsageError unless a 32- or 64-bit integer). Lossless files only.
   std::string id_column = "auto";
+  // Tail indexes (particles/tail_index.hpp): about tail_fraction of each column's values
+  // beyond each of two limits (0: none). tail_columns names the columns; unset, every
+  // column but x, y, z and the id column. Lossless files only.
+  double tail_fraction = spec::kDefaultTailFraction;
+  std::optional<std::vector<std::string>> tail_columns;
   // Called as work advances: (stage name, units done, units total).
   std::function<void(const std::string&, uint64_t, uint64_t)> progress;
 };

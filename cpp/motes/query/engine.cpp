@@ -108,6 +108,8 @@ size_t Query::run(const Sink& sink, Schedule schedule) {
     counters_.nodes_visited += c.nodes_visited, counters_.nodes_pruned += c.nodes_pruned, counters_.nodes_all += c.nodes_all;
     counters_.points_tested += c.points_tested, counters_.points_taken_whole += c.points_taken_whole;
     counters_.scanned |= c.scanned;
+    counters_.id_index_parts += c.id_index_parts, counters_.tail_index_parts += c.tail_index_parts;
+    counters_.index_rows += c.index_rows;
     if (prefetch_) prefetch(*file, tasks);
     chunks += run_part(*file, part, tasks, chunks, sink, schedule);
   }

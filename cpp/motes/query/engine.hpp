@@ -50,6 +50,8 @@ struct QueryCounters {
   uint64_t points_tested = 0, points_taken_whole = 0;
   bool scanned = false;  // the index pruned too little: the selected levels were scanned in order (in some part)
   uint64_t parts_read = 0, parts_pruned = 0;  // part files opened / skipped through the step index
+  // Part files planned through a value index (query/indexed.hpp), and the rows it named.
+  uint64_t id_index_parts = 0, tail_index_parts = 0, index_rows = 0;
 };
 
 class Query {

@@ -13,6 +13,7 @@
 #endif
 
 #include "motes/particles/spec.hpp"
+#include "motes/query/native.hpp"
 #include "motes/query/prune.hpp"
 
 namespace motes {
@@ -20,45 +21,6 @@ namespace motes {
 namespace {
 
 using K = Expr::Kind;
-
-// `v OP c` for v of type T and a double c, rewritten as an exactly equivalent
-// comparison against a constant of type T (or a constant answer), so the loop
-// compares native values and vectorises.
-template <class T>
-struct NativeCmp {
-  K kind;
-  T c{};
-  int constant = -1;  // -1: compare; 0: nothing matches; 1: everything matches
-};
-
-template <class T>
-NativeCmp<T> to_native(K kind, double c) {
-  if (std::isnan(c)) return {kind, T{}, kind == K::ne ? 1 : 0};
-  T below, above;  // the largest T <= c and the smallest T >= c
-  bool below_ok = true, above_ok = true;
-  if constexpr (std::is_floating_point_v<T>) {
-    T r = T(c);
-    below = above = r;
-    if (double(r) > c) below = std::nextafter(r, -std::numeric_limits<T>::infinity());
-    if (double(r) < c) above = std::nextafter(r, std::numeric_limits<T>::infinity());
-  } else {
-    using L = std::numeric_limits<T>;
-    long double f = std::floor((long double)c), u = std::ceil((long double)c);
-    below_ok = f >= (long double)L::min();  // otherwise no T is <= c
-    above_ok = u <= (long double)L::max();  // otherwise no T is >= c
-    below = f > (long double)L::max() ? L::max() : below_ok ? T(f) : L::min();
-    above = u < (long double)L::min() ? L::min() : above_ok ? T(u) : L::max();
-  }
-  bool exact = below_ok && above_ok && below == above;
-  switch (kind) {
-    case K::lt: return above_ok ? NativeCmp<T>{K::lt, above} : NativeCmp<T>{kind, T{}, 1};
-    case K::le: return below_ok ? NativeCmp<T>{K::le, below} : NativeCmp<T>{kind, T{}, 0};
-    case K::gt: return below_ok ? NativeCmp<T>{K::gt, below} : NativeCmp<T>{kind, T{}, 1};
-    case K::ge: return above_ok ? NativeCmp<T>{K::ge, above} : NativeCmp<T>{kind, T{}, 0};
-    case K::eq: return exact ? NativeCmp<T>{K::eq, below} : NativeCmp<T>{kind, T{}, 0};
-    default: return exact ? NativeCmp<T>{K::ne, below} : NativeCmp<T>{kind, T{}, 1};
-  }
-}
 
 // Bit i set when quantile code i of 64 lies in [lo, lo + span].
 uint64_t codes_in_range(const uint8_t* codes, uint8_t lo, uint8_t span) {
@@ -192,6 +154,8 @@ void Evaluator::eval_bool(const Expr& e, uint64_t start, uint32_t m, uint8_t* ou
       eval_bool(*e.args[0], start, m, out, depth + 1);
       for (uint32_t i = 0; i < m; ++i) out[i] ^= 1;
       return;
+    case K::in_:
+      return eval_in(e, start, m, out, depth);
     default: {
       int col;
       double c;
@@ -256,6 +220,27 @@ void Evaluator::eval_num(const Expr& e, uint64_t start, uint32_t m, double* out,
       }
     }
   }
+}
+
+// `x in (...)`: a column compared in its own type with the list's exact values; any other
+// operand as doubles. A binary search per value (NaN is in no list).
+void Evaluator::eval_in(const Expr& e, uint64_t start, uint32_t m, uint8_t* out, size_t depth) {
+  const Expr& a = *e.args[0];
+  auto member = [&](const auto* p, const auto& list) {
+    for (uint32_t i = 0; i < m; ++i) {
+      auto it = std::lower_bound(list.begin(), list.end(), p[i]);
+      out[i] = it != list.end() && *it == p[i];
+    }
+  };
+  const DType dtype = a.kind == K::column ? f_.schema()[size_t(a.column)].dtype : DType::f64;
+  dispatch_dtype(dtype, [&](auto v) {
+    using T = decltype(v);
+    const std::vector<T>& list = lists_.get<T>(e);
+    if (a.kind == K::column) return member(reader_.values<T>(f_.values(size_t(a.column)), start, m), list);
+    double* x = num_buffer(2 * depth, m);
+    eval_num(a, start, m, x, 2 * depth + 2);
+    member(x, list);
+  });
 }
 
 }  // namespace motes

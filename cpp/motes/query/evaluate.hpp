@@ -11,6 +11,7 @@
 #include "motes/container/block_stream.hpp"
 #include "motes/particles/reader.hpp"
 #include "motes/query/expr.hpp"
+#include "motes/query/native.hpp"
 
 namespace motes {
 
@@ -34,6 +35,18 @@ class Evaluator {
     uint8_t code;
   };
   std::vector<CodeOf> codes_;
+  // The in-lists' values in their operand's type (query/native.hpp), made once per evaluator.
+  struct Lists {
+    std::vector<std::pair<const Expr*, std::shared_ptr<void>>> made;
+    template <class T>
+    const std::vector<T>& get(const Expr& e) {
+      for (auto& [at, list] : made)
+        if (at == &e) return *static_cast<std::vector<T>*>(list.get());
+      auto list = std::make_shared<std::vector<T>>(native_list<T>(*e.list));
+      made.emplace_back(&e, list);
+      return *list;
+    }
+  } lists_;
   uint8_t code_of(int col, double c);
 
   double* num_buffer(size_t depth, uint32_t m);
@@ -41,6 +54,7 @@ class Evaluator {
   void simple_compare(int col, double c, Expr::Kind kind, uint64_t start, uint32_t m, uint8_t* out);
   void eval_bool(const Expr& e, uint64_t start, uint32_t m, uint8_t* out, size_t depth);
   void eval_num(const Expr& e, uint64_t start, uint32_t m, double* out, size_t depth);
+  void eval_in(const Expr& e, uint64_t start, uint32_t m, uint8_t* out, size_t depth);
 };
 
 }  // namespace motes

@@ -15,13 +15,13 @@ namespace {
 using K = Expr::Kind;
 
 struct Token {
-  enum Type { end, number, ident, op, lparen, rparen, comma, string } type;
+  enum Type { end, number, ident, op, lparen, rparen, comma, string, lbracket, rbracket } type;
   std::string text;
   double value = 0;
   size_t pos = 0;
 };
 
-constexpr size_t kMaxExpressionBytes = 1 << 16;
+constexpr size_t kMaxExpressionBytes = 4 << 20;  // room for `id in (...)` with 200,000 ids
 constexpr int kMaxNesting = 200;      // parentheses, nots and unary signs inside each other
 constexpr uint32_t kMaxHeight = 512;  // nodes on the longest root-to-leaf path (a + b + ... is left-deep)
 
@@ -91,6 +91,10 @@ class Parser {
         tokens_.push_back({Token::lparen, "(", 0, i++});
       } else if (c == ')') {
         tokens_.push_back({Token::rparen, ")", 0, i++});
+      } else if (c == '[') {
+        tokens_.push_back({Token::lbracket, "[", 0, i++});
+      } else if (c == ']') {
+        tokens_.push_back({Token::rbracket, "]", 0, i++});
       } else {
         static const char* ops[] = {"**", "<=", ">=", "==", "!=", "&&", "||", "<", ">", "+", "-", "*", "/", "&", "|", "~", "!"};
         bool found = false;
@@ -194,8 +198,63 @@ class Parser {
     return true;
   }
 
+  // `x in (...)` or `x not in (...)` after the operand x.
+  bool at_in() const {
+    const Token& t = peek();
+    if (t.type != Token::ident) return false;
+    if (t.text == "in") return true;
+    return t.text == "not" && at_ + 1 < tokens_.size() && tokens_[at_ + 1].type == Token::ident && tokens_[at_ + 1].text == "in";
+  }
+
+  // One literal of an in-list: a signed number or inf. Integers are read exactly.
+  long double parse_literal() {
+    bool negative = false;
+    if (accept_op("-")) negative = true;
+    else accept_op("+");
+    const Token& t = peek();
+    long double v;
+    if (t.type == Token::number) {
+      v = t.value;
+      uint64_t u;
+      auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), u);
+      if (r.ec == std::errc() && r.ptr == t.text.data() + t.text.size()) v = (long double)u;
+    } else if (t.type == Token::ident && t.text == "inf") {
+      v = INFINITY;
+    } else {
+      error(t, "expected a number in the list after 'in', got '" + t.text + "'");
+    }
+    ++at_;
+    return negative ? -v : v;
+  }
+
+  ExprPtr parse_in(ExprPtr operand) {
+    const Token& t = peek();
+    const bool negated = t.text == "not";
+    at_ += negated ? 2 : 1;
+    need_number(operand, t, negated ? "not in" : "in");
+    const Token open = peek();
+    if (open.type != Token::lparen && open.type != Token::lbracket)
+      error(open, "expected '(' or '[' with the list of values after 'in', got '" + open.text + "'");
+    ++at_;
+    const Token::Type close = open.type == Token::lparen ? Token::rparen : Token::rbracket;
+    auto list = std::make_shared<InList>();
+    while (peek().type != close) {
+      list->values.push_back(parse_literal());
+      if (peek().type == Token::comma) ++at_;
+      else if (peek().type != close) error(peek(), std::string("expected ',' or '") + (close == Token::rparen ? ")" : "]") + "' in the list after 'in', got '" + peek().text + "'");
+    }
+    ++at_;
+    std::sort(list->values.begin(), list->values.end());
+    list->values.erase(std::unique(list->values.begin(), list->values.end()), list->values.end());
+    for (long double v : list->values) list->rounded.push_back(double(v));
+    ExprPtr e = make(K::in_, std::move(operand));
+    e->list = std::move(list);
+    return negated ? make(K::not_, std::move(e)) : std::move(e);
+  }
+
   ExprPtr parse_compare() {
     ExprPtr left = parse_sum();
+    if (at_in()) return parse_in(std::move(left));
     ExprPtr result;
     K k;
     while (peek().type == Token::op && comparison_kind(peek().text, k)) {
@@ -276,9 +335,8 @@ class Parser {
         return e;
       }
       case Token::ident: {
-        static const char* reserved[] = {"and", "or", "not"};
-        for (const char* r : reserved)
-          if (t.text == r) error(t, "expected a value, got '" + t.text + "'");
+        for (size_t w = 0; w < kOperatorWords; ++w)
+          if (t.text == kReservedWords[w]) error(t, "expected a value, got '" + t.text + "'");
         ++at_;
         if (t.text == "inf" || t.text == "nan") {
           auto e = make(K::number);
@@ -334,6 +392,9 @@ class Parser {
       }
       case Token::rparen:
         error(t, "unexpected ')'");
+      case Token::lbracket:
+      case Token::rbracket:
+        error(t, "unexpected '" + t.text + "' (brackets hold the list after 'in')");
       case Token::op:
         error(t, "expected a value, got '" + t.text + "'");
       case Token::end:
@@ -376,6 +437,7 @@ ExprPtr Expr::clone() const {
   e->component = component;
   e->sampler = sampler;
   e->height = height;
+  e->list = list;
   for (const auto& a : args) e->args.push_back(a->clone());
   return e;
 }
@@ -392,6 +454,16 @@ std::string Expr::to_string() const {
     case K::call: return wrap(name + "(", args[0]->to_string(), ")");
     case K::field: return "field('" + name + (component.empty() ? "" : "', '" + component) + "')";
     case K::not_: return wrap("not (", args[0]->to_string(), ")");
+    case K::in_: {
+      std::string s = "(" + args[0]->to_string() + " in (";
+      for (size_t i = 0; i < list->values.size(); ++i) {
+        const long double v = list->values[i];
+        if (i) s += ", ";
+        if (v == std::floor(v) && v >= -0x1p63L && v < 0x1p64L) s += v < 0 ? std::to_string(int64_t(v)) : std::to_string(uint64_t(v));
+        else s += number_text(double(v));  // a double, as written
+      }
+      return s + "))";
+    }
     default: return wrap("(", args[0]->to_string() + op_text(kind) + args[1]->to_string(), ")");
   }
 }
@@ -428,7 +500,7 @@ std::vector<std::pair<std::string, std::string>> referenced_fields(const Expr& e
 }
 
 ExprPtr parse_expression(const std::string& text) {
-  if (text.size() > kMaxExpressionBytes) throw UsageError("expression longer than 64 KiB");
+  if (text.size() > kMaxExpressionBytes) throw UsageError("expression longer than " + std::to_string(kMaxExpressionBytes >> 20) + " MiB");
   return Parser(text).parse();
 }
 

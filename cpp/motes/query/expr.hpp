@@ -5,6 +5,9 @@
 //   and     := not (("and" | "&") not)*
 //   not     := ("not" | "~") not | compare
 //   compare := sum (cmpop sum)*          -- chains: a < b < c  ==  a < b and b < c
+//            | sum ["not"] "in" list      -- membership: id in (3, 17, 42); also [ ... ]
+//   list    := ("(" | "[") literal ("," literal)* [","] (")" | "]")
+//   literal := ["-" | "+"] (number | "inf")  -- integers are kept exactly, up to 64 bits
 //   sum     := product (("+" | "-") product)*
 //   product := unary (("*" | "/") unary)*
 //   unary   := "-" unary | power
@@ -25,8 +28,16 @@ class Sampler;
 
 namespace motes {
 
+// The literals of `x in (...)`, sorted by value and distinct. long double holds every 64-bit
+// integer and every double exactly (x86-64's 80-bit and aarch64's 128-bit formats), so a
+// list of uint64 ids compares exactly in the column's own type (query/native.hpp).
+struct InList {
+  std::vector<long double> values;
+  std::vector<double> rounded;  // the values rounded to double, ascending (for pruning)
+};
+
 struct Expr {
-  enum class Kind { number, column, negate, add, sub, mul, div, pow, call, field, lt, le, gt, ge, eq, ne, and_, or_, not_ };
+  enum class Kind { number, column, negate, add, sub, mul, div, pow, call, field, lt, le, gt, ge, eq, ne, and_, or_, not_, in_ };
   Kind kind;
   double value = 0;           // number
   std::string name;           // column, function or field name
@@ -38,6 +49,7 @@ struct Expr {
   const Function* function = nullptr;  // call: the function, set by the parser
   uint32_t height = 1;        // nodes on the longest path down from here (bounded by the parser)
   std::vector<std::unique_ptr<Expr>> args;
+  std::shared_ptr<const InList> list;  // in_: args[0] is one of these values
 
   bool is_boolean() const { return kind >= Kind::lt; }
   bool is_comparison() const { return kind >= Kind::lt && kind <= Kind::ne; }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "motes/query/engine.hpp"
+#include "motes/query/indexed.hpp"
 #include "motes/query/prune.hpp"
 
 namespace motes {
@@ -68,6 +69,23 @@ std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& count
     for (uint64_t b = 0; b < range; b += kScanBlock) blocks.push_back({range_begin + b, std::min(kScanBlock, range - b), false});
     return blocks;
   };
+  // A value index (the id index for `id in (...)`, a tail index for a threshold in a tail)
+  // that names at most range / 16 candidate rows beats the tree and the scan: those rows
+  // alone, taken whole when the index answered the whole predicate, else tested.
+  if (std::optional<IndexedRows> ix = indexed_rows(f, *predicate_, range / 16)) {
+    std::vector<std::vector<Task>> tasks(1);
+    for (uint64_t r : ix->rows) {
+      if (r < range_begin || r - range_begin >= range) continue;
+      const bool whole = ix->exact && !(sample_.active() && r >= sample_.start());
+      std::vector<Task>& t = tasks[0];
+      if (!t.empty() && t.back().all == whole && t.back().start + t.back().count == r) ++t.back().count;
+      else t.push_back({r, 1, whole});
+      (whole ? counters.points_taken_whole : counters.points_tested) += 1;
+    }
+    counters.index_rows += ix->rows.size();
+    ++(ix->index == IndexedRows::Index::id ? counters.id_index_parts : counters.tail_index_parts);
+    return coalesce(tasks);
+  }
   // Two plans, priced from the index alone before any value is read: test the points of
   // the nodes the tree cannot rule out (random access, cheap when the tree prunes well,
   // as for a tail that sits in a few regions), or scan the selected levels in order

@@ -65,6 +65,16 @@ Tri Pruner::eval(const Expr& e, uint32_t node) const {
       Tri a = eval(*e.args[0], node);
       return a == Tri::all ? Tri::none : a == Tri::none ? Tri::all : Tri::some;
     }
+    case K::in_: {
+      // None when no listed value lies in the operand's range. Rounding to double is
+      // monotone, so a value v in [lo, hi] rounds into [double(lo), double(hi)], and so does
+      // the literal equal to it.
+      const Interval a = interval(*e.args[0], node);
+      if (a.empty) return Tri::none;  // NaN only: in no list
+      const std::vector<double>& r = e.list->rounded;
+      auto it = std::lower_bound(r.begin(), r.end(), a.lo);
+      return it != r.end() && *it <= a.hi ? Tri::some : Tri::none;
+    }
     default:
       return compare(e, node);
   }

@@ -1,0 +1,98 @@
+#include "motes/query/indexed.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "motes/query/native.hpp"
+#include "motes/query/prune.hpp"
+
+namespace motes {
+
+namespace {
+
+using K = Expr::Kind;
+
+void conjuncts(const Expr& e, std::vector<const Expr*>& out) {
+  if (e.kind == K::and_) {
+    conjuncts(*e.args[0], out);
+    conjuncts(*e.args[1], out);
+  } else {
+    out.push_back(&e);
+  }
+}
+
+// A conjunct an index answers, with its count of candidate rows (an upper bound).
+struct Candidate {
+  const Expr* e;
+  uint64_t count;
+  IndexedRows::Index index;
+  int column;
+  TailTest test;
+  uint64_t constant;  // the tail test's constant, in the column's dtype (bytes)
+  bool none;          // nothing can pass (a constant the column's type cannot reach)
+};
+
+std::optional<Candidate> answer(const ParticleFile& f, const Expr& e) {
+  if (e.kind == K::in_ && e.args[0]->kind == K::column) {
+    const IdIndex* ids = f.id_index();
+    if (!ids || int(ids->column()) != e.args[0]->column) return std::nullopt;
+    return Candidate{&e, e.list->values.size(), IndexedRows::Index::id, e.args[0]->column, TailTest::eq, 0, false};
+  }
+  int col;
+  double c;
+  K kind;
+  if (!is_simple_comparison(e, col, c, kind) || kind == K::ne) return std::nullopt;
+  const TailIndex* tail = f.tail_index(size_t(col));
+  if (!tail) return std::nullopt;
+  return dispatch_dtype(f.schema()[size_t(col)].dtype, [&](auto zero) -> std::optional<Candidate> {
+    using T = decltype(zero);
+    const NativeCmp<T> nc = to_native<T>(kind, c);
+    TailTest test;
+    switch (nc.kind) {
+      case K::lt: test = TailTest::lt; break;
+      case K::le: test = TailTest::le; break;
+      case K::gt: test = TailTest::gt; break;
+      case K::ge: test = TailTest::ge; break;
+      default: test = TailTest::eq; break;
+    }
+    uint64_t bytes = 0;
+    std::memcpy(&bytes, &nc.c, sizeof(T));
+    if (nc.constant == 0) return Candidate{&e, 0, IndexedRows::Index::tail, col, test, bytes, true};
+    if (nc.constant == 1) return std::nullopt;
+    const std::optional<uint64_t> count = tail->covers(test, &nc.c);
+    if (!count) return std::nullopt;
+    return Candidate{&e, *count, IndexedRows::Index::tail, col, test, bytes, false};
+  });
+}
+
+}  // namespace
+
+std::optional<IndexedRows> indexed_rows(const ParticleFile& f, const Expr& predicate, uint64_t limit) {
+  std::vector<const Expr*> parts;
+  conjuncts(predicate, parts);
+  std::optional<Candidate> best;
+  for (const Expr* e : parts)
+    if (std::optional<Candidate> c = answer(f, *e); c && (!best || c->count < best->count)) best = c;
+  if (!best || best->count > limit) return std::nullopt;
+  IndexedRows out{best->index, {}, parts.size() == 1};
+  if (best->none) return out;
+  if (best->index == IndexedRows::Index::tail) {
+    out.rows = f.tail_index(size_t(best->column))->rows(best->test, &best->constant);
+    return out;
+  }
+  // The listed ids the column's type can hold, as the index's keys.
+  const DType dtype = f.schema()[size_t(best->column)].dtype;
+  std::vector<uint64_t> keys;
+  dispatch_dtype(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    if constexpr (std::is_integral_v<T> && sizeof(T) >= 4) {
+      for (T v : native_list<T>(*best->e->list)) keys.push_back(id_key(dtype, &v));
+    }
+  });
+  std::sort(keys.begin(), keys.end());  // signed keys reorder nothing, but be sure
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  out.rows = f.id_index()->positions(keys.data(), keys.size());
+  return out;
+}
+
+}  // namespace motes

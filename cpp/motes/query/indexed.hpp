@@ -1,0 +1,28 @@
+// The planner's value-index paths: the rows of one part file found through an index on
+// values rather than through the tree: the id index for `id in (...)`, a column's tail
+// index for a threshold in its tail (`energy > t`, `v <= t`, `v == t`). Chosen from counts
+// known before any value is read (the in-list's length; the tail's block fences).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "motes/particles/reader.hpp"
+#include "motes/query/expr.hpp"
+
+namespace motes {
+
+struct IndexedRows {
+  enum class Index { id, tail } index;
+  std::vector<uint64_t> rows;  // file positions, ascending, distinct
+  // The predicate is the indexed test itself, so the rows need no test; otherwise they are
+  // candidates for the whole predicate (a conjunct of which the index answered).
+  bool exact = false;
+};
+
+// Of the top-level conjuncts of `predicate` that an index of `file` answers, the one with
+// the fewest candidate rows, when those are at most `limit`: its rows. Nothing otherwise.
+std::optional<IndexedRows> indexed_rows(const ParticleFile& file, const Expr& predicate, uint64_t limit);
+
+}  // namespace motes
