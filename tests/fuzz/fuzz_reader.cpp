@@ -1,6 +1,7 @@
 // libFuzzer target: any bytes given as a particle file (format 1 or 2, read from memory
 // through a byte source) must open cleanly or be rejected with motes::Error, never crash;
-// an accepted file must answer queries and decode every block. Built with
+// an accepted file must answer queries (through its id and tail indexes too) and decode
+// every block. Built with
 // FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION, checksum mismatches are ignored so the fuzzer
 // reaches the structural checks (and the block decoders) behind them.
 #include <cstdint>
@@ -33,6 +34,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       ids->find(keys, 6, rows.data());
       std::vector<char> out(6 * 8);
       motes::gather_rows(file->values(ids->column()), rows.data(), 6, out.data());
+    }
+    // Tail indexes (format 2.2): tests of every kind against a few constants, through the
+    // index alone and through a query the planner may answer with it.
+    for (size_t c = 0; c < file->schema().size(); ++c) {
+      const motes::TailIndex* tail = file->tail_index(c);
+      if (!tail) continue;
+      for (auto test : {motes::TailTest::lt, motes::TailTest::le, motes::TailTest::gt, motes::TailTest::ge, motes::TailTest::eq})
+        for (uint64_t constant : {uint64_t(0), ~uint64_t(0), uint64_t(0x3FF0000000000000)})
+          if (tail->covers(test, &constant)) tail->rows(test, &constant);
+      for (const char* op : {" > 1e30", " < -1e30", " == 0"}) {
+        motes::QuerySpec spec;
+        spec.where = file->schema()[c].name + op;
+        spec.threads = 1;
+        try {
+          motes::Query q(file, spec);
+          motes::Selection s(q);
+          std::vector<char> buf(s.size() * 8 + 8);
+          s.gather(c, 0, s.size(), buf.data(), 1);
+        } catch (const motes::UsageError&) {  // a column name the language reserves
+        }
+      }
     }
   } catch (const motes::Error&) {
   }

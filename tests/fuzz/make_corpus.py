@@ -55,7 +55,8 @@ if getattr(motes._core, "has_mpi", False):
             shutil.copy(os.path.join(path, "manifest.json"), os.path.join(out, "manifest", f"{kind}-parts.json"))
 for text in ["energy > 1.3 and 157.6 < x < 162.4", "not (ux**2 + uy**2 >= 4) or sqrt(abs(z)) == 1e-3",
              "(x > 1) & (y < 2) | ~(z != 3)", "-x**-2 <= log10(y) / exp(z)", "a == b == c != d",
-             "field('Bz') > 0.1 and energy > 1", "abs(field(\"E\", 'x')) * 2 < field('rho')"]:
+             "field('Bz') > 0.1 and energy > 1", "abs(field(\"E\", 'x')) * 2 < field('rho')",
+             "id in (1, -9223372036854775809, 18446744073709551615) and k not in [0.5, -inf,]"]:
     name = hashlib.sha1(text.encode()).hexdigest()[:12]
     with open(os.path.join(out, "expr", name), "w") as f:
         f.write(text)

@@ -114,7 +114,7 @@ def test_id_index_size_and_explicit_column(tmp_path):
     n = 200_000
     cols = step_columns(rng, rng.permutation(n).astype(np.uint64))
     cols["pid"] = cols.pop("id").astype(np.int64)
-    motes.write(tmp_path / "a.motes", cols, ids="pid", sync=False)
+    motes.write(tmp_path / "a.motes", cols, ids="pid", sync=False, tails=False)
     f = motes.open(tmp_path / "a.motes").file()
     assert f.id_column == "pid" and f.version == (2, 1)
     # The index of a random permutation: 4-byte positions and compressed sorted keys.
@@ -124,7 +124,7 @@ def test_id_index_size_and_explicit_column(tmp_path):
         motes.write(tmp_path / "b.motes", cols, ids="energy", sync=False)
     with pytest.raises(motes.UsageError, match="not among the columns"):
         motes.write(tmp_path / "c.motes", cols, ids="nope", sync=False)
-    motes.write(tmp_path / "d.motes", cols, sync=False)  # no column named id: no index, a 2.0 file
+    motes.write(tmp_path / "d.motes", cols, sync=False, tails=False)  # no column named id: no index, a 2.0 file
     assert motes.open(tmp_path / "d.motes").file().version == (2, 0)
 
 

@@ -459,7 +459,8 @@ std::string Expr::to_string() const {
       for (size_t i = 0; i < list->values.size(); ++i) {
         const long double v = list->values[i];
         if (i) s += ", ";
-        if (v == std::floor(v) && v >= -0x1p63L && v < 0x1p64L) s += v < 0 ? std::to_string(int64_t(v)) : std::to_string(uint64_t(v));
+        const long double mag = std::fabs(v);
+        if (v == std::floor(v) && mag < 0x1p64L) s += (v < 0 ? "-" : "") + std::to_string(uint64_t(mag));  // exact
         else s += number_text(double(v));  // a double, as written
       }
       return s + "))";
