@@ -227,3 +227,21 @@ def test_verify_checks_the_tail_index(tmp_path):
     open(path, "wb").write(bytes(data))
     with pytest.raises(motes.FormatError, match="tail index"):
         motes.open(tmp_path / "v.motes").verify()
+
+
+def test_value_indexes_in_part_files(tmp_path):
+    """Each part file of a step has its own id and tail indexes; a query over the parts
+    equals numpy over the whole step."""
+    rng = np.random.default_rng(8)
+    cols = columns(rng, 30_000)
+    cut = np.array_split(rng.permutation(30_000), 3)
+    with motes.Writer(tmp_path / "p.motes", sync=False) as w:
+        w.write_step_chunks(0, {"particles": [{k: v[c] for k, v in cols.items()} for c in cut]})
+    ds = motes.open(tmp_path / "p.motes")
+    t = float(np.quantile(cols["e"], 0.999))
+    ids = rng.choice(cols["id"], 50, replace=False)
+    for where, mask, counter in [(f"e > {t!r}", cols["e"] > t, "tail_index_parts"),
+                                 (motes.isin("id", ids), np.isin(cols["id"], ids), "id_index_parts")]:
+        table = ds.query(where)
+        assert np.array_equal(rows_of(table), numpy_rows(cols, mask)), where
+        assert table.counters[counter] == table.counters["parts_read"] == 3

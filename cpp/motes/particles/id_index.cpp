@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <boost/sort/sort.hpp>
+#include <boost/sort/spreadsort/integer_sort.hpp>
 #include <cstring>
 
 #include "motes/codec/codec.hpp"
@@ -159,7 +160,7 @@ std::vector<uint64_t> IdIndex::positions(const uint64_t* keys, size_t n) const {
       if (fences_[2 * b + 1] != key) break;
     }
   }
-  std::sort(out.begin(), out.end());
+  boost::sort::spreadsort::integer_sort(out.begin(), out.end());
   return out;
 }
 

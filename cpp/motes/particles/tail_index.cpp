@@ -1,6 +1,7 @@
 #include "motes/particles/tail_index.hpp"
 
 #include <algorithm>
+#include <boost/sort/spreadsort/integer_sort.hpp>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -262,34 +263,40 @@ std::optional<uint64_t> TailIndex::covers(TailTest test, const void* cv) const {
 
 std::vector<uint64_t> TailIndex::rows(TailTest test, const void* cv) const {
   std::vector<uint64_t> out;
+  const bool wide = rows_.value_size() == 8;
+  std::vector<uint32_t> narrow;  // most files: positions fit 32 bits, which sort faster
   dispatch_dtype(dtype_, [&](auto zero) {
     using T = decltype(zero);
     T c;
     std::memcpy(&c, cv, sizeof(T));
     auto [begin, end] = candidates(test, double(c));
+    (wide ? out.reserve(end - begin) : narrow.reserve(end - begin));
     BlockReader values, rows;
-    const bool wide = rows_.value_size() == 8;
     const uint64_t bv = spec::kIdBlockValues;
     for (uint64_t at = begin; at < end;) {
       const uint64_t m = std::min(end, (at / bv + 1) * bv) - at;
       const T* v = values.values<T>(values_, at, m);
       const uint32_t* r32 = wide ? nullptr : rows.values<uint32_t>(rows_, at, m);
       const uint64_t* r64 = wide ? rows.values<uint64_t>(rows_, at, m) : nullptr;
-      for (uint64_t i = 0; i < m; ++i) {
-        bool pass;
-        switch (test) {
-          case TailTest::lt: pass = v[i] < c; break;
-          case TailTest::le: pass = v[i] <= c; break;
-          case TailTest::gt: pass = v[i] > c; break;
-          case TailTest::ge: pass = v[i] >= c; break;
-          default: pass = v[i] == c; break;
-        }
-        if (pass) out.push_back(wide ? r64[i] : r32[i]);
+      auto take = [&](auto pass) {
+        for (uint64_t i = 0; i < m; ++i)
+          if (pass(v[i])) wide ? out.push_back(r64[i]) : narrow.push_back(r32[i]);
+      };
+      switch (test) {
+        case TailTest::lt: take([&](T x) { return x < c; }); break;
+        case TailTest::le: take([&](T x) { return x <= c; }); break;
+        case TailTest::gt: take([&](T x) { return x > c; }); break;
+        case TailTest::ge: take([&](T x) { return x >= c; }); break;
+        default: take([&](T x) { return x == c; }); break;
       }
       at += m;
     }
   });
-  std::sort(out.begin(), out.end());
+  if (!wide) {  // positions: a radix sort
+    boost::sort::spreadsort::integer_sort(narrow.begin(), narrow.end());
+    return std::vector<uint64_t>(narrow.begin(), narrow.end());
+  }
+  boost::sort::spreadsort::integer_sort(out.begin(), out.end());
   return out;
 }
 

@@ -74,6 +74,7 @@ std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& count
   // alone, taken whole when the index answered the whole predicate, else tested.
   if (std::optional<IndexedRows> ix = indexed_rows(f, *predicate_, range / 16)) {
     std::vector<std::vector<Task>> tasks(1);
+    tasks[0].reserve(ix->rows.size());
     for (uint64_t r : ix->rows) {
       if (r < range_begin || r - range_begin >= range) continue;
       const bool whole = ix->exact && !(sample_.active() && r >= sample_.start());
@@ -84,6 +85,7 @@ std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& count
     }
     counters.index_rows += ix->rows.size();
     ++(ix->index == IndexedRows::Index::id ? counters.id_index_parts : counters.tail_index_parts);
+    if (counters.points_tested == 0) return std::move(tasks[0]);  // all whole, adjacent rows joined already
     return coalesce(tasks);
   }
   // Two plans, priced from the index alone before any value is read: test the points of
