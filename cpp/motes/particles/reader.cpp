@@ -262,7 +262,7 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
       int& at = e.kind == spec::kIdKeys ? id_keys : e.kind == spec::kIdRows ? id_rows : id_fences;
       if (at >= 0) fail(kind_name(e.kind) + " section appears twice");
       at = int(ti);
-      if (e.storage == container::kBlocks) stats_.index_bytes += e.length;
+      if (e.storage == container::kBlocks) stats_.index_bytes += e.length, accounted += e.length;
       continue;
     }
     if (e.kind == spec::kTailValues || e.kind == spec::kTailRows || e.kind == spec::kTailBounds) {
@@ -271,6 +271,7 @@ void ParticleFile::parse_common(const std::vector<Sec>& table, uint64_t table_by
       auto& at = tail_at[e.column];
       (e.kind == spec::kTailValues ? at[0] : e.kind == spec::kTailRows ? at[1] : at[2]) = int(ti);
       stats_.tail_bytes += e.length;
+      if (e.storage == container::kBlocks) accounted += e.length;
       continue;
     }
     if (e.kind < spec::kColumn || e.kind > spec::kQuantileCodes) continue;  // unknown kinds: ignored (minor versions)

@@ -50,8 +50,8 @@ def _print_info(info: Dict[str, Any]) -> None:
         raw = sz.get("raw_data_bytes") or 0
         of_raw = f"  ({100.0 * sz['file_bytes'] / raw:.1f}% of the values as numbers, {_bytes(raw)})" if raw else ""
         _out(f"  size     {_bytes(sz['file_bytes'])} = data {_bytes(sz['data_bytes'])} + index "
-             f"{_bytes(sz['index_bytes'])} + quantile codes {_bytes(sz['quantile_index_bytes'])} + padding "
-             f"{_bytes(sz['padding_bytes'])}" + of_raw)
+             f"{_bytes(sz['index_bytes'])} + quantile codes {_bytes(sz['quantile_index_bytes'])} + tail indexes "
+             f"{_bytes(sz.get('tail_index_bytes', 0))} + padding {_bytes(sz['padding_bytes'])}" + of_raw)
         rows = []
         lossy = any(c.get("error_bound") for c in d["columns"])
         for c in d["columns"]:
