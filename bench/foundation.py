@@ -11,12 +11,14 @@ Usage (from the repository root)::
 
 Figures (see bench/README.md for what each one means):
 
-1. ``write``       motes.write(sync=True) vs raw f.write+fdatasync, memcpy, h5py, Parquet (Morton-sorted)
+1. ``write``       motes.write(sync=True) vs raw f.write+fdatasync, memcpy, h5py, ADIOS2 BP5 (fsync'd),
+                   Parquet (Morton-sorted); wall time and CPU time (user + system) per particle
 2. ``progressive`` quality 0.0 -> 1.0 in ten slices, all columns, threads=1: points/ms
 3. ``energy``      ``energy > t`` (~0.1%, spatially coherent), hot: motes vs h5py+numpy vs DuckDB/Parquet
 4. ``ux``          ``ux > t`` (~0.1%, spatially random), hot: motes vs h5py+numpy vs DuckDB/Parquet
 5. ``box``         a box holding ~1% of the particles, hot: motes vs h5py+numpy vs DuckDB/Parquet
 6. ``overhead``    (index + padding) / data and fine (quantile) index / data, from File.sizes
+   ``idle``        p50 of the ``energy`` query after 50 ms pauses over its p50 back to back
 7. ``big``         100M particles: write time and peak RSS during motes.write (child process)
 
 All temporary files live in a directory created under bench/ (same filesystem as the
@@ -52,14 +54,14 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 RESULTS = os.path.join(HERE, "results")
-FIGURES = ["write", "progressive", "energy", "ux", "box", "overhead", "big"]
+FIGURES = ["write", "progressive", "energy", "ux", "box", "overhead", "idle", "big"]
 DEFAULT_FIGURES = FIGURES[:-1]
 
 
 # ----------------------------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------------------------
-from benchlib import (MB, calibration_ms, du, f32, figure, fs_type, h5_write, log, machine_info, ms, peer, perf,
+from benchlib import (MB, adios2_write, calibration_ms, cpu_seconds, du, f32, figure, fs_type, h5_write, log, machine_info, ms, peer, perf,
                       print_table, raw_write, rmpath, timed)
 
 
@@ -127,6 +129,7 @@ class Bench:
         self.raw_bytes = 0
         self.motes_path = os.path.join(tmp, "data.motes")
         self.h5_path = os.path.join(tmp, "data.h5")
+        self.bp_path = os.path.join(tmp, "data.bp")
         self.pq_path = os.path.join(tmp, "data.parquet")
         self.figures: Dict[str, dict] = {}
         self.memcpy_s: Optional[float] = None
@@ -229,17 +232,22 @@ class Bench:
             ("nofine", motes_nofine, p2),
             ("raw", lambda: raw_write(rp, self.cols), rp),
             ("h5py", lambda: h5_write(self.h5_path, self.cols), self.h5_path),
+            ("adios2", lambda: adios2_write(self.bp_path, self.cols), self.bp_path),
             ("sort", sort_only, None),
             ("parquet", lambda: parquet_write(self.pq_path, sorted_holder["c"], a.row_group), self.pq_path),
         ]
         runs: Dict[str, List[float]] = {k: [] for k, _, _ in writers}
+        cpu: Dict[str, List[float]] = {k: [] for k, _, _ in writers}  # user + system seconds, all threads
         for rnd in range(wr + 1):
             for key, fn, path in writers:
                 if key == "nofine" and not fine_cols:
                     fine_cols.update({c["name"]: "none" for c in summ[-1]["columns"] if c["index"] == "quantile"})
-                t, _ = timed(fn, 1, warmup=0, before=(lambda q=path: rmpath(q)) if path else None)
+                c0 = [0.0]
+                t, _ = timed(fn, 1, warmup=0, before=(lambda q=path: (rmpath(q) if q else None, c0.__setitem__(0, cpu_seconds()))),
+                             after=lambda _r: cpu[key].append(cpu_seconds() - c0[0]))
                 if rnd > 0:  # round 0 is the warm-up
                     runs[key].append(t["runs"][0])
+        cpu = {k: v[1:] for k, v in cpu.items()}
         rmpath(p2)
         rmpath(rp)
         sorted_holder.clear()
@@ -248,8 +256,11 @@ class Bench:
         def stat(v):
             return {"best": min(v), "median": statistics.median(v), "runs": v}
 
-        t_motes, t_nofine, t_raw, t_h5, t_sort, t_pq = (stat(runs[k]) for k in
-                                                         ("motes", "nofine", "raw", "h5py", "sort", "parquet"))
+        t_motes, t_nofine, t_raw, t_h5, t_sort, t_pq, t_bp = (stat(runs[k]) for k in
+                                                               ("motes", "nofine", "raw", "h5py", "sort", "parquet", "adios2"))
+
+        def ns_per_particle(key):
+            return 1e9 * statistics.median(cpu[key]) / n
         layout = statistics.median(s["layout_seconds"] for s in summ)
         wsec = statistics.median(s["write_seconds"] for s in summ)
         t_mem = self.memcpy_time()
@@ -276,6 +287,11 @@ class Bench:
             "memcpy": peer(rate(t_mem["best"]), "M particles/s", t_mem["best"] / m_med,
                            "motes rate / peer rate", seconds=t_mem,
                            mb_per_s=raw / t_mem["best"] / MB),
+            "adios2_bp5": peer(rate(t_bp["median"]), "M particles/s", t_bp["median"] / m_med,
+                               "motes rate / peer rate", seconds=t_bp, mb_per_s=raw / t_bp["median"] / MB,
+                               file_bytes=du(self.bp_path), cpu_ns_per_particle=ns_per_particle("adios2"),
+                               note="pip adios2, BP5 (the default engine of a .bp path), one global array per "
+                                    "column, then every file and the directory fsync'd; no index"),
             "h5py": peer(rate(t_h5["median"]), "M particles/s", t_h5["median"] / m_med,
                          "motes rate / peer rate", seconds=t_h5,
                          mb_per_s=raw / t_h5["median"] / MB, file_bytes=du(self.h5_path),
@@ -295,10 +311,13 @@ class Bench:
             target="motes rate >= 50% of the raw write rate", met=pct >= 50.0,
             mb_per_s=raw / m_med / MB, percent_of_raw=pct, percent_of_raw_median_of_rounds=pct_rounds,
             motes_layout_seconds_median=layout, motes_write_seconds_median=wsec,
-            motes_file_bytes=du(self.motes_path), raw_bytes=raw, loadavg=os.getloadavg())
+            motes_file_bytes=du(self.motes_path), raw_bytes=raw, loadavg=os.getloadavg(),
+            cpu_ns_per_particle={k: ns_per_particle(k) for k in ("motes", "raw", "h5py", "adios2")},
+            cpu_note="user + system CPU seconds of the whole process (every thread) per call, median, per particle")
         log(f"  motes without quantile index {t_nofine['median']:.3f} s")
         log(f"  motes {m_med:.3f} s ({rate(m_med):.2f} M/s = {pct:.0f}% of raw {raw_med:.3f} s); "
-            f"layout {layout:.3f} s, write {wsec:.3f} s; h5py {t_h5['median']:.3f} s; "
+            f"layout {layout:.3f} s, write {wsec:.3f} s; h5py {t_h5['median']:.3f} s; ADIOS2 BP5 {t_bp['median']:.3f} s; "
+            f"CPU per particle: motes {ns_per_particle('motes'):.0f} ns, ADIOS2 {ns_per_particle('adios2'):.0f} ns; "
             f"parquet sort {t_sort['median']:.3f} + write {t_pq['median']:.3f} s; memcpy {t_mem['best'] * 1e3:.1f} ms")
 
     # ---- figure 2: progressive read -----------------------------------------------------------
@@ -508,6 +527,46 @@ class Bench:
             [b[0], b[3], b[1], b[4], b[2], b[5]], 2.0, None, {"box": info})
 
     # ---- figure 6: overhead -------------------------------------------------------------------
+    def fig_idle(self, pause_s: float = 0.05, calls: int = 60) -> None:
+        """Interactive latency: the p50 of the 0.1 % `energy` query called back to back, and
+        after a pause of `pause_s` before each call (a viewer or notebook user's pace)."""
+        t = f32(np.quantile(self.cols["energy"], 1.0 - self.args.select_fraction))
+        where = f"energy > {t!r}"
+        log(f"figure idle ({where}: {calls} calls back to back, then {calls} after {pause_s * 1e3:.0f} ms pauses)")
+
+        def p50(fn, pause):
+            times = []
+            for _ in range(calls):
+                if pause:
+                    time.sleep(pause)
+                t0 = perf()
+                fn()
+                times.append(perf() - t0)
+            return {"p50": statistics.median(times), "p90": float(np.quantile(times, 0.9)), "runs": times}
+
+        def penalty(fn):
+            for _ in range(3):
+                fn()
+            hot, idle, hot_again = p50(fn, 0.0), p50(fn, pause_s), p50(fn, 0.0)
+            base = min(hot["p50"], hot_again["p50"])
+            return idle["p50"] / base, base, idle, hot, hot_again
+
+        ratio, base, idle, hot, hot_again = penalty(lambda: self.ds.query(where))
+        # The machine's own penalty, in the same run: a numpy operation on 1.6 MB (in cache when
+        # called back to back) that touches no motes code, no thread pool, no file.
+        probe = np.random.default_rng(3).random(400_000).astype(np.float32)
+        p_ratio, p_base, p_idle, _, _ = penalty(lambda: float((probe * 2.0).sum()))
+        log(f"  back to back {base * 1e3:.3f} ms, after {pause_s * 1e3:.0f} ms idle {idle['p50'] * 1e3:.3f} ms: {ratio:.2f}x "
+            f"(numpy probe on 1.6 MB: {p_ratio:.2f}x)")
+        self.figures["idle"] = figure(
+            "idle", f"`{where}` (~{self.args.select_fraction:.1%}, all columns): p50 after {pause_s * 1e3:.0f} ms idle "
+            "over p50 back to back", ratio, "x", target="<= 1.5x", met=ratio <= 1.5,
+            peers={"numpy probe (an operation on a 1.6 MB array, same pauses)":
+                   peer(p_ratio, "x", p_ratio / ratio, "probe penalty / motes penalty", back_to_back_ms=p_base * 1e3,
+                        after_idle_ms=p_idle["p50"] * 1e3)},
+            back_to_back_ms=base * 1e3, after_idle_ms=idle["p50"] * 1e3, back_to_back=hot, back_to_back_again=hot_again,
+            after_idle=idle, pause_s=pause_s)
+
     def fig_overhead(self) -> None:
         s = dict(self.ds.file().sizes)
         raw = s["raw_data_bytes"]  # the columns' values as numbers (stored compressed by default)
@@ -712,7 +771,7 @@ def main(argv=None) -> int:
             meta["raw_bytes"] = b.raw_bytes
             if "write" in figs:
                 b.fig_write()
-            if any(f in figs for f in ("progressive", "energy", "ux", "box", "overhead")):
+            if any(f in figs for f in ("progressive", "energy", "ux", "box", "overhead", "idle")):
                 b.ensure_files()
             if "progressive" in figs:
                 b.fig_progressive()
@@ -724,6 +783,8 @@ def main(argv=None) -> int:
                 b.fig_box()
             if "overhead" in figs:
                 b.fig_overhead()
+            if "idle" in figs:
+                b.fig_idle()
             if b._h5 is not None:
                 b._h5.close()
             b._ds = None
