@@ -61,18 +61,15 @@ std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& count
     return out;
   }
   const uint64_t range_begin = lv.level_start[level_begin_], range = lv.level_start[level_end_] - range_begin;
-  auto scan_all = [&] {
-    counters.scanned = true;
-    counters.points_tested = range;
-    counters.points_taken_whole = 0;
-    std::vector<Task> blocks;
-    for (uint64_t b = 0; b < range; b += kScanBlock) blocks.push_back({range_begin + b, std::min(kScanBlock, range - b), false});
-    return blocks;
-  };
   // A value index (the id index for `id in (...)`, a tail index for a threshold in a tail)
-  // that names at most range / 16 candidate rows beats the tree and the scan: those rows
-  // alone, taken whole when the index answered the whole predicate, else tested.
-  if (std::optional<IndexedRows> ix = indexed_rows(f, *predicate_, range / 16)) {
+  // that names at most `limit` candidate rows: those rows alone, taken whole when the index
+  // answered the whole predicate, else tested. Tried instead of a scan (at most range / 16
+  // rows), and when the leaves probed below price the tree's tests at 32 times its rows;
+  // where the tree prunes well it costs about as much as the index and keeps runs whole.
+  auto by_index = [&](uint64_t limit) -> std::optional<std::vector<Task>> {
+    std::optional<IndexedRows> ix = indexed_rows(f, *predicate_, limit);
+    if (!ix) return std::nullopt;
+    counters.points_tested = counters.points_taken_whole = 0;  // a traversal given up counts nothing
     std::vector<std::vector<Task>> tasks(1);
     tasks[0].reserve(ix->rows.size());
     for (uint64_t r : ix->rows) {
@@ -87,7 +84,16 @@ std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& count
     ++(ix->index == IndexedRows::Index::id ? counters.id_index_parts : counters.tail_index_parts);
     if (counters.points_tested == 0) return std::move(tasks[0]);  // all whole, adjacent rows joined already
     return coalesce(tasks);
-  }
+  };
+  auto scan_all = [&] {
+    if (std::optional<std::vector<Task>> t = by_index(range / 16)) return std::move(*t);
+    counters.scanned = true;
+    counters.points_tested = range;
+    counters.points_taken_whole = 0;
+    std::vector<Task> blocks;
+    for (uint64_t b = 0; b < range; b += kScanBlock) blocks.push_back({range_begin + b, std::min(kScanBlock, range - b), false});
+    return blocks;
+  };
   // Two plans, priced from the index alone before any value is read: test the points of
   // the nodes the tree cannot rule out (random access, cheap when the tree prunes well,
   // as for a tail that sits in a few regions), or scan the selected levels in order
@@ -111,6 +117,10 @@ std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& count
       if (pruner.eval(*predicate_, i) == Tri::some) to_test += nodes[i].own_count;
     }
     if (probed >= 1024 && to_test * 4 > probed) return scan_all();
+    // The tree would leave about to_test / probed of the points to test: a value index
+    // naming 32 times fewer rows is cheaper than the traversal and those tests.
+    if (probed > 0)
+      if (std::optional<std::vector<Task>> t = by_index(std::min(range / 16, to_test * range / probed / 32))) return std::move(*t);
   }
   // Runs of one level are met in preorder, which is their file order, so
   // bucketing tasks by level yields them sorted by position without a sort.
