@@ -288,6 +288,14 @@ def markdown_table(figs: Dict[str, dict]) -> str:
     return "\n".join(out)
 
 
+def start_meta(**extra) -> Dict[str, Any]:
+    """The ``meta`` of a run at its start: command line, time, machine, load and calibration,
+    and the run's own parameters (``extra``); :func:`finish` completes it."""
+    return {"command": " ".join(sys.argv), "start": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "machine": machine_info(), "loadavg_start": os.getloadavg(), "calibration_ms_start": calibration_ms(),
+            **extra}
+
+
 def finish(meta: Dict[str, Any], figs: Dict[str, dict], out_path: str, started: float) -> None:
     """Completes ``meta`` (elapsed time, load, calibration), writes the JSON of the run (meta,
     figures and their summary) to ``out_path`` and prints the table of the figures."""

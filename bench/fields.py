@@ -84,9 +84,7 @@ def main() -> int:
 
     n, repeat = args.n, args.repeat
     started = time.perf_counter()
-    meta = {"command": " ".join(sys.argv), "n": n, "start": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "machine": benchlib.machine_info(), "loadavg_start": os.getloadavg(),
-            "calibration_ms_start": benchlib.calibration_ms(), "repeat": repeat}
+    meta = benchlib.start_meta(n=n, repeat=repeat)
     a = smooth_field(n)
     nbytes = a.nbytes
     tmp = tempfile.mkdtemp(prefix=".tmp-fields-", dir=HERE)

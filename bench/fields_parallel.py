@@ -133,9 +133,7 @@ def main() -> int:
     from benchlib import figure, log, peer
 
     started = time.perf_counter()
-    meta = {"command": " ".join(sys.argv), "n": args.n, "start": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "machine": benchlib.machine_info(), "loadavg_start": os.getloadavg(),
-            "calibration_ms_start": benchlib.calibration_ms(), "repeat": args.repeat}
+    meta = benchlib.start_meta(n=args.n, repeat=args.repeat)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
     figs = {}

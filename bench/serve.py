@@ -411,9 +411,7 @@ def main() -> int:
 
     only = args.only.split(",")
     started = time.perf_counter()
-    meta = {"command": " ".join(sys.argv), "n": args.n, "start": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "machine": benchlib.machine_info(), "loadavg_start": os.getloadavg(),
-            "calibration_ms_start": benchlib.calibration_ms(), "repeat": args.repeat}
+    meta = benchlib.start_meta(n=args.n, repeat=args.repeat)
     tmp = tempfile.mkdtemp(prefix=".tmp-serve-", dir=HERE)
     figs: Dict[str, dict] = {}
     try:

@@ -63,9 +63,7 @@ def main() -> int:
     import motes.synth as synth
 
     started = time.perf_counter()
-    meta = {"command": " ".join(sys.argv), "start": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "machine": benchlib.machine_info(), "loadavg_start": os.getloadavg(),
-            "calibration_ms_start": benchlib.calibration_ms(), "repeat": args.repeat, "n": args.n}
+    meta = benchlib.start_meta(repeat=args.repeat, n=args.n)
     tmp = tempfile.mkdtemp(prefix=".tmp-tail-", dir=HERE)
     figs = {}
     try:

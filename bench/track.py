@@ -93,9 +93,7 @@ def main() -> int:
     import motes
 
     started = time.perf_counter()
-    meta = {"command": " ".join(sys.argv), "start": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-            "machine": benchlib.machine_info(), "loadavg_start": os.getloadavg(),
-            "calibration_ms_start": benchlib.calibration_ms(), "repeat": args.repeat}
+    meta = benchlib.start_meta(repeat=args.repeat)
     tmp = tempfile.mkdtemp(prefix=".tmp-track-", dir=HERE)
     figs = {}
     rng = np.random.default_rng(7)
