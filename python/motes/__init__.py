@@ -11,9 +11,11 @@ from ._core import parse_expression
 from ._core import version as __version__  # project(motes VERSION ...) of CMakeLists.txt
 from .errors import (CancelledError, FormatError, InternalError, MotesError, NotFoundError, OutOfMemoryError,
                      StorageError, UsageError)
-from .dataset import Column, Dataset, Table, Writer, open, read_partition, write
+from .dataset import Dataset, open, read_partition
 from .expressions import isin
 from .field import Field
+from .table import Column, Table
+from .writer import Writer, write
 
 __all__ = ["open", "write", "read_partition", "Writer", "Dataset", "Table", "Column", "Field", "synth",
            "parse_expression", "isin",

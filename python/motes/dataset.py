@@ -1,104 +1,29 @@
-"""Python API over the C++ core: datasets, steps, species, queries, analyses."""
+"""Reading: motes.open and Dataset (steps, species, queries, analyses, fields), and the
+collective read_partition. Writing is in motes.writer, query results in motes.table."""
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import math
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _args, _core, _defaults, units
-from ._core import FormatError, MotesError, UsageError
-from .dtypes import column_array, numpy_dtype
+from . import _args, _core
+from ._core import UsageError
+from .dtypes import numpy_dtype
 from .errors import storage_errors
+from ._support import Progress, comm_handle, on_every_rank, storage_method
+from .table import Column, Table
 
-__all__ = ["open", "write", "Writer", "Dataset", "Table", "Column", "read_partition"]
+__all__ = ["open", "Dataset", "read_partition"]
 
-ColumnsLike = Mapping[str, np.ndarray]
-
-
-def _storage(doing: str):
-    """A method whose OSErrors (of the core, of the file system) surface as motes.StorageError
-    (motes.NotFoundError for a missing file) naming the dataset: see motes.errors."""
-
-    def decorate(fn):
-        @functools.wraps(fn)
-        def wrapper(self, *args, **kwargs):
-            with storage_errors(self.path, doing):
-                return fn(self, *args, **kwargs)
-
-        return wrapper
-
-    return decorate
 
 
 Quality = Union[float, Tuple[float, float]]
 BoxLike = Optional[Sequence[float]]
-
-@dataclass(frozen=True)
-class Column:
-    """One column of a species' schema."""
-
-    name: str
-    dtype: np.dtype
-    index: str  # "none" or "quantile": the extra index built for spatially incoherent columns
-    unit: str = ""  # as stored: free text, or an openPMD unit as JSON (see motes.units)
-    error_bound: float = 0.0  # largest difference between a value written and the value stored; 0 = exact
-
-    @property
-    def unit_label(self) -> str:
-        """The unit as a person writes it: "m", "kg m s^-1", "J", "µm", or the free text."""
-        return units.label(self.unit)
-
-    @property
-    def unit_si(self) -> Optional[float]:
-        """For an openPMD unit: the factor that turns stored values into SI units, else None."""
-        return units.parse(self.unit).unit_si
-
-    @property
-    def unit_dimension(self) -> Optional[Tuple[float, ...]]:
-        """For an openPMD unit: the powers of L, M, T, I, theta, N, J, else None."""
-        return units.parse(self.unit).dimension
-
-
-class Table(dict):
-    """Query result: column name -> numpy array (all of equal length).
-
-    Converts to pandas (:meth:`to_pandas`) and Arrow (:meth:`to_arrow`).
-    ``counters`` tells how much the indexes pruned.
-    """
-
-    counters: Dict[str, int]
-
-    def __init__(self, columns: Mapping[str, np.ndarray], counters: Optional[Dict[str, int]] = None):
-        super().__init__(columns)
-        self.counters = counters or {}
-
-    def __len__(self) -> int:  # number of rows, like a DataFrame
-        for v in self.values():
-            return len(v)
-        return 0
-
-    @property
-    def num_rows(self) -> int:
-        return len(self)
-
-    def to_pandas(self):
-        import pandas as pd
-
-        return pd.DataFrame(dict(self), copy=False)
-
-    def to_arrow(self):
-        import pyarrow as pa
-
-        return pa.table({k: pa.array(v) for k, v in self.items()})
-
-
 
 
 def _selection(where, box, quality, fraction, threads, cancel=None, timeout=None):
@@ -142,291 +67,6 @@ def _box(box: BoxLike) -> Optional[List[float]]:
     return [float(v) for v in b]
 
 
-def _column_tuples(columns: ColumnsLike, index: Optional[Mapping[str, str]], units: Optional[Mapping[str, str]],
-                   error_bounds: Optional[Mapping[str, float]] = None):
-    if not isinstance(columns, Mapping) or not columns:
-        raise UsageError("columns must be a non-empty mapping of name -> 1-D numpy array")
-    index = dict(index or {})
-    units = dict(units or {})
-    bounds = _args.error_bounds(error_bounds)
-    for name in list(index) + list(units) + list(bounds):
-        if name not in columns:
-            raise UsageError(f"index/unit/error bound given for unknown column '{name}' (columns: {', '.join(columns)})")
-    return [(str(name), column_array(str(name), values), index.get(name, "auto"), units.get(name, ""),
-             bounds.get(name, 0.0)) for name, values in columns.items()]
-
-
-class _Progress:
-    """tqdm bars for the core's (stage, done, total) callbacks."""
-
-    def __init__(self, enabled: bool, desc: str):
-        self.enabled = enabled
-        self.desc = desc
-        self.bars: Dict[str, Any] = {}
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        from tqdm.auto import tqdm
-
-        bar = self.bars.get(stage)
-        if bar is None:
-            bar = self.bars[stage] = tqdm(total=total, desc=f"{self.desc}: {stage}", leave=False)
-        bar.n = done
-        bar.refresh()
-
-    def callback(self):
-        return self if self.enabled else None
-
-    def close(self):
-        for bar in self.bars.values():
-            bar.close()
-
-
-def _write_options(leaf_size=None, lod_count=None, treelet_size=None, threads=None, sync=None, compression=None,
-                   ids=None, tails=None):
-    """The core's WriteOptions of a writer's arguments, checked; what is None keeps the core's default."""
-    o = _core.WriteOptions()
-    if tails is not None:  # True: the default; False: none; a number: the share per side; names: those columns
-        if isinstance(tails, bool):
-            o.tail_fraction = o.tail_fraction if tails else 0.0
-        elif isinstance(tails, (int, float, np.integer, np.floating)):
-            o.tail_fraction = _args.number("tails", tails)
-        else:
-            o.tail_columns = _args.names("tails", tails)
-    if ids is not None:  # True: the default ("auto"); False: no id index; a name: that column
-        if isinstance(ids, bool):
-            o.id_column = "auto" if ids else ""
-        else:
-            o.id_column = _args.text("ids", ids)
-    for name, value in (("leaf_size", leaf_size), ("lod_count", lod_count), ("treelet_size", treelet_size)):
-        if value is not None:
-            setattr(o.layout, name, _args.integer(name, value, 1, _args.UINT32[1]))
-    if threads is not None:
-        o.layout.threads = _args.threads(threads)
-    if sync is not None:
-        o.sync = bool(sync)
-    if compression is not None:
-        o.compression = _args.compression(compression)
-    return o
-
-
-class Writer:
-    """Appends steps to a dataset (created when absent). Earlier steps are never rewritten.
-
-    >>> with motes.Writer("run.motes") as w:
-    ...     w.write_step(0, {"electrons": cols_e, "ions": cols_i}, time=0.0)
-
-    With ``comm`` (an mpi4py communicator) every rank of it calls :meth:`write_step` with its
-    own particles (the same species and columns everywhere, any counts, zero included); the
-    step is aggregated into a few spatially coherent part files (``aggregation``: "adaptive"
-    or the "aug" uniform-grid baseline; ``target_bytes`` per file, 0 = automatic) and
-    published once all are written. Errors are raised on every rank.
-
-    ``ids`` names the particle id column that gets an id index (tracking, :meth:`Dataset.track`):
-    by default a 32- or 64-bit integer column named ``id``; ``False`` builds none (lossless
-    files only: ``compression="none"`` builds none either).
-
-    ``tails`` chooses the columns with a tail index, the exact rows of their extreme values
-    (queries such as ``energy > t`` that select a tail are answered from it): by default every
-    column but ``x``, ``y``, ``z`` and the id column, with about 0.5% of the values beyond each
-    of two limits; a number in (0, 0.25] sets that share, a list of names the columns, and
-    ``False`` builds none (lossless files only).
-
-    One writer at a time per dataset: each step is written under the dataset's lock, against
-    the manifest on disk. When another process or handle holds the lock, the writer waits up
-    to ``lock_timeout`` seconds (default: the ``MOTES_LOCK_TIMEOUT`` environment variable,
-    else 0), then raises ``UsageError`` naming the holder.
-    """
-
-    def __init__(self, path: Union[str, os.PathLike], *, leaf_size: Optional[int] = None,
-                 lod_count: Optional[int] = None, treelet_size: Optional[int] = None, threads: Optional[int] = None,
-                 sync: Optional[bool] = None, progress: bool = False, comm: Any = None,
-                 aggregation: Optional[str] = None, target_bytes: Optional[int] = None,
-                 best_axis: Optional[bool] = None, overfull: Optional[float] = None,
-                 lock_timeout: Optional[float] = None, compression: Optional[str] = None,
-                 ids: Union[bool, str, None] = None, tails: Union[bool, float, Sequence[str], None] = None):
-        self.path = _args.path(path)
-        self._core = None  # created with the first step, once its columns passed validation
-        self._options = _write_options(leaf_size, lod_count, treelet_size, threads, sync, compression, ids, tails)
-        self._lock_timeout = None if lock_timeout is None else _args.number("lock_timeout", lock_timeout)
-        self._progress = progress
-        self._comm = None if comm is None else _comm_handle(comm)
-        self._comm_obj = comm
-        # The parallel write's settings given (the rest: the core's ParallelWriteOptions).
-        self._aggregation: Dict[str, Any] = {}
-        if aggregation is not None:
-            self._aggregation["method"] = _args.member("aggregation", _core.AggregationMethod, aggregation)
-        if target_bytes is not None:
-            self._aggregation["target_bytes"] = _args.integer("target_bytes", target_bytes, *_args.UINT64)
-        if best_axis is not None:
-            self._aggregation["best_axis"] = bool(best_axis)
-        if overfull is not None:
-            if not _args.number("overfull", overfull) >= 1.0:
-                raise UsageError(f"overfull must be >= 1, got {overfull}")
-            self._aggregation["overfull"] = float(overfull)
-
-    def _parallel_options(self):
-        """The core's ParallelWriteOptions of this writer (its defaults read now: lock_timeout's
-        comes from the environment)."""
-        o = _core.ParallelWriteOptions()
-        o.write = self._options
-        for name, value in self._aggregation.items():
-            if name == "method":
-                o.method = value
-            else:
-                setattr(o.aggregation, name, value)
-        if self._lock_timeout is not None:
-            o.lock_timeout = self._lock_timeout
-        return o
-
-    @_storage("cannot write the step")
-    def write_step(self, step: int, species: Union[ColumnsLike, Mapping[str, ColumnsLike], None], *,
-                   time: float = 0.0, attributes: Optional[Mapping[str, Any]] = None,
-                   index: Optional[Mapping[str, str]] = None, units: Optional[Mapping[str, str]] = None,
-                   species_name: str = "particles", error_bounds: Optional[Mapping[str, float]] = None,
-                   fields: Optional[Mapping[str, Any]] = None) -> List[dict]:
-        """Writes one step. ``species`` maps species name -> columns, or is the columns of one species
-        (named ``species_name``). ``index`` maps column -> "auto" | "none" | "quantile".
-        ``error_bounds`` maps column -> the largest absolute difference allowed between a value
-        given and the value stored (error-bounded lossy storage; others are stored exactly).
-        ``fields`` maps field name -> :class:`motes.Field` (grids stored in HZ order beside the
-        particles; ``species`` may then be None for a step of fields only).
-        Returns one summary dict per species (sizes, timings, per-column ranges), then one per
-        field; a parallel writer returns its report instead (parts, balance, phase timings; the
-        same on every rank)."""
-        def prepare():
-            if species is None:
-                groups = {}
-            elif isinstance(species, Mapping) and species and all(isinstance(v, Mapping) for v in species.values()):
-                groups = species
-            else:
-                groups = {species_name: species}
-            payload = [(_args.text("species name", name), _column_tuples(cols, index, units, error_bounds))
-                       for name, cols in groups.items()]
-            return payload, _args.attributes("step attributes", attributes), _args.step(step), \
-                _args.number("step time", time)
-
-        payload, attrs, step, time = _on_every_rank(self._comm_obj, prepare, f"checking the columns of step {step}")
-        from .field_file import field_tuple
-
-        if self._comm is not None:
-            from .field_blocks import split_fields
-
-            whole, blocks = split_fields(self._comm_obj, fields)  # whole grids on rank 0; every rank's blocks
-            return _core.write_step_parallel(self._comm, self.path, step, time, attrs, payload,
-                                             self._parallel_options(), fields=whole, field_blocks=blocks).to_dict()
-
-        if fields is not None and not isinstance(fields, Mapping):
-            raise UsageError(f"fields must map names to motes.Field, got {type(fields).__name__}")
-        field_payload = [field_tuple(_args.text("field name", n), f) for n, f in (fields or {}).items()]
-        bar = _Progress(self._progress, f"step {step}")
-        with self._writing():
-            try:
-                summaries, field_summaries = self._core.append_step(step, time, attrs, payload, self._options,
-                                                                    progress=bar.callback(), fields=field_payload)
-            finally:
-                bar.close()
-            return [s.to_dict() for s in summaries] + [
-                {"field": name, "file_bytes": f.file_bytes, "data_bytes": f.data_bytes, "stored_bytes": f.stored_bytes,
-                 "bitmask": f.bitmask, "ranges": f.ranges}
-                for (name, *_), f in zip(field_payload, field_summaries)]
-
-    @contextlib.contextmanager
-    def _writing(self):
-        """Opens (or creates) the dataset for a write; when the write fails in a dataset this
-        writer created and no step was ever published there, removes it again (under the lock,
-        so a dataset another process has written to in the meantime is kept)."""
-        if self._core is None:
-            self._core = _core.DatasetCore.create(self.path, lock_timeout=self._lock_timeout)
-        try:
-            yield
-        except BaseException:
-            core = self._core
-            if core.created:
-                self._core = None
-                try:
-                    core.remove_if_unused()
-                except (MotesError, OSError):
-                    pass
-            raise
-
-    @_storage("cannot write the step")
-    def write_step_chunks(self, step: int, species: Mapping[str, Iterable[ColumnsLike]], *, time: float = 0.0,
-                          attributes: Optional[Mapping[str, Any]] = None, index: Optional[Mapping[str, str]] = None,
-                          units: Optional[Mapping[str, Mapping[str, str]]] = None,
-                          fields: Optional[Mapping[str, Any]] = None) -> List[dict]:
-        """Writes one step from streams of column chunks, in bounded memory: ``species`` maps
-        each species name to an iterable of column mappings (all with the same columns), and
-        every non-empty chunk becomes one part file behind the species' step index. Use chunks
-        of a million rows or more: queries prune within a part, and skip whole parts only
-        where their bounds allow. ``units`` maps species -> column -> unit text; ``fields``
-        maps names to :class:`motes.Field` (each written whole). The step appears only when
-        every chunk is written; on any error nothing is published."""
-        from .field_file import field_tuple
-
-        if self._comm is not None:
-            raise UsageError("write_step_chunks is serial; parallel writers use write_step")
-        attrs = _args.attributes("step attributes", attributes)
-        step, time = _args.step(step), _args.number("step time", time)
-        fields = dict(fields or {})
-        if not isinstance(species, Mapping) or not (species or fields):
-            raise UsageError("species must be a mapping of name -> iterable of column chunks (non-empty unless "
-                             "fields are given)")
-        names = [_args.text("species name", name) for name in species]
-        field_names = [_args.text("field name", name) for name in fields]
-        units = dict(units or {})
-        with self._writing():
-            parted = self._core.begin_parted_step(step, time, attrs, names, self._options, fields=field_names)
-            try:
-                summaries = []
-                for name, chunks in species.items():
-                    for chunk in chunks:
-                        summaries.append(parted.add_part(name, _column_tuples(chunk, index, units.get(name))).to_dict())
-                for name, f in fields.items():
-                    s = parted.add_field(field_tuple(name, f))
-                    summaries.append({"field": name, "file_bytes": s.file_bytes, "stored_bytes": s.stored_bytes})
-                parted.commit()
-            finally:
-                parted.close()  # releases the lock; an uncommitted step's files are removed
-            return summaries
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> "Writer":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-
-def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str, ColumnsLike], None], *,
-          step: int = 0,
-          time: float = 0.0, species: str = "particles", attributes: Optional[Mapping[str, Any]] = None,
-          index: Optional[Mapping[str, str]] = None, units: Optional[Mapping[str, str]] = None,
-          leaf_size: Optional[int] = None, lod_count: Optional[int] = None, treelet_size: Optional[int] = None,
-          threads: Optional[int] = None, sync: Optional[bool] = None, progress: bool = False, comm: Any = None,
-          aggregation: Optional[str] = None, target_bytes: Optional[int] = None, best_axis: Optional[bool] = None,
-          lock_timeout: Optional[float] = None, compression: Optional[str] = None,
-          error_bounds: Optional[Mapping[str, float]] = None, fields: Optional[Mapping[str, Any]] = None,
-          ids: Union[bool, str, None] = None, tails: Union[bool, float, Sequence[str], None] = None):
-    """Writes one step of particles into the dataset directory ``path`` (created when absent).
-
-    ``columns`` maps names to equal-length 1-D numpy arrays and must hold ``x``, ``y``, ``z``
-    (float32/float64); or it maps species names to such mappings. Arrays are read in place.
-    Values are stored compressed and exactly (``compression="lossless"``) or as they are
-    (``"none"``); ``error_bounds`` allows an absolute error per column instead.
-    With ``comm`` (mpi4py), a collective write of every rank's columns (see :class:`Writer`);
-    ``ids`` and ``tails`` choose the value indexes (see :class:`Writer`).
-    ``fields`` maps names to :class:`motes.Field` grids written with the step (``columns``
-    may then be None: a step of fields only).
-    """
-    w = Writer(path, leaf_size=leaf_size, lod_count=lod_count, treelet_size=treelet_size, threads=threads,
-               sync=sync, progress=progress, comm=comm, aggregation=aggregation, target_bytes=target_bytes,
-               best_axis=best_axis, lock_timeout=lock_timeout, compression=compression, ids=ids, tails=tails)
-    return w.write_step(step, columns, time=time, attributes=attributes, index=index, units=units,
-                        species_name=species, error_bounds=error_bounds, fields=fields)
-
-
 @dataclass
 class Step:
     """One step of a dataset: its index, physical time, attributes and species."""
@@ -467,7 +107,7 @@ class Dataset:
         """Dataset-level attributes (a JSON object), e.g. the code and its input deck."""
         return self._core.attributes
 
-    @_storage("cannot write the attributes")
+    @storage_method("cannot write the attributes")
     def set_attributes(self, attributes: Mapping[str, Any], *, lock_timeout: Optional[float] = None) -> None:
         """Replaces the dataset-level attributes. Like a step write, this takes the dataset's
         lock (waiting up to ``lock_timeout`` seconds for another writer) and rewrites the
@@ -512,7 +152,7 @@ class Dataset:
         :meth:`motes.field_file.StoredField.sample`."""
         return self.field(field, step).sample(x, y, z, component=component, fill=fill)
 
-    @_storage("cannot open the field file")
+    @storage_method("cannot open the field file")
     def field(self, name: str, step: Optional[int] = None):
         """A grid field of a step (default: the last) as a :class:`motes.field_file.StoredField`:
         ``.shape``, ``.levels``, ``.read(box=None, level=0)`` (see there). Its file is checked
@@ -555,7 +195,7 @@ class Dataset:
     def bounds(self, step: Optional[int] = None, species: Optional[str] = None):
         return self._species(step, species)["bounds"]
 
-    @_storage("cannot open the particle files")
+    @storage_method("cannot open the particle files")
     def source(self, step: Optional[int] = None, species: Optional[str] = None):
         """The particles of one species in one step (cached): one particle file, or the part
         files of a parallel write behind their step index; queries run over it. The files are
@@ -575,7 +215,7 @@ class Dataset:
         return src.part(part)
 
     # --- queries -----------------------------------------------------------------------------
-    @_storage("cannot read")
+    @storage_method("cannot read")
     def select(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
                fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
                threads: Optional[int] = None, cancel: Optional[_core.CancelToken] = None,
@@ -585,7 +225,7 @@ class Dataset:
         return _core.select(self.source(step, species),
                             self._fields_for(_selection(where, box, quality, fraction, threads, cancel, timeout), step))
 
-    @_storage("cannot read")
+    @storage_method("cannot read")
     def query(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
               fraction: Optional[float] = None, columns: Optional[Sequence[str]] = None,
               step: Optional[int] = None, species: Optional[str] = None, threads: Optional[int] = None,
@@ -648,7 +288,7 @@ class Dataset:
                 raise UsageError(f"unknown column '{c}' (columns: {', '.join(known)})")
         return list(columns)
 
-    @_storage("cannot read")
+    @storage_method("cannot read")
     def count(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
               fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
               threads: Optional[int] = None, cancel: Optional[_core.CancelToken] = None,
@@ -662,7 +302,7 @@ class Dataset:
         return int(_core.count(self.source(step, species), self._fields_for(
             _selection(where, box, quality, fraction, threads, cancel, timeout), step)))
 
-    @_storage("cannot read")
+    @storage_method("cannot read")
     def stats(self, column: str, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
               fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
               threads: Optional[int] = None, cancel: Optional[_core.CancelToken] = None,
@@ -677,7 +317,7 @@ class Dataset:
         return _core.stats(self.source(step, species), _args.text("column", column), self._fields_for(
             _selection(where, box, quality, fraction, threads, cancel, timeout), step)).to_dict()
 
-    @_storage("cannot read")
+    @storage_method("cannot read")
     def histogram(self, x: str, y: Optional[str] = None, *, bins: Union[int, Tuple[int, int]] = 64,
                   range: Optional[Sequence] = None, weights: Optional[str] = None, where: Optional[str] = None,
                   box: BoxLike = None, quality: Optional[Quality] = None, fraction: Optional[float] = None,
@@ -726,7 +366,7 @@ class Dataset:
         edges = [np.linspace(lo, hi, int(n) + 1) for (lo, hi), n in zip(resolved, nbins)]
         return (h, *edges)
 
-    @_storage("cannot read")
+    @storage_method("cannot read")
     def describe(self, step: Optional[int] = None, species: Optional[str] = None, *,
                  all_steps: bool = False, storage: bool = True) -> Dict[str, Any]:
         """What the dataset holds, as a plain dict that ``json.dumps`` takes as is (what
@@ -742,7 +382,7 @@ class Dataset:
 
         return describe(self, step, species, all_steps, storage)
 
-    @_storage("cannot read")
+    @storage_method("cannot read")
     def track(self, ids=None, *, where: Optional[str] = None, at_step: Optional[int] = None, steps=None,
               columns: Optional[Sequence[str]] = None, species: Optional[str] = None,
               id_column: Optional[str] = None, fields: Optional[Sequence[str]] = None, preserve_order: bool = True):
@@ -757,7 +397,7 @@ class Dataset:
         return track(self, ids, where=where, at_step=at_step, steps=steps, columns=columns, species=species,
                      id_column=id_column, fields=fields, preserve_order=preserve_order)
 
-    @_storage("cannot read")
+    @storage_method("cannot read")
     def verify(self, progress: bool = False) -> Dict[str, int]:
         """Checks everything: the manifest against the files (the header checksums it records,
         particle counts, bounds, schemas), and every checksum of every file (headers, index
@@ -771,7 +411,7 @@ class Dataset:
                 pinned += sp["checksum"] is not None
                 for k in range(src.part_count):
                     f = src.part(k)
-                    bar = _Progress(progress, f"step {st.index} {name}" + (f" part {k}" if src.part_count > 1 else ""))
+                    bar = Progress(progress, f"step {st.index} {name}" + (f" part {k}" if src.part_count > 1 else ""))
                     try:
                         f.verify_data(None if not progress else (lambda d, t: bar("verify", d, t)))
                     finally:
@@ -779,7 +419,7 @@ class Dataset:
                     files += 1
             for name in st.fields:
                 f = self._core.open_field(st.index, name)  # every part checked against the manifest
-                bar = _Progress(progress, f"step {st.index} field {name}")
+                bar = Progress(progress, f"step {st.index} field {name}")
                 try:
                     f.verify()
                 finally:
@@ -788,47 +428,6 @@ class Dataset:
         species = sum(len(st.species) for st in self._steps)
         fields = sum(len(st.fields) for st in self._steps)
         return {"files": files, "steps": len(self._steps), "species": species, "fields": fields, "pinned": pinned}
-
-
-def _comm_handle(comm: Any) -> int:
-    if not getattr(_core, "has_mpi", False):
-        raise UsageError("this motes was built without MPI: install an MPI library (e.g. libopenmpi-dev) and rebuild")
-    try:
-        return int(comm.py2f())
-    except AttributeError:
-        raise UsageError(f"comm must be an mpi4py communicator, got {type(comm).__name__}") from None
-
-
-def _on_every_rank(comm: Any, fn, stage: str):
-    """Runs fn() on every rank of comm (None: serially). When it raises on any rank, every
-    rank raises: a rank that gave up before a collective call would leave the others waiting."""
-    if comm is None:
-        return fn()
-    result, error = None, None
-    try:
-        result = fn()
-    except (MotesError, ValueError, TypeError, OSError) as e:
-        error = e
-    mine = None if error is None else (_error_kind(error), f"{type(error).__name__}: {error}")
-    failed = [(r, m) for r, m in enumerate(comm.allgather(mine)) if m is not None]
-    if failed:
-        listed = "; ".join(f"rank {r}: {m[1]}" for r, m in failed[:8])
-        more = f"; and {len(failed) - 8} more ranks" if len(failed) > 8 else ""
-        # Like the core's agreement: the class of the lowest failed rank's kind, on every rank.
-        cls = {name: c for name, _status, c, _exit, _doc in _core.error_kinds}[failed[0][1][0]]
-        raise cls(f"{stage} failed on {len(failed)} of {comm.size} ranks ({listed}{more})")
-    return result
-
-
-def _error_kind(e: BaseException) -> str:
-    """The error table's kind of an exception caught by _on_every_rank."""
-    if isinstance(e, MotesError):
-        return getattr(e, "kind", "internal")
-    if isinstance(e, FileNotFoundError):
-        return "not_found"
-    if isinstance(e, OSError):
-        return "io"
-    return "usage"  # ValueError, TypeError: the arguments
 
 
 def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = None, where: Optional[str] = None,
@@ -842,7 +441,7 @@ def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = N
     ``quality`` < 1 reads a level-of-detail preview (the particles of ``ds.query(quality=q)``).
     Part files are read by ranks spread over the communicator and the rows sent to the
     ranks that asked for them."""
-    handle = _comm_handle(comm)
+    handle = comm_handle(comm)
 
     def prepare():
         spec = _selection(where, box, quality, fraction, threads)  # checked as a query's
@@ -861,17 +460,10 @@ def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = N
         req.columns = ds._columns(columns, step, species)
         return ds._species(step, species)["path"], req
 
-    src, req = _on_every_rank(comm, prepare, f"opening '{os.fspath(path)}' for a parallel read")
+    src, req = on_every_rank(comm, prepare, f"opening '{os.fspath(path)}' for a parallel read")
     with storage_errors(path, "cannot read"):
         cols = _core.read_partition(handle, src, req)
     return Table({n: cols[n] for n in req.columns})
-
-
-_WRITE_OPTIONS = ("leaf_size", "lod_count", "treelet_size", "threads", "sync", "compression")
-_PARALLEL_OPTIONS = ("aggregation", "target_bytes", "best_axis", "overfull", "lock_timeout")
-Writer.__doc__ = Writer.__doc__.rstrip() + "\n" + _defaults.options_doc(_WRITE_OPTIONS + _PARALLEL_OPTIONS)
-write.__doc__ = write.__doc__.rstrip() + "\n" + _defaults.options_doc(
-    _WRITE_OPTIONS + tuple(o for o in _PARALLEL_OPTIONS if o != "overfull"))
 
 
 def open(path: Union[str, os.PathLike]) -> Dataset:  # noqa: A001 - mirrors builtins.open on purpose

@@ -33,7 +33,8 @@ import numpy as np
 
 from . import _args, _core
 from ._core import UsageError
-from .dataset import BoxLike, Dataset, Quality, _box, _on_every_rank, _selection
+from ._support import on_every_rank
+from .dataset import BoxLike, Dataset, Quality, _box, _selection
 from .dataset import open as _open
 
 __all__ = ["count", "stats", "histogram", "parts", "Part"]
@@ -401,7 +402,7 @@ def _plan(path, comm, where, box, step, species, stage):
             if comm.Get_rank() == 0 else None
         return ds, plan
 
-    ds, plan = _on_every_rank(comm, prepare, stage)
+    ds, plan = on_every_rank(comm, prepare, stage)
     plan = comm.bcast(plan, root=0)
     return ds, _shares(plan, comm.Get_size())[comm.Get_rank()]
 
@@ -425,7 +426,7 @@ def count(path: Union[str, os.PathLike], comm: Any, where: Optional[str] = None,
     of ``comm``: the same number on every rank. ``threads``: each rank's query threads
     (default: the core's)."""
     ds, mine = _plan(path, comm, where, box, step, species, f"planning a count of '{os.fspath(path)}'")
-    local = _on_every_rank(comm, lambda: sum(_part_count(ds, u, where, box, quality, threads) for u in mine),
+    local = on_every_rank(comm, lambda: sum(_part_count(ds, u, where, box, quality, threads) for u in mine),
                            "counting")
     return int(sum(comm.allgather(local)))
 
@@ -442,7 +443,7 @@ def stats(path: Union[str, os.PathLike], comm: Any, column: str, where: Optional
         ds._columns([name], step, species)  # an unknown column fails on every rank, parts or not
         return _combine_stats([_part_stats(ds, u, name, where, box, quality, threads) for u in mine])
 
-    return _combine_stats(comm.allgather(_on_every_rank(comm, local, f"computing stats of '{column}'")))
+    return _combine_stats(comm.allgather(on_every_rank(comm, local, f"computing stats of '{column}'")))
 
 
 def histogram(path: Union[str, os.PathLike], comm: Any, x: str, y: Optional[str] = None, *,
@@ -459,7 +460,7 @@ def histogram(path: Union[str, os.PathLike], comm: Any, x: str, y: Optional[str]
         ds._columns(axes + ([] if weights is None else [_args.text("weights", weights)]), step, species)
         return axes, nbins, given
 
-    axes, nbins, given = _on_every_rank(comm, check, "checking the histogram's arguments")
+    axes, nbins, given = on_every_rank(comm, check, "checking the histogram's arguments")
     found: List[Optional[Dict[str, Any]]] = [None] * len(axes)
     if any(r is None for r in given):
         def local_ranges():
@@ -467,7 +468,7 @@ def histogram(path: Union[str, os.PathLike], comm: Any, x: str, y: Optional[str]
                     _combine_stats([_part_stats(ds, u, a, where, box, quality, threads) for u in mine])
                     for a, r in zip(axes, given)]
 
-        every = comm.allgather(_on_every_rank(comm, local_ranges, "finding the histogram's range"))
+        every = comm.allgather(on_every_rank(comm, local_ranges, "finding the histogram's range"))
         found = [None if given[i] is not None else _combine_stats([e[i] for e in every]) for i in builtins.range(len(axes))]
     ranges = _resolve_ranges(given, found)
 
@@ -478,7 +479,7 @@ def histogram(path: Union[str, os.PathLike], comm: Any, x: str, y: Optional[str]
             h += np.asarray(_part_histogram(ds, u, axes, nbins, ranges, weights, where, box, quality, threads)).reshape(shape)
         return h
 
-    h = _sum_arrays(comm, _on_every_rank(comm, local_histogram, "computing the histogram"))
+    h = _sum_arrays(comm, on_every_rank(comm, local_histogram, "computing the histogram"))
     if weights is None:
         h = h.astype(np.int64)
     edges = [np.linspace(lo, hi, n + 1) for (lo, hi), n in zip(ranges, nbins)]

@@ -21,7 +21,7 @@ step once. ``steps=`` and ``step=`` together are refused.
 
 What the analyses return across steps:
 
-* :func:`query`: one :class:`~motes.dataset.Table` with a leading ``step`` column (int64),
+* :func:`query`: one :class:`~motes.table.Table` with a leading ``step`` column (int64),
   then the columns of a single-step query, the rows of each step in step order (the same
   rows, in the same order, as ``ds.query(..., step=k)``); ``counters`` summed over steps.
 * :func:`count`: a Table (time series) with ``step`` (int64), ``time`` (float64) and
@@ -205,7 +205,7 @@ def query(ds, steps: Any, step: Optional[int] = None, *, columns: Any = None, sp
           timeout: Optional[float] = None, **kw) -> Any:
     """``ds.query(..., steps=steps)``: one Table, a leading ``step`` column then ``columns``
     (default: those of the first step selected), the rows of each step in step order."""
-    from .dataset import Table
+    from .table import Table
 
     ks = _selected(ds, steps, species, step)
     names = _columns_of(ds, ks, species, columns)
@@ -227,7 +227,7 @@ def query_batches(ds, steps: Any, step: Optional[int] = None, *, columns: Any = 
                   species: Optional[str] = None, timeout: Optional[float] = None, **kw) -> Iterator[Any]:
     """Like :func:`query`, yielding tables of at most ``batch_size`` rows (each from one step,
     with the ``step`` column), step after step: bounded memory."""
-    from .dataset import Table
+    from .table import Table
 
     ks = _selected(ds, steps, species, step)
     names = _columns_of(ds, ks, species, columns)
@@ -247,7 +247,7 @@ def query_batches(ds, steps: Any, step: Optional[int] = None, *, columns: Any = 
 
 
 def _series(ds, ks: List[int], values: Dict[str, Any]):
-    from .dataset import Table
+    from .table import Table
 
     cols = {"step": np.asarray(ks, dtype=np.int64),
             "time": np.asarray([ds.step(k).time for k in ks], dtype=np.float64)}

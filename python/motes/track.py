@@ -49,7 +49,7 @@ class Track:
 
     @property
     def table(self):
-        from .dataset import Table
+        from .table import Table
 
         s, i = np.nonzero(self.present)
         cols = {"step": np.asarray(self.steps, dtype=np.int64)[s], "id": self.ids[i]}

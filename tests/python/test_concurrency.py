@@ -157,7 +157,7 @@ def test_a_failed_first_write_never_deletes_a_dataset_another_writer_wrote(tmp_p
         def close(self):
             pass
 
-    monkeypatch.setattr(motes.dataset, "_Progress", Meddler)
+    monkeypatch.setattr(motes.writer, "Progress", Meddler)
     bad = cols(1000, 1)
     bad["y"][-1] = np.nan
     with pytest.raises(motes.UsageError, match="NaN"):

@@ -110,7 +110,7 @@ def test_write_killed_midway_leaves_earlier_steps_intact(tmp_path):
             if stage == "columns" and done >= 1:
                 os._exit(17)   # the process dies in the middle of writing step 1
         core = motes._core.DatasetCore.open({str(path)!r})
-        core.append_step(1, 1.0, {{}}, [("particles", motes.dataset._column_tuples(cols, None, None))],
+        core.append_step(1, 1.0, {{}}, [("particles", motes.writer._column_tuples(cols, None, None))],
                             progress=die)
     """)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)

@@ -19,7 +19,7 @@ def _empty_table(ds, names, step, species, steps=None):
     import numpy as np
 
     dtypes = {c.name: c.dtype for c in ds.schema(step if steps is None else steps[0], species)}
-    from ..dataset import Table
+    from ..table import Table
 
     head = {} if steps is None else {"step": np.empty(0, dtype=np.int64)}
     return Table({**head, **{n: np.empty(0, dtype=dtypes[n]) for n in names}})

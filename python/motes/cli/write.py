@@ -66,7 +66,7 @@ def _next_step(path: str) -> int:
 
 
 def _write(args, inp: Input, source: str) -> int:
-    from ..dataset import write
+    from ..writer import write
 
     cols = inp.columns
     index = dict(getattr(args, "index", None) or [])

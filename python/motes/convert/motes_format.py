@@ -24,7 +24,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 import numpy as np
 
 from .._core import UsageError
-from ..dataset import Dataset, Writer
+from ..dataset import Dataset
+from ..writer import Writer
 from .base import DEFAULT_CHUNK_ROWS, Chunk, LazyFields, Species, Step
 
 # Step attributes under this key carry species-level metadata (openPMD record constants,

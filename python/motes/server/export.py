@@ -12,7 +12,7 @@ import numpy as np
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..dataset import Table
+from ..table import Table
 from ..dtypes import numpy_dtype
 from .cells import quality
 from .config import EXPORT_BATCH_ROWS, Limits

@@ -1,0 +1,284 @@
+"""Writing: motes.write and motes.Writer (one step or a time series, serial or collective
+over MPI ranks, with fields), and the core's WriteOptions of their arguments."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _args, _core, _defaults
+from ._core import MotesError, UsageError
+from ._support import Progress, comm_handle, on_every_rank, storage_method
+from .dtypes import column_array
+
+ColumnsLike = Mapping[str, np.ndarray]
+
+
+def _column_tuples(columns: ColumnsLike, index: Optional[Mapping[str, str]], units: Optional[Mapping[str, str]],
+                   error_bounds: Optional[Mapping[str, float]] = None):
+    if not isinstance(columns, Mapping) or not columns:
+        raise UsageError("columns must be a non-empty mapping of name -> 1-D numpy array")
+    index = dict(index or {})
+    units = dict(units or {})
+    bounds = _args.error_bounds(error_bounds)
+    for name in list(index) + list(units) + list(bounds):
+        if name not in columns:
+            raise UsageError(f"index/unit/error bound given for unknown column '{name}' (columns: {', '.join(columns)})")
+    return [(str(name), column_array(str(name), values), index.get(name, "auto"), units.get(name, ""),
+             bounds.get(name, 0.0)) for name, values in columns.items()]
+
+
+def _write_options(leaf_size=None, lod_count=None, treelet_size=None, threads=None, sync=None, compression=None,
+                   ids=None, tails=None):
+    """The core's WriteOptions of a writer's arguments, checked; what is None keeps the core's default."""
+    o = _core.WriteOptions()
+    if tails is not None:  # True: the default; False: none; a number: the share per side; names: those columns
+        if isinstance(tails, bool):
+            o.tail_fraction = o.tail_fraction if tails else 0.0
+        elif isinstance(tails, (int, float, np.integer, np.floating)):
+            o.tail_fraction = _args.number("tails", tails)
+        else:
+            o.tail_columns = _args.names("tails", tails)
+    if ids is not None:  # True: the default ("auto"); False: no id index; a name: that column
+        if isinstance(ids, bool):
+            o.id_column = "auto" if ids else ""
+        else:
+            o.id_column = _args.text("ids", ids)
+    for name, value in (("leaf_size", leaf_size), ("lod_count", lod_count), ("treelet_size", treelet_size)):
+        if value is not None:
+            setattr(o.layout, name, _args.integer(name, value, 1, _args.UINT32[1]))
+    if threads is not None:
+        o.layout.threads = _args.threads(threads)
+    if sync is not None:
+        o.sync = bool(sync)
+    if compression is not None:
+        o.compression = _args.compression(compression)
+    return o
+
+
+class Writer:
+    """Appends steps to a dataset (created when absent). Earlier steps are never rewritten.
+
+    >>> with motes.Writer("run.motes") as w:
+    ...     w.write_step(0, {"electrons": cols_e, "ions": cols_i}, time=0.0)
+
+    With ``comm`` (an mpi4py communicator) every rank of it calls :meth:`write_step` with its
+    own particles (the same species and columns everywhere, any counts, zero included); the
+    step is aggregated into a few spatially coherent part files (``aggregation``: "adaptive"
+    or the "aug" uniform-grid baseline; ``target_bytes`` per file, 0 = automatic) and
+    published once all are written. Errors are raised on every rank.
+
+    ``ids`` names the particle id column that gets an id index (tracking, :meth:`Dataset.track`):
+    by default a 32- or 64-bit integer column named ``id``; ``False`` builds none (lossless
+    files only: ``compression="none"`` builds none either).
+
+    ``tails`` chooses the columns with a tail index, the exact rows of their extreme values
+    (queries such as ``energy > t`` that select a tail are answered from it): by default every
+    column but ``x``, ``y``, ``z`` and the id column, with about 0.5% of the values beyond each
+    of two limits; a number in (0, 0.25] sets that share, a list of names the columns, and
+    ``False`` builds none (lossless files only).
+
+    One writer at a time per dataset: each step is written under the dataset's lock, against
+    the manifest on disk. When another process or handle holds the lock, the writer waits up
+    to ``lock_timeout`` seconds (default: the ``MOTES_LOCK_TIMEOUT`` environment variable,
+    else 0), then raises ``UsageError`` naming the holder.
+    """
+
+    def __init__(self, path: Union[str, os.PathLike], *, leaf_size: Optional[int] = None,
+                 lod_count: Optional[int] = None, treelet_size: Optional[int] = None, threads: Optional[int] = None,
+                 sync: Optional[bool] = None, progress: bool = False, comm: Any = None,
+                 aggregation: Optional[str] = None, target_bytes: Optional[int] = None,
+                 best_axis: Optional[bool] = None, overfull: Optional[float] = None,
+                 lock_timeout: Optional[float] = None, compression: Optional[str] = None,
+                 ids: Union[bool, str, None] = None, tails: Union[bool, float, Sequence[str], None] = None):
+        self.path = _args.path(path)
+        self._core = None  # created with the first step, once its columns passed validation
+        self._options = _write_options(leaf_size, lod_count, treelet_size, threads, sync, compression, ids, tails)
+        self._lock_timeout = None if lock_timeout is None else _args.number("lock_timeout", lock_timeout)
+        self._progress = progress
+        self._comm = None if comm is None else comm_handle(comm)
+        self._comm_obj = comm
+        # The parallel write's settings given (the rest: the core's ParallelWriteOptions).
+        self._aggregation: Dict[str, Any] = {}
+        if aggregation is not None:
+            self._aggregation["method"] = _args.member("aggregation", _core.AggregationMethod, aggregation)
+        if target_bytes is not None:
+            self._aggregation["target_bytes"] = _args.integer("target_bytes", target_bytes, *_args.UINT64)
+        if best_axis is not None:
+            self._aggregation["best_axis"] = bool(best_axis)
+        if overfull is not None:
+            if not _args.number("overfull", overfull) >= 1.0:
+                raise UsageError(f"overfull must be >= 1, got {overfull}")
+            self._aggregation["overfull"] = float(overfull)
+
+    def _parallel_options(self):
+        """The core's ParallelWriteOptions of this writer (its defaults read now: lock_timeout's
+        comes from the environment)."""
+        o = _core.ParallelWriteOptions()
+        o.write = self._options
+        for name, value in self._aggregation.items():
+            if name == "method":
+                o.method = value
+            else:
+                setattr(o.aggregation, name, value)
+        if self._lock_timeout is not None:
+            o.lock_timeout = self._lock_timeout
+        return o
+
+    @storage_method("cannot write the step")
+    def write_step(self, step: int, species: Union[ColumnsLike, Mapping[str, ColumnsLike], None], *,
+                   time: float = 0.0, attributes: Optional[Mapping[str, Any]] = None,
+                   index: Optional[Mapping[str, str]] = None, units: Optional[Mapping[str, str]] = None,
+                   species_name: str = "particles", error_bounds: Optional[Mapping[str, float]] = None,
+                   fields: Optional[Mapping[str, Any]] = None) -> List[dict]:
+        """Writes one step. ``species`` maps species name -> columns, or is the columns of one species
+        (named ``species_name``). ``index`` maps column -> "auto" | "none" | "quantile".
+        ``error_bounds`` maps column -> the largest absolute difference allowed between a value
+        given and the value stored (error-bounded lossy storage; others are stored exactly).
+        ``fields`` maps field name -> :class:`motes.Field` (grids stored in HZ order beside the
+        particles; ``species`` may then be None for a step of fields only).
+        Returns one summary dict per species (sizes, timings, per-column ranges), then one per
+        field; a parallel writer returns its report instead (parts, balance, phase timings; the
+        same on every rank)."""
+        def prepare():
+            if species is None:
+                groups = {}
+            elif isinstance(species, Mapping) and species and all(isinstance(v, Mapping) for v in species.values()):
+                groups = species
+            else:
+                groups = {species_name: species}
+            payload = [(_args.text("species name", name), _column_tuples(cols, index, units, error_bounds))
+                       for name, cols in groups.items()]
+            return payload, _args.attributes("step attributes", attributes), _args.step(step), \
+                _args.number("step time", time)
+
+        payload, attrs, step, time = on_every_rank(self._comm_obj, prepare, f"checking the columns of step {step}")
+        from .field_file import field_tuple
+
+        if self._comm is not None:
+            from .field_blocks import split_fields
+
+            whole, blocks = split_fields(self._comm_obj, fields)  # whole grids on rank 0; every rank's blocks
+            return _core.write_step_parallel(self._comm, self.path, step, time, attrs, payload,
+                                             self._parallel_options(), fields=whole, field_blocks=blocks).to_dict()
+
+        if fields is not None and not isinstance(fields, Mapping):
+            raise UsageError(f"fields must map names to motes.Field, got {type(fields).__name__}")
+        field_payload = [field_tuple(_args.text("field name", n), f) for n, f in (fields or {}).items()]
+        bar = Progress(self._progress, f"step {step}")
+        with self._writing():
+            try:
+                summaries, field_summaries = self._core.append_step(step, time, attrs, payload, self._options,
+                                                                    progress=bar.callback(), fields=field_payload)
+            finally:
+                bar.close()
+            return [s.to_dict() for s in summaries] + [
+                {"field": name, "file_bytes": f.file_bytes, "data_bytes": f.data_bytes, "stored_bytes": f.stored_bytes,
+                 "bitmask": f.bitmask, "ranges": f.ranges}
+                for (name, *_), f in zip(field_payload, field_summaries)]
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """Opens (or creates) the dataset for a write; when the write fails in a dataset this
+        writer created and no step was ever published there, removes it again (under the lock,
+        so a dataset another process has written to in the meantime is kept)."""
+        if self._core is None:
+            self._core = _core.DatasetCore.create(self.path, lock_timeout=self._lock_timeout)
+        try:
+            yield
+        except BaseException:
+            core = self._core
+            if core.created:
+                self._core = None
+                try:
+                    core.remove_if_unused()
+                except (MotesError, OSError):
+                    pass
+            raise
+
+    @storage_method("cannot write the step")
+    def write_step_chunks(self, step: int, species: Mapping[str, Iterable[ColumnsLike]], *, time: float = 0.0,
+                          attributes: Optional[Mapping[str, Any]] = None, index: Optional[Mapping[str, str]] = None,
+                          units: Optional[Mapping[str, Mapping[str, str]]] = None,
+                          fields: Optional[Mapping[str, Any]] = None) -> List[dict]:
+        """Writes one step from streams of column chunks, in bounded memory: ``species`` maps
+        each species name to an iterable of column mappings (all with the same columns), and
+        every non-empty chunk becomes one part file behind the species' step index. Use chunks
+        of a million rows or more: queries prune within a part, and skip whole parts only
+        where their bounds allow. ``units`` maps species -> column -> unit text; ``fields``
+        maps names to :class:`motes.Field` (each written whole). The step appears only when
+        every chunk is written; on any error nothing is published."""
+        from .field_file import field_tuple
+
+        if self._comm is not None:
+            raise UsageError("write_step_chunks is serial; parallel writers use write_step")
+        attrs = _args.attributes("step attributes", attributes)
+        step, time = _args.step(step), _args.number("step time", time)
+        fields = dict(fields or {})
+        if not isinstance(species, Mapping) or not (species or fields):
+            raise UsageError("species must be a mapping of name -> iterable of column chunks (non-empty unless "
+                             "fields are given)")
+        names = [_args.text("species name", name) for name in species]
+        field_names = [_args.text("field name", name) for name in fields]
+        units = dict(units or {})
+        with self._writing():
+            parted = self._core.begin_parted_step(step, time, attrs, names, self._options, fields=field_names)
+            try:
+                summaries = []
+                for name, chunks in species.items():
+                    for chunk in chunks:
+                        summaries.append(parted.add_part(name, _column_tuples(chunk, index, units.get(name))).to_dict())
+                for name, f in fields.items():
+                    s = parted.add_field(field_tuple(name, f))
+                    summaries.append({"field": name, "file_bytes": s.file_bytes, "stored_bytes": s.stored_bytes})
+                parted.commit()
+            finally:
+                parted.close()  # releases the lock; an uncommitted step's files are removed
+            return summaries
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> "Writer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str, ColumnsLike], None], *,
+          step: int = 0,
+          time: float = 0.0, species: str = "particles", attributes: Optional[Mapping[str, Any]] = None,
+          index: Optional[Mapping[str, str]] = None, units: Optional[Mapping[str, str]] = None,
+          leaf_size: Optional[int] = None, lod_count: Optional[int] = None, treelet_size: Optional[int] = None,
+          threads: Optional[int] = None, sync: Optional[bool] = None, progress: bool = False, comm: Any = None,
+          aggregation: Optional[str] = None, target_bytes: Optional[int] = None, best_axis: Optional[bool] = None,
+          lock_timeout: Optional[float] = None, compression: Optional[str] = None,
+          error_bounds: Optional[Mapping[str, float]] = None, fields: Optional[Mapping[str, Any]] = None,
+          ids: Union[bool, str, None] = None, tails: Union[bool, float, Sequence[str], None] = None):
+    """Writes one step of particles into the dataset directory ``path`` (created when absent).
+
+    ``columns`` maps names to equal-length 1-D numpy arrays and must hold ``x``, ``y``, ``z``
+    (float32/float64); or it maps species names to such mappings. Arrays are read in place.
+    Values are stored compressed and exactly (``compression="lossless"``) or as they are
+    (``"none"``); ``error_bounds`` allows an absolute error per column instead.
+    With ``comm`` (mpi4py), a collective write of every rank's columns (see :class:`Writer`);
+    ``ids`` and ``tails`` choose the value indexes (see :class:`Writer`).
+    ``fields`` maps names to :class:`motes.Field` grids written with the step (``columns``
+    may then be None: a step of fields only).
+    """
+    w = Writer(path, leaf_size=leaf_size, lod_count=lod_count, treelet_size=treelet_size, threads=threads,
+               sync=sync, progress=progress, comm=comm, aggregation=aggregation, target_bytes=target_bytes,
+               best_axis=best_axis, lock_timeout=lock_timeout, compression=compression, ids=ids, tails=tails)
+    return w.write_step(step, columns, time=time, attributes=attributes, index=index, units=units,
+                        species_name=species, error_bounds=error_bounds, fields=fields)
+
+
+_WRITE_OPTIONS = ("leaf_size", "lod_count", "treelet_size", "threads", "sync", "compression")
+_PARALLEL_OPTIONS = ("aggregation", "target_bytes", "best_axis", "overfull", "lock_timeout")
+Writer.__doc__ = Writer.__doc__.rstrip() + "\n" + _defaults.options_doc(_WRITE_OPTIONS + _PARALLEL_OPTIONS)
+write.__doc__ = write.__doc__.rstrip() + "\n" + _defaults.options_doc(
+    _WRITE_OPTIONS + tuple(o for o in _PARALLEL_OPTIONS if o != "overfull"))
