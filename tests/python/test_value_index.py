@@ -245,3 +245,18 @@ def test_value_indexes_in_part_files(tmp_path):
         table = ds.query(where)
         assert np.array_equal(rows_of(table), numpy_rows(cols, mask)), where
         assert table.counters[counter] == table.counters["parts_read"] == 3
+
+
+def test_tail_of_an_error_bounded_column_holds_the_stored_values(tmp_path):
+    """A column stored within an error bound gets a tail index of its stored values: a
+    threshold query equals numpy on the values read back."""
+    rng = np.random.default_rng(9)
+    cols = columns(rng, 20_000)
+    motes.write(tmp_path / "lossy.motes", cols, sync=False, error_bounds={"e": 1e-3})
+    ds = motes.open(tmp_path / "lossy.motes")
+    stored = ds.query(columns=["e", "row"])
+    t = float(np.quantile(stored["e"], 0.999))
+    table = ds.query(f"e > {t!r}")
+    assert table.counters["tail_index_parts"] == 1
+    assert np.array_equal(rows_of(table), np.sort(stored["row"][stored["e"] > t]))
+    ds.verify()
