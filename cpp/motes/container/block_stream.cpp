@@ -44,6 +44,12 @@ class Cache {
     std::lock_guard lock(m_);
     return map_.count(Key{stream, block}) != 0;
   }
+  // Which of `blocks` of `stream` are not held (one lock for all of them).
+  void missing(uint64_t stream, const std::vector<uint64_t>& blocks, std::vector<uint64_t>& out) {
+    std::lock_guard lock(m_);
+    for (uint64_t b : blocks)
+      if (!map_.count(Key{stream, b})) out.push_back(b);
+  }
   std::shared_ptr<const DecodedBlock> find(uint64_t stream, uint64_t block) {
     std::lock_guard lock(m_);
     auto it = map_.find(Key{stream, block});
@@ -287,16 +293,15 @@ void BlockStream::blocks_of(uint64_t start, uint64_t n, std::vector<uint64_t>& b
 }
 
 void BlockStream::block_ranges(std::vector<uint64_t>& blocks, std::vector<ByteRange>& out) const {
-  std::sort(blocks.begin(), blocks.end());
+  if (!std::is_sorted(blocks.begin(), blocks.end())) std::sort(blocks.begin(), blocks.end());
   blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
-  for (uint64_t b : blocks) {
-    if (b >= block_count()) continue;
-    if (!coded_) {
-      const uint64_t first = b * per_block_;
-      out.push_back({offset_ + first * type_.size, values_in(b) * type_.size});
-    } else if (!cache().contains(id_, b)) {
-      out.push_back({blocks_[b].offset, blocks_[b].stored});  // decoded already: no read
-    }
+  while (!blocks.empty() && blocks.back() >= block_count()) blocks.pop_back();
+  if (!coded_) {
+    for (uint64_t b : blocks) out.push_back({offset_ + b * per_block_ * type_.size, values_in(b) * type_.size});
+  } else {
+    std::vector<uint64_t> to_read;  // blocks decoded already need no read
+    cache().missing(id_, blocks, to_read);
+    for (uint64_t b : to_read) out.push_back({blocks_[b].offset, blocks_[b].stored});
   }
   if (codes_ && coded_) {
     std::vector<uint64_t> same = blocks;

@@ -74,31 +74,37 @@ void Selection::visit(size_t column, uint64_t row_begin, uint64_t row_end, unsig
       // inside them (most, for a filtered result) need no call into the reader.
       const T* held = nullptr;
       uint64_t held_first = 0, held_last = 0;
-      uint32_t held_part = UINT32_MAX;
+      uint32_t part = UINT32_MAX;  // the part of the segments being visited, and its values
+      const T* from_base = nullptr;
+      const BlockStream* s = nullptr;
       for (size_t k = segment_of(a), k1 = segment_of(b - 1) + 1; k < k1; ++k) {
-        uint64_t r0 = std::max(offsets_[k], a), r1 = std::min(offsets_[k + 1], b);
+        const uint64_t r0 = std::max(offsets_[k], a), r1 = std::min(offsets_[k + 1], b), m = r1 - r0;
         const uint64_t first = segments_[k].start + (r0 - offsets_[k]);
-        const T* from_base = reinterpret_cast<const T*>(base[part_of_[k]]);
+        if (part_of_[k] != part) {
+          part = part_of_[k];
+          from_base = reinterpret_cast<const T*>(base[part]);
+          s = stream[part];
+          held = nullptr, held_first = held_last = 0;
+        }
         const T* from;
         if (from_base) {
           from = from_base + first;
-        } else if (held && part_of_[k] == held_part && first >= held_first && first + (r1 - r0) <= held_last) {
+          if (m < 16 && k + 8 < k1 && part_of_[k + 8] == part)
+            __builtin_prefetch(from_base + segments_[k + 8].start);  // scattered rows: hide the misses
+        } else if (first - held_first < held_last - held_first && first + m <= held_last) {  // held is null: an empty range
           from = held + (first - held_first);
         } else {
-          const BlockStream& s = *stream[part_of_[k]];
-          const uint64_t per = s.per_block(), block_first = first / per * per;
-          if (first + (r1 - r0) <= block_first + per) {  // inside one block: hold the whole block
-            const uint64_t block_n = std::min(per, s.count() - block_first);
-            held = reader.values<T>(s, block_first, block_n);
-            held_first = block_first, held_last = block_first + block_n, held_part = part_of_[k];
+          const uint64_t per = s->per_block(), block_first = first / per * per;
+          if (first + m <= block_first + per) {  // inside one block: hold the whole block
+            const uint64_t block_n = std::min(per, s->count() - block_first);
+            held = reader.values<T>(*s, block_first, block_n);
+            held_first = block_first, held_last = block_first + block_n;
             from = held + (first - held_first);
           } else {
-            held = nullptr;
-            from = reader.values<T>(s, first, r1 - r0);
+            held = nullptr, held_first = held_last = 0;
+            from = reader.values<T>(*s, first, m);
           }
         }
-        if (r1 - r0 < 16 && from_base && k + 8 < k1 && part_of_[k + 8] == part_of_[k])
-          __builtin_prefetch(from_base + segments_[k + 8].start);  // scattered rows: hide the misses
         emit(from, r0, r1);
       }
     });
