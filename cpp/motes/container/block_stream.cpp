@@ -40,10 +40,6 @@ class Cache {
     std::lock_guard lock(m_);
     return used_ + bytes <= limit_;
   }
-  bool contains(uint64_t stream, uint64_t block) {
-    std::lock_guard lock(m_);
-    return map_.count(Key{stream, block}) != 0;
-  }
   // Which of `blocks` of `stream` are not held (one lock for all of them).
   void missing(uint64_t stream, const std::vector<uint64_t>& blocks, std::vector<uint64_t>& out) {
     std::lock_guard lock(m_);

@@ -120,20 +120,11 @@ class CodeLookup {
 
 template <class T>
 void compute_edges(ColumnPlan& p) {
-  const ColumnView& c = *p.view;
-  uint64_t n = c.count;
-  uint64_t s = std::min<uint64_t>(n, 1 << 16);
-  std::vector<double> sample;
-  sample.reserve(s);
-  for (uint64_t k = 0; k < s; ++k) {
-    double v = double(value_at<T>(c, k * n / s));
-    if (!std::isnan(v)) sample.push_back(v);
-  }
-  std::sort(sample.begin(), sample.end());
+  const std::vector<T> sample = sorted_sample<T>(*p.view, 1 << 16);
   p.edges.assign(spec::kQuantileBins + 1, 0.0);
   if (sample.empty()) return;
   for (uint32_t b = 0; b <= spec::kQuantileBins; ++b)
-    p.edges[b] = sample[std::min<size_t>(sample.size() - 1, size_t(b) * sample.size() / spec::kQuantileBins)];
+    p.edges[b] = double(sample[std::min<size_t>(sample.size() - 1, size_t(b) * sample.size() / spec::kQuantileBins)]);
   p.edges[0] = p.gmin;
   p.edges[spec::kQuantileBins] = p.gmax;
 }

@@ -3,7 +3,9 @@
 // caller's arrays, the running per-node index, quantile codes, and the stored blocks.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,6 +45,24 @@ struct ColumnPlan {
   size_t run_cursor = 0;  // next run (by start) not yet complete
   std::unique_ptr<TailCollector> tail;  // the column's tail index on its way, or null
 };
+
+// Up to `most` of the column's values, evenly spaced over its rows, NaN left out, sorted:
+// what quantile edges and tail limits are chosen on.
+template <class T>
+std::vector<T> sorted_sample(const ColumnView& c, uint64_t most) {
+  const uint64_t n = c.count, s = std::min<uint64_t>(n, most);
+  std::vector<T> out;
+  out.reserve(s);
+  for (uint64_t k = 0; k < s; ++k) {
+    const T v = c.at<T>(k * n / s);
+    if constexpr (std::is_floating_point_v<T>) {
+      if (v != v) continue;
+    }
+    out.push_back(v);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 // Global min/max and NaN count of the column (threads: parallel scan).
 void scan_column(ColumnPlan& p, unsigned threads);

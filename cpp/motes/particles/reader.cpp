@@ -412,7 +412,7 @@ void ParticleFile::open_tail_index(uint32_t column, int values, int rows, int bo
   if (table_[size_t(values)].storage != container::kBlocks || table_[size_t(rows)].storage != container::kBlocks)
     fail("the tail index" + col + " is not stored as coded blocks");
   // The bounds section first: it gives the entry count the block tables are checked against.
-  const std::string b = section(size_t(bounds), 40 + (count_ / spec::kIdBlockValues + 1) * 16);
+  const std::string b = section(size_t(bounds), spec::kTailBoundsHead + (count_ / spec::kIdBlockValues + 1) * 16);
   uint64_t counts[2] = {0, 0};
   if (b.size() >= 16) std::memcpy(counts, b.data(), 16);
   if (counts[0] > count_ || counts[1] > count_ - counts[0]) fail("the tail index" + col + " counts more entries than particles");

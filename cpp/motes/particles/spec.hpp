@@ -60,7 +60,10 @@ inline constexpr bool is_bulk(uint32_t kind) {
   return kind == kColumn || kind == kQuantileCodes || kind == kIdKeys || kind == kIdRows || kind == kTailValues || kind == kTailRows;
 }
 inline constexpr uint32_t kIdBlockValues = 4096;  // entries per block of the id and tail indexes
-inline constexpr double kDefaultTailFraction = 0.005;  // values beyond each limit of a tail index
+inline constexpr double kDefaultTailFraction = 0.005;
+// The tail bounds section: u64 low count, u64 high count, u32 flags, u32 zero, 8 B low limit,
+// 8 B high limit; then 16 B of fences per block of kIdBlockValues entries.
+inline constexpr uint32_t kTailBoundsHead = 40;  // values beyond each limit of a tail index
 
 // Values per block in format 2 (ParticleArea::block_values): the unit of coded blocks and
 // of block checksums of every bulk section, so block b covers the same rows in all of them.

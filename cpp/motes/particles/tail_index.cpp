@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "motes/core/errors.hpp"
+#include "motes/particles/column_writer.hpp"
 #include "motes/particles/id_index.hpp"
 #include "motes/particles/spec.hpp"
 
@@ -14,7 +15,7 @@ namespace motes {
 
 namespace {
 
-constexpr uint32_t kBoundsHead = 40;  // u64 low count, u64 high count, u32 flags, u32 zero, 8 B low limit, 8 B high limit
+constexpr uint32_t kBoundsHead = spec::kTailBoundsHead;
 constexpr uint32_t kLowValid = 1, kHighValid = 2;
 
 template <class T>
@@ -153,20 +154,8 @@ std::unique_ptr<TailCollector> make_tail_collector(const ColumnView& c, double f
   return dispatch_dtype(c.spec.dtype, [&](auto zero) -> std::unique_ptr<TailCollector> {
     using T = decltype(zero);
     // Limits from an even sample of the caller's array (as the quantile edges are chosen).
-    const uint64_t s = std::min<uint64_t>(n, 1 << 16);
-    std::vector<T> sample;
-    sample.reserve(s);
-    const char* base = static_cast<const char*>(c.data);
-    for (uint64_t k = 0; k < s; ++k) {
-      T v;
-      std::memcpy(&v, base + int64_t(k * n / s) * c.stride(), sizeof(T));
-      if constexpr (std::is_floating_point_v<T>) {
-        if (std::isnan(v)) continue;
-      }
-      sample.push_back(v);
-    }
+    const std::vector<T> sample = sorted_sample<T>(c, 1 << 16);
     if (sample.empty()) return nullptr;
-    std::sort(sample.begin(), sample.end());
     const size_t k = std::min(sample.size() - 1, size_t(fraction * double(sample.size())));
     const T lo = sample[k], hi = sample[sample.size() - 1 - k];
     if (!(lo < hi)) return nullptr;  // too few distinct values for two disjoint sides
