@@ -285,6 +285,13 @@ void bind_options(nb::module_& m) {
       .ro("level_count", &motes::WriteSummary::level_count, "")
       .ro("layout_seconds", &motes::WriteSummary::layout_seconds, "")
       .ro("write_seconds", &motes::WriteSummary::write_seconds, "")
+      .computed("phases",
+                [](const motes::WriteSummary& s) {
+                  nb::dict d;
+                  for (const auto& [name, t] : s.phases.seconds) d[nb::str(name.c_str())] = t;
+                  return d;
+                },
+                "wall seconds of each phase, in the order they ran (layout steps prefixed 'layout ')")
       .ro("columns", &motes::WriteSummary::columns, "ColumnSummary per column")
       .ro("bounds", &motes::WriteSummary::bounds, "Box of the positions", false)
       .ro("header_checksum", &motes::WriteSummary::header_checksum, "pins the whole file", false)

@@ -339,3 +339,29 @@ TEST_P(FormatBoth, QuantileCodesAgreeWithTheSpecFunction) {
       ASSERT_EQ(codes[i], spec::quantile_code(values[i], c.edges.data())) << name << " at " << i << " value " << values[i];
   }
 }
+
+TEST(Format, FastBitmapBinsAgreeWithTheSpecFunction) {
+  // The writer's bins (a multiply corrected by thresholds) must be the spec's bins exactly:
+  // the pruner computes a query constant's bin with spec::bitmap_bin.
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const double ranges[][2] = {{0, 1}, {-1, 1}, {-3.7e-5, 2.9e-5}, {1e300, 1.7e308}, {-1.7e308, 1.7e308}, {0, 5e-324},
+                              {1, std::nextafter(1.0, 2.0)}, {-123456789, 987654321}, {0.1, 0.7}, {-INFINITY, 1},
+                              {3, 3}, {2, 1}};
+  for (const auto& r : ranges) {
+    const double lo = r[0], hi = r[1];
+    const spec::BitmapBins fast(lo, hi);
+    std::vector<double> probes = {lo, hi, -INFINITY, INFINITY, 0.0, -0.0, std::nextafter(lo, -INFINITY), std::nextafter(hi, INFINITY)};
+    for (int k = 0; k < 20000; ++k) probes.push_back(lo + (hi - lo) * unit(rng));
+    for (uint32_t b = 0; b <= spec::kBitmapBins; ++b) {  // around every bin border
+      const double t = lo + (hi - lo) * (double(b) / spec::kBitmapBins);
+      double v = t;
+      for (int s = 0; s < 8; ++s) v = std::nextafter(v, -INFINITY);
+      for (int s = 0; s < 16; ++s, v = std::nextafter(v, INFINITY)) probes.push_back(v);
+    }
+    for (double v : probes) {
+      if (std::isnan(v)) continue;
+      ASSERT_EQ(fast(v), spec::bitmap_bin(v, lo, hi)) << "value " << v << " in [" << lo << ", " << hi << "]";
+    }
+  }
+}

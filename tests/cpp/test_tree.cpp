@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "motes/particles/layout/builder.hpp"
+#include "motes/particles/layout/radix_sort.hpp"
 #include "motes/particles/layout/tree.hpp"
 #include "test_util.hpp"
 
@@ -134,4 +135,25 @@ TEST(Builder, IdenticalPositionsStillSplit) {
   Layout l = build_layout(view("x", x), view("y", y), view("z", z), o);
   for (const TreeNode& n : l.nodes)
     if (n.is_leaf()) EXPECT_LE(n.own_count, 100u);
+}
+
+TEST(Builder, KeySortIsAStableSortOfTheHighBits) {
+  std::mt19937_64 rng(5);
+  for (uint64_t n : {0ull, 1ull, 1000ull, 70000ull, 300001ull}) {
+    for (int shape = 0; shape < 3; ++shape) {
+      BigVector<uint64_t> keys(n);
+      for (uint64_t i = 0; i < n; ++i) {
+        // shape 0: any high bits; 1: few distinct (long runs of ties); 2: one digit everywhere but the top
+        const uint64_t hi = shape == 0 ? rng() >> 32 : shape == 1 ? rng() % 7 : (rng() % 3) << 29;
+        keys[i] = hi << 32 | (rng() & 0xffffffff);
+      }
+      std::vector<uint64_t> want(keys.begin(), keys.end());
+      std::stable_sort(want.begin(), want.end(), [](uint64_t a, uint64_t b) { return a >> 32 < b >> 32; });
+      for (unsigned threads : {1u, 2u, 3u}) {
+        BigVector<uint64_t> got = keys;
+        sort_by_high_bits(got, threads);
+        ASSERT_TRUE(std::equal(got.begin(), got.end(), want.begin(), want.end())) << n << " keys, shape " << shape << ", " << threads << " threads";
+      }
+    }
+  }
 }

@@ -99,7 +99,9 @@ def test_write_uses_the_options_given(tmp_path):
 def test_results_keep_their_dict_form(tmp_path):
     [s] = motes.write(tmp_path / "d.motes", cols(), **SMALL)
     assert list(s) == ["particle_count", "file_bytes", "data_bytes", "stored_bytes", "node_count", "level_count",
-                       "layout_seconds", "write_seconds", "columns"]
+                       "layout_seconds", "write_seconds", "phases", "columns"]
+    assert list(s["phases"])[:2] == ["quantize", "layout bounds"] and "columns" in s["phases"]
+    assert all(t >= 0 for t in s["phases"].values())
     assert s["columns"][3] == {"name": "e", "dtype": "f32", "index": s["columns"][3]["index"],
                                "min": s["columns"][3]["min"], "max": s["columns"][3]["max"], "nan_count": 0}
     assert s["columns"][3]["index"] in ("none", "quantile")

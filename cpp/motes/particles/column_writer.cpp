@@ -105,14 +105,14 @@ class CodeLookup {
     double t = (v - lo_) * scale_;
     uint32_t cell = t >= 0 ? (t < double(kCells) ? uint32_t(t) : kCells - 1) : 0;  // NaN lands in cell 0
     uint32_t r = first_[cell];
-    if (r > 0 && !(edges_[r] <= v)) return spec::quantile_code(v, edges_);
-    for (int steps = 0; r < spec::kQuantileBins - 1 && edges_[r + 1] <= v; ++r)
-      if (++steps > 4) return spec::quantile_code(v, edges_);
-    return uint8_t(r);
+    r += (r < spec::kQuantileBins - 1) & (edges_[r + 1] <= v);  // a cell holds one edge at most, mostly
+    if ((r == 0 || edges_[r] <= v) && (r == spec::kQuantileBins - 1 || v < edges_[r + 1])) [[likely]]
+      return uint8_t(r);
+    return spec::quantile_code(v, edges_);  // NaN, and cells that hold several edges
   }
 
  private:
-  static constexpr uint32_t kCells = 4096;
+  static constexpr uint32_t kCells = 16384;
   const double* edges_;
   double lo_, scale_;
   uint8_t first_[kCells];
@@ -216,9 +216,8 @@ void store_block(StreamOut& s, codec::ValueType type, const void* data, uint64_t
 }
 
 template <class T>
-void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<uint32_t>& runs_by_start, uint32_t block_values,
+void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<Run>& runs_by_start, uint32_t block_values,
                  uint64_t b0, uint64_t b1, RawWriter& out) {
-  const Levels& lv = layout.levels;
   const uint64_t n = p.view->count;
   T* own_min = reinterpret_cast<T*>(p.node_min.data());
   T* own_max = reinterpret_cast<T*>(p.node_max.data());
@@ -232,13 +231,14 @@ void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<uint32_t
   if (quantile) codes.resize(block_values), code_of = std::make_unique<CodeLookup>(p.edges, p.gmin, p.gmax);
   const codec::ValueType type = codec::value_type(uint8_t(p.view->spec.dtype));
   const codec::ValueType code_type = codec::value_type(uint8_t(DType::u8));
+  const spec::BitmapBins bin_of(p.gmin, p.gmax);
   for (uint64_t b = b0; b < b1; ++b) {
     const uint64_t cb = b * block_values, ce = std::min(n, cb + block_values), len = ce - cb;
     gather<T>(*p.view, layout, cb, len, buf.data());
     if (p.tail) p.tail->add(buf.data(), cb, len);
     // Runs are disjoint and sorted by start: walk those overlapping [cb, ce).
     while (p.run_cursor < runs_by_start.size()) {
-      const Run& r = lv.runs[runs_by_start[p.run_cursor]];
+      const Run& r = runs_by_start[p.run_cursor];
       if (r.start >= ce) break;
       uint64_t rb = std::max<uint64_t>(r.start, cb), re = std::min<uint64_t>(r.start + r.count, ce);
       uint32_t node = r.node;
@@ -253,7 +253,7 @@ void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<uint32_t
         if (!any) mn = mx = v, any = true;
         mn = std::min(mn, v);
         mx = std::max(mx, v);
-        bits |= 1u << spec::bitmap_bin(double(v), p.gmin, p.gmax);
+        bits |= 1u << bin_of(double(v));
       }
       own_min[node] = mn, own_max[node] = mx, own_any[node] = any, own_bits[node] = bits;
       if (r.start + r.count <= ce) ++p.run_cursor; else break;
@@ -334,7 +334,7 @@ void choose_codecs(ColumnPlan& p, const Layout& layout, uint32_t block_values, b
   dispatch_dtype(p.view->spec.dtype, [&](auto v) { choose_typed<decltype(v)>(p, layout, block_values, lossless, zstd_level); });
 }
 
-void write_blocks(ColumnPlan& p, const Layout& layout, const std::vector<uint32_t>& runs_by_start, uint32_t block_values,
+void write_blocks(ColumnPlan& p, const Layout& layout, const std::vector<Run>& runs_by_start, uint32_t block_values,
                   uint64_t b0, uint64_t b1, RawWriter& out) {
   if (p.node_min.empty()) {
     const size_t nodes = layout.nodes.size();

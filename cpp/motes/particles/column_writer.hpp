@@ -83,7 +83,7 @@ struct RawWriter {
   virtual void write_at(const void* data, size_t n, uint64_t offset) = 0;
   virtual ~RawWriter() = default;
 };
-void write_blocks(ColumnPlan& p, const Layout& layout, const std::vector<uint32_t>& runs_by_start,
+void write_blocks(ColumnPlan& p, const Layout& layout, const std::vector<Run>& runs_by_start,
                   uint32_t block_values, uint64_t b0, uint64_t b1, RawWriter& out);
 // After the last block: subtree ranges and bitmaps (children into parents).
 void finish_node_index(ColumnPlan& p, const Layout& layout);

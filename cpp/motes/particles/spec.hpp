@@ -4,6 +4,7 @@
 #pragma once
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -143,6 +144,51 @@ inline uint32_t bitmap_bin(double v, double lo, double hi) {
   if (!(t > 0)) return 0;  // also NaN
   return t >= double(kBitmapBins - 1) ? kBitmapBins - 1 : uint32_t(t);
 }
+
+// bitmap_bin for one (lo, hi) and millions of values, without a division: a multiply gives
+// the bin or a neighbour, and the exact thresholds of bitmap_bin (found once by bisection
+// over the doubles, so the two cannot disagree) correct it. Not for NaN.
+class BitmapBins {
+ public:
+  BitmapBins(double lo, double hi) : lo_(lo) {
+    scale_ = hi > lo && std::isfinite(hi - lo) ? double(kBitmapBins) / (hi - lo) : 0.0;
+    first_[0] = -INFINITY;
+    for (uint32_t b = 1; b <= kBitmapBins; ++b) first_[b] = NAN;  // bins no value reaches: never taken
+    if (!(hi > lo)) return;
+    // Doubles in order as unsigned keys: the smallest v with bitmap_bin(v) >= b, per b.
+    auto key = [](double v) {
+      uint64_t k;
+      std::memcpy(&k, &v, 8);
+      return k >> 63 ? ~k : k | (uint64_t(1) << 63);
+    };
+    auto value = [](uint64_t k) {
+      k = k >> 63 ? k & ~(uint64_t(1) << 63) : ~k;
+      double v;
+      std::memcpy(&v, &k, 8);
+      return v;
+    };
+    for (uint32_t b = 1; b < kBitmapBins; ++b) {
+      uint64_t a = key(lo), z = key(hi);  // bin(lo) = 0 < b <= bin(hi) = 31
+      if (bitmap_bin(hi, lo, hi) < b) break;
+      while (a + 1 < z) {
+        const uint64_t m = a + (z - a) / 2;
+        (bitmap_bin(value(m), lo, hi) >= b ? z : a) = m;
+      }
+      first_[b] = value(z);
+    }
+  }
+  uint32_t operator()(double v) const {
+    const double t = (v - lo_) * scale_;
+    uint32_t b = t > 0 ? (t < double(kBitmapBins - 1) ? uint32_t(t) : kBitmapBins - 1) : 0;
+    b += v >= first_[b + 1];
+    b -= v < first_[b];
+    return b;
+  }
+
+ private:
+  double lo_, scale_;
+  double first_[kBitmapBins + 1];  // first_[b]: the smallest value in bin b or above
+};
 
 // The quantile code of v: how many interior edges edges[1..255] are <= v; monotone in v.
 // (Branch-free binary search: the largest k in [0, 255] with k == 0 or edges[k] <= v.)

@@ -160,6 +160,8 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
                                  const WriteOptions& options) {
   validate_columns(given);
   unsigned threads = options.layout.threads ? options.layout.threads : default_threads();
+  WriteSummary summary;
+  Phases& phases = summary.phases;
   // Error-bounded columns are moved to their grids first: the layout, the index and the
   // codecs then see the values as they will be stored (queries are exact on those).
   std::vector<ColumnView> columns = given;
@@ -209,11 +211,13 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   };
   auto t0 = Clock::now();
   progress("layout", 0, 1);
+  phases.lap("quantize");
   Layout layout = build_layout(find("x"), find("y"), find("z"), options.layout);
   progress("layout", 1, 1);
   const uint64_t n = columns[0].count;
-  WriteSummary summary;
   summary.layout_seconds = seconds_since(t0);
+  phases.merge(layout.phases, "layout ");
+  phases.restart();
   auto t1 = Clock::now();
 
   std::vector<ColumnPlan> plans(columns.size());
@@ -255,6 +259,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
     if (p.index == IndexKind::quantile) compute_quantile_edges(p);
     choose_codecs(p, layout, bv, lossless, options.zstd_level);
   });
+  phases.lap("scan and plan");
 
   // Raw streams first, page aligned, in schema order (read in place); coded blocks follow,
   // window by window (the first rows of every column before the next rows of any).
@@ -272,10 +277,10 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
 
   AtomicFile file(path, options.sync);
   FileRawWriter raw_out(file);
-  std::vector<uint32_t> runs_by_start(layout.levels.runs.size());
-  for (uint32_t i = 0; i < runs_by_start.size(); ++i) runs_by_start[i] = i;
-  std::sort(runs_by_start.begin(), runs_by_start.end(),
-            [&](uint32_t a, uint32_t b) { return layout.levels.runs[a].start < layout.levels.runs[b].start; });
+  // The runs in file order, copied: the column passes walk them in order (indexes into
+  // the node-ordered runs would miss the cache once per run).
+  std::vector<Run> runs_by_start = layout.levels.runs;
+  std::sort(runs_by_start.begin(), runs_by_start.end(), [](const Run& a, const Run& b) { return a.start < b.start; });
   const uint64_t blocks = (n + bv - 1) / bv;
   const uint64_t window = std::max<uint64_t>(1, (uint64_t(1) << 20) / bv);  // about a million rows per window
   progress("columns", 0, blocks);
@@ -294,6 +299,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
       }
     progress("columns", w1, blocks);
   }
+  phases.lap("columns");
   // The id index (2.1): the id column's values sorted with their file positions, after the columns.
   std::optional<IdIndexSections> ids;
   if (const int ic = id_column_of(columns, options); ic >= 0 && lossless && n > 0) {
@@ -307,6 +313,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
     }
     progress("id index", 1, 1);
   }
+  phases.lap("id index");
   // Tail indexes (2.2), column by column.
   std::vector<TailIndexSections> tails;
   for (uint32_t i = 0; i < plans.size(); ++i) {
@@ -321,6 +328,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
     }
     tails.push_back(std::move(*t));
   }
+  phases.lap("tail indexes");
   offset = spec::align_up(offset, 8);
   for (ColumnPlan& p : plans) finish_node_index(p, layout);
 
@@ -383,6 +391,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   const container::Header h =
       meta.write(file, spec::kMagic, spec::kVersionMajor,
                  !tails.empty() ? spec::kVersionMinor : ids ? spec::kIdVersionMinor : spec::kPlainVersionMinor, &area, sizeof area);
+  phases.lap("metadata and sync");
 
   summary.particle_count = n;
   summary.file_bytes = h.file_size;

@@ -10,6 +10,7 @@
 
 #include "motes/particles/layout/builder.hpp"
 #include "motes/particles/spec.hpp"
+#include "motes/core/phases.hpp"
 #include "motes/core/types.hpp"
 
 namespace motes {
@@ -52,6 +53,7 @@ struct WriteSummary {
   Box bounds{};
   std::vector<ColumnSummary> columns;
   double layout_seconds = 0, write_seconds = 0;
+  Phases phases;  // wall time of each phase (layout steps prefixed "layout ")
   uint64_t header_checksum = 0;  // pins the whole file (the header covers every checksum)
 };
 

@@ -1,6 +1,7 @@
 #include "motes/particles/layout/builder.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <boost/sort/sort.hpp>
 #include <cmath>
 #include <limits>
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "motes/core/parallel.hpp"
+#include "motes/particles/layout/radix_sort.hpp"
 
 namespace motes {
 
@@ -45,12 +47,20 @@ constexpr uint32_t kMaxLod = 1024;  // LOD points per inner node, at most
 
 // Index order that makes every prefix of a leaf an evenly spread sample of it
 // (bit reversal of positions along the space-filling order).
+inline uint32_t reverse_bits(uint32_t v) {
+  v = (v >> 1 & 0x55555555u) | (v & 0x55555555u) << 1;
+  v = (v >> 2 & 0x33333333u) | (v & 0x33333333u) << 2;
+  v = (v >> 4 & 0x0f0f0f0fu) | (v & 0x0f0f0f0fu) << 4;
+  return __builtin_bswap32(v);
+}
 void append_stratified(const uint64_t* rows, uint32_t n, std::vector<uint64_t>& out) {
-  uint32_t bits = 0;
-  while ((uint64_t(1) << bits) < n) ++bits;
+  if (n <= 1) {
+    out.insert(out.end(), rows, rows + n);
+    return;
+  }
+  const int bits = 32 - std::countl_zero(n - 1);  // 2^bits >= n
   for (uint64_t i = 0; i < (uint64_t(1) << bits); ++i) {
-    uint64_t r = 0;
-    for (uint32_t b = 0; b < bits; ++b) r |= ((i >> b) & 1) << (bits - 1 - b);
+    const uint32_t r = reverse_bits(uint32_t(i)) >> (32 - bits);
     if (r < n) out.push_back(rows[r]);
   }
 }
@@ -116,11 +126,11 @@ class TreeletBuilder {
   P* pos_[2][3] = {};
   P* select_ = nullptr;
 
-  // The value of rank n/2 of v[0, n), exactly. Floyd-Rivest style: a sorted sample
-  // brackets the median, one branch-free pass keeps only the values between the
-  // brackets, and selection runs on those few; a missed bracket falls back to a
-  // selection over everything.
-  P select_median(const P* v, uint64_t n) {
+  // The value of rank n/2 of v[0, n), exactly, and how many values are below it and equal
+  // to it. Floyd-Rivest style: a sorted sample brackets the median, one branch-free pass
+  // keeps only the values between the brackets (and counts those below), and selection and
+  // counting run on those few; a missed bracket falls back to a selection over everything.
+  P select_median(const P* v, uint64_t n, uint64_t& less, uint64_t& equal) {
     const uint64_t want = n / 2;
     if (n >= 4096) {
       constexpr uint32_t kSample = 1024, kBand = 48;
@@ -137,12 +147,18 @@ class TreeletBuilder {
       }
       if (want >= below && want < below + kept) {
         std::nth_element(select_, select_ + (want - below), select_ + kept);
-        return select_[want - below];
+        const P median = select_[want - below];
+        less = below, equal = 0;  // values outside [low, high] are outside the median's ties
+        for (uint64_t i = 0; i < kept; ++i) less += select_[i] < median, equal += select_[i] == median;
+        return median;
       }
     }
     std::copy(v, v + n, select_);
     std::nth_element(select_, select_ + want, select_ + n);
-    return select_[want];
+    const P median = select_[want];
+    less = equal = 0;
+    for (uint64_t i = 0; i < n; ++i) less += v[i] < median, equal += v[i] == median;
+    return median;
   }
 
   void split(uint64_t lo, uint64_t hi, int s, const P* blo, const P* bhi) {
@@ -159,7 +175,8 @@ class TreeletBuilder {
     for (int a = 1; a < 3; ++a)
       if (bhi[a] - blo[a] > bhi[axis] - blo[axis]) axis = a;
     const P* v = pos_[s][axis];
-    const P median = select_median(v + lo, n);
+    uint64_t less, equal;
+    const P median = select_median(v + lo, n, less, equal);
 
     // K stratified LOD points leave; the rest splits at the median, ties filling the left half.
     // Loops run between the picks, without branches on the data.
@@ -167,8 +184,6 @@ class TreeletBuilder {
     uint64_t picks[kMaxLod + 1];
     for (uint32_t j = 0; j < k; ++j) picks[j] = (2 * uint64_t(j) + 1) * n / (2 * k);
     picks[k] = n;
-    uint64_t less = 0, equal = 0;
-    for (uint64_t i = lo; i < hi; ++i) less += v[i] < median, equal += v[i] == median;
     for (uint32_t j = 0; j < k; ++j) less -= v[lo + picks[j]] < median, equal -= v[lo + picks[j]] == median;
     const uint64_t m = n - k, target = m / 2;
     uint64_t left = less >= target ? less : std::min(target, less + equal);
@@ -355,14 +370,20 @@ void build_tree(BigVector<Key>& keys, const LayoutOptions& options, unsigned thr
                 const ColumnView& y, const ColumnView& z, Layout& out, BigVector<uint64_t>& own_rows,
                 std::vector<uint64_t>& own_offset) {
   const uint64_t n = keys.size();
-  sort_keys(keys, threads);
+  if constexpr (std::is_same_v<Key, uint64_t>)
+    sort_by_high_bits(keys, threads);  // code above row, rows ascending: sorting the code bits sorts all
+  else
+    sort_keys(keys, threads);
+  out.phases.lap("sort");
   ShallowBuilder<Key> shallow(keys, options);
   int root = shallow.build(0, n, 63);
+  out.phases.lap("shallow tree");
   Coordinate coords[3] = {Coordinate(x), Coordinate(y), Coordinate(z)};
   std::vector<TreeletBuilder<P>> treelets(shallow.tasks.size(), TreeletBuilder<P>(options, coords));
   parallel_for(shallow.tasks.size(), threads, [&](uint64_t t) {
     treelets[t].build([&](std::vector<uint64_t>& rows) { shallow.treelet_rows(shallow.nodes[shallow.tasks[t]], rows); });
   });
+  out.phases.lap("treelets");
   if constexpr (std::is_same_v<Key, uint64_t>) {
     own_rows.swap(keys);  // the keys' pages are touched already: reuse them
     own_rows.clear();
@@ -394,6 +415,7 @@ void build_tree(BigVector<Key>& keys, const LayoutOptions& options, unsigned thr
     self(self, sn.right);
   };
   emit(emit, root);
+  out.phases.lap("splice");
 }
 
 }  // namespace
@@ -423,6 +445,7 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
   unsigned threads = options.threads ? options.threads : default_threads();
   uint64_t n = x.count;
   Layout out;
+  out.phases.restart();
   for (int a = 0; a < 3; ++a) {
     double lo = 0, hi = 0;
     if (axes[a]->spec.dtype == DType::f32)
@@ -432,6 +455,7 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
     out.bounds.lo[a] = n ? lo : 0.0;
     out.bounds.hi[a] = n ? hi : 0.0;
   }
+  out.phases.lap("bounds");
 
   BigVector<uint64_t> codes(n, 0);
   for (int a = 0; a < 3; ++a) {
@@ -441,6 +465,7 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
     else
       add_morton_axis<double>(*axes[a], out.bounds.lo[a], out.bounds.hi[a], shift, codes, threads);
   }
+  out.phases.lap("morton codes");
   const bool f32 = x.spec.dtype == DType::f32 && y.spec.dtype == DType::f32 && z.spec.dtype == DType::f32;
   BigVector<uint64_t> own_rows;
   std::vector<uint64_t> own_offset;
@@ -472,6 +497,7 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
       }
     }
   });
+  out.phases.lap("file order");
   return out;
 }
 

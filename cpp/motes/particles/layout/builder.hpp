@@ -8,6 +8,7 @@
 #include "motes/particles/layout/tree.hpp"
 #include "motes/core/types.hpp"
 #include "motes/core/memory.hpp"
+#include "motes/core/phases.hpp"
 
 namespace motes {
 
@@ -23,6 +24,7 @@ struct Layout {
   Levels levels;
   BigVector<uint64_t> order;  // file position -> input row
   Box bounds;                   // of the positions
+  Phases phases;                // wall time of each step of the build
 };
 
 // Validates options (UsageError naming the bad one).

@@ -1,0 +1,128 @@
+// Profiling driver: writes one particle file from columns saved as .npy files (the
+// column's name is the file's stem), repeated, and prints the writer's phase table (best
+// of the repeats per phase) and CPU time per particle. Built with -DMOTES_BUILD_DRIVERS=ON
+// (CMAKE_BUILD_TYPE=RelWithDebInfo for symbols), for perf without Python in the profile:
+//
+//   python -c "import motes.synth as s, numpy as np; [np.save(f'/tmp/cols/{k}.npy', v) for k, v in s.vpic(10_000_000).items()]"
+//   build/prof/motes_write_driver /tmp/out.mpf 3 /tmp/cols/{x,y,z,ux,uy,uz,energy,q}.npy
+//   perf record -g build/prof/motes_write_driver /tmp/out.mpf 1 /tmp/cols/*.npy
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "motes/particles/writer.hpp"
+
+namespace {
+
+// Column memory as numpy allocates it: large arrays advised to use transparent huge pages
+// (without them every random gather also misses the TLB, and a profile misleads).
+struct Array {
+  std::string name;
+  motes::DType dtype;
+  std::unique_ptr<char, decltype(&std::free)> bytes{nullptr, &std::free};
+  uint64_t count = 0;
+  void allocate(size_t n) {
+    constexpr size_t kHuge = size_t(1) << 21;
+    bytes.reset(static_cast<char*>(std::aligned_alloc(kHuge, (n + kHuge - 1) / kHuge * kHuge)));
+    if (!bytes) throw std::bad_alloc();
+    madvise(bytes.get(), n, MADV_HUGEPAGE);
+  }
+};
+
+// A 1-d, little-endian, C-order .npy file (what numpy.save writes for a column).
+Array load_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  char magic[8];
+  in.read(magic, 8);
+  if (std::memcmp(magic, "\x93NUMPY", 6) != 0) throw std::runtime_error(path + ": not a .npy file");
+  uint32_t header_len = 0;
+  if (magic[6] == 1) {
+    uint16_t h;
+    in.read(reinterpret_cast<char*>(&h), 2);
+    header_len = h;
+  } else {
+    in.read(reinterpret_cast<char*>(&header_len), 4);
+  }
+  std::string header(header_len, '\0');
+  in.read(header.data(), header_len);
+  static const std::map<std::string, motes::DType> kinds = {
+      {"<f4", motes::DType::f32}, {"<f8", motes::DType::f64}, {"<i4", motes::DType::i32}, {"<i8", motes::DType::i64},
+      {"<u4", motes::DType::u32}, {"<u8", motes::DType::u64}, {"|u1", motes::DType::u8}, {"|i1", motes::DType::i8}};
+  Array a;
+  const size_t d = header.find("'descr': '");
+  if (d == std::string::npos || header.find("'fortran_order': False") == std::string::npos)
+    throw std::runtime_error(path + ": unsupported .npy header " + header);
+  const std::string descr = header.substr(d + 10, 3);
+  if (!kinds.count(descr)) throw std::runtime_error(path + ": unsupported dtype " + descr);
+  a.dtype = kinds.at(descr);
+  const size_t s = header.find("'shape': (");
+  a.count = std::stoull(header.substr(s + 10));
+  const size_t size = a.count * motes::dtype_size(a.dtype);
+  a.allocate(size);
+  in.read(a.bytes.get(), int64_t(size));
+  if (!in) throw std::runtime_error(path + ": truncated");
+  std::string stem = path.substr(path.find_last_of('/') + 1);
+  a.name = stem.substr(0, stem.rfind('.'));
+  return a;
+}
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr, "usage: %s OUT_FILE REPEATS COLUMN.npy...\n", argv[0]);
+    return 2;
+  }
+  try {
+    std::vector<Array> arrays;
+    for (int i = 3; i < argc; ++i) arrays.push_back(load_npy(argv[i]));
+    std::vector<motes::ColumnView> columns;
+    for (const Array& a : arrays) {
+      motes::ColumnView v;
+      v.spec.name = a.name;
+      v.spec.dtype = a.dtype;
+      v.data = a.bytes.get();
+      v.count = a.count;
+      columns.push_back(v);
+    }
+    const int repeats = std::stoi(argv[2]);
+    std::vector<std::pair<std::string, double>> best;
+    double best_total = 1e300, best_cpu = 1e300;
+    for (int r = 0; r < repeats; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const double c0 = cpu_seconds();
+      motes::WriteSummary s = motes::write_particle_file(argv[1], columns);
+      best_cpu = std::min(best_cpu, cpu_seconds() - c0);
+      best_total = std::min(best_total, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      if (best.empty()) best = s.phases.seconds;
+      for (size_t k = 0; k < best.size() && k < s.phases.seconds.size(); ++k)
+        best[k].second = std::min(best[k].second, s.phases.seconds[k].second);
+    }
+    const double n = double(columns.empty() ? 0 : columns[0].count);
+    for (const auto& [name, t] : best) std::printf("%-26s %8.3f s\n", name.c_str(), t);
+    std::printf("%-26s %8.3f s (best of %d), %.0f ns CPU per particle\n", "total", best_total, repeats, 1e9 * best_cpu / n);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
