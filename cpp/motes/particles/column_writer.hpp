@@ -27,6 +27,8 @@ struct StreamOut {
   std::vector<StoredBlock> blocks;  // coded streams: offset, size, checksum of every block
   std::string window;               // coded streams: this window's stored blocks, back to back
   std::vector<size_t> window_blocks;  // block numbers in `window`, in order
+  std::string previous;               // the window before, while the writer places it
+  std::vector<size_t> previous_blocks;
 };
 
 struct ColumnPlan {
