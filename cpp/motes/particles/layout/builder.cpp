@@ -53,21 +53,24 @@ inline uint32_t reverse_bits(uint32_t v) {
   v = (v >> 4 & 0x0f0f0f0fu) | (v & 0x0f0f0f0fu) << 4;
   return __builtin_bswap32(v);
 }
-void append_stratified(const uint64_t* rows, uint32_t n, std::vector<uint64_t>& out) {
+template <class RowOf>
+void append_stratified(uint32_t n, RowOf&& row_of, std::vector<uint64_t>& out) {
   if (n <= 1) {
-    out.insert(out.end(), rows, rows + n);
+    if (n) out.push_back(row_of(0));
     return;
   }
   const int bits = 32 - std::countl_zero(n - 1);  // 2^bits >= n
   for (uint64_t i = 0; i < (uint64_t(1) << bits); ++i) {
     const uint32_t r = reverse_bits(uint32_t(i)) >> (32 - bits);
-    if (r < n) out.push_back(rows[r]);
+    if (r < n) out.push_back(row_of(r));
   }
 }
 
 // Builds one treelet: a median-split k-d tree over points kept in space-filling
 // order (partitions are stable), each inner node taking K stratified LOD points.
-// Points move between two buffers, one level to the next (no copying back).
+// A point is its three coordinates and its index among the treelet's rows, side by
+// side, so a partition moves one record; points move between two buffers, one level
+// to the next (no copying back).
 template <class P>
 class TreeletBuilder {
  public:
@@ -80,20 +83,25 @@ class TreeletBuilder {
   template <class Fill>
   void build(Fill&& fill) {
     Scratch& w = scratch();
-    fill(w.rows[0]);
-    const uint64_t n = w.rows[0].size();
-    w.rows[1].resize(n);
-    rows_[0] = w.rows[0].data(), rows_[1] = w.rows[1].data();
+    fill(w.rows);
+    const uint64_t n = w.rows.size();
+    if (n > UINT32_MAX)  // 2^32 points in one cell of the finest Morton grid
+      throw UsageError("more than 2^32 particles share one position cell; the layout cannot split them");
+    rows_ = w.rows.data();
+    for (auto& b : w.points) b.resize(n);
+    points_[0] = w.points[0].data(), points_[1] = w.points[1].data();
     P lo[3], hi[3];
-    for (int a = 0; a < 3; ++a) {
-      for (int b = 0; b < 2; ++b) w.pos[b][a].resize(n), pos_[b][a] = w.pos[b][a].data();
-      lo[a] = std::numeric_limits<P>::max(), hi[a] = std::numeric_limits<P>::lowest();
-      for (uint64_t i = 0; i < n; ++i) {
-        if (i + 64 < n) axes_[a].prefetch(rows_[0][i + 64]);
-        P v = P(axes_[a][rows_[0][i]]);
-        pos_[0][a][i] = v;
+    for (int a = 0; a < 3; ++a) lo[a] = std::numeric_limits<P>::max(), hi[a] = std::numeric_limits<P>::lowest();
+    for (uint64_t i = 0; i < n; ++i) {
+      if (i + 32 < n)
+        for (int a = 0; a < 3; ++a) axes_[a].prefetch(rows_[i + 32]);
+      Point& pt = points_[0][i];
+      for (int a = 0; a < 3; ++a) {
+        const P v = P(axes_[a][rows_[i]]);
+        pt.c[a] = v;
         lo[a] = std::min(lo[a], v), hi[a] = std::max(hi[a], v);
       }
+      pt.index = uint32_t(i);
     }
     w.select.resize(n);
     select_ = w.select.data();
@@ -108,11 +116,16 @@ class TreeletBuilder {
   }
 
  private:
+  struct Point {
+    P c[3];
+    uint32_t index;  // into rows_
+  };
   // Working buffers, kept per thread from one treelet to the next: fresh memory
   // for every treelet would cost a page fault (and a cleared page) per 4 KiB.
   struct Scratch {
-    std::vector<uint64_t> rows[2];
-    std::vector<P> pos[2][3], select;
+    std::vector<uint64_t> rows;
+    std::vector<Point> points[2];
+    std::vector<P> select;
   };
   static Scratch& scratch() {
     static thread_local Scratch s;
@@ -122,25 +135,27 @@ class TreeletBuilder {
 
   const LayoutOptions* opt_;
   const Coordinate* axes_;
-  uint64_t* rows_[2] = {};
-  P* pos_[2][3] = {};
+  const uint64_t* rows_ = nullptr;
+  Point* points_[2] = {};
   P* select_ = nullptr;
 
-  // The value of rank n/2 of v[0, n), exactly, and how many values are below it and equal
-  // to it. Floyd-Rivest style: a sorted sample brackets the median, one branch-free pass
-  // keeps only the values between the brackets (and counts those below), and selection and
-  // counting run on those few; a missed bracket falls back to a selection over everything.
-  P select_median(const P* v, uint64_t n, uint64_t& less, uint64_t& equal) {
+  // The value of rank n/2 of the points' coordinate `axis`, exactly, and how many values
+  // are below it and equal to it. Floyd-Rivest style: a sorted sample brackets the median,
+  // one branch-free pass keeps only the values between the brackets (and counts those
+  // below), and selection and counting run on those few; a missed bracket falls back to a
+  // selection over everything.
+  P select_median(const Point* pts, uint64_t n, int axis, uint64_t& less, uint64_t& equal) {
     const uint64_t want = n / 2;
-    if (n >= 4096) {
-      constexpr uint32_t kSample = 1024, kBand = 48;
-      P sample[kSample];
-      for (uint32_t i = 0; i < kSample; ++i) sample[i] = v[(2 * uint64_t(i) + 1) * n / (2 * kSample)];
-      std::sort(sample, sample + kSample);
-      const P low = sample[kSample / 2 - kBand], high = sample[kSample / 2 + kBand];
+    if (n >= 1024) {
+      // The band is about 3 standard deviations of the sample median's rank either side.
+      const uint32_t samples = n >= 4096 ? 1024 : 256, band = n >= 4096 ? 48 : 24;
+      P sample[1024];
+      for (uint32_t i = 0; i < samples; ++i) sample[i] = pts[(2 * uint64_t(i) + 1) * n / (2 * samples)].c[axis];
+      std::sort(sample, sample + samples);
+      const P low = sample[samples / 2 - band], high = sample[samples / 2 + band];
       uint64_t below = 0, kept = 0;
       for (uint64_t i = 0; i < n; ++i) {
-        const P x = v[i];
+        const P x = pts[i].c[axis];
         below += x < low;
         select_[kept] = x;
         kept += (x >= low) & (x <= high);
@@ -153,11 +168,11 @@ class TreeletBuilder {
         return median;
       }
     }
-    std::copy(v, v + n, select_);
+    for (uint64_t i = 0; i < n; ++i) select_[i] = pts[i].c[axis];
     std::nth_element(select_, select_ + want, select_ + n);
     const P median = select_[want];
     less = equal = 0;
-    for (uint64_t i = 0; i < n; ++i) less += v[i] < median, equal += v[i] == median;
+    for (uint64_t i = 0; i < n; ++i) less += pts[i].c[axis] < median, equal += pts[i].c[axis] == median;
     return median;
   }
 
@@ -165,18 +180,17 @@ class TreeletBuilder {
     const uint64_t n = hi - lo;
     const uint32_t id = uint32_t(nodes.size());
     nodes.push_back(TreeNode{});
-    const uint64_t* rows = rows_[s];
+    const Point* in = points_[s] + lo;
     if (n <= opt_->leaf_size) {
       nodes[id].own_count = uint32_t(n);
-      append_stratified(rows + lo, uint32_t(n), own);
+      append_stratified(uint32_t(n), [&](uint32_t i) { return rows_[in[i].index]; }, own);
       return;
     }
     int axis = 0;
     for (int a = 1; a < 3; ++a)
       if (bhi[a] - blo[a] > bhi[axis] - blo[axis]) axis = a;
-    const P* v = pos_[s][axis];
     uint64_t less, equal;
-    const P median = select_median(v + lo, n, less, equal);
+    const P median = select_median(in, n, axis, less, equal);
 
     // K stratified LOD points leave; the rest splits at the median, ties filling the left half.
     // Loops run between the picks, without branches on the data.
@@ -184,29 +198,32 @@ class TreeletBuilder {
     uint64_t picks[kMaxLod + 1];
     for (uint32_t j = 0; j < k; ++j) picks[j] = (2 * uint64_t(j) + 1) * n / (2 * k);
     picks[k] = n;
-    for (uint32_t j = 0; j < k; ++j) less -= v[lo + picks[j]] < median, equal -= v[lo + picks[j]] == median;
+    for (uint32_t j = 0; j < k; ++j) less -= in[picks[j]].c[axis] < median, equal -= in[picks[j]].c[axis] == median;
     const uint64_t m = n - k, target = m / 2;
     uint64_t left = less >= target ? less : std::min(target, less + equal);
     const bool by_count = left == 0 || left == m;  // degenerate: split by order alone
     if (by_count) left = target;
     const int d = 1 - s;
-    uint64_t* out_rows = rows_[d] + lo;
-    P* out_pos[3] = {pos_[d][0] + lo, pos_[d][1] + lo, pos_[d][2] + lo};
-    const P* in_pos[3] = {pos_[s][0] + lo, pos_[s][1] + lo, pos_[s][2] + lo};
+    Point* out = points_[d] + lo;
     uint64_t l = 0, r = left, ties = left - std::min(left, less);
     for (uint64_t begin = 0, j = 0; j <= k; begin = picks[j] + 1, ++j) {
-      for (uint64_t i = begin; i < picks[j]; ++i) {
-        const P x = v[lo + i];
-        const bool eq = x == median;
-        const bool to_left = by_count ? l < left : (x < median) | (eq & (ties > 0));
-        ties -= uint64_t(eq & to_left & !by_count);
-        const uint64_t dst = to_left ? l : r;
-        l += to_left;
-        r += !to_left;
-        out_rows[dst] = rows[lo + i];
-        out_pos[0][dst] = in_pos[0][i], out_pos[1][dst] = in_pos[1][i], out_pos[2][dst] = in_pos[2][i];
+      if (by_count) {
+        for (uint64_t i = begin; i < picks[j]; ++i) {
+          const bool to_left = l < left;
+          out[to_left ? l : r] = in[i];
+          l += to_left, r += !to_left;
+        }
+      } else {
+        for (uint64_t i = begin; i < picks[j]; ++i) {
+          const P x = in[i].c[axis];
+          const bool eq = x == median;
+          const bool to_left = (x < median) | (eq & (ties > 0));
+          ties -= uint64_t(eq & to_left);
+          out[to_left ? l : r] = in[i];
+          l += to_left, r += !to_left;
+        }
       }
-      if (j < k) own.push_back(rows[lo + picks[j]]);
+      if (j < k) own.push_back(rows_[in[picks[j]].index]);
     }
     nodes[id].own_count = k;
     P llo[3], lhi[3], rlo[3], rhi[3];
