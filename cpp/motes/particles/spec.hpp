@@ -145,13 +145,16 @@ inline uint32_t bitmap_bin(double v, double lo, double hi) {
   return t >= double(kBitmapBins - 1) ? kBitmapBins - 1 : uint32_t(t);
 }
 
-// bitmap_bin for one (lo, hi) and millions of values, without a division: a multiply gives
-// the bin or a neighbour, and the exact thresholds of bitmap_bin (found once by bisection
-// over the doubles, so the two cannot disagree) correct it. Not for NaN.
+// bitmap_bin for one (lo, hi) and millions of values, without a division: a multiply
+// gives the bin (it is within 1e-14 of bitmap_bin's quotient, so a fraction at least 1e-9
+// from a whole number floors alike); a value that close to a bin border is settled by the
+// exact thresholds of bitmap_bin, found once by bisection over the doubles, so the two
+// cannot disagree.
 class BitmapBins {
  public:
   BitmapBins(double lo, double hi) : lo_(lo) {
-    scale_ = hi > lo && std::isfinite(hi - lo) ? double(kBitmapBins) / (hi - lo) : 0.0;
+    scale_ = hi > lo ? double(kBitmapBins) / (hi - lo) : 0.0;
+    if (!std::isfinite(scale_)) scale_ = 0;  // every value then takes the thresholds
     first_[0] = -INFINITY;
     for (uint32_t b = 1; b <= kBitmapBins; ++b) first_[b] = NAN;  // bins no value reaches: never taken
     if (!(hi > lo)) return;
@@ -178,14 +181,32 @@ class BitmapBins {
     }
   }
   uint32_t operator()(double v) const {
-    const double t = (v - lo_) * scale_;
-    uint32_t b = t > 0 ? (t < double(kBitmapBins - 1) ? uint32_t(t) : kBitmapBins - 1) : 0;
+    const double d = v - lo_;
+    if (!(d > 0)) return 0;  // at or below lo (bitmap_bin's quotient is not positive either), or NaN
+    const double t = d * scale_;
+    if (t >= double(kBitmapBins - 1) + kMargin) return kBitmapBins - 1;
+    if (!(t >= 0) || scale_ == 0) return search(v);  // a range too wide or too narrow for a multiply
+    const uint32_t b = uint32_t(t);
+    const double f = t - double(b);
+    if (f > kMargin && f < 1 - kMargin) [[likely]]
+      return b;
+    return exact(v, b);
+  }
+
+ private:
+  static constexpr double kMargin = 1e-9;
+  // b is the bin or a neighbour: the thresholds on either side settle it.
+  uint32_t exact(double v, uint32_t b) const {
+    b = std::min(b, kBitmapBins - 1);
     b += v >= first_[b + 1];
     b -= v < first_[b];
     return b;
   }
-
- private:
+  uint32_t search(double v) const {
+    uint32_t b = 0;
+    for (uint32_t k = 1; k < kBitmapBins; ++k) b += v >= first_[k];  // unreached bins (NaN) never count
+    return b;
+  }
   double lo_, scale_;
   double first_[kBitmapBins + 1];  // first_[b]: the smallest value in bin b or above
 };
