@@ -151,7 +151,8 @@ TEST(Builder, KeySortIsAStableSortOfTheHighBits) {
       std::stable_sort(want.begin(), want.end(), [](uint64_t a, uint64_t b) { return a >> 32 < b >> 32; });
       for (unsigned threads : {1u, 2u, 3u}) {
         BigVector<uint64_t> got = keys;
-        sort_by_high_bits(got, threads);
+        BigVector<uint64_t> scratch;
+        sort_by_high_bits(got, scratch, threads);
         ASSERT_TRUE(std::equal(got.begin(), got.end(), want.begin(), want.end())) << n << " keys, shape " << shape << ", " << threads << " threads";
       }
     }

@@ -1,12 +1,16 @@
 // Allocation of the builder's large arrays (keys, permutations): 2 MiB aligned and
 // marked for transparent huge pages, so random access into hundreds of megabytes
-// does not stall on page walks and first touch costs far fewer page faults.
+// does not stall on page walks and first touch costs far fewer page faults. resize()
+// leaves new elements of trivial types uninitialised (their users write every element
+// before reading it): zeroing hundreds of megabytes first would be a pass of its own.
 #pragma once
 
 #include <sys/mman.h>
 
 #include <cstdlib>
 #include <new>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace motes {
@@ -36,6 +40,14 @@ struct HugePageAllocator {
     return static_cast<T*>(p);
   }
   void deallocate(T* p, size_t) noexcept { std::free(p); }
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;  // default-initialised: no zeroing
+  }
+  template <class U, class... A>
+  void construct(U* p, A&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(args)...);
+  }
 
   template <class U>
   bool operator==(const HugePageAllocator<U>&) const noexcept { return true; }

@@ -366,7 +366,8 @@ void check_finite_and_bound(const ColumnView& c, const char* axis, unsigned thre
   hi = *std::max_element(his.begin(), his.end());
 }
 
-// Adds one axis' quantised bits into the 63-bit Morton codes.
+// Adds one axis' quantised bits into the 63-bit Morton codes (the first axis, shift 2,
+// writes them: the codes' memory is not zeroed first).
 template <class T>
 void add_morton_axis(const ColumnView& c, double lo, double hi, int shift, BigVector<uint64_t>& codes, unsigned threads) {
   const char* base = static_cast<const char*>(c.data);
@@ -375,7 +376,8 @@ void add_morton_axis(const ColumnView& c, double lo, double hi, int shift, BigVe
   parallel_ranges(codes.size(), threads, 1 << 16, [&](uint64_t b, uint64_t e) {
     for (uint64_t i = b; i < e; ++i) {
       double v = double(*reinterpret_cast<const T*>(base + int64_t(i) * stride));
-      codes[i] |= spread_bits_3d(uint64_t((v - lo) * scale)) << shift;
+      const uint64_t bits = spread_bits_3d(uint64_t((v - lo) * scale)) << shift;
+      codes[i] = shift == 2 ? bits : codes[i] | bits;
     }
   });
 }
@@ -385,10 +387,10 @@ void add_morton_axis(const ColumnView& c, double lo, double hi, int shift, BigVe
 template <class P, class Key>
 void build_tree(BigVector<Key>& keys, const LayoutOptions& options, unsigned threads, const ColumnView& x,
                 const ColumnView& y, const ColumnView& z, Layout& out, BigVector<uint64_t>& own_rows,
-                std::vector<uint64_t>& own_offset) {
+                std::vector<uint64_t>& own_offset, BigVector<uint64_t>& spare) {
   const uint64_t n = keys.size();
   if constexpr (std::is_same_v<Key, uint64_t>)
-    sort_by_high_bits(keys, threads);  // code above row, rows ascending: sorting the code bits sorts all
+    sort_by_high_bits(keys, spare, threads);  // code above row, rows ascending: sorting the code bits sorts all
   else
     sort_keys(keys, threads);
   out.phases.lap("sort");
@@ -474,7 +476,7 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
   }
   out.phases.lap("bounds");
 
-  BigVector<uint64_t> codes(n, 0);
+  BigVector<uint64_t> codes(n);
   for (int a = 0; a < 3; ++a) {
     int shift = 2 - a;
     if (axes[a]->spec.dtype == DType::f32)
@@ -484,25 +486,26 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
   }
   out.phases.lap("morton codes");
   const bool f32 = x.spec.dtype == DType::f32 && y.spec.dtype == DType::f32 && z.spec.dtype == DType::f32;
-  BigVector<uint64_t> own_rows;
+  BigVector<uint64_t> own_rows, spare;  // spare: the key sort's scratch, whose pages become the file order
   std::vector<uint64_t> own_offset;
   if (n < (uint64_t(1) << 32)) {
     BigVector<uint64_t> keys(std::move(codes));
     parallel_ranges(n, threads, 1 << 16, [&](uint64_t b, uint64_t e) {
       for (uint64_t i = b; i < e; ++i) keys[i] = (keys[i] >> 31) << 32 | i;
     });
-    f32 ? build_tree<float>(keys, options, threads, x, y, z, out, own_rows, own_offset)
-        : build_tree<double>(keys, options, threads, x, y, z, out, own_rows, own_offset);
+    f32 ? build_tree<float>(keys, options, threads, x, y, z, out, own_rows, own_offset, spare)
+        : build_tree<double>(keys, options, threads, x, y, z, out, own_rows, own_offset, spare);
   } else {
     BigVector<KeyedRow> keys(n);
     for (uint64_t i = 0; i < n; ++i) keys[i] = KeyedRow{codes[i], i};
     codes = {};
-    f32 ? build_tree<float>(keys, options, threads, x, y, z, out, own_rows, own_offset)
-        : build_tree<double>(keys, options, threads, x, y, z, out, own_rows, own_offset);
+    f32 ? build_tree<float>(keys, options, threads, x, y, z, out, own_rows, own_offset, spare)
+        : build_tree<double>(keys, options, threads, x, y, z, out, own_rows, own_offset, spare);
   }
 
   out.levels = compute_levels(out.nodes, options.lod_count, n);
-  out.order.resize(n);
+  out.order.swap(spare);
+  out.order.resize(n);  // every position is written below
   const Levels& lv = out.levels;
   parallel_ranges(out.nodes.size(), threads, 1024, [&](uint64_t b, uint64_t e) {
     for (uint64_t i = b; i < e; ++i) {

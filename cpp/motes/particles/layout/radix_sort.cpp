@@ -14,14 +14,14 @@ constexpr uint32_t kBuckets = 1u << kDigitBits;
 inline uint32_t digit(uint64_t key, int pass) { return uint32_t(key >> (32 + kDigitBits * pass)) & (kBuckets - 1); }
 }  // namespace
 
-void sort_by_high_bits(BigVector<uint64_t>& keys, unsigned threads) {
+void sort_by_high_bits(BigVector<uint64_t>& keys, BigVector<uint64_t>& scratch, unsigned threads) {
   const uint64_t n = keys.size();
   if (n < (uint64_t(1) << 16)) {  // small: a comparison sort of whole keys is stable enough when low bits ascend
     std::stable_sort(keys.begin(), keys.end(), [](uint64_t a, uint64_t b) { return a >> 32 < b >> 32; });
     return;
   }
   const uint64_t chunks = std::max(1u, threads);
-  BigVector<uint64_t> scratch(n);
+  scratch.resize(n);
   uint64_t* src = keys.data();
   uint64_t* dst = scratch.data();
   std::vector<std::array<uint64_t, kBuckets>> count(chunks);
