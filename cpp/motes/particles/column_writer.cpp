@@ -4,6 +4,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 
@@ -19,38 +20,51 @@ const T& value_at(const ColumnView& c, uint64_t row) {
   return *reinterpret_cast<const T*>(static_cast<const char*>(c.data) + int64_t(row) * c.stride());
 }
 
+// Where a running minimum and maximum start, instead of a "seen one" flag, so their loops
+// have no branch and vectorise (NaN fails every comparison and moves neither end).
+template <class T>
+constexpr T kAbove = std::is_floating_point_v<T> ? std::numeric_limits<T>::infinity() : std::numeric_limits<T>::max();
+template <class T>
+constexpr T kBelow = std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
+
 template <class T>
 void scan_global(ColumnPlan& p, unsigned threads) {
   const ColumnView& c = *p.view;
   const char* base = static_cast<const char*>(c.data);
   const int64_t stride = c.stride();
   std::mutex m;
-  bool any = false;
-  T mn{}, mx{};
+  constexpr T kHigh = kAbove<T>, kLow = kBelow<T>;
+  T mn = kHigh, mx = kLow;
   uint64_t nans = 0;
   parallel_ranges(c.count, threads, 1 << 16, [&](uint64_t b, uint64_t e) {
-    bool local_any = false;
-    T lmn{}, lmx{};
+    T lmn = kHigh, lmx = kLow;
     uint64_t lnan = 0;
-    for (uint64_t i = b; i < e; ++i) {
-      T v = *reinterpret_cast<const T*>(base + int64_t(i) * stride);
-      if constexpr (std::is_floating_point_v<T>) {
-        if (std::isnan(v)) {
-          ++lnan;
-          continue;
-        }
+    auto scan = [&](const T* v, int64_t step) {
+      for (uint64_t i = b; i < e; ++i) {
+        const T x = v[int64_t(i) * step];
+        lmn = x < lmn ? x : lmn;
+        lmx = lmx < x ? x : lmx;
+        if constexpr (std::is_floating_point_v<T>) lnan += x != x;
       }
-      if (!local_any) lmn = lmx = v, local_any = true;
-      lmn = std::min(lmn, v);
-      lmx = std::max(lmx, v);
-    }
+    };
+    if (stride == int64_t(sizeof(T)))
+      scan(reinterpret_cast<const T*>(base), 1);  // contiguous: the common case, vectorised
+    else if (stride % int64_t(sizeof(T)) == 0)
+      scan(reinterpret_cast<const T*>(base), stride / int64_t(sizeof(T)));
+    else
+      for (uint64_t i = b; i < e; ++i) {
+        T x;
+        std::memcpy(&x, base + int64_t(i) * stride, sizeof x);
+        lmn = x < lmn ? x : lmn;
+        lmx = lmx < x ? x : lmx;
+        if constexpr (std::is_floating_point_v<T>) lnan += x != x;
+      }
     std::lock_guard lock(m);
     nans += lnan;
-    if (!local_any) return;
-    if (!any) mn = lmn, mx = lmx, any = true;
     mn = std::min(mn, lmn);
     mx = std::max(mx, lmx);
   });
+  const bool any = c.count > nans;  // a value that is not NaN: it set both ends
   p.nan_count = nans;
   p.gmin = any ? double(mn) : 0.0;
   p.gmax = any ? double(mx) : 0.0;
@@ -232,6 +246,7 @@ void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<Run>& ru
   const codec::ValueType type = codec::value_type(uint8_t(p.view->spec.dtype));
   const codec::ValueType code_type = codec::value_type(uint8_t(DType::u8));
   const spec::BitmapBins bin_of(p.gmin, p.gmax);
+  constexpr T kHigh = kAbove<T>, kLow = kBelow<T>;
   for (uint64_t b = b0; b < b1; ++b) {
     const uint64_t cb = b * block_values, ce = std::min(n, cb + block_values), len = ce - cb;
     gather<T>(*p.view, layout, cb, len, buf.data());
@@ -241,21 +256,19 @@ void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<Run>& ru
       const Run& r = runs_by_start[p.run_cursor];
       if (r.start >= ce) break;
       uint64_t rb = std::max<uint64_t>(r.start, cb), re = std::min<uint64_t>(r.start + r.count, ce);
-      uint32_t node = r.node;
-      T mn = own_min[node], mx = own_max[node];
-      bool any = own_any[node];
-      uint32_t bits = own_bits[node];
-      for (uint64_t k = rb; k < re; ++k) {
-        T v = buf[k - cb];
-        if constexpr (std::is_floating_point_v<T>) {
-          if (std::isnan(v)) continue;
-        }
-        if (!any) mn = mx = v, any = true;
-        mn = std::min(mn, v);
-        mx = std::max(mx, v);
-        bits |= 1u << bin_of(double(v));
+      const uint32_t node = r.node;
+      const bool any = own_any[node];
+      T mn = any ? own_min[node] : kHigh, mx = any ? own_max[node] : kLow;
+      const T* v = buf.data() + (rb - cb);
+      const uint64_t len = re - rb;
+      for (uint64_t k = 0; k < len; ++k) {
+        mn = v[k] < mn ? v[k] : mn;
+        mx = mx < v[k] ? v[k] : mx;
       }
-      own_min[node] = mn, own_max[node] = mx, own_any[node] = any, own_bits[node] = bits;
+      uint32_t bits = own_bits[node];
+      for (uint64_t k = 0; k < len; ++k) bits |= uint32_t(v[k] == v[k]) << bin_of(double(v[k]));  // NaN: no bin
+      if (any || !(mx < mn)) own_min[node] = mn, own_max[node] = mx, own_any[node] = 1;  // a value that is not NaN: both ends set
+      own_bits[node] = bits;
       if (r.start + r.count <= ce) ++p.run_cursor; else break;
     }
     codec::Context ctx;

@@ -232,6 +232,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
     p.index = columns[i].spec.index;
     if (position || p.size == 1 || n == 0) p.index = IndexKind::none;
   }
+  phases.lap("scan");
   // Automatic quantile indexes: the most incoherent columns first (score above 1/2),
   // while all codes together stay within kQuantileBudget of the data bytes.
   const uint64_t code_cost = spec::align_up(n, spec::kPage) + (spec::kQuantileBins + 1) * sizeof(double);
@@ -251,6 +252,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
     plans[i].index = IndexKind::quantile;
     code_bytes += code_cost;
   }
+  phases.lap("choose indexes");
   const bool lossless = options.compression == Compression::lossless;
   if (lossless && n > 0)
     for (int c : tail_columns_of(columns, options)) plans[size_t(c)].tail = make_tail_collector(columns[size_t(c)], options.tail_fraction);
@@ -259,7 +261,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
     if (p.index == IndexKind::quantile) compute_quantile_edges(p);
     choose_codecs(p, layout, bv, lossless, options.zstd_level);
   });
-  phases.lap("scan and plan");
+  phases.lap("plan");
 
   // Raw streams first, page aligned, in schema order (read in place); coded blocks follow,
   // window by window (the first rows of every column before the next rows of any).
