@@ -27,6 +27,27 @@ constexpr T kAbove = std::is_floating_point_v<T> ? std::numeric_limits<T>::infin
 template <class T>
 constexpr T kBelow = std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
 
+// Folds v[0, len) into a running minimum and maximum (NaN moves neither), over four
+// interleaved lanes so that the comparisons do not wait on one another.
+template <class T>
+void running_range(const T* v, uint64_t len, T& mn, T& mx) {
+  T lo[4] = {mn, mn, mn, mn}, hi[4] = {mx, mx, mx, mx};
+  uint64_t k = 0;
+  for (; k + 4 <= len; k += 4)
+    for (int j = 0; j < 4; ++j) {
+      lo[j] = v[k + j] < lo[j] ? v[k + j] : lo[j];
+      hi[j] = hi[j] < v[k + j] ? v[k + j] : hi[j];
+    }
+  for (; k < len; ++k) {
+    lo[0] = v[k] < lo[0] ? v[k] : lo[0];
+    hi[0] = hi[0] < v[k] ? v[k] : hi[0];
+  }
+  for (int j = 0; j < 4; ++j) {
+    mn = lo[j] < mn ? lo[j] : mn;
+    mx = mx < hi[j] ? hi[j] : mx;
+  }
+}
+
 template <class T>
 void scan_global(ColumnPlan& p, unsigned threads) {
   const ColumnView& c = *p.view;
@@ -39,19 +60,12 @@ void scan_global(ColumnPlan& p, unsigned threads) {
   parallel_ranges(c.count, threads, 1 << 16, [&](uint64_t b, uint64_t e) {
     T lmn = kHigh, lmx = kLow;
     uint64_t lnan = 0;
-    auto scan = [&](const T* v, int64_t step) {
-      for (uint64_t i = b; i < e; ++i) {
-        const T x = v[int64_t(i) * step];
-        lmn = x < lmn ? x : lmn;
-        lmx = lmx < x ? x : lmx;
-        if constexpr (std::is_floating_point_v<T>) lnan += x != x;
-      }
-    };
-    if (stride == int64_t(sizeof(T)))
-      scan(reinterpret_cast<const T*>(base), 1);  // contiguous: the common case, vectorised
-    else if (stride % int64_t(sizeof(T)) == 0)
-      scan(reinterpret_cast<const T*>(base), stride / int64_t(sizeof(T)));
-    else
+    if (stride == int64_t(sizeof(T))) {  // contiguous: the common case
+      const T* v = reinterpret_cast<const T*>(base) + b;
+      running_range(v, e - b, lmn, lmx);
+      if constexpr (std::is_floating_point_v<T>)
+        for (uint64_t i = 0; i < e - b; ++i) lnan += v[i] != v[i];
+    } else
       for (uint64_t i = b; i < e; ++i) {
         T x;
         std::memcpy(&x, base + int64_t(i) * stride, sizeof x);
@@ -261,12 +275,12 @@ void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<Run>& ru
       T mn = any ? own_min[node] : kHigh, mx = any ? own_max[node] : kLow;
       const T* v = buf.data() + (rb - cb);
       const uint64_t len = re - rb;
-      for (uint64_t k = 0; k < len; ++k) {
-        mn = v[k] < mn ? v[k] : mn;
-        mx = mx < v[k] ? v[k] : mx;
-      }
+      running_range(v, len, mn, mx);
       uint32_t bits = own_bits[node];
-      for (uint64_t k = 0; k < len; ++k) bits |= uint32_t(v[k] == v[k]) << bin_of(double(v[k]));  // NaN: no bin
+      if (!(mx < mn) && bin_of(double(mn)) == bin_of(double(mx)))
+        bits |= 1u << bin_of(double(mn));  // every value between two of one bin is in it (bins are monotone)
+      else
+        for (uint64_t k = 0; k < len; ++k) bits |= uint32_t(v[k] == v[k]) << bin_of(double(v[k]));  // NaN: no bin
       if (any || !(mx < mn)) own_min[node] = mn, own_max[node] = mx, own_any[node] = 1;  // a value that is not NaN: both ends set
       own_bits[node] = bits;
       if (r.start + r.count <= ce) ++p.run_cursor; else break;
