@@ -9,9 +9,16 @@ bash scripts/setup.sh
 JOBS=$(nproc)
 
 echo "== C++ tests (ctest)"
-cmake -S . -B build/cpp -G Ninja -DMOTES_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build/cpp -G Ninja -DMOTES_BUILD_TESTS=ON -DMOTES_BUILD_DRIVERS=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/cpp -j "$JOBS"
 ctest --test-dir build/cpp --output-on-failure -j "$JOBS"
+
+echo "== profiling drivers (bench/drivers): a write from .npy columns, then a query of the file"
+drivers=$(mktemp -d)
+.venv/bin/python -c "import sys, numpy as np, motes.synth as s; [np.save(f'{sys.argv[1]}/{k}.npy', v) for k, v in s.vpic(200_000).items()]" "$drivers"
+build/cpp/motes_write_driver "$drivers/out.mpf" 1 "$drivers"/{x,y,z,ux,uy,uz,energy,q}.npy | tail -1
+build/cpp/motes_query_driver "$drivers/out.mpf" "energy > 1" 3
+rm -rf "$drivers"
 
 echo "== installed library: mini-apps (find_package) and a C program (pkg-config) built against it"
 JOBS=$JOBS bash scripts/test_install.sh
