@@ -254,6 +254,10 @@ def fmt(v, unit=""):
     return f"{s} {unit}".strip()
 
 
+def met_text(met: Optional[bool]) -> str:
+    return "-" if met is None else "yes" if met else "NO"  # None: the figure has no target
+
+
 def table_rows(figs: Dict[str, dict]) -> List[List[str]]:
     rows = []
     for k, f in figs.items():
@@ -264,10 +268,10 @@ def table_rows(figs: Dict[str, dict]) -> List[List[str]]:
         for pname, p in f["peers"].items():
             rows.append([k if first else "", main if first else "", pname, fmt(p["value"], p["unit"]),
                          (f"{p['ratio']:.3g} ({p['ratio_meaning']})" if p["ratio"] is not None else "-"),
-                         f["target"] if first else "", ("yes" if f["met"] else "NO") if first else ""])
+                         f["target"] if first else "", met_text(f["met"]) if first else ""])
             first = False
         if first:
-            rows.append([k, main, "", "", "", f["target"], "yes" if f["met"] else "NO"])
+            rows.append([k, main, "", "", "", f["target"], met_text(f["met"])])
     return rows
 
 
