@@ -51,7 +51,7 @@ LINE = re.compile(r"^(.+?)\s+([0-9.]+) s(.*)$")
 def run_driver(binary, out: str, repeat: int, files, env=None) -> dict:
     cmd = [binary] if isinstance(binary, str) else list(binary)
     text = subprocess.run([*cmd, out, str(repeat), *files], check=True, capture_output=True, text=True, env=env).stdout
-    phases, total, cpu = {}, None, None
+    phases, phase_cpu, total, cpu = {}, {}, None, None
     for line in text.splitlines():
         m = LINE.match(line)
         if not m:
@@ -62,9 +62,12 @@ def run_driver(binary, out: str, repeat: int, files, env=None) -> dict:
             cpu = float(re.search(r"([0-9]+) ns CPU", m.group(3)).group(1))
         else:
             phases[name] = seconds
+            c = re.search(r"cpu\s+([0-9.]+)", m.group(3))
+            if c:
+                phase_cpu[name] = float(c.group(1))
     if total is None:
         raise RuntimeError(f"{binary} printed no total:\n{text}")
-    return {"phases": phases, "total": total, "cpu_ns": cpu}
+    return {"phases": phases, "phase_cpu": phase_cpu, "total": total, "cpu_ns": cpu}
 
 
 def python_child(out: str, repeat: int, files) -> None:

@@ -186,6 +186,8 @@ void bind_options(nb::module_& m) {
       .rw("block_values", &motes::WriteOptions::block_values, "values per coded and checksummed block")
       .rw("zstd_level", &motes::WriteOptions::zstd_level, "zstd level of coded blocks")
       .rw("sync", &motes::WriteOptions::sync, "fdatasync files and directories before returning")
+      .rw("window_rows", &motes::WriteOptions::window_rows,
+          "rows per window of the column passes: coded blocks are placed window by window")
       .rw("id_column", &motes::WriteOptions::id_column,
           "the id index's column: 'auto' (an integer column named id), '' (none) or a column name")
       .rw("tail_fraction", &motes::WriteOptions::tail_fraction,

@@ -238,9 +238,10 @@ void store_block(StreamOut& s, codec::ValueType type, const void* data, uint64_t
   thread_local std::string coded;
   codec::encode(s.plan, type, data, len, ctx, coded);
   if (s.blocks.size() <= b) s.blocks.resize(b + 1);
-  s.blocks[b] = StoredBlock{s.window.size(), uint32_t(coded.size()), spec::checksum(coded.data(), coded.size())};
-  s.window += coded;
-  s.window_blocks.push_back(b);
+  std::string& window = s.window[s.slot];
+  s.blocks[b] = StoredBlock{window.size(), uint32_t(coded.size()), spec::checksum(coded.data(), coded.size())};
+  window += coded;
+  s.window_blocks[s.slot].push_back(b);
 }
 
 template <class T>

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <type_traits>
 #include <memory>
 #include <string>
@@ -25,10 +26,11 @@ struct StreamOut {
   uint64_t offset = 0;          // raw streams
   std::vector<uint64_t> sums;   // raw streams: XXH3 per block
   std::vector<StoredBlock> blocks;  // coded streams: offset, size, checksum of every block
-  std::string window;               // coded streams: this window's stored blocks, back to back
-  std::vector<size_t> window_blocks;  // block numbers in `window`, in order
-  std::string previous;               // the window before, while the writer places it
-  std::vector<size_t> previous_blocks;
+  // Coded streams: a window's stored blocks, back to back, and their block numbers, in two
+  // slots (window w in slot w % 2), so that one window is coded while the one before is placed.
+  std::string window[2];
+  std::vector<size_t> window_blocks[2];
+  unsigned slot = 0;  // the slot being filled
 };
 
 struct ColumnPlan {
@@ -87,6 +89,17 @@ struct RawWriter {
 };
 void write_blocks(ColumnPlan& p, const Layout& layout, const std::vector<Run>& runs_by_start,
                   uint32_t block_values, uint64_t b0, uint64_t b1, RawWriter& out);
+
+// Every column's blocks, window by window (`window` blocks each), on `threads` threads with
+// no barrier between windows (column_pipeline.cpp): the tasks (window, column) are taken in
+// order; a column's windows run in order; a window may be coded while the one before is
+// still coded or placed (one window ahead at most, its own slot). place(slot) is called for
+// each window in order, once every column has coded it, by one thread at a time: it moves
+// the window's coded bytes (the streams' window[slot]) into the file and clears them.
+// progress(blocks placed) after each window.
+void write_columns(std::vector<ColumnPlan>& plans, const Layout& layout, const std::vector<Run>& runs_by_start,
+                   uint32_t block_values, uint64_t window, unsigned threads, RawWriter& out,
+                   const std::function<void(unsigned)>& place, const std::function<void(uint64_t)>& progress);
 // After the last block: subtree ranges and bitmaps (children into parents).
 void finish_node_index(ColumnPlan& p, const Layout& layout);
 

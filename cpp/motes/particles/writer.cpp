@@ -284,40 +284,29 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   std::vector<Run> runs_by_start = layout.levels.runs;
   std::sort(runs_by_start.begin(), runs_by_start.end(), [](const Run& a, const Run& b) { return a.start < b.start; });
   const uint64_t blocks = (n + bv - 1) / bv;
-  const uint64_t window = std::max<uint64_t>(1, (uint64_t(1) << 20) / bv);  // about a million rows per window
-  // Coded blocks are placed window by window; a window's bytes are written while the
-  // next window is coded (one more task beside the columns'), so the writes overlap the
-  // coding and no thread waits on a write. The block tables are sized up front: the writer
-  // task fixes the offsets of one window while the column tasks fill in the next.
+  const uint64_t window = std::max<uint64_t>(1, options.window_rows / bv);  // blocks per window
+  // Coded blocks are placed window by window, in order, each window's columns in order;
+  // the pipeline codes the next window while one is placed (write_columns). The block
+  // tables are sized up front: a window's offsets are fixed while the next is coded.
   for (ColumnPlan& p : plans)
     for (StreamOut* s : {&p.values, &p.codes})
       if (!s->plan.raw()) s->blocks.resize(blocks);
-  auto write_previous = [&] {
+  auto place = [&](unsigned slot) {
     for (ColumnPlan& p : plans)
       for (StreamOut* s : {&p.values, &p.codes}) {
-        if (s->previous.empty()) continue;
-        for (size_t b : s->previous_blocks) s->blocks[b].offset += offset;
-        file.pwrite_all(s->previous.data(), s->previous.size(), offset);
-        file.start_writeback(offset, s->previous.size());
-        offset += s->previous.size();
-        s->previous.clear();
-        s->previous_blocks.clear();
+        std::string& bytes = s->window[slot];
+        if (bytes.empty()) continue;
+        for (size_t b : s->window_blocks[slot]) s->blocks[b].offset += offset;
+        file.pwrite_all(bytes.data(), bytes.size(), offset);
+        file.start_writeback(offset, bytes.size());
+        offset += bytes.size();
+        bytes.clear();
+        s->window_blocks[slot].clear();
       }
   };
   progress("columns", 0, blocks);
-  for (uint64_t w0 = 0; w0 < blocks; w0 += window) {
-    const uint64_t w1 = std::min(blocks, w0 + window);
-    parallel_for(plans.size() + 1, threads, [&](uint64_t i) {
-      i == 0 ? write_previous() : write_blocks(plans[i - 1], layout, runs_by_start, bv, w0, w1, raw_out);
-    });
-    for (ColumnPlan& p : plans)
-      for (StreamOut* s : {&p.values, &p.codes}) {
-        std::swap(s->window, s->previous);
-        std::swap(s->window_blocks, s->previous_blocks);
-      }
-    progress("columns", w1, blocks);
-  }
-  write_previous();
+  write_columns(plans, layout, runs_by_start, bv, window, threads, raw_out, place,
+                [&](uint64_t done) { progress("columns", done, blocks); });
   phases.lap("columns");
   // The id index (2.1): the id column's values sorted with their file positions, after the columns.
   std::optional<IdIndexSections> ids;

@@ -22,6 +22,10 @@ struct WriteOptions {
   uint32_t block_values = spec::kDefaultBlockValues;  // values per coded (and checksummed) block; <= 1 MiB of values
   int zstd_level = 1;             // zstd level of coded blocks (index sections use 3)
   bool sync = true;               // fdatasync the file and its directory before returning
+  // Rows per window of the column passes: coded blocks are placed window by window (every
+  // column's blocks of one window, then the next window's), so that a read of the first
+  // rows of several columns stays near the file's start. Rounded down to whole blocks.
+  uint64_t window_rows = uint64_t(1) << 20;
   // The particle id column the id index is built on (particles/id_index.hpp): "auto" takes
   // a 32- or 64-bit integer column named "id" when there is one; "" builds none; a name
   // takes that column (UsageError unless a 32- or 64-bit integer). Lossless files only.

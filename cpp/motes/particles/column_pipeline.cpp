@@ -1,0 +1,79 @@
+// The column passes of a write as a pipeline of (window, column) tasks: see write_columns
+// in column_writer.hpp. A barrier per window left a core idle while the last column of
+// each window finished (about half a column task per window).
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+
+#include "motes/core/parallel.hpp"
+#include "motes/particles/column_writer.hpp"
+
+namespace motes {
+
+void write_columns(std::vector<ColumnPlan>& plans, const Layout& layout, const std::vector<Run>& runs_by_start,
+                   uint32_t block_values, uint64_t window, unsigned threads, RawWriter& out,
+                   const std::function<void(unsigned)>& place, const std::function<void(uint64_t)>& progress) {
+  const uint64_t n = layout.order.size();
+  const uint64_t blocks = (n + block_values - 1) / block_values;
+  const uint64_t windows = (blocks + window - 1) / window, columns = plans.size();
+  if (windows == 0 || columns == 0) return;
+  std::mutex m;
+  std::condition_variable changed;
+  std::vector<uint64_t> coded(columns, 0);  // per column: windows coded
+  std::vector<uint64_t> left(windows, columns);  // per window: columns still coding it
+  uint64_t placed = 0;  // windows placed
+  bool placing = false, failed = false;
+  std::atomic<uint64_t> next{0};
+  // Places every window that is complete, in order; one thread at a time (the others go on coding).
+  auto place_ready = [&](std::unique_lock<std::mutex>& lock) {
+    while (!placing && placed < windows && left[placed] == 0) {
+      placing = true;
+      const uint64_t w = placed;
+      lock.unlock();
+      place(unsigned(w % 2));  // on failure the catch below marks the run failed
+      lock.lock();
+      placing = false;
+      ++placed;
+      changed.notify_all();
+    }
+  };
+  uint64_t reported = 0;  // windows reported through progress (by the calling thread only)
+  auto report = [&](uint64_t now_placed) {
+    if (now_placed > reported) progress(std::min(blocks, now_placed * window)), reported = now_placed;
+  };
+  parallel_for_worker(threads, threads, [&](unsigned worker, uint64_t) {
+    try {
+      for (uint64_t t; (t = next.fetch_add(1)) < windows * columns;) {
+        const uint64_t w = t / columns, c = t % columns;
+        {
+          // The column's window before is coded, and the window two before (the same slot) placed.
+          std::unique_lock lock(m);
+          changed.wait(lock, [&] { return failed || (coded[c] == w && placed + 1 >= w); });
+          if (failed) return;
+        }
+        ColumnPlan& p = plans[c];
+        p.values.slot = p.codes.slot = unsigned(w % 2);
+        write_blocks(p, layout, runs_by_start, block_values, w * window, std::min(blocks, (w + 1) * window), out);
+        uint64_t now_placed;
+        {
+          std::unique_lock lock(m);
+          ++coded[c];
+          --left[w];
+          changed.notify_all();
+          place_ready(lock);
+          now_placed = placed;
+        }
+        if (worker == 0) report(now_placed);  // progress callbacks stay on the caller's thread
+      }
+    } catch (...) {
+      std::lock_guard lock(m);
+      failed = true, placing = false;
+      changed.notify_all();
+      throw;
+    }
+  });
+  report(placed);
+}
+
+}  // namespace motes
