@@ -7,7 +7,6 @@
 //   build/prof/motes_write_driver /tmp/out.mpf 3 /tmp/cols/{x,y,z,ux,uy,uz,energy,q}.npy
 //   perf record -g build/prof/motes_write_driver /tmp/out.mpf 1 /tmp/cols/*.npy
 #include <sys/mman.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -79,12 +78,6 @@ Array load_npy(const std::string& path) {
   return a;
 }
 
-double cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,9 +102,9 @@ int main(int argc, char** argv) {
     double best_total = 1e300, best_cpu = 1e300;
     for (int r = 0; r < repeats; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
-      const double c0 = cpu_seconds();
+      const double c0 = motes::Phases::process_cpu();
       motes::WriteSummary s = motes::write_particle_file(argv[1], columns);
-      best_cpu = std::min(best_cpu, cpu_seconds() - c0);
+      best_cpu = std::min(best_cpu, motes::Phases::process_cpu() - c0);
       best_total = std::min(best_total, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
       if (best.empty()) best = s.phases.seconds, best_cpu_of = s.phases.cpu;
       for (size_t k = 0; k < best.size() && k < s.phases.seconds.size(); ++k)

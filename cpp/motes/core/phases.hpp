@@ -30,16 +30,18 @@ struct Phases {
   }
   void restart() { start_ = std::chrono::steady_clock::now(), cpu_start_ = process_cpu(); }
 
+  // User + system seconds of the whole process (every thread) so far.
+  static double process_cpu() {
+    rusage u{};
+    getrusage(RUSAGE_SELF, &u);
+    return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  }
+
  private:
   static void add(std::vector<std::pair<std::string, double>>& to, const std::string& name, double s) {
     for (auto& [n, t] : to)
       if (n == name) return void(t += s);
     to.emplace_back(name, s);
-  }
-  static double process_cpu() {
-    rusage u{};
-    getrusage(RUSAGE_SELF, &u);
-    return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
   }
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   double cpu_start_ = process_cpu();

@@ -18,6 +18,11 @@ void write_columns(std::vector<ColumnPlan>& plans, const Layout& layout, const s
   const uint64_t blocks = (n + block_values - 1) / block_values;
   const uint64_t windows = (blocks + window - 1) / window, columns = plans.size();
   if (windows == 0 || columns == 0) return;
+  // Block tables at their full size before any task runs: the placing thread fixes the
+  // offsets of one window's blocks while the column tasks fill in the next window's.
+  for (ColumnPlan& p : plans)
+    for (StreamOut* s : {&p.values, &p.codes})
+      if (!s->plan.raw()) s->blocks.resize(blocks);
   std::mutex m;
   std::condition_variable changed;
   std::vector<uint64_t> coded(columns, 0);  // per column: windows coded

@@ -54,11 +54,10 @@ void scan_global(ColumnPlan& p, unsigned threads) {
   const char* base = static_cast<const char*>(c.data);
   const int64_t stride = c.stride();
   std::mutex m;
-  constexpr T kHigh = kAbove<T>, kLow = kBelow<T>;
-  T mn = kHigh, mx = kLow;
+  T mn = kAbove<T>, mx = kBelow<T>;
   uint64_t nans = 0;
   parallel_ranges(c.count, threads, 1 << 16, [&](uint64_t b, uint64_t e) {
-    T lmn = kHigh, lmx = kLow;
+    T lmn = kAbove<T>, lmx = kBelow<T>;
     uint64_t lnan = 0;
     if (stride == int64_t(sizeof(T))) {  // contiguous: the common case
       const T* v = reinterpret_cast<const T*>(base) + b;
@@ -237,7 +236,6 @@ void store_block(StreamOut& s, codec::ValueType type, const void* data, uint64_t
   }
   thread_local std::string coded;
   codec::encode(s.plan, type, data, len, ctx, coded);
-  if (s.blocks.size() <= b) s.blocks.resize(b + 1);
   std::string& window = s.window[s.slot];
   s.blocks[b] = StoredBlock{window.size(), uint32_t(coded.size()), spec::checksum(coded.data(), coded.size())};
   window += coded;
@@ -261,7 +259,6 @@ void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<Run>& ru
   const codec::ValueType type = codec::value_type(uint8_t(p.view->spec.dtype));
   const codec::ValueType code_type = codec::value_type(uint8_t(DType::u8));
   const spec::BitmapBins bin_of(p.gmin, p.gmax);
-  constexpr T kHigh = kAbove<T>, kLow = kBelow<T>;
   for (uint64_t b = b0; b < b1; ++b) {
     const uint64_t cb = b * block_values, ce = std::min(n, cb + block_values), len = ce - cb;
     gather<T>(*p.view, layout, cb, len, buf.data());
@@ -273,15 +270,15 @@ void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<Run>& ru
       uint64_t rb = std::max<uint64_t>(r.start, cb), re = std::min<uint64_t>(r.start + r.count, ce);
       const uint32_t node = r.node;
       const bool any = own_any[node];
-      T mn = any ? own_min[node] : kHigh, mx = any ? own_max[node] : kLow;
+      T mn = any ? own_min[node] : kAbove<T>, mx = any ? own_max[node] : kBelow<T>;
       const T* v = buf.data() + (rb - cb);
-      const uint64_t len = re - rb;
-      running_range(v, len, mn, mx);
+      const uint64_t count = re - rb;
+      running_range(v, count, mn, mx);
       uint32_t bits = own_bits[node];
       if (!(mx < mn) && bin_of(double(mn)) == bin_of(double(mx)))
         bits |= 1u << bin_of(double(mn));  // every value between two of one bin is in it (bins are monotone)
       else
-        for (uint64_t k = 0; k < len; ++k) bits |= uint32_t(v[k] == v[k]) << bin_of(double(v[k]));  // NaN: no bin
+        for (uint64_t k = 0; k < count; ++k) bits |= uint32_t(v[k] == v[k]) << bin_of(double(v[k]));  // NaN: no bin
       if (any || !(mx < mn)) own_min[node] = mn, own_max[node] = mx, own_any[node] = 1;  // a value that is not NaN: both ends set
       own_bits[node] = bits;
       if (r.start + r.count <= ce) ++p.run_cursor; else break;
@@ -362,26 +359,27 @@ void choose_codecs(ColumnPlan& p, const Layout& layout, uint32_t block_values, b
   dispatch_dtype(p.view->spec.dtype, [&](auto v) { choose_typed<decltype(v)>(p, layout, block_values, lossless, zstd_level); });
 }
 
+namespace {
+// The per-node statistics, zero for every node, on the column's first use (a column of no
+// values has its node index finished without a block written).
+void start_node_index(ColumnPlan& p, const Layout& layout) {
+  if (!p.node_min.empty()) return;
+  const size_t nodes = layout.nodes.size();
+  p.node_min.assign(nodes * p.size, 0);
+  p.node_max.assign(nodes * p.size, 0);
+  p.node_any.assign(nodes, 0);
+  p.node_bits.assign(nodes, 0);
+}
+}  // namespace
+
 void write_blocks(ColumnPlan& p, const Layout& layout, const std::vector<Run>& runs_by_start, uint32_t block_values,
                   uint64_t b0, uint64_t b1, RawWriter& out) {
-  if (p.node_min.empty()) {
-    const size_t nodes = layout.nodes.size();
-    p.node_min.assign(nodes * p.size, 0);
-    p.node_max.assign(nodes * p.size, 0);
-    p.node_any.assign(nodes, 0);
-    p.node_bits.assign(nodes, 0);
-  }
+  start_node_index(p, layout);
   dispatch_dtype(p.view->spec.dtype, [&](auto v) { write_typed<decltype(v)>(p, layout, runs_by_start, block_values, b0, b1, out); });
 }
 
 void finish_node_index(ColumnPlan& p, const Layout& layout) {
-  if (p.node_min.empty()) {
-    const size_t nodes = layout.nodes.size();
-    p.node_min.assign(nodes * p.size, 0);
-    p.node_max.assign(nodes * p.size, 0);
-    p.node_any.assign(nodes, 0);
-    p.node_bits.assign(nodes, 0);
-  }
+  start_node_index(p, layout);
   dispatch_dtype(p.view->spec.dtype, [&](auto v) { finish_typed<decltype(v)>(p, layout); });
 }
 

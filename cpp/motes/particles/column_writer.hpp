@@ -93,7 +93,8 @@ void write_blocks(ColumnPlan& p, const Layout& layout, const std::vector<Run>& r
 // Every column's blocks, window by window (`window` blocks each), on `threads` threads with
 // no barrier between windows (column_pipeline.cpp): the tasks (window, column) are taken in
 // order; a column's windows run in order; a window may be coded while the one before is
-// still coded or placed (one window ahead at most, its own slot). place(slot) is called for
+// still coded or placed (one window ahead at most, its own slot); it sizes the coded
+// streams' block tables first, so that no task grows them. place(slot) is called for
 // each window in order, once every column has coded it, by one thread at a time: it moves
 // the window's coded bytes (the streams' window[slot]) into the file and clears them.
 // progress(blocks placed) after each window.

@@ -286,11 +286,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   const uint64_t blocks = (n + bv - 1) / bv;
   const uint64_t window = std::max<uint64_t>(1, options.window_rows / bv);  // blocks per window
   // Coded blocks are placed window by window, in order, each window's columns in order;
-  // the pipeline codes the next window while one is placed (write_columns). The block
-  // tables are sized up front: a window's offsets are fixed while the next is coded.
-  for (ColumnPlan& p : plans)
-    for (StreamOut* s : {&p.values, &p.codes})
-      if (!s->plan.raw()) s->blocks.resize(blocks);
+  // the pipeline codes the next window while one is placed (write_columns).
   auto place = [&](unsigned slot) {
     for (ColumnPlan& p : plans)
       for (StreamOut* s : {&p.values, &p.codes}) {

@@ -1,7 +1,6 @@
 #include "motes/particles/layout/builder.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <boost/sort/sort.hpp>
 #include <cmath>
 #include <limits>

@@ -18,14 +18,15 @@ namespace motes::treelet {
 
 constexpr uint32_t kMaxLod = 1024;  // LOD points per inner node, at most
 
-// Index order that makes every prefix of a leaf an evenly spread sample of it
-// (bit reversal of positions along the space-filling order).
 inline uint32_t reverse_bits(uint32_t v) {
   v = (v >> 1 & 0x55555555u) | (v & 0x55555555u) << 1;
   v = (v >> 2 & 0x33333333u) | (v & 0x33333333u) << 2;
   v = (v >> 4 & 0x0f0f0f0fu) | (v & 0x0f0f0f0fu) << 4;
   return __builtin_bswap32(v);
 }
+
+// Index order that makes every prefix of a leaf an evenly spread sample of it
+// (bit reversal of positions along the space-filling order).
 template <class RowOf>
 void append_stratified(uint32_t n, RowOf&& row_of, std::vector<uint64_t>& out) {
   if (n <= 1) {
