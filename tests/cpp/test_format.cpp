@@ -392,3 +392,41 @@ TEST(Format, ColumnPipelineWritesTheSameBytesOnAnyThreadCount) {
     }
   }
 }
+
+TEST(Format, CodecMemoChoosesOnceForFilesOfTheSameColumns) {
+  // The MPI writer's aggregators write several parts with one memo: the first part chooses
+  // every column's codecs, the next ones take them (and still read back exactly).
+  WriteOptions o = small_options();
+  auto a = test::make_columns(20000, 1), b = test::make_columns(20000, 2);
+  CodecMemo memo;
+  write_particle_file(test::temp_path("memo_a.mpf"), a.views(), o, &memo);
+  ASSERT_EQ(memo.entries.size(), a.views().size());
+  for (const CodecMemo::Entry& e : memo.entries) EXPECT_EQ(e.sampled, 3u * o.block_values) << e.column;
+  // Plans taken from the memo: all raw here, so b's values are stored as they are.
+  CodecMemo raw = memo;
+  for (CodecMemo::Entry& e : raw.entries) {
+    e.values.predictor = e.codes.predictor = codec::Predictor::none;
+    e.values.layout = codec::Layout::planes, e.codes.layout = codec::Layout::whole;
+    std::fill(e.values.coders.begin(), e.values.coders.end(), codec::Coder::raw);
+    std::fill(e.codes.coders.begin(), e.codes.coders.end(), codec::Coder::raw);
+  }
+  const std::string path = test::temp_path("memo_b.mpf");
+  WriteSummary s = write_particle_file(path, b.views(), o, &raw);
+  EXPECT_EQ(s.stored_bytes, s.data_bytes);
+  auto f = ParticleFile::open(path, true);
+  std::vector<uint64_t> file_to_row = values_of<uint64_t>(*f, "id");
+  EXPECT_EQ(read_back<float>(*f, "energy", file_to_row), b.energy);
+  EXPECT_EQ(read_back<double>(*f, "noise", file_to_row), b.noise);
+  // A plan chosen on fewer samples than this file gives is chosen again, and replaced.
+  CodecMemo small;
+  write_particle_file(test::temp_path("memo_small.mpf"), test::make_columns(100, 3).views(), o, &small);
+  for (const CodecMemo::Entry& e : small.entries) EXPECT_EQ(e.sampled, 100u);
+  s = write_particle_file(path, b.views(), o, &small);
+  EXPECT_LT(s.stored_bytes, s.data_bytes);
+  size_t chosen_again = 0;  // one per column (the tiny file may have chosen other index kinds: other keys)
+  for (const CodecMemo::Entry& e : small.entries) chosen_again += e.sampled == 3u * o.block_values;
+  EXPECT_EQ(chosen_again, a.views().size());
+  // Another compression is another key: a file without compression ignores lossless plans.
+  s = write_particle_file(path, b.views(), small_options(Compression::none), &memo);
+  EXPECT_EQ(memo.entries.size(), 2 * a.views().size());
+}

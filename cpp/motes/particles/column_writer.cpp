@@ -96,9 +96,10 @@ double incoherence(const ColumnPlan& p, const Layout& layout) {
     if (layout.nodes[i].is_leaf() && layout.nodes[i].own_count >= 16) leaves.push_back(i);
   if (leaves.size() < 16) return 0.0;
   const size_t samples = std::min<size_t>(256, leaves.size());
+  const spec::BitmapBins bin(p.gmin, p.gmax);
   auto bin_of_row = [&](uint64_t row, uint32_t& bits) {
     double v = double(value_at<T>(*p.view, row));
-    if (!std::isnan(v)) bits |= 1u << spec::bitmap_bin(v, p.gmin, p.gmax);
+    if (!std::isnan(v)) bits |= 1u << bin(v);
   };
   double leaf_bins = 0, random_bins = 0;
   uint64_t state = 0x9e3779b97f4a7c15ULL;
@@ -169,6 +170,22 @@ void gather(const ColumnView& c, const Layout& layout, uint64_t start, uint64_t 
   }
 }
 
+}  // namespace
+
+std::vector<uint64_t> codec_sample_starts(uint64_t n, uint32_t block_values) {
+  // Coarse levels come first and differ from the fine ones that hold most values, so
+  // blocks at 1/4, 1/2 and 3/4 of the file speak for the column.
+  const uint64_t len = std::min<uint64_t>(block_values, n);
+  std::vector<uint64_t> starts;
+  for (uint64_t k = 1; n && k <= 3; ++k) {
+    uint64_t s = std::min(n - len, n * k / 4);
+    if (starts.empty() || starts.back() != s) starts.push_back(s);
+  }
+  return starts;
+}
+
+namespace {
+
 template <class T>
 void choose_typed(ColumnPlan& p, const Layout& layout, uint32_t block_values, bool lossless, int zstd_level) {
   const uint64_t n = p.view->count;
@@ -183,14 +200,8 @@ void choose_typed(ColumnPlan& p, const Layout& layout, uint32_t block_values, bo
   raw_codes.coders.assign(1, codec::Coder::raw);
   p.codes.plan = raw_codes;
   if (!lossless || n == 0) return;
-  // Sample blocks across the file order: coarse levels come first and differ from the fine
-  // ones that hold most values, so blocks at 1/4, 1/2 and 3/4 of the file speak for the column.
   const uint64_t len = std::min<uint64_t>(block_values, n);
-  std::vector<uint64_t> starts;
-  for (uint64_t k = 1; k <= 3; ++k) {
-    uint64_t s = std::min(n - len, n * k / 4);
-    if (starts.empty() || starts.back() != s) starts.push_back(s);
-  }
+  const std::vector<uint64_t> starts = codec_sample_starts(n, block_values);
   std::vector<std::vector<T>> values(starts.size(), std::vector<T>(len));
   std::vector<std::vector<uint8_t>> codes(starts.size());
   std::unique_ptr<CodeLookup> code_of;

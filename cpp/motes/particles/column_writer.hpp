@@ -79,6 +79,9 @@ void compute_quantile_edges(ColumnPlan& p);
 // The codecs of the column's streams, chosen on sample blocks gathered across the file
 // order; lossless=false stores every stream raw.
 void choose_codecs(ColumnPlan& p, const Layout& layout, uint32_t block_values, bool lossless, int zstd_level);
+// Where choose_codecs samples a column of n values: the first rows of its sample blocks
+// (each min(n, block_values) values long), in file order.
+std::vector<uint64_t> codec_sample_starts(uint64_t n, uint32_t block_values);
 
 // Writes blocks [b0, b1) of the column: gathers values in file order, updates the node
 // index, makes codes, and either writes raw streams at their offsets through `write_at`

@@ -157,7 +157,7 @@ std::pair<uint64_t, uint64_t> extent(const StreamOut& s) {
 }  // namespace
 
 WriteSummary write_particle_file(const std::string& path, const std::vector<ColumnView>& given,
-                                 const WriteOptions& options) {
+                                 const WriteOptions& options, CodecMemo* memo) {
   validate_columns(given);
   unsigned threads = options.layout.threads ? options.layout.threads : default_threads();
   WriteSummary summary;
@@ -256,11 +256,33 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   const bool lossless = options.compression == Compression::lossless;
   if (lossless && n > 0)
     for (int c : tail_columns_of(columns, options)) plans[size_t(c)].tail = make_tail_collector(columns[size_t(c)], options.tail_fraction);
+  // Codec plans: from the memo where it has them for this column, else chosen on samples.
+  const uint64_t sampled = std::min<uint64_t>(n, bv) * codec_sample_starts(n, bv).size();
+  std::vector<CodecMemo::Entry*> remembered(plans.size(), nullptr);
+  for (size_t i = 0; memo && i < plans.size(); ++i)
+    for (CodecMemo::Entry& e : memo->entries)
+      if (e.column == columns[i].spec.name && e.dtype == columns[i].spec.dtype && e.index == plans[i].index &&
+          e.grid == (plans[i].grid.step > 0) && e.lossless == lossless && e.zstd_level == options.zstd_level)
+        remembered[i] = &e;
   parallel_for(plans.size(), threads, [&](uint64_t i) {
     ColumnPlan& p = plans[i];
     if (p.index == IndexKind::quantile) compute_quantile_edges(p);
-    choose_codecs(p, layout, bv, lossless, options.zstd_level);
+    if (remembered[i] && remembered[i]->sampled >= sampled) {
+      p.values.plan = remembered[i]->values;
+      p.codes.plan = remembered[i]->codes;
+    } else {
+      choose_codecs(p, layout, bv, lossless, options.zstd_level);
+    }
   });
+  std::vector<CodecMemo::Entry> chosen;  // appended after the loop: `remembered` points into the memo
+  for (size_t i = 0; memo && n && i < plans.size(); ++i) {
+    if (remembered[i] && remembered[i]->sampled >= sampled) continue;
+    CodecMemo::Entry e{columns[i].spec.name, columns[i].spec.dtype, plans[i].index, plans[i].grid.step > 0, lossless,
+                       options.zstd_level, sampled, plans[i].values.plan, plans[i].codes.plan};
+    if (remembered[i]) *remembered[i] = std::move(e);
+    else chosen.push_back(std::move(e));
+  }
+  if (memo) memo->entries.insert(memo->entries.end(), chosen.begin(), chosen.end());
   phases.lap("plan");
 
   // Raw streams first, page aligned, in schema order (read in place); coded blocks follow,

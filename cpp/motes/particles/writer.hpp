@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "motes/codec/codec.hpp"
 #include "motes/particles/layout/builder.hpp"
 #include "motes/particles/spec.hpp"
 #include "motes/core/phases.hpp"
@@ -61,12 +62,33 @@ struct WriteSummary {
   uint64_t header_checksum = 0;  // pins the whole file (the header covers every checksum)
 };
 
+// Codec plans chosen for one file, reused by the next files of the same columns. Choosing
+// codes samples of every column with every predictor and coder, which costs about as much
+// as coding a file of a few hundred thousand particles: the MPI writer keeps one memo per
+// species on each aggregator, so that it chooses once for all the parts it writes. A plan
+// is reused for a column of the same name, dtype, index kind, grid (present or not),
+// compression and zstd level, when it was chosen on at least as many sample values as
+// this file would give; otherwise the file chooses and the memo keeps its choice.
+struct CodecMemo {
+  struct Entry {
+    std::string column;
+    DType dtype;
+    IndexKind index;
+    bool grid, lossless;
+    int zstd_level;
+    uint64_t sampled;  // values the plans were chosen on
+    codec::Plan values, codes;
+  };
+  std::vector<Entry> entries;
+};
+
 // Checks names (identifiers, unique), dtypes, equal lengths and the x, y, z
 // position columns (f32/f64); throws UsageError naming the problem.
 void validate_columns(const std::vector<ColumnView>& columns);
 
 // Writes `columns` to `path` (replacing it atomically). The caller's arrays are only read.
+// With a memo, codec plans are taken from it and given to it (CodecMemo).
 WriteSummary write_particle_file(const std::string& path, const std::vector<ColumnView>& columns,
-                                 const WriteOptions& options = {});
+                                 const WriteOptions& options = {}, CodecMemo* memo = nullptr);
 
 }  // namespace motes
