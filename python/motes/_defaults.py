@@ -28,6 +28,7 @@ OPTIONS: Dict[str, Tuple[type, Tuple[str, ...]]] = {
     "target_bytes": (_core.ParallelWriteOptions, ("aggregation", "target_bytes")),
     "best_axis": (_core.ParallelWriteOptions, ("aggregation", "best_axis")),
     "overfull": (_core.ParallelWriteOptions, ("aggregation", "overfull")),
+    "local_aggregators": (_core.ParallelWriteOptions, ("aggregation", "local")),
     "lock_timeout": (_core.ParallelWriteOptions, ("lock_timeout",)),
     "query_threads": (_core.QuerySpec, ("threads",)),
     "quality": (_core.QuerySpec, ("quality_to",)),

@@ -92,7 +92,7 @@ class Writer:
                  sync: Optional[bool] = None, progress: bool = False, comm: Any = None,
                  aggregation: Optional[str] = None, target_bytes: Optional[int] = None,
                  best_axis: Optional[bool] = None, overfull: Optional[float] = None,
-                 lock_timeout: Optional[float] = None, compression: Optional[str] = None,
+                 local_aggregators: Optional[bool] = None, lock_timeout: Optional[float] = None, compression: Optional[str] = None,
                  ids: Union[bool, str, None] = None, tails: Union[bool, float, Sequence[str], None] = None):
         self.path = _args.path(path)
         self._core = None  # created with the first step, once its columns passed validation
@@ -113,6 +113,8 @@ class Writer:
             if not _args.number("overfull", overfull) >= 1.0:
                 raise UsageError(f"overfull must be >= 1, got {overfull}")
             self._aggregation["overfull"] = float(overfull)
+        if local_aggregators is not None:
+            self._aggregation["local"] = bool(local_aggregators)
 
     def _parallel_options(self):
         """The core's ParallelWriteOptions of this writer (its defaults read now: lock_timeout's
@@ -278,7 +280,7 @@ def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str
 
 
 _WRITE_OPTIONS = ("leaf_size", "lod_count", "treelet_size", "threads", "sync", "compression")
-_PARALLEL_OPTIONS = ("aggregation", "target_bytes", "best_axis", "overfull", "lock_timeout")
+_PARALLEL_OPTIONS = ("aggregation", "target_bytes", "best_axis", "overfull", "local_aggregators", "lock_timeout")
 Writer.__doc__ = Writer.__doc__.rstrip() + "\n" + _defaults.options_doc(_WRITE_OPTIONS + _PARALLEL_OPTIONS)
 write.__doc__ = write.__doc__.rstrip() + "\n" + _defaults.options_doc(
-    _WRITE_OPTIONS + tuple(o for o in _PARALLEL_OPTIONS if o != "overfull"))
+    _WRITE_OPTIONS + tuple(o for o in _PARALLEL_OPTIONS if o not in ("overfull", "local_aggregators")))

@@ -242,6 +242,9 @@ void bind_options(nb::module_& m) {
       .rw("target_bytes", &motes::AggregationOptions::target_bytes, "bytes per file; 0 = automatic")
       .rw("overfull", &motes::AggregationOptions::overfull, "a node this close to the target is not split further")
       .rw("best_axis", &motes::AggregationOptions::best_axis, "try all three axes instead of the longest one")
+      .rw("local", &motes::AggregationOptions::local,
+          "a file is written by the rank holding most of its particles, within a cap per rank and per node "
+          "(False: aggregators spread evenly over the ranks)")
       .done();
 
   Record<motes::ParallelWriteOptions>(m, "ParallelWriteOptions", "A collective write (parallel/options.hpp).")
@@ -339,6 +342,7 @@ void bind_options(nb::module_& m) {
       .ro("parts", &motes::ParallelWriteReport::Species::parts, "part files")
       .ro("target_bytes", &motes::ParallelWriteReport::Species::target_bytes, "")
       .ro("balance", &motes::ParallelWriteReport::Species::balance, "Balance of the part files")
+      .ro("moved", &motes::ParallelWriteReport::Species::moved, "particles sent to another rank's part file")
       .done();
 
   Record<motes::ParallelWriteReport::Field>(m, "FieldWriteReport", "One field of a collective write (from the ranks' blocks).")
@@ -352,8 +356,10 @@ void bind_options(nb::module_& m) {
       .ro("fields", &motes::ParallelWriteReport::fields, "FieldWriteReport per field written from blocks")
       .ro("file_bytes", &motes::ParallelWriteReport::file_bytes, "all part files")
       .ro("plan_seconds", &motes::ParallelWriteReport::plan_seconds, "slowest rank per phase")
-      .ro("exchange_seconds", &motes::ParallelWriteReport::exchange_seconds, "")
-      .ro("write_seconds", &motes::ParallelWriteReport::write_seconds, "")
+      .ro("exchange_seconds", &motes::ParallelWriteReport::exchange_seconds,
+          "grouping the particles by part file and posting the messages")
+      .ro("write_seconds", &motes::ParallelWriteReport::write_seconds,
+          "writing the part files (the messages arrive meanwhile)")
       .ro("commit_seconds", &motes::ParallelWriteReport::commit_seconds, "")
       .ro("total_seconds", &motes::ParallelWriteReport::total_seconds, "")
       .done();

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "common.hpp"
 #include "motes/core/parallel.hpp"
@@ -46,7 +47,8 @@ void bind_parallel(nb::module_& m) {
   m.def(
       "simulate_aggregation",
       [](InputArray x, InputArray y, InputArray z, std::vector<uint32_t> grid, nb::handle method_name,
-         std::optional<uint64_t> bytes_per_particle, std::optional<uint64_t> target_bytes, std::optional<bool> best_axis) {
+         std::optional<uint64_t> bytes_per_particle, std::optional<uint64_t> target_bytes, std::optional<bool> best_axis,
+         std::optional<bool> local, uint32_t ranks_per_node) {
         // Virtual ranks: a grid[0] x grid[1] x grid[2] decomposition of the bounds; each rank
         // summarises its particles as the MPI writer's ranks do, then one plan is built.
         if (grid.size() != 3 || !grid[0] || !grid[1] || !grid[2]) throw motes::UsageError("grid must be 3 positive integers");
@@ -55,6 +57,8 @@ void bind_parallel(nb::module_& m) {
         if (bytes_per_particle) o.bytes_per_particle = *bytes_per_particle;
         if (target_bytes) o.target_bytes = *target_bytes;
         if (best_axis) o.best_axis = *best_axis;
+        if (local) o.local = *local;
+        if (!ranks_per_node) throw motes::UsageError("ranks_per_node must be positive");
         motes::ColumnView axes[3] = {view_of(x, "x"), view_of(y, "y"), view_of(z, "z")};
         for (const motes::ColumnView& a : axes)
           if ((a.spec.dtype != motes::DType::f32 && a.spec.dtype != motes::DType::f64) || a.count != axes[0].count)
@@ -74,7 +78,7 @@ void bind_parallel(nb::module_& m) {
             lo[a] = std::min(lo[a], v), hi[a] = std::max(hi[a], v);
           }
         }
-        std::vector<std::array<std::vector<double>, 3>> local(ranks);
+        std::vector<std::array<std::vector<double>, 3>> points(ranks);
         for (uint64_t i = 0; i < n; ++i) {
           uint64_t r = 0, mul = 1;
           double p[3];
@@ -84,7 +88,7 @@ void bind_parallel(nb::module_& m) {
             r += mul * std::min<uint64_t>(grid[a] - 1, uint64_t(t * grid[a]));
             mul *= grid[a];
           }
-          for (int a = 0; a < 3; ++a) local[r][a].push_back(p[a]);
+          for (int a = 0; a < 3; ++a) points[r][a].push_back(p[a]);
         }
         const uint64_t cap = o.target_bytes ? motes::cell_cap(o.target_bytes, o.bytes_per_particle) : 1ull << 62;
         std::vector<motes::RankSummary> summaries(ranks);
@@ -93,11 +97,12 @@ void bind_parallel(nb::module_& m) {
           for (int a = 0; a < 3; ++a) {
             v[a].spec.name = "p";
             v[a].spec.dtype = motes::DType::f64;
-            v[a].data = local[r][a].data();
-            v[a].count = local[r][a].size();
+            v[a].data = points[r][a].data();
+            v[a].count = points[r][a].size();
           }
           // AUG (the baseline) works from counts and boxes alone, as in its reference code.
           summaries[r] = motes::summarize_rank(v[0], v[1], v[2], aug ? (1ull << 62) : cap);
+          summaries[r].node = uint32_t(r / ranks_per_node);
         });
         auto t1 = Clock::now();
         motes::AggregationPlan plan = aug ? motes::plan_aug(summaries, o) : motes::plan_adaptive(summaries, o);
@@ -113,13 +118,27 @@ void bind_parallel(nb::module_& m) {
         out["max_bytes"] = b.max;
         out["sd_over_mean"] = b.sd_over_mean();
         out["max_over_mean"] = b.max_over_mean();
+        out["moved"] = motes::particles_moved(plan);
+        out["moved_fraction"] = n ? double(motes::particles_moved(plan)) / double(n) : 0.0;
+        // The least any placement could move: every file kept by its largest holder, no caps.
+        uint64_t kept = 0;
+        for (const motes::AggregationLeaf& l : plan.leaves) {
+          std::map<uint32_t, uint64_t> by_rank;
+          for (uint32_t a : l.atoms) by_rank[plan.atoms[a].rank] += plan.atoms[a].count;
+          uint64_t most = 0;
+          for (const auto& [r, c] : by_rank) most = std::max(most, c);
+          kept += most;
+        }
+        out["least_moved_fraction"] = n ? 1.0 - double(kept) / double(n) : 0.0;
         out["summarize_seconds"] = std::chrono::duration<double>(t1 - t0).count();
         out["plan_seconds"] = std::chrono::duration<double>(t2 - t1).count();
         return out;
       },
       "x"_a, "y"_a, "z"_a, "grid"_a, "method"_a = nb::none(), "bytes_per_particle"_a = nb::none(),
-      "target_bytes"_a = nb::none(), "best_axis"_a = nb::none(),
-      "Builds an aggregation plan for virtual ranks on a grid over the particles' bounds; returns its file-size balance. method: an AggregationMethod or its name; what is None: the core's defaults.");
+      "target_bytes"_a = nb::none(), "best_axis"_a = nb::none(), "local"_a = nb::none(), "ranks_per_node"_a = 1,
+      "Builds an aggregation plan for virtual ranks on a grid over the particles' bounds (ranks_per_node consecutive "
+      "ranks share a node); returns its file-size balance and the particles that cross the network (moved). method: "
+      "an AggregationMethod or its name; what is None: the core's defaults.");
 
 #ifdef MOTES_HAVE_MPI
   m.attr("has_mpi") = true;

@@ -132,3 +132,91 @@ TEST(Aggregation, SummaryCellsCoverEveryParticle) {
   }
   EXPECT_EQ(sum, 20000u);
 }
+
+namespace {
+// Leaves written per rank and per node of a plan.
+std::vector<uint64_t> loads(const AggregationPlan& plan, size_t ranks) {
+  std::vector<uint64_t> l(ranks, 0);
+  for (const auto& leaf : plan.leaves) ++l[leaf.aggregator];
+  return l;
+}
+}  // namespace
+
+TEST(Aggregation, LocalAggregatorsMoveFewerParticlesWithinTheCaps) {
+  AggregationOptions o;
+  o.target_bytes = 400000ull * 32 / 40;  // 40 files over 27 ranks
+  auto ranks = clustered_ranks(3, 3, 3, 400000, cell_cap(o.target_bytes, 32), 5);
+  for (uint32_t r = 0; r < ranks.size(); ++r) ranks[r].node = r / 4;  // 4 ranks per node, 7 nodes
+  AggregationPlan local = plan_adaptive(ranks, o);
+  o.local = false;
+  AggregationPlan spread = plan_adaptive(ranks, o);
+  check_partition(local, ranks);
+  ASSERT_EQ(local.leaves.size(), spread.leaves.size());
+  for (size_t k = 0; k < local.leaves.size(); ++k) EXPECT_EQ(local.leaves[k].count, spread.leaves[k].count);  // same files
+  const uint64_t files = local.leaves.size();
+  const uint64_t rank_cap = (files + ranks.size() - 1) / ranks.size(), node_cap = (files + 6) / 7;
+  std::vector<uint64_t> per_node(7, 0);
+  std::vector<uint64_t> per_rank = loads(local, ranks.size());
+  for (uint32_t r = 0; r < ranks.size(); ++r) {
+    EXPECT_LE(per_rank[r], rank_cap);
+    per_node[r / 4] += per_rank[r];
+  }
+  for (uint64_t n : per_node) EXPECT_LE(n, node_cap);
+  // Brute force: a particle moves when its leaf's aggregator is not its rank.
+  uint64_t moved = 0;
+  for (const auto& leaf : local.leaves)
+    for (uint32_t a : leaf.atoms) moved += local.atoms[a].rank == leaf.aggregator ? 0 : local.atoms[a].count;
+  EXPECT_EQ(particles_moved(local), moved);
+  EXPECT_LT(particles_moved(local), particles_moved(spread) * 3 / 4);
+}
+
+TEST(Aggregation, EachRankWritesItsOwnRegionWhenItIsOneFile) {
+  // Rank r holds exactly the particles of slab r: every leaf stays on its rank, whatever their order.
+  std::vector<RankSummary> ranks(6);
+  for (uint32_t r = 0; r < 6; ++r) {
+    const uint32_t slab = (r * 5) % 6;  // ranks not in space order
+    ranks[r].count = 1000;
+    ranks[r].bounds = Box{{double(slab), 0, 0}, {slab + 0.999, 1, 1}};
+    ranks[r].node = r / 2;
+  }
+  AggregationOptions o;
+  o.bytes_per_particle = 1;
+  o.target_bytes = 1000;
+  AggregationPlan plan = plan_adaptive(ranks, o);
+  check_partition(plan, ranks);
+  ASSERT_EQ(plan.leaves.size(), 6u);
+  EXPECT_EQ(particles_moved(plan), 0u);
+  for (const auto& leaf : plan.leaves) EXPECT_EQ(plan.atoms[leaf.atoms[0]].rank, leaf.aggregator);
+}
+
+TEST(Aggregation, NodeCapSendsFilesToOtherNodes) {
+  // Everything on node 0 (ranks 0, 1); ranks 2, 3 on node 1 hold nothing. 8 files: 2 per
+  // rank and 4 per node, so half the files go to node 1 although it holds no particles.
+  std::vector<RankSummary> ranks(4);
+  for (uint32_t r = 0; r < 2; ++r) {
+    ranks[r].count = 4000;
+    ranks[r].bounds = Box{{double(r), 0, 0}, {r + 0.999, 1, 1}};
+    for (uint32_t c = 0; c < 4; ++c)
+      ranks[r].cells.push_back({Box{{r + c * 0.25, 0, 0}, {r + c * 0.25 + 0.2, 1, 1}}, 1000});
+  }
+  ranks[2].node = ranks[3].node = 7;
+  AggregationOptions o;
+  o.bytes_per_particle = 1;
+  o.target_bytes = 1000;
+  AggregationPlan plan = plan_adaptive(ranks, o);
+  check_partition(plan, ranks);
+  ASSERT_EQ(plan.leaves.size(), 8u);
+  EXPECT_EQ(loads(plan, 4), (std::vector<uint64_t>{2, 2, 2, 2}));
+  EXPECT_EQ(particles_moved(plan), 4000u);
+  // Ranks of unequal nodes: one rank on node 0, three on node 1, 4 files: the node cap (2)
+  // cannot hold, so node 1 takes 3.
+  std::vector<RankSummary> uneven(4);
+  for (uint32_t r = 0; r < 4; ++r) {
+    uneven[r].count = 1000;
+    uneven[r].bounds = Box{{double(r), 0, 0}, {r + 0.999, 1, 1}};
+    uneven[r].node = r ? 1 : 0;
+  }
+  plan = plan_adaptive(uneven, o);
+  check_partition(plan, uneven);
+  EXPECT_EQ(loads(plan, 4), (std::vector<uint64_t>{1, 1, 1, 1}));
+}

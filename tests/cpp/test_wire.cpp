@@ -31,6 +31,7 @@ Schema sample_schema() {
 RankSummary sample_summary() {
   RankSummary s;
   s.count = (uint64_t(1) << 60) + 3;  // beyond a double's integers: carried exactly
+  s.node = 0xfedcba98u;
   s.bounds = Box{{-1, -2, -3}, {1, 2, 3.5}};
   s.cells = {RankCell{Box{{-1, -2, -3}, {0, 0, 0}}, 7}, RankCell{Box{{0, 0, 0}, {1, 2, 3.5}}, (uint64_t(1) << 60) - 4}};
   return s;
@@ -152,6 +153,7 @@ TEST(Wire, RankSummaryRoundTripsExactly) {
   RankSummary s = sample_summary();
   RankSummary back = decode_rank_summary(encode(s));
   EXPECT_EQ(back.count, s.count);
+  EXPECT_EQ(back.node, s.node);
   EXPECT_TRUE(same_box(back.bounds, s.bounds));
   ASSERT_EQ(back.cells.size(), s.cells.size());
   for (size_t i = 0; i < s.cells.size(); ++i) {

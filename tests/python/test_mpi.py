@@ -24,10 +24,10 @@ pytestmark = [
 ]
 
 
-def mpirun(ranks, *args, expect_ok=True, timeout=300, env_extra=None):
+def mpirun(ranks, *args, expect_ok=True, timeout=300, env_extra=None, script=CHECK):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1", PYTHONUNBUFFERED="1", **(env_extra or {}))
-    cmd = ["mpirun", "--oversubscribe", "-n", str(ranks), sys.executable, str(CHECK), *map(str, args)]
+    cmd = ["mpirun", "--oversubscribe", "-n", str(ranks), sys.executable, str(script), *map(str, args)]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     if expect_ok:
         assert p.returncode == 0, f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-6000:]}\n{p.stderr[-6000:]}"
@@ -40,6 +40,12 @@ def test_written_on_p_ranks_reads_back_on_q(tmp_path, write_ranks, read_ranks):
     assert "write checks passed" in out.stdout
     out = mpirun(read_ranks, "read", tmp_path / "run.motes")
     assert "read checks passed" in out.stdout
+
+
+def test_files_are_written_by_the_ranks_holding_their_particles(tmp_path):
+    # Slabs held in the reverse of space order: local aggregators move nothing, spread ones most.
+    out = mpirun(4, tmp_path, script=ROOT / "tests" / "mpi" / "aggregation_check.py")
+    assert "aggregation checks passed" in out.stdout
 
 
 def test_transfers_split_into_many_messages(tmp_path):

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
+#include <queue>
 #include <string>
 
 namespace motes {
@@ -112,11 +114,6 @@ uint64_t resolve_target(const std::vector<RankSummary>& ranks, const Aggregation
   if (o.bytes_per_particle == 0) throw UsageError("bytes_per_particle must be positive");
   if (o.target_bytes) return o.target_bytes;
   return automatic_target_bytes(total * o.bytes_per_particle, ranks.size());
-}
-
-void assign_aggregators(AggregationPlan& plan, size_t ranks) {
-  const size_t n = plan.leaves.size();
-  for (size_t i = 0; i < n; ++i) plan.leaves[i].aggregator = uint32_t(n ? i * ranks / n : 0);
 }
 
 // The adaptive tree: atoms kept sorted by center along each axis; a split
@@ -265,7 +262,7 @@ AggregationPlan plan_adaptive(const std::vector<RankSummary>& ranks, const Aggre
   // Leaves of equal size near the target: k files of total/k particles each.
   const double files = std::max(1.0, std::ceil(double(total) / target_count));
   AdaptiveBuilder(plan, o, double(total) / files).build();
-  assign_aggregators(plan, ranks.size());
+  assign_aggregators(plan, ranks, o.local);
   return plan;
 }
 
@@ -317,6 +314,67 @@ AggregationPlan plan_aug(const std::vector<RankSummary>& ranks, const Aggregatio
     l.count += plan.atoms[i].count;
   }
   return plan;
+}
+
+void assign_aggregators(AggregationPlan& plan, const std::vector<RankSummary>& ranks, bool local) {
+  const size_t n = plan.leaves.size(), p = ranks.size();
+  if (!n) return;
+  if (!p) throw UsageError("a plan of " + std::to_string(n) + " files needs ranks to write them");
+  if (!local) {
+    for (size_t i = 0; i < n; ++i) plan.leaves[i].aggregator = uint32_t(i * p / n);
+    return;
+  }
+  std::vector<uint32_t> node_of(p);  // the nodes renumbered 0..N-1 in order of first rank
+  std::map<uint32_t, uint32_t> nodes;
+  for (size_t r = 0; r < p; ++r) node_of[r] = nodes.emplace(ranks[r].node, uint32_t(nodes.size())).first->second;
+  const uint64_t rank_cap = (n + p - 1) / p, node_cap = (n + nodes.size() - 1) / nodes.size();
+  std::vector<uint64_t> rank_load(p, 0), node_load(nodes.size(), 0);
+  std::vector<bool> done(n, false);
+  auto take = [&](size_t leaf, size_t rank) {
+    plan.leaves[leaf].aggregator = uint32_t(rank);
+    done[leaf] = true;
+    ++rank_load[rank], ++node_load[node_of[rank]];
+  };
+  // Each leaf's holders, most particles first over all leaves (ties: lower leaf, lower rank).
+  struct Share {
+    uint64_t count;
+    uint32_t leaf, rank;
+  };
+  std::vector<Share> shares;
+  for (uint32_t k = 0; k < n; ++k) {
+    std::map<uint32_t, uint64_t> from;
+    for (uint32_t a : plan.leaves[k].atoms) from[plan.atoms[a].rank] += plan.atoms[a].count;
+    for (auto [r, c] : from) shares.push_back({c, k, r});
+  }
+  std::sort(shares.begin(), shares.end(), [](const Share& a, const Share& b) {
+    return a.count != b.count ? a.count > b.count : a.leaf != b.leaf ? a.leaf < b.leaf : a.rank < b.rank;
+  });
+  for (const Share& s : shares)
+    if (!done[s.leaf] && rank_load[s.rank] < rank_cap && node_load[node_of[s.rank]] < node_cap) take(s.leaf, s.rank);
+  // The rest, in leaf order, to the ranks with the fewest leaves (ties: lowest rank).
+  for (bool node_capped : {true, false}) {
+    using Slot = std::pair<uint64_t, uint32_t>;  // (leaves, rank)
+    std::priority_queue<Slot, std::vector<Slot>, std::greater<Slot>> open;
+    for (uint32_t r = 0; r < p; ++r)
+      if (rank_load[r] < rank_cap) open.push({rank_load[r], r});
+    for (size_t k = 0; k < n && !open.empty(); ++k) {
+      if (done[k]) continue;
+      while (!open.empty() && node_capped && node_load[node_of[open.top().second]] >= node_cap) open.pop();
+      if (open.empty()) break;
+      const uint32_t r = open.top().second;
+      open.pop();
+      take(k, r);
+      if (rank_load[r] < rank_cap) open.push({rank_load[r], r});
+    }
+  }
+}
+
+uint64_t particles_moved(const AggregationPlan& plan) {
+  uint64_t moved = 0;
+  for (const AggregationLeaf& l : plan.leaves)
+    for (uint32_t a : l.atoms)
+      if (plan.atoms[a].rank != l.aggregator) moved += plan.atoms[a].count;
+  return moved;
 }
 
 Balance balance(const AggregationPlan& plan, uint64_t bytes_per_particle) {

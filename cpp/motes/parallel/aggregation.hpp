@@ -22,6 +22,7 @@ struct RankCell {
 
 struct RankSummary {
   uint64_t count = 0;
+  uint32_t node = 0;  // the node the rank runs on (ranks of one node give the same number)
   Box bounds{};
   std::vector<RankCell> cells;  // disjoint cells covering the rank's particles; empty: one cell, the bounds
 };
@@ -47,6 +48,7 @@ struct AggregationOptions {
   uint64_t target_bytes = 0;  // per file; 0 = automatic (total / ranks, clamped to [64 MiB, 1 GiB])
   double overfull = 1.25;     // a node this close to the target is not split further
   bool best_axis = false;     // try all three axes instead of the longest one
+  bool local = true;          // aggregators near their data (assign_aggregators); false: spread evenly over the ranks
 };
 
 struct Atom {
@@ -79,8 +81,19 @@ struct Balance {
 
 // Adaptive k-d tree over atoms: a node holding k target-sized files' worth of
 // particles is split where the count ratio is floor(k/2) : ceil(k/2), so files come
-// out near equal; leaves go to aggregators spread evenly over the rank space.
+// out near equal; leaves go to aggregators by assign_aggregators.
 AggregationPlan plan_adaptive(const std::vector<RankSummary>& ranks, const AggregationOptions& options);
+
+// Who writes each leaf. With `local`, a leaf goes to the rank that holds most of its
+// particles, so that fewer particles cross the network, as long as no rank writes more
+// than ceil(L/P) of the L leaves and no node more than ceil(L/N) (N nodes); the leaves
+// left over go to the ranks with the fewest leaves under the same caps (the node cap
+// is dropped only where the nodes' sizes leave no other choice). Without `local`, leaf
+// i goes to rank i*P/L (spread evenly over the rank space).
+void assign_aggregators(AggregationPlan& plan, const std::vector<RankSummary>& ranks, bool local);
+
+// Particles of a plan whose aggregator is not the rank that holds them (they cross the network).
+uint64_t particles_moved(const AggregationPlan& plan);
 
 // The adjustable uniform grid of Kumar et al. (ICPP 2019), as the baseline: cells
 // of the largest rank box, doubled along x, y, z in turn until there are no more

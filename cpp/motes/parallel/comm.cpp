@@ -71,6 +71,13 @@ void wait_all(std::vector<MPI_Request>& r) {
   r.clear();
 }
 
+bool all_done(std::vector<MPI_Request>& r) {
+  int done = 1;
+  if (!r.empty()) MPI_Testall(int(r.size()), r.data(), &done, MPI_STATUSES_IGNORE);
+  if (done) r.clear();
+  return done != 0;
+}
+
 std::vector<std::string> allgather_strings(const Comm& c, const std::string& mine) {
   int len = int(mine.size());
   std::vector<int> lens(size_t(c.size)), offs(size_t(c.size) + 1, 0);
@@ -120,6 +127,15 @@ unsigned ranks_on_this_node(const Comm& c) {
   MPI_Comm_size(node, &n);
   MPI_Comm_free(&node);
   return unsigned(std::max(1, n));
+}
+
+uint32_t node_of_this_rank(const Comm& c) {
+  MPI_Comm node;
+  MPI_Comm_split_type(c.comm, MPI_COMM_TYPE_SHARED, c.rank, MPI_INFO_NULL, &node);
+  int lowest = c.rank;  // the node's rank 0 has the lowest key, this communicator's rank
+  MPI_Bcast(&lowest, 1, MPI_INT, 0, node);
+  MPI_Comm_free(&node);
+  return uint32_t(lowest);
 }
 
 unsigned threads_per_rank(const Comm& c, unsigned requested) {

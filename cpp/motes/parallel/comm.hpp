@@ -66,6 +66,8 @@ T allreduce(const Comm& c, T value, MPI_Op op) {
 void isend_bytes(const void* data, uint64_t n, int dest, int tag, MPI_Comm comm, std::vector<MPI_Request>& out);
 void irecv_bytes(void* data, uint64_t n, int source, int tag, MPI_Comm comm, std::vector<MPI_Request>& out);
 void wait_all(std::vector<MPI_Request>& requests);
+// Whether every request has completed (those that have are freed); never blocks.
+bool all_done(std::vector<MPI_Request>& requests);
 
 // Every rank's byte string, on every rank.
 std::vector<std::string> allgather_strings(const Comm& c, const std::string& mine);
@@ -76,6 +78,8 @@ std::string scatter_strings(const Comm& c, const std::vector<std::string>& per_r
 
 // Ranks of the communicator that share this rank's node.
 unsigned ranks_on_this_node(const Comm& c);
+// The lowest rank of the communicator on this rank's node: the same number for all ranks of a node.
+uint32_t node_of_this_rank(const Comm& c);
 // Threads per rank: `requested`, or 0 for the node's cores shared by its ranks.
 unsigned threads_per_rank(const Comm& c, unsigned requested);
 

@@ -3,10 +3,11 @@
 // rank when any rank fails, so callers never hang on a peer that gave up.
 //
 // Write: ranks summarise their particles -> rank 0 plans the aggregation (adaptive
-// k-d tree or AUG) -> non-blocking point-to-point transfers of columns to the
-// aggregators -> each aggregator writes one part file with the serial writer ->
-// rank 0 writes the step index and then the manifest entry (the step appears
-// atomically).
+// k-d tree or AUG; a file's aggregator is the rank holding most of it, within caps)
+// -> non-blocking point-to-point transfers of columns to the aggregators, which
+// meanwhile write the parts of their own particles -> each aggregator writes one part
+// file per leaf with the serial writer (codecs chosen once) -> rank 0 writes the step
+// index and then the manifest entry (the step appears atomically).
 // Read: any number of ranks; part files are assigned to read aggregators spread
 // over the ranks (or shared evenly when there are fewer ranks than files); each
 // rank receives the particles in its box, or an even share.

@@ -45,6 +45,7 @@ struct ParallelWriteReport {
     uint32_t parts = 0;
     uint64_t target_bytes = 0;
     Balance balance;  // of the part files' data bytes
+    uint64_t moved = 0;  // particles sent to an aggregator other than their own rank
   };
   std::vector<Species> species;
   struct Field {
@@ -54,7 +55,8 @@ struct ParallelWriteReport {
   };
   std::vector<Field> fields;  // written from every rank's block
   uint64_t file_bytes = 0;  // all part files
-  // Slowest rank per phase (seconds).
+  // Slowest rank per phase (seconds). exchange: grouping the particles by part and posting
+  // the messages; write: writing the parts, which overlaps with the messages' transfer.
   double plan_seconds = 0, exchange_seconds = 0, write_seconds = 0, commit_seconds = 0, total_seconds = 0;
 };
 

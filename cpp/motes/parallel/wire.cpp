@@ -278,6 +278,7 @@ ReadRequest decode_read_request(std::string_view bytes) {
 std::string encode(const RankSummary& s) {
   Out o(kRankSummary);
   o.u64(s.count);
+  o.u32(s.node);
   o.box(s.bounds);
   o.count(s.cells.size());
   for (const RankCell& c : s.cells) {
@@ -291,6 +292,7 @@ RankSummary decode_rank_summary(std::string_view bytes) {
   In in(bytes, kRankSummary, "rank summary");
   RankSummary s;
   s.count = in.u64();
+  s.node = in.u32();
   s.bounds = in.box();
   s.cells.resize(in.count(56));
   for (RankCell& c : s.cells) {

@@ -56,6 +56,7 @@ struct SpeciesPlan {
   uint32_t parts = 0;
   std::vector<uint32_t> aggregator;  // per part
   Balance balance;
+  uint64_t moved = 0;
 };
 
 // Writes one species' parts. Returns, on rank 0, the part summaries in part order.
@@ -85,6 +86,7 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
   RankSummary mine;
   auto f = attempt([&] { mine = summarize_rank(find("x"), find("y"), find("z"), cell_cap(ao.target_bytes, bpp), &cell_of); });
   agree(c, f, "summarising positions of species '" + name + "'");
+  mine.node = node_of_this_rank(c);
   std::vector<std::string> summaries = gather_strings(c, wire::encode(mine));
 
   // 2. Rank 0 plans; each rank learns the part of each of its cells, each aggregator
@@ -98,6 +100,7 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
     AggregationPlan p = options.method == AggregationMethod::aug ? plan_aug(ranks, ao) : plan_adaptive(ranks, ao);
     plan.parts = uint32_t(p.leaves.size());
     plan.balance = balance(p, bpp);
+    plan.moved = particles_moved(p);
     plan.aggregator.clear();
     for (const AggregationLeaf& l : p.leaves) plan.aggregator.push_back(l.aggregator);
     std::vector<wire::RankPlan> per_rank(size_t(c.size));
@@ -137,6 +140,7 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
     uint64_t count = 0;
     std::vector<std::pair<int, uint64_t>> from;  // (rank, particles), ascending ranks
     std::vector<std::vector<unsigned char>> columns;
+    std::vector<MPI_Request> messages;  // the receives of the other ranks' particles
   };
   std::vector<Outgoing> sending;
   std::vector<Incoming> receiving;
@@ -204,7 +208,7 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
     }
   });
   agree(c, f, "preparing the transfer of species '" + name + "'");
-  std::vector<MPI_Request> sends, recvs;
+  std::vector<MPI_Request> sends;
   for (const Outgoing& o : sending)
     for (const auto& buf : o.columns) isend_bytes(buf.data(), buf.size(), int(plan.aggregator[o.part]), kTagData, c.comm, sends);
   for (Incoming& in : receiving) {
@@ -213,25 +217,29 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
       if (r != c.rank)
         for (size_t col = 0; col < cols.size(); ++col) {
           const size_t size = dtype_size(cols[col].spec.dtype);
-          irecv_bytes(in.columns[col].data() + at * size, cnt * size, r, kTagData, c.comm, recvs);
+          irecv_bytes(in.columns[col].data() + at * size, cnt * size, r, kTagData, c.comm, in.messages);
         }
       at += cnt;
     }
   }
-  wait_all(recvs);  // every rank posted its sends first, so this cannot deadlock
-  wait_all(sends);
-  sending.clear();
   report.exchange_seconds = std::max(report.exchange_seconds, seconds_since(t1));
 
-  // 4. Aggregators write their parts.
+  // 4. Aggregators write their parts while the messages travel: first the parts of this
+  // rank's own particles alone, then the others, each once its messages are in (both in
+  // part order, so that the codecs the first part chooses do not depend on timing).
+  // Every rank posted its sends before waiting, so the waits cannot deadlock.
   auto t2 = Clock::now();
+  std::stable_sort(receiving.begin(), receiving.end(),
+                   [](const Incoming& a, const Incoming& b) { return a.messages.empty() && !b.messages.empty(); });
   const std::string index_path = dir + "/" + species_index_name(index, name);
   std::vector<wire::PartReport> written;
   f = attempt([&] {
     WriteOptions wo = options.write;
     wo.layout.threads = threads_per_rank(c, wo.layout.threads);
     wo.progress = nullptr;
+    CodecMemo memo;  // codecs chosen once for this aggregator's parts of the species
     for (Incoming& in : receiving) {
+      wait_all(in.messages);
       std::vector<ColumnView> views;
       for (size_t col = 0; col < cols.size(); ++col) {
         ColumnView v;
@@ -240,11 +248,15 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
         v.count = in.count;
         views.push_back(v);
       }
-      WriteSummary w = write_particle_file(StepIndex::part_path(index_path, in.part), views, wo);
+      WriteSummary w = write_particle_file(StepIndex::part_path(index_path, in.part), views, wo, &memo);
       written.push_back({in.part, PartSummary{w.particle_count, w.file_bytes, w.bounds, w.columns, w.header_checksum}});
       in.columns.clear();
+      if (!sending.empty() && all_done(sends)) sending.clear();  // the send buffers back as soon as they are sent
     }
   });
+  for (Incoming& in : receiving) wait_all(in.messages);  // after a failure too: no message left in flight
+  wait_all(sends);
+  sending.clear();
   receiving.clear();
   agree(c, f, "writing the part files of species '" + name + "'");
   report.write_seconds = std::max(report.write_seconds, seconds_since(t2));
@@ -348,7 +360,7 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
       SpeciesPlan plan;
       std::vector<PartSummary> parts =
           write_species(c, dir, index, name, cols, options, plan, report);
-      ParallelWriteReport::Species rs{name, plan.total, plan.parts, plan.target_bytes, plan.balance};
+      ParallelWriteReport::Species rs{name, plan.total, plan.parts, plan.target_bytes, plan.balance, plan.moved};
       auto t3 = Clock::now();
       f = attempt([&] {
         if (c.rank != 0) return;
@@ -363,6 +375,7 @@ ParallelWriteReport write_step_parallel(MPI_Comm comm, const std::string& dir, i
       report.commit_seconds = std::max(report.commit_seconds, seconds_since(t3));
       broadcast(c, &rs.parts, 1);
       broadcast(c, &rs.balance.files, 1);
+      broadcast(c, &rs.moved, 1);
       double b[3] = {rs.balance.mean, rs.balance.sd, rs.balance.max};
       broadcast(c, b, 3);
       rs.balance.mean = b[0], rs.balance.sd = b[1], rs.balance.max = b[2];
