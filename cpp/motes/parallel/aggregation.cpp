@@ -6,6 +6,9 @@
 #include <numeric>
 #include <queue>
 #include <string>
+#include <type_traits>
+
+#include "motes/particles/layout/builder.hpp"
 
 namespace motes {
 
@@ -46,7 +49,9 @@ std::vector<Atom> make_atoms(const std::vector<RankSummary>& ranks) {
   return atoms;
 }
 
-// Octree cells over [lo, hi) of the points idx[b, e), halved at midpoints.
+// Octree cells over [lo, hi) of the points idx[b, e), halved at midpoints. Coordinates
+// are read as T (float when all three axes are, else through Coordinate as doubles).
+template <class T>
 class CellSplitter {
  public:
   // Scratch for the octants and the reordering, allocated once for all points: a
@@ -54,6 +59,13 @@ class CellSplitter {
   CellSplitter(const Coordinate* axes, uint64_t max_cell, std::vector<RankCell>& out, std::vector<uint32_t>* cell_of,
                uint64_t points)
       : axes_(axes), max_(max_cell), out_(out), cell_of_(cell_of), oct_(points), tmp_(points) {}
+
+  T at(int a, uint64_t row) const {
+    if constexpr (std::is_same_v<T, float>)
+      return *reinterpret_cast<const float*>(axes_[a].base + int64_t(row) * axes_[a].stride);
+    else
+      return axes_[a][row];
+  }
 
   void split(std::vector<uint64_t>& idx, uint64_t b, uint64_t e, const Box& box, int depth) {
     const uint64_t n = e - b;
@@ -66,7 +78,8 @@ class CellSplitter {
     uint8_t* oct = oct_.data() + b;
     for (uint64_t i = 0; i < n; ++i) {
       uint8_t o = 0;
-      for (int a = 0; a < 3; ++a) o |= uint8_t(axes_[a][idx[b + i]] >= mid[a]) << a;
+      const uint64_t row = idx[b + i];
+      for (int a = 0; a < 3; ++a) o |= uint8_t(double(at(a, row)) >= mid[a]) << a;
       oct[i] = o;
       ++counts[o];
     }
@@ -226,21 +239,17 @@ RankSummary summarize_rank(const ColumnView& x, const ColumnView& y, const Colum
   if (cell_of) cell_of->assign(s.count, 0);
   if (!s.count) return s;
   const Coordinate coords[3] = {Coordinate(x), Coordinate(y), Coordinate(z)};
-  for (int a = 0; a < 3; ++a) s.bounds.lo[a] = INFINITY, s.bounds.hi[a] = -INFINITY;
-  for (uint64_t i = 0; i < s.count; ++i)
-    for (int a = 0; a < 3; ++a) {
-      double v = coords[a][i];
-      if (!std::isfinite(v))
-        throw UsageError("position column '" + axes[a].spec.name + "' has a non-finite value (" + number_text(v) +
-                         ") at row " + std::to_string(i));
-      s.bounds.lo[a] = std::min(s.bounds.lo[a], v), s.bounds.hi[a] = std::max(s.bounds.hi[a], v);
-    }
+  for (int a = 0; a < 3; ++a) position_bounds(axes[a], axes[a].spec.name.c_str(), 1, s.bounds.lo[a], s.bounds.hi[a]);
   std::vector<uint64_t> idx(s.count);
   std::iota(idx.begin(), idx.end(), 0);
   // Cells are half-open at their upper faces; widen the top so the maximum falls inside.
   Box root = s.bounds;
   for (int a = 0; a < 3; ++a) root.hi[a] = std::nextafter(root.hi[a], INFINITY);
-  CellSplitter(coords, std::max<uint64_t>(1, max_cell), s.cells, cell_of, s.count).split(idx, 0, s.count, root, 0);
+  const uint64_t cap = std::max<uint64_t>(1, max_cell);
+  if (coords[0].is_f32 && coords[1].is_f32 && coords[2].is_f32)
+    CellSplitter<float>(coords, cap, s.cells, cell_of, s.count).split(idx, 0, s.count, root, 0);
+  else
+    CellSplitter<double>(coords, cap, s.cells, cell_of, s.count).split(idx, 0, s.count, root, 0);
   return s;
 }
 

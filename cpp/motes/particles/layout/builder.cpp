@@ -4,6 +4,7 @@
 #include <boost/sort/sort.hpp>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <numeric>
 #include <thread>
 #include <string>
@@ -144,35 +145,31 @@ void sort_keys(BigVector<Key>& keys, unsigned threads) {
   sort_range(sort_range, 0, keys.size(), threads);
 }
 
+// Bounds of a range of values, and the first non-finite one (UINT64_MAX when none). The
+// loop has no branch (a NaN or infinity only clears `finite`), so it vectorises where the
+// values are contiguous; the first bad row is looked for only when there is one.
 template <class T>
-void check_finite_and_bound(const ColumnView& c, const char* axis, unsigned threads, double& lo, double& hi) {
-  const char* base = static_cast<const char*>(c.data);
-  int64_t stride = c.stride();
-  uint64_t n = c.count;
-  std::vector<double> los(threads * 4 + 1, INFINITY), his(threads * 4 + 1, -INFINITY);
-  std::vector<uint64_t> bad(threads * 4 + 1, UINT64_MAX);
-  std::atomic<size_t> slot{0};
-  parallel_ranges(n, threads, 1 << 16, [&](uint64_t b, uint64_t e) {
-    size_t s = slot.fetch_add(1);
-    double mn = INFINITY, mx = -INFINITY;
+void bound_range(const char* base, int64_t stride, uint64_t b, uint64_t e, double& lo, double& hi, uint64_t& bad) {
+  auto range = [&](auto at) {
+    T mn = std::numeric_limits<T>::infinity(), mx = -mn;
+    bool finite = true;
     for (uint64_t i = b; i < e; ++i) {
-      double v = double(*reinterpret_cast<const T*>(base + int64_t(i) * stride));
-      if (!std::isfinite(v)) {
-        bad[s] = i;
-        break;
-      }
-      mn = std::min(mn, v);
-      mx = std::max(mx, v);
+      const T v = at(i);
+      finite &= v - v == T(0);
+      mn = v < mn ? v : mn;
+      mx = v > mx ? v : mx;
     }
-    los[s] = mn;
-    his[s] = mx;
-  });
-  uint64_t first_bad = *std::min_element(bad.begin(), bad.end());
-  if (first_bad != UINT64_MAX)
-    throw UsageError(std::string("position column '") + axis + "' has a NaN or infinite value at row " +
-                     std::to_string(first_bad));
-  lo = *std::min_element(los.begin(), los.end());
-  hi = *std::max_element(his.begin(), his.end());
+    if (!finite)
+      for (uint64_t i = b; i < e; ++i)
+        if (!(at(i) - at(i) == T(0))) return void(bad = i);
+    lo = double(mn), hi = double(mx);
+  };
+  if (stride == int64_t(sizeof(T))) {
+    const T* v = reinterpret_cast<const T*>(base);
+    range([v](uint64_t i) { return v[i]; });
+  } else {
+    range([&](uint64_t i) { return *reinterpret_cast<const T*>(base + int64_t(i) * stride); });
+  }
 }
 
 // Adds one axis' quantised bits into the 63-bit Morton codes (the first axis, shift 2,
@@ -248,6 +245,28 @@ void build_tree(BigVector<Key>& keys, const LayoutOptions& options, unsigned thr
 
 }  // namespace
 
+void position_bounds(const ColumnView& c, const char* axis, unsigned threads, double& lo, double& hi) {
+  if (c.spec.dtype != DType::f32 && c.spec.dtype != DType::f64)
+    throw UsageError(std::string("position column '") + axis + "' must be f32 or f64");
+  const char* base = static_cast<const char*>(c.data);
+  const int64_t stride = c.stride();
+  std::mutex m;
+  uint64_t first_bad = UINT64_MAX;
+  lo = INFINITY, hi = -INFINITY;
+  parallel_ranges(c.count, threads, 1 << 16, [&](uint64_t b, uint64_t e) {
+    double l = INFINITY, h = -INFINITY;
+    uint64_t bad = UINT64_MAX;
+    if (c.spec.dtype == DType::f32) bound_range<float>(base, stride, b, e, l, h, bad);
+    else bound_range<double>(base, stride, b, e, l, h, bad);
+    std::lock_guard lock(m);
+    first_bad = std::min(first_bad, bad);
+    lo = std::min(lo, l), hi = std::max(hi, h);
+  });
+  if (first_bad != UINT64_MAX)
+    throw UsageError(std::string("position column '") + axis + "' has a NaN or infinite value at row " +
+                     std::to_string(first_bad));
+}
+
 void check_layout_options(const LayoutOptions& o) {
   if (o.lod_count < 1 || o.lod_count > treelet::kMaxLod) throw UsageError("lod_count must be in [1, " + std::to_string(treelet::kMaxLod) + "]");
   if (o.leaf_size < 2 * o.lod_count || o.leaf_size < 4)
@@ -276,10 +295,7 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
   out.phases.restart();
   for (int a = 0; a < 3; ++a) {
     double lo = 0, hi = 0;
-    if (axes[a]->spec.dtype == DType::f32)
-      check_finite_and_bound<float>(*axes[a], names[a], threads, lo, hi);
-    else
-      check_finite_and_bound<double>(*axes[a], names[a], threads, lo, hi);
+    position_bounds(*axes[a], names[a], threads, lo, hi);
     out.bounds.lo[a] = n ? lo : 0.0;
     out.bounds.hi[a] = n ? hi : 0.0;
   }

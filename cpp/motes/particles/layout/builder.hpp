@@ -30,6 +30,10 @@ struct Layout {
 // Validates options (UsageError naming the bad one).
 void check_layout_options(const LayoutOptions& options);
 
+// The smallest and largest value of a position column (f32 or f64), on `threads` threads;
+// UsageError naming the column (`axis`) and the first row of a NaN or infinite value.
+void position_bounds(const ColumnView& c, const char* axis, unsigned threads, double& lo, double& hi);
+
 // positions: three columns x, y, z of equal length (f32 or f64, any stride).
 // Throws UsageError for NaN/inf positions, naming the column and row.
 Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& z, const LayoutOptions& options);
