@@ -134,7 +134,17 @@ TEST(Aggregation, SummaryCellsCoverEveryParticle) {
 }
 
 namespace {
-// Leaves written per rank and per node of a plan.
+// The adaptive plan of files of 1000 particles (one byte each), checked to partition the atoms.
+AggregationPlan plan_of_thousands(const std::vector<RankSummary>& ranks) {
+  AggregationOptions o;
+  o.bytes_per_particle = 1;
+  o.target_bytes = 1000;
+  AggregationPlan plan = plan_adaptive(ranks, o);
+  check_partition(plan, ranks);
+  return plan;
+}
+
+// Leaves written per rank of a plan.
 std::vector<uint64_t> loads(const AggregationPlan& plan, size_t ranks) {
   std::vector<uint64_t> l(ranks, 0);
   for (const auto& leaf : plan.leaves) ++l[leaf.aggregator];
@@ -179,11 +189,7 @@ TEST(Aggregation, EachRankWritesItsOwnRegionWhenItIsOneFile) {
     ranks[r].bounds = Box{{double(slab), 0, 0}, {slab + 0.999, 1, 1}};
     ranks[r].node = r / 2;
   }
-  AggregationOptions o;
-  o.bytes_per_particle = 1;
-  o.target_bytes = 1000;
-  AggregationPlan plan = plan_adaptive(ranks, o);
-  check_partition(plan, ranks);
+  AggregationPlan plan = plan_of_thousands(ranks);
   ASSERT_EQ(plan.leaves.size(), 6u);
   EXPECT_EQ(particles_moved(plan), 0u);
   for (const auto& leaf : plan.leaves) EXPECT_EQ(plan.atoms[leaf.atoms[0]].rank, leaf.aggregator);
@@ -200,11 +206,7 @@ TEST(Aggregation, NodeCapSendsFilesToOtherNodes) {
       ranks[r].cells.push_back({Box{{r + c * 0.25, 0, 0}, {r + c * 0.25 + 0.2, 1, 1}}, 1000});
   }
   ranks[2].node = ranks[3].node = 7;
-  AggregationOptions o;
-  o.bytes_per_particle = 1;
-  o.target_bytes = 1000;
-  AggregationPlan plan = plan_adaptive(ranks, o);
-  check_partition(plan, ranks);
+  AggregationPlan plan = plan_of_thousands(ranks);
   ASSERT_EQ(plan.leaves.size(), 8u);
   EXPECT_EQ(loads(plan, 4), (std::vector<uint64_t>{2, 2, 2, 2}));
   EXPECT_EQ(particles_moved(plan), 4000u);
@@ -216,7 +218,6 @@ TEST(Aggregation, NodeCapSendsFilesToOtherNodes) {
     uneven[r].bounds = Box{{double(r), 0, 0}, {r + 0.999, 1, 1}};
     uneven[r].node = r ? 1 : 0;
   }
-  plan = plan_adaptive(uneven, o);
-  check_partition(plan, uneven);
+  plan = plan_of_thousands(uneven);
   EXPECT_EQ(loads(plan, 4), (std::vector<uint64_t>{1, 1, 1, 1}));
 }
