@@ -368,7 +368,7 @@ WriteSummary PartedStepWriter::add_part(const std::string& species, const std::v
       if (cols[i].spec.index == IndexKind::automatic) cols[i].spec.index = sp.parts[0].columns[i].index;
   }
   std::string index_path = dataset_.dir() + "/" + species_index_name(entry_.index, species);
-  WriteSummary w = write_particle_file(StepIndex::part_path(index_path, sp.parts.size()), cols, options_);
+  WriteSummary w = write_particle_file(StepIndex::part_path(index_path, sp.parts.size()), cols, options_, &sp.codecs);
   sp.parts.push_back({w.particle_count, w.file_bytes, w.bounds, w.columns, w.header_checksum});
   return w;
 }

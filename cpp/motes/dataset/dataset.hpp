@@ -126,7 +126,8 @@ class Dataset {
 
 // Writes one step part by part, for writers that cannot hold a species in memory at
 // once (converters streaming a big file): every add_part writes one part file of a
-// species; commit() writes each species' step index, then the manifest. It holds the
+// species (its codecs chosen once, on the species' first part: CodecMemo); commit() writes
+// each species' step index, then the manifest. It holds the
 // dataset's lock from construction to commit (or destruction); until commit the step is
 // invisible, and an uncommitted writer removes what it wrote.
 class PartedStepWriter {
@@ -146,6 +147,7 @@ class PartedStepWriter {
     std::string name;
     std::vector<ColumnSpec> schema;  // from the first part
     std::vector<PartSummary> parts;
+    CodecMemo codecs;  // chosen by the first part, kept by the next ones (as the MPI writer's aggregators do)
   };
   Dataset& dataset_;
   Dataset::Writing writing_;

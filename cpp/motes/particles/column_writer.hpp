@@ -50,10 +50,10 @@ struct ColumnPlan {
   std::unique_ptr<TailCollector> tail;  // the column's tail index on its way, or null
 };
 
-// Up to `most` of the column's values, evenly spaced over its rows, NaN left out, sorted:
-// what quantile edges and tail limits are chosen on.
+// Up to `most` of the column's values, evenly spaced over its rows, NaN left out: what
+// quantile edges and tail limits are chosen on (sorted_sample: in ascending order).
 template <class T>
-std::vector<T> sorted_sample(const ColumnView& c, uint64_t most) {
+std::vector<T> even_sample(const ColumnView& c, uint64_t most) {
   const uint64_t n = c.count, s = std::min<uint64_t>(n, most);
   std::vector<T> out;
   out.reserve(s);
@@ -64,6 +64,11 @@ std::vector<T> sorted_sample(const ColumnView& c, uint64_t most) {
     }
     out.push_back(v);
   }
+  return out;
+}
+template <class T>
+std::vector<T> sorted_sample(const ColumnView& c, uint64_t most) {
+  std::vector<T> out = even_sample<T>(c, most);
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -153,11 +153,15 @@ std::unique_ptr<TailCollector> make_tail_collector(const ColumnView& c, double f
   if (n == 0) return nullptr;
   return dispatch_dtype(c.spec.dtype, [&](auto zero) -> std::unique_ptr<TailCollector> {
     using T = decltype(zero);
-    // Limits from an even sample of the caller's array (as the quantile edges are chosen).
-    const std::vector<T> sample = sorted_sample<T>(c, 1 << 16);
+    // Limits from an even sample of the caller's array (as the quantile edges are chosen):
+    // its values of rank k from either end, found without sorting it.
+    std::vector<T> sample = even_sample<T>(c, 1 << 16);
     if (sample.empty()) return nullptr;
-    const size_t k = std::min(sample.size() - 1, size_t(fraction * double(sample.size())));
-    const T lo = sample[k], hi = sample[sample.size() - 1 - k];
+    const size_t k = std::min(sample.size() - 1, size_t(fraction * double(sample.size()))), top = sample.size() - 1 - k;
+    std::nth_element(sample.begin(), sample.begin() + int64_t(k), sample.end());
+    const T lo = sample[k];
+    if (top > k) std::nth_element(sample.begin() + int64_t(k) + 1, sample.begin() + int64_t(top), sample.end());
+    const T hi = sample[std::max(k, top)];
     if (!(lo < hi)) return nullptr;  // too few distinct values for two disjoint sides
     // A side may hold twice its share and a block more before ties are dropped from it.
     const uint64_t cap = 2 * uint64_t(std::ceil(fraction * double(n))) + spec::kIdBlockValues;

@@ -254,8 +254,9 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   }
   phases.lap("choose indexes");
   const bool lossless = options.compression == Compression::lossless;
+  std::vector<bool> tailed(plans.size(), false);
   if (lossless && n > 0)
-    for (int c : tail_columns_of(columns, options)) plans[size_t(c)].tail = make_tail_collector(columns[size_t(c)], options.tail_fraction);
+    for (int c : tail_columns_of(columns, options)) tailed[size_t(c)] = true;
   // Codec plans: from the memo where it has them for this column, else chosen on samples.
   const uint64_t sampled = std::min<uint64_t>(n, bv) * codec_sample_starts(n, bv).size();
   std::vector<CodecMemo::Entry*> remembered(plans.size(), nullptr);
@@ -266,6 +267,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
         remembered[i] = &e;
   parallel_for(plans.size(), threads, [&](uint64_t i) {
     ColumnPlan& p = plans[i];
+    if (tailed[i]) p.tail = make_tail_collector(columns[i], options.tail_fraction);
     if (p.index == IndexKind::quantile) compute_quantile_edges(p);
     if (remembered[i] && remembered[i]->sampled >= sampled) {
       p.values.plan = remembered[i]->values;
