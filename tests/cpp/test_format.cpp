@@ -401,7 +401,7 @@ TEST(Format, CodecMemoChoosesOnceForFilesOfTheSameColumns) {
   CodecMemo memo;
   write_particle_file(test::temp_path("memo_a.mpf"), a.views(), o, &memo);
   ASSERT_EQ(memo.entries.size(), a.views().size());
-  for (const CodecMemo::Entry& e : memo.entries) EXPECT_EQ(e.sampled, 3u * o.block_values) << e.column;
+  for (const CodecMemo::Entry& e : memo.entries) EXPECT_EQ(e.sampled, 3u * o.block_values) << e.key.column;
   // Plans taken from the memo: all raw here, so b's values are stored as they are.
   CodecMemo raw = memo;
   for (CodecMemo::Entry& e : raw.entries) {

@@ -156,6 +156,18 @@ std::pair<uint64_t, uint64_t> extent(const StreamOut& s) {
 
 }  // namespace
 
+const CodecMemo::Entry* CodecMemo::reusable(const Key& key, uint64_t sampled) const {
+  for (const Entry& e : entries)
+    if (e.key == key) return e.sampled >= sampled ? &e : nullptr;
+  return nullptr;
+}
+
+void CodecMemo::keep(const Key& key, uint64_t sampled, const codec::Plan& values, const codec::Plan& codes) {
+  for (Entry& e : entries)
+    if (e.key == key) return void(e = Entry{key, sampled, values, codes});
+  entries.push_back(Entry{key, sampled, values, codes});
+}
+
 WriteSummary write_particle_file(const std::string& path, const std::vector<ColumnView>& given,
                                  const WriteOptions& options, CodecMemo* memo) {
   validate_columns(given);
@@ -259,32 +271,26 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
     for (int c : tail_columns_of(columns, options)) tailed[size_t(c)] = true;
   // Codec plans: from the memo where it has them for this column, else chosen on samples.
   const uint64_t sampled = std::min<uint64_t>(n, bv) * codec_sample_starts(n, bv).size();
-  std::vector<CodecMemo::Entry*> remembered(plans.size(), nullptr);
-  for (size_t i = 0; memo && i < plans.size(); ++i)
-    for (CodecMemo::Entry& e : memo->entries)
-      if (e.column == columns[i].spec.name && e.dtype == columns[i].spec.dtype && e.index == plans[i].index &&
-          e.grid == (plans[i].grid.step > 0) && e.lossless == lossless && e.zstd_level == options.zstd_level)
-        remembered[i] = &e;
+  std::vector<CodecMemo::Key> keys;
+  std::vector<const CodecMemo::Entry*> reused(plans.size(), nullptr);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    keys.push_back({columns[i].spec.name, columns[i].spec.dtype, plans[i].index, plans[i].grid.step > 0, lossless,
+                    options.zstd_level});
+    if (memo) reused[i] = memo->reusable(keys[i], sampled);
+  }
   parallel_for(plans.size(), threads, [&](uint64_t i) {
     ColumnPlan& p = plans[i];
     if (tailed[i]) p.tail = make_tail_collector(columns[i], options.tail_fraction);
     if (p.index == IndexKind::quantile) compute_quantile_edges(p);
-    if (remembered[i] && remembered[i]->sampled >= sampled) {
-      p.values.plan = remembered[i]->values;
-      p.codes.plan = remembered[i]->codes;
+    if (reused[i]) {
+      p.values.plan = reused[i]->values;
+      p.codes.plan = reused[i]->codes;
     } else {
       choose_codecs(p, layout, bv, lossless, options.zstd_level);
     }
   });
-  std::vector<CodecMemo::Entry> chosen;  // appended after the loop: `remembered` points into the memo
-  for (size_t i = 0; memo && n && i < plans.size(); ++i) {
-    if (remembered[i] && remembered[i]->sampled >= sampled) continue;
-    CodecMemo::Entry e{columns[i].spec.name, columns[i].spec.dtype, plans[i].index, plans[i].grid.step > 0, lossless,
-                       options.zstd_level, sampled, plans[i].values.plan, plans[i].codes.plan};
-    if (remembered[i]) *remembered[i] = std::move(e);
-    else chosen.push_back(std::move(e));
-  }
-  if (memo) memo->entries.insert(memo->entries.end(), chosen.begin(), chosen.end());
+  for (size_t i = 0; memo && n && i < plans.size(); ++i)
+    if (!reused[i]) memo->keep(keys[i], sampled, plans[i].values.plan, plans[i].codes.plan);
   phases.lap("plan");
 
   // Raw streams first, page aligned, in schema order (read in place); coded blocks follow,

@@ -70,16 +70,25 @@ struct WriteSummary {
 // compression and zstd level, when it was chosen on at least as many sample values as
 // this file would give; otherwise the file chooses and the memo keeps its choice.
 struct CodecMemo {
-  struct Entry {
+  struct Key {
     std::string column;
     DType dtype;
     IndexKind index;
     bool grid, lossless;
     int zstd_level;
+    bool operator==(const Key&) const = default;
+  };
+  struct Entry {
+    Key key;
     uint64_t sampled;  // values the plans were chosen on
     codec::Plan values, codes;
   };
   std::vector<Entry> entries;
+
+  // The entry for `key` if its plans were chosen on at least `sampled` values, else null.
+  const Entry* reusable(const Key& key, uint64_t sampled) const;
+  // Keeps plans chosen on `sampled` values for `key`, replacing what it held for it.
+  void keep(const Key& key, uint64_t sampled, const codec::Plan& values, const codec::Plan& codes);
 };
 
 // Checks names (identifiers, unique), dtypes, equal lengths and the x, y, z
