@@ -11,7 +11,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <map>
 
 #include "common.hpp"
 #include "motes/core/parallel.hpp"
@@ -118,18 +117,10 @@ void bind_parallel(nb::module_& m) {
         out["max_bytes"] = b.max;
         out["sd_over_mean"] = b.sd_over_mean();
         out["max_over_mean"] = b.max_over_mean();
-        out["moved"] = motes::particles_moved(plan);
-        out["moved_fraction"] = n ? double(motes::particles_moved(plan)) / double(n) : 0.0;
-        // The least any placement could move: every file kept by its largest holder, no caps.
-        uint64_t kept = 0;
-        for (const motes::AggregationLeaf& l : plan.leaves) {
-          std::map<uint32_t, uint64_t> by_rank;
-          for (uint32_t a : l.atoms) by_rank[plan.atoms[a].rank] += plan.atoms[a].count;
-          uint64_t most = 0;
-          for (const auto& [r, c] : by_rank) most = std::max(most, c);
-          kept += most;
-        }
-        out["least_moved_fraction"] = n ? 1.0 - double(kept) / double(n) : 0.0;
+        const uint64_t moved = motes::particles_moved(plan), least = motes::least_particles_moved(plan);
+        out["moved"] = moved;
+        out["moved_fraction"] = n ? double(moved) / double(n) : 0.0;
+        out["least_moved_fraction"] = n ? double(least) / double(n) : 0.0;
         out["summarize_seconds"] = std::chrono::duration<double>(t1 - t0).count();
         out["plan_seconds"] = std::chrono::duration<double>(t2 - t1).count();
         return out;

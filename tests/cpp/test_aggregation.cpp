@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <random>
@@ -178,6 +179,15 @@ TEST(Aggregation, LocalAggregatorsMoveFewerParticlesWithinTheCaps) {
     for (uint32_t a : leaf.atoms) moved += local.atoms[a].rank == leaf.aggregator ? 0 : local.atoms[a].count;
   EXPECT_EQ(particles_moved(local), moved);
   EXPECT_LT(particles_moved(local), particles_moved(spread) * 3 / 4);
+  // The least: each leaf kept by its largest holder (brute force over the ranks).
+  uint64_t least = 0;
+  for (const auto& leaf : local.leaves) {
+    std::vector<uint64_t> held(ranks.size(), 0);
+    for (uint32_t a : leaf.atoms) held[local.atoms[a].rank] += local.atoms[a].count;
+    least += leaf.count - *std::max_element(held.begin(), held.end());
+  }
+  EXPECT_EQ(least_particles_moved(local), least);
+  EXPECT_LE(least, particles_moved(local));
 }
 
 TEST(Aggregation, EachRankWritesItsOwnRegionWhenItIsOneFile) {

@@ -350,11 +350,8 @@ void assign_aggregators(AggregationPlan& plan, const std::vector<RankSummary>& r
     uint32_t leaf, rank;
   };
   std::vector<Share> shares;
-  for (uint32_t k = 0; k < n; ++k) {
-    std::map<uint32_t, uint64_t> from;
-    for (uint32_t a : plan.leaves[k].atoms) from[plan.atoms[a].rank] += plan.atoms[a].count;
-    for (auto [r, c] : from) shares.push_back({c, k, r});
-  }
+  for (uint32_t k = 0; k < n; ++k)
+    for (auto [r, c] : leaf_holders(plan, plan.leaves[k])) shares.push_back({c, k, r});
   std::sort(shares.begin(), shares.end(), [](const Share& a, const Share& b) {
     return a.count != b.count ? a.count > b.count : a.leaf != b.leaf ? a.leaf < b.leaf : a.rank < b.rank;
   });
@@ -376,6 +373,22 @@ void assign_aggregators(AggregationPlan& plan, const std::vector<RankSummary>& r
       if (rank_load[r] < rank_cap) open.push({rank_load[r], r});
     }
   }
+}
+
+std::vector<std::pair<uint32_t, uint64_t>> leaf_holders(const AggregationPlan& plan, const AggregationLeaf& leaf) {
+  std::map<uint32_t, uint64_t> by_rank;
+  for (uint32_t a : leaf.atoms) by_rank[plan.atoms[a].rank] += plan.atoms[a].count;
+  return {by_rank.begin(), by_rank.end()};
+}
+
+uint64_t least_particles_moved(const AggregationPlan& plan) {
+  uint64_t moved = 0;
+  for (const AggregationLeaf& l : plan.leaves) {
+    uint64_t most = 0;
+    for (auto [r, c] : leaf_holders(plan, l)) most = std::max(most, c);
+    moved += l.count - most;
+  }
+  return moved;
 }
 
 uint64_t particles_moved(const AggregationPlan& plan) {

@@ -92,8 +92,14 @@ AggregationPlan plan_adaptive(const std::vector<RankSummary>& ranks, const Aggre
 // i goes to rank i*P/L (spread evenly over the rank space).
 void assign_aggregators(AggregationPlan& plan, const std::vector<RankSummary>& ranks, bool local);
 
+// The ranks holding a leaf's particles, ascending, with how many each holds.
+std::vector<std::pair<uint32_t, uint64_t>> leaf_holders(const AggregationPlan& plan, const AggregationLeaf& leaf);
+
 // Particles of a plan whose aggregator is not the rank that holds them (they cross the network).
 uint64_t particles_moved(const AggregationPlan& plan);
+// The fewest particles any choice of aggregators could move for the plan's leaves: each
+// leaf written by its largest holder, with no cap.
+uint64_t least_particles_moved(const AggregationPlan& plan);
 
 // The adjustable uniform grid of Kumar et al. (ICPP 2019), as the baseline: cells
 // of the largest rank box, doubled along x, y, z in turn until there are no more

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <map>
 
 #include "motes/parallel/agree.hpp"
 #include "motes/parallel/comm.hpp"
@@ -106,14 +105,9 @@ std::vector<PartSummary> write_species(const Comm& c, const std::string& dir,
     std::vector<wire::RankPlan> per_rank(size_t(c.size));
     for (int r = 0; r < c.size; ++r) per_rank[size_t(r)].part_of_cell.assign(ranks[size_t(r)].cells.size(), 0);
     for (uint32_t k = 0; k < p.leaves.size(); ++k) {
-      std::map<uint32_t, uint64_t> from;  // rank -> particles, ascending ranks
-      for (uint32_t a : p.leaves[k].atoms) {
-        const Atom& atom = p.atoms[a];
-        per_rank[atom.rank].part_of_cell[atom.cell] = k;
-        from[atom.rank] += atom.count;
-      }
+      for (uint32_t a : p.leaves[k].atoms) per_rank[p.atoms[a].rank].part_of_cell[p.atoms[a].cell] = k;
       wire::IncomingPart in{k, {}};
-      for (auto [r, cnt] : from) in.from.emplace_back(int(r), cnt);
+      for (auto [r, cnt] : leaf_holders(p, p.leaves[k])) in.from.emplace_back(int(r), cnt);
       per_rank[p.leaves[k].aggregator].incoming.push_back(std::move(in));
     }
     for (const wire::RankPlan& rp : per_rank) plans.push_back(wire::encode(rp));
