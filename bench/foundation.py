@@ -34,13 +34,11 @@ import datetime as _dt
 import gc
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from typing import Any, Callable, Dict, List, Optional
 
@@ -599,7 +597,7 @@ class Bench:
     def fig_big(self) -> None:
         a = self.args
         out = os.path.join(self.tmp, "big.json")
-        cmd = [sys.executable, os.path.abspath(__file__), "--_big-child", "--n", str(a.big_n), "--seed",
+        cmd = [sys.executable, os.path.join(HERE, "foundation_big.py"), "--n", str(a.big_n), "--seed",
                str(a.seed), "--tmp", self.tmp, "--out", out]
         log(f"figure 7 (big): {a.big_n:,} particles in a child process: {' '.join(cmd)}")
         t0 = perf()
@@ -638,82 +636,6 @@ class Bench:
             f"write {t_m:.1f} s ({a.big_n / t_m / 1e6:.2f} M/s), raw write {t_r:.1f} s")
 
 
-def big_child(args) -> None:
-    """Child process of figure 7: generate, then measure motes.write's peak RSS in isolation."""
-    import motes
-    from motes import synth
-
-    try:
-        import psutil
-
-        proc = psutil.Process()
-
-        def rss():
-            return proc.memory_info().rss
-    except ImportError:  # pragma: no cover
-        def rss():
-            with open("/proc/self/statm") as f:
-                return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-    def vm_hwm():
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM"):
-                    return int(line.split()[1]) * 1024
-        return 0
-
-    r: Dict[str, Any] = {"n": args.n, "rss_start_bytes": rss()}
-    t0 = perf()
-    cols = synth.vpic(args.n, seed=args.seed)
-    r["generate_s"] = perf() - t0
-    r["raw_bytes"] = raw = sum(c.nbytes for c in cols.values())
-    gc.collect()
-    r["peak_rss_generate_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    r["rss_before_write_bytes"] = rss()
-    try:  # reset VmHWM (Linux >= 4.0) so that it covers motes.write only
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-        r["hwm_reset"] = True
-    except OSError:
-        r["hwm_reset"] = False
-    peak = [rss()]
-    stop = threading.Event()
-
-    def sample():
-        while not stop.is_set():
-            peak[0] = max(peak[0], rss())
-            stop.wait(0.005)
-
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
-    path = os.path.join(args.tmp, "big.motes")
-    t0 = perf()
-    summ = motes.write(path, cols, sync=True)[0]
-    r["motes_write_s"] = perf() - t0
-    stop.set()
-    th.join()
-    r["peak_rss_sampled_bytes"] = peak[0]
-    r["vm_hwm_bytes"] = vm_hwm() if r["hwm_reset"] else None
-    r["peak_rss_write_bytes"] = max(peak[0], r["vm_hwm_bytes"] or 0)
-    r["layout_seconds"] = summ["layout_seconds"]
-    r["write_seconds"] = summ["write_seconds"]
-    r["phases"] = summ["phases"]
-    r["file_bytes"] = summ["file_bytes"]
-    r["data_bytes"] = summ["data_bytes"]
-    r["sizes"] = dict(motes.open(path).file().sizes)
-    rmpath(path)
-    rp = os.path.join(args.tmp, "big.raw")
-    t0 = perf()
-    raw_write(rp, cols)
-    r["raw_write_s"] = perf() - t0
-    rmpath(rp)
-    print(f"[big child] raw {raw / 2**30:.2f} GiB, generate {r['generate_s']:.1f} s "
-          f"(peak {r['peak_rss_generate_bytes'] / 2**30:.2f} GiB), write {r['motes_write_s']:.1f} s, "
-          f"peak RSS during write {r['peak_rss_write_bytes'] / 2**30:.2f} GiB", flush=True)
-    with open(args.out, "w") as f:
-        json.dump(r, f, indent=1)
-
-
 # ----------------------------------------------------------------------------------------------
 # output
 # ----------------------------------------------------------------------------------------------
@@ -735,12 +657,7 @@ def main(argv=None) -> int:
     ap.add_argument("--select-fraction", type=float, default=0.001, help="fraction kept by figures 3-4")
     ap.add_argument("--box-fraction", type=float, default=0.01, help="fraction inside the box of figure 5")
     ap.add_argument("--tmp", default=None, help="scratch directory (default: a new one under bench/)")
-    ap.add_argument("--_big-child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-
-    if args._big_child:
-        big_child(args)
-        return 0
 
     figs = args.only.split(",") if args.only else list(DEFAULT_FIGURES) + (["big"] if args.big else [])
     for f in figs:
