@@ -125,8 +125,12 @@ class TreeletBuilder {
       const uint32_t samples = n >= 4096 ? 1024 : 256, band = n >= 4096 ? 48 : 24;
       P sample[1024];
       for (uint32_t i = 0; i < samples; ++i) sample[i] = pts[(2 * uint64_t(i) + 1) * n / (2 * samples)].c[axis];
-      std::sort(sample, sample + samples);
-      const P low = sample[samples / 2 - band], high = sample[samples / 2 + band];
+      // The two order statistics alone, not a sorted sample: the second selection runs on
+      // what lies above the first.
+      P* const at_low = sample + samples / 2 - band;
+      std::nth_element(sample, at_low, sample + samples);
+      std::nth_element(at_low + 1, sample + samples / 2 + band, sample + samples);
+      const P low = *at_low, high = sample[samples / 2 + band];
       uint64_t below = 0, kept = 0;
       for (uint64_t i = 0; i < n; ++i) {
         const P x = pts[i].c[axis];
