@@ -362,7 +362,16 @@ TEST(Format, FastBitmapBinsAgreeWithTheSpecFunction) {
     for (double v : probes) {
       if (std::isnan(v)) continue;
       ASSERT_EQ(fast(v), spec::bitmap_bin(v, lo, hi)) << "value " << v << " in [" << lo << ", " << hi << "]";
+      // The branch-free batch form (the node bitmaps), on doubles and on floats.
+      ASSERT_EQ(fast.mask(&v, 1), 1u << spec::bitmap_bin(v, lo, hi)) << "value " << v << " in [" << lo << ", " << hi << "]";
+      const float f = float(v);
+      if (!std::isnan(f)) ASSERT_EQ(fast.mask(&f, 1), 1u << spec::bitmap_bin(double(f), lo, hi)) << "float " << f;
     }
+    const double nan = NAN;
+    EXPECT_EQ(fast.mask(&nan, 1), 0u);  // NaN is in no bin
+    uint32_t all = 0;
+    for (double v : probes) all |= 1u << spec::bitmap_bin(v, lo, hi);
+    EXPECT_EQ(fast.mask(probes.data(), probes.size()), all);
   }
 }
 

@@ -6,13 +6,14 @@
 #include <exception>
 #include <mutex>
 
+#include "motes/core/memory.hpp"
 #include "motes/core/parallel.hpp"
 #include "motes/particles/column_writer.hpp"
 
 namespace motes {
 
 void write_columns(std::vector<ColumnPlan>& plans, const Layout& layout, const std::vector<Run>& runs_by_start,
-                   uint32_t block_values, uint64_t window, unsigned threads, RawWriter& out,
+                   uint32_t block_values, uint64_t window, unsigned threads, const RowStage* stage, RawWriter& out,
                    const std::function<void(unsigned)>& place, const std::function<void(uint64_t)>& progress) {
   const uint64_t n = layout.order.size();
   const uint64_t blocks = (n + block_values - 1) / block_values;
@@ -23,6 +24,15 @@ void write_columns(std::vector<ColumnPlan>& plans, const Layout& layout, const s
   for (ColumnPlan& p : plans)
     for (StreamOut* s : {&p.values, &p.codes})
       if (!s->plan.raw()) s->blocks.resize(blocks);
+  // With a stage, each window's rows are gathered into a window buffer (slot w % 2, one
+  // region per column) by `parts` tasks that come before the window's column tasks.
+  const uint64_t window_rows = window * block_values;
+  const uint64_t parts = stage ? std::min<uint64_t>(window, 2 * uint64_t(std::max(1u, threads))) : 0;
+  const uint64_t per_window = parts + columns;
+  BigVector<unsigned char> staged[2];
+  if (stage)
+    for (auto& buffer : staged) buffer.resize(std::min(n, window_rows) * stage->bytes_before(columns));
+  std::vector<uint64_t> gathered(windows, 0);  // per window: parts gathered
   std::mutex m;
   std::condition_variable changed;
   std::vector<uint64_t> coded(columns, 0);  // per column: windows coded
@@ -49,16 +59,34 @@ void write_columns(std::vector<ColumnPlan>& plans, const Layout& layout, const s
   };
   parallel_for_worker(threads, threads, [&](unsigned worker, uint64_t) {
     try {
-      for (uint64_t t; (t = next.fetch_add(1)) < windows * columns;) {
-        const uint64_t w = t / columns, c = t % columns;
+      for (uint64_t t; (t = next.fetch_add(1)) < windows * per_window;) {
+        const uint64_t w = t / per_window, first = w * window_rows, rows = std::min(n, first + window_rows) - first;
+        if (t % per_window < parts) {
+          {
+            // The window two before (the same buffer) is coded by every column.
+            std::unique_lock lock(m);
+            changed.wait(lock, [&] { return failed || w < 2 || left[w - 2] == 0; });
+            if (failed) return;
+          }
+          const uint64_t k = t % per_window, r0 = rows * k / parts, r1 = rows * (k + 1) / parts;
+          stage->gather(layout.order.data() + first + r0, r1 - r0, staged[w % 2].data(), rows, r0);
+          std::lock_guard lock(m);
+          ++gathered[w];
+          changed.notify_all();
+          continue;
+        }
+        const uint64_t c = t % per_window - parts;
         {
-          // The column's window before is coded, and the window two before (the same slot) placed.
+          // The column's window before is coded, the window two before (the same slot)
+          // placed, and this window's rows gathered.
           std::unique_lock lock(m);
-          changed.wait(lock, [&] { return failed || (coded[c] == w && placed + 1 >= w); });
+          changed.wait(lock, [&] { return failed || (coded[c] == w && placed + 1 >= w && gathered[w] == parts); });
           if (failed) return;
         }
         ColumnPlan& p = plans[c];
         p.values.slot = p.codes.slot = unsigned(w % 2);
+        p.staged = stage ? staged[w % 2].data() + stage->bytes_before(c) * rows : nullptr;
+        p.staged_first = first;
         write_blocks(p, layout, runs_by_start, block_values, w * window, std::min(blocks, (w + 1) * window), out);
         uint64_t now_placed;
         {
@@ -78,6 +106,7 @@ void write_columns(std::vector<ColumnPlan>& plans, const Layout& layout, const s
       throw;
     }
   });
+  for (ColumnPlan& p : plans) p.staged = nullptr;  // the window buffers go now
   report(placed);
 }
 

@@ -263,7 +263,7 @@ void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<Run>& ru
   uint32_t* own_bits = p.node_bits.data();
   thread_local std::vector<T> buf;
   thread_local std::vector<uint8_t> codes;
-  if (buf.size() < block_values) buf.resize(block_values);
+  if (!p.staged && buf.size() < block_values) buf.resize(block_values);
   const bool quantile = p.index == IndexKind::quantile;
   std::unique_ptr<CodeLookup> code_of;
   if (quantile) codes.resize(block_values), code_of = std::make_unique<CodeLookup>(p.edges, p.gmin, p.gmax);
@@ -272,8 +272,9 @@ void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<Run>& ru
   const spec::BitmapBins bin_of(p.gmin, p.gmax);
   for (uint64_t b = b0; b < b1; ++b) {
     const uint64_t cb = b * block_values, ce = std::min(n, cb + block_values), len = ce - cb;
-    gather<T>(*p.view, layout, cb, len, buf.data());
-    if (p.tail) p.tail->add(buf.data(), cb, len);
+    const T* values = p.staged ? reinterpret_cast<const T*>(p.staged) + (cb - p.staged_first) : buf.data();
+    if (!p.staged) gather<T>(*p.view, layout, cb, len, buf.data());
+    if (p.tail) p.tail->add(values, cb, len);
     // Runs are disjoint and sorted by start: walk those overlapping [cb, ce).
     while (p.run_cursor < runs_by_start.size()) {
       const Run& r = runs_by_start[p.run_cursor];
@@ -282,14 +283,14 @@ void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<Run>& ru
       const uint32_t node = r.node;
       const bool any = own_any[node];
       T mn = any ? own_min[node] : kAbove<T>, mx = any ? own_max[node] : kBelow<T>;
-      const T* v = buf.data() + (rb - cb);
+      const T* v = values + (rb - cb);
       const uint64_t count = re - rb;
       running_range(v, count, mn, mx);
       uint32_t bits = own_bits[node];
       if (!(mx < mn) && bin_of(double(mn)) == bin_of(double(mx)))
         bits |= 1u << bin_of(double(mn));  // every value between two of one bin is in it (bins are monotone)
       else
-        for (uint64_t k = 0; k < count; ++k) bits |= uint32_t(v[k] == v[k]) << bin_of(double(v[k]));  // NaN: no bin
+        bits |= bin_of.mask(v, count);
       if (any || !(mx < mn)) own_min[node] = mn, own_max[node] = mx, own_any[node] = 1;  // a value that is not NaN: both ends set
       own_bits[node] = bits;
       if (r.start + r.count <= ce) ++p.run_cursor; else break;
@@ -298,13 +299,13 @@ void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<Run>& ru
     ctx.grid_origin = p.grid.origin, ctx.grid_step = p.grid.step;
     if (quantile) ctx.edges = p.edges.data();
     if (quantile) {
-      for (uint64_t i = 0; i < len; ++i) codes[i] = (*code_of)(double(buf[i]));
+      for (uint64_t i = 0; i < len; ++i) codes[i] = (*code_of)(double(values[i]));
       ctx.codes = codes.data();
       ctx.bases = p.bases.data();
       // Codes blocks cover the same points as value blocks.
       store_block(p.codes, code_type, codes.data(), cb, len, b, {}, out);
     }
-    store_block(p.values, type, buf.data(), cb, len, b, ctx, out);
+    store_block(p.values, type, values, cb, len, b, ctx, out);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "motes/container/block_stream.hpp"
 #include "motes/core/types.hpp"
 #include "motes/particles/layout/builder.hpp"
+#include "motes/particles/row_stage.hpp"
 #include "motes/particles/tail_index.hpp"
 
 namespace motes {
@@ -47,6 +48,10 @@ struct ColumnPlan {
   std::vector<unsigned char> node_min, node_max, node_any;
   std::vector<uint32_t> node_bits;
   size_t run_cursor = 0;  // next run (by start) not yet complete
+  // The window's values already in file order (a gathered row stage), from row
+  // staged_first on; null: write_blocks gathers them from the view.
+  const unsigned char* staged = nullptr;
+  uint64_t staged_first = 0;
   std::unique_ptr<TailCollector> tail;  // the column's tail index on its way, or null
 };
 
@@ -105,9 +110,11 @@ void write_blocks(ColumnPlan& p, const Layout& layout, const std::vector<Run>& r
 // streams' block tables first, so that no task grows them. place(slot) is called for
 // each window in order, once every column has coded it, by one thread at a time: it moves
 // the window's coded bytes (the streams' window[slot]) into the file and clears them.
-// progress(blocks placed) after each window.
+// progress(blocks placed) after each window. With a row stage (the plans' columns, in
+// order), tasks ahead of each window's column tasks gather its rows from the stage, all
+// columns at once, into one of two window buffers.
 void write_columns(std::vector<ColumnPlan>& plans, const Layout& layout, const std::vector<Run>& runs_by_start,
-                   uint32_t block_values, uint64_t window, unsigned threads, RawWriter& out,
+                   uint32_t block_values, uint64_t window, unsigned threads, const RowStage* stage, RawWriter& out,
                    const std::function<void(unsigned)>& place, const std::function<void(uint64_t)>& progress);
 // After the last block: subtree ranges and bitmaps (children into parents).
 void finish_node_index(ColumnPlan& p, const Layout& layout);

@@ -193,6 +193,30 @@ class BitmapBins {
     return exact(v, b);
   }
 
+  // The bins of n values as bits (bit b: some value in bin b; NaN in none). Without a
+  // branch per value: the multiply's bin, clamped, is the bin or a neighbour (see above),
+  // and one step each way against the thresholds settles it; that needs every threshold,
+  // which a usable multiply (hi > lo) guarantees.
+  template <class T>
+  uint32_t mask(const T* v, uint64_t n) const {
+    uint32_t bits = 0;
+    if (scale_ == 0) {
+      for (uint64_t i = 0; i < n; ++i) bits |= uint32_t(v[i] == v[i]) << (*this)(double(v[i]));
+      return bits;
+    }
+    for (uint64_t i = 0; i < n; ++i) {
+      const double x = double(v[i]);
+      double t = (x - lo_) * scale_;
+      t = t > 0 ? t : 0;  // also NaN
+      t = t < double(kBitmapBins - 1) ? t : double(kBitmapBins - 1);
+      uint32_t b = uint32_t(t);
+      b += x >= first_[b + 1];
+      b -= x < first_[b];
+      bits |= uint32_t(x == x) << b;
+    }
+    return bits;
+  }
+
  private:
   static constexpr double kMargin = 1e-9;
   // b is the bin or a neighbour: the thresholds on either side settle it.

@@ -224,7 +224,15 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   auto t0 = Clock::now();
   progress("layout", 0, 1);
   phases.lap("quantize");
-  Layout layout = build_layout(find("x"), find("y"), find("z"), options.layout);
+  // The row stage: every column's rows side by side, for the gathers in Morton and file
+  // order (row_stage.hpp).
+  std::optional<RowStage> stage;
+  if (options.stage_rows && RowStage::pays(find("x"), find("y"), find("z"))) stage.emplace(columns, threads);
+  std::vector<ColumnView> staged_xyz;
+  if (stage)
+    for (const char* axis : {"x", "y", "z"}) staged_xyz.push_back(stage->view(size_t(&find(axis) - columns.data())));
+  phases.lap("row stage");
+  Layout layout = build_layout(find("x"), find("y"), find("z"), options.layout, stage ? staged_xyz.data() : nullptr);
   progress("layout", 1, 1);
   const uint64_t n = columns[0].count;
   summary.layout_seconds = seconds_since(t0);
@@ -331,7 +339,7 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
       }
   };
   progress("columns", 0, blocks);
-  write_columns(plans, layout, runs_by_start, bv, window, threads, raw_out, place,
+  write_columns(plans, layout, runs_by_start, bv, window, threads, stage ? &*stage : nullptr, raw_out, place,
                 [&](uint64_t done) { progress("columns", done, blocks); });
   phases.lap("columns");
   // The id index (2.1): the id column's values sorted with their file positions, after the columns.

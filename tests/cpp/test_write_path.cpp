@@ -1,0 +1,120 @@
+// The write path's row stage (particles/row_stage.hpp): the same files with it and
+// without it, rows gathered exactly, and the choice of when it pays.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <numeric>
+#include <random>
+
+#include "motes/particles/reader.hpp"
+#include "motes/particles/row_stage.hpp"
+#include "motes/particles/writer.hpp"
+#include "test_util.hpp"
+
+using namespace motes;
+
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// make_columns' rows (random order) with a 1-byte and a 2-byte column beside them: the
+// stage packs every width.
+struct Mixed {
+  test::Columns c;
+  std::vector<uint8_t> flag;
+  std::vector<int16_t> charge;
+  explicit Mixed(uint64_t n) : c(test::make_columns(n, 5)) {
+    for (uint64_t i = 0; i < n; ++i) flag.push_back(uint8_t(i * 7)), charge.push_back(int16_t(int64_t(i % 1000) - 500));
+  }
+  std::vector<ColumnView> views() const {
+    std::vector<ColumnView> v = c.views();
+    ColumnView f = v[0], q = v[0];
+    f.spec = {"flag", DType::u8, IndexKind::automatic, ""}, f.data = flag.data();
+    q.spec = {"charge", DType::i16, IndexKind::automatic, ""}, q.data = charge.data();
+    v.insert(v.begin() + 1, f);  // between the positions: offsets must not follow schema order
+    v.push_back(q);
+    return v;
+  }
+};
+
+}  // namespace
+
+TEST(WritePath, RowStageGathersEveryColumnExactly) {
+  Mixed m(5000);
+  const std::vector<ColumnView> cols = m.views();
+  RowStage stage(cols, 2);
+  EXPECT_EQ(stage.row_bytes() % 8, 0u);
+  std::vector<uint64_t> rows(1500);
+  std::mt19937_64 rng(3);
+  for (uint64_t& r : rows) r = rng() % 5000;
+  // Gathered into rows [100, 1600) of a buffer laid out for 2000 rows per column.
+  std::vector<unsigned char> out(2000 * stage.bytes_before(cols.size()));
+  stage.gather(rows.data(), rows.size(), out.data(), 2000, 100);
+  for (size_t c = 0; c < cols.size(); ++c) {
+    const size_t size = dtype_size(cols[c].spec.dtype);
+    const ColumnView v = stage.view(c);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const unsigned char* want = static_cast<const unsigned char*>(cols[c].data) + rows[i] * size;
+      ASSERT_EQ(0, std::memcmp(out.data() + stage.bytes_before(c) * 2000 + (100 + i) * size, want, size))
+          << cols[c].spec.name << " row " << rows[i];
+      ASSERT_EQ(0, std::memcmp(static_cast<const unsigned char*>(v.data) + rows[i] * v.stride(), want, size));
+    }
+  }
+}
+
+TEST(WritePath, RowStageWritesTheSameBytesAsSeparateColumns) {
+  // Enough rows for a stage, many small windows so that gathers and column tasks of
+  // several windows interleave, on several thread counts.
+  Mixed m(100000);
+  const std::vector<ColumnView> cols = m.views();
+  ASSERT_TRUE(RowStage::pays(cols[0], cols[2], cols[3]));  // make_columns' rows are in random order
+  std::string without;
+  for (unsigned threads : {1u, 2u, 3u}) {
+    for (bool staged : {false, true}) {
+      WriteOptions o;
+      o.sync = false;
+      o.block_values = 512;
+      o.window_rows = 4096;
+      o.layout.treelet_size = 4096;
+      o.layout.threads = threads;
+      o.stage_rows = staged;
+      const std::string path = test::temp_path("stage" + std::to_string(threads) + std::to_string(staged) + ".mpf");
+      WriteSummary s = write_particle_file(path, cols, o);
+      EXPECT_EQ(s.phases.seconds.front().first, "quantize");
+      const std::string bytes = slurp(path);
+      if (without.empty()) {
+        without = bytes;
+        auto f = ParticleFile::open(path, true);
+        EXPECT_EQ(f->particle_count(), 100000u);
+      } else {
+        ASSERT_TRUE(bytes == without) << threads << " threads, stage " << staged << ": other bytes";
+      }
+    }
+  }
+}
+
+TEST(WritePath, RowStageIsLeftOutForRowsInSpatialOrder) {
+  // The same points sorted by cell of a 32^3 grid, as simulations sort theirs:
+  // neighbouring rows are neighbours in space.
+  test::Columns c = test::make_columns(100000, 6);
+  auto cell = [&](size_t i) {
+    auto at = [](float v) { return std::clamp(int64_t(v * 32), int64_t(0), int64_t(31)); };
+    return at(c.x[i]) + 32 * (at(c.y[i]) + 32 * at(c.z[i]));
+  };
+  std::vector<size_t> order(c.x.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return cell(a) < cell(b); });
+  test::Columns s;
+  for (size_t i : order) s.x.push_back(c.x[i]), s.y.push_back(c.y[i]), s.z.push_back(c.z[i]);
+  std::vector<ColumnView> random_order = c.views(), sorted = s.views();
+  EXPECT_TRUE(RowStage::pays(random_order[0], random_order[1], random_order[2]));
+  EXPECT_FALSE(RowStage::pays(sorted[0], sorted[1], sorted[2]));
+  // Too few rows to pay, in any order.
+  test::Columns few = test::make_columns(1000, 7);
+  std::vector<ColumnView> fv = few.views();
+  EXPECT_FALSE(RowStage::pays(fv[0], fv[1], fv[2]));
+}
