@@ -24,6 +24,7 @@ OPTIONS: Dict[str, Tuple[type, Tuple[str, ...]]] = {
     "threads": (_core.WriteOptions, ("layout", "threads")),
     "sync": (_core.WriteOptions, ("sync",)),
     "compression": (_core.WriteOptions, ("compression",)),
+    "stage_rows": (_core.WriteOptions, ("stage_rows",)),
     "aggregation": (_core.ParallelWriteOptions, ("method",)),
     "target_bytes": (_core.ParallelWriteOptions, ("aggregation", "target_bytes")),
     "best_axis": (_core.ParallelWriteOptions, ("aggregation", "best_axis")),

@@ -32,7 +32,7 @@ def _column_tuples(columns: ColumnsLike, index: Optional[Mapping[str, str]], uni
 
 
 def _write_options(leaf_size=None, lod_count=None, treelet_size=None, threads=None, sync=None, compression=None,
-                   ids=None, tails=None):
+                   ids=None, tails=None, stage_rows=None):
     """The core's WriteOptions of a writer's arguments, checked; what is None keeps the core's default."""
     o = _core.WriteOptions()
     if tails is not None:  # True: the default; False: none; a number: the share per side; names: those columns
@@ -56,6 +56,8 @@ def _write_options(leaf_size=None, lod_count=None, treelet_size=None, threads=No
         o.sync = bool(sync)
     if compression is not None:
         o.compression = _args.compression(compression)
+    if stage_rows is not None:
+        o.stage_rows = bool(stage_rows)
     return o
 
 
@@ -93,10 +95,12 @@ class Writer:
                  aggregation: Optional[str] = None, target_bytes: Optional[int] = None,
                  best_axis: Optional[bool] = None, overfull: Optional[float] = None,
                  local_aggregators: Optional[bool] = None, lock_timeout: Optional[float] = None, compression: Optional[str] = None,
-                 ids: Union[bool, str, None] = None, tails: Union[bool, float, Sequence[str], None] = None):
+                 ids: Union[bool, str, None] = None, tails: Union[bool, float, Sequence[str], None] = None,
+                 stage_rows: Optional[bool] = None):
         self.path = _args.path(path)
         self._core = None  # created with the first step, once its columns passed validation
-        self._options = _write_options(leaf_size, lod_count, treelet_size, threads, sync, compression, ids, tails)
+        self._options = _write_options(leaf_size, lod_count, treelet_size, threads, sync, compression, ids, tails,
+                                       stage_rows)
         self._lock_timeout = None if lock_timeout is None else _args.number("lock_timeout", lock_timeout)
         self._progress = progress
         self._comm = None if comm is None else comm_handle(comm)
@@ -279,8 +283,8 @@ def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str
                         species_name=species, error_bounds=error_bounds, fields=fields)
 
 
-_WRITE_OPTIONS = ("leaf_size", "lod_count", "treelet_size", "threads", "sync", "compression")
+_WRITE_OPTIONS = ("leaf_size", "lod_count", "treelet_size", "threads", "sync", "compression", "stage_rows")
 _PARALLEL_OPTIONS = ("aggregation", "target_bytes", "best_axis", "overfull", "local_aggregators", "lock_timeout")
 Writer.__doc__ = Writer.__doc__.rstrip() + "\n" + _defaults.options_doc(_WRITE_OPTIONS + _PARALLEL_OPTIONS)
 write.__doc__ = write.__doc__.rstrip() + "\n" + _defaults.options_doc(
-    _WRITE_OPTIONS + tuple(o for o in _PARALLEL_OPTIONS if o not in ("overfull", "local_aggregators")))
+    tuple(o for o in _WRITE_OPTIONS + _PARALLEL_OPTIONS if o not in ("overfull", "local_aggregators", "stage_rows")))

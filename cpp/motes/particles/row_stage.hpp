@@ -1,8 +1,7 @@
 // The columns of one write side by side, row after row, in input order (internal to the
-// writer). The layout and the column passes read rows in an order unrelated to the
-// input's: from the caller's separate arrays every column of a row is a cache miss of its
-// own, from the stage the whole row is one. It costs one copy of the columns, made by one
-// sequential pass.
+// writer). The column passes read rows in the file's order, unrelated to the input's: from
+// the caller's separate arrays every column of a row is a cache miss of its own, from the
+// stage the whole row is one. It costs one copy of the columns, made by one sequential pass.
 #pragma once
 
 #include <cstdint>

@@ -224,21 +224,19 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   auto t0 = Clock::now();
   progress("layout", 0, 1);
   phases.lap("quantize");
-  // The row stage: every column's rows side by side, for the gathers in Morton and file
-  // order (row_stage.hpp).
-  std::optional<RowStage> stage;
-  if (options.stage_rows && RowStage::pays(find("x"), find("y"), find("z"))) stage.emplace(columns, threads);
-  std::vector<ColumnView> staged_xyz;
-  if (stage)
-    for (const char* axis : {"x", "y", "z"}) staged_xyz.push_back(stage->view(size_t(&find(axis) - columns.data())));
-  phases.lap("row stage");
-  Layout layout = build_layout(find("x"), find("y"), find("z"), options.layout, stage ? staged_xyz.data() : nullptr);
+  Layout layout = build_layout(find("x"), find("y"), find("z"), options.layout);
   progress("layout", 1, 1);
   const uint64_t n = columns[0].count;
   summary.layout_seconds = seconds_since(t0);
   phases.merge(layout.phases, "layout ");
   phases.restart();
   auto t1 = Clock::now();
+  // The row stage: every column's rows side by side, for the gathers in file order
+  // (row_stage.hpp). Made after the layout, whose sort keys are gone by then: the stage and
+  // the keys together would raise the write's peak memory.
+  std::optional<RowStage> stage;
+  if (options.stage_rows && RowStage::pays(find("x"), find("y"), find("z"))) stage.emplace(columns, threads);
+  phases.lap("row stage");
 
   std::vector<ColumnPlan> plans(columns.size());
   for (size_t i = 0; i < columns.size(); ++i) {

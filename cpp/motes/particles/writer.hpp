@@ -27,9 +27,10 @@ struct WriteOptions {
   // column's blocks of one window, then the next window's), so that a read of the first
   // rows of several columns stays near the file's start. Rounded down to whole blocks.
   uint64_t window_rows = uint64_t(1) << 20;
-  // Copy the columns row by row first (particles/row_stage.hpp) where their order is far
-  // from spatial, so that gathering a row in layout order costs one cache miss instead of
-  // one per column: one more copy of the columns in memory (and two windows of rows).
+  // Copy the columns row by row after the layout (particles/row_stage.hpp) where their
+  // order is far from spatial, so that gathering a row in file order costs one cache miss
+  // instead of one per column: one more copy of the columns in memory (and two windows of
+  // rows). The file is the same either way.
   bool stage_rows = true;
   // The particle id column the id index is built on (particles/id_index.hpp): "auto" takes
   // a 32- or 64-bit integer column named "id" when there is one; "" builds none; a name

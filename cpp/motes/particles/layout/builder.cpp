@@ -277,8 +277,7 @@ void check_layout_options(const LayoutOptions& o) {
                      std::to_string(o.leaf_size) + ")");
 }
 
-Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& z, const LayoutOptions& options,
-                    const ColumnView* gathered) {
+Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& z, const LayoutOptions& options) {
   check_layout_options(options);
   const ColumnView* axes[3] = {&x, &y, &z};
   const char* names[3] = {"x", "y", "z"};
@@ -312,9 +311,6 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
   }
   out.phases.lap("morton codes");
   const bool f32 = x.spec.dtype == DType::f32 && y.spec.dtype == DType::f32 && z.spec.dtype == DType::f32;
-  const ColumnView& gx = gathered ? gathered[0] : x;
-  const ColumnView& gy = gathered ? gathered[1] : y;
-  const ColumnView& gz = gathered ? gathered[2] : z;
   BigVector<uint64_t> own_rows, spare;  // spare: the key sort's scratch, whose pages become the file order
   std::vector<uint64_t> own_offset;
   if (n < (uint64_t(1) << 32)) {
@@ -322,14 +318,14 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
     parallel_ranges(n, threads, 1 << 16, [&](uint64_t b, uint64_t e) {
       for (uint64_t i = b; i < e; ++i) keys[i] = (keys[i] >> 31) << 32 | i;
     });
-    f32 ? build_tree<float>(keys, options, threads, gx, gy, gz, out, own_rows, own_offset, spare)
-        : build_tree<double>(keys, options, threads, gx, gy, gz, out, own_rows, own_offset, spare);
+    f32 ? build_tree<float>(keys, options, threads, x, y, z, out, own_rows, own_offset, spare)
+        : build_tree<double>(keys, options, threads, x, y, z, out, own_rows, own_offset, spare);
   } else {
     BigVector<KeyedRow> keys(n);
     for (uint64_t i = 0; i < n; ++i) keys[i] = KeyedRow{codes[i], i};
     codes = {};
-    f32 ? build_tree<float>(keys, options, threads, gx, gy, gz, out, own_rows, own_offset, spare)
-        : build_tree<double>(keys, options, threads, gx, gy, gz, out, own_rows, own_offset, spare);
+    f32 ? build_tree<float>(keys, options, threads, x, y, z, out, own_rows, own_offset, spare)
+        : build_tree<double>(keys, options, threads, x, y, z, out, own_rows, own_offset, spare);
   }
 
   out.levels = compute_levels(out.nodes, options.lod_count, n);

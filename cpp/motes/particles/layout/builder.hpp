@@ -35,11 +35,7 @@ void check_layout_options(const LayoutOptions& options);
 void position_bounds(const ColumnView& c, const char* axis, unsigned threads, double& lo, double& hi);
 
 // positions: three columns x, y, z of equal length (f32 or f64, any stride).
-// Throws UsageError for NaN/inf positions, naming the column and row. `gathered`, when
-// given, holds three views of the same values that the treelets read in Morton order
-// instead (a row stage's: one cache miss per point instead of three); the passes in input
-// order read x, y, z.
-Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& z, const LayoutOptions& options,
-                    const ColumnView* gathered = nullptr);
+// Throws UsageError for NaN/inf positions, naming the column and row.
+Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& z, const LayoutOptions& options);
 
 }  // namespace motes
