@@ -99,8 +99,12 @@ int main(int argc, char** argv) {
     }
     const int repeats = std::stoi(argv[2]);
     motes::WriteOptions options;
-    // MOTES_STAGE_ROWS=0: without the row stage, for comparisons in one build.
-    if (const char* stage = std::getenv("MOTES_STAGE_ROWS")) options.stage_rows = std::string(stage) != "0";
+    // MOTES_STAGE_ROWS=0: never a row stage; 1: one at any size (where the rows are far from
+    // spatial order); unset: the default. For comparisons in one build.
+    if (const char* stage = std::getenv("MOTES_STAGE_ROWS")) {
+      options.stage_rows = std::string(stage) != "0";
+      options.stage_min_bytes = 0;
+    }
     std::vector<std::pair<std::string, double>> best, best_cpu_of;
     double best_total = 1e300, best_cpu = 1e300;
     for (int r = 0; r < repeats; ++r) {

@@ -189,8 +189,10 @@ void bind_options(nb::module_& m) {
       .rw("window_rows", &motes::WriteOptions::window_rows,
           "rows per window of the column passes: coded blocks are placed window by window")
       .rw("stage_rows", &motes::WriteOptions::stage_rows,
-          "copy the columns side by side first when their rows are far from spatial order (faster "
+          "copy large columns side by side when their rows are far from spatial order (faster "
           "gathers, one more copy of the step in memory)")
+      .rw("stage_min_bytes", &motes::WriteOptions::stage_min_bytes,
+          "the least bytes of columns that stage_rows copies (0: any size)")
       .rw("id_column", &motes::WriteOptions::id_column,
           "the id index's column: 'auto' (an integer column named id), '' (none) or a column name")
       .rw("tail_fraction", &motes::WriteOptions::tail_fraction,

@@ -82,6 +82,7 @@ TEST(WritePath, RowStageWritesTheSameBytesAsSeparateColumns) {
       o.layout.treelet_size = 4096;
       o.layout.threads = threads;
       o.stage_rows = staged;
+      o.stage_min_bytes = 0;  // any size: these columns hold a few megabytes
       const std::string path = test::temp_path("stage" + std::to_string(threads) + std::to_string(staged) + ".mpf");
       WriteSummary s = write_particle_file(path, cols, o);
       EXPECT_EQ(s.phases.seconds.front().first, "quantize");

@@ -189,9 +189,10 @@ def test_dataset_attributes_round_trip(tmp_path):
 
 @pytest.mark.parametrize("order", ["random", "cells"])
 def test_row_stage_writes_the_same_file(tmp_path, order):
-    # 100k rows: enough for the writer to copy the columns side by side when their order is
-    # far from spatial (random), and to leave them as they are when sorted by cell. Either
-    # way the file must be the one written without that copy, and read back exactly.
+    # The row stage (the columns copied side by side where rows are far from spatial order,
+    # by default from 1 GiB of columns on) at any size here: the file must be the one written
+    # without it, and read back exactly, for random rows (staged) and cell-sorted ones (not).
+    from motes import _core
     rng = np.random.default_rng(9)
     n = 100_000
     cols = {"x": rng.random(n, dtype=np.float32), "y": rng.random(n, dtype=np.float32),
@@ -203,13 +204,16 @@ def test_row_stage_writes_the_same_file(tmp_path, order):
         cols = {k: v[keep] for k, v in cols.items()}
     files = []
     for stage in (True, False):
-        path = tmp_path / f"{order}-{stage}.motes"
-        with motes.Writer(path, sync=False, stage_rows=stage) as w:
-            w.write_step(0, cols)
-        [f] = [os.path.join(r, x) for r, _, fs in os.walk(path) for x in fs if x.endswith(".mpf")]
-        files.append(open(f, "rb").read())
+        o = _core.WriteOptions()
+        o.sync, o.stage_rows, o.stage_min_bytes = False, stage, 0
+        path = str(tmp_path / f"{order}-{stage}.mpf")
+        _core.write_file(path, [(k, v, "auto", "", 0.0) for k, v in cols.items()], o)
+        files.append(open(path, "rb").read())
     assert files[0] == files[1]
-    got = motes.open(tmp_path / f"{order}-True.motes").query()
+    assert _core.File.open(str(tmp_path / f"{order}-True.mpf"), True).count == n  # every checksum verified
+    with motes.Writer(tmp_path / "d.motes", sync=False, stage_rows=True) as w:  # the public option
+        w.write_step(0, cols)
+    got = motes.open(tmp_path / "d.motes").query()
     back = np.argsort(got["id"])
     for k, v in cols.items():
         np.testing.assert_array_equal(got[k][back], v[np.argsort(cols["id"])])

@@ -239,7 +239,9 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   // (row_stage.hpp). Made after the layout, whose sort keys are gone by then: the stage and
   // the keys together would raise the write's peak memory.
   std::optional<RowStage> stage;
-  if (options.stage_rows && RowStage::pays(find("x"), find("y"), find("z"))) {
+  uint64_t column_bytes = 0;
+  for (const ColumnView& c : columns) column_bytes += n * dtype_size(c.spec.dtype);
+  if (options.stage_rows && column_bytes >= options.stage_min_bytes && RowStage::pays(find("x"), find("y"), find("z"))) {
 #ifdef __GLIBC__
     // The treelets' buffers, freed into the worker threads' malloc arenas, stay resident
     // there (about 8 bytes per particle): give them back before the stage's copy.
