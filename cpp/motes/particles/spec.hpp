@@ -152,7 +152,7 @@ inline uint32_t bitmap_bin(double v, double lo, double hi) {
 // cannot disagree.
 class BitmapBins {
  public:
-  BitmapBins(double lo, double hi) : lo_(lo) {
+  BitmapBins(double lo, double hi) : lo_(lo), width_(hi > lo ? hi - lo : 0.0) {
     scale_ = hi > lo ? double(kBitmapBins) / (hi - lo) : 0.0;
     if (!std::isfinite(scale_)) scale_ = 0;  // every value then takes the thresholds
     first_[0] = -INFINITY;
@@ -193,26 +193,27 @@ class BitmapBins {
     return exact(v, b);
   }
 
-  // The bins of n values as bits (bit b: some value in bin b; NaN in none). Without a
-  // branch per value: the multiply's bin, clamped, is the bin or a neighbour (see above),
-  // and one step each way against the thresholds settles it; that needs every threshold,
-  // which a usable multiply (hi > lo) guarantees.
+  // The bins of n values as bits (bit b: some value in bin b; NaN in none): bitmap_bin's
+  // own arithmetic, division included, without a branch, so that it runs on vectors, a
+  // chunk of bins at a time; the bits are then set from the chunk.
   template <class T>
   uint32_t mask(const T* v, uint64_t n) const {
     uint32_t bits = 0;
-    if (scale_ == 0) {
-      for (uint64_t i = 0; i < n; ++i) bits |= uint32_t(v[i] == v[i]) << (*this)(double(v[i]));
-      return bits;
-    }
-    for (uint64_t i = 0; i < n; ++i) {
-      const double x = double(v[i]);
-      double t = (x - lo_) * scale_;
-      t = t > 0 ? t : 0;  // also NaN
-      t = t < double(kBitmapBins - 1) ? t : double(kBitmapBins - 1);
-      uint32_t b = uint32_t(t);
-      b += x >= first_[b + 1];
-      b -= x < first_[b];
-      bits |= uint32_t(x == x) << b;
+    constexpr uint64_t kChunk = 256;
+    uint8_t bins[kChunk];
+    for (uint64_t s = 0; s < n; s += kChunk) {
+      const uint64_t len = std::min(kChunk, n - s);
+      if (width_ > 0) {
+        for (uint64_t i = 0; i < len; ++i) {
+          double t = (double(v[s + i]) - lo_) / width_ * double(kBitmapBins);
+          t = t > 0 ? t : 0;  // also NaN
+          t = t < double(kBitmapBins - 1) ? t : double(kBitmapBins - 1);
+          bins[i] = uint8_t(int32_t(t));
+        }
+      } else {
+        std::fill_n(bins, len, uint8_t(0));  // no range: bitmap_bin puts everything in bin 0
+      }
+      for (uint64_t i = 0; i < len; ++i) bits |= uint32_t(v[s + i] == v[s + i]) << bins[i];
     }
     return bits;
   }
@@ -232,6 +233,7 @@ class BitmapBins {
     return b;
   }
   double lo_, scale_;
+  double width_;  // hi - lo when hi > lo, else 0 (mask)
   double first_[kBitmapBins + 1];  // first_[b]: the smallest value in bin b or above
 };
 
