@@ -33,7 +33,7 @@ struct WriteOptions {
   // columns in memory (and two windows of rows). The file is the same either way. Below
   // about a gigabyte the columns' gathers mostly hit the caches and the copy costs what it
   // saves (measured on 10M and 30M VPIC-like particles: even; 250k-row parts: 11% slower;
-  // 100M: 14% faster).
+  // 100M: 8-15% faster).
   bool stage_rows = true;
   uint64_t stage_min_bytes = uint64_t(1) << 30;
   // The particle id column the id index is built on (particles/id_index.hpp): "auto" takes
