@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <numeric>
 #include <random>
@@ -56,12 +57,10 @@ TEST(WritePath, RowStageGathersEveryColumnExactly) {
   stage.gather(rows.data(), rows.size(), out.data(), 2000, 100);
   for (size_t c = 0; c < cols.size(); ++c) {
     const size_t size = dtype_size(cols[c].spec.dtype);
-    const ColumnView v = stage.view(c);
     for (size_t i = 0; i < rows.size(); ++i) {
       const unsigned char* want = static_cast<const unsigned char*>(cols[c].data) + rows[i] * size;
       ASSERT_EQ(0, std::memcmp(out.data() + stage.bytes_before(c) * 2000 + (100 + i) * size, want, size))
           << cols[c].spec.name << " row " << rows[i];
-      ASSERT_EQ(0, std::memcmp(static_cast<const unsigned char*>(v.data) + rows[i] * v.stride(), want, size));
     }
   }
 }

@@ -87,13 +87,6 @@ RowStage::RowStage(const std::vector<ColumnView>& columns, unsigned threads) : c
   });
 }
 
-ColumnView RowStage::view(size_t c) const {
-  ColumnView v = columns_[c];
-  v.data = reinterpret_cast<const unsigned char*>(rows_.data()) + offset_[c];
-  v.stride_bytes = row_bytes_;
-  return v;
-}
-
 void RowStage::gather(const uint64_t* rows, uint64_t n, unsigned char* out, uint64_t stride_rows, uint64_t at) const {
   const unsigned char* base = reinterpret_cast<const unsigned char*>(rows_.data());
   const size_t words = row_bytes_ / 8;

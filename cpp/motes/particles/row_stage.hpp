@@ -25,8 +25,6 @@ class RowStage {
   // Copies the columns (any dtypes and strides, equal counts) on `threads` threads.
   RowStage(const std::vector<ColumnView>& columns, unsigned threads);
 
-  // Column c inside the stage: the same values, `row_bytes()` apart.
-  ColumnView view(size_t c) const;
   uint32_t row_bytes() const { return row_bytes_; }
   // The bytes of one row's values of columns [0, c).
   uint64_t bytes_before(size_t c) const { return before_[c]; }
