@@ -52,14 +52,18 @@ TEST(WritePath, RowStageGathersEveryColumnExactly) {
   std::vector<uint64_t> rows(1500);
   std::mt19937_64 rng(3);
   for (uint64_t& r : rows) r = rng() % 5000;
-  // Gathered into rows [100, 1600) of a buffer laid out for 2000 rows per column.
-  std::vector<unsigned char> out(2000 * stage.bytes_before(cols.size()));
-  stage.gather(rows.data(), rows.size(), out.data(), 2000, 100);
+  // Gathered into rows [100, 1600) of a buffer laid out for 1999 rows per column: an odd
+  // count, whose regions must still start aligned.
+  std::vector<uint64_t> words((stage.region(cols.size(), 1999) + 7) / 8);
+  unsigned char* out = reinterpret_cast<unsigned char*>(words.data());
+  stage.gather(rows.data(), rows.size(), out, 1999, 100);
   for (size_t c = 0; c < cols.size(); ++c) {
     const size_t size = dtype_size(cols[c].spec.dtype);
+    EXPECT_EQ(stage.region(c, 1999) % 64, 0u) << cols[c].spec.name;
+    EXPECT_GE(stage.region(c + 1, 1999) - stage.region(c, 1999), 1999 * size);
     for (size_t i = 0; i < rows.size(); ++i) {
       const unsigned char* want = static_cast<const unsigned char*>(cols[c].data) + rows[i] * size;
-      ASSERT_EQ(0, std::memcmp(out.data() + stage.bytes_before(c) * 2000 + (100 + i) * size, want, size))
+      ASSERT_EQ(0, std::memcmp(out + stage.region(c, 1999) + (100 + i) * size, want, size))
           << cols[c].spec.name << " row " << rows[i];
     }
   }
@@ -67,8 +71,9 @@ TEST(WritePath, RowStageGathersEveryColumnExactly) {
 
 TEST(WritePath, RowStageWritesTheSameBytesAsSeparateColumns) {
   // Enough rows for a stage, many small windows so that gathers and column tasks of
-  // several windows interleave, on several thread counts.
-  Mixed m(100000);
+  // several windows interleave, on several thread counts; an odd count, so that the last
+  // window's column regions need their alignment.
+  Mixed m(100003);
   const std::vector<ColumnView> cols = m.views();
   ASSERT_TRUE(RowStage::pays(cols[0], cols[2], cols[3]));  // make_columns' rows are in random order
   std::string without;
@@ -89,7 +94,7 @@ TEST(WritePath, RowStageWritesTheSameBytesAsSeparateColumns) {
       if (without.empty()) {
         without = bytes;
         auto f = ParticleFile::open(path, true);
-        EXPECT_EQ(f->particle_count(), 100000u);
+        EXPECT_EQ(f->particle_count(), 100003u);
       } else {
         ASSERT_TRUE(bytes == without) << threads << " threads, stage " << staged << ": other bytes";
       }
@@ -113,6 +118,11 @@ TEST(WritePath, RowStageIsLeftOutForRowsInSpatialOrder) {
   std::vector<ColumnView> random_order = c.views(), sorted = s.views();
   EXPECT_TRUE(RowStage::pays(random_order[0], random_order[1], random_order[2]));
   EXPECT_FALSE(RowStage::pays(sorted[0], sorted[1], sorted[2]));
+  // Every point in one place: no order to fix.
+  test::Columns same;
+  same.x.assign(100000, 0.5f), same.y = same.x, same.z = same.x;
+  std::vector<ColumnView> sv = same.views();
+  EXPECT_FALSE(RowStage::pays(sv[0], sv[1], sv[2]));
   // Too few rows to pay, in any order.
   test::Columns few = test::make_columns(1000, 7);
   std::vector<ColumnView> fv = few.views();

@@ -31,7 +31,7 @@ void write_columns(std::vector<ColumnPlan>& plans, const Layout& layout, const s
   const uint64_t per_window = parts + columns;
   BigVector<unsigned char> staged[2];
   if (stage)
-    for (auto& buffer : staged) buffer.resize(std::min(n, window_rows) * stage->bytes_before(columns));
+    for (auto& buffer : staged) buffer.resize(stage->region(columns, std::min(n, window_rows)));
   std::vector<uint64_t> gathered(windows, 0);  // per window: parts gathered
   std::mutex m;
   std::condition_variable changed;
@@ -85,7 +85,7 @@ void write_columns(std::vector<ColumnPlan>& plans, const Layout& layout, const s
         }
         ColumnPlan& p = plans[c];
         p.values.slot = p.codes.slot = unsigned(w % 2);
-        p.staged = stage ? staged[w % 2].data() + stage->bytes_before(c) * rows : nullptr;
+        p.staged = stage ? staged[w % 2].data() + stage->region(c, rows) : nullptr;
         p.staged_first = first;
         write_blocks(p, layout, runs_by_start, block_values, w * window, std::min(blocks, (w + 1) * window), out);
         uint64_t now_placed;

@@ -52,7 +52,7 @@ bool RowStage::pays(const ColumnView& x, const ColumnView& y, const ColumnView& 
   }
   std::nth_element(near.begin(), near.begin() + kPairs / 2, near.end());
   std::nth_element(far.begin(), far.begin() + kPairs / 2, far.end());
-  return near[kPairs / 2] >= 0.25 * far[kPairs / 2];
+  return far[kPairs / 2] > 0 && near[kPairs / 2] >= 0.25 * far[kPairs / 2];  // all in one point: no order to fix
 }
 
 RowStage::RowStage(const std::vector<ColumnView>& columns, unsigned threads) : columns_(columns) {
@@ -67,8 +67,6 @@ RowStage::RowStage(const std::vector<ColumnView>& columns, unsigned threads) : c
   uint32_t at = 0;
   for (size_t c : by_size) offset_[c] = at, at += uint32_t(dtype_size(columns[c].spec.dtype));
   row_bytes_ = (at + 7) / 8 * 8;
-  before_.assign(k + 1, 0);
-  for (size_t c = 0; c < k; ++c) before_[c + 1] = before_[c] + dtype_size(columns[c].spec.dtype);
   const uint64_t n = k ? columns[0].count : 0;
   rows_.resize(n * row_bytes_ / 8);
   unsigned char* base = reinterpret_cast<unsigned char*>(rows_.data());
@@ -87,6 +85,12 @@ RowStage::RowStage(const std::vector<ColumnView>& columns, unsigned threads) : c
   });
 }
 
+uint64_t RowStage::region(size_t c, uint64_t rows) const {
+  uint64_t at = 0;
+  for (size_t j = 0; j < c; ++j) at += (rows * dtype_size(columns_[j].spec.dtype) + 63) / 64 * 64;
+  return at;
+}
+
 void RowStage::gather(const uint64_t* rows, uint64_t n, unsigned char* out, uint64_t stride_rows, uint64_t at) const {
   const unsigned char* base = reinterpret_cast<const unsigned char*>(rows_.data());
   const size_t words = row_bytes_ / 8;
@@ -98,14 +102,18 @@ void RowStage::gather(const uint64_t* rows, uint64_t n, unsigned char* out, uint
   for (uint64_t s = 0; s < n; s += kChunk) {
     const uint64_t len = std::min(kChunk, n - s);
     for (uint64_t i = 0; i < len; ++i) {
-      if (s + i + kAhead < n) __builtin_prefetch(base + rows[s + i + kAhead] * row_bytes_);
+      if (s + i + kAhead < n) {
+        const unsigned char* ahead = base + rows[s + i + kAhead] * row_bytes_;
+        __builtin_prefetch(ahead);
+        __builtin_prefetch(ahead + row_bytes_ - 1);  // a row may end in the next cache line
+      }
       const uint64_t* row = reinterpret_cast<const uint64_t*>(base + rows[s + i] * row_bytes_);
       std::copy_n(row, words, chunk.data() + i * words);
     }
     const unsigned char* from = reinterpret_cast<const unsigned char*>(chunk.data());
     for (size_t c = 0; c < columns_.size(); ++c) {
       const size_t size = dtype_size(columns_[c].spec.dtype);
-      copy_column(size, from + offset_[c], row_bytes_, out + before_[c] * stride_rows + (at + s) * size, int64_t(size), len);
+      copy_column(size, from + offset_[c], row_bytes_, out + region(c, stride_rows) + (at + s) * size, int64_t(size), len);
     }
   }
 }

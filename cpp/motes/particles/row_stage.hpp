@@ -26,17 +26,17 @@ class RowStage {
   RowStage(const std::vector<ColumnView>& columns, unsigned threads);
 
   uint32_t row_bytes() const { return row_bytes_; }
-  // The bytes of one row's values of columns [0, c).
-  uint64_t bytes_before(size_t c) const { return before_[c]; }
+  // A buffer of `rows` rows per column holds each column's values back to back in a region
+  // of its own: where column c's region starts (64-byte aligned, so that every value is
+  // aligned to its size), and, for c = the column count, the buffer's size.
+  uint64_t region(size_t c, uint64_t rows) const;
 
-  // Rows rows[0, n) into a buffer of stride_rows rows per column (column c's region at
-  // out + bytes_before(c) * stride_rows, its values back to back), from its row `at` on.
+  // Rows rows[0, n) into such a buffer of stride_rows rows, from its row `at` on.
   void gather(const uint64_t* rows, uint64_t n, unsigned char* out, uint64_t stride_rows, uint64_t at) const;
 
  private:
   std::vector<ColumnView> columns_;
   std::vector<uint32_t> offset_;   // of each column within a row
-  std::vector<uint64_t> before_;   // sum of the sizes of the columns before
   uint32_t row_bytes_ = 0;
   BigVector<uint64_t> rows_;       // u64 words: rows stay 8-byte aligned
 };
