@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "motes/codec/words.hpp"
 #include "motes/core/parallel.hpp"
 
 namespace motes {
@@ -23,12 +24,9 @@ void copy_strided(const unsigned char* src, int64_t src_stride, unsigned char* d
 
 void copy_column(size_t size, const unsigned char* src, int64_t src_stride, unsigned char* dst, int64_t dst_stride,
                  uint64_t count) {
-  switch (size) {
-    case 1: return copy_strided<uint8_t>(src, src_stride, dst, dst_stride, count);
-    case 2: return copy_strided<uint16_t>(src, src_stride, dst, dst_stride, count);
-    case 4: return copy_strided<uint32_t>(src, src_stride, dst, dst_stride, count);
-    default: return copy_strided<uint64_t>(src, src_stride, dst, dst_stride, count);
-  }
+  codec::words::with_word(uint32_t(size), [&](auto word) {
+    copy_strided<decltype(word)>(src, src_stride, dst, dst_stride, count);
+  });
 }
 
 }  // namespace

@@ -137,19 +137,26 @@ inline uint64_t checksum(const void* data, size_t n) { return XXH3_64bits(data, 
 
 inline uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
+// The bin of the quotient t = (v - lo) / (hi - lo) * kBitmapBins: its whole part, clamped
+// to the bins (NaN: bin 0). Without a branch, so that loops over many values vectorise.
+inline uint32_t bitmap_bin_of_quotient(double t) {
+  t = t > 0 ? t : 0;  // also NaN
+  t = t < double(kBitmapBins - 1) ? t : double(kBitmapBins - 1);
+  return uint32_t(int32_t(t));
+}
+
 // The bin of value v among kBitmapBins equal-width bins over [lo, hi]; monotone in v.
 inline uint32_t bitmap_bin(double v, double lo, double hi) {
   if (!(hi > lo)) return 0;
-  double t = (v - lo) / (hi - lo) * double(kBitmapBins);
-  if (!(t > 0)) return 0;  // also NaN
-  return t >= double(kBitmapBins - 1) ? kBitmapBins - 1 : uint32_t(t);
+  return bitmap_bin_of_quotient((v - lo) / (hi - lo) * double(kBitmapBins));
 }
 
-// bitmap_bin for one (lo, hi) and millions of values, without a division: a multiply
-// gives the bin (it is within 1e-14 of bitmap_bin's quotient, so a fraction at least 1e-9
-// from a whole number floors alike); a value that close to a bin border is settled by the
-// exact thresholds of bitmap_bin, found once by bisection over the doubles, so the two
-// cannot disagree.
+// bitmap_bin for one (lo, hi) and millions of values. One value (operator()) without a
+// division: a multiply gives the bin (it is within 1e-14 of bitmap_bin's quotient, so a
+// fraction at least 1e-9 from a whole number floors alike); a value that close to a bin
+// border is settled by the exact thresholds of bitmap_bin, found once by bisection over
+// the doubles, so the two cannot disagree. A run of values (mask): bitmap_bin's own
+// quotient, on vectors.
 class BitmapBins {
  public:
   BitmapBins(double lo, double hi) : lo_(lo), width_(hi > lo ? hi - lo : 0.0) {
@@ -194,8 +201,7 @@ class BitmapBins {
   }
 
   // The bins of n values as bits (bit b: some value in bin b; NaN in none): bitmap_bin's
-  // own arithmetic, division included, without a branch, so that it runs on vectors, a
-  // chunk of bins at a time; the bits are then set from the chunk.
+  // own quotient, a chunk of bins at a time (on vectors); the bits are then set from the chunk.
   template <class T>
   uint32_t mask(const T* v, uint64_t n) const {
     uint32_t bits = 0;
@@ -204,12 +210,8 @@ class BitmapBins {
     for (uint64_t s = 0; s < n; s += kChunk) {
       const uint64_t len = std::min(kChunk, n - s);
       if (width_ > 0) {
-        for (uint64_t i = 0; i < len; ++i) {
-          double t = (double(v[s + i]) - lo_) / width_ * double(kBitmapBins);
-          t = t > 0 ? t : 0;  // also NaN
-          t = t < double(kBitmapBins - 1) ? t : double(kBitmapBins - 1);
-          bins[i] = uint8_t(int32_t(t));
-        }
+        for (uint64_t i = 0; i < len; ++i)
+          bins[i] = uint8_t(bitmap_bin_of_quotient((double(v[s + i]) - lo_) / width_ * double(kBitmapBins)));
       } else {
         std::fill_n(bins, len, uint8_t(0));  // no range: bitmap_bin puts everything in bin 0
       }

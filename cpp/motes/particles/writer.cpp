@@ -238,10 +238,10 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   // The row stage: every column's rows side by side, for the gathers in file order
   // (row_stage.hpp). Made after the layout, whose sort keys are gone by then: the stage and
   // the keys together would raise the write's peak memory.
+  uint64_t data_bytes = 0;  // the columns' raw bytes
+  for (const ColumnView& c : columns) data_bytes += n * dtype_size(c.spec.dtype);
   std::optional<RowStage> stage;
-  uint64_t column_bytes = 0;
-  for (const ColumnView& c : columns) column_bytes += n * dtype_size(c.spec.dtype);
-  if (options.stage_rows && column_bytes >= options.stage_min_bytes && RowStage::pays(find("x"), find("y"), find("z"))) {
+  if (options.stage_rows && data_bytes >= options.stage_min_bytes && RowStage::pays(find("x"), find("y"), find("z"))) {
 #ifdef __GLIBC__
     // The treelets' buffers, freed into the worker threads' malloc arenas, stay resident
     // there (about 8 bytes per particle): give them back before the stage's copy.
@@ -267,10 +267,9 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   // Automatic quantile indexes: the most incoherent columns first (score above 1/2),
   // while all codes together stay within kQuantileBudget of the data bytes.
   const uint64_t code_cost = spec::align_up(n, spec::kPage) + (spec::kQuantileBins + 1) * sizeof(double);
-  uint64_t data_bytes = 0, code_bytes = 0;
+  uint64_t code_bytes = 0;
   std::vector<std::pair<double, size_t>> candidates;
   for (size_t i = 0; i < plans.size(); ++i) {
-    data_bytes += n * plans[i].size;
     if (plans[i].index == IndexKind::quantile) code_bytes += code_cost;
     if (plans[i].index != IndexKind::automatic) continue;
     plans[i].index = IndexKind::none;
@@ -450,8 +449,8 @@ WriteSummary write_particle_file(const std::string& path, const std::vector<Colu
   summary.particle_count = n;
   summary.file_bytes = h.file_size;
   summary.header_checksum = h.header_checksum;
+  summary.data_bytes = data_bytes;
   for (const ColumnPlan& p : plans) {
-    summary.data_bytes += n * p.size;
     summary.stored_bytes += p.values.plan.raw() ? n * p.size : [&] {
       uint64_t t = 0;
       for (const StoredBlock& b : p.values.blocks) t += b.stored;
