@@ -10,6 +10,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "motes/core/memory.hpp"
 #include "motes/core/types.hpp"
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -35,6 +36,7 @@ class Cache {
       if (end && !*end) mb = m;
     }
     limit_ = mb << 20;
+    huge_slab_keep(limit_);  // blocks evicted or cleared leave their pages for the next ones
   }
   bool has_room(uint64_t bytes) {
     std::lock_guard lock(m_);
@@ -55,11 +57,11 @@ class Cache {
   }
   void put(uint64_t stream, uint64_t block, std::shared_ptr<const DecodedBlock> b) {
     std::lock_guard lock(m_);
-    if (b->size() > limit_) return;
+    if (b->reserved() > limit_) return;
     Key k{stream, block};
     if (map_.count(k)) return;  // decoded by another thread meanwhile
     lru_.push_front(k);
-    used_ += b->size();
+    used_ += b->reserved();
     map_.emplace(k, Entry{std::move(b), lru_.begin()});
     trim();
   }
@@ -67,6 +69,7 @@ class Cache {
     std::lock_guard lock(m_);
     limit_ = bytes;
     trim();
+    huge_slab_keep(limit_);
   }
   uint64_t limit() {
     std::lock_guard lock(m_);
@@ -98,7 +101,7 @@ class Cache {
   void trim() {
     while (used_ > limit_ && !lru_.empty()) {
       auto it = map_.find(lru_.back());
-      used_ -= it->second.block->size();
+      used_ -= it->second.block->reserved();
       map_.erase(it);
       lru_.pop_back();
     }
@@ -116,11 +119,10 @@ Cache& cache() {
 
 }  // namespace
 
-DecodedBlock::DecodedBlock(size_t bytes) : size_(bytes) {
-  data_ = static_cast<unsigned char*>(std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64));
-  if (!data_) throw std::bad_alloc();
-}
-DecodedBlock::~DecodedBlock() { std::free(data_); }
+// In huge pages: a filtered query reads a value or two in each of thousands of blocks.
+DecodedBlock::DecodedBlock(size_t bytes) : data_(static_cast<unsigned char*>(huge_slab_allocate(bytes))), size_(bytes) {}
+DecodedBlock::~DecodedBlock() { huge_slab_free(data_, size_); }
+size_t DecodedBlock::reserved() const { return huge_slab_reserved(size_); }
 
 BlockStream BlockStream::contiguous(std::shared_ptr<const ByteSource> source, std::string what, uint8_t dtype_code,
                                     uint64_t count, uint64_t per_block, uint64_t offset, std::vector<uint64_t> sums) {

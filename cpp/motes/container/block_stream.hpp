@@ -22,7 +22,7 @@ struct StoredBlock {
   uint64_t checksum = 0;  // XXH3 of the stored bytes
 };
 
-// Decoded values of one block, 64-byte aligned.
+// Decoded values of one block, 4 KiB aligned, in huge pages (core/memory.hpp).
 class DecodedBlock {
  public:
   explicit DecodedBlock(size_t bytes);
@@ -32,6 +32,7 @@ class DecodedBlock {
   unsigned char* data() { return data_; }
   const unsigned char* data() const { return data_; }
   size_t size() const { return size_; }
+  size_t reserved() const;  // the memory it takes (what the cache counts)
 
  private:
   unsigned char* data_;

@@ -1,12 +1,18 @@
-// Allocation of the builder's large arrays (keys, permutations): 2 MiB aligned and
-// marked for transparent huge pages, so random access into hundreds of megabytes
-// does not stall on page walks and first touch costs far fewer page faults. resize()
-// leaves new elements of trivial types uninitialised (their users write every element
-// before reading it): zeroing hundreds of megabytes first would be a pass of its own.
+// Memory in transparent huge pages, for data read at random:
+// - HugePageAllocator: the write's large arrays (keys, permutations), 2 MiB aligned, so
+//   random access into hundreds of megabytes does not stall on page walks and first touch
+//   costs far fewer page faults. resize() leaves new elements of trivial types
+//   uninitialised (their users write every element before reading it): zeroing hundreds
+//   of megabytes first would be a pass of its own.
+// - huge_slab_allocate: many middle-sized buffers (the decoded blocks of the read path)
+//   carved out of shared 2 MiB chunks in huge pages, so a query that reads one
+//   value in each of thousands of blocks walks a few dozen pages, not thousands.
 #pragma once
 
 #include <sys/mman.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 #include <type_traits>
@@ -15,10 +21,33 @@
 
 namespace motes {
 
+constexpr size_t kHugePage = size_t(2) << 20;  // transparent huge pages of x86-64 and arm64 (4 KiB base pages)
+
+// `bytes` of 2 MiB aligned memory (a multiple of 2 MiB), marked for huge pages; free with std::free.
+void* huge_aligned_alloc(size_t bytes);
+
+// `bytes` (at least 1) of 4 KiB aligned memory: up to 1 MiB, a slot of a 2 MiB chunk in huge
+// pages shared with allocations of about the same size (size classes: multiples of 4 KiB,
+// and from 16 KiB on, at most a quarter more than asked); above 1 MiB, huge_aligned_alloc.
+// Thread-safe. A chunk none of whose slots is in use (but the last one with room of its
+// size class) is kept for the next chunks while the slots in use and the chunks kept take
+// at most huge_slab_keep's bytes (0 at first), else handed back to the system.
+constexpr size_t kHugeSlabMaxBytes = kHugePage / 2;  // the largest slot
+void* huge_slab_allocate(size_t bytes);
+void huge_slab_free(void* p, size_t bytes);  // `bytes` as allocated
+size_t huge_slab_reserved(size_t bytes);     // the memory an allocation of `bytes` takes
+void huge_slab_keep(uint64_t bytes);         // hands back the empty chunks beyond it at once
+// Chunks in use and their bytes, slots in use and theirs, empty chunks kept (for tests and
+// memory reports).
+struct HugeSlabUsage {
+  uint64_t chunks = 0, bytes = 0, slots_in_use = 0, slot_bytes_in_use = 0, spare_chunks = 0;
+};
+HugeSlabUsage huge_slab_usage();
+
 template <class T>
 struct HugePageAllocator {
   using value_type = T;
-  static constexpr size_t kHuge = size_t(2) << 20;
+  static constexpr size_t kHuge = kHugePage;
 
   HugePageAllocator() = default;
   template <class U>
@@ -31,13 +60,7 @@ struct HugePageAllocator {
       if (!p) throw std::bad_alloc();
       return static_cast<T*>(p);
     }
-    bytes = (bytes + kHuge - 1) / kHuge * kHuge;
-    void* p = std::aligned_alloc(kHuge, bytes);
-    if (!p) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-    ::madvise(p, bytes, MADV_HUGEPAGE);  // advisory: without THP it is ordinary memory
-#endif
-    return static_cast<T*>(p);
+    return static_cast<T*>(huge_aligned_alloc(bytes));
   }
   void deallocate(T* p, size_t) noexcept { std::free(p); }
   template <class U>

@@ -1,0 +1,118 @@
+// The huge-page slab (core/memory.hpp) behind the decoded-block cache: every allocation
+// its own bytes, aligned, in the chunk its size class lives in; chunks handed back once
+// empty, one kept per class.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "motes/container/block_stream.hpp"
+#include "motes/core/memory.hpp"
+
+using namespace motes;
+
+namespace {
+
+struct Live {
+  unsigned char* p;
+  size_t bytes;
+  unsigned char fill;
+};
+
+void check(const Live& a) {
+  for (size_t i = 0; i < a.bytes; i += 509) ASSERT_EQ(a.p[i], a.fill) << "allocation of " << a.bytes << " bytes overwritten";
+  ASSERT_EQ(a.p[a.bytes - 1], a.fill);
+}
+
+}  // namespace
+
+TEST(HugeSlab, AllocationsDoNotOverlapAndKeepTheirBytes) {
+  const HugeSlabUsage before = huge_slab_usage();
+  std::mt19937_64 rng(7);
+  // Sizes of decoded blocks: whole blocks of 1-, 2-, 4- and 8-byte values, short last
+  // blocks, odd sizes, and one above the slab's largest slot.
+  const size_t sizes[] = {1, 100, 4096, 5000, 16384, 32768, 40000, 65536, 131072, 524288, 1 << 20, (1 << 20) + 1, 3 << 20};
+  std::vector<Live> live;
+  for (int round = 0; round < 6000; ++round) {
+    if (!live.empty() && (rng() % 3 == 0 || live.size() > 400)) {
+      const size_t k = rng() % live.size();
+      check(live[k]);
+      huge_slab_free(live[k].p, live[k].bytes);
+      live[k] = live.back();
+      live.pop_back();
+      continue;
+    }
+    const size_t bytes = sizes[rng() % std::size(sizes)];
+    auto* p = static_cast<unsigned char*>(huge_slab_allocate(bytes));
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(p) % 4096, 0u) << bytes << " bytes";
+    ASSERT_GE(huge_slab_reserved(bytes), bytes);
+    if (bytes >= 16384 && bytes <= kHugePage / 2) ASSERT_LE(huge_slab_reserved(bytes) * 4, bytes * 5) << bytes << " bytes";
+    const unsigned char fill = static_cast<unsigned char>(round);
+    std::memset(p, fill, bytes);
+    live.push_back({p, bytes, fill});
+  }
+  // No two live allocations share a byte.
+  std::sort(live.begin(), live.end(), [](const Live& a, const Live& b) { return a.p < b.p; });
+  for (size_t k = 0; k + 1 < live.size(); ++k) ASSERT_LE(live[k].p + live[k].bytes, live[k + 1].p);
+  for (const Live& a : live) check(a);
+  EXPECT_EQ(huge_slab_usage().slots_in_use, before.slots_in_use + uint64_t(std::count_if(live.begin(), live.end(), [](const Live& a) {
+                                              return a.bytes <= kHugePage / 2;
+                                            })));
+  for (const Live& a : live) huge_slab_free(a.p, a.bytes);
+  const HugeSlabUsage after = huge_slab_usage();
+  EXPECT_EQ(after.slots_in_use, before.slots_in_use);
+  // Every empty chunk went back but one per size class (12 classes in `sizes`).
+  EXPECT_LE(after.chunks, before.chunks + 12);
+}
+
+TEST(HugeSlab, ThreadsShareIt) {
+  const HugeSlabUsage before = huge_slab_usage();
+  std::vector<std::thread> threads;
+  std::vector<int> bad(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([t, &bad] {
+      std::vector<unsigned char*> mine;
+      for (int i = 0; i < 2000; ++i) {
+        auto* p = static_cast<unsigned char*>(huge_slab_allocate(65536));
+        std::memset(p, t + 1, 65536);
+        mine.push_back(p);
+        if (i % 3 == 2) {
+          for (size_t k = 0; k < 65536; k += 4096) bad[size_t(t)] += mine.front()[k] != t + 1;
+          huge_slab_free(mine.front(), 65536);
+          mine.erase(mine.begin());
+        }
+      }
+      for (unsigned char* p : mine) {
+        for (size_t k = 0; k < 65536; k += 4096) bad[size_t(t)] += p[k] != t + 1;
+        huge_slab_free(p, 65536);
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad, std::vector<int>(4, 0));
+  EXPECT_EQ(huge_slab_usage().slots_in_use, before.slots_in_use);
+}
+
+TEST(HugeSlab, EmptyChunksAreKeptWithinTheBytesGiven) {
+  huge_slab_keep(0);
+  const HugeSlabUsage before = huge_slab_usage();
+  EXPECT_EQ(before.spare_chunks, 0u);
+  huge_slab_keep(before.slot_bytes_in_use + (uint64_t(24) << 20));  // room for 12 more chunks
+  std::vector<void*> blocks;
+  for (int i = 0; i < 320; ++i) blocks.push_back(huge_slab_allocate(65536));  // 20 MiB: 10 chunks
+  for (void* p : blocks) huge_slab_free(p, 65536);
+  const HugeSlabUsage emptied = huge_slab_usage();
+  EXPECT_EQ(emptied.slots_in_use, before.slots_in_use);
+  EXPECT_GE(emptied.spare_chunks, 8u);  // all but the last one with room, less what other classes hold
+  EXPECT_LE(emptied.spare_chunks, 10u);
+  // Another class takes the kept chunks before asking the system for memory.
+  // (96 KiB: a class no other test uses, 21 slots to a chunk.)
+  for (int i = 0; i < 63; ++i) blocks[size_t(i)] = huge_slab_allocate(98304);
+  EXPECT_EQ(huge_slab_usage().spare_chunks, emptied.spare_chunks - 3);
+  for (int i = 0; i < 63; ++i) huge_slab_free(blocks[size_t(i)], 98304);
+  huge_slab_keep(0);  // hands back every empty chunk
+  EXPECT_EQ(huge_slab_usage().spare_chunks, 0u);
+  huge_slab_keep(block_cache_bytes());  // as the cache of decoded blocks sets it
+}
