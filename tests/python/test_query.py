@@ -186,3 +186,29 @@ def test_queries_work_in_a_forked_child(clustered_ds):
 
 def _count_in_child(path, where):
     return motes.open(path).count(where)
+
+
+def test_result_arrays_own_their_memory(clustered_ds):
+    """Results up to 1 MiB per column live in the slab of the decoded blocks: each array keeps
+    its values, writeable, after the table, the dataset and later queries are gone."""
+    import gc
+
+    data, ds = clustered_ds
+    where = "energy > 0.5"
+    kept = [ds.query(where) for _ in range(3)]  # the slots of the first results are not reused
+    arrays = {name: kept[0][name] for name in data}
+    copies = {name: np.array(a, copy=True) for name, a in arrays.items()}
+    for name, a in arrays.items():
+        assert 0 < a.nbytes <= 1 << 20 and a.flags.writeable and a.flags.c_contiguous, name
+    del kept
+    for _ in range(3):
+        ds.query(where)
+        ds.query("x < 0.3")
+    gc.collect()
+    for name, a in arrays.items():
+        assert np.array_equal(a, copies[name]), name
+    arrays["energy"][:] = -1.0  # the array's own memory: no other result sees it
+    assert np.all(ds.query(where)["energy"] > 0.5)
+    order = np.argsort(arrays["id"])
+    want = data["energy"] > 0.5
+    assert np.array_equal(arrays["id"][order], np.sort(data["id"][want]))

@@ -8,7 +8,7 @@
 // Chunks are marked for huge pages from the start, so the kernel clears a chunk's 2 MiB at
 // its first write, ahead of the blocks decoded into it: the first whole read of a
 // 10M-particle step costs about 8 % more CPU than with 4 KiB pages (collapsing each chunk
-// once filled, with MADV_COLLAPSE, cost 16 %), and every filtered query after it gathers
+// once filled, with MADV_COLLAPSE, cost 13 %), and every filtered query after it gathers
 // 10-20 % faster (bench/README.md, query_driver).
 #include "motes/core/memory.hpp"
 
