@@ -30,6 +30,7 @@ void check(const Live& a) {
 }  // namespace
 
 TEST(HugeSlab, AllocationsDoNotOverlapAndKeepTheirBytes) {
+  if (!huge_slab_pooled()) GTEST_SKIP() << "AddressSanitizer build: no slab";
   const HugeSlabUsage before = huge_slab_usage();
   std::mt19937_64 rng(7);
   // Sizes of decoded blocks: whole blocks of 1-, 2-, 4- and 8-byte values, short last
@@ -69,6 +70,7 @@ TEST(HugeSlab, AllocationsDoNotOverlapAndKeepTheirBytes) {
 }
 
 TEST(HugeSlab, ThreadsShareIt) {
+  if (!huge_slab_pooled()) GTEST_SKIP() << "AddressSanitizer build: no slab";
   const HugeSlabUsage before = huge_slab_usage();
   std::vector<std::thread> threads;
   std::vector<int> bad(4, 0);
@@ -96,6 +98,7 @@ TEST(HugeSlab, ThreadsShareIt) {
 }
 
 TEST(HugeSlab, EmptyChunksAreKeptWithinTheBytesGiven) {
+  if (!huge_slab_pooled()) GTEST_SKIP() << "AddressSanitizer build: no slab";
   huge_slab_keep(0);
   const HugeSlabUsage before = huge_slab_usage();
   EXPECT_EQ(before.spare_chunks, 0u);

@@ -43,6 +43,8 @@ struct HugeSlabUsage {
   uint64_t chunks = 0, bytes = 0, slots_in_use = 0, slot_bytes_in_use = 0, spare_chunks = 0;
 };
 HugeSlabUsage huge_slab_usage();
+// False under AddressSanitizer, where each allocation is its own (memory.cpp).
+bool huge_slab_pooled();
 
 template <class T>
 struct HugePageAllocator {
