@@ -39,7 +39,7 @@ void* huge_aligned_alloc(size_t bytes) {
   void* p = std::aligned_alloc(kHugePage, bytes);
   if (!p) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE
-  if (!std::getenv("NO_THP")) ::madvise(p, bytes, MADV_HUGEPAGE);  // advisory: without THP it is ordinary memory
+  ::madvise(p, bytes, MADV_HUGEPAGE);  // advisory: without THP it is ordinary memory
 #endif
   return p;
 }
