@@ -1,9 +1,12 @@
 // The huge-page slab (core/memory.hpp) behind the decoded-block cache: every allocation
 // its own bytes, aligned, in the chunk its size class lives in; chunks handed back once
-// empty, one kept per class.
+// empty, one kept per class; a forked child can allocate.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -118,4 +121,27 @@ TEST(HugeSlab, EmptyChunksAreKeptWithinTheBytesGiven) {
   huge_slab_keep(0);  // hands back every empty chunk
   EXPECT_EQ(huge_slab_usage().spare_chunks, 0u);
   huge_slab_keep(block_cache_bytes());  // as the cache of decoded blocks sets it
+}
+
+TEST(HugeSlab, AForkedChildAllocates) {
+  if (!huge_slab_pooled()) GTEST_SKIP() << "AddressSanitizer build: no slab";
+  void* before = huge_slab_allocate(65536);
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {  // another thread inside the slab while the process forks
+    while (!stop) huge_slab_free(huge_slab_allocate(4096), 4096);
+  });
+  const pid_t child = ::fork();
+  if (child == 0) {
+    void* p = huge_slab_allocate(65536);
+    std::memset(p, 1, 65536);
+    huge_slab_free(p, 65536);
+    std::_Exit(0);
+  }
+  stop = true;
+  busy.join();
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  huge_slab_free(before, 65536);
 }

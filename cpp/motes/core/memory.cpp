@@ -12,6 +12,8 @@
 // 10-20 % faster (bench/README.md, query_driver).
 #include "motes/core/memory.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <bit>
 #include <memory>
@@ -97,6 +99,9 @@ class Slab {
     }
   }
 
+  void lock() { m_.lock(); }
+  void unlock() { m_.unlock(); }
+
   HugeSlabUsage usage() {
     std::lock_guard lock(m_);
     return {chunks_.size(), chunks_.size() * kHugePage, in_use_, in_use_bytes_, spare_.size()};
@@ -137,7 +142,13 @@ class Slab {
 };
 
 Slab& slab() {
-  static Slab* s = new Slab();  // never destroyed: blocks may be freed by static destructors after exit
+  // Never destroyed: blocks may be freed by static destructors after exit. A fork waits
+  // until no thread is inside the slab, so the child's copy of its lock is free.
+  static Slab* s = [] {
+    auto* made = new Slab();
+    ::pthread_atfork([] { slab().lock(); }, [] { slab().unlock(); }, [] { slab().unlock(); });
+    return made;
+  }();
   return *s;
 }
 
