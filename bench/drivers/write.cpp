@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "motes/core/memory.hpp"
 #include "motes/particles/writer.hpp"
 
 namespace {
@@ -32,12 +33,7 @@ struct Array {
   motes::DType dtype;
   std::unique_ptr<char, decltype(&std::free)> bytes{nullptr, &std::free};
   uint64_t count = 0;
-  void allocate(size_t n) {
-    constexpr size_t kHuge = size_t(1) << 21;
-    bytes.reset(static_cast<char*>(std::aligned_alloc(kHuge, (n + kHuge - 1) / kHuge * kHuge)));
-    if (!bytes) throw std::bad_alloc();
-    madvise(bytes.get(), n, MADV_HUGEPAGE);
-  }
+  void allocate(size_t n) { bytes.reset(static_cast<char*>(motes::huge_aligned_alloc(n))); }
 };
 
 // A 1-d, little-endian, C-order .npy file (what numpy.save writes for a column).

@@ -49,7 +49,6 @@ bool huge_slab_pooled();
 template <class T>
 struct HugePageAllocator {
   using value_type = T;
-  static constexpr size_t kHuge = kHugePage;
 
   HugePageAllocator() = default;
   template <class U>
@@ -57,7 +56,7 @@ struct HugePageAllocator {
 
   T* allocate(size_t n) {
     size_t bytes = n * sizeof(T);
-    if (bytes < kHuge) {
+    if (bytes < kHugePage) {
       void* p = std::malloc(bytes ? bytes : 1);
       if (!p) throw std::bad_alloc();
       return static_cast<T*>(p);

@@ -7,6 +7,7 @@
 
 #include "motes/codec/words.hpp"
 #include "motes/core/parallel.hpp"
+#include "motes/particles/spec.hpp"
 
 namespace motes {
 
@@ -85,7 +86,7 @@ RowStage::RowStage(const std::vector<ColumnView>& columns, unsigned threads) : c
 
 uint64_t RowStage::region(size_t c, uint64_t rows) const {
   uint64_t at = 0;
-  for (size_t j = 0; j < c; ++j) at += (rows * dtype_size(columns_[j].spec.dtype) + 63) / 64 * 64;
+  for (size_t j = 0; j < c; ++j) at += spec::align_up(rows * dtype_size(columns_[j].spec.dtype), 64);
   return at;
 }
 

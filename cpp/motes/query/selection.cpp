@@ -90,17 +90,16 @@ void Selection::visit(size_t column, uint64_t row_begin, uint64_t row_end, unsig
           s = stream[part];
           held = nullptr, held_first = held_last = 0;
         }
+        // A short segment of this part kAhead on: its values are prefetched (scattered rows).
+        const bool ahead = m < 16 && k + kAhead < k1 && part_of_[k + kAhead] == part;
         const T* from;
         if (from_base) {
           from = from_base + first;
-          if (m < 16 && k + kAhead < k1 && part_of_[k + kAhead] == part)
-            __builtin_prefetch(from_base + segments_[k + kAhead].start);  // scattered rows: hide the misses
+          if (ahead) __builtin_prefetch(from_base + segments_[k + kAhead].start);
         } else if (first - held_first < held_last - held_first && first + m <= held_last) {  // held is null: an empty range
           from = held + (first - held_first);
-          if (m < 16 && k + kAhead < k1 && part_of_[k + kAhead] == part) {
-            const uint64_t ahead = segments_[k + kAhead].start - held_first;
-            if (ahead < held_last - held_first) __builtin_prefetch(held + ahead);  // scattered rows: hide the misses
-          }
+          if (ahead && segments_[k + kAhead].start - held_first < held_last - held_first)  // in the held block
+            __builtin_prefetch(held + (segments_[k + kAhead].start - held_first));
         } else {
           const uint64_t per = s->per_block(), block_first = first / per * per;
           if (first + m <= block_first + per) {  // inside one block: hold the whole block
