@@ -101,6 +101,9 @@ int main(int argc, char** argv) {
       options.stage_rows = std::string(stage) != "0";
       options.stage_min_bytes = 0;
     }
+    // MOTES_DRIVER_COMPRESSION=none: values stored as they are (what the codecs cost).
+    if (const char* c = std::getenv("MOTES_DRIVER_COMPRESSION"); c && std::string(c) == "none")
+      options.compression = motes::Compression::none;
     std::vector<std::pair<std::string, double>> best, best_cpu_of;
     double best_total = 1e300, best_cpu = 1e300;
     for (int r = 0; r < repeats; ++r) {

@@ -145,3 +145,21 @@ TEST(HugeSlab, AForkedChildAllocates) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   huge_slab_free(before, 65536);
 }
+
+TEST(BigVector, ReleasedPagesPastItsSizeLeaveItsValues) {
+  const size_t n = 3 * kHugePage / sizeof(uint64_t);
+  BigVector<uint64_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = i * 2654435761u;
+  v.resize(n / 3 + 5);  // not on a page boundary
+  release_unused_pages(v);
+  for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(v[i], i * 2654435761u);
+  // The whole pages past the size are no longer resident.
+  const uintptr_t first = (reinterpret_cast<uintptr_t>(v.data() + v.size()) + kBasePage - 1) & ~uintptr_t(kBasePage - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(v.data() + n) & ~uintptr_t(kBasePage - 1);
+  std::vector<unsigned char> resident((end - first) / kBasePage);
+  ASSERT_EQ(mincore(reinterpret_cast<void*>(first), end - first, resident.data()), 0);
+  EXPECT_EQ(std::count_if(resident.begin(), resident.end(), [](unsigned char r) { return r & 1; }), 0);
+  v.resize(n);  // pages touched again read as zeros and hold what is written
+  for (size_t i = n / 3 + 5; i < n; ++i) v[i] = i;
+  for (size_t i = n / 3 + 5; i < n; ++i) ASSERT_EQ(v[i], i);
+}

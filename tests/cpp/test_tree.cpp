@@ -137,23 +137,61 @@ TEST(Builder, IdenticalPositionsStillSplit) {
     if (n.is_leaf()) EXPECT_LE(n.own_count, 100u);
 }
 
-TEST(Builder, KeySortIsAStableSortOfTheHighBits) {
+TEST(Builder, CodeBitSortIsStable) {
   std::mt19937_64 rng(5);
-  for (uint64_t n : {0ull, 1ull, 1000ull, 70000ull, 300001ull}) {
-    for (int shape = 0; shape < 3; ++shape) {
-      BigVector<uint64_t> keys(n);
-      for (uint64_t i = 0; i < n; ++i) {
-        // shape 0: any high bits; 1: few distinct (long runs of ties); 2: one digit everywhere but the top
-        const uint64_t hi = shape == 0 ? rng() >> 32 : shape == 1 ? rng() % 7 : (rng() % 3) << 29;
-        keys[i] = hi << 32 | (rng() & 0xffffffff);
+  for (uint64_t n : {0ull, 1ull, 50ull, 1000ull, 70000ull, 300001ull}) {
+    for (int bits : {1, 10, 20, 21, 32}) {
+      for (int shape = 0; shape < 3; ++shape) {
+        std::vector<uint64_t> keys(n);
+        const uint64_t mask = bits == 32 ? 0xffffffffull : (uint64_t(1) << bits) - 1;
+        for (uint64_t i = 0; i < n; ++i) {
+          // shape 0: any code bits; 1: few distinct (long runs of ties); 2: one digit everywhere but the top;
+          // bits above `bits` are not part of the key's order and must not move it
+          uint64_t code = shape == 0 ? rng() : shape == 1 ? rng() % 7 : (rng() % 3) << (bits - 1);
+          code = (code & mask) | (rng() & ~mask & 0xffffffffull);
+          keys[i] = code << 32 | (rng() & 0xffffffff);
+        }
+        std::vector<uint64_t> want = keys;
+        std::stable_sort(want.begin(), want.end(), [&](uint64_t a, uint64_t b) { return (a >> 32 & mask) < (b >> 32 & mask); });
+        for (unsigned threads : {1u, 2u, 3u}) {
+          std::vector<uint64_t> got = keys, scratch(n);
+          sort_low_code_bits(got.data(), n, scratch.data(), bits, threads);
+          ASSERT_EQ(got, want) << n << " keys, " << bits << " bits, shape " << shape << ", " << threads << " threads";
+        }
       }
-      std::vector<uint64_t> want(keys.begin(), keys.end());
-      std::stable_sort(want.begin(), want.end(), [](uint64_t a, uint64_t b) { return a >> 32 < b >> 32; });
+    }
+  }
+}
+
+TEST(Builder, BucketSortIsAStableSortOfTheCodes) {
+  struct Rec {
+    uint32_t code, row;
+  };
+  std::mt19937_64 rng(6);
+  for (uint64_t n : {0ull, 1ull, 1000ull, 70000ull, 300001ull, 2500000ull}) {
+    for (int shape = 0; shape < 4; ++shape) {
+      std::vector<uint32_t> code(n);
+      for (uint64_t i = 0; i < n; ++i)
+        // 0: any; 1: few distinct; 2: one bucket (top bits equal); 3: nearly all in one bucket, a few elsewhere
+        code[i] = shape == 0 ? uint32_t(rng()) : shape == 1 ? uint32_t(rng() % 5) << 29 | 7
+                : shape == 2 ? 0x5a500000u | uint32_t(rng() & 0xfffff) : (rng() % 1000 ? 0x12300000u | uint32_t(rng() & 0xfffff) : uint32_t(rng()));
+      std::vector<Rec> want(n);
+      for (uint64_t i = 0; i < n; ++i) want[i] = Rec{code[i], uint32_t(i)};
+      std::stable_sort(want.begin(), want.end(), [](const Rec& a, const Rec& b) { return a.code < b.code; });
       for (unsigned threads : {1u, 2u, 3u}) {
-        BigVector<uint64_t> got = keys;
-        BigVector<uint64_t> scratch;
-        sort_by_high_bits(got, scratch, threads);
-        ASSERT_TRUE(std::equal(got.begin(), got.end(), want.begin(), want.end())) << n << " keys, shape " << shape << ", " << threads << " threads";
+        std::vector<Rec> got(n);
+        int counted = 0;
+        bucket_sort(
+            n, threads,
+            [&](uint64_t i, Rec& r) {
+              r = Rec{code[i], uint32_t(i)};
+              return code[i];
+            },
+            [](const Rec& r) { return r.code; }, [&] { ++counted; }, got.data());
+        EXPECT_EQ(counted, 1);
+        for (uint64_t i = 0; i < n; ++i)
+          ASSERT_TRUE(got[i].code == want[i].code && got[i].row == want[i].row)
+              << n << " rows, shape " << shape << ", " << threads << " threads, at " << i;
       }
     }
   }

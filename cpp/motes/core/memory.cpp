@@ -24,7 +24,7 @@ namespace motes {
 
 namespace {
 
-constexpr size_t kMinSlot = 4096, kMaxSlot = kHugeSlabMaxBytes;
+constexpr size_t kMinSlot = kBasePage, kMaxSlot = kHugeSlabMaxBytes;
 
 size_t whole_huge_pages(size_t bytes) { return (std::max<size_t>(bytes, 1) + kHugePage - 1) / kHugePage * kHugePage; }
 
@@ -44,6 +44,12 @@ void* huge_aligned_alloc(size_t bytes) {
   ::madvise(p, bytes, MADV_HUGEPAGE);  // advisory: without THP it is ordinary memory
 #endif
   return p;
+}
+
+void release_pages(void* p, size_t bytes) {
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(p) + kBasePage - 1) & ~uintptr_t(kBasePage - 1);
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + bytes) & ~uintptr_t(kBasePage - 1);
+  if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
 }
 
 namespace {

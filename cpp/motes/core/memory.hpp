@@ -21,7 +21,8 @@
 
 namespace motes {
 
-constexpr size_t kHugePage = size_t(2) << 20;  // transparent huge pages of x86-64 and arm64 (4 KiB base pages)
+constexpr size_t kBasePage = 4096;               // the base pages of x86-64 and arm64 (Linux's default)
+constexpr size_t kHugePage = size_t(2) << 20;  // their transparent huge pages
 
 // `bytes` of 2 MiB aligned memory (a multiple of 2 MiB), marked for huge pages; free with std::free.
 void* huge_aligned_alloc(size_t bytes);
@@ -79,5 +80,15 @@ struct HugePageAllocator {
 
 template <class T>
 using BigVector = std::vector<T, HugePageAllocator<T>>;
+
+// Hands the whole pages inside [p, p + bytes) back to the system; they read as zeros if
+// touched again.
+void release_pages(void* p, size_t bytes);
+
+// The memory of a vector that shrank, past its size, handed back (it keeps its capacity).
+template <class T>
+void release_unused_pages(BigVector<T>& v) {
+  release_pages(v.data() + v.size(), (v.capacity() - v.size()) * sizeof(T));
+}
 
 }  // namespace motes

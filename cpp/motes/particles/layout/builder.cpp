@@ -11,120 +11,14 @@
 
 #include "motes/core/parallel.hpp"
 #include "motes/particles/layout/radix_sort.hpp"
+#include "motes/particles/layout/shallow.hpp"
 #include "motes/particles/layout/treelet.hpp"
 
 namespace motes {
 
 namespace {
 
-// Spreads the low 21 bits of v so that bit k lands on bit 3k.
-inline uint64_t spread_bits_3d(uint64_t v) {
-  v &= 0x1fffff;
-  v = (v | v << 32) & 0x1f00000000ffffULL;
-  v = (v | v << 16) & 0x1f0000ff0000ffULL;
-  v = (v | v << 8) & 0x100f00f00f00f00fULL;
-  v = (v | v << 4) & 0x10c30c30c30c30c3ULL;
-  v = (v | v << 2) & 0x1249249249249249ULL;
-  return v;
-}
-
-// Sort keys: a Morton code and the input row. Below 2^32 rows both pack into
-// one u64 (the code's top 32 bits above the row), which sorts much faster; the
-// shallow tree only needs the top bits, the treelets split on coordinates.
-struct KeyedRow {
-  uint64_t code;  // 63-bit Morton code
-  uint64_t row;
-  bool operator<(const KeyedRow& o) const { return code < o.code || (code == o.code && row < o.row); }
-};
-inline uint64_t code_bits(const KeyedRow& k) { return k.code << 1; }  // top Morton bit at bit 63
-inline uint64_t row_of(const KeyedRow& k) { return k.row; }
-inline uint64_t code_bits(uint64_t packed) { return packed & ~uint64_t(0xFFFFFFFF); }
-inline uint64_t row_of(uint64_t packed) { return packed & 0xFFFFFFFF; }
-inline int lowest_code_bit(const KeyedRow&) { return 1; }
-inline int lowest_code_bit(uint64_t) { return 32; }
-
-constexpr int kMortonBits = 21;
-
-struct ShallowNode {
-  bool treelet;
-  uint64_t a, b;                   // range in the sorted array
-  std::vector<uint64_t> lod_rows;  // inner only
-  int left = -1, right = -1;
-  size_t task = 0;                 // treelet only
-};
-
-// The top of the tree: a binary radix tree over Morton code bits (splits at
-// spatial midpoints, found by binary search in the sorted keys), down to
-// regions of at most treelet_size points.
-template <class Key>
-class ShallowBuilder {
- public:
-  std::vector<ShallowNode> nodes;
-  std::vector<size_t> tasks;    // shallow node index of each treelet
-  std::vector<uint64_t> taken;  // sorted positions already used as LOD points
-
-  ShallowBuilder(const BigVector<Key>& keys, const LayoutOptions& o) : keys_(keys), opt_(o) {}
-
-  int build(uint64_t a, uint64_t b, int bit) {
-    uint64_t n = (b - a) - count_taken(a, b);
-    const int lowest = keys_.empty() ? 63 : lowest_code_bit(keys_[0]);
-    while (bit >= lowest && n > opt_.treelet_size) {
-      uint64_t mask = uint64_t(1) << bit;
-      auto it = std::partition_point(keys_.begin() + int64_t(a), keys_.begin() + int64_t(b),
-                                     [&](const Key& k) { return (code_bits(k) & mask) == 0; });
-      uint64_t m = uint64_t(it - keys_.begin());
-      if (m == a || m == b) {
-        --bit;
-        continue;
-      }
-      int id = int(nodes.size());
-      nodes.push_back(ShallowNode{false, a, b, {}, -1, -1, 0});
-      pick_lod(a, b, n, nodes[size_t(id)].lod_rows);
-      int l = build(a, m, bit - 1);
-      int r = build(m, b, bit - 1);
-      nodes[size_t(id)].left = l;
-      nodes[size_t(id)].right = r;
-      return id;
-    }
-    int id = int(nodes.size());
-    nodes.push_back(ShallowNode{true, a, b, {}, -1, -1, tasks.size()});
-    tasks.push_back(size_t(id));
-    return id;
-  }
-
-  void treelet_rows(const ShallowNode& s, std::vector<uint64_t>& rows) const {
-    rows.clear();
-    rows.reserve(s.b - s.a);
-    auto t = std::lower_bound(taken.begin(), taken.end(), s.a);
-    for (uint64_t p = s.a; p < s.b; ++p) {
-      if (t != taken.end() && *t == p) {
-        ++t;
-        continue;
-      }
-      rows.push_back(row_of(keys_[p]));
-    }
-  }
-
- private:
-  const BigVector<Key>& keys_;
-  const LayoutOptions& opt_;
-
-  uint64_t count_taken(uint64_t a, uint64_t b) const {
-    return uint64_t(std::lower_bound(taken.begin(), taken.end(), b) - std::lower_bound(taken.begin(), taken.end(), a));
-  }
-  bool is_taken(uint64_t p) const { return std::binary_search(taken.begin(), taken.end(), p); }
-
-  void pick_lod(uint64_t a, uint64_t b, uint64_t n_free, std::vector<uint64_t>& out) {
-    uint32_t k = opt_.lod_count;
-    uint64_t span = b - a;
-    for (uint32_t j = 0; j < k && out.size() < n_free; ++j) {
-      uint64_t p = a + (2 * uint64_t(j) + 1) * span / (2 * k);
-      while (is_taken(p)) p = (p + 1 < b) ? p + 1 : a;  // terminates: n_free > picked
-      taken.insert(std::upper_bound(taken.begin(), taken.end(), p), p);
-      out.push_back(row_of(keys_[p]));
-    }
-  }
-};
+using namespace shallow;
 
 // Sorts keys on all threads: split around sampled pivots, sort the parts in parallel.
 template <class Key>
@@ -188,59 +82,115 @@ void add_morton_axis(const ColumnView& c, double lo, double hi, int shift, BigVe
   });
 }
 
-// Sorts the keys, builds the shallow tree and the treelets (in parallel) and
-// splices them into one preorder tree; own_rows[own_offset[i]...] are node i's points.
-template <class P, class Key>
-void build_tree(BigVector<Key>& keys, const LayoutOptions& options, unsigned threads, const ColumnView& x,
-                const ColumnView& y, const ColumnView& z, Layout& out, BigVector<uint64_t>& own_rows,
-                std::vector<uint64_t>& own_offset, BigVector<uint64_t>& spare) {
-  const uint64_t n = keys.size();
-  if constexpr (std::is_same_v<Key, uint64_t>)
-    sort_by_high_bits(keys, spare, threads);  // code above row, rows ascending: sorting the code bits sorts all
-  else
-    sort_keys(keys, threads);
-  out.phases.lap("sort");
-  ShallowBuilder<Key> shallow(keys, options);
+// Builds the shallow tree over the sorted items and the treelets (in parallel) and splices
+// them into one preorder tree: node i's own rows are own[own_offset[i]...] (own holds n).
+// fill(shallow, shallow node, rows, points): a treelet's rows and their points
+// (treelet::TreeletBuilder::build). The items may be overwritten once the treelets are built.
+template <class P, class Key, class Codes, class Fill>
+void build_tree(const Key* items, uint64_t n, const LayoutOptions& options, unsigned threads, Codes codes, Fill&& fill,
+                Layout& out, uint64_t* own, std::vector<uint64_t>& own_offset) {
+  ShallowBuilder<Key, Codes> shallow(items, options, codes);
   int root = shallow.build(0, n, 63);
   out.phases.lap("shallow tree");
-  Coordinate coords[3] = {Coordinate(x), Coordinate(y), Coordinate(z)};
-  std::vector<treelet::TreeletBuilder<P>> treelets(shallow.tasks.size(), treelet::TreeletBuilder<P>(options, coords));
+  std::vector<treelet::TreeletBuilder<P>> treelets(shallow.tasks.size(), treelet::TreeletBuilder<P>(options));
   parallel_for(shallow.tasks.size(), threads, [&](uint64_t t) {
-    treelets[t].build([&](std::vector<uint64_t>& rows) { shallow.treelet_rows(shallow.nodes[shallow.tasks[t]], rows); });
+    const ShallowNode& s = shallow.nodes[shallow.tasks[t]];
+    treelets[t].build([&](std::vector<uint64_t>& rows, std::vector<treelet::Point<P>>& points) { fill(shallow, s, rows, points); });
   });
   out.phases.lap("treelets");
-  if constexpr (std::is_same_v<Key, uint64_t>) {
-    own_rows.swap(keys);  // the keys' pages are touched already: reuse them
-    own_rows.clear();
-  }
-  keys = {};
-  own_rows.reserve(n);
+  uint64_t own_size = 0;
   auto emit = [&](auto&& self, int s) -> void {
     const ShallowNode& sn = shallow.nodes[size_t(s)];
     if (sn.treelet) {
       treelet::TreeletBuilder<P>& t = treelets[sn.task];
       uint32_t base = uint32_t(out.nodes.size());
-      uint64_t own_pos = own_rows.size();
+      uint64_t own_pos = own_size;
       for (const TreeNode& tn : t.nodes) {
         out.nodes.push_back(TreeNode{tn.right ? tn.right + base : 0, tn.own_count});
         own_offset.push_back(own_pos);
         own_pos += tn.own_count;
       }
-      own_rows.insert(own_rows.end(), t.own.begin(), t.own.end());
+      own_size = uint64_t(std::copy(t.own.begin(), t.own.end(), own + own_size) - own);
       treelet::TreeletBuilder<P>::release(t.nodes);  // free its memory early
       treelet::TreeletBuilder<P>::release(t.own);
       return;
     }
     uint32_t id = uint32_t(out.nodes.size());
     out.nodes.push_back(TreeNode{0, uint32_t(sn.lod_rows.size())});
-    own_offset.push_back(own_rows.size());
-    own_rows.insert(own_rows.end(), sn.lod_rows.begin(), sn.lod_rows.end());
+    own_offset.push_back(own_size);
+    own_size = uint64_t(std::copy(sn.lod_rows.begin(), sn.lod_rows.end(), own + own_size) - own);
     self(self, sn.left);
     out.nodes[id].right = uint32_t(out.nodes.size());
     self(self, sn.right);
   };
   emit(emit, root);
   out.phases.lap("splice");
+}
+
+// Below 2^32 rows: every row's point (coordinates and row) is moved once into the bucket
+// of its code's top bits and sorted there, in cache (radix_sort.hpp): the treelets then read
+// their points in order, not at random from the whole input. The points' memory (at least
+// two words a row) then holds the file order (first n words) and the own rows (next n words),
+// and is returned in `order_pages`.
+template <class P>
+void build_bucketed(const ColumnView* const* axes, const LayoutOptions& options, unsigned threads, Layout& out,
+                    std::vector<uint64_t>& own_offset, BigVector<uint64_t>& order_pages) {
+  using Point = treelet::Point<P>;
+  static_assert(sizeof(Point) % 8 == 0 && sizeof(Point) >= 16 && alignof(Point) <= 8);
+  const uint64_t n = axes[0]->count;
+  const Coordinate coords[3] = {Coordinate(*axes[0]), Coordinate(*axes[1]), Coordinate(*axes[2])};
+  const PointCodes<P> codes{MortonCoder(out.bounds)};
+  auto visit = [&](uint64_t i, Point& pt) {
+    for (int a = 0; a < 3; ++a) pt.c[a] = P(coords[a][i]);  // exact: P holds every axis' values
+    pt.index = uint32_t(i);
+    return codes.coder.top(pt.c);
+  };
+  order_pages.resize(n * (sizeof(Point) / 8));
+  Point* const points = reinterpret_cast<Point*>(order_pages.data());
+  bucket_sort(n, threads, visit, [&](const Point& pt) { return codes.coder.top(pt.c); },
+              [&] { out.phases.lap("morton codes"); }, points);
+  out.phases.lap("sort");
+  auto fill = [&](const auto& shallow, const ShallowNode& s, std::vector<uint64_t>& rows, std::vector<Point>& pts) {
+    rows.clear();
+    pts.clear();
+    shallow.treelet_items(s, [&](const Point& pt) {
+      rows.push_back(pt.index);
+      pts.push_back(pt);
+    });
+  };
+  build_tree<P>(points, n, options, threads, codes, fill, out, order_pages.data() + n, own_offset);
+}
+
+// From 2^32 rows on: keys of the whole code and the row, sorted by comparison; the
+// treelets gather their points from the position columns.
+template <class P>
+void build_keyed(const ColumnView* const* axes, const LayoutOptions& options, unsigned threads, Layout& out,
+                 std::vector<uint64_t>& own_offset, BigVector<uint64_t>& order_pages) {
+  const uint64_t n = axes[0]->count;
+  BigVector<uint64_t> codes(n);
+  for (int a = 0; a < 3; ++a) {
+    if (axes[a]->spec.dtype == DType::f32)
+      add_morton_axis<float>(*axes[a], out.bounds.lo[a], out.bounds.hi[a], 2 - a, codes, threads);
+    else
+      add_morton_axis<double>(*axes[a], out.bounds.lo[a], out.bounds.hi[a], 2 - a, codes, threads);
+  }
+  out.phases.lap("morton codes");
+  BigVector<KeyedRow> keys(n);
+  for (uint64_t i = 0; i < n; ++i) keys[i] = KeyedRow{codes[i], i};
+  codes = {};
+  sort_keys(keys, threads);
+  out.phases.lap("sort");
+  const Coordinate coords[3] = {Coordinate(*axes[0]), Coordinate(*axes[1]), Coordinate(*axes[2])};
+  auto fill = [&](const auto& shallow, const ShallowNode& s, std::vector<uint64_t>& rows,
+                  std::vector<treelet::Point<P>>& points) {
+    rows.clear();
+    rows.reserve(shallow.treelet_count(s));
+    shallow.treelet_items(s, [&](const KeyedRow& k) { rows.push_back(k.row); });
+    points.resize(rows.size());
+    treelet::gather_points(coords, rows.data(), rows.size(), points.data());
+  };
+  order_pages.resize(2 * n);  // the file order, then the own rows
+  build_tree<P>(keys.data(), n, options, threads, KeyedRowCodes{}, fill, out, order_pages.data() + n, own_offset);
 }
 
 }  // namespace
@@ -301,47 +251,35 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
   }
   out.phases.lap("bounds");
 
-  BigVector<uint64_t> codes(n);
-  for (int a = 0; a < 3; ++a) {
-    int shift = 2 - a;
-    if (axes[a]->spec.dtype == DType::f32)
-      add_morton_axis<float>(*axes[a], out.bounds.lo[a], out.bounds.hi[a], shift, codes, threads);
-    else
-      add_morton_axis<double>(*axes[a], out.bounds.lo[a], out.bounds.hi[a], shift, codes, threads);
-  }
-  out.phases.lap("morton codes");
   const bool f32 = x.spec.dtype == DType::f32 && y.spec.dtype == DType::f32 && z.spec.dtype == DType::f32;
-  BigVector<uint64_t> own_rows, spare;  // spare: the key sort's scratch, whose pages become the file order
+  // The sort's memory, pages touched already: words [0, n) become the file order, words
+  // [n, 2n) hold the own rows of every node, in node order, until then.
+  BigVector<uint64_t> pages;
   std::vector<uint64_t> own_offset;
-  if (n < (uint64_t(1) << 32)) {
-    BigVector<uint64_t> keys(std::move(codes));
-    parallel_ranges(n, threads, 1 << 16, [&](uint64_t b, uint64_t e) {
-      for (uint64_t i = b; i < e; ++i) keys[i] = (keys[i] >> 31) << 32 | i;
-    });
-    f32 ? build_tree<float>(keys, options, threads, x, y, z, out, own_rows, own_offset, spare)
-        : build_tree<double>(keys, options, threads, x, y, z, out, own_rows, own_offset, spare);
-  } else {
-    BigVector<KeyedRow> keys(n);
-    for (uint64_t i = 0; i < n; ++i) keys[i] = KeyedRow{codes[i], i};
-    codes = {};
-    f32 ? build_tree<float>(keys, options, threads, x, y, z, out, own_rows, own_offset, spare)
-        : build_tree<double>(keys, options, threads, x, y, z, out, own_rows, own_offset, spare);
-  }
+  if (n < (uint64_t(1) << 32))
+    f32 ? build_bucketed<float>(axes, options, threads, out, own_offset, pages)
+        : build_bucketed<double>(axes, options, threads, out, own_offset, pages);
+  else
+    f32 ? build_keyed<float>(axes, options, threads, out, own_offset, pages)
+        : build_keyed<double>(axes, options, threads, out, own_offset, pages);
 
   out.levels = compute_levels(out.nodes, options.lod_count, n);
-  out.order.swap(spare);
-  out.order.resize(n);  // every position is written below
+  const uint64_t* own_rows = pages.data() + n;
+  uint64_t* order = pages.data();
   const Levels& lv = out.levels;
   parallel_ranges(out.nodes.size(), threads, 1024, [&](uint64_t b, uint64_t e) {
     for (uint64_t i = b; i < e; ++i) {
       uint64_t src = own_offset[i];
       for (uint32_t r = lv.run_begin[i]; r < lv.run_begin[i + 1]; ++r) {
         const Run& run = lv.runs[r];
-        std::copy_n(own_rows.begin() + int64_t(src), run.count, out.order.begin() + int64_t(run.start));
+        std::copy_n(own_rows + src, run.count, order + run.start);
         src += run.count;
       }
     }
   });
+  out.order.swap(pages);
+  out.order.resize(n);
+  release_unused_pages(out.order);  // the own rows, and what the points took beyond
   out.phases.lap("file order");
   return out;
 }

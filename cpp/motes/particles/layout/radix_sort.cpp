@@ -8,32 +8,39 @@
 
 namespace motes {
 
-namespace {
-constexpr int kDigitBits = 11, kPasses = 3;
-constexpr uint32_t kBuckets = 1u << kDigitBits;
-inline uint32_t digit(uint64_t key, int pass) { return uint32_t(key >> (32 + kDigitBits * pass)) & (kBuckets - 1); }
-}  // namespace
-
-void sort_by_high_bits(BigVector<uint64_t>& keys, BigVector<uint64_t>& scratch, unsigned threads) {
-  const uint64_t n = keys.size();
-  if (n < (uint64_t(1) << 16)) {  // small: a comparison sort of whole keys is stable enough when low bits ascend
-    std::stable_sort(keys.begin(), keys.end(), [](uint64_t a, uint64_t b) { return a >> 32 < b >> 32; });
+void sort_low_code_bits(uint64_t* keys, uint64_t n, uint64_t* scratch, int bits, unsigned threads) {
+  if (n < 2 || bits <= 0) return;
+  if (n < 64) {  // a few keys: insertion sort on the code bits (stable)
+    const uint64_t mask = ((uint64_t(1) << bits) - 1) << 32;
+    for (uint64_t i = 1; i < n; ++i) {
+      const uint64_t k = keys[i];
+      uint64_t j = i;
+      for (; j > 0 && (keys[j - 1] & mask) > (k & mask); --j) keys[j] = keys[j - 1];
+      keys[j] = k;
+    }
     return;
   }
-  const uint64_t chunks = std::max(1u, threads);
-  scratch.resize(n);
-  uint64_t* src = keys.data();
-  uint64_t* dst = scratch.data();
-  std::vector<std::array<uint64_t, kBuckets>> count(chunks);
-  for (int pass = 0; pass < kPasses; ++pass) {
+  constexpr int kMaxDigitBits = 11;
+  const int passes = (bits + kMaxDigitBits - 1) / kMaxDigitBits;
+  const int digit_bits = (bits + passes - 1) / passes;
+  const uint32_t buckets = 1u << digit_bits;
+  const uint64_t chunks = std::max<uint64_t>(1, std::min<uint64_t>(std::max(1u, threads), n >> 16));
+  std::vector<std::vector<uint64_t>> count(chunks, std::vector<uint64_t>(buckets));
+  uint64_t* src = keys;
+  uint64_t* dst = scratch;
+  for (int pass = 0; pass < passes; ++pass) {
+    const int shift = 32 + digit_bits * pass;
+    const uint32_t mask = uint32_t(std::min<uint64_t>(buckets, uint64_t(1) << (bits - digit_bits * pass)) - 1);
+    auto digit = [&](uint64_t k) { return uint32_t(k >> shift) & mask; };
     parallel_for(chunks, threads, [&](uint64_t c) {
-      count[c].fill(0);
-      for (uint64_t i = n * c / chunks, e = n * (c + 1) / chunks; i < e; ++i) ++count[c][digit(src[i], pass)];
+      std::vector<uint64_t>& at = count[c];
+      std::fill(at.begin(), at.end(), 0);
+      for (uint64_t i = n * c / chunks, e = n * (c + 1) / chunks; i < e; ++i) ++at[digit(src[i])];
     });
     // Where each chunk's keys of each digit go: digits in order, chunks in order within one.
     uint64_t total = 0;
     bool one_digit = false;
-    for (uint32_t d = 0; d < kBuckets; ++d) {
+    for (uint32_t d = 0; d < buckets; ++d) {
       uint64_t of_digit = 0;
       for (uint64_t c = 0; c < chunks; ++c) {
         const uint64_t k = count[c][d];
@@ -45,15 +52,15 @@ void sort_by_high_bits(BigVector<uint64_t>& keys, BigVector<uint64_t>& scratch, 
     }
     if (one_digit) continue;  // every key has this digit: the pass would move nothing
     parallel_for(chunks, threads, [&](uint64_t c) {
-      std::array<uint64_t, kBuckets>& at = count[c];
+      std::vector<uint64_t>& at = count[c];
       for (uint64_t i = n * c / chunks, e = n * (c + 1) / chunks; i < e; ++i) {
         const uint64_t k = src[i];
-        dst[at[digit(k, pass)]++] = k;
+        dst[at[digit(k)]++] = k;
       }
     });
     std::swap(src, dst);
   }
-  if (src != keys.data()) keys.swap(scratch);
+  if (src != keys) std::copy_n(src, n, keys);
 }
 
 }  // namespace motes

@@ -1,17 +1,99 @@
-// The layout's key sort: 64-bit keys ordered by their high 32 bits (a Morton code's top
-// bits above the input row), stably, in linear time on all threads.
+// The layout's Morton sort (internal to the builder), in linear time on all threads, of
+// records that carry the positions: one pass moves every row's record (its coordinates and
+// input row) into the bucket of its code's top bits, then each bucket is sorted in cache.
+// The treelets then read their points in order, not at random from the whole input.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <vector>
 
 #include "motes/core/memory.hpp"
+#include "motes/core/parallel.hpp"
 
 namespace motes {
 
-// Sorts keys by bits 32..63, keeping the order of keys equal there (so keys built with
-// ascending low bits end fully sorted). LSD radix, three passes of 11 bits (a pass whose
-// digit is the same in every key is skipped). `scratch` is resized to the keys' length
-// and left holding no meaning (the caller may reuse its touched pages).
-void sort_by_high_bits(BigVector<uint64_t>& keys, BigVector<uint64_t>& scratch, unsigned threads);
+constexpr int kBucketBits = 12;  // of a 32-bit code: 4096 buckets
+constexpr int kBucketShift = 32 - kBucketBits;
+
+// Sorts keys[0, n) by their bits [32, 32 + bits), keeping the order of keys equal there:
+// LSD radix in passes of at most 11 bits (a pass whose digit is the same in every key is
+// skipped). `scratch` holds n keys; the sorted keys end in `keys`.
+void sort_low_code_bits(uint64_t* keys, uint64_t n, uint64_t* scratch, int bits, unsigned threads);
+
+// Records of rows [0, n) in the order of their 32-bit codes, equal codes in row order.
+// visit(i, rec) fills row i's record and returns its code; code_of(rec) returns the code
+// of a record; counted() runs after the first pass. One pass counts the rows of each
+// bucket (the code's top kBucketBits bits), one moves every record into its bucket (rows
+// in order within one), then each bucket is sorted on the code's other bits in cache:
+// keys (code, place in the bucket) are sorted and the records follow them.
+template <class Rec, class Visit, class CodeOf, class Counted>
+void bucket_sort(uint64_t n, unsigned threads, Visit&& visit, CodeOf&& code_of, Counted&& counted, Rec* records) {
+  constexpr uint32_t kBuckets = 1u << kBucketBits;
+  const uint64_t chunks = std::max<uint64_t>(1, std::min<uint64_t>(std::max(1u, threads), n >> 16));
+  std::vector<std::array<uint64_t, kBuckets>> at(chunks);
+  parallel_for(chunks, threads, [&](uint64_t c) {
+    std::array<uint64_t, kBuckets>& count = at[c];
+    count.fill(0);
+    Rec rec;
+    for (uint64_t i = n * c / chunks, e = n * (c + 1) / chunks; i < e; ++i) ++count[visit(i, rec) >> kBucketShift];
+  });
+  counted();
+  // Bucket by bucket, each chunk's rows of the bucket in chunk order: a stable placement.
+  std::vector<uint64_t> start(kBuckets + 1);
+  uint64_t total = 0;
+  for (uint32_t d = 0; d < kBuckets; ++d) {
+    start[d] = total;
+    for (uint64_t c = 0; c < chunks; ++c) {
+      const uint64_t k = at[c][d];
+      at[c][d] = total;
+      total += k;
+    }
+  }
+  start[kBuckets] = total;
+  parallel_for(chunks, threads, [&](uint64_t c) {
+    std::array<uint64_t, kBuckets>& to = at[c];
+    Rec rec;
+    for (uint64_t i = n * c / chunks, e = n * (c + 1) / chunks; i < e; ++i) {
+      const uint32_t code = visit(i, rec);
+      records[to[code >> kBucketShift]++] = rec;
+    }
+  });
+  // One bucket: its keys, sorted, then its records in their order. keys, scratch: len
+  // words each; moved: len records.
+  auto sort_bucket = [&](Rec* r, uint64_t len, uint64_t* keys, uint64_t* scratch, Rec* moved, unsigned t) {
+    parallel_ranges(len, t, 1 << 16, [&](uint64_t b, uint64_t e) {
+      for (uint64_t j = b; j < e; ++j) keys[j] = uint64_t(code_of(r[j])) << 32 | j;
+    });
+    sort_low_code_bits(keys, len, scratch, kBucketShift, t);
+    parallel_ranges(len, t, 1 << 16, [&](uint64_t b, uint64_t e) {
+      for (uint64_t j = b; j < e; ++j) moved[j] = r[keys[j] & 0xFFFFFFFF];
+    });
+    parallel_ranges(len, t, 1 << 16, [&](uint64_t b, uint64_t e) { std::copy(moved + b, moved + e, r + b); });
+  };
+  // Large buckets on all threads, one after another; the rest side by side, one thread each.
+  const uint64_t large = std::max<uint64_t>(uint64_t(1) << 20, n / (4 * uint64_t(std::max(1u, threads))));
+  std::vector<uint32_t> small;
+  for (uint32_t d = 0; d < kBuckets; ++d) {
+    const uint64_t len = start[d + 1] - start[d];
+    if (len < large) {
+      if (len > 1) small.push_back(d);
+      continue;
+    }
+    BigVector<uint64_t> keys(len), scratch(len);
+    BigVector<Rec> moved(len);
+    sort_bucket(records + start[d], len, keys.data(), scratch.data(), moved.data(), threads);
+  }
+  parallel_for(small.size(), threads, [&](uint64_t s) {
+    thread_local std::vector<uint64_t> words;
+    thread_local std::vector<Rec> moved;
+    const uint32_t d = small[s];
+    const uint64_t len = start[d + 1] - start[d];
+    if (words.size() < 2 * len) words.resize(2 * len), moved.resize(len);
+    sort_bucket(records + start[d], len, words.data(), words.data() + len, moved.data(), 1);
+    if (len > (uint64_t(1) << 17)) std::vector<uint64_t>().swap(words), std::vector<Rec>().swap(moved);  // unusually large
+  });
+}
 
 }  // namespace motes

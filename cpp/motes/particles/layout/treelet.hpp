@@ -40,41 +40,54 @@ void append_stratified(uint32_t n, RowOf&& row_of, std::vector<uint64_t>& out) {
   }
 }
 
+// One point of a treelet: its three coordinates and an index (into the treelet's rows
+// while it is built, the input row in the layout's sorted records), side by side, so
+// that a partition moves one record.
+template <class P>
+struct Point {
+  P c[3];
+  uint32_t index;
+};
+
+// The points of rows[0, n), gathered from the position columns (prefetched ahead).
+template <class P>
+void gather_points(const Coordinate* axes, const uint64_t* rows, uint64_t n, Point<P>* out) {
+  for (uint64_t i = 0; i < n; ++i) {
+    if (i + 32 < n)
+      for (int a = 0; a < 3; ++a) axes[a].prefetch(rows[i + 32]);
+    for (int a = 0; a < 3; ++a) out[i].c[a] = P(axes[a][rows[i]]);
+  }
+}
+
 // Builds one treelet: a median-split k-d tree over points kept in space-filling
 // order (partitions are stable), each inner node taking K stratified LOD points.
-// A point is its three coordinates and its index among the treelet's rows, side by
-// side, so a partition moves one record; points move between two buffers, one level
-// to the next (no copying back).
+// Points move between two buffers, one level to the next (no copying back).
 template <class P>
 class TreeletBuilder {
  public:
+  using Point = treelet::Point<P>;
   std::vector<TreeNode> nodes;
   std::vector<uint64_t> own;  // own rows of each node, in node order
 
-  TreeletBuilder(const LayoutOptions& o, const Coordinate* axes) : opt_(&o), axes_(axes) {}
+  explicit TreeletBuilder(const LayoutOptions& o) : opt_(&o) {}
 
-  // fill(rows) puts the treelet's input rows, in space-filling order, into `rows`.
+  // fill(rows, points) puts the treelet's input rows, in space-filling order, into `rows`
+  // (a vector) and their coordinates into `points` (a vector of Point, resized to the rows).
   template <class Fill>
   void build(Fill&& fill) {
     Scratch& w = scratch();
-    fill(w.rows);
+    fill(w.rows, w.points[0]);
     const uint64_t n = w.rows.size();
     if (n > UINT32_MAX)  // 2^32 points in one cell of the finest Morton grid
       throw UsageError("more than 2^32 particles share one position cell; the layout cannot split them");
     rows_ = w.rows.data();
-    for (auto& b : w.points) b.resize(n);
+    w.points[1].resize(n);
     points_[0] = w.points[0].data(), points_[1] = w.points[1].data();
     P lo[3], hi[3];
     for (int a = 0; a < 3; ++a) lo[a] = std::numeric_limits<P>::max(), hi[a] = std::numeric_limits<P>::lowest();
     for (uint64_t i = 0; i < n; ++i) {
-      if (i + 32 < n)
-        for (int a = 0; a < 3; ++a) axes_[a].prefetch(rows_[i + 32]);
       Point& pt = points_[0][i];
-      for (int a = 0; a < 3; ++a) {
-        const P v = P(axes_[a][rows_[i]]);
-        pt.c[a] = v;
-        lo[a] = std::min(lo[a], v), hi[a] = std::max(hi[a], v);
-      }
+      for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], pt.c[a]), hi[a] = std::max(hi[a], pt.c[a]);
       pt.index = uint32_t(i);
     }
     w.select.resize(n);
@@ -90,10 +103,6 @@ class TreeletBuilder {
   }
 
  private:
-  struct Point {
-    P c[3];
-    uint32_t index;  // into rows_
-  };
   // Working buffers, kept per thread from one treelet to the next: fresh memory
   // for every treelet would cost a page fault (and a cleared page) per 4 KiB.
   struct Scratch {
@@ -108,7 +117,6 @@ class TreeletBuilder {
   static constexpr uint64_t kKeepScratch = uint64_t(1) << 22;
 
   const LayoutOptions* opt_;
-  const Coordinate* axes_;
   const uint64_t* rows_ = nullptr;
   Point* points_[2] = {};
   P* select_ = nullptr;
