@@ -72,7 +72,10 @@ void bucket_sort(uint64_t n, unsigned threads, Visit&& visit, CodeOf&& code_of, 
     });
     parallel_ranges(len, t, 1 << 16, [&](uint64_t b, uint64_t e) { std::copy(moved + b, moved + e, r + b); });
   };
-  // Large buckets on all threads, one after another; the rest side by side, one thread each.
+  // Large buckets on all threads, one after another, with memory of their own (a key and a
+  // scratch word and a copy of each record: a step crowded into one region of its bounds,
+  // as a few far outliers make it, takes up to three times the records' memory here); the
+  // rest side by side, one thread each, in per-thread buffers.
   const uint64_t large = std::max<uint64_t>(uint64_t(1) << 20, n / (4 * uint64_t(std::max(1u, threads))));
   std::vector<uint32_t> small;
   for (uint32_t d = 0; d < kBuckets; ++d) {
