@@ -153,6 +153,8 @@ void build_bucketed(const ColumnView* const* axes, const LayoutOptions& options,
   auto fill = [&](const auto& shallow, const ShallowNode& s, std::vector<uint64_t>& rows, std::vector<Point>& pts) {
     rows.clear();
     pts.clear();
+    rows.reserve(shallow.treelet_count(s));
+    pts.reserve(rows.capacity());
     shallow.treelet_items(s, [&](const Point& pt) {
       rows.push_back(pt.index);
       pts.push_back(pt);

@@ -61,12 +61,16 @@ void bucket_sort(uint64_t n, unsigned threads, Visit&& visit, CodeOf&& code_of, 
     }
   });
   // One bucket: its keys, sorted, then its records in their order. keys, scratch: len
-  // words each; moved: len records.
-  auto sort_bucket = [&](Rec* r, uint64_t len, uint64_t* keys, uint64_t* scratch, Rec* moved, unsigned t) {
+  // words each; moved_buffer() gives room for len records, asked only when they move.
+  auto sort_bucket = [&](Rec* r, uint64_t len, uint64_t* keys, uint64_t* scratch, auto&& moved_buffer, unsigned t) {
     parallel_ranges(len, t, 1 << 16, [&](uint64_t b, uint64_t e) {
       for (uint64_t j = b; j < e; ++j) keys[j] = uint64_t(code_of(r[j])) << 32 | j;
     });
     sort_low_code_bits(keys, len, scratch, kBucketShift, t);
+    uint64_t moved_keys = 0;  // none: the records are in order already (codes all equal, say)
+    for (uint64_t j = 0; j < len; ++j) moved_keys += (keys[j] & 0xFFFFFFFF) != j;
+    if (!moved_keys) return;
+    Rec* const moved = moved_buffer();
     parallel_ranges(len, t, 1 << 16, [&](uint64_t b, uint64_t e) {
       for (uint64_t j = b; j < e; ++j) moved[j] = r[keys[j] & 0xFFFFFFFF];
     });
@@ -85,8 +89,8 @@ void bucket_sort(uint64_t n, unsigned threads, Visit&& visit, CodeOf&& code_of, 
       continue;
     }
     BigVector<uint64_t> keys(len), scratch(len);
-    BigVector<Rec> moved(len);
-    sort_bucket(records + start[d], len, keys.data(), scratch.data(), moved.data(), threads);
+    BigVector<Rec> moved;
+    sort_bucket(records + start[d], len, keys.data(), scratch.data(), [&] { return moved.resize(len), moved.data(); }, threads);
   }
   parallel_for(small.size(), threads, [&](uint64_t s) {
     thread_local std::vector<uint64_t> words;
@@ -94,7 +98,7 @@ void bucket_sort(uint64_t n, unsigned threads, Visit&& visit, CodeOf&& code_of, 
     const uint32_t d = small[s];
     const uint64_t len = start[d + 1] - start[d];
     if (words.size() < 2 * len) words.resize(2 * len), moved.resize(len);
-    sort_bucket(records + start[d], len, words.data(), words.data() + len, moved.data(), 1);
+    sort_bucket(records + start[d], len, words.data(), words.data() + len, [&] { return moved.data(); }, 1);
     if (len > (uint64_t(1) << 17)) std::vector<uint64_t>().swap(words), std::vector<Rec>().swap(moved);  // unusually large
   });
 }
