@@ -66,18 +66,16 @@ void bound_range(const char* base, int64_t stride, uint64_t b, uint64_t e, doubl
   }
 }
 
-// Adds one axis' quantised bits into the 63-bit Morton codes (the first axis, shift 2,
-// writes them: the codes' memory is not zeroed first).
+// Adds axis a's bits into the 63-bit Morton codes (axis 0 writes them: the codes' memory is
+// not zeroed first).
 template <class T>
-void add_morton_axis(const ColumnView& c, double lo, double hi, int shift, BigVector<uint64_t>& codes, unsigned threads) {
+void add_morton_axis(const ColumnView& c, const MortonCoder& coder, int a, BigVector<uint64_t>& codes, unsigned threads) {
   const char* base = static_cast<const char*>(c.data);
   int64_t stride = c.stride();
-  double scale = hi > lo ? double((1u << kMortonBits) - 1) / (hi - lo) : 0.0;
   parallel_ranges(codes.size(), threads, 1 << 16, [&](uint64_t b, uint64_t e) {
     for (uint64_t i = b; i < e; ++i) {
-      double v = double(*reinterpret_cast<const T*>(base + int64_t(i) * stride));
-      const uint64_t bits = spread_bits_3d(uint64_t((v - lo) * scale)) << shift;
-      codes[i] = shift == 2 ? bits : codes[i] | bits;
+      const uint64_t bits = coder.axis_bits(a, double(*reinterpret_cast<const T*>(base + int64_t(i) * stride)));
+      codes[i] = a == 0 ? bits : codes[i] | bits;
     }
   });
 }
@@ -170,11 +168,12 @@ void build_keyed(const ColumnView* const* axes, const LayoutOptions& options, un
                  std::vector<uint64_t>& own_offset, BigVector<uint64_t>& order_pages) {
   const uint64_t n = axes[0]->count;
   BigVector<uint64_t> codes(n);
+  const MortonCoder coder(out.bounds);
   for (int a = 0; a < 3; ++a) {
     if (axes[a]->spec.dtype == DType::f32)
-      add_morton_axis<float>(*axes[a], out.bounds.lo[a], out.bounds.hi[a], 2 - a, codes, threads);
+      add_morton_axis<float>(*axes[a], coder, a, codes, threads);
     else
-      add_morton_axis<double>(*axes[a], out.bounds.lo[a], out.bounds.hi[a], 2 - a, codes, threads);
+      add_morton_axis<double>(*axes[a], coder, a, codes, threads);
   }
   out.phases.lap("morton codes");
   BigVector<KeyedRow> keys(n);
