@@ -138,15 +138,15 @@ void build_bucketed(const ColumnView* const* axes, const LayoutOptions& options,
   const uint64_t n = axes[0]->count;
   const Coordinate coords[3] = {Coordinate(*axes[0]), Coordinate(*axes[1]), Coordinate(*axes[2])};
   const PointCodes<P> codes{MortonCoder(out.bounds)};
+  auto code_of = [&](const Point& pt) { return codes.coder.top(pt.c); };
   auto visit = [&](uint64_t i, Point& pt) {
     for (int a = 0; a < 3; ++a) pt.c[a] = P(coords[a][i]);  // exact: P holds every axis' values
     pt.index = uint32_t(i);
-    return codes.coder.top(pt.c);
+    return code_of(pt);
   };
   order_pages.resize(n * (sizeof(Point) / 8));
   Point* const points = reinterpret_cast<Point*>(order_pages.data());
-  bucket_sort(n, threads, visit, [&](const Point& pt) { return codes.coder.top(pt.c); },
-              [&] { out.phases.lap("morton codes"); }, points);
+  bucket_sort(n, threads, visit, code_of, [&] { out.phases.lap("morton codes"); }, points);
   out.phases.lap("sort");
   auto fill = [&](const auto& shallow, const ShallowNode& s, std::vector<uint64_t>& rows, std::vector<Point>& pts) {
     rows.clear();

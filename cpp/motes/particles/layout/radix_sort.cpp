@@ -24,7 +24,7 @@ void sort_low_code_bits(uint64_t* keys, uint64_t n, uint64_t* scratch, int bits,
   const int passes = (bits + kMaxDigitBits - 1) / kMaxDigitBits;
   const int digit_bits = (bits + passes - 1) / passes;
   const uint32_t buckets = 1u << digit_bits;
-  const uint64_t chunks = std::max<uint64_t>(1, std::min<uint64_t>(std::max(1u, threads), n >> 16));
+  const uint64_t chunks = radix_chunks(n, threads);
   std::vector<std::vector<uint64_t>> count(chunks, std::vector<uint64_t>(buckets));
   uint64_t* src = keys;
   uint64_t* dst = scratch;
@@ -37,20 +37,7 @@ void sort_low_code_bits(uint64_t* keys, uint64_t n, uint64_t* scratch, int bits,
       std::fill(at.begin(), at.end(), 0);
       for (uint64_t i = n * c / chunks, e = n * (c + 1) / chunks; i < e; ++i) ++at[digit(src[i])];
     });
-    // Where each chunk's keys of each digit go: digits in order, chunks in order within one.
-    uint64_t total = 0;
-    bool one_digit = false;
-    for (uint32_t d = 0; d < buckets; ++d) {
-      uint64_t of_digit = 0;
-      for (uint64_t c = 0; c < chunks; ++c) {
-        const uint64_t k = count[c][d];
-        count[c][d] = total;
-        total += k;
-        of_digit += k;
-      }
-      one_digit |= of_digit == n;
-    }
-    if (one_digit) continue;  // every key has this digit: the pass would move nothing
+    if (place_by_digit(count, buckets) == n) continue;  // every key has one digit: the pass would move nothing
     parallel_for(chunks, threads, [&](uint64_t c) {
       std::vector<uint64_t>& at = count[c];
       for (uint64_t i = n * c / chunks, e = n * (c + 1) / chunks; i < e; ++i) {

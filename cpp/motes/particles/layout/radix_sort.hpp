@@ -17,6 +17,30 @@ namespace motes {
 constexpr int kBucketBits = 12;  // of a 32-bit code: 4096 buckets
 constexpr int kBucketShift = 32 - kBucketBits;
 
+// Rows are counted and moved in chunks: one per thread, of at least 2^16 rows.
+inline uint64_t radix_chunks(uint64_t n, unsigned threads) {
+  return std::max<uint64_t>(1, std::min<uint64_t>(std::max(1u, threads), n >> 16));
+}
+
+// Turns each chunk's count of each digit (count[chunk][digit]) into where that chunk's rows of
+// that digit go: digits in order, chunks in order within one (a stable placement). The first
+// row of each digit goes to digit_start[digit] when given; returns the most rows one digit has.
+template <class Counts>
+uint64_t place_by_digit(std::vector<Counts>& count, uint32_t digits, uint64_t* digit_start = nullptr) {
+  uint64_t total = 0, most = 0;
+  for (uint32_t d = 0; d < digits; ++d) {
+    if (digit_start) digit_start[d] = total;
+    const uint64_t first = total;
+    for (Counts& c : count) {
+      const uint64_t k = c[d];
+      c[d] = total;
+      total += k;
+    }
+    most = std::max(most, total - first);
+  }
+  return most;
+}
+
 // Sorts keys[0, n) by their bits [32, 32 + bits), keeping the order of keys equal there:
 // LSD radix in passes of at most 11 bits (a pass whose digit is the same in every key is
 // skipped). `scratch` holds n keys; the sorted keys end in `keys`.
@@ -31,7 +55,7 @@ void sort_low_code_bits(uint64_t* keys, uint64_t n, uint64_t* scratch, int bits,
 template <class Rec, class Visit, class CodeOf, class Counted>
 void bucket_sort(uint64_t n, unsigned threads, Visit&& visit, CodeOf&& code_of, Counted&& counted, Rec* records) {
   constexpr uint32_t kBuckets = 1u << kBucketBits;
-  const uint64_t chunks = std::max<uint64_t>(1, std::min<uint64_t>(std::max(1u, threads), n >> 16));
+  const uint64_t chunks = radix_chunks(n, threads);
   std::vector<std::array<uint64_t, kBuckets>> at(chunks);
   parallel_for(chunks, threads, [&](uint64_t c) {
     std::array<uint64_t, kBuckets>& count = at[c];
@@ -40,18 +64,9 @@ void bucket_sort(uint64_t n, unsigned threads, Visit&& visit, CodeOf&& code_of, 
     for (uint64_t i = n * c / chunks, e = n * (c + 1) / chunks; i < e; ++i) ++count[visit(i, rec) >> kBucketShift];
   });
   counted();
-  // Bucket by bucket, each chunk's rows of the bucket in chunk order: a stable placement.
   std::vector<uint64_t> start(kBuckets + 1);
-  uint64_t total = 0;
-  for (uint32_t d = 0; d < kBuckets; ++d) {
-    start[d] = total;
-    for (uint64_t c = 0; c < chunks; ++c) {
-      const uint64_t k = at[c][d];
-      at[c][d] = total;
-      total += k;
-    }
-  }
-  start[kBuckets] = total;
+  place_by_digit(at, kBuckets, start.data());
+  start[kBuckets] = n;
   parallel_for(chunks, threads, [&](uint64_t c) {
     std::array<uint64_t, kBuckets>& to = at[c];
     Rec rec;
