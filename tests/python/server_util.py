@@ -103,28 +103,28 @@ def cells_param(cells) -> str:
     return ";".join(",".join(repr(float(v)) for v in (*lo, *hi, q0)) for lo, hi, q0 in cells)
 
 
-def make_client(app):
-    """Starlette's TestClient of ``app`` (its warning that it prefers httpx2 silenced)."""
+def make_client(app, base_url: str = "http://127.0.0.1:8765"):
+    """Starlette's TestClient of ``app`` (its warning that it prefers httpx2 silenced), its
+    requests addressed to ``base_url`` (the Host header the server checks)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from starlette.testclient import TestClient
 
-    return TestClient(app)
+    return TestClient(app, base_url=base_url)
 
 
 class LiveServer:
-    """A real uvicorn serving ``app`` on 127.0.0.1 (a free port), in a thread of this process."""
+    """A real uvicorn serving ``app`` on 127.0.0.1 (a free port), in a thread of this process,
+    started as ``motes serve`` starts it (its connection rules, its access log)."""
 
-    def __init__(self, app):
-        import uvicorn
+    def __init__(self, app, log_level: str = "warning"):
+        from motes.server import listen
 
         self.app = app
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
+        self.sock = listen.listen("127.0.0.1", 0)
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+        self.server = listen.server(app, app.state.server.config, log_level=log_level)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
 
     def __enter__(self):
@@ -144,9 +144,10 @@ class LiveServer:
 def raw_request(port: int, target: str, method: str = "GET", headers: Optional[Dict[str, str]] = None,
                 body: bytes = b"", timeout: float = 30) -> Tuple[int, Dict[str, str], bytes]:
     """One HTTP/1.1 request exactly as written (no normalisation of the target); (status,
-    headers, body)."""
-    lines = [f"{method} {target} HTTP/1.1", f"Host: 127.0.0.1:{port}", "Connection: close"]
-    lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+    headers, body). ``headers`` may replace the Host (127.0.0.1:port)."""
+    headers = dict(headers or {})
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {headers.pop('Host', f'127.0.0.1:{port}')}", "Connection: close"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
         s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
         data = b""

@@ -166,27 +166,35 @@ def test_names_are_never_paths(client, dataset):
 
 def test_token(dataset, app_dir):
     app = create_app(Config(datasets=[(None, dataset)], token=TOKEN, app_dir=app_dir))
+    cookie = "motes_token_8765"  # the cookie of a server on port 8765 (make_client's)
     with make_client(app) as c:
-        c.cookies.set("motes_token", TOKEN[:-1])
+        c.cookies.set(cookie, TOKEN[:-1])
         wrong_cookie = c.get(SP)
         c.cookies.clear()
+        c.cookies.set("motes_token_8766", TOKEN)  # another port's server's cookie is not this one's
+        other_port = c.get(SP)
+        c.cookies.clear()
         for r in (c.get(SP), c.get(SP, headers={"Authorization": "Bearer wrong"}), c.get(SP, params={"token": "x"}),
-                  wrong_cookie, c.get("/"), c.get("/api/v1/health"),
+                  wrong_cookie, other_port, c.get("/"), c.get("/api/v1/health"),
                   c.get(SP, headers={"Authorization": f"Basic {TOKEN}"})):
             assert r.status_code == 401 and r.json()["error"]["kind"] == "auth"
             assert r.headers["www-authenticate"].startswith("Bearer")
         assert c.get(SP, headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
         assert c.get(SP, params={"token": TOKEN}).status_code == 200
-        c.cookies.set("motes_token", TOKEN)
+        c.cookies.set(cookie, TOKEN)
         assert c.get(SP).status_code == 200
         c.cookies.clear()
-        page = c.get("/", params={"token": TOKEN})  # the app page sets the cookie
-        assert page.status_code == 200 and "viewer" in page.text
-        cookie = page.headers["set-cookie"]
-        assert f"motes_token={TOKEN}" in cookie and "HttpOnly" in cookie and "SameSite=strict" in cookie
-        assert "Path=/" in cookie
+        # The app page moves the token into a cookie and sends the browser to the page
+        # without it (other parameters kept), so it stays out of the address bar and links.
+        first = c.get("/", params={"token": TOKEN, "x": "1"}, follow_redirects=False)
+        assert first.status_code == 303 and first.headers["location"] == "./?x=1", first.headers
+        assert TOKEN not in first.headers["location"] and first.headers["cache-control"] == "no-store"
+        set_cookie = first.headers["set-cookie"]
+        assert f"{cookie}={TOKEN}" in set_cookie and "HttpOnly" in set_cookie and "SameSite=strict" in set_cookie
+        assert "Path=/" in set_cookie
+        page = c.get("/", params={"token": TOKEN})  # followed: the page, with the cookie only
+        assert page.status_code == 200 and "viewer" in page.text and str(page.url) == "http://127.0.0.1:8765/"
         assert "default-src 'self'" in page.headers["content-security-policy"]
-        c.cookies.set("motes_token", TOKEN)
         assert c.get(SP).status_code == 200 and c.get("/assets/main.js").status_code == 200
 
 

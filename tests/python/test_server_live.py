@@ -87,7 +87,7 @@ def test_a_client_that_disconnects_frees_its_worker(datasets, caplog):
     with caplog.at_level(logging.INFO, logger="motes.server"):
         with LiveServer(create_app(Config(datasets=[(None, big)], limits=limits, workers=1))) as live:
             s = socket.create_connection(("127.0.0.1", live.port))
-            s.sendall(f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+            s.sendall(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
             time.sleep(0.5)  # the query is running on the one worker
             s.close()
             t0 = time.monotonic()

@@ -110,24 +110,35 @@ export async function errorFromResponse(res: Response): Promise<ApiError> {
 export type Params = Record<string, string | number | undefined | null>;
 
 export class Api {
-  /** `base`: the app's address (where / is served); `token`: from ?token= of the page. */
+  /** `base`: the app's address (where / is served); `token`: from ?token= of the page, for a
+   * page served elsewhere (the dev server). `motes serve` itself moves the token into a cookie
+   * and sends the browser to the page without it, so its requests carry the cookie only. */
   constructor(
     readonly base: string,
     readonly token: string | null,
   ) {}
 
-  static fromLocation(loc: Location): Api {
-    return new Api(new URL(".", loc.href).href, new URLSearchParams(loc.search).get("token"));
+  /** The API of the page at `loc`. A token in its address is kept for the requests' header
+   * and taken out of the address bar (`hist`), so it is never shown, bookmarked or shared. */
+  static fromLocation(loc: Location, hist?: History): Api {
+    const params = new URLSearchParams(loc.search);
+    const token = params.get("token");
+    if (token !== null && hist) {
+      params.delete("token");
+      const search = params.toString();
+      hist.replaceState(hist.state, "", `${loc.pathname}${search ? `?${search}` : ""}${loc.hash}`);
+    }
+    return new Api(new URL(".", loc.href).href, token);
   }
 
   headers(): Record<string, string> {
     return this.token ? { Authorization: `Bearer ${this.token}` } : {};
   }
 
-  url(path: string, params: Params = {}, withToken = false): string {
+  /** An API URL: never with the token (it rides in a header or the server's cookie). */
+  url(path: string, params: Params = {}): string {
     const u = new URL(`${API_PREFIX}/${path}`, this.base);
     for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== "") u.searchParams.set(k, String(v));
-    if (withToken && this.token) u.searchParams.set("token", this.token);
     return u.href;
   }
 
@@ -181,9 +192,10 @@ export class Api {
     return this.url(`${this.speciesPath(ds, step, sp)}/points`, params);
   }
 
-  /** A download link: a plain navigation sends no header, so the token rides in the URL. */
+  /** A download link: a plain navigation, authorised by the cookie `motes serve` set (the
+   * token is never put in a link, which could be copied, shared or logged). */
   exportUrl(ds: string, step: number, sp: string, params: Params): string {
-    return this.url(`${this.speciesPath(ds, step, sp)}/export`, params, true);
+    return this.url(`${this.speciesPath(ds, step, sp)}/export`, params);
   }
 }
 

@@ -22,7 +22,7 @@ import { decodeView, encodeView, type SliceState, type ViewState } from "./views
 const BACKGROUNDS = { dark: [0.067, 0.075, 0.094], light: [1, 1, 1] } as const;
 
 export class App {
-  readonly api = Api.fromLocation(window.location);
+  readonly api = Api.fromLocation(window.location, window.history);
   readonly camera = new Camera();
   readonly renderer: Renderer;
   readonly streamer: Streamer;

@@ -165,6 +165,17 @@ _positive_int = _int_at_least(1)
 _nonneg_int = _int_at_least(0)
 
 
+def _positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number '{text}'") from None
+    if not (v > 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got '{text}'")
+    return v
+
+
 def _key_value(text: str) -> tuple:
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"expected COL=VALUE, got '{text}'")

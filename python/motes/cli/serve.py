@@ -6,15 +6,13 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import os
-import socket
 import sys
 import threading
 from typing import List, Optional, Tuple
-from urllib.parse import quote
 
-from .._core import UsageError
-from ..server.config import HOST, PORT, Limits
-from .common import CliError, _out, _positive_int, _require, _sub
+from ..errors import UsageError
+from ..server.config import HOST, PORT, Connections, Limits
+from .common import CliError, _out, _positive_float, _positive_int, _require, _sub
 
 _LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 
@@ -55,30 +53,10 @@ def _token(args) -> Optional[str]:
     return args.token
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host.strip("[]"), port))
-    except OSError as e:
-        sock.close()
-        raise CliError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
-    sock.listen(128)
-    return sock
-
-
-def _url(host: str, port: int, token: Optional[str]) -> str:
-    shown = socket.gethostname() if host in ("0.0.0.0", "::", "") else host
-    if ":" in shown and not shown.startswith("["):
-        shown = f"[{shown}]"
-    return f"http://{shown}:{port}/" + (f"?token={quote(token, safe='')}" if token else "")
-
-
 def cmd_serve(args) -> int:
     _require("starlette", "serve", "motes serve")
-    uvicorn = _require("uvicorn", "serve", "motes serve")
-    from ..server import Config, create_app
+    _require("uvicorn", "serve", "motes serve")
+    from ..server import Config, create_app, listen
 
     token = _token(args)
     if args.no_auth and token is not None:
@@ -86,13 +64,17 @@ def cmd_serve(args) -> int:
     if not is_loopback(args.host) and token is None and not args.no_auth:
         raise UsageError(f"refusing to serve on {args.host}, which other machines may reach, without a token: "
                          "pass --token TOKEN (or --token-file FILE), or --no-auth to serve to anyone who can connect")
-    limits = Limits(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Limits) if f.metadata["option"]})
-    config = Config(datasets=_dataset_specs(args.datasets), token=token, cors=args.cors, workers=args.workers,
-                    limits=limits)
+    limits = Limits(**_options_of(Limits, args))
+    config = Config(datasets=_dataset_specs(args.datasets), token=token, cors=args.cors, host=args.host,
+                    allow_hosts=tuple(args.allow_host), cors_any_origin_without_token=args.cors_any_origin_without_token,
+                    workers=args.workers, limits=limits, connections=Connections(**_options_of(Connections, args)))
     app = create_app(config)
-    sock = _bind(args.host, args.port)
+    try:
+        sock = listen.listen(args.host, args.port, backlog=min(2048, 4 * config.connections.max_connections))
+    except OSError as e:
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from None
     port = sock.getsockname()[1]
-    url = _url(args.host, port, token)
+    url = listen.url(config, port, token)
     for name, entry in app.state.server.registry.entries.items():
         _out(f"serving {name} ({entry.path})")
     _out(f"open {url}" + ("" if token or is_loopback(args.host) else "  (no authentication: --no-auth)"))
@@ -103,8 +85,7 @@ def cmd_serve(args) -> int:
         import webbrowser
 
         threading.Thread(target=webbrowser.open, args=(url,), daemon=True).start()
-    server = uvicorn.Server(uvicorn.Config(app, log_level=args.log_level, lifespan="off", server_header=False,
-                                           timeout_keep_alive=30))
+    server = listen.server(app, config, log_level=args.log_level)
     try:
         server.run(sockets=[sock])
     finally:
@@ -127,23 +108,36 @@ def add_parser(subs) -> None:
     g.add_argument("--port", type=int, default=PORT, help="port to listen on (0: any free port)")
     auth = g.add_mutually_exclusive_group()
     auth.add_argument("--token", default=None, help="every request must carry this token (Bearer header, token= "
-                                                    "parameter, or the cookie the app page sets)")
+                                                    "parameter, or the cookie the app page sets); other users see "
+                                                    "it in ps: prefer --token-file")
     auth.add_argument("--token-file", metavar="FILE", default=None, help="read the token from FILE")
     auth.add_argument("--no-auth", action="store_true", help="serve without a token on a non-loopback address")
+    g.add_argument("--allow-host", metavar="NAME", action="append", default=[],
+                   help="also answer requests for this host name (a proxy's, a DNS name of this machine); "
+                        "by default only 127.0.0.1, localhost, ::1 and the --host address ('*': any, "
+                        "which lets web pages elsewhere read the data through DNS rebinding)")
     g.add_argument("--cors", metavar="ORIGIN", default=None,
-                   help="allow this origin (e.g. http://localhost:5173) to call the API from a browser")
+                   help="allow this origin (e.g. http://localhost:5173) to call the API from a browser; "
+                        "'*' (any) only with a token")
+    g.add_argument("--cors-any-origin-without-token", action="store_true",
+                   help="allow --cors '*' on a server without a token (every web page can read the data)")
     g.add_argument("--open", action="store_true", help="open the URL in a web browser")
     g.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"),
-                   help="uvicorn's log level (info: one line per request)")
+                   help="uvicorn's log level (info: one line per request, tokens redacted)")
     g = p.add_argument_group("limits")
     g.add_argument("--workers", type=_positive_int, default=os.cpu_count() or 1,
                    help="queries run at once (others wait)")
-    for f in dataclasses.fields(Limits):
-        option = f.metadata["option"]
-        if option:
-            kind = float if f.type in ("float", float) else _positive_int
-            g.add_argument(option, dest=f.name, type=kind, default=f.default, metavar="S" if kind is float else "N",
-                           help=f"the most {f.metadata['what']}")
+    for settings in (Limits, Connections):
+        for f in dataclasses.fields(settings):
+            option = f.metadata["option"]
+            if option:
+                kind = _positive_float if f.type in ("float", float) else _positive_int
+                g.add_argument(option, dest=f.name, type=kind, default=f.default,
+                               metavar="S" if kind is _positive_float else "N", help=f"the most {f.metadata['what']}")
     p.set_defaults(func=cmd_serve)
 
+
+def _options_of(settings, args) -> dict:
+    """The fields of a settings class (Limits, Connections) that have options, from ``args``."""
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(settings) if f.metadata["option"]}
 

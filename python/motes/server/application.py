@@ -1,6 +1,6 @@
 """The server as an ASGI app: ``create_app(Config)``. Middleware, outermost first: CORS
-(only with ``--cors``), the guard (methods, bodies, URL length, token, headers),
-compression; then the routes of docs/http-api.md."""
+(only with ``--cors``), the guard (Host and Origin, methods, bodies, URL length, token,
+headers), compression; then the routes of docs/http-api.md."""
 
 from __future__ import annotations
 
@@ -92,7 +92,7 @@ def create_app(config: Config) -> Starlette:
         middleware.append(Middleware(CORSMiddleware, allow_origins=[config.cors], allow_methods=["GET", "HEAD"],
                                      allow_headers=["Authorization", "If-None-Match"],
                                      expose_headers=["ETag", "Content-Disposition"], max_age=600))
-    middleware.append(Middleware(GuardMiddleware, limits=config.limits, token=config.token))
+    middleware.append(Middleware(GuardMiddleware, config=config))
     middleware.append(Middleware(CompressionMiddleware, limiter=lambda: server.limiter))
     app = Starlette(routes=routes, middleware=middleware, exception_handlers={HTTPException: _http_exception})
     app.state.server = server

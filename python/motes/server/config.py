@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
+import socket
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Tuple
 
@@ -29,7 +31,26 @@ EXPORT_BATCH_ROWS = 1 << 18
 CACHE_STEP = "private, max-age=86400"
 CACHE_DATASET = "no-cache"
 
+#: The cookie that carries the token after the app page's first load; one per port, so that
+#: two servers on one host (cookies ignore the port) do not overwrite each other's.
 COOKIE = "motes_token"
+
+
+def cookie_name(port) -> str:
+    return f"{COOKIE}_{port}" if port else COOKIE
+
+
+#: Host names every server answers to (its loopback names); `--allow-host` adds others.
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+#: The addresses that mean "every interface".
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+
+
+_ORIGIN = re.compile(r"https?://[^/\s?#@]+\Z", re.ASCII)
+
+
+def _is_origin(text: str) -> bool:
+    return bool(_ORIGIN.match(text))
 
 
 def _limit(default, option: str, what: str, status: int = 413):
@@ -56,18 +77,77 @@ class Limits:
         return next(f for f in dataclasses.fields(Limits) if f.name == name)
 
 
+def _setting(default, option: str, what: str):
+    """A setting of the connections: its default, its option of `motes serve`, what it is."""
+    return field(default=default, metadata={"option": option, "what": what})
+
+
+@dataclass(frozen=True)
+class Connections:
+    """What one connection may cost. A client that has not sent a whole request head within
+    ``header_timeout`` seconds (of connecting, or of its previous response) is answered 408
+    and disconnected; an idle kept-alive connection is closed after ``idle_timeout``; past
+    ``max_connections`` open connections, a new one is answered 503 and closed."""
+
+    header_timeout: float = _setting(10.0, "--header-timeout", "seconds to send a request's head (line and headers)")
+    idle_timeout: float = _setting(30.0, "--idle-timeout", "seconds a kept-alive connection may wait for its next request")
+    max_connections: int = _setting(128, "--max-connections", "connections open at once")
+
+
 @dataclass(frozen=True)
 class Config:
     """A server: the datasets it serves (``(name or None, path)``: a name None is derived
     from the path), its token (None: no authentication), the one origin allowed by CORS,
-    the number of queries run at once, its limits and the directory of the viewer's build."""
+    the address it listens on and the other host names it answers to (``allow_hosts``, for
+    a proxy; ``"*"`` for any), the number of queries run at once, its limits and the
+    directory of the viewer's build.
+
+    ``cors="*"`` hands every dataset to every web page unless requests need a token: it is
+    refused without one, unless ``cors_any_origin_without_token`` says it is meant."""
 
     datasets: Sequence[Tuple[Optional[str], str]]
     token: Optional[str] = None
     cors: Optional[str] = None
+    host: str = HOST
+    allow_hosts: Sequence[str] = ()
+    cors_any_origin_without_token: bool = False
     workers: int = field(default_factory=lambda: os.cpu_count() or 1)
     limits: Limits = field(default_factory=Limits)
+    connections: Connections = field(default_factory=Connections)
     app_dir: str = APP_DIR
+
+    def __post_init__(self):
+        from ..errors import UsageError
+
+        if self.cors == "*" and self.token is None and not self.cors_any_origin_without_token:
+            raise UsageError("--cors '*' without a token lets every web page read and export these datasets: "
+                             "give the one origin that needs them (--cors http://localhost:5173), add --token "
+                             "(or --token-file), or say it is meant with --cors-any-origin-without-token")
+        if self.cors is not None and self.cors != "*" and not _is_origin(self.cors):
+            raise UsageError(f"--cors {self.cors!r} is not an origin: scheme://host[:port], such as "
+                             "http://localhost:5173 (or '*')")
+        for name in self.allow_hosts:
+            if name != "*" and (not name or any(c in name for c in "/ @?#")):
+                raise UsageError(f"--allow-host {name!r} is not a host name (such as motes.example.org, or '*')")
+
+    @property
+    def host_names(self) -> Optional[frozenset]:
+        """The names a request's Host may give (lower case, IPv6 without brackets); None: any."""
+        if "*" in self.allow_hosts:
+            return None
+        names = {*LOOPBACK_HOSTS, *(h.lower().strip("[]") for h in self.allow_hosts)}
+        host = self.host.lower().strip("[]")
+        if host in WILDCARD_HOSTS:
+            names.update(n.lower() for n in (socket.gethostname(), socket.getfqdn()) if n)
+        else:
+            names.add(host)
+        return frozenset(names)
+
+    @property
+    def any_ip_host(self) -> bool:
+        """On every interface, a Host that is an IP address names this machine: a page can
+        only get such a Host by being served from here (rebinding needs a domain name)."""
+        return self.host.lower().strip("[]") in WILDCARD_HOSTS
 
     @property
     def query_threads(self) -> int:

@@ -1,6 +1,8 @@
 """The parameters of a request, read strictly: each known to the endpoint, given once,
-numbers in decimal (finite), lists comma-separated; anything else is a 400 naming the
-parameter. The token is no parameter of any endpoint (the guard checked it)."""
+numbers in decimal (finite, ASCII, of bounded length), integers in one spelling only (no
+sign but a minus, no leading zeros, no ``-0``: one resource, one URL, one ETag), lists
+comma-separated; anything else is a 400 naming the parameter. The token is no parameter of
+any endpoint (the guard checked it)."""
 
 from __future__ import annotations
 
@@ -10,14 +12,21 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 from .errors import bad_request
 
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?\Z")
-_INTEGER = re.compile(r"[+-]?\d+\Z")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z", re.ASCII)
+_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)\Z", re.ASCII)
+#: The longest number and integer a parameter may spell (a binary64 needs at most 24
+#: characters in its shortest form; an int64 at most 20).
+MAX_NUMBER_CHARS = 40
+MAX_INTEGER_CHARS = 20
+_INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 def number(name: str, text: str) -> float:
-    """A finite decimal number (``1e-3``, ``0.1``, ``-5``); no NaN, infinity, ``0x``, spaces."""
-    if not _NUMBER.match(text):
-        raise bad_request(f"{name}: '{_shown(text)}' is not a number (decimal, such as 0.5, -2 or 1e-3)")
+    """A finite decimal number (``1e-3``, ``0.1``, ``-5``) in ASCII digits; no NaN, infinity,
+    ``0x``, spaces."""
+    if len(text) > MAX_NUMBER_CHARS or not _NUMBER.match(text):
+        raise bad_request(f"{name}: '{_shown(text)}' is not a number (decimal, such as 0.5, -2 or 1e-3, "
+                          f"in ASCII digits, at most {MAX_NUMBER_CHARS} characters)")
     v = float(text)
     if not math.isfinite(v):
         raise bad_request(f"{name}: '{_shown(text)}' is not a finite number")
@@ -25,9 +34,15 @@ def number(name: str, text: str) -> float:
 
 
 def integer(name: str, text: str) -> int:
-    if not _INTEGER.match(text):
-        raise bad_request(f"{name}: '{_shown(text)}' is not an integer")
-    return int(text)
+    """An integer in its one spelling: ASCII digits without leading zeros, a minus for
+    negatives (not ``-0``, no ``+``), within int64."""
+    if len(text) > MAX_INTEGER_CHARS or not _INTEGER.match(text) or text == "-0":
+        raise bad_request(f"{name}: '{_shown(text)}' is not an integer (ASCII digits without a sign or leading "
+                          "zeros, such as 0, 7 or -3)")
+    v = int(text)
+    if not _INT64[0] <= v <= _INT64[1]:
+        raise bad_request(f"{name}: {text} is out of range (a 64-bit integer)")
+    return v
 
 
 def numbers(name: str, text: str, count: int) -> Tuple[float, ...]:

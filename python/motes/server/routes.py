@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import html
 import os
+from urllib.parse import urlencode
 from typing import Any, Dict
 
 import anyio.to_thread
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 from .. import __version__
-from .config import CACHE_DATASET, CACHE_STEP, COOKIE
+from .config import CACHE_DATASET, CACHE_STEP, cookie_name
 from .errors import not_found
 from .params import Params
 from .registry import Registry, Species, bounds_json, finite
 from .responses import etag, json_response, not_modified
-from .security import request_token, token_matches
 from .work import Job
 
 #: The app page may load only from its own origin.
@@ -102,16 +102,22 @@ def make_routes(server) -> Dict[str, Any]:
         return cached or json_response(sp.describe(), headers)
 
     async def app_page(request: Request, job: Job) -> Response:
+        token = server.config.token
+        if token is not None and "token" in request.query_params:
+            # The guard let it in, so the token is right: it moves into a cookie, and the
+            # browser is sent to the same page without it, so that the token stays out of
+            # the address bar, the history and every link the viewer makes.
+            rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+            response = RedirectResponse("./" + ("?" + urlencode(rest) if rest else ""), status_code=303,
+                                        headers={"Cache-Control": "no-store"})
+            response.set_cookie(cookie_name(request.scope["server"][1]), token, httponly=True, samesite="strict",
+                                path="/")
+            return response
         index = os.path.join(server.config.app_dir, "index.html")
         headers = {"Content-Security-Policy": CSP, "Cache-Control": "no-cache"}
         if not os.path.isfile(index):
             return HTMLResponse(BUILD_HINT.format(app_dir=html.escape(server.config.app_dir)), headers=headers)
-        response = FileResponse(index, media_type="text/html; charset=utf-8", headers=headers)
-        token = server.config.token
-        if token is not None and "token" in request.query_params and \
-                token_matches(request_token(request.scope), token):
-            response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
-        return response
+        return FileResponse(index, media_type="text/html; charset=utf-8", headers=headers)
 
     async def missing(request: Request, job: Job) -> Response:
         raise not_found(f"no such path: {request.url.path} (the API is under /api/v1/: docs/http-api.md)")
