@@ -32,8 +32,12 @@ import motes
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("MOTES_CHROMIUM", "/usr/bin/chromium")
+#: REBIND_HOST resolves to 127.0.0.1 in this browser, as an attacker's domain does in a DNS
+#: rebinding attack.
+REBIND_HOST = "rebind.example"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--enable-unsafe-swiftshader", "--use-angle=swiftshader",
-                 "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+                 "--disable-background-networking", "--disable-component-update", "--no-first-run",
+                 f"--host-resolver-rules=MAP {REBIND_HOST} 127.0.0.1"]
 VIEWPORT = {"width": 1000, "height": 640}
 USE_MOCK = os.environ.get("MOTES_VIEWER_SERVER") == "mock"
 TOKEN = "s3cret-token"
@@ -97,7 +101,7 @@ class Server:
                     self.stop()
                     raise RuntimeError("the server did not answer within 60 s")
                 time.sleep(0.2)
-        page = urllib.request.Request(self.url + (f"?token={TOKEN}" if "--token" in extra else ""))
+        page = urllib.request.Request(self.url, headers=headers)
         with urllib.request.urlopen(page, timeout=10) as r:
             if b"<canvas" not in r.read():
                 raise RuntimeError("the server does not serve the viewer: build it (cd viewer && npm ci && npm run build)")
