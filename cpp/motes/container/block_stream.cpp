@@ -135,6 +135,8 @@ BlockStream BlockStream::contiguous(std::shared_ptr<const ByteSource> source, st
   s.per_block_ = std::max<uint64_t>(per_block, 1);
   s.offset_ = offset;
   s.sums_ = std::move(sums);
+  if (!s.sums_.empty())
+    s.checked_ = std::shared_ptr<std::atomic<uint64_t>[]>(new std::atomic<uint64_t>[(s.sums_.size() + 63) / 64]());
   s.id_ = next_stream_id.fetch_add(1);
   return s;
 }
@@ -187,6 +189,38 @@ const unsigned char* BlockStream::in_place() const {
   return base ? base + offset_ : nullptr;
 }
 
+const unsigned char* BlockStream::in_place(uint64_t start, uint64_t n) const {
+  const unsigned char* p = in_place();
+  if (!p) return nullptr;
+  check(start, n);
+  return p + start * type_.size;
+}
+
+void BlockStream::check_blocks(uint64_t first, uint64_t last) const {
+  last = std::min(last, block_count() - 1);
+  for (uint64_t b = first; b <= last; ++b) {
+    if (checked_[b / 64].load(std::memory_order_acquire) >> (b % 64) & 1) continue;
+    const uint64_t n = values_in(b) * type_.size, at = offset_ + b * per_block_ * type_.size;
+    if (const unsigned char* p = source_->data()) {
+      check_raw(b, p + at);
+    } else {
+      std::vector<unsigned char> bytes(n);
+      source_->read(at, n, bytes.data());
+      check_raw(b, bytes.data());
+    }
+  }
+}
+
+void BlockStream::check_raw(uint64_t b, const unsigned char* bytes) const {
+  if (!checked_ || b >= sums_.size()) return;
+  const uint64_t n = values_in(b) * type_.size, at = offset_ + b * per_block_ * type_.size;
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+  if (XXH3_64bits(bytes, n) != sums_[b])
+    fail(b, "checksum mismatch (bytes " + std::to_string(at) + ".." + std::to_string(at + n) + ")");
+#endif
+  checked_[b / 64].fetch_or(uint64_t(1) << (b % 64), std::memory_order_release);
+}
+
 void BlockStream::fail(uint64_t b, const std::string& problem) const {
   throw FormatError(source_->name() + ": " + what_ + ", block " + std::to_string(b) + ": " + problem);
 }
@@ -201,6 +235,7 @@ void BlockStream::decode_into(uint64_t b, unsigned char* dst) const {
   const uint64_t n = values_in(b);
   if (!coded_) {
     source_->read(offset_ + b * per_block_ * type_.size, n * type_.size, dst);
+    check_raw(b, dst);
     return;
   }
   const StoredBlock& sb = blocks_[b];
@@ -208,8 +243,8 @@ void BlockStream::decode_into(uint64_t b, unsigned char* dst) const {
   codec::Context ctx;
   std::shared_ptr<const DecodedBlock> codes;
   if (codes_) {
-    if (const unsigned char* p = codes_->in_place()) {
-      ctx.codes = p + b * per_block_;
+    if (const unsigned char* p = codes_->in_place(b * per_block_, n)) {
+      ctx.codes = p;
     } else {
       codes = codes_->block(b);
       ctx.codes = codes->data();
@@ -246,8 +281,8 @@ void BlockStream::read(uint64_t start, uint64_t n, void* dst) const {
   if (start > count_ || n > count_ - start) throw UsageError(what_ + ": values out of range");
   unsigned char* out = static_cast<unsigned char*>(dst);
   const size_t size = type_.size;
-  if (const unsigned char* p = in_place()) {
-    std::memcpy(out, p + start * size, n * size);
+  if (const unsigned char* p = in_place(start, n)) {
+    std::memcpy(out, p, n * size);
     return;
   }
   if (n > per_block_) {  // a bulk read: its blocks asked for at once
@@ -316,15 +351,11 @@ void BlockStream::verify_block(uint64_t b) const {
   const uint64_t n = values_in(b) * type_.size;
   std::vector<unsigned char> bytes(n);
   source_->read(offset_ + b * per_block_ * type_.size, n, bytes.data());
-#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-  if (b < sums_.size() && XXH3_64bits(bytes.data(), n) != sums_[b])
-    fail(b, "checksum mismatch (bytes " + std::to_string(offset_ + b * per_block_ * type_.size) + ".." +
-                std::to_string(offset_ + b * per_block_ * type_.size + n) + ")");
-#endif
+  check_raw(b, bytes.data());
 }
 
 const void* BlockReader::span(const BlockStream& s, uint64_t start, uint64_t n) {
-  if (const unsigned char* p = s.in_place()) return p + start * s.value_size();
+  if (const unsigned char* p = s.in_place(start, n)) return p;
   Slot* slot = nullptr;
   for (Slot& x : slots_)
     if (x.stream == &s) slot = &x;

@@ -4,8 +4,13 @@
 // contiguously (raw; read in place when the source is addressable) or as independently
 // coded blocks (decoded on first use, checked against their checksums, and shared through
 // one process-wide cache of decoded blocks).
+//
+// No value is used before the checksum that covers it is checked (docs/format.md §4.14): a
+// coded block each time it is decoded, a raw block the first time a value of it is read
+// (the stream remembers which of its blocks passed).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -69,7 +74,17 @@ class BlockStream {
   std::string pipelines() const;
 
   // Value 0 in place, when the stream is contiguous and its source addressable; else null.
+  // Only a test of addressability (read hints): values are read in place through
+  // in_place(start, n), or after check(start, n).
   const unsigned char* in_place() const;
+  // Value `start` in place, its blocks up to value start + n checked (raw streams); null when
+  // the stream is not in place.
+  const unsigned char* in_place(uint64_t start, uint64_t n) const;
+  // Raw streams: checks the blocks holding values [start, start + n) against their checksums,
+  // each block once (FormatError naming the stream and block on a mismatch). Coded: nothing.
+  void check(uint64_t start, uint64_t n) const {
+    if (checked_ && n) check_blocks(start / per_block_, (start + n - 1) / per_block_);
+  }
   // Decoded block b, through the shared cache; FormatError naming the stream and block when
   // its checksum or its contents are wrong.
   std::shared_ptr<const DecodedBlock> block(uint64_t b) const;
@@ -94,6 +109,8 @@ class BlockStream {
   bool coded_ = false;
   uint64_t offset_ = 0;               // contiguous: value 0
   std::vector<uint64_t> sums_;        // contiguous: per block
+  // contiguous with checksums: a bit per block that has passed its check
+  std::shared_ptr<std::atomic<uint64_t>[]> checked_;
   std::vector<StoredBlock> blocks_;   // coded
   uint64_t id_ = 0;                   // key in the cache of decoded blocks
   const BlockStream* codes_ = nullptr;
@@ -101,6 +118,9 @@ class BlockStream {
   std::shared_ptr<const std::vector<double>> edges_;
 
   uint64_t values_in(uint64_t b) const { return std::min(per_block_, count_ - b * per_block_); }
+  void check_blocks(uint64_t first, uint64_t last) const;
+  // Raw block b's bytes against its checksum (they are `bytes`); marks it checked.
+  void check_raw(uint64_t b, const unsigned char* bytes) const;
   std::shared_ptr<DecodedBlock> decode(uint64_t b) const;
   void decode_into(uint64_t b, unsigned char* dst) const;
   [[noreturn]] void fail(uint64_t b, const std::string& problem) const;

@@ -81,6 +81,7 @@ void Selection::visit(size_t column, uint64_t row_begin, uint64_t row_end, unsig
       uint32_t part = UINT32_MAX;  // the part of the segments being visited, and its values
       const T* from_base = nullptr;
       const BlockStream* s = nullptr;
+      uint64_t checked_first = 0, checked_last = 0;  // values of whole blocks checked, in place
       for (size_t k = segment_of(a), k1 = segment_of(b - 1) + 1; k < k1; ++k) {
         const uint64_t r0 = std::max(offsets_[k], a), r1 = std::min(offsets_[k + 1], b), m = r1 - r0;
         const uint64_t first = segments_[k].start + (r0 - offsets_[k]);
@@ -89,11 +90,18 @@ void Selection::visit(size_t column, uint64_t row_begin, uint64_t row_end, unsig
           from_base = reinterpret_cast<const T*>(base[part]);
           s = stream[part];
           held = nullptr, held_first = held_last = 0;
+          checked_first = checked_last = 0;
         }
         // A short segment of this part kAhead on: its values are prefetched (scattered rows).
         const bool ahead = m < 16 && k + kAhead < k1 && part_of_[k + kAhead] == part;
         const T* from;
         if (from_base) {
+          // In place: each block's checksum is checked before its first value is read.
+          if (first < checked_first || first + m > checked_last) {
+            const uint64_t per = s->per_block();
+            s->check(first, m);
+            checked_first = first / per * per, checked_last = std::max(checked_first + per, (first + m + per - 1) / per * per);
+          }
           from = from_base + first;
           if (ahead) __builtin_prefetch(from_base + segments_[k + kAhead].start);
         } else if (first - held_first < held_last - held_first && first + m <= held_last) {  // held is null: an empty range
