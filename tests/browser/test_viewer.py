@@ -14,7 +14,7 @@ from conftest import TOKEN, Server, match_fraction, near
 VIRIDIS_LOW = (68, 1, 84)  # viridis(0)
 VIRIDIS_HIGH = (253, 231, 37)  # viridis(1)
 FACE_ON = "cam=0.5,0.5,0.5,2.2,0,0"  # looking down -z: x to the right, y up
-HALVES = f"ds=halves&color=v&{FACE_ON}"
+HALVES = f"ds=halves&step=0&color=v&{FACE_ON}"  # without step=: the last step (1)
 
 
 def halves_sides(img: np.ndarray):
@@ -209,7 +209,7 @@ def test_token(data_dir, browser_context):
         assert "auth" in without.page.content()
         with_token = Page(browser_context.new_page())
         with_token.open(s.url + f"?token={quote(TOKEN)}#ds=halves")
-        assert int(with_token.status()["shown"]) == motes.open(data_dir / "halves.motes").count_total(step=0)
+        assert int(with_token.status()["shown"]) == motes.open(data_dir / "halves.motes").count_total()  # the last step
         without.page.close()
         with_token.page.close()
     finally:

@@ -219,7 +219,7 @@ def test_nan_and_infinities_are_null(tmp_path):
         assert h["x"]["range"] == [0.0, 1.0] and h["total"] == 0
 
 
-def test_warm_opens_the_first_step_and_survives_a_damaged_dataset(tmp_path):
+def test_warm_opens_the_last_step_and_survives_a_damaged_dataset(tmp_path):
     from motes.server.registry import Registry
 
     write_vpic(tmp_path / "a.motes", 5_000, steps=2)
@@ -228,6 +228,6 @@ def test_warm_opens_the_first_step_and_survives_a_damaged_dataset(tmp_path):
     first = next((tmp_path / "b.motes").rglob("*.mpf"))
     first.write_bytes(b"not a particle file")  # b's species cannot be opened: warm goes on to a
     reg.warm()
-    assert set(reg._species) == {("a", 0, "particles")}
+    assert set(reg._species) == {("a", 1, "particles")}  # the last step: where the viewer opens
     with pytest.raises(motes.MotesError):
         reg.species("b", "0", "particles")  # the request that meets it reports it

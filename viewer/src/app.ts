@@ -6,6 +6,7 @@ import { Analysis } from "./analysis";
 import { Api, ApiError, type DatasetInfo, isAbort, type SpeciesInfo } from "./api";
 import { Camera } from "./camera";
 import { colormapTable } from "./colormap";
+import { AutoRange, type HistogramFetch, percentileRange, RANGE_BINS, RANGE_BUDGET, scaleEnds, shaderScale } from "./colorrange";
 import { SliceLoader } from "./fieldslice";
 import { FrameLoader } from "./loader";
 import { Renderer } from "./renderer";
@@ -42,6 +43,8 @@ export class App {
   readonly slicer: SliceLoader;
   /** the filters in the scene's server-side `where` (the GPU narrows within them) */
   private serverFilters: RangeFilter[] = [];
+  /** the default colour range of the view's column and scale (the robust percentiles) */
+  private readonly autoRange = new AutoRange();
   private bytesTotal = 0;
   private drawPending = false;
   private restTimer: ReturnType<typeof setTimeout> | null = null;
@@ -113,7 +116,7 @@ export class App {
       this.view.ds = name;
       const steps = this.dataset.steps;
       if (steps.length === 0) throw new ApiError(404, "not_found", `Dataset '${name}' has no steps.`);
-      const step = steps.find((s) => s.index === this.view.step) ?? steps[0];
+      const step = steps.find((s) => s.index === this.view.step) ?? steps[steps.length - 1]; // the last, as motes.open
       await this.openStep(step.index);
     });
   }
@@ -314,8 +317,50 @@ export class App {
     this.changed();
   }
 
+  setLogScale(log: boolean): void {
+    this.view.log = log;
+    this.legend();
+    this.changed();
+  }
+
+  /** The colour range: the one set, else the default (the percentiles, once found; until then, or without them, the min–max). */
   colorRange(): [number, number] {
-    return this.view.range ?? this.extent(this.view.color ?? "z");
+    return this.view.range ?? this.autoRange.known(this.autoKey()) ?? this.extent(this.view.color ?? "z");
+  }
+
+  /** Where the colour range comes from (for tests): set, percentiles, pending (the min–max until they come), extent. */
+  colorRangeSource(): string {
+    if (this.view.range) return "set";
+    if (this.autoRange.known(this.autoKey())) return "percentiles";
+    return this.autoRange.pending ? "pending" : "extent";
+  }
+
+  private autoKey(): string {
+    const v = this.view;
+    return JSON.stringify([v.ds, v.step, v.species, v.color, v.log]);
+  }
+
+  /** Finds the default colour range of the view's column and scale, when it is not known yet (colorrange.ts). */
+  private findAutoRange(): void {
+    const { ds, step, species, color, log } = this.view;
+    const c = this.info?.columns.find((x) => x.name === color);
+    if (this.view.range || !c || c.min === null || c.max === null || !(c.max > c.min)) return;
+    const where = log ? `${c.name} > 0` : undefined;
+    this.autoRange.find(
+      this.autoKey(),
+      (signal) => {
+        const fetch: HistogramFetch = (range, quality) =>
+          this.api
+            .histogram(ds!, step!, species!, { x: c.name, bins: RANGE_BINS, range: range.join(","), where, ...(quality === null ? { budget: RANGE_BUDGET } : { quality }) }, signal)
+            .then((h) => ({ counts: h.counts as number[], quality: h.quality }));
+        return percentileRange(fetch, [c.min!, c.max!], log);
+      },
+      (error) => {
+        if (error !== undefined) this.fail(error);
+        this.legend();
+        this.onUpdate();
+      },
+    );
   }
 
   setPointSize(size: number): void {
@@ -420,10 +465,11 @@ export class App {
     const off = (c: string) => (s ? s.offsetOf(c) : 0);
     const [c0, c1] = this.colorRange();
     const chunks = s ? s.visibleChunks(view) : [];
+    const scale = color ? shaderScale(c0, c1, this.view.log, off(color)) : shaderScale(0, 1, false, 0);
     this.renderer.draw(chunks, {
       mvp: this.camera.gpuMatrix(s ? s.origin : [0, 0, 0]),
       color,
-      colorRange: color ? [c0 - off(color), c1 - off(color)] : [0, 1],
+      colorScale: scale,
       filters: s ? this.view.filters.filter((f) => s.key.columns.includes(f.column)).map((f) => ({ column: f.column, lo: f.lo - off(f.column), hi: f.hi - off(f.column) })) : [],
       pointSize: this.view.size,
       background: [...BACKGROUNDS[this.view.bg]],
@@ -450,7 +496,7 @@ export class App {
     const s = this.scene;
     const el = byId("status");
     const shown = s ? s.countPassing(this.view.filters) : 0;
-    const state = this.failed ? "error" : this.streamer.busy ? "loading" : "ready";
+    const state = this.failed ? "error" : this.streamer.busy || this.autoRange.pending ? "loading" : "ready";
     const quality = s ? s.qualityInView(this.camera.viewTest()) : null;
     el.textContent = statusText({
       shown,
@@ -468,9 +514,11 @@ export class App {
   }
 
   private legend(): void {
+    this.findAutoRange();
     const c = this.info?.columns.find((x) => x.name === this.view.color);
-    const [lo, hi] = this.colorRange();
-    drawLegend(this.view.map, lo, hi, c ? `${c.name}${c.unit_label ? ` [${c.unit_label}]` : ""}` : "");
+    const [lo, hi] = scaleEnds(...this.colorRange(), this.view.log);
+    drawLegend(this.view.map, lo, hi, c ? `${c.name}${c.unit_label ? ` [${c.unit_label}]` : ""}${this.view.log ? " (log)" : ""}` : "");
+    byId("legend-labels").dataset.source = this.colorRangeSource();
     this.requestDraw();
   }
 

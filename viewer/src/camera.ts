@@ -8,13 +8,24 @@ import { type ViewTest, Visibility } from "./refine";
 
 glMatrix.setMatrixArrayType(Array); // doubles on the CPU; float32 only for the GPU
 
+// The eye is at target + distance × (cos pitch sin yaw, sin pitch, cos pitch cos yaw), looking
+// at the target, the screen's up the way pitch grows (the +y side of the view at pitch 0).
+// Face-on views of the coordinate planes (docs/guide.md, "The viewer"):
+//   x-y plane (a slab thin in z): yaw 0, pitch 0 (from +z: x right, y up); yaw 180: from -z
+//   y-z plane (thin in x): yaw -90, pitch 0 (from -x: z right, y up); yaw 90: from +x, -z right
+//   x-z plane (thin in y): pitch -90, yaw 0 (from -y: x right, z up); pitch 90: from +y, -z up
 export interface CameraState {
   target: [number, number, number];
   distance: number;
-  /** degrees about the y axis (0: looking down -z, x to the right) */
+  /** degrees about the y axis, turning the eye from +z towards +x (0: looking down -z, x to the right) */
   yaw: number;
-  /** degrees above the x-z plane */
+  /** degrees above the x-z plane, within ±90 (90: looking down -y) */
   pitch: number;
+}
+
+/** Pitch within ±90 degrees (past a pole the view would turn upside down). */
+export function clampPitch(pitch: number): number {
+  return Math.max(-90, Math.min(90, pitch));
 }
 
 export const DEFAULT_YAW = 30;
@@ -48,13 +59,24 @@ export class Camera {
     );
   }
 
+  /**
+   * The screen's up in the data's coordinates: the way the eye moves as pitch grows. Unlike
+   * a fixed +y, it stays defined at pitch ±90, where the view looks along y; there yaw turns
+   * the picture about the view's axis.
+   */
+  up(): vec3 {
+    const { yaw, pitch } = this.state;
+    const sp = Math.sin(pitch * DEG);
+    return vec3.fromValues(-sp * Math.sin(yaw * DEG), Math.cos(pitch * DEG), -sp * Math.cos(yaw * DEG));
+  }
+
   /** projection × view, for points in the data's coordinates */
   viewProj(): mat4 {
     const d = this.state.distance;
     const near = Math.max(d * 1e-3, d - this.radius * 4);
     const far = d + this.radius * 4;
     const proj = mat4.perspective(mat4.create(), FOV, this.width / this.height, Math.min(near, d * 0.5), far);
-    const view = mat4.lookAt(mat4.create(), this.eye(), vec3.fromValues(...this.state.target), vec3.fromValues(0, 1, 0));
+    const view = mat4.lookAt(mat4.create(), this.eye(), vec3.fromValues(...this.state.target), this.up());
     return mat4.multiply(mat4.create(), proj, view);
   }
 
@@ -66,15 +88,15 @@ export class Camera {
 
   orbit(dxPx: number, dyPx: number): void {
     this.state.yaw -= dxPx * 0.3;
-    this.state.pitch = Math.max(-89, Math.min(89, this.state.pitch + dyPx * 0.3));
+    this.state.pitch = clampPitch(this.state.pitch + dyPx * 0.3);
   }
 
   /** Moves the target with the screen by (dx, dy) CSS pixels. */
   pan(dxPx: number, dyPx: number): void {
-    const { yaw, pitch, distance } = this.state;
+    const { yaw, distance } = this.state;
     const perPx = (2 * distance * Math.tan(FOV / 2)) / this.height;
     const right = [Math.cos(yaw * DEG), 0, -Math.sin(yaw * DEG)];
-    const up = [-Math.sin(pitch * DEG) * Math.sin(yaw * DEG), Math.cos(pitch * DEG), -Math.sin(pitch * DEG) * Math.cos(yaw * DEG)];
+    const up = this.up();
     for (let a = 0; a < 3; a++) this.state.target[a] += (-dxPx * right[a] + dyPx * up[a]) * perPx;
   }
 

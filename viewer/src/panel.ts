@@ -16,6 +16,7 @@ export function bindPanel(app: App): () => void {
   const colormap = $<HTMLSelectElement>("colormap");
   const lo = $<HTMLInputElement>("range-lo");
   const hi = $<HTMLInputElement>("range-hi");
+  const log = $<HTMLInputElement>("range-log");
   const size = $<HTMLInputElement>("size");
   const budget = $<HTMLSelectElement>("budget");
   const background = $<HTMLButtonElement>("background");
@@ -56,6 +57,8 @@ export function bindPanel(app: App): () => void {
   lo.addEventListener("change", range);
   hi.addEventListener("change", range);
   $("range-auto").addEventListener("click", () => app.setRange(undefined));
+  $("range-full").addEventListener("click", () => app.setRange(app.extent(app.view.color ?? "z")));
+  log.addEventListener("change", () => app.setLogScale(log.checked));
   size.addEventListener("input", () => app.setPointSize(Number(size.value)));
   budget.addEventListener("change", () => app.setBudget(Number(budget.value)));
   background.addEventListener("click", () => app.toggleBackground());
@@ -116,6 +119,7 @@ export function bindPanel(app: App): () => void {
     });
     setOptions(color, cols, v.color, labels);
     colormap.value = v.map;
+    log.checked = v.log;
     const [a, b] = app.colorRange();
     if (document.activeElement !== lo) lo.value = String(Number(a.toPrecision(6)));
     if (document.activeElement !== hi) hi.value = String(Number(b.toPrecision(6)));

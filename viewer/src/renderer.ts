@@ -20,6 +20,8 @@ layout(location = 6) in float a_f2;
 layout(location = 7) in float a_f3;
 uniform mat4 u_mvp;
 uniform vec2 u_crange;
+uniform float u_coff;
+uniform float u_log;
 uniform float u_size;
 uniform vec4 u_lo;
 uniform vec4 u_hi;
@@ -34,7 +36,13 @@ void main() {
   }
   gl_Position = u_mvp * vec4(a_x, a_y, a_z, 1.0);
   gl_PointSize = u_size;
-  v_t = (a_c - u_crange.x) / (u_crange.y - u_crange.x);
+  if (u_log > 0.5) {
+    // u_crange holds the logs of the ends; values <= 0 (and NaN) take the low end's colour
+    float v = a_c + u_coff;
+    v_t = v > 0.0 ? (log(v) - u_crange.x) / (u_crange.y - u_crange.x) : 0.0;
+  } else {
+    v_t = (a_c - u_crange.x) / (u_crange.y - u_crange.x);
+  }
 }`;
 
 const FS = `#version 300 es
@@ -97,8 +105,8 @@ export interface DrawParams {
   /** projection × view × translate(origin): positions are relative to the frame's origin */
   mvp: Float32Array;
   color: string | null;
-  /** the colour range, in the colour column's values as stored in the chunks */
-  colorRange: [number, number];
+  /** the colour scale (colorrange.ts, shaderScale): the range in the colour column's values as stored in the chunks (on a log scale, the logs of the values), their offset there */
+  colorScale: { range: [number, number]; offset: number; log: boolean };
   /** ranges on columns, in the values as stored in the chunks */
   filters: { column: string; lo: number; hi: number }[];
   pointSize: number;
@@ -248,12 +256,14 @@ export class Renderer {
       lo[i] = f.lo;
       hi[i] = f.hi;
     });
-    let [c0, c1] = p.colorRange;
+    let [c0, c1] = p.colorScale.range;
     if (!(c1 > c0)) c1 = c0 + Math.max(1e-30, Math.abs(c0) * 1e-6);
     const size = p.pointSize * (window.devicePixelRatio || 1);
     twgl.setUniforms(this.program, {
       u_mvp: p.mvp,
       u_crange: [c0, c1],
+      u_coff: p.colorScale.offset,
+      u_log: p.colorScale.log ? 1 : 0,
       u_size: size,
       u_lo: lo,
       u_hi: hi,

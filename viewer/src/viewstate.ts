@@ -1,13 +1,16 @@
 // The view in the URL's fragment, so that a link reproduces it:
-//   #ds=run&step=0&species=electrons&color=energy&map=viridis&range=0,2
+//   #ds=run&step=0&species=electrons&color=energy&map=viridis&range=0,2&scale=log
 //    &filter=energy:0.5:2&filter=ux:-0.1:0.1&where=ux%20%3C%200
 //    &cam=100,50,25,300,30,20&size=2&bg=dark&budget=3000000&first=200000&hist=ux,uy
 //    &slice=E&scomp=x&saxis=z&spos=12.5&smap=magma
-// cam is target x,y,z, distance, yaw and pitch in degrees; slice names a grid field drawn as
+// step left out: the last step. range left out: the default range (colorrange.ts: the 1st to
+// the 99th percentile); scale=log: a log colour scale (linear when left out).
+// cam is target x,y,z, distance, yaw and pitch in degrees (camera.ts: yaw turns about the
+// y axis, pitch up from the x-z plane, within ±90); slice names a grid field drawn as
 // a plane perpendicular to saxis at position spos (default: the middle), component scomp,
 // colour map smap. Keys left out take defaults.
 
-import type { CameraState } from "./camera";
+import { type CameraState, clampPitch } from "./camera";
 import { COLORMAPS, DEFAULT_COLORMAP } from "./colormap";
 import type { RangeFilter } from "./scene";
 
@@ -25,7 +28,10 @@ export interface ViewState {
   species?: string;
   color?: string;
   map: string;
+  /** the colour range; undefined: the default (the robust percentiles) */
   range?: [number, number];
+  /** a log colour scale */
+  log: boolean;
   filters: RangeFilter[];
   where: string;
   cam?: CameraState;
@@ -39,6 +45,7 @@ export interface ViewState {
 
 export const DEFAULT_VIEW: ViewState = {
   map: DEFAULT_COLORMAP,
+  log: false,
   filters: [],
   where: "",
   size: 2,
@@ -71,6 +78,7 @@ export function decodeView(hash: string): ViewState {
   if (map && map in COLORMAPS) v.map = map;
   const range = numbers(p.get("range"), 2);
   if (range) v.range = [range[0], range[1]];
+  v.log = p.get("scale") === "log";
   for (const f of p.getAll("filter")) {
     const i = f.lastIndexOf(":", f.lastIndexOf(":") - 1);
     const [lo, hi] = f.slice(i + 1).split(":").map(Number);
@@ -78,7 +86,7 @@ export function decodeView(hash: string): ViewState {
   }
   v.where = p.get("where") ?? "";
   const cam = numbers(p.get("cam"), 6);
-  if (cam && cam[3] > 0) v.cam = { target: [cam[0], cam[1], cam[2]], distance: cam[3], yaw: cam[4], pitch: cam[5] };
+  if (cam && cam[3] > 0) v.cam = { target: [cam[0], cam[1], cam[2]], distance: cam[3], yaw: cam[4], pitch: clampPitch(cam[5]) };
   v.size = positive(p.get("size"), DEFAULT_VIEW.size);
   v.bg = p.get("bg") === "light" ? "light" : "dark";
   v.budget = Math.round(positive(p.get("budget"), DEFAULT_VIEW.budget));
@@ -110,6 +118,7 @@ export function encodeView(v: ViewState): string {
   if (v.color !== undefined) p.set("color", v.color);
   if (v.map !== DEFAULT_VIEW.map) p.set("map", v.map);
   if (v.range) p.set("range", v.range.map(String).join(","));
+  if (v.log) p.set("scale", "log");
   for (const f of v.filters) p.append("filter", `${f.column}:${f.lo}:${f.hi}`);
   if (v.where) p.set("where", v.where);
   if (v.cam) p.set("cam", [...v.cam.target, v.cam.distance, v.cam.yaw, v.cam.pitch].map(short).join(","));

@@ -144,15 +144,15 @@ class Registry:
         return e
 
     def warm(self) -> None:
-        """Opens what the viewer asks for first (every species of each dataset's first step:
-        its description, column indexes and ladder), so that the first page load does not wait
-        for it. Run in a background thread after the server listens; a failure here is left
-        for the request that meets it to report."""
+        """Opens what the viewer asks for first (every species of each dataset's last step,
+        where it opens, as motes.open does: its description, column indexes and ladder), so
+        that the first page load does not wait for it. Run in a background thread after the
+        server listens; a failure here is left for the request that meets it to report."""
         for name, entry in self.entries.items():
             try:
                 ds = entry.dataset()
                 if ds.steps:
-                    step = ds.steps[0]
+                    step = ds.steps[-1]
                     for species in ds.step(step).species:
                         self.species(name, str(step), species)
             except Exception:  # noqa: BLE001 (reported by the requests themselves)
