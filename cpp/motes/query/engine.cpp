@@ -35,6 +35,7 @@ ExprPtr box_expression(const Box& b) {
       auto num = std::make_unique<Expr>();
       num->kind = K::number;
       num->value = side == 0 ? b.lo[a] : b.hi[a];
+      num->exact = num->value;
       cmp->args.push_back(std::move(col));
       cmp->args.push_back(std::move(num));
       if (!all) {

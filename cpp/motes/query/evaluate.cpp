@@ -93,11 +93,11 @@ uint8_t* Evaluator::bool_buffer(size_t depth, uint32_t m) {
   return bool_[depth].data();
 }
 
-void Evaluator::simple_compare(int col, double c, K kind, uint64_t start, uint32_t m, uint8_t* out) {
+void Evaluator::simple_compare(int col, long double c, K kind, uint64_t start, uint32_t m, uint8_t* out) {
   const DType dtype = f_.schema()[size_t(col)].dtype;
   const BlockStream& values = f_.values(size_t(col));
   if (const BlockStream* codes_stream = f_.codes(size_t(col)); codes_stream && kind != K::ne && !std::isnan(c)) {
-    uint8_t code = code_of(col, c);
+    uint8_t code = code_of(col, double(c));  // rounding is monotone: the codes stay conservative
     uint8_t lo = 0, hi = 255;
     if (kind == K::lt || kind == K::le) hi = code;
     else if (kind == K::gt || kind == K::ge) lo = code;
@@ -158,7 +158,7 @@ void Evaluator::eval_bool(const Expr& e, uint64_t start, uint32_t m, uint8_t* ou
       return eval_in(e, start, m, out, depth);
     default: {
       int col;
-      double c;
+      long double c;
       K kind;
       if (is_simple_comparison(e, col, c, kind)) return simple_compare(col, c, kind, start, m, out);
       double* a = num_buffer(2 * depth, m);

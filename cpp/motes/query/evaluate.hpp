@@ -51,7 +51,7 @@ class Evaluator {
 
   double* num_buffer(size_t depth, uint32_t m);
   uint8_t* bool_buffer(size_t depth, uint32_t m);
-  void simple_compare(int col, double c, Expr::Kind kind, uint64_t start, uint32_t m, uint8_t* out);
+  void simple_compare(int col, long double c, Expr::Kind kind, uint64_t start, uint32_t m, uint8_t* out);
   void eval_bool(const Expr& e, uint64_t start, uint32_t m, uint8_t* out, size_t depth);
   void eval_num(const Expr& e, uint64_t start, uint32_t m, double* out, size_t depth);
   void eval_in(const Expr& e, uint64_t start, uint32_t m, uint8_t* out, size_t depth);

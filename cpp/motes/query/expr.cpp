@@ -19,7 +19,26 @@ struct Token {
   std::string text;
   double value = 0;
   size_t pos = 0;
+  long double exact = 0;  // number: an integer literal exactly (below 2^64), else value
 };
+
+// The exact value of a number's text: an integer literal (digits only) as written, when it
+// is below 2^64 (long double holds those exactly); anything else as parsed to double.
+long double exact_literal(const std::string& text, double value) {
+  uint64_t u;
+  auto r = std::from_chars(text.data(), text.data() + text.size(), u);
+  if (r.ec == std::errc() && r.ptr == text.data() + text.size()) return (long double)u;
+  return value;
+}
+
+// A literal printed so that it reads back to the same exact value: integers below 2^64 in
+// full, others in the shortest text of their double.
+std::string exact_text(long double v) {
+  const long double mag = std::fabs(v);
+  if (v == std::floor(v) && mag < 0x1p64L && (long double)(double)v != v)
+    return (v < 0 ? "-" : "") + std::to_string(uint64_t(mag));
+  return number_text(double(v));
+}
 
 constexpr size_t kMaxExpressionBytes = 4 << 20;  // room for `id in (...)` with 200,000 ids
 constexpr int kMaxNesting = 200;      // parentheses, nots and unary signs inside each other
@@ -76,7 +95,8 @@ class Parser {
         i = size_t(r.ptr - text_.data());
         if (i < n && (std::isalnum(static_cast<unsigned char>(text_[i])) || text_[i] == '_' || text_[i] == '.'))
           error_at(i, "malformed number");
-        tokens_.push_back({Token::number, text_.substr(start, i - start), v, start});
+        const std::string digits = text_.substr(start, i - start);
+        tokens_.push_back({Token::number, digits, v, start, exact_literal(digits, v)});
       } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
         while (i < n && (std::isalnum(static_cast<unsigned char>(text_[i])) || text_[i] == '_')) ++i;
         tokens_.push_back({Token::ident, text_.substr(start, i - start), 0, start});
@@ -214,10 +234,7 @@ class Parser {
     const Token& t = peek();
     long double v;
     if (t.type == Token::number) {
-      v = t.value;
-      uint64_t u;
-      auto r = std::from_chars(t.text.data(), t.text.data() + t.text.size(), u);
-      if (r.ec == std::errc() && r.ptr == t.text.data() + t.text.size()) v = (long double)u;
+      v = t.exact;
     } else if (t.type == Token::ident && t.text == "inf") {
       v = INFINITY;
     } else {
@@ -305,7 +322,7 @@ class Parser {
     if (accept_op("-")) {
       ExprPtr e = parse_unary();
       need_number(e, t, "-");
-      if (e->kind == K::number) return e->value = -e->value, std::move(e);
+      if (e->kind == K::number) return e->value = -e->value, e->exact = -e->exact, std::move(e);
       return make(K::negate, std::move(e));
     }
     if (accept_op("+")) return parse_unary();
@@ -332,6 +349,7 @@ class Parser {
         ++at_;
         auto e = make(K::number);
         e->value = t.value;
+        e->exact = t.exact;
         return e;
       }
       case Token::ident: {
@@ -341,6 +359,7 @@ class Parser {
         if (t.text == "inf" || t.text == "nan") {
           auto e = make(K::number);
           e->value = t.text == "inf" ? INFINITY : NAN;
+          e->exact = e->value;
           return e;
         }
         if (t.text == "field" && peek().type == Token::lparen) {  // field('name'[, 'component'])
@@ -431,6 +450,7 @@ ExprPtr Expr::clone() const {
   auto e = std::make_unique<Expr>();
   e->kind = kind;
   e->value = value;
+  e->exact = exact;
   e->name = name;
   e->column = column;
   e->function = function;
@@ -445,7 +465,7 @@ ExprPtr Expr::clone() const {
 std::string Expr::to_string() const {
   switch (kind) {
     case K::number: {
-      std::string s = number_text(value);  // shortest exact text, locale-independent
+      std::string s = exact_text(exact);  // shortest exact text, locale-independent
       // A negative literal is parenthesised: "-2 ** x" would read back as -(2 ** x).
       return std::signbit(value) ? wrap("(", s, ")") : s;
     }
@@ -457,11 +477,8 @@ std::string Expr::to_string() const {
     case K::in_: {
       std::string s = "(" + args[0]->to_string() + " in (";
       for (size_t i = 0; i < list->values.size(); ++i) {
-        const long double v = list->values[i];
         if (i) s += ", ";
-        const long double mag = std::fabs(v);
-        if (v == std::floor(v) && mag < 0x1p64L) s += (v < 0 ? "-" : "") + std::to_string(uint64_t(mag));  // exact
-        else s += number_text(double(v));  // a double, as written
+        s += exact_text(list->values[i]);
       }
       return s + "))";
     }

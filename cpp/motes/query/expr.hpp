@@ -8,6 +8,7 @@
 //            | sum ["not"] "in" list      -- membership: id in (3, 17, 42); also [ ... ]
 //   list    := ("(" | "[") literal ("," literal)* [","] (")" | "]")
 //   literal := ["-" | "+"] (number | "inf")  -- integers are kept exactly, up to 64 bits
+//   (every number literal is: `id == 9007199254740993` compares exactly, not rounded)
 //   sum     := product (("+" | "-") product)*
 //   product := unary (("*" | "/") unary)*
 //   unary   := "-" unary | power
@@ -39,7 +40,10 @@ struct InList {
 struct Expr {
   enum class Kind { number, column, negate, add, sub, mul, div, pow, call, field, lt, le, gt, ge, eq, ne, and_, or_, not_, in_ };
   Kind kind;
-  double value = 0;           // number
+  double value = 0;           // number (what arithmetic uses)
+  // number: the literal's exact value, which comparisons with a column use: an integer
+  // literal below 2^64 as written (long double holds it exactly), anything else = value.
+  long double exact = 0;
   std::string name;           // column, function or field name
   std::string component;      // field: the component of a vector field ("" for a scalar)
   // field: the field sampled at each point's position (args: the x, y, z columns); set

@@ -39,7 +39,7 @@ std::optional<Candidate> answer(const ParticleFile& f, const Expr& e) {
     return Candidate{&e, e.list->values.size(), IndexedRows::Index::id, e.args[0]->column, TailTest::eq, 0, false};
   }
   int col;
-  double c;
+  long double c;
   K kind;
   if (!is_simple_comparison(e, col, c, kind) || kind == K::ne) return std::nullopt;
   const TailIndex* tail = f.tail_index(size_t(col));

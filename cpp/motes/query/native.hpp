@@ -13,9 +13,10 @@
 
 namespace motes {
 
-// `v OP c` for v of type T and a double c, rewritten as an exactly equivalent
-// comparison against a constant of type T (or a constant answer), so the loop
-// compares native values and vectorises.
+// `v OP c` for v of type T and a literal c (exact: long double holds every 64-bit
+// integer and every double), rewritten as an exactly equivalent comparison against a
+// constant of type T (or a constant answer), so the loop compares native values and
+// vectorises.
 template <class T>
 struct NativeCmp {
   Expr::Kind kind;
@@ -24,15 +25,15 @@ struct NativeCmp {
 };
 
 template <class T>
-NativeCmp<T> to_native(Expr::Kind kind, double c) {
+NativeCmp<T> to_native(Expr::Kind kind, long double c) {
   if (std::isnan(c)) return {kind, T{}, kind == Expr::Kind::ne ? 1 : 0};
   T below, above;  // the largest T <= c and the smallest T >= c
   bool below_ok = true, above_ok = true;
   if constexpr (std::is_floating_point_v<T>) {
     T r = T(c);
     below = above = r;
-    if (double(r) > c) below = std::nextafter(r, -std::numeric_limits<T>::infinity());
-    if (double(r) < c) above = std::nextafter(r, std::numeric_limits<T>::infinity());
+    if ((long double)r > c) below = std::nextafter(r, -std::numeric_limits<T>::infinity());
+    if ((long double)r < c) above = std::nextafter(r, std::numeric_limits<T>::infinity());
   } else {
     using L = std::numeric_limits<T>;
     long double f = std::floor((long double)c), u = std::ceil((long double)c);

@@ -11,16 +11,16 @@ namespace {
 using K = Expr::Kind;
 }  // namespace
 
-bool is_simple_comparison(const Expr& e, int& column, double& constant, K& kind) {
+bool is_simple_comparison(const Expr& e, int& column, long double& constant, K& kind) {
   if (!e.is_comparison()) return false;
   const Expr& a = *e.args[0];
   const Expr& b = *e.args[1];
   if (a.kind == K::column && b.kind == K::number) {
-    column = a.column, constant = b.value, kind = e.kind;
+    column = a.column, constant = b.exact, kind = e.kind;
     return true;
   }
   if (a.kind == K::number && b.kind == K::column) {
-    column = b.column, constant = a.value;
+    column = b.column, constant = a.exact;
     switch (e.kind) {  // c < x  ==  x > c
       case K::lt: kind = K::gt; break;
       case K::le: kind = K::ge; break;
@@ -82,9 +82,11 @@ Tri Pruner::eval(const Expr& e, uint32_t node) const {
 
 Tri Pruner::compare(const Expr& e, uint32_t node) const {
   int col;
-  double c;
+  long double c;
   K kind;
-  if (is_simple_comparison(e, col, c, kind)) return simple(col, c, kind, node);
+  // The literal rounded to double: rounding is monotone, so the node ranges and bitmaps (of
+  // the values as doubles, 64-bit integers bounded outward) still prune conservatively.
+  if (is_simple_comparison(e, col, c, kind)) return simple(col, double(c), kind, node);
   Interval a = interval(*e.args[0], node), b = interval(*e.args[1], node);
   if (a.empty || b.empty) return Tri::some;  // NaN-only inputs: let the exact test decide
   bool impossible = false;

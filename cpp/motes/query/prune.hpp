@@ -15,7 +15,7 @@ enum class Tri : uint8_t { none, some, all };
 
 // `column` = index in the schema, `constant` the number it is compared with, `kind` the
 // comparison with the column on the left: true for `x OP c` and `c OP x` (flipped).
-bool is_simple_comparison(const Expr& e, int& column, double& constant, Expr::Kind& kind);
+bool is_simple_comparison(const Expr& e, int& column, long double& constant, Expr::Kind& kind);
 
 class Pruner {
  public:
