@@ -190,5 +190,19 @@ def histogram_axes(x: Any, y: Any, bins: Any, range: Any):
             r = float(r[0]), float(r[1])
             if r[0] > r[1]:
                 raise UsageError(f"range for '{name}' has min > max")
+            histogram_range(name, r[0], r[1])
         given.append(r)
     return axes, [int(n) for n in nbins], given
+
+
+def histogram_range(name: str, lo: float, hi: float) -> None:
+    """UsageError unless [lo, hi] can be cut into float64 bins: finite ends and a width that
+    does not overflow float64 (numpy refuses such ranges too; (-1e308, 1e308) gave edges of
+    inf and NaN). The core's histograms check the same before binning."""
+    import math
+
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise UsageError(f"range for '{name}' must be finite, got ({lo!r}, {hi!r})")
+    if not math.isfinite(hi - lo):
+        raise UsageError(f"range for '{name}' ({lo!r}, {hi!r}) is too wide: its width overflows float64; "
+                         "give a narrower range")

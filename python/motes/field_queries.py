@@ -11,6 +11,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from ._args import histogram_range
+
 _FIELD = re.compile(r"""^\s*field\(\s*(['"])([A-Za-z0-9_.\-]+)\1\s*(?:,\s*(['"])([A-Za-z0-9_.\-]+)\3\s*)?\)\s*$""")
 
 
@@ -51,6 +53,7 @@ def histogram(ds, sel, axes: List[str], nbins: List[int], ranges: List[Optional[
             lo, hi = r
         if lo == hi:
             lo, hi = lo - 0.5, hi + 0.5
+        histogram_range(name, lo, hi)
         resolved.append((lo, hi))
     w = cols[weights].astype(np.float64) if weights else None
     if len(axes) == 1:

@@ -270,3 +270,9 @@ def test_freed_memory_is_given_back_at_most_every_few_seconds(monkeypatch):
     for _ in range(10):
         t.after_work()  # within the minute: nothing more
     assert calls == [0]
+
+
+def test_a_histogram_range_whose_width_overflows_is_refused(client):
+    for params in ({"x": "energy", "range": "-1e308,1e308"}, {"x": "energy", "y": "ux", "yrange": "-1e308,1e308"}):
+        r = client.get(SP + "/histogram", params=params)
+        assert r.status_code == 422 and "too wide" in r.json()["error"]["message"], (params, r.text)

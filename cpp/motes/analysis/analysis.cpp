@@ -20,6 +20,15 @@ class Binner {
     edges_.resize(a.bins + 1);
     for (uint32_t k = 0; k <= a.bins; ++k) edges_[k] = double(k) * step + a.lo;
     edges_[a.bins] = a.hi;
+    // As numpy refuses: a range whose width overflows float64 (edges inf and NaN), or too
+    // narrow for this many distinct edges.
+    if (!std::isfinite(a.hi - a.lo))
+      throw UsageError("histogram range [" + number_text(a.lo) + ", " + number_text(a.hi) +
+                       "] is too wide: its width overflows float64; give a narrower range");
+    for (uint32_t k = 0; k < a.bins; ++k)
+      if (!(edges_[k] < edges_[k + 1]))
+        throw UsageError("histogram range [" + number_text(a.lo) + ", " + number_text(a.hi) + "] is too narrow for " +
+                         std::to_string(a.bins) + " bins of float64 width; give fewer bins or a wider range");
   }
   // -1 when v falls outside [lo, hi] or is NaN.
   int64_t bin(double v) const {
