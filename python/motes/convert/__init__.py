@@ -24,6 +24,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 
 from ..errors import FormatError, MotesError, NotFoundError, StorageError, UsageError, storage_error, storage_errors
 from . import destination, sources
+from .input_files import check_regular
 from .base import DEFAULT_CHUNK_ROWS, ConversionWarning, Species, Step
 
 __all__ = ["convert", "read", "write", "FORMATS", "detect_format", "Step", "Species", "ConversionWarning"]
@@ -122,7 +123,15 @@ def read(path: str, format: Optional[str] = None, *, chunk_rows: int = DEFAULT_C
     p = os.fspath(path)
     if "%" not in p and not os.path.exists(p):
         raise NotFoundError(f"no such file or dataset: '{p}'", filename=p)
+    _check_source(p)
     return _reading(p, _format(format, p, False).load().read(p, chunk_rows=chunk_rows, **options))
+
+
+def _check_source(path: str) -> None:
+    """A source that is a file must be a regular one: opening a FIFO blocks until something
+    writes to it, a device never ends (a folder is a dataset, a %T path an openPMD series)."""
+    if not os.path.isdir(path) and not sources.PATTERN.search(os.path.basename(path)):
+        check_regular(path, "source", UsageError)
 
 
 def _reading(path: str, steps: Iterable[Step]) -> Iterator[Step]:
@@ -186,10 +195,14 @@ def _files(src: str, fmt: str) -> List[Tuple[str, Optional[int]]]:
     """The source files: one, or one per step for a glob or a %T pattern (openPMD series
     excepted: openpmd-api reads those itself)."""
     if fmt != "openpmd" and sources.is_many(src):
-        return sources.expand(src)
-    if not sources.PATTERN.search(src) and not os.path.exists(src):
-        raise NotFoundError(f"no such file or dataset: '{src}'", filename=src)
-    return [(src, None)]
+        files = sources.expand(src)
+    else:
+        if not sources.PATTERN.search(src) and not os.path.exists(src):
+            raise NotFoundError(f"no such file or dataset: '{src}'", filename=src)
+        files = [(src, None)]
+    for path, _ in files:
+        _check_source(path)
+    return files
 
 
 def _numbered(source, files: List[Tuple[str, Optional[int]]], chunk_rows: int, options: Dict[str, Any],
