@@ -56,7 +56,10 @@ def _header(f) -> Tuple[np.dtype, Tuple[int, ...], bool]:
     version = np.lib.format.read_magic(f)
     read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
     shape, fortran, dtype = read(f)
-    return np.dtype(dtype), tuple(int(s) for s in shape), bool(fortran)
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):  # numpy's header reader lets it through; every use of it would fail
+        raise ValueError(f"its header declares the shape {shape}, with a negative length")
+    return np.dtype(dtype), shape, bool(fortran)
 
 
 def _json_scalar(path: str, name: str, value: np.ndarray) -> Any:
