@@ -148,7 +148,8 @@ class Dataset:
     def sample(self, field: str, x, y=None, z=None, *, step: Optional[int] = None, component: Optional[str] = None,
                fill: float = float("nan")):
         """A grid field of a step at arbitrary points (positions x, y, z): linear interpolation
-        along each axis (trilinear in 3-D), ``fill`` outside the grid; see
+        along each axis (trilinear in 3-D), ``fill`` outside the grid; the positions broadcast
+        together and the result has their shape (``np.meshgrid`` planes give a plane); see
         :meth:`motes.field_file.StoredField.sample`."""
         return self.field(field, step).sample(x, y, z, component=component, fill=fill)
 
