@@ -305,7 +305,7 @@ class IdxDataset:
         """The whole field at ``time`` as a motes.Field, with the header's geometry."""
         f = self.header.fields[0] if field is None else self.header.field(field)
         a = self.read(f.name, time)
-        return geometry.field_of(a.astype(a.dtype.newbyteorder("="), copy=False), f.name, self.ndim, self.dims,
+        return geometry.field_of(a, f.name, self.ndim, self.dims,
                                  self.header, self.path)
 
 
