@@ -57,12 +57,9 @@ def read_input(path: str, time_from: Optional[str] = None) -> Input:
 
 
 def _next_step(path: str) -> int:
-    from .._core import DatasetCore
+    from ..convert.motes_format import next_step
 
-    if os.path.isdir(path) and DatasetCore.exists(path):
-        steps = _open(path).steps
-        return (max(steps) + 1) if steps else 0
-    return 0
+    return next_step(path)
 
 
 def _write(args, inp: Input, source: str) -> int:

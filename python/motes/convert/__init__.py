@@ -18,6 +18,7 @@ import importlib
 import inspect
 import os
 import shutil
+import warnings
 from dataclasses import replace
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -206,13 +207,18 @@ def _files(src: str, fmt: str) -> List[Tuple[str, Optional[int]]]:
 
 
 def _numbered(source, files: List[Tuple[str, Optional[int]]], chunk_rows: int, options: Dict[str, Any],
-              as_step: Optional[int], time: Optional[float], attributes: Optional[Dict[str, Any]]) -> Iterator[Step]:
+              as_step: Optional[int], time: Optional[float], attributes: Optional[Dict[str, Any]],
+              first: int = 0, series: bool = False) -> Iterator[Step]:
     """The steps of every file, with their indexes settled (see convert.sources) and the
-    caller's index, time and attributes applied."""
+    caller's index, time and attributes applied. A step that does not give its index is
+    numbered by its file's position after ``first`` (an append: the index after the
+    dataset's last step). ``series``: the steps are one time series (several files, or an
+    append), so steps without a time get one warning."""
     seen: Dict[int, str] = {}
+    warned = False
     for k, (path, from_name) in enumerate(files):
         for st in _reading(path, source.read(path, chunk_rows=chunk_rows, **options)):
-            index = from_name if from_name is not None else st.index if st.index is not None else k
+            index = from_name if from_name is not None else st.index if st.index is not None else first + k
             if as_step is not None or time is not None:
                 if seen:
                     raise UsageError("--as-step and --time set the index and time of one step; the source has "
@@ -220,6 +226,14 @@ def _numbered(source, files: List[Tuple[str, Optional[int]]], chunk_rows: int, o
                 index = as_step if as_step is not None else index
             if index in seen:
                 raise UsageError(f"{path} and {seen[index]} both give step {index}")
+            if time is None and st.time_missing and (series or len(files) > 1) and not warned:
+                warned = True
+                hint = "time_from=NAME (CLI: --time-from NAME) takes each step's time from a scalar of its file"
+                if len(files) == 1:
+                    hint += ", time=T (CLI: --time T) sets it"
+                warnings.warn(ConversionWarning(
+                    f"{path}: {st.time_missing}: step {index} is written at time 0, as is every step of this "
+                    f"series that gives no time; {hint}"), stacklevel=2)
             seen[index] = path
             yield replace(st, index=int(index), time=st.time if time is None else float(time),
                           attributes={**st.attributes, **(attributes or {})})
@@ -303,7 +317,13 @@ def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format:
         # Sources that can skip steps do so before preparing them (a motes source plans
         # spatial blocks per species); _select still filters what others yield.
         options.setdefault("steps", [int(s) for s in step])
-    steps = _select(_numbered(source, files, chunk_rows, options, as_step, time, attributes), step, species, bar)
+    first = 0
+    if append and as_step is None:  # steps that do not give their index go after the dataset's last
+        from .motes_format import next_step
+
+        first = next_step(dst)
+    steps = _select(_numbered(source, files, chunk_rows, options, as_step, time, attributes, first,
+                              series=append and first > 0), step, species, bar)
     if append:  # into the dataset itself: each step is published atomically by the writer
         try:
             with storage_errors(dst, "cannot write"):

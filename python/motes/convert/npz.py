@@ -244,7 +244,10 @@ def read(path: str, *, chunk_rows: int, time_from: Optional[str] = None) -> Iter
     name = m["species"] or "particles"
     sp = Species(name, cols, count, chunks, m["units"], m["species_attributes"])
     index = m["index"]  # None: the archive does not say (convert numbers it)
-    yield Step(None if index is None else int(index), float(m["time"] or 0.0), m["attributes"], {name: sp})
+    missing = "" if m["time"] is not None else \
+        f"no scalar 'time' (scalars: {', '.join(c.scalars) or 'none'}) and no motes metadata"
+    yield Step(None if index is None else int(index), float(m["time"] or 0.0), m["attributes"], {name: sp},
+               time_missing=missing)
 
 
 def write(path: str, steps: Iterable[Step], **options) -> None:
