@@ -73,41 +73,50 @@ def _refuse(path: str, what: str, name: str, why: str) -> FormatError:
 
 
 def _scan(path: str, f, folder: str) -> Optional[FormatError]:
-    """The first problem, or None. (An exception raised inside h5py's visit would surface as
-    a SystemError: the callback returns the problem, which stops the visit.)"""
-    import h5py
+    """The first problem, or None. h5py's low-level API: a visit of the links (external ones
+    are not followed) and of the objects reachable by hard links, whose datasets' creation
+    properties say where their values are (about 4x faster than the high-level objects)."""
+    from h5py import h5d, h5l, h5o
 
-    def link(name, lnk):
-        if isinstance(lnk, h5py.ExternalLink):
-            found = _first_existing(_candidates(lnk.filename, folder, "HDF5_EXT_PREFIX"))
-            why = _problem(found, folder)
+    found: List[FormatError] = []
+
+    def link(name: bytes, info):
+        if info.type == h5l.TYPE_EXTERNAL:
+            target = os.fsdecode(f.id.links.get_val(name)[0])
+            why = _problem(_first_existing(_candidates(target, folder, "HDF5_EXT_PREFIX")), folder)
             if why:
-                return _refuse(path, f"the external link '/{name}'", lnk.filename, why)
-        elif isinstance(lnk, h5py.HardLink):
-            obj = f.get(name)
-            if isinstance(obj, h5py.Dataset):
-                return _dataset(name, obj)
+                found.append(_refuse(path, f"the external link '/{os.fsdecode(name)}'", target, why))
+                return 1  # stops the visit
         return None
 
-    def _dataset(name, ds):
-        for ext_name, _offset, _size in ds.external or ():
-            ext_name = os.fsdecode(ext_name)
+    def dataset(name: bytes, info):
+        if info.type != h5o.TYPE_DATASET:
+            return None
+        where = os.fsdecode(name)
+        dcpl = h5d.open(f.id, name).get_create_plist()
+        for k in range(dcpl.get_external_count()):
+            raw = os.fsdecode(dcpl.get_external(k)[0])
             prefix = os.environ.get("HDF5_EXTFILE_PREFIX", "").replace("${ORIGIN}", folder) or os.getcwd()
-            target = ext_name if os.path.isabs(ext_name) else os.path.join(prefix, ext_name)
+            target = raw if os.path.isabs(raw) else os.path.join(prefix, raw)
             why = _problem(target if os.path.exists(target) else None, folder)
             if why:
-                return _refuse(path, f"dataset '/{name}' keeps its values in an external file: it", ext_name, why)
-        if ds.is_virtual:
-            for src in ds.virtual_sources():
-                if src.file_name == ".":  # this file
+                found.append(_refuse(path, f"dataset '/{where}' keeps its values in an external file: it", raw, why))
+                return 1
+        if dcpl.get_layout() == h5d.VIRTUAL:
+            for k in range(dcpl.get_virtual_count()):
+                source = os.fsdecode(dcpl.get_virtual_filename(k))
+                if source == ".":  # this file
                     continue
-                found = _first_existing(_candidates(src.file_name, folder, "HDF5_VDS_PREFIX"))
-                why = _problem(found, folder)
+                why = _problem(_first_existing(_candidates(source, folder, "HDF5_VDS_PREFIX")), folder)
                 if why:
-                    return _refuse(path, f"the virtual dataset '/{name}'", src.file_name, why)
+                    found.append(_refuse(path, f"the virtual dataset '/{where}'", source, why))
+                    return 1
         return None
 
-    return f.visititems_links(link)
+    f.id.links.visit(link, info=True)
+    if not found:
+        h5o.visit(f.id, dataset, info=True)
+    return found[0] if found else None
 
 
 def check(path: str, f) -> None:
