@@ -58,7 +58,7 @@ class Leftover:
     def describe(self) -> str:
         size = _size_text(self.bytes)
         if self.kind == "temporary file":
-            state = "running: a write in progress?" if self.alive else "not running"
+            state = "running: a write in progress?" if self.alive else "not running on this host"
             return f"{self.relative}  (temporary file, {size}, writer pid {self.pid} {state})"
         who = ""
         if self.pids:
