@@ -10,14 +10,13 @@ writes that one step of one species from memory, with the options below.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
 from .. import _defaults
 from .._core import UsageError
-from .common import (_add_progress, _attr_arg, _bytes, _g, _key_value, _nonneg_int, _num, _open, _out, _positive_int,
+from .common import (_add_progress, _attr_arg, _bytes, _g, _key_value, _nonneg_int, _num, _out, _positive_int,
                      _progress, _rate, _sub)
 
 
