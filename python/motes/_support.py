@@ -4,11 +4,25 @@ bars for the core's callbacks, and failures agreed between MPI ranks."""
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any, Dict
 
 from . import _core
 from ._core import MotesError, UsageError
 from .errors import storage_errors
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process of this pid runs on this host (one of another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OverflowError, ValueError):  # not a pid this system can have
+        return False
+    return True
 
 
 def storage_method(doing: str):

@@ -148,7 +148,8 @@ class Dataset:
     def sample(self, field: str, x, y=None, z=None, *, step: Optional[int] = None, component: Optional[str] = None,
                fill: float = float("nan")):
         """A grid field of a step at arbitrary points (positions x, y, z): linear interpolation
-        along each axis (trilinear in 3-D), ``fill`` outside the grid; see
+        along each axis (trilinear in 3-D), ``fill`` outside the grid; the positions broadcast
+        together and the result has their shape (``np.meshgrid`` planes give a plane); see
         :meth:`motes.field_file.StoredField.sample`."""
         return self.field(field, step).sample(x, y, z, component=component, fill=fill)
 
@@ -396,6 +397,27 @@ class Dataset:
 
         return track(self, ids, where=where, at_step=at_step, steps=steps, columns=columns, species=species,
                      id_column=id_column, fields=fields, preserve_order=preserve_order)
+
+    @storage_method("cannot list the dataset's folder")
+    def leftovers(self):
+        """What writers that died left in the dataset's folder (never part of the dataset):
+        temporary files ``*.tmp-<pid>-<n>`` and folders of unpublished steps, as
+        :class:`motes.leftovers.Leftover` (with the writer's pid and whether it runs on this
+        host: a write in progress looks the same). See :mod:`motes.leftovers`."""
+        from . import leftovers
+
+        core = _core.DatasetCore.open(self.path)  # the manifest on disk now, not this handle's snapshot
+        return leftovers.find(core)
+
+    @storage_method("cannot clean the dataset's folder")
+    def clean_leftovers(self, *, lock_timeout: Optional[float] = None):
+        """Removes the leftovers of writers that no longer run, under the dataset's writers'
+        lock (UsageError naming the holder while another writer holds it); returns (removed,
+        kept). A running writer's files are never removed. See :mod:`motes.leftovers`."""
+        from . import leftovers
+
+        timeout = None if lock_timeout is None else _args.number("lock_timeout", lock_timeout)
+        return leftovers.clean(self.path, timeout)
 
     @storage_method("cannot read")
     def verify(self, progress: bool = False) -> Dict[str, int]:

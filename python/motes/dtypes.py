@@ -10,7 +10,7 @@ import numpy as np
 from . import _core
 from ._core import UsageError
 
-__all__ = ["NAMES", "SUPPORTED", "SUMMARY", "numpy_dtype", "name_of", "column_array"]
+__all__ = ["NAMES", "SUPPORTED", "SUMMARY", "numpy_dtype", "name_of", "column_array", "stored_array"]
 
 #: Stored dtype names in code order ("f32", "f64", "i8", ... "u64"): the core's table.
 NAMES = tuple(d.name for d in _core.dtypes())
@@ -63,13 +63,24 @@ def column_array(name: str, values) -> np.ndarray:
     arr = np.asarray(values)
     if arr.ndim != 1:
         raise UsageError(f"column '{name}' must be 1-D, got shape {arr.shape}")
+    stored = stored_array(f"column '{name}'", arr)
+    if stored is not arr:
+        return stored
+    if not arr.flags.aligned or arr.strides[0] % arr.dtype.itemsize:
+        return np.ascontiguousarray(arr)
+    return arr
+
+
+def stored_array(what: str, arr: np.ndarray) -> np.ndarray:
+    """``arr`` in the stored dtype it becomes, for particle columns and grid fields alike:
+    itself when its dtype is stored as it is; a copy for booleans (stored as uint8) and for
+    non-native byte order (big-endian data, in native order); UsageError naming ``what``
+    for any other dtype (structured, text, complex, ...)."""
     dt = arr.dtype
     if dt == np.bool_:
         return arr.astype(np.uint8)
     if dt.fields is not None or dt.newbyteorder("=") not in SUPPORTED:
-        raise UsageError(f"column '{name}' has unsupported dtype {dt} (use {SUMMARY})")
+        raise UsageError(f"{what} has unsupported dtype {dt} (use {SUMMARY})")
     if not dt.isnative:
         return arr.astype(dt.newbyteorder("="))
-    if not arr.flags.aligned or arr.strides[0] % dt.itemsize:
-        return np.ascontiguousarray(arr)
     return arr

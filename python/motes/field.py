@@ -22,7 +22,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .dtypes import SUMMARY, SUPPORTED
+from .dtypes import stored_array
 from .errors import UsageError
 
 __all__ = ["Field", "CENTERINGS", "AXES"]
@@ -57,6 +57,10 @@ class Field:
     ``tolerance`` > 0 stores the samples lossily within that absolute error (ZFP fixed
     accuracy, block by block: a block ZFP cannot keep within it, or holding NaN or an
     infinity, is stored exactly); 0 (the default) stores them exactly.
+
+    The samples take the dtypes of particle columns, converted the same way
+    (``motes.dtypes.stored_array``): float32/64, int8-64 and uint8-64 as they are,
+    big-endian arrays in native byte order, booleans as uint8.
     """
 
     array: Any
@@ -70,9 +74,7 @@ class Field:
     tolerance: float = 0.0
 
     def __post_init__(self):
-        a = np.asarray(self.array)
-        if a.dtype not in SUPPORTED:
-            raise UsageError(f"a field's dtype must be one of {SUMMARY}, got {a.dtype}")
+        a = stored_array("a field", np.asarray(self.array))  # as particle columns: big-endian, booleans
         if self.components is not None:
             self.components = tuple(str(c) for c in self.components)
             if a.ndim < 2 or a.shape[-1] != len(self.components):

@@ -285,15 +285,30 @@ class StoredField:
         """The field at points (x, y, z positions; as many arrays as the grid has axes): linear
         along each axis between the samples around each point (trilinear in 3-D; between cell
         centres for a cell-centred field), ``fill`` outside the samples' hull. A vector field
-        needs ``component``. The grid is read whole once (kept for later calls)."""
+        needs ``component``. The grid is read whole once (kept for later calls).
+
+        The positions broadcast together as numpy arrays do, and the result has their shape:
+        1-D arrays give a 1-D result, ``np.meshgrid`` planes a plane, numbers a 0-d array.
+        Positions must be numbers (integers or floats), else UsageError naming the dtype."""
         s = self.sampler(component, threads)
         given = [c for c in (x, y, z) if c is not None]
         if len(given) < self.ndim:
             raise UsageError(f"field '{self.name}' is {self.ndim}-D: give {'x, y, z'[: 3 * self.ndim - 2]}")
-        arrays = [np.ascontiguousarray(np.asarray(c, dtype=np.float64).ravel()) for c in given]
-        if len({a.size for a in arrays}) > 1:
-            raise UsageError("x, y and z must have the same length")
-        return s.sample(*(arrays + [None] * (3 - len(arrays))), fill=float(fill), threads=threads)
+        arrays = []
+        for axis, c in zip("xyz", given):
+            a = np.asarray(c)
+            if a.dtype.kind not in "iuf":
+                raise UsageError(f"sample: {axis} must be numbers (positions), got an array of dtype {a.dtype}")
+            arrays.append(a)
+        try:
+            arrays = np.broadcast_arrays(*arrays)
+        except ValueError:
+            shapes = ", ".join(f"{axis} {a.shape}" for axis, a in zip("xyz", arrays))
+            raise UsageError(f"sample: the positions' shapes do not broadcast together ({shapes})") from None
+        shape = arrays[0].shape
+        flat = [np.ascontiguousarray(a, dtype=np.float64).reshape(-1) for a in arrays]
+        out = s.sample(*(flat + [None] * (3 - len(flat))), fill=float(fill), threads=threads)
+        return np.asarray(out).reshape(shape)
 
     def sampler(self, component: Optional[str] = None, threads: int = 0):
         """The core's sampler of one component (the grid read whole once, then kept); a

@@ -66,16 +66,57 @@ class Track:
                 f"{int(self.present.sum())} rows, columns {list(self.values)})")
 
 
+_I64_MIN, _U64_END = -(1 << 63), 1 << 64
+
+
+def _id_value(v) -> int:
+    """One id as a Python int (an integral float is taken; anything else is a UsageError)."""
+    if isinstance(v, (bool, np.bool_)):
+        raise UsageError(f"ids must be integers, got {v!r}")
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)) and np.isfinite(v) and float(v).is_integer():
+        return int(v)
+    raise UsageError(f"ids must be integers, got {v!r}")
+
+
+def _as_ids(ids) -> np.ndarray:
+    """The ids asked for, 1-D, as int64, or uint64 when one is 2^63 or more (ids of a uint64
+    column): every value checked exactly, never through float64 (which numpy makes of
+    ``[2**63 + 1, 5]``, losing the id). UsageError naming a value that is not an integer or
+    lies outside the 64-bit integers."""
+    if isinstance(ids, np.ndarray) or (hasattr(ids, "__array__") and not isinstance(ids, (list, tuple))):
+        a = np.asarray(ids).ravel()
+        if a.dtype.kind in "iu":
+            return a
+        if a.dtype.kind not in "fO":
+            raise UsageError(f"ids must be integers, got an array of dtype {a.dtype}")
+        values = a.tolist()
+    elif isinstance(ids, (int, np.integer, float, np.floating)):
+        values = [ids]
+    else:
+        values = list(np.asarray(ids, dtype=object).ravel())  # nested lists too, each value as given
+    out = [_id_value(v) for v in values]
+    if not out:
+        return np.zeros(0, dtype=np.int64)
+    lo, hi = min(out), max(out)
+    for v in (lo, hi):
+        if not _I64_MIN <= v < _U64_END:
+            raise UsageError(f"id {v} is outside the 64-bit integers (ids are int64 or uint64 values)")
+    if lo < 0 and hi >= 1 << 63:
+        raise UsageError(f"ids {lo} and {hi} cannot be ids of one column: no 64-bit integer type holds both")
+    return np.array(out, dtype=np.uint64 if hi >= 1 << 63 else np.int64)
+
+
 def _ids_for(dtype: np.dtype, ids: np.ndarray, column: str) -> np.ndarray:
     """The ids as the core's find_ids takes them: int64 values in the column's type (the bits
-    of a uint64 id)."""
-    if ids.dtype.kind not in "iu":
-        if ids.dtype.kind == "f" and np.all(np.isfinite(ids)) and np.all(ids == np.round(ids)):
-            ids = ids.astype(np.int64)
-        else:
-            raise UsageError(f"ids must be integers (the id column '{column}' is {dtype}), got {ids.dtype}")
+    of a uint64 id). UsageError naming an id the column's type cannot hold at all."""
     if dtype.kind == "u" and ids.dtype.kind == "i" and np.any(ids < 0):
-        raise UsageError(f"the id column '{column}' is {dtype}: negative ids cannot be in it")
+        raise UsageError(f"id {int(ids[ids < 0][0])} is negative: the id column '{column}' is {dtype}, "
+                         "which holds no negative id")
+    if dtype.kind == "i" and ids.dtype == np.uint64 and np.any(ids >= np.uint64(1 << 63)):
+        big = int(ids[ids >= np.uint64(1 << 63)][0])
+        raise UsageError(f"id {big} is past 2^63 - 1: the id column '{column}' is {dtype}, which cannot hold it")
     if dtype == np.uint64:
         return ids.astype(np.uint64).view(np.int64)
     return ids.astype(np.int64)
@@ -94,9 +135,7 @@ def track(ds, ids=None, *, where: Optional[str] = None, at_step: Optional[int] =
         ids = ds.query(where, step=at_step, species=species, columns=[col])[col]
     elif where is not None or at_step is not None:
         raise UsageError("give ids or where= (with at_step=), not both")
-    ids = np.asarray(ids)
-    if ids.ndim != 1:
-        ids = ids.ravel()
+    ids = _as_ids(ids)
     if len(np.unique(ids)) != len(ids):
         raise UsageError("ids must be distinct")
     if not preserve_order:

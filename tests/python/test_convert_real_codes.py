@@ -233,3 +233,66 @@ def test_append_refuses_what_is_not_a_dataset(tmp_path):
     with pytest.raises(motes.UsageError, match="one step"):
         pysco_like(tmp_path / "t.npz", 1, iteration=2, time=0.0)
         convert(str(tmp_path / "*.npz"), tmp_path / "x.motes", as_step=5)
+
+
+def _untimed(path, seed, **scalars):
+    """An .npz of particles that records neither its step nor its time."""
+    rng = np.random.default_rng(seed)
+    np.savez(path, x=rng.random(50), y=rng.random(50), z=rng.random(50), **scalars)
+    return path
+
+
+def test_append_one_file_at_a_time_continues_after_the_last_step(tmp_path, capsys):
+    """Files that do not give their index, appended one call each: each continues after the
+    dataset's last step (it was 'step 0 already exists' from the second file on); a glob
+    appended later continues from there too; --as-step still chooses."""
+    files = [_untimed(tmp_path / f"snap_{k}.npz", k, a=np.float64(k)) for k in range(3)]
+    out = tmp_path / "run.motes"
+    for f in files:
+        assert main(["convert", str(f), str(out), "--append", "--no-progress"]) == 0, capsys.readouterr().err
+    ds = motes.open(out)
+    assert ds.steps == [0, 1, 2]
+    for k, f in enumerate(files):  # each step holds its file's particles
+        np.testing.assert_array_equal(np.sort(ds.query(step=k)["x"]), np.sort(np.load(f)["x"]))
+    more = [_untimed(tmp_path / f"more_{k}.npz", 10 + k) for k in range(2)]
+    assert main(["convert", str(tmp_path / "more_*.npz"), str(out), "--append", "--no-progress"]) == 0
+    ds = motes.open(out)
+    assert ds.steps == [0, 1, 2, 3, 4]
+    np.testing.assert_array_equal(np.sort(ds.query(step=4)["x"]), np.sort(np.load(more[1])["x"]))
+    assert main(["convert", str(files[0]), str(out), "--append", "--as-step", "9", "--no-progress"]) == 0
+    assert motes.open(out).steps == [0, 1, 2, 3, 4, 9]
+    assert main(["convert", str(files[0]), str(out), "--append", "--as-step", "2"]) == 2
+    assert "step 2" in capsys.readouterr().err
+    # files that give their index keep it
+    pysco_like(tmp_path / "it.npz", 5, iteration=42, time=1.0)
+    assert main(["convert", str(tmp_path / "it.npz"), str(out), "--append", "--no-progress"]) == 0
+    assert motes.open(out).steps == [0, 1, 2, 3, 4, 9, 42]
+    motes.open(out).verify()
+
+
+def test_a_series_without_times_warns_and_names_time_from(tmp_path, capsys):
+    for k in range(3):
+        _untimed(tmp_path / f"snap_{k}.npz", k, aexp=np.float64(0.1 * (k + 1)))
+    assert main(["convert", str(tmp_path / "snap_%T.npz"), str(tmp_path / "a.motes"), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("motes: warning:") == 1, err  # once for the series
+    assert "snap_0.npz: no scalar 'time' (scalars: aexp)" in err and "written at time 0" in err
+    assert "--time-from NAME" in err
+    assert motes.open(tmp_path / "a.motes").times == [0.0, 0.0, 0.0]
+    # as it says: --time-from takes the times, and nothing is said
+    assert main(["convert", str(tmp_path / "snap_%T.npz"), str(tmp_path / "b.motes"), "--time-from", "aexp",
+                 "--no-progress"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert motes.open(tmp_path / "b.motes").times == pytest.approx([0.1, 0.2, 0.3])
+    # one file into a new dataset: its time 0 is no series, no warning
+    assert main(["convert", str(tmp_path / "snap_0.npz"), str(tmp_path / "c.motes"), "--no-progress"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    # appended one by one, the second file on builds a series: warned, naming --time too
+    assert main(["convert", str(tmp_path / "snap_1.npz"), str(tmp_path / "c.motes"), "--append",
+                 "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "snap_1.npz: no scalar 'time'" in err and "--time-from NAME" in err and "--time T" in err, err
+    assert main(["convert", str(tmp_path / "snap_2.npz"), str(tmp_path / "c.motes"), "--append", "--time", "2.5",
+                 "--no-progress"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert motes.open(tmp_path / "c.motes").times == [0.0, 0.0, 2.5]

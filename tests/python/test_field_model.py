@@ -1,6 +1,8 @@
 """motes.Field: the in-memory grid field every writer, reader and converter shares
 (python/motes/field.py): geometry in (x, y, z) order, arrays in (z, y, x) C order."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -42,3 +44,28 @@ def test_vector_rectilinear_and_lower_dimensions():
 def test_bad_fields_are_refused_by_name(kwargs, needle):
     with pytest.raises(motes.UsageError, match=needle):
         Field(**kwargs)
+
+
+@pytest.mark.parametrize("dtype", [">f4", ">f8", ">i2", ">u4", ">i8", "?"])
+def test_fields_take_the_dtypes_particle_columns_take(tmp_path, dtype):
+    """Big-endian arrays (HDF5, FITS) and booleans: what a particle column accepts, a field
+    accepts, converted the same way (motes.dtypes.stored_array), and reads back equal."""
+    from motes.dtypes import column_array
+
+    rng = np.random.default_rng(4)
+    a = (rng.random((3, 4, 5)) * 100).astype(dtype)
+    f = Field(a, components=None)
+    want = column_array("c", a.ravel())  # what a particle column of these values becomes
+    assert f.array.dtype == want.dtype and f.array.dtype.isnative
+    np.testing.assert_array_equal(f.array.ravel(), want)
+    motes.write(tmp_path / "r.motes", None, fields={"f": f}, sync=False)
+    got = motes.open(tmp_path / "r.motes").field("f").read()
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, a.astype(want.dtype))
+
+
+@pytest.mark.parametrize("bad", [np.zeros((2, 2), "U3"), np.zeros((2, 2), [("a", "f4"), ("b", "f4")]),
+                                 np.zeros((2, 2), ">c8"), np.zeros((2, 2), object)])
+def test_fields_refuse_what_particle_columns_refuse(bad):
+    with pytest.raises(motes.UsageError, match=f"a field has unsupported dtype {re.escape(str(bad.dtype))}"):
+        Field(bad)

@@ -58,3 +58,34 @@ def test_vector_fields_need_a_component_and_datasets_sample_their_particles(tmp_
     np.testing.assert_allclose(got, reference(comp, [p["x"], p["y"], p["z"]], 0.0), rtol=1e-12, atol=1e-12)
     with pytest.raises(motes.UsageError, match="give x, y, z"):
         ds.sample("E", p["x"], component="x")
+
+
+def test_positions_of_any_shape_give_values_of_that_shape(tmp_path):
+    """numpy's way: the positions broadcast together, the values come in their shape (a
+    meshgrid plane gives a plane), each equal to sampling the flattened points."""
+    rng = np.random.default_rng(7)
+    f = Field(rng.standard_normal((6, 7, 8)).astype(np.float32), origin=(0, 0, 0), spacing=(1, 1, 1))
+    motes.write(tmp_path / "r.motes", {k: rng.random(10) for k in "xyz"}, fields={"rho": f}, sync=False)
+    ds = motes.open(tmp_path / "r.motes")
+    xs, ys = np.linspace(-1, 8, 13), np.linspace(0, 6, 5)
+    X, Y = np.meshgrid(xs, ys, indexing="ij")
+    got = ds.sample("rho", X, Y, 2.5)
+    assert got.shape == (13, 5)
+    want = reference(f, [X.ravel(), Y.ravel(), np.full(X.size, 2.5)], np.nan).reshape(13, 5)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, equal_nan=True)
+    col = ds.sample("rho", xs[:, None], ys[None, :], np.float32(2.5))  # broadcasting, as numpy does
+    np.testing.assert_array_equal(col, got)
+    one = ds.sample("rho", 1.5, 2, 3)
+    assert one.shape == () and one == reference(f, [[1.5], [2], [3]], np.nan)[0]
+    with pytest.raises(motes.UsageError, match=r"do not broadcast together \(x \(13,\), y \(5,\), z \(\)\)"):
+        ds.sample("rho", xs, ys, 2.5)
+
+
+@pytest.mark.parametrize("bad, dtype", [(["a", "b"], "<U1"), (np.array([b"1"]), "|S1"),
+                                        (np.array([1, "x"], dtype=object), "object"), ([1 + 2j], "complex128")])
+def test_positions_that_are_not_numbers_are_a_usage_error(tmp_path, bad, dtype):
+    f = Field(np.zeros((4, 4, 4), np.float32))
+    motes.write(tmp_path / "r.motes", {k: np.zeros(3) for k in "xyz"}, fields={"rho": f}, sync=False)
+    ds = motes.open(tmp_path / "r.motes")
+    with pytest.raises(motes.UsageError, match=f"y must be numbers.*dtype {dtype}"):
+        ds.sample("rho", np.zeros(len(bad)), bad, np.zeros(len(bad)))

@@ -6,6 +6,7 @@ import io
 import json
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -65,3 +66,38 @@ def test_damaged_manifest(tmp_path_factory, data):
         json.dumps(ds.attributes)
     except ALLOWED:
         pass
+
+
+def _npz_with_shapes(path, shapes):
+    """An .npz whose members declare these shapes over 4 float64 values each (as a damaged or
+    crafted archive can: numpy's header reader accepts any integers)."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, shape in shapes.items():
+            b = io.BytesIO()
+            np.lib.format.write_array_header_1_0(b, {"descr": "<f8", "fortran_order": False, "shape": shape})
+            b.write(np.arange(4.0).tobytes())
+            zf.writestr(name + ".npy", b.getvalue())
+
+
+@pytest.mark.parametrize("shapes", [
+    {"x": (-4,), "y": (-4,), "z": (-4,)},
+    {"x": (4,), "y": (4,), "z": (4,), "pos": (-4, 3)},
+    {"pos": (-4, 3)},
+    {"x": (4,), "y": (4,), "z": (4,), "w": (4, -1)},
+    {"x": (4,), "y": (4,), "z": (4,), "__motes__": (-3,)},
+])
+@pytest.mark.parametrize("how", ["convert", "write"])
+def test_npz_member_with_a_negative_shape_is_a_format_error(tmp_path, shapes, how):
+    from motes.cli import main
+
+    src = tmp_path / "neg.npz"
+    _npz_with_shapes(src, shapes)
+    member = next(n for n, s in shapes.items() if min(s) < 0)
+    with pytest.raises(motes.FormatError, match=f"{member}.npy.*negative length"):
+        npz.contents(str(src))
+    out = tmp_path / "out.motes"
+    args = ["convert", str(src), str(out)] if how == "convert" else ["write", str(out), str(src)]
+    assert main(args + ["--no-progress"]) == motes.FormatError.exit_code
+    assert not out.exists()

@@ -482,3 +482,93 @@ def test_fuzz_header_parser(text):
     except ALLOWED:
         return
     assert h.ndim >= 1 and h.fields and h.bits_per_block >= 1 and h.blocks_per_file >= 1
+
+
+# -- paths a header names: confined to the dataset's folder, regular files only -------------------
+
+def _with_template(path, template):
+    text = path.read_text()
+    path.write_text(re.sub(r"\(filename_template\)\n[^\n]*\n", f"(filename_template)\n{template}\n", text))
+
+
+def _outside_copy(tmp_path):
+    """A dataset, and a second one of the same layout but other values in another folder
+    (what a crafted header would read into the output)."""
+    inside = tmp_path / "in"
+    other = tmp_path / "other"
+    inside.mkdir()
+    other.mkdir()
+    path = _dataset(inside)
+    idx.write(other / "d.idx", [(t, {"a": motes.Field(np.full((5, 6, 7), 7.0, np.float32)),
+                                     "b": motes.Field(np.full((5, 6, 7, 3), 7, np.int32), components="xyz")})
+                                for t in (0, 1)], bits_per_block=4, blocks_per_file=8)
+    return path, other
+
+
+@pytest.mark.parametrize("how", ["absolute", "dotdot", "current-file-directory"])
+def test_a_template_out_of_the_folder_is_refused(tmp_path, how):
+    path, other = _outside_copy(tmp_path)
+    template = {"absolute": f"{other}/d/%04x.bin", "dotdot": "./../other/d/%04x.bin",
+                "current-file-directory": "$(CurrentFileDirectory)/../other/d/%04x.bin"}[how]
+    _with_template(path, template)
+    with pytest.raises(motes.FormatError, match=r"\(filename_template\).*outside the folder") as e:
+        _read_all(path)
+    assert str(path) in str(e.value)
+    out = tmp_path / "out.motes"
+    with pytest.raises(motes.FormatError, match="outside the folder"):
+        motes.convert.convert(path, out)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("what", ["block file", "time folder", "data folder"])
+def test_links_out_of_the_folder_are_refused(tmp_path, what):
+    path, other = _outside_copy(tmp_path)
+    data = path.parent / "d"
+    target = {"block file": data / "time_0001" / "0000.bin", "time folder": data / "time_0001",
+              "data folder": data}[what]
+    source = other / target.relative_to(path.parent)
+    shutil.rmtree(target) if target.is_dir() else target.unlink()
+    target.symlink_to(source)
+    with pytest.raises(motes.FormatError, match=f"resolves to {re.escape(str(source))}.*outside the folder"):
+        _read_all(path)
+    with pytest.raises(motes.FormatError, match="outside the folder"):
+        motes.convert.convert(path, tmp_path / "out.motes")
+
+
+def test_links_within_the_folder_are_followed(tmp_path):
+    path = _dataset(tmp_path)
+    want = idx.read(path).read("a", 1)
+    data = path.parent / "d"
+    (data / "time_0001").rename(path.parent / "moved")
+    (data / "time_0001").symlink_to(path.parent / "moved")  # still under the dataset's folder
+    assert np.array_equal(idx.read(path).read("a", 1), want)
+
+
+def _read_in_child(path, timeout=30):
+    """Reads every field in a child process: a hang (opening a FIFO) must not take the run with it."""
+    import subprocess
+    import sys
+
+    code = ("import sys, motes\nfrom motes.convert import idx\n"
+            "try:\n"
+            "    with idx.read(sys.argv[1]) as ds:\n"
+            "        [ds.read(n, t) for n in ds.fields for t in ds.times]\n"
+            "    print('read')\n"
+            "except (motes.FormatError, motes.UsageError) as e:\n"
+            "    print(type(e).__name__, e)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def test_a_fifo_in_place_of_a_block_file_or_the_header_is_refused_without_hanging(tmp_path):
+    path = _dataset(tmp_path)
+    block = path.parent / "d" / "time_0001" / "0000.bin"
+    block.unlink()
+    os.mkfifo(block)
+    out = _read_in_child(path)
+    assert out.startswith("FormatError") and str(block) in out and "a FIFO" in out, out
+    fifo = tmp_path / "fifo.idx"
+    os.mkfifo(fifo)
+    out = _read_in_child(fifo)
+    assert out.startswith("FormatError") and str(fifo) in out and "a FIFO" in out, out

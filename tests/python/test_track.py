@@ -4,6 +4,8 @@ unsigned, signed and 32-bit ids, with and without an id index, the answer equals
 join of the raw columns; an id held twice within a step is a FormatError naming it; ids of a
 query at one step; fields sampled along the tracks; the index is checked by verify."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -149,3 +151,51 @@ def test_cli_track(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "motes", "track", str(tmp_path / "run.motes"), "--ids", "x"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "--ids must be integers" in bad.stderr
+
+
+def test_ids_of_2_63_and_more_are_found_and_bad_ids_are_named(tmp_path):
+    """uint64 ids past 2^63 are ids like any other: asked for in a Python list (which numpy
+    would make float64, losing them) they are found, against a brute-force join; ids no
+    64-bit integer holds, or that are not integers, are a UsageError naming the value."""
+    rng = np.random.default_rng(6)
+    big = (np.uint64(1 << 63) + rng.permutation(4000).astype(np.uint64))
+    ids = np.concatenate([big, np.arange(5, 1005, dtype=np.uint64)])
+    cols = step_columns(rng, rng.permutation(ids))
+    motes.write(tmp_path / "run.motes", cols, sync=False)
+    ds = motes.open(tmp_path / "run.motes")
+    asked = [2**63 + 1, 5, 2**63 + 3999, 2**64 - 1, 7]
+    t = ds.track(asked, columns=["energy"])
+    present, want = brute([cols], asked, ["energy"])
+    assert present.tolist() == [[True, True, True, False, True]]
+    assert np.array_equal(t.present, present)
+    np.testing.assert_array_equal(t.arrays["energy"], want["energy"])
+    assert t.ids.dtype == np.uint64 and [int(i) for i in t.ids] == asked
+    assert ds.track(np.array(asked, dtype=np.uint64)).present.tolist() == present.tolist()
+    for bad, needle in [([2**64, 5], "id 18446744073709551616 is outside the 64-bit integers"),
+                        ([-(2**63) - 1], "id -9223372036854775809 is outside the 64-bit integers"),
+                        ([-3, 5], "id -3 is negative: the id column 'id' is uint64"),
+                        ([2**63 + 1, -5], "ids -5 and 9223372036854775809 cannot be ids of one column"),
+                        ([1.5], "ids must be integers, got 1.5"), (["7"], "ids must be integers, got '7'"),
+                        ([True], "ids must be integers, got True"),
+                        (np.array(["7"]), "ids must be integers, got an array of dtype <U1")]:
+        with pytest.raises(motes.UsageError, match=re.escape(needle)):
+            ds.track(bad)
+    assert ds.track([5.0, 2.0**63]).present.tolist() == [[True, True]]  # integral floats are ids
+    signed = {**cols, "id": np.arange(len(ids), dtype=np.int64)}
+    motes.write(tmp_path / "signed.motes", signed, sync=False)
+    with pytest.raises(motes.UsageError, match=re.escape("id 9223372036854775809 is past 2^63 - 1: the id "
+                                                         "column 'id' is int64")):
+        motes.open(tmp_path / "signed.motes").track([2**63 + 1, 5])
+
+
+def test_cli_track_ids_past_2_63(tmp_path):
+    from motes.cli import main
+
+    rng = np.random.default_rng(8)
+    ids = np.uint64(1 << 63) + np.arange(100, dtype=np.uint64)
+    motes.write(tmp_path / "run.motes", step_columns(rng, ids), sync=False)
+    out = tmp_path / "t.npz"
+    assert main(["track", str(tmp_path / "run.motes"), "--ids", f"{2**63 + 1},5", "-o", str(out)]) == 0
+    got = np.load(out)
+    assert got["ids"].tolist() == [2**63 + 1, 5] and got["present"].tolist() == [[True, False]]
+    assert main(["track", str(tmp_path / "run.motes"), "--ids", str(2**64)]) == 2

@@ -93,7 +93,8 @@ def add_parser(subs) -> None:
     g = p.add_argument_group("building a time series")
     g.add_argument("--append", action="store_true",
                    help="add the steps of SRC to the motes dataset DST (created when absent); each step is "
-                        "published whole; a step DST has already is an error")
+                        "published whole; a step DST has already is an error; a step that does not give its "
+                        "index (no %%T, no 'step' or 'iteration' in the file) continues after DST's last step")
     g.add_argument("--as-step", type=int, default=None, metavar="N",
                    help="the index of the step written (SRC must give one step)")
     g.add_argument("--time", type=float, default=None, metavar="T",

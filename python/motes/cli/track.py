@@ -9,15 +9,14 @@ from .common import _g, _open, _out, _output_kind, _seconds, _split_columns, _su
 
 
 def _ids(text: str):
-    import numpy as np
-
+    """The ids of --ids as Python ints: Dataset.track checks their range and picks the dtype."""
     try:
         values = [int(v) for v in text.replace(" ", "").split(",") if v]
     except ValueError:
         raise UsageError(f"--ids must be integers separated by commas (e.g. --ids 17,42,99), got {text!r}") from None
     if not values:
         raise UsageError("--ids needs at least one id")
-    return np.array(values, dtype=np.uint64 if min(values) >= 0 and max(values) >= 2**63 else np.int64)
+    return values
 
 
 def cmd_track(args) -> int:

@@ -1,4 +1,5 @@
-"""``motes verify``: check the manifest against the files, and every checksum of every file."""
+"""``motes verify``: check the manifest against the files, and every checksum of every file;
+report (and with --clean remove) what writers that died left in the dataset's folder."""
 
 from __future__ import annotations
 
@@ -8,6 +9,28 @@ from .._core import FormatError
 from .common import (_add_progress, _err, _open, _out, _progress, _seconds, _sub)
 
 
+def _report_leftovers(ds, clean: bool) -> None:
+    if clean:
+        removed, kept = ds.clean_leftovers()
+        if removed:
+            _out(f"cleaned: removed {len(removed)} leftover(s) of writers that died:")
+            for item in removed:
+                _out(f"  {item.describe()}")
+        if kept:
+            _out(f"kept {len(kept)} leftover(s) of a writer that is running (a write in progress?):")
+            for item in kept:
+                _out(f"  {item.describe()}")
+        if not removed and not kept:
+            _out("cleaned: no leftovers")
+        return
+    found = ds.leftovers()
+    if found:
+        _out(f"note: {len(found)} leftover(s) of writers (not part of the dataset; readers ignore them; "
+             "'motes verify --clean' removes those of writers that no longer run):")
+        for item in found:
+            _out(f"  {item.describe()}")
+
+
 def cmd_verify(args) -> int:
     ds = _open(args.dataset)
     t0 = time.perf_counter()
@@ -15,6 +38,7 @@ def cmd_verify(args) -> int:
         res = ds.verify(progress=_progress(args))
     except FormatError as e:
         _err(f"motes: error: verification FAILED: {e}")
+        _report_leftovers(ds, args.clean)
         return 1
     dt = time.perf_counter() - t0
     _out(f"OK: {ds.path}: {res['files']} files in {res['steps']} steps verified "
@@ -23,6 +47,7 @@ def cmd_verify(args) -> int:
     if unpinned:
         _out(f"note: the manifest records no file checksums for {unpinned} of {res['species']} species (written "
              "by motes 0.1): their files were checked for counts, bounds and schemas, not identity")
+    _report_leftovers(ds, args.clean)
     return 0
 
 
@@ -31,9 +56,16 @@ def add_parser(subs) -> None:
              "Reads every file of every step and checks all checksums (headers, index sections, data\n"
              "blocks), and checks the manifest against the files (the header checksum it records for\n"
              "each file, particle counts, bounds, schemas). Prints OK, or the first mismatch (file,\n"
-             "column, block) and exits with status 1.",
+             "column, block) and exits with status 1. Then lists what writers left in the folder:\n"
+             "temporary files (*.tmp-<pid>-<n>, with the writer's pid and whether it runs) and folders\n"
+             "of steps the manifest does not list; --clean removes those of writers that no longer\n"
+             "run, under the dataset's writers' lock.",
              "  motes verify run.motes\n"
-             "  motes verify run.motes --no-progress && echo intact")
+             "  motes verify run.motes --no-progress && echo intact\n"
+             "  motes verify run.motes --clean                 # after a killed 'motes convert --append'")
     p.add_argument("dataset", metavar="DATASET", help="dataset directory")
+    p.add_argument("--clean", action="store_true",
+                   help="remove the temporary files and unpublished step folders of writers that no longer "
+                        "run (takes the dataset's writers' lock; never touches a running writer's files)")
     _add_progress(p)
     p.set_defaults(func=cmd_verify)

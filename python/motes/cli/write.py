@@ -10,14 +10,13 @@ writes that one step of one species from memory, with the options below.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
 from .. import _defaults
 from .._core import UsageError
-from .common import (_add_progress, _attr_arg, _bytes, _g, _key_value, _nonneg_int, _num, _open, _out, _positive_int,
+from .common import (_add_progress, _attr_arg, _bytes, _g, _key_value, _nonneg_int, _num, _out, _positive_int,
                      _progress, _rate, _sub)
 
 
@@ -57,12 +56,9 @@ def read_input(path: str, time_from: Optional[str] = None) -> Input:
 
 
 def _next_step(path: str) -> int:
-    from .._core import DatasetCore
+    from ..convert.motes_format import next_step
 
-    if os.path.isdir(path) and DatasetCore.exists(path):
-        steps = _open(path).steps
-        return (max(steps) + 1) if steps else 0
-    return 0
+    return next_step(path)
 
 
 def _write(args, inp: Input, source: str) -> int:

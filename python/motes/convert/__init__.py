@@ -18,12 +18,14 @@ import importlib
 import inspect
 import os
 import shutil
+import warnings
 from dataclasses import replace
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 
 from ..errors import FormatError, MotesError, NotFoundError, StorageError, UsageError, storage_error, storage_errors
 from . import destination, sources
+from .input_files import check_regular
 from .base import DEFAULT_CHUNK_ROWS, ConversionWarning, Species, Step
 
 __all__ = ["convert", "read", "write", "FORMATS", "detect_format", "Step", "Species", "ConversionWarning"]
@@ -122,7 +124,15 @@ def read(path: str, format: Optional[str] = None, *, chunk_rows: int = DEFAULT_C
     p = os.fspath(path)
     if "%" not in p and not os.path.exists(p):
         raise NotFoundError(f"no such file or dataset: '{p}'", filename=p)
+    _check_source(p)
     return _reading(p, _format(format, p, False).load().read(p, chunk_rows=chunk_rows, **options))
+
+
+def _check_source(path: str) -> None:
+    """A source that is a file must be a regular one: opening a FIFO blocks until something
+    writes to it, a device never ends (a folder is a dataset, a %T path an openPMD series)."""
+    if not os.path.isdir(path) and not sources.PATTERN.search(os.path.basename(path)):
+        check_regular(path, "source", UsageError)
 
 
 def _reading(path: str, steps: Iterable[Step]) -> Iterator[Step]:
@@ -186,20 +196,29 @@ def _files(src: str, fmt: str) -> List[Tuple[str, Optional[int]]]:
     """The source files: one, or one per step for a glob or a %T pattern (openPMD series
     excepted: openpmd-api reads those itself)."""
     if fmt != "openpmd" and sources.is_many(src):
-        return sources.expand(src)
-    if not sources.PATTERN.search(src) and not os.path.exists(src):
-        raise NotFoundError(f"no such file or dataset: '{src}'", filename=src)
-    return [(src, None)]
+        files = sources.expand(src)
+    else:
+        if not sources.PATTERN.search(src) and not os.path.exists(src):
+            raise NotFoundError(f"no such file or dataset: '{src}'", filename=src)
+        files = [(src, None)]
+    for path, _ in files:
+        _check_source(path)
+    return files
 
 
 def _numbered(source, files: List[Tuple[str, Optional[int]]], chunk_rows: int, options: Dict[str, Any],
-              as_step: Optional[int], time: Optional[float], attributes: Optional[Dict[str, Any]]) -> Iterator[Step]:
+              as_step: Optional[int], time: Optional[float], attributes: Optional[Dict[str, Any]],
+              first: int = 0, series: bool = False) -> Iterator[Step]:
     """The steps of every file, with their indexes settled (see convert.sources) and the
-    caller's index, time and attributes applied."""
+    caller's index, time and attributes applied. A step that does not give its index is
+    numbered by its file's position after ``first`` (an append: the index after the
+    dataset's last step). ``series``: the steps are one time series (several files, or an
+    append), so steps without a time get one warning."""
     seen: Dict[int, str] = {}
+    warned = False
     for k, (path, from_name) in enumerate(files):
         for st in _reading(path, source.read(path, chunk_rows=chunk_rows, **options)):
-            index = from_name if from_name is not None else st.index if st.index is not None else k
+            index = from_name if from_name is not None else st.index if st.index is not None else first + k
             if as_step is not None or time is not None:
                 if seen:
                     raise UsageError("--as-step and --time set the index and time of one step; the source has "
@@ -207,6 +226,14 @@ def _numbered(source, files: List[Tuple[str, Optional[int]]], chunk_rows: int, o
                 index = as_step if as_step is not None else index
             if index in seen:
                 raise UsageError(f"{path} and {seen[index]} both give step {index}")
+            if time is None and st.time_missing and (series or len(files) > 1) and not warned:
+                warned = True
+                hint = "time_from=NAME (CLI: --time-from NAME) takes each step's time from a scalar of its file"
+                if len(files) == 1:
+                    hint += ", time=T (CLI: --time T) sets it"
+                warnings.warn(ConversionWarning(
+                    f"{path}: {st.time_missing}: step {index} is written at time 0, as is every step of this "
+                    f"series that gives no time; {hint}"), stacklevel=2)
             seen[index] = path
             yield replace(st, index=int(index), time=st.time if time is None else float(time),
                           attributes={**st.attributes, **(attributes or {})})
@@ -290,7 +317,13 @@ def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format:
         # Sources that can skip steps do so before preparing them (a motes source plans
         # spatial blocks per species); _select still filters what others yield.
         options.setdefault("steps", [int(s) for s in step])
-    steps = _select(_numbered(source, files, chunk_rows, options, as_step, time, attributes), step, species, bar)
+    first = 0
+    if append and as_step is None:  # steps that do not give their index go after the dataset's last
+        from .motes_format import next_step
+
+        first = next_step(dst)
+    steps = _select(_numbered(source, files, chunk_rows, options, as_step, time, attributes, first,
+                              series=append and first > 0), step, species, bar)
     if append:  # into the dataset itself: each step is published atomically by the writer
         try:
             with storage_errors(dst, "cannot write"):

@@ -57,6 +57,9 @@ class Step:
     species: Dict[str, Species]
     # the step's grid fields by name: a dict, or the LazyFields of a source
     fields: Mapping[str, Field] = field(default_factory=dict)
+    # why the source gives no time, when it does not (the step is then at time 0): convert()
+    # warns once when a series is written so, naming how to give the times
+    time_missing: str = ""
 
 
 class LazyFields(Mapping):

@@ -26,6 +26,7 @@ import zipfile
 from typing import Optional
 
 from .._core import UsageError
+from .._support import process_alive
 
 PREFIX = ".motes-convert-"
 STALE_SECONDS = 24 * 3600
@@ -40,16 +41,6 @@ def staging_folder(parent: str) -> str:
     """A new private folder in ``parent`` (after removing stale ones of killed conversions)."""
     remove_stale(parent)
     return tempfile.mkdtemp(prefix=f"{PREFIX}{_host()}-{os.getpid()}-", dir=parent)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def remove_stale(parent: str) -> list:
@@ -72,7 +63,7 @@ def remove_stale(parent: str) -> list:
         rest = name[len(PREFIX):].rsplit("-", 2)  # host (may hold '-'), pid, random
         dead = False
         if len(rest) == 3 and rest[0] == host and rest[1].isdigit():
-            dead = int(rest[1]) != os.getpid() and not _alive(int(rest[1]))
+            dead = int(rest[1]) != os.getpid() and not process_alive(int(rest[1]))
         if dead or age > STALE_SECONDS:
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)

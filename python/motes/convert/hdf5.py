@@ -30,6 +30,8 @@ from .._core import FormatError, MotesError, UsageError
 from ..dtypes import SUMMARY
 from ..errors import NotFoundError, storage_error
 from .base import DEFAULT_CHUNK_ROWS, POSITION_NAMES, Species, Step, check_dtype, chunked_arrays
+from . import hdf5_links
+from .input_files import check_regular
 
 try:  # h5py is an optional dependency of motes (extra "convert")
     import h5py
@@ -58,12 +60,19 @@ def open_file(path, mode: str = "r"):
             raise NotFoundError(f"{path}: no such file", filename=path)
         if os.path.isdir(path):
             raise UsageError(f"{path}: is a directory, not an HDF5 file")
+        check_regular(path, "HDF5 file", UsageError)  # opening a FIFO would block
         try:
-            return h5py.File(path, "r")
+            f = h5py.File(path, "r")
         except OSError as e:  # h5py sets errno for failures of the file system, not for bad content
             if e.errno is not None:
                 raise storage_error(e, path, "cannot read") from e
             raise FormatError(f"{path}: not an HDF5 file ({e})") from None
+        try:
+            hdf5_links.check(path, f)  # no external link, virtual source or raw file outside its folder
+        except BaseException:
+            f.close()
+            raise
+        return f
     try:
         return h5py.File(path, mode)
     except OSError as e:

@@ -35,6 +35,18 @@ POSITIONS = ("x", "y", "z")
 EXACT_INTEGERS = 2 ** 53  # float64 holds every integer up to this magnitude exactly
 
 
+def next_step(path: str) -> int:
+    """The index after the last step of the motes dataset at ``path`` (0 when it does not
+    exist or has no step): where an append of a step that does not give its index goes
+    (``motes convert --append``, ``motes write``)."""
+    from .._core import DatasetCore
+
+    if os.path.isdir(path) and DatasetCore.exists(path):
+        steps = [s["index"] for s in DatasetCore.open(path).steps]
+        return max(steps) + 1 if steps else 0
+    return 0
+
+
 def for_motes(sp: Species) -> Species:
     """The species as motes stores it: the one rule of ``motes convert`` and ``motes write``.
 

@@ -56,7 +56,10 @@ def _header(f) -> Tuple[np.dtype, Tuple[int, ...], bool]:
     version = np.lib.format.read_magic(f)
     read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
     shape, fortran, dtype = read(f)
-    return np.dtype(dtype), tuple(int(s) for s in shape), bool(fortran)
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):  # numpy's header reader lets it through; every use of it would fail
+        raise ValueError(f"its header declares the shape {shape}, with a negative length")
+    return np.dtype(dtype), shape, bool(fortran)
 
 
 def _json_scalar(path: str, name: str, value: np.ndarray) -> Any:
@@ -241,7 +244,10 @@ def read(path: str, *, chunk_rows: int, time_from: Optional[str] = None) -> Iter
     name = m["species"] or "particles"
     sp = Species(name, cols, count, chunks, m["units"], m["species_attributes"])
     index = m["index"]  # None: the archive does not say (convert numbers it)
-    yield Step(None if index is None else int(index), float(m["time"] or 0.0), m["attributes"], {name: sp})
+    missing = "" if m["time"] is not None else \
+        f"no scalar 'time' (scalars: {', '.join(c.scalars) or 'none'}) and no motes metadata"
+    yield Step(None if index is None else int(index), float(m["time"] or 0.0), m["attributes"], {name: sp},
+               time_missing=missing)
 
 
 def write(path: str, steps: Iterable[Step], **options) -> None:

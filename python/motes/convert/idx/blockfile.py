@@ -16,13 +16,13 @@ block, 4 jpg, 6 png, 8 zfp), 0x10 the row-major layout (else HZ order). A slot w
 from __future__ import annotations
 
 import os
-import stat
 import zlib
 from typing import Dict, Iterable, Optional, Tuple
 
 import numpy as np
 
 from ...errors import FormatError, UsageError, storage_errors
+from ..input_files import open_regular
 
 __all__ = ["FILE_HEADER_BYTES", "BLOCK_HEADER_BYTES", "ROW_MAJOR", "CODES", "encode", "decode", "BlockFile",
            "write_block_file", "headers_size"]
@@ -100,13 +100,12 @@ class BlockFile:
         self.fields, self.slots = fields, blocks_per_file
         size = headers_size(fields, blocks_per_file)
         with storage_errors(path, "cannot open the IDX block file"):
-            self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            # without blocking, then checked: a damaged template can name a FIFO, a device or a
+            # directory; ``path`` is the real path (links resolved), so no link is followed
+            self.fd = open_regular(path, "IDX block file (as the header names it)", follow=False)
         try:
             with storage_errors(path, "cannot read the IDX block file"):
-                st = os.fstat(self.fd)
-                if not stat.S_ISREG(st.st_mode):  # a damaged template can name a directory or a device
-                    raise FormatError(f"{path}: the header names this as a block file, but it is not a regular file")
-                self.size = st.st_size
+                self.size = os.fstat(self.fd).st_size
                 if self.size < size:
                     raise FormatError(f"{path}: {self.size} bytes, shorter than the {size} bytes of its headers "
                                       f"({fields} fields x {blocks_per_file} blocks)")

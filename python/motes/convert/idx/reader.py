@@ -20,6 +20,7 @@ import numpy as np
 from ... import _core
 from ...errors import FormatError, UsageError, storage_errors
 from ...field import Field
+from ..input_files import confined, open_regular
 from . import geometry
 from .blockfile import ROW_MAJOR, BlockFile
 from .header import IdxField, IdxHeader, parse
@@ -75,7 +76,8 @@ class IdxDataset:
         with storage_errors(self.path, "cannot read the IDX header"):
             if os.path.isdir(self.path):
                 raise UsageError(f"{self.path} is a folder; an IDX dataset is opened by its .idx header file")
-            with open(self.path, "rb") as f:
+            # opened without blocking and checked: a FIFO or a device is refused, not read
+            with os.fdopen(open_regular(self.path, "IDX header"), "rb") as f:
                 raw = f.read(MAX_HEADER_BYTES + 1)
         if len(raw) > MAX_HEADER_BYTES:
             raise FormatError(f"{self.path}: larger than {MAX_HEADER_BYTES} bytes, not an IDX header")
@@ -273,10 +275,11 @@ class IdxDataset:
 
     def _file(self, time, block: int) -> BlockFile:
         h = self.header
-        name = self._resolve(h.block_filename(time, block))
+        name = h.block_filename(time, block)
         bf = self._files.get(name)
         if bf is None:
-            bf = BlockFile(name, len(h.fields), h.blocks_per_file)  # NotFoundError names a missing file
+            # NotFoundError names a missing file, FormatError one outside the folder or not regular
+            bf = BlockFile(self._resolve(name), len(h.fields), h.blocks_per_file)
             self._files[name] = bf
         else:
             self._files.move_to_end(name)
@@ -287,15 +290,22 @@ class IdxDataset:
             self._files.popitem(last=False)[1].close()
 
     def _resolve(self, name: str) -> str:
+        """The real path of a block file the header names: under the folder of the .idx file
+        (symbolic links resolved, in the time folders too), else FormatError: an absolute
+        template, '../' or a link out of the folder would read any file into the output."""
         folder = os.path.dirname(self.path)
         name = name.replace("$(CurrentFileDirectory)", folder)
-        return os.path.normpath(name if os.path.isabs(name) else os.path.join(folder, name))
+        path = os.path.normpath(name if os.path.isabs(name) else os.path.join(folder, name))
+        try:
+            return confined(folder, path, "block file")
+        except FormatError as e:
+            raise FormatError(f"{self.path}: (filename_template) {self.header.filename_template}: {e}") from None
 
     def to_field(self, field: Optional[str] = None, time=None) -> Field:
         """The whole field at ``time`` as a motes.Field, with the header's geometry."""
         f = self.header.fields[0] if field is None else self.header.field(field)
         a = self.read(f.name, time)
-        return geometry.field_of(a.astype(a.dtype.newbyteorder("="), copy=False), f.name, self.ndim, self.dims,
+        return geometry.field_of(a, f.name, self.ndim, self.dims,
                                  self.header, self.path)
 
 

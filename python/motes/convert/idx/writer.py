@@ -131,12 +131,14 @@ def _check_destination(path: str, data_dir: str, overwrite: bool) -> None:
         if not overwrite:
             raise UsageError(f"{p} exists (overwrite=True replaces an IDX dataset)")
     if os.path.lexists(path):
-        try:
-            with open(path, "rb") as f:
-                head = f.read(64).lstrip()
-        except OSError:
-            head = b""
-        if not os.path.isfile(path) or not head.startswith(b"(version)"):
+        head = b""
+        if os.path.isfile(path):  # checked first: opening a FIFO would block
+            try:
+                with open(path, "rb") as f:
+                    head = f.read(64).lstrip()
+            except OSError:
+                pass
+        if not head.startswith(b"(version)"):
             raise UsageError(f"{path} exists and is not an IDX header; not replacing it")
     if os.path.lexists(data_dir):
         if not os.path.isdir(data_dir) or os.path.islink(data_dir):

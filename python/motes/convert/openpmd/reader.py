@@ -22,6 +22,8 @@ from ..._core import FormatError, UsageError
 from ...errors import NotFoundError
 from ...field import Field
 from ..base import DEFAULT_CHUNK_ROWS, ConversionWarning, LazyFields, Species, Step
+from .. import hdf5_links
+from ..input_files import check_regular
 from ..sources import PATTERN as _PATTERN
 from . import patches
 from .api import (COMPONENT_STANDARD, ITERATION_STANDARD, MESH_COMPONENT_STANDARD, MESH_STANDARD, RECORD_STANDARD,
@@ -49,17 +51,23 @@ def _precheck(path: str) -> None:
         if not matches:
             raise NotFoundError(f"{path}: no file of the series exists (looked for {rx.pattern[1:-1]} in '{folder}')",
                                 filename=path)
-        files = [os.path.join(folder, matches[0])]
+        files = [os.path.join(folder, m) for m in matches]
     else:
         if not os.path.exists(path):
             raise NotFoundError(f"{path}: no such file", filename=path)
         files = [path]
     for f in files:
+        if os.path.isdir(f):  # an ADIOS2 BP series is a folder
+            continue
+        check_regular(f, "openPMD file", UsageError)  # opening a FIFO would block
         if f.endswith(".h5"):
             import h5py  # noqa: PLC0415
             if not h5py.is_hdf5(f):
                 raise FormatError(f"{f}: not an HDF5 file, so not an openPMD series")
             with h5py.File(f, "r") as h:
+                hdf5_links.check(f, h)  # no external link or virtual source outside its folder
+                if f != files[0]:
+                    continue
                 if "openPMD" not in h.attrs:
                     raise FormatError(f"{f}: not an openPMD file (no 'openPMD' attribute at '/')")
                 ver = h.attrs["openPMD"]
