@@ -161,7 +161,8 @@ class Field:
             if any(s <= 0 for s in self.spacing):
                 raise UsageError(f"spacing must be positive, got {self.spacing}")
             if theta and self.origin[1] < 0:
-                raise UsageError(f"a thetaMode field's radial axis (origin[1]) must start at r >= 0, got {self.origin[1]}")
+                raise UsageError(f"a thetaMode field's radial axis (origin[1]) must start at r >= 0, "
+                                 f"got {self.origin[1]}")
         try:
             self.tolerance = float(self.tolerance)
         except (TypeError, ValueError):

@@ -8,7 +8,7 @@ mθ ± Imₘ sin mθ), each mode linear in (z, r), as openPMD-viewer reconstruct
     cart = E.cartesian()                      # x, y at the radial spacing through ±r of the samples, z as stored
     ex = cart.read(component="x")             # (nz, ny, nx)
     plane = cart.read(index_box=((0, cart.dims[1] // 2, 0), (cart.dims[0], cart.dims[1] // 2 + 1, cart.dims[2])))
-    fine = E.cartesian(dims=(256, 256, 512)).to_field(level=1)   # a motes.Field, every 2nd sample
+    fine = E.cartesian(dims=(256, 256, 400)).to_field(level=1)   # a motes.Field, every 2nd sample
 
 The server presents a thetaMode field to the viewer through this view (docs/http-api.md).
 """

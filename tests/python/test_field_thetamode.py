@@ -183,7 +183,8 @@ def test_the_cartesian_resampling_is_openpmd_viewers_3d_reconstruction(run):
     assert np.array_equal(a, e.sample(xx.ravel(), yy.ravel(), zz.ravel(), component="z").reshape(a.shape),
                           equal_nan=True)
     fld = fine.to_field(level=1)
-    assert fld.geometry == "cartesian" and fld.components == ("r", "t", "z", "x", "y") and "openpmd" not in fld.attributes
+    assert fld.geometry == "cartesian" and fld.components == ("r", "t", "z", "x", "y")
+    assert "openpmd" not in fld.attributes
     assert fld.spacing == tuple(2 * h for h in fine.spacing)
 
 

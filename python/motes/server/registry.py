@@ -223,7 +223,8 @@ class Registry:
         theta = None
         if stored.geometry == "thetaMode":  # served as a Cartesian grid (docs/http-api.md, "thetaMode fields")
             theta, stored = stored, stored.cartesian()
-            stored.ranges  # noqa: B018 (reconstructed here, in a worker thread: descriptions answer from the event loop)
+            # its ranges reconstructed here, in a worker thread (descriptions answer from the event loop)
+            stored.ranges  # noqa: B018
         tag = hashlib.blake2b(repr((entry.name, entry.path, st.index, "field", field,
                                     st.fields[field].get("checksum"))).encode(), digest_size=12).hexdigest()
         found = GridField(dataset=entry.name, step=st.index, name=field, time=st.time, stored=stored,
