@@ -119,11 +119,12 @@ def _field_info(ds, step: int, name: str) -> Dict[str, Any]:
     f = ds.field(name, step)
     return {"step": step, "field": name, "path": f._f.path, "parts": f._f.part_count, "tolerance": f.tolerance,
             "dtype": f._f.dtype, "dims": list(f.dims),
-            "components": list(f.components or ()), "centering": f.centering,
+            "components": list(f.components or ()), "geometry": f.geometry,
+            **({"modes": f.modes, "imag": f.imag} if f.geometry == "thetaMode" else {}), "centering": f.centering,
             "origin": list(f.origin) if f.origin else None, "spacing": list(f.spacing) if f.spacing else None,
             "rectilinear": f.coords is not None, "unit": f.unit, **_unit_fields(f.unit), "levels": f.levels,
             "bitmask": f.bitmask, "stored_bytes": f.stored_bytes,
-            "raw_bytes": int(np.prod(f.dims)) * f.dtype.itemsize * len(f.components or (0,)),
+            "raw_bytes": int(np.prod(f.dims)) * f.dtype.itemsize * len(f.components or (0,)) * f.slots,
             "ranges": [[_finite(lo), _finite(hi)] for lo, hi in f.ranges]}
 
 
@@ -135,7 +136,8 @@ def describe(ds, step: Optional[int] = None, species: Optional[str] = None, all_
         names = {}
         for name, sp in st.species.items():
             names[name] = {"count": int(sp["count"]), "bounds": _bounds(*sp["bounds"])}
-        fields = {name: {"dtype": f["dtype"], "dims": list(f["dims"][: f["ndim"]]), "components": f["components"]}
+        fields = {name: {"dtype": f["dtype"], "dims": list(f["dims"][: f["ndim"]]), "components": f["components"],
+                         **({"geometry": f["geometry"]} if f.get("geometry", "cartesian") != "cartesian" else {})}
                   for name, f in st.fields.items()}
         steps.append({"index": st.index, "time": _finite(st.time), "attributes": st.attributes, "species": names,
                       "fields": fields})

@@ -13,6 +13,11 @@ Conventions (one place; docs/guide.md "Fields" repeats them for users):
 * ``centering="node"`` (the default): sample ``i`` sits at ``origin + i * spacing``.
   ``"cell"``: the grid's cells start at ``origin``, sample ``i`` is the cell's centre,
   ``origin + (i + 0.5) * spacing``.
+* ``geometry="thetaMode"`` (FBPIC, WarpX RZ: azimuthal modes on an (r, z) grid; docs/format.md
+  §14.9): a uniform 2-D grid whose axes are z (the first, "x" place) and r (the second), so
+  that ``array`` is openPMD's ``(2 * modes - 1, Nr, Nz)`` per component (components last):
+  slot 0 is mode 0, slots 2m - 1 and 2m the real and imaginary parts of mode m. The field at
+  (r, θ, z) is F₀ + Σₘ (Reₘ cos mθ + Imₘ sin mθ) (``imag="-"``: − Imₘ sin mθ).
 """
 
 from __future__ import annotations
@@ -25,13 +30,30 @@ import numpy as np
 from .dtypes import stored_array
 from .errors import UsageError
 
-__all__ = ["Field", "CENTERINGS", "AXES"]
+__all__ = ["Field", "CENTERINGS", "AXES", "GEOMETRIES", "THETA_AXES", "require_cartesian"]
 
 #: How samples sit in their grid.
 CENTERINGS = ("node", "cell")
 
 #: Axis names in the order origin, spacing and coords are given.
 AXES = ("x", "y", "z")
+
+#: How a field's grid maps to space: its axes are x, y, z, or (thetaMode) z, r with azimuthal modes.
+GEOMETRIES = ("cartesian", "thetaMode")
+
+#: The axes of a thetaMode field's grid, in the order origin, spacing and dims are given.
+THETA_AXES = ("z", "r")
+
+#: The most modes of a thetaMode field (its components' mode arrays: at most 64 in all).
+MAX_MODES = 32
+
+
+def require_cartesian(field, where: str, what: str) -> None:
+    """UsageError when ``field`` (a Field or a StoredField) is not a Cartesian grid: ``what``
+    (an operation, a format) takes x, y, z grids only."""
+    if getattr(field, "geometry", "cartesian") != "cartesian":
+        raise UsageError(f"{where}: is a {field.geometry} field (azimuthal modes on a (z, r) grid); {what} takes "
+                         "Cartesian grids: resample it first (StoredField.cartesian(...).to_field())")
 
 
 def _floats(name: str, values, n: int) -> Tuple[float, ...]:
@@ -46,6 +68,23 @@ def _floats(name: str, values, n: int) -> Tuple[float, ...]:
     return out
 
 
+def _check_theta(a: np.ndarray, ndim: int, imag, coords, ncomp: int) -> None:
+    """A thetaMode field's array: (2 * modes - 1, Nr, Nz) (components last)."""
+    if ndim != 2:
+        raise UsageError(f"a thetaMode field's array is (2 * modes - 1, Nr, Nz) (plus a last axis of components "
+                         f"for a vector field), got shape {a.shape}")
+    if a.shape[0] % 2 != 1 or a.shape[0] > 2 * MAX_MODES - 1:
+        raise UsageError(f"a thetaMode field's first axis holds 2 * modes - 1 mode arrays (mode 0, then Re and Im of "
+                         f"each mode m >= 1; at most {MAX_MODES} modes), got {a.shape[0]}")
+    if a.shape[0] * ncomp > 64:
+        raise UsageError(f"a thetaMode field stores at most 64 mode arrays in all: {ncomp} component(s) of "
+                         f"{a.shape[0]} mode arrays are {a.shape[0] * ncomp}")
+    if imag not in ("+", "-"):
+        raise UsageError(f"imag (the sign of a thetaMode field's sin terms) must be '+' or '-', got {imag!r}")
+    if coords is not None:
+        raise UsageError("a thetaMode field is a uniform grid: give origin and spacing (z, r), not coords")
+
+
 @dataclass
 class Field:
     """A field on a uniform (``origin``, ``spacing``) or rectilinear (``coords``) grid.
@@ -53,6 +92,8 @@ class Field:
     >>> motes.Field(bz, origin=(0, 0, 0), spacing=(0.5, 0.5, 0.5))              # bz.shape (nz, ny, nx)
     >>> motes.Field(e, spacing=(1, 1, 1), components=("x", "y", "z"), unit="V/m")  # e.shape (nz, ny, nx, 3)
     >>> motes.Field(rho, tolerance=1e-3)   # stored within 1e-3 of each value (ZFP; float32/float64)
+    >>> motes.Field(er, geometry="thetaMode", origin=(zmin, 0), spacing=(dz, dr), centering="cell")
+    ...                                    # er.shape (2 * modes - 1, Nr, Nz): FBPIC's modes
 
     ``tolerance`` > 0 stores the samples lossily within that absolute error (ZFP fixed
     accuracy, block by block: a block ZFP cannot keep within it, or holding NaN or an
@@ -72,9 +113,14 @@ class Field:
     unit: str = ""
     attributes: Dict[str, Any] = field(default_factory=dict)
     tolerance: float = 0.0
+    geometry: str = "cartesian"
+    imag: str = "+"
 
     def __post_init__(self):
         a = stored_array("a field", np.asarray(self.array))  # as particle columns: big-endian, booleans
+        if self.geometry not in GEOMETRIES:
+            raise UsageError(f"geometry must be one of {GEOMETRIES}, got {self.geometry!r}")
+        theta = self.geometry == "thetaMode"
         if self.components is not None:
             self.components = tuple(str(c) for c in self.components)
             if a.ndim < 2 or a.shape[-1] != len(self.components):
@@ -82,8 +128,10 @@ class Field:
                                  f"{len(self.components)}, got shape {a.shape}")
             if len(set(self.components)) != len(self.components) or not all(self.components):
                 raise UsageError(f"component names must be distinct and not empty, got {self.components}")
-        ndim = a.ndim - (self.components is not None)
-        if not 1 <= ndim <= 3:
+        ndim = a.ndim - (self.components is not None) - theta
+        if theta:
+            _check_theta(a, ndim, self.imag, self.coords, len(self.components or (0,)))
+        elif not 1 <= ndim <= 3:
             raise UsageError(f"a field is a 1-, 2- or 3-D grid (plus a last axis of components for a vector "
                              f"field), got an array of shape {a.shape}")
         if 0 in a.shape:
@@ -114,6 +162,9 @@ class Field:
             self.spacing = _floats("spacing", (1.0,) * ndim if self.spacing is None else self.spacing, ndim)
             if any(s <= 0 for s in self.spacing):
                 raise UsageError(f"spacing must be positive, got {self.spacing}")
+            if theta and self.origin[1] < 0:
+                raise UsageError(f"a thetaMode field's radial axis (origin[1]) must start at r >= 0, "
+                                 f"got {self.origin[1]}")
         try:
             self.tolerance = float(self.tolerance)
         except (TypeError, ValueError):
@@ -128,13 +179,21 @@ class Field:
 
     @property
     def ndim(self) -> int:
-        """Axes of the grid (1, 2 or 3; the components' axis is not one)."""
-        return self.array.ndim - (self.components is not None)
+        """Axes of the grid (1, 2 or 3; the components' axis and the modes' are not one)."""
+        return self.array.ndim - (self.components is not None) - (self.geometry == "thetaMode")
 
     @property
     def shape(self) -> Tuple[int, ...]:
-        """The grid's shape, (z, y, x) order (without the components)."""
-        return tuple(self.array.shape[: self.ndim])
+        """The grid's shape, (z, y, x) order (without the components and the modes; (r, z)
+        for a thetaMode field)."""
+        first = 1 if self.geometry == "thetaMode" else 0
+        return tuple(self.array.shape[first: first + self.ndim])
+
+    @property
+    def modes(self) -> int:
+        """A thetaMode field's modes (0 to modes - 1; its array holds 2 * modes - 1 slots); 0
+        for a Cartesian field."""
+        return (self.array.shape[0] + 1) // 2 if self.geometry == "thetaMode" else 0
 
     @property
     def dims(self) -> Tuple[int, ...]:

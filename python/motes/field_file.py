@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import operator
 import os
 from typing import Any, Dict, Optional, Sequence, Tuple
 
@@ -25,7 +24,8 @@ import numpy as np
 from . import _core
 from .dtypes import numpy_dtype
 from .errors import UsageError
-from .field import AXES, Field
+from .field import AXES, THETA_AXES, Field, require_cartesian
+from .field_halo import axis_ints, fill_value, ghost_widths, halo_pieces, periodic_flags
 
 __all__ = ["write_field_file", "open_field_file", "StoredField", "field_tuple"]
 
@@ -51,22 +51,26 @@ def write_field_file(path, field: Field, *, name: str = "field", compression: st
 
 
 def field_tuple(name: str, field: Field, samples=None) -> tuple:
-    """What the core takes for a field to write: (name, one C-order array per component,
-    ndim, components, centering, origin, spacing, coords, unit, attributes, tolerance).
-    ``samples`` (an array shaped as ``field.array`` would be, components last) replaces the
-    field's own: a rank's block of a global grid whose geometry ``field`` describes."""
+    """What the core takes for a field to write: (name, one C-order array per stored array,
+    ndim, components, centering, origin, spacing, coords, unit, attributes, tolerance,
+    geometry). ``samples`` (an array shaped as ``field.array`` would be, components last)
+    replaces the field's own: a rank's block of a global grid whose geometry ``field``
+    describes. A thetaMode field stores each component's mode arrays, one after the other
+    (component-major), and its geometry is ("thetaMode", modes, imag)."""
     if not isinstance(field, Field):
         raise UsageError(f"field '{name}' must be a motes.Field, got {type(field).__name__}")
     a = field.array if samples is None else samples
-    if field.components is None:
-        arrays = [np.ascontiguousarray(a)]
-    else:
-        arrays = [np.ascontiguousarray(a[..., k]) for k in range(a.shape[-1])]
+    per_component = [a] if field.components is None else [a[..., k] for k in range(a.shape[-1])]
+    geometry = None
+    if field.geometry == "thetaMode":
+        per_component = [c[s] for c in per_component for s in range(c.shape[0])]
+        geometry = ("thetaMode", field.modes, field.imag)
+    arrays = [np.ascontiguousarray(c) for c in per_component]
     uniform = field.coords is None
     return (name, arrays, field.ndim, list(field.components or ()), field.centering,
             list(field.origin) if uniform else None, list(field.spacing) if uniform else None,
             None if uniform else [list(c) for c in field.coords], field.unit, field.attributes,
-            float(field.tolerance))
+            float(field.tolerance), geometry)
 
 
 def open_field_file(path) -> "StoredField":
@@ -100,8 +104,43 @@ class StoredField:
 
     @property
     def shape(self) -> Tuple[int, ...]:
-        """The array shape of a full read: (z, y, x) (and the components last)."""
-        return tuple(reversed(self.dims)) + ((len(self.components),) if self.components else ())
+        """The array shape of a full read: (z, y, x) (and the components last); a thetaMode
+        field's (2 * modes - 1, Nr, Nz) (and the components last)."""
+        modes = (self.slots,) if self.geometry == "thetaMode" else ()
+        return modes + tuple(reversed(self.dims)) + ((len(self.components),) if self.components else ())
+
+    @property
+    def geometry(self) -> str:
+        """"cartesian" (the grid's axes are x, y, z), or "thetaMode" (axes z, r; azimuthal
+        modes: see :mod:`motes.field`)."""
+        return self._f.geometry
+
+    @property
+    def modes(self) -> int:
+        """A thetaMode field's modes (0 to modes - 1); 0 for a Cartesian field."""
+        return self._f.modes if self.geometry == "thetaMode" else 0
+
+    @property
+    def imag(self) -> str:
+        """A thetaMode field's sign of the sin terms ("+": F₀ + Σ Reₘ cos mθ + Imₘ sin mθ)."""
+        return self._f.imag
+
+    @property
+    def slots(self) -> int:
+        """Arrays stored per component: 2 * modes - 1 for a thetaMode field, else 1."""
+        return 2 * self.modes - 1 if self.geometry == "thetaMode" else 1
+
+    @property
+    def axis_names(self) -> Tuple[str, ...]:
+        """The grid's axes in the order of origin, spacing and dims: ("z", "r") for a thetaMode
+        field, else ("x", "y", "z")[:ndim]."""
+        return THETA_AXES if self.geometry == "thetaMode" else AXES[: self.ndim]
+
+    @property
+    def sample_components(self) -> Tuple[str, ...]:
+        """The components :meth:`sample` takes: the components, and for a thetaMode field with
+        components r and t also x and y (reconstructed)."""
+        return tuple(self._f.sample_components)
 
     @property
     def components(self) -> Optional[Tuple[str, ...]]:
@@ -149,7 +188,8 @@ class StoredField:
 
     @property
     def ranges(self):
-        """Per component, (min, max) of the samples that are not NaN."""
+        """Per stored array, (min, max) of the samples that are not NaN: per component; for a
+        thetaMode field per component and mode slot (component-major)."""
         return self._f.ranges
 
     @property
@@ -163,12 +203,16 @@ class StoredField:
     def to_geometry(self) -> Field:
         """A one-sample stand-in Field with this field's geometry (for positions and bounds)."""
         shape = tuple(reversed(self.dims))
+        if self.geometry == "thetaMode":
+            return Field(np.broadcast_to(np.zeros((), self.dtype), (self.slots,) + shape), origin=self.origin,
+                         spacing=self.spacing, centering=self.centering, geometry=self.geometry, imag=self.imag)
         return Field(np.broadcast_to(np.zeros((), self.dtype), shape), origin=self.origin, spacing=self.spacing,
                      coords=self.coords, centering=self.centering)
 
     def __repr__(self) -> str:
         comps = f", components={self.components}" if self.components else ""
-        return f"StoredField({self.name!r}, {self.dtype}, dims={self.dims}{comps}, levels={self.levels})"
+        theta = f", thetaMode modes={self.modes}" if self.geometry == "thetaMode" else ""
+        return f"StoredField({self.name!r}, {self.dtype}, dims={self.dims}{comps}{theta}, levels={self.levels})"
 
     # ---- reading -------------------------------------------------------------------------
     def index_box_of(self, box: Sequence[float]) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
@@ -183,7 +227,7 @@ class StoredField:
             lo[k] = int(np.searchsorted(pos, box[k], side="left"))
             hi[k] = int(np.searchsorted(pos, box[3 + k], side="right"))
             if lo[k] >= hi[k]:
-                raise UsageError(f"field '{self.name}': no sample lies in the box along {AXES[k]} "
+                raise UsageError(f"field '{self.name}': no sample lies in the box along {self.axis_names[k]} "
                                  f"([{box[k]!r}, {box[3 + k]!r}]; samples from {pos[0]!r} to {pos[-1]!r})")
         return tuple(lo), tuple(hi)
 
@@ -204,17 +248,28 @@ class StoredField:
              threads: int = 0) -> np.ndarray:
         """The samples of a box at a level as a C-order array ((z, y, x); a vector field's
         components last, or only ``component``). Level k keeps every 2^k-th sample along each
-        axis counted from sample 0; the box keeps those it holds."""
+        axis counted from sample 0; the box keeps those it holds. A thetaMode field's read is
+        its modes, as openPMD stores them: (2 * modes - 1, r, z) (the box and index_box in its
+        axes' order, z then r); :meth:`cartesian` and :meth:`sample` reconstruct the field."""
         lo, hi = self._index_box(box, index_box)
         level = int(level)
         names = self.components
         if component is not None:
             if not names or component not in names:
-                raise UsageError(f"field '{self.name}' has no component {component!r} (components: {names})")
-            return self._f.read(lo, hi, level, names.index(component), threads)
+                extra = (" (x and y of a thetaMode field are reconstructed: sample(), cartesian())"
+                         if component in self.sample_components else "")
+                raise UsageError(f"field '{self.name}' has no component {component!r} (components: {names}){extra}")
+            return self._read_component(lo, hi, level, names.index(component), threads)
         if not names:
-            return self._f.read(lo, hi, level, 0, threads)
-        return np.stack([self._f.read(lo, hi, level, k, threads) for k in range(len(names))], axis=-1)
+            return self._read_component(lo, hi, level, 0, threads)
+        return np.stack([self._read_component(lo, hi, level, k, threads) for k in range(len(names))], axis=-1)
+
+    def _read_component(self, lo, hi, level: int, k: int, threads: int) -> np.ndarray:
+        """Component k of a box at a level (a thetaMode field's: its mode arrays, stacked)."""
+        if self.geometry != "thetaMode":
+            return self._f.read(lo, hi, level, k, threads)
+        n = self.slots
+        return np.stack([self._f.read(lo, hi, level, k * n + s, threads) for s in range(n)])
 
     def read_block(self, offset: Sequence[int], count: Sequence[int], ghosts=0, periodic=False, fill=0, *,
                    component: Optional[str] = None, threads: int = 0) -> np.ndarray:
@@ -224,12 +279,13 @@ class StoredField:
         C-order array ((z, y, x); a vector field's components last, or only ``component``).
         Where the halo leaves the grid it wraps around along the axes that are ``periodic``
         (a bool, or one per axis) and holds ``fill`` along the others. The part inside the
-        grid is one read; each wrapped piece is another."""
+        grid is one read; each wrapped piece is another. Cartesian fields only."""
+        require_cartesian(self, f"field '{self.name}'", "read_block (halos of x, y, z blocks)")
         nd = self.ndim
-        offset = _axis_ints(offset, nd, "offset")
-        count = _axis_ints(count, nd, "count")
-        widths = _ghost_widths(ghosts, nd)
-        wrap = _periodic_flags(periodic, nd)
+        offset = axis_ints(offset, nd, "offset")
+        count = axis_ints(count, nd, "count")
+        widths = ghost_widths(ghosts, nd)
+        wrap = periodic_flags(periodic, nd)
         dims = self.dims
         for k in range(nd):
             if offset[k] < 0 or count[k] < 1 or offset[k] + count[k] > dims[k]:
@@ -240,11 +296,11 @@ class StoredField:
             raise UsageError(f"field '{self.name}' has no component {component!r} (components: {names})")
         # Per axis, the window's pieces: (first in the window, first in the grid or None for
         # fill, length); the piece inside the grid comes first.
-        pieces = [_halo_pieces(offset[k] - widths[k][0], offset[k] + count[k] + widths[k][1], dims[k], wrap[k])
+        pieces = [halo_pieces(offset[k] - widths[k][0], offset[k] + count[k] + widths[k][1], dims[k], wrap[k])
                   for k in range(nd)]
         window = [count[k] + widths[k][0] + widths[k][1] for k in range(nd)]
         extra = (len(names),) if names and component is None else ()
-        out = np.full(tuple(reversed(window)) + extra, _fill_value(fill, self.dtype), dtype=self.dtype)
+        out = np.full(tuple(reversed(window)) + extra, fill_value(fill, self.dtype), dtype=self.dtype)
         read_cache: Dict[Tuple[Tuple[int, ...], Tuple[int, ...]], np.ndarray] = {}
         for combo in itertools.product(*pieces):
             if any(src is None for _, src, _ in combo):
@@ -265,7 +321,8 @@ class StoredField:
         return self._f.blocks(lo, hi, int(level))
 
     def to_field(self, level: int = 0) -> Field:
-        """The whole field at a level as a motes.Field (its origin and spacing those of the level)."""
+        """The whole field at a level as a motes.Field (its origin and spacing those of the
+        level; a thetaMode field's modes, as stored)."""
         a = self.read(level=level)
         first, _count, stride_bits, _ = self._f.region((0, 0, 0), tuple(self._f.dims), int(level))
         if self._f.rectilinear:
@@ -277,8 +334,9 @@ class StoredField:
         origin = list(self.origin)
         if self.centering == "cell":  # keep the kept samples at their positions: cells n times as wide
             origin = [o + 0.5 * s * (1 - n) for o, s, n in zip(origin, self.spacing, steps)]
+        theta = {"geometry": self.geometry, "imag": self.imag} if self.geometry == "thetaMode" else {}
         return Field(a, origin=origin, spacing=spacing, centering=self.centering, components=self.components,
-                     unit=self.unit, attributes=self.attributes)
+                     unit=self.unit, attributes=self.attributes, **theta)
 
     def sample(self, x, y=None, z=None, *, component: Optional[str] = None, fill: float = float("nan"),
                threads: int = 0) -> np.ndarray:
@@ -289,9 +347,16 @@ class StoredField:
 
         The positions broadcast together as numpy arrays do, and the result has their shape:
         1-D arrays give a 1-D result, ``np.meshgrid`` planes a plane, numbers a 0-d array.
-        Positions must be numbers (integers or floats), else UsageError naming the dtype."""
+        Positions must be numbers (integers or floats), else UsageError naming the dtype.
+
+        A thetaMode field takes x, y, z and reconstructs F₀ + Σₘ (Reₘ cos mθ ± Imₘ sin mθ)
+        at r = √(x² + y²), θ = atan2(y, x), each mode linear in (z, r) as openPMD-viewer's
+        slice is; ``component`` "x" and "y" of a field with components r and t are
+        Fr cos θ − Ft sin θ and Fr sin θ + Ft cos θ (docs/guide.md, "thetaMode fields")."""
         s = self.sampler(component, threads)
         given = [c for c in (x, y, z) if c is not None]
+        if self.geometry == "thetaMode" and len(given) < 3:
+            raise UsageError(f"field '{self.name}' is a thetaMode field: give x, y and z (r = sqrt(x² + y²))")
         if len(given) < self.ndim:
             raise UsageError(f"field '{self.name}' is {self.ndim}-D: give {'x, y, z'[: 3 * self.ndim - 2]}")
         arrays = []
@@ -313,105 +378,28 @@ class StoredField:
     def sampler(self, component: Optional[str] = None, threads: int = 0):
         """The core's sampler of one component (the grid read whole once, then kept); a
         vector field needs ``component``."""
-        names = self.components
+        names = self.sample_components or None
         if names and component is None:
             raise UsageError(f"field '{self.name}' has components {names}: pass component=")
         if component is not None and (not names or component not in names):
             raise UsageError(f"field '{self.name}' has no component {component!r} (components: {names})")
-        k = names.index(component) if component is not None else 0
-        s = self._samplers.get(k)
+        key = component or ""
+        s = self._samplers.get(key)
         if s is None:
-            s = self._samplers[k] = _core.FieldSampler(self._f, k, threads)
+            s = self._samplers[key] = _core.FieldSampler(self._f, key, threads)
         return s
+
+    def cartesian(self, dims: Optional[Sequence[int]] = None, *, spacing: Optional[Sequence[float]] = None):
+        """A thetaMode field resampled on a Cartesian (x, y, z) grid, read box by box as a
+        stored field is (:class:`motes.field_theta.CartesianView`: ``read``, ``to_field``):
+        x and y over [-r, r] of the last radial sample, z over the field's z samples; by
+        default x and y at the radial spacing (through ±r of the radial samples) and z at the
+        field's z samples; ``dims`` (nx, ny, nz) or ``spacing`` (dx, dy, dz) choose another
+        resolution."""
+        from .field_theta import CartesianView
+
+        return CartesianView(self, dims=dims, spacing=spacing)
 
     def verify(self) -> None:
         """Checks every block against its checksum (FormatError naming the block)."""
         self._f.verify()
-
-
-# ---- halo reads (StoredField.read_block) --------------------------------------------------
-def _axis_ints(values, ndim: int, what: str) -> Tuple[int, ...]:
-    """A sequence of ``ndim`` integers (x, y, z)."""
-    try:
-        out = tuple(operator.index(v) for v in values)
-    except TypeError:
-        raise UsageError(f"{what} must be {ndim} integers (x, y, z order), got {values!r}") from None
-    if len(out) != ndim:
-        raise UsageError(f"{what} must have one integer per axis of the {ndim}-D grid, got {values!r}")
-    return out
-
-
-def _ghost_widths(ghosts, ndim: int) -> Tuple[Tuple[int, int], ...]:
-    """Per axis (lo, hi) ghost widths from an int, or per axis an int or a (lo, hi) pair."""
-    def width(v) -> int:
-        if isinstance(v, bool):
-            raise TypeError
-        w = operator.index(v)
-        if w < 0:
-            raise UsageError(f"ghost widths must not be negative, got {ghosts!r}")
-        return w
-    try:
-        if not isinstance(ghosts, (list, tuple, np.ndarray)):
-            g = width(ghosts)
-            return ((g, g),) * ndim
-        if len(ghosts) != ndim:
-            raise UsageError(f"ghosts must have one entry per axis of the {ndim}-D grid, got {ghosts!r}")
-        out = []
-        for v in ghosts:
-            if isinstance(v, (list, tuple, np.ndarray)):
-                if len(v) != 2:
-                    raise UsageError(f"a ghost width pair is (lo, hi), got {v!r}")
-                out.append((width(v[0]), width(v[1])))
-            else:
-                out.append((width(v),) * 2)
-        return tuple(out)
-    except TypeError:
-        raise UsageError(f"ghosts must be an int or per axis an int or a (lo, hi) pair of ints, got {ghosts!r}") from None
-
-
-def _periodic_flags(periodic, ndim: int) -> Tuple[bool, ...]:
-    if isinstance(periodic, (bool, np.bool_)):
-        return (bool(periodic),) * ndim
-    try:
-        flags = tuple(periodic)
-    except TypeError:
-        raise UsageError(f"periodic must be a bool or one bool per axis, got {periodic!r}") from None
-    if len(flags) != ndim or not all(isinstance(f, (bool, np.bool_)) for f in flags):
-        raise UsageError(f"periodic must be a bool or one bool per axis of the {ndim}-D grid, got {periodic!r}")
-    return tuple(bool(f) for f in flags)
-
-
-def _fill_value(fill, dtype: np.dtype):
-    """`fill` as a value of `dtype`: any real number for a float field, an integer within
-    range for an integer one."""
-    value = np.asarray(fill)
-    if value.shape != () or value.dtype.kind not in "biuf":
-        raise UsageError(f"fill must be a number, got {fill!r}")
-    if dtype.kind in "iu":
-        if value.dtype.kind == "f" and not (np.isfinite(value) and value == np.floor(value)):
-            raise UsageError(f"fill={fill!r} is not a value of the field's dtype {dtype}")
-        info = np.iinfo(dtype)
-        if not info.min <= int(value) <= info.max:
-            raise UsageError(f"fill={fill!r} is not a value of the field's dtype {dtype}")
-        return int(value)
-    return value.astype(dtype)
-
-
-def _halo_pieces(w0: int, w1: int, n: int, periodic: bool):
-    """The window [w0, w1) of an axis of n samples as pieces (first in the window, first in
-    the grid or None where the window leaves a non-periodic grid, length): the piece inside
-    [0, n) first, then the others (wrapped around the grid when periodic)."""
-    inside = (max(w0, 0), min(w1, n))
-    pieces = [(inside[0] - w0, inside[0], inside[1] - inside[0])]
-    for a, b in ((w0, inside[0]), (inside[1], w1)):
-        if a >= b:
-            continue
-        if not periodic:
-            pieces.append((a - w0, None, b - a))
-            continue
-        at = a
-        while at < b:  # split at multiples of n: each piece is one run of the grid
-            end = min(b, (at // n + 1) * n)
-            pieces.append((at - w0, at % n, end - at))
-            at = end
-    return pieces

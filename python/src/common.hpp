@@ -63,11 +63,14 @@ nb::object float_array(const std::vector<double>& v, size_t rows, size_t cols);
 
 // A C-order array of any dtype, read only (a field component: (z, y, x) indexing).
 using GridArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
-// A field to write, from Python: (name, one array per component, ndim, component names,
-// centering, origin, spacing, coords (None: uniform), unit, attributes, tolerance (0: exact)).
+// A field to write, from Python: (name, one array per stored array (per component; a thetaMode
+// field's modes of each component in turn), ndim, component names, centering, origin, spacing,
+// coords (None: uniform), unit, attributes, tolerance (0: exact), geometry (None: Cartesian;
+// (name, modes, imag): fields/geometry.hpp)).
 using FieldTuple = std::tuple<std::string, std::vector<GridArray>, int, std::vector<std::string>, std::string,
                               std::optional<std::vector<double>>, std::optional<std::vector<double>>,
-                              std::optional<std::vector<std::vector<double>>>, std::string, nb::object, double>;
+                              std::optional<std::vector<std::vector<double>>>, std::string, nb::object, double,
+                              std::optional<std::tuple<std::string, uint32_t, std::string>>>;
 // The core's field (spec and pointers to the arrays' samples); UsageError naming the field.
 // A rank's block of a grid for a parallel write: its interior as a FieldTuple, the global
 // grid's (x, y, z) dims and the block's (x, y, z) offset in it.

@@ -110,6 +110,7 @@ void bind_dataset(nb::module_& m) {
                          ed["ndim"] = f.ndim;
                          ed["dims"] = nb::make_tuple(f.dims[0], f.dims[1], f.dims[2]);
                          ed["components"] = f.components;
+                         ed["geometry"] = f.geometry.name();
                          ed["checksum"] = f.part_checksums.empty() ? nb::object(nb::str(motes::checksum_text(f.checksum).c_str())) : nb::none();
                          ed["parts"] = f.part_count();
                          fd[f.name.c_str()] = ed;

@@ -73,7 +73,7 @@ nb::tuple region_tuple(const Region& r) {
 }  // namespace
 
 motes::FieldInput field_input_of(const FieldTuple& t) {
-  const auto& [name, arrays, ndim, components, centering, origin, spacing, coords, unit, attributes, tolerance] = t;
+  const auto& [name, arrays, ndim, components, centering, origin, spacing, coords, unit, attributes, tolerance, geometry] = t;
   motes::FieldInput f;
   FieldSpec& spec = f.spec;
   spec.name = name;
@@ -82,6 +82,12 @@ motes::FieldInput field_input_of(const FieldTuple& t) {
   spec.centering = centering_of(centering);
   spec.unit = unit;
   spec.tolerance = tolerance;
+  if (geometry) {  // (name, modes, imag): fields/geometry.hpp
+    const auto& [gname, modes, imag] = *geometry;
+    std::string problem;
+    spec.geometry = motes::fields::Geometry::of({{"name", gname}, {"modes", modes}, {"imag", imag}}, problem);
+    if (!problem.empty()) throw motes::UsageError("field '" + name + "': " + problem);
+  }
   spec.attributes = attributes_of(attributes, "attributes of field '" + name + "'");
   if (arrays.empty()) throw motes::UsageError("field '" + name + "' has no arrays");
   spec.dtype = dtype_of(arrays[0].dtype(), "field '" + name + "'");
@@ -116,8 +122,9 @@ void bind_fields(nb::module_& m) {
         return motes::fields::write_field_file(path, f.spec, f.values, options);
       },
       "path"_a, "field"_a, "options"_a,
-      "Writes a field file (fields/file.hpp); field: (name, arrays (one C-order array per component, (z, y, x) "
-      "indexing), ndim, components, centering, origin, spacing, coords, unit, attributes).");
+      "Writes a field file (fields/file.hpp); field: (name, arrays (one C-order array per stored array, (z, y, x) "
+      "indexing), ndim, components, centering, origin, spacing, coords, unit, attributes, tolerance, geometry "
+      "(None: Cartesian; (name, modes, imag))).");
 
   nb::class_<motes::fields::FieldSummary>(m, "FieldSummary", "What write_field_file wrote.")
       .def_ro("file_bytes", &motes::fields::FieldSummary::file_bytes)
@@ -136,11 +143,12 @@ void bind_fields(nb::module_& m) {
   nb::class_<motes::fields::Sampler>(m, "FieldSampler",
                                      "One component of a field in memory, sampled at points (fields/sample.hpp).")
       .def("__init__",
-           [](motes::fields::Sampler* self, const FieldFile& f, size_t component, unsigned threads) {
+           [](motes::fields::Sampler* self, const FieldFile& f, const std::string& component, unsigned threads) {
              nb::gil_scoped_release release;
              new (self) motes::fields::Sampler(f, component, threads);
            },
-           "file"_a, "component"_a = 0, "threads"_a = 0)
+           "file"_a, "component"_a = "", "threads"_a = 0,
+           "component: its name ('' for a scalar field; 'x', 'y' of a thetaMode field with components r and t)")
       .def(
           "sample",
           [](const motes::fields::Sampler& s, const Coordinates& x, std::optional<Coordinates> y,
@@ -199,6 +207,11 @@ void bind_fields(nb::module_& m) {
       .def_prop_ro("ndim", [](const FieldFile& f) { return f.spec().ndim; })
       .def_prop_ro("dims", [](const FieldFile& f) { return f.spec().dims; })
       .def_prop_ro("components", [](const FieldFile& f) { return f.spec().components; })
+      .def_prop_ro("geometry", [](const FieldFile& f) { return std::string(f.spec().geometry.name()); })
+      .def_prop_ro("modes", [](const FieldFile& f) { return f.spec().geometry.modes; }, "thetaMode: the modes (0 to modes - 1)")
+      .def_prop_ro("imag", [](const FieldFile& f) { return std::string(1, f.spec().geometry.imag); })
+      .def_prop_ro("sample_components", [](const FieldFile& f) { return motes::fields::Sampler::component_names(f.spec()); },
+                   "The components a FieldSampler takes.")
       .def_prop_ro("centering", [](const FieldFile& f) { return std::string(motes::fields::centering_name(f.spec().centering)); })
       .def_prop_ro("origin", [](const FieldFile& f) { return f.spec().origin; })
       .def_prop_ro("spacing", [](const FieldFile& f) { return f.spec().spacing; })

@@ -282,21 +282,24 @@ def test_constant_mesh_component(tmp_path):
     _assert_same(_everything(path), _everything(out))        # written back as constants
 
 
-def test_meshes_motes_cannot_hold_are_skipped_with_a_warning(tmp_path):
-    path = tmp_path / "theta.h5"
+@pytest.mark.parametrize("geometry,labels,why", [
+    ("cylindrical", ["r", "z"], r"geometry 'cylindrical' is neither cartesian nor thetaMode"),
+    ("thetaMode", ["r", "x"], r"a thetaMode mesh's axisLabels must be r and z, got \['r', 'x'\]")])
+def test_meshes_motes_cannot_hold_are_skipped_with_a_warning(tmp_path, geometry, labels, why):
+    path = tmp_path / "other.h5"
     s = io.Series(str(path), io.Access.create)
     it = s.iterations[0]
     m = it.meshes["Er"]
-    m.geometry = io.Geometry.thetaMode
+    m.geometry = getattr(io.Geometry, geometry)
     m.geometry_parameters = "m=1;imag=+"
-    m.axis_labels, m.grid_spacing, m.grid_global_offset = ["r", "z"], [1.0, 1.0], [0.0, 0.0]
+    m.axis_labels, m.grid_spacing, m.grid_global_offset = labels, [1.0, 1.0], [0.0, 0.0]
     rc = m[SCALAR]
     rc.reset_dataset(io.Dataset(np.dtype("float64"), [3, 4, 5]))
     rc.position = [0.0, 0.0]
     rc.store_chunk(np.zeros((3, 4, 5)))
     it.close()
     s.close()
-    with pytest.warns(ConversionWarning, match=r"mesh 'Er': skipped: geometry 'thetaMode' is not cartesian"):
+    with pytest.warns(ConversionWarning, match=r"mesh 'Er': skipped: " + why):
         (st,) = op.read(str(path))
     assert dict(st.fields) == {}
 

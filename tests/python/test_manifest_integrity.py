@@ -39,7 +39,7 @@ def save(p, m):
 
 def test_manifest_pins_every_file_by_checksum(series):
     m = manifest(series)
-    assert m["version"] == [1, 4]
+    assert m["version"] == [1, 5]
     for st in m["steps"]:
         sp = st["species"]["particles"]
         assert len(sp["checksum"]) == 16
@@ -133,7 +133,7 @@ def test_manifest_of_version_1_0_without_checksums_still_reads(series):
     # ...and the next write upgrades the manifest, keeping the old entries as they are
     motes.write(series, cols(100, 9), step=3, **SMALL)
     m = manifest(series)
-    assert m["version"] == [1, 4] and "checksum" not in m["steps"][0]["species"]["particles"]
+    assert m["version"] == [1, 5] and "checksum" not in m["steps"][0]["species"]["particles"]
     assert "checksum" in m["steps"][3]["species"]["particles"]
 
 

@@ -28,6 +28,7 @@ std::string feature_names(uint64_t bits) {
                        : bit == kFeatureCodedBlocks ? "coded-blocks"
                        : bit == kFeatureFieldParts  ? "field-parts"
                        : bit == kFeatureZfpBlocks   ? "zfp-blocks"
+                       : bit == kFeatureFieldGeometry ? "field-geometry"
                                                     : "bit " + std::to_string(k);
     out += (out.empty() ? "" : ", ") + name;
   }

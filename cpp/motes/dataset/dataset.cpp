@@ -257,6 +257,7 @@ FieldEntry Dataset::write_field(const Writing&, int64_t index, const FieldInput&
   e.ndim = f.spec.ndim;
   e.dims = f.spec.dims;
   e.components = f.spec.components;
+  e.geometry = f.spec.geometry;
   e.checksum = fs.header_checksum;
   if (summaries) summaries->push_back(std::move(fs));
   return e;

@@ -18,7 +18,7 @@ std::shared_ptr<fields::FieldFile> open_field(const std::string& dir, int64_t st
   }
   const fields::FieldSpec& s = file->spec();
   if (s.name != entry.name || s.dtype != entry.dtype || s.ndim != entry.ndim || s.dims != entry.dims ||
-      s.components != entry.components)
+      s.components != entry.components || s.geometry != entry.geometry)
     throw FormatError(file->path() + ": " + what + ": the file describes another grid than the manifest");
   return file;
 }

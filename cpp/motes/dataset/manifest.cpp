@@ -184,6 +184,12 @@ FieldEntry field_from(const std::string& name, const json& f, int64_t index, con
     if (!comps->is_array() || comps->size() > 64) bad(where + "components are not a list of at most 64 names");
     for (const json& c : *comps) e.components.push_back(text_of(c, where + "component"));
   }
+  auto geometry = f.find("geometry");  // since manifest 1.5; absent: Cartesian
+  if (geometry != f.end()) {
+    std::string problem;
+    e.geometry = fields::Geometry::of(*geometry, problem);
+    if (!problem.empty()) bad(where + problem);
+  }
   auto parts = f.find("parts");  // since manifest 1.4
   if (parts == f.end()) {
     e.checksum = checksum_of(member(f, "checksum", where), where + "checksum");
@@ -369,6 +375,7 @@ std::string Manifest::encode() const {
       for (const FieldEntry& f : s.fields) {
         json& jfe = jf[f.name] = {{"file", f.file}, {"dtype", dtype_name(f.dtype)}, {"ndim", f.ndim},
                                   {"dims", {f.dims[0], f.dims[1], f.dims[2]}}, {"components", f.components}};
+        if (!f.geometry.cartesian_grid()) jfe["geometry"] = f.geometry.json();
         if (f.part_checksums.empty()) {
           jfe["checksum"] = checksum_text(f.checksum);
         } else {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "motes/core/types.hpp"
+#include "motes/fields/geometry.hpp"
 
 namespace motes {
 
@@ -35,6 +36,7 @@ struct FieldEntry {
   int ndim = 3;
   std::array<uint64_t, 3> dims{1, 1, 1};  // samples along x, y, z
   std::vector<std::string> components;    // empty: a scalar field
+  fields::Geometry geometry;              // manifest 1.5: "geometry" (absent: Cartesian)
   uint64_t checksum = 0;                  // the field file's header checksum (a field in one file)
   // A field written in parts (manifest 1.4, parallel writes): its part files
   // (field_part_name(file, k)) and their header checksums; empty for a field in one file.
@@ -58,8 +60,8 @@ struct Manifest {
   static constexpr const char* kFileName = "manifest.json";
   static constexpr int kMajor = 1;
   // 1.1: checksums of the files; 1.2: "index" (was "fine"), "error_bound"; 1.3: fields;
-  // 1.4: fields in parts ("parts", "part_checksums" of a field)
-  static constexpr int kMinor = 4;
+  // 1.4: fields in parts ("parts", "part_checksums" of a field); 1.5: a field's "geometry"
+  static constexpr int kMinor = 5;
   static constexpr uint64_t kMaxBytes = uint64_t(1) << 30;  // a larger manifest is refused, not read
 
   nlohmann::json attributes = nlohmann::json::object();

@@ -33,6 +33,18 @@ void FieldSpec::check() const {
     if (a >= ndim && dims[size_t(a)] != 1) throw UsageError(what + ": a " + std::to_string(ndim) + "-D grid has 1 sample along " + kAxes[a]);
   }
   if (components.size() > kMaxComponents) throw UsageError(what + " has more than 64 components");
+  if (geometry.kind == Geometry::theta_mode) {
+    if (geometry.modes < 1 || geometry.modes > Geometry::kMaxModes)
+      throw UsageError(what + ": a thetaMode field has 1 to " + std::to_string(Geometry::kMaxModes) + " modes, not " +
+                       std::to_string(geometry.modes));
+    if (geometry.imag != '+' && geometry.imag != '-') throw UsageError(what + ": thetaMode imag must be '+' or '-'");
+    if (ndim != 2) throw UsageError(what + ": a thetaMode field is a 2-D grid (z, r), not " + std::to_string(ndim) + "-D");
+    if (rectilinear()) throw UsageError(what + ": a thetaMode field is a uniform grid (origin and spacing), not coords");
+    if (!(origin[1] >= 0)) throw UsageError(what + ": a thetaMode field's radial axis (its second) must start at r >= 0");
+    if (component_count() > kMaxComponents)
+      throw UsageError(what + ": " + std::to_string(vector_count()) + " component(s) of " + std::to_string(geometry.slots()) +
+                       " mode arrays each are " + std::to_string(component_count()) + " arrays, more than 64");
+  }
   for (size_t i = 0; i < components.size(); ++i) {
     if (!valid_name(components[i])) throw UsageError(what + ": component name '" + printable(components[i]) + "' is invalid");
     for (size_t j = 0; j < i; ++j)
@@ -83,6 +95,7 @@ nlohmann::json spec_json(const FieldSpec& s) {
   j["unit"] = s.unit;
   j["attributes"] = s.attributes;
   if (s.tolerance > 0) j["tolerance"] = s.tolerance;  // only then: lossless files stay as they were
+  if (!s.geometry.cartesian_grid()) j["geometry"] = s.geometry.json();  // likewise: Cartesian writes no key
   return j;
 }
 
@@ -195,6 +208,17 @@ void FieldFile::open_part(size_t k, std::shared_ptr<const ByteSource> source) {
       spec.unit = j.at("unit").get<std::string>();
       spec.attributes = j.at("attributes");
       if (j.contains("tolerance")) spec.tolerance = j.at("tolerance").get<double>();
+      // A geometry other than Cartesian requires field-geometry, so that a reader that does
+      // not know it refuses the file rather than read it as a Cartesian grid (§14.9).
+      const bool geometry_feature = header.required_features & container::kFeatureFieldGeometry;
+      if (j.contains("geometry")) {
+        std::string problem;
+        spec.geometry = Geometry::of(j.at("geometry"), problem);
+        if (!problem.empty()) bad("meta section: " + problem);
+        if (!geometry_feature) bad("meta section gives geometry " + std::string(spec.geometry.name()) + " but the file does not require field-geometry");
+      } else if (geometry_feature) {
+        bad("requires field-geometry but its meta section gives no geometry");
+      }
       if (j.contains("coords")) {
         const auto& c = j.at("coords");
         if (!c.is_array() || c.size() != size_t(spec.ndim)) bad("meta section: coords do not match the axes");

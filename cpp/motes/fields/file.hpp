@@ -13,14 +13,16 @@
 #include "motes/container/block_stream.hpp"
 #include "motes/container/container.hpp"
 #include "motes/core/types.hpp"
+#include "motes/fields/geometry.hpp"
 #include "motes/fields/hz.hpp"
 #include "motes/io/byte_source.hpp"
 
 namespace motes::fields {
 
 inline constexpr char kMagic[8] = {'M', 'O', 'T', 'E', 'S', 'F', 'L', 'D'};
-// 1.0: a whole field in one file; 1.1: a field in parts (PartInfo, feature field-parts) or
-// with ZFP blocks (feature zfp-blocks). A whole lossless field is still written as 1.0.
+// 1.0: a whole field in one file; 1.1: a field in parts (PartInfo, feature field-parts), with
+// ZFP blocks (feature zfp-blocks) or of a geometry other than Cartesian (feature
+// field-geometry). A whole lossless Cartesian field is still written as 1.0.
 inline constexpr uint16_t kVersionMajor = 1, kVersionMinor = 1, kWholeVersionMinor = 0;
 inline constexpr uint32_t kMaxParts = uint32_t(1) << 20;
 inline constexpr int kDefaultBlockBits = 14;  // 16384 samples: the particle columns' block size
@@ -45,6 +47,7 @@ struct FieldSpec {
   int ndim = 3;
   Dims dims{1, 1, 1};                   // samples along x, y, z (1 past ndim)
   std::vector<std::string> components;  // empty: a scalar field
+  Geometry geometry;                    // Cartesian, or thetaMode (axes z, r; the modes stored per component)
   Centering centering = Centering::node;
   std::array<double, 3> origin{0, 0, 0}, spacing{1, 1, 1};  // a uniform grid (when coords are empty)
   std::array<std::vector<double>, 3> coords;                 // a rectilinear grid: one array per axis
@@ -54,7 +57,11 @@ struct FieldSpec {
   // only; a block that zfp cannot keep within it is stored exactly). 0: exactly.
   double tolerance = 0;
 
-  size_t component_count() const { return components.empty() ? 1 : components.size(); }
+  // The components (1 for a scalar field), and the arrays stored: per component, its modes'
+  // slots (geometry.slots(); 1 for a Cartesian field), component-major. Stored array
+  // `c` is slot c % slots of component c / slots.
+  size_t vector_count() const { return components.empty() ? 1 : components.size(); }
+  size_t component_count() const { return vector_count() * geometry.slots(); }
   uint64_t sample_count() const { return dims[0] * dims[1] * dims[2]; }
   bool rectilinear() const { return !coords[0].empty(); }
   // UsageError naming the field and the problem.

@@ -230,6 +230,10 @@ FieldSummary write_blocks(const std::string& path, const FieldSpec& spec, const 
       minor = kVersionMinor;
       summary.zfp_blocks += uint64_t(std::count(z.begin(), z.end(), 1));
     }
+  if (!spec.geometry.cartesian_grid()) {  // readers that do not know the geometry refuse the file (§14.9)
+    meta.features |= container::kFeatureFieldGeometry;
+    minor = kVersionMinor;
+  }
   if (part.count > 1) {  // a whole field's file stays a 1.0 file, byte for byte
     area.part_index = part.index;
     area.part_count = part.count;

@@ -197,6 +197,7 @@ FieldEntry write_one(const Comm& c, const std::string& dir, int64_t index, const
   e.ndim = spec.ndim;
   e.dims = spec.dims;
   e.components = spec.components;
+  e.geometry = spec.geometry;
   reported = {spec.name, plan.parts, 0};
   f = attempt([&] {
     if (c.rank != 0) return;

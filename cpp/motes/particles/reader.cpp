@@ -148,8 +148,8 @@ void ParticleFile::parse_v2() {
   major_ = h.version_major;
   minor_ = h.version_minor;
   features_ = h.required_features;
-  if (features_ & (container::kFeatureFieldParts | container::kFeatureZfpBlocks))
-    fail("requires " + container::feature_names(features_ & (container::kFeatureFieldParts | container::kFeatureZfpBlocks)) +
+  if (features_ & container::kFieldOnlyFeatures)
+    fail("requires " + container::feature_names(features_ & container::kFieldOnlyFeatures) +
          ", a feature of field files only");
   header_checksum_ = h.header_checksum;
   spec::ParticleArea a;

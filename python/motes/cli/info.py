@@ -74,8 +74,10 @@ def _print_info(info: Dict[str, Any]) -> None:
     for d in info.get("field_files", []):
         _out("")
         comps = f", components {', '.join(d['components'])}" if d["components"] else ""
+        theta = d.get("geometry") == "thetaMode"
+        axes = f"(z, r), thetaMode: {d['modes']} modes, imag {d['imag']}" if theta else "(x, y, z)"
         _out(f"step {d['step']}, field '{d['field']}': {d['dtype']} {' x '.join(map(str, d['dims']))} "
-             f"(x, y, z){comps}, {d['centering']}-centred" + (f", unit {d['unit_label']}" if d["unit"] else ""))
+             f"{axes}{comps}, {d['centering']}-centred" + (f", unit {d['unit_label']}" if d["unit"] else ""))
         more = d.get("parts", 1) - 1
         parts = f" (and {more} more part file{'s' if more > 1 else ''})" if more else ""
         _out(f"  file     {d['path']}{parts}")

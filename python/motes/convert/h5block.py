@@ -34,7 +34,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from .._core import FormatError, UsageError
-from ..field import AXES, Field
+from ..field import AXES, Field, require_cartesian
 from .hdf5 import attr_to_json, dtype_of, open_file, read_attributes, write_attributes
 
 __all__ = ["read", "write"]
@@ -205,6 +205,7 @@ def write(path: str, step_group, fields: Mapping[str, Field], filters: Optional[
         fld = fields[name]
         if not isinstance(fld, Field):
             raise UsageError(f"{where}: a step's fields must be motes.Field objects, got {type(fld).__name__}")
+        require_cartesian(fld, where, "H5Block")
         g = block.create_group(name)
         nd = fld.ndim
         if nd < 3:

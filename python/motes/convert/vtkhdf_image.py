@@ -32,7 +32,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 import numpy as np
 
 from .._core import UsageError
-from ..field import Field
+from ..field import Field, require_cartesian
 from .base import Step
 from .hdf5 import created_file, h5_filter
 from .vtkhdf_steps import StepLog
@@ -47,6 +47,7 @@ def image_grid(where: str, name: str, fld: Field) -> Grid:
     """The image a field lies on: origin, spacing and number of points per axis, (x, y, z)."""
     if not isinstance(fld, Field):
         raise UsageError(f"{where}: field '{name}' must be a motes.Field, got {type(fld).__name__}")
+    require_cartesian(fld, f"{where}: field '{name}'", "a VTKHDF ImageData")
     if not fld.uniform:
         raise UsageError(f"{where}: field '{name}' is on a rectilinear grid (coords); a VTKHDF ImageData "
                          "needs a uniform one (origin and spacing)")

@@ -84,7 +84,16 @@ def describe(f: GridField) -> Dict[str, Any]:
         "ranges": [{"component": names[k] if names else None, "min": finite(_float(lo)), "max": finite(_float(hi))}
                    for k, (lo, hi) in enumerate(ranges)],
         "attributes": s.attributes,
+        "geometry": "cartesian" if f.theta is None else "thetaMode",
+        **({} if f.theta is None else {"stored": stored_modes(f.theta)}),
     }
+
+
+def stored_modes(t) -> Dict[str, Any]:
+    """What a thetaMode field stores (its answers are a Cartesian resampling of it)."""
+    return {"modes": t.modes, "imag": t.imag, "axes": list(t.axis_names), "dims": list(t.dims),
+            "origin": list(t.origin), "spacing": list(t.spacing), "centering": t.centering,
+            "components": list(t.components) if t.components else None}
 
 
 def _float(v: Any) -> Optional[float]:
@@ -140,8 +149,16 @@ def make_field_routes(server) -> Dict[str, Any]:
         cached = not_modified(request, tag, CACHE_STEP)
         if cached:
             return cached
-        out = [{"name": n, "dtype": d["dtype"], "ndim": d["ndim"], "dims": list(d["dims"])[:d["ndim"]],
-                "components": list(d["components"]) or None} for n, d in st.fields.items()]
+        out = []
+        for n, d in st.fields.items():
+            if d.get("geometry", "cartesian") == "cartesian":
+                out.append({"name": n, "dtype": d["dtype"], "ndim": d["ndim"], "dims": list(d["dims"])[:d["ndim"]],
+                            "components": list(d["components"]) or None})
+                continue
+            view = (await light(registry.field, p["ds"], p["step"], n)).stored   # served resampled: its grid
+            out.append({"name": n, "dtype": name_of(view.dtype), "ndim": view.ndim, "dims": list(view.dims),
+                        "components": list(view.components) if view.components else None,
+                        "geometry": d["geometry"]})
         return json_response({"dataset": entry.name, "step": st.index, "time": finite(st.time), "fields": out},
                              {"ETag": tag, "Cache-Control": CACHE_STEP})
 

@@ -90,9 +90,10 @@ class GridField:
     step: int
     name: str
     time: float
-    stored: Any  # motes.field_file.StoredField
+    stored: Any  # motes.field_file.StoredField, or for a thetaMode field its Cartesian view (motes.field_theta)
     axes: List[Any]  # per axis, the samples' positions (float64 arrays)
     tag: str
+    theta: Any = None  # a thetaMode field: its StoredField (the modes; `stored` resamples them)
 
 
 _COLUMN_KEYS = ("name", "dtype", "unit", "unit_label", "index", "error_bound", "min", "max", "nan_count")
@@ -219,10 +220,15 @@ class Registry:
             raise not_found(f"step {st.index} of '{name}' has no field '{field}' "
                             f"(fields: {', '.join(st.fields) or 'none'})")
         stored = ds.field(field, st.index)
+        theta = None
+        if stored.geometry == "thetaMode":  # served as a Cartesian grid (docs/http-api.md, "thetaMode fields")
+            theta, stored = stored, stored.cartesian()
+            # its ranges reconstructed here, in a worker thread (descriptions answer from the event loop)
+            stored.ranges  # noqa: B018
         tag = hashlib.blake2b(repr((entry.name, entry.path, st.index, "field", field,
                                     st.fields[field].get("checksum"))).encode(), digest_size=12).hexdigest()
         found = GridField(dataset=entry.name, step=st.index, name=field, time=st.time, stored=stored,
-                          axes=[stored.axis(k) for k in range(stored.ndim)], tag=tag)
+                          axes=[stored.axis(k) for k in range(stored.ndim)], tag=tag, theta=theta)
         with self._lock:
             return self._fields.setdefault((name, st.index, field), found)
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from ... import _core
 from ...errors import UsageError, storage_errors
-from ...field import Field
+from ...field import Field, require_cartesian
 from .. import destination
 from . import geometry
 from .blockfile import CODES, ROW_MAJOR, encode, write_block_file
@@ -70,6 +70,7 @@ def _steps(steps) -> Iterable[Tuple[int, Dict[str, Field]]]:
         for name, f in fields.items():
             check_name(name)
             out[name] = f if isinstance(f, Field) else Field(f)
+            require_cartesian(out[name], f"step {time}, field '{name}'", "IDX")
         yield time, out
 
 

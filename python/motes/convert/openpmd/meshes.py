@@ -35,6 +35,7 @@ import numpy as np
 from ..._core import FormatError, UsageError
 from ...field import AXES, Field
 from ..base import check_dtype
+from . import theta
 from .mapping import DIMENSIONLESS, canon, unit_of, unit_text
 
 KEY = "openpmd"   # field.attributes[KEY]: the openPMD description of a field read from openPMD
@@ -138,9 +139,12 @@ def labels_problem(labels: Sequence[Any]) -> str:
 
 
 def skip_reason(mesh: Mesh) -> str:
-    """Why a mesh cannot be a motes field ("" if it can): fields are cartesian x, y, z grids."""
+    """Why a mesh cannot be a motes field ("" if it can): fields are cartesian x, y, z grids
+    or thetaMode (r, z) grids of azimuthal modes."""
+    if mesh.geometry == "thetaMode":
+        return theta.problem(mesh)
     if mesh.geometry != "cartesian":
-        return f"geometry '{mesh.geometry}' is not cartesian (motes fields are x, y, z grids)"
+        return f"geometry '{mesh.geometry}' is neither cartesian nor thetaMode"
     return labels_problem(mesh.axis_labels)
 
 
@@ -169,7 +173,7 @@ def _check(where: str, mesh: Mesh) -> None:
 def description(mesh: Mesh, comps: Sequence[MeshComp], split: bool) -> Dict[str, Any]:
     """field.attributes["openpmd"] of a field made of ``comps`` of ``mesh``."""
     d: Dict[str, Any] = {
-        "record": mesh.name, "dataOrder": mesh.data_order,
+        "record": mesh.name, "geometry": mesh.geometry, "dataOrder": mesh.data_order,
         "axisLabels": list(mesh.axis_labels), "gridSpacing": list(mesh.grid_spacing),
         "gridGlobalOffset": list(mesh.grid_global_offset), "gridUnitSI": mesh.grid_unit_si,
         "unitDimension": list(mesh.unit_dimension), "timeOffset": mesh.time_offset, "attributes": mesh.attributes,
@@ -186,12 +190,23 @@ def description(mesh: Mesh, comps: Sequence[MeshComp], split: bool) -> Dict[str,
 def plan_fields(where: str, mesh: Mesh) -> List[FieldPlan]:
     """The fields of a mesh (FormatError for attributes that contradict its datasets;
     call :func:`skip_reason` first)."""
+    if mesh.geometry == "thetaMode":
+        return theta.plan(where, mesh, lambda perm, where_axes, extra: _plans(
+            where, mesh, 2, where_axes, perm, lambda c: theta.shape_of(c.shape, perm), extra))
     _check(where, mesh)
-    labels_c = _c_order(mesh.data_order, mesh.axis_labels)
+    n, where_axes = grid_axes(_c_order(mesh.data_order, mesh.axis_labels))
+    perm = tuple(d for d in reversed(where_axes) if d is not None)
+    return _plans(where, mesh, n, where_axes, perm,
+                  lambda c: tuple(c.shape[d] if d is not None else 1 for d in reversed(where_axes)), {})
+
+
+def _plans(where: str, mesh: Mesh, n: int, where_axes, perm, shape_of, extra: Dict[str, Any]) -> List[FieldPlan]:
+    """The field plans of a mesh whose dataset axis of each field axis (x, y, z order) is
+    ``where_axes`` (in the order of axisLabels as stored, made C order), its dims permuted
+    by ``perm`` into the field's array, of shape ``shape_of(component)``; ``extra``: the
+    geometry's Field keywords."""
     spacing_c = _c_order(mesh.data_order, mesh.grid_spacing)
     offset_c = _c_order(mesh.data_order, mesh.grid_global_offset)
-    n, where_axes = grid_axes(labels_c)
-    perm = tuple(d for d in reversed(where_axes) if d is not None)
     dtypes = {c.comp: check_dtype(f"{where}{f', component {c.comp!r}' if c.comp else ''}", mesh.name, c.dtype)
               for c in mesh.comps}   # UsageError for complex, strings, ...
 
@@ -203,11 +218,11 @@ def plan_fields(where: str, mesh: Mesh) -> List[FieldPlan]:
     plans = []
     for comps in groups:
         c0 = comps[0]
-        shape = tuple(c0.shape[d] if d is not None else 1 for d in reversed(where_axes))
+        shape = shape_of(c0)
         rmeta = {"attributes": mesh.attributes, "unitDimension": mesh.unit_dimension}
         attributes = dict(mesh.extra.get(c0.comp, {}) if split else mesh.extra.get("", {}))
         attributes[KEY] = description(mesh, comps, split)
-        grid = geometry(n, where_axes, spacing_c, offset_c, _c_order(mesh.data_order, c0.position))
+        grid = dict(geometry(n, where_axes, spacing_c, offset_c, _c_order(mesh.data_order, c0.position)), **extra)
         plan = FieldPlan(f"{mesh.name}_{c0.comp}" if split else mesh.name, comps, not mesh.scalar and not split,
                          perm, shape, dtypes[c0.comp], grid, unit_text(rmeta, c0.unit_si), attributes)
         try:   # the geometry checked now, before any value is read
@@ -248,11 +263,16 @@ class MeshOut:
     time_offset: Any = None
     attributes: Dict[str, Any] = field(default_factory=dict)
     extra: Dict[str, Any] = field(default_factory=dict)   # motes field attributes (motesAttributes)
+    geometry: str = "cartesian"                           # or "thetaMode"
 
 
 def _layout(fld: Field, meta: Dict[str, Any], comp_names: Sequence[str]) -> Dict[str, Any]:
     """Axis labels, order, spacing, offset and positions that give ``fld``'s grid: the stored
-    ones when they still do, exactly, else (z, y, x) in C order."""
+    ones when they still do, exactly, else (z, y, x) in C order ((r, z) for thetaMode)."""
+    if fld.geometry == "thetaMode":
+        return theta.layout(fld, meta if meta.get("geometry", "thetaMode") == "thetaMode" else {}, comp_names, geometry)
+    if meta.get("geometry", "cartesian") != "cartesian":
+        meta = {}   # the description of a mesh of another geometry (a thetaMode field's, resampled) does not apply
     labels, order = meta.get("axisLabels"), meta.get("dataOrder")
     if isinstance(labels, list) and order in ("C", "F") and all(isinstance(a, str) for a in labels):
         labels_c = _c_order(order, labels)
@@ -284,20 +304,25 @@ def _layout(fld: Field, meta: Dict[str, Any], comp_names: Sequence[str]) -> Dict
 
 def _file_values(a: np.ndarray, layout: Dict[str, Any]) -> np.ndarray:
     """A component's (z, y, x) array in the dataset's dims (the inverse of FieldPlan.field)."""
+    if "where_axes" not in layout:   # thetaMode: (modes, r, z)
+        return theta.file_values(a, layout)
     present = [d for d in reversed(layout["where_axes"]) if d is not None]   # dataset axis of each array axis
     squeezed = a.reshape(tuple(a.shape[i] for i, d in enumerate(reversed(layout["where_axes"])) if d is not None))
     return np.ascontiguousarray(np.transpose(squeezed, [present.index(d) for d in range(len(present))]))
 
 
-def _record(meta: Dict[str, Any], layout: Dict[str, Any], scalar: bool) -> MeshOut:
+def _record(fld: Field, meta: Dict[str, Any], layout: Dict[str, Any], scalar: bool) -> MeshOut:
     """A mesh record's attributes (its components are written by the caller)."""
+    theta_mode = fld.geometry == "thetaMode"
+    same = meta.get("geometry", "thetaMode" if theta_mode else "cartesian") == fld.geometry
     return MeshOut(scalar=scalar, data_order=layout["order"], axis_labels=layout["labels"],
                    grid_spacing=[float(v) for v in layout["spacing"]],
                    grid_global_offset=[float(v) for v in layout["offset"]],
                    grid_unit_si=float(meta.get("gridUnitSI", 1.0)),
                    unit_dimension=list(meta.get("unitDimension") or DIMENSIONLESS),
-                   geometry_parameters=meta.get("geometryParameters"), time_offset=meta.get("timeOffset"),
-                   attributes=dict(meta.get("attributes") or {}))
+                   geometry_parameters=theta.geometry_parameters(fld, meta) if theta_mode else
+                   meta.get("geometryParameters") if same else None, time_offset=meta.get("timeOffset"),
+                   attributes=dict(meta.get("attributes") or {}), geometry=fld.geometry)
 
 
 def plan_meshes(where: str, fields: Mapping[str, Field]) -> Iterator[Tuple[str, MeshOut, bool, List[CompOut]]]:
@@ -328,13 +353,13 @@ def plan_meshes(where: str, fields: Mapping[str, Field]) -> Iterator[Tuple[str, 
         layout = _layout(fld, meta, comp_names)
         new = record not in records
         if new:
-            records[record] = (_record(meta, layout, scalar=not split and fld.components is None), set())
+            records[record] = (_record(fld, meta, layout, scalar=not split and fld.components is None), set())
             if not split:
                 owner[record], records[record][0].extra = name, extra
         rec, done = records[record]
-        if (rec.axis_labels, rec.data_order, rec.grid_spacing, rec.grid_global_offset) != \
+        if (rec.axis_labels, rec.data_order, rec.grid_spacing, rec.grid_global_offset, rec.geometry) != \
                 (layout["labels"], layout["order"], [float(v) for v in layout["spacing"]],
-                 [float(v) for v in layout["offset"]]):
+                 [float(v) for v in layout["offset"]], fld.geometry):
             raise UsageError(f"{w}: component '{comp_names[0]}' of mesh '{record}' lies on another grid than its "
                              "other components (axisLabels, gridSpacing, gridGlobalOffset)")
         stored = meta.get("components") or {}

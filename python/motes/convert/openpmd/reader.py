@@ -321,7 +321,7 @@ def _iterate(io, series, path: str, selected: List[int], info: Dict[str, Any], c
         attributes.update({
             "time": float(it.time), "dt": float(it.dt), "timeUnitSI": unit,
             "openpmd": dict(info, iteration_attributes=custom_attributes(it, ITERATION_STANDARD),
-                            meshes=sorted(it.meshes)),
+                            meshes=sorted(it.meshes), meshes_attributes=custom_attributes(it.meshes, ())),
         })
         out: Dict[str, Species] = {}
         for name in it.particles:

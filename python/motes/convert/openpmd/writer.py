@@ -128,7 +128,7 @@ def _write_meshes(io, series, it, path: str, index: int, fields) -> None:
         m = it.meshes[name]
         try:
             if new:
-                m.geometry = io.Geometry.cartesian
+                m.geometry = io.Geometry.thetaMode if rec.geometry == "thetaMode" else io.Geometry.cartesian
                 if rec.geometry_parameters is not None:
                     m.geometry_parameters = str(rec.geometry_parameters)
                 m.data_order = rec.data_order
@@ -289,6 +289,9 @@ def write(path: str, steps: Iterable[Step], *, iteration_encoding: Optional[str]
             for sp in step.species.values():
                 _write_species(io, series, it, path, index, sp, particle_patches)
             _write_meshes(io, series, it, path, index, step.fields or {})
+            if step.fields:   # the meshes group's attributes (ED-PIC's fieldSolver, fieldBoundary, ...)
+                for name, entry in (info.get("meshes_attributes") or {}).items():
+                    set_attribute(it.meshes, name, entry, f"{where}, meshes")
             if not step.species:
                 no_particles.append(index)
             try:
