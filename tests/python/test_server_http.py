@@ -9,9 +9,11 @@ import os
 
 import pytest
 
-pytest.importorskip("starlette")
-pytest.importorskip("uvicorn")
-zstandard = pytest.importorskip("zstandard")
+from needs import need
+
+need("starlette")
+need("uvicorn")
+zstandard = need("zstandard")
 
 import motes  # noqa: E402
 from motes.cli import main  # noqa: E402
