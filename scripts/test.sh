@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The full test suite: C++ (GoogleTest under ctest), the installed library used by
 # out-of-tree builds, short libFuzzer runs of the file reader and the expression parser,
-# the viewer's unit tests (Vitest), Python (pytest + hypothesis), and the viewer in a
-# browser (pytest + Playwright).
+# the viewer's unit tests (Vitest), Python (pytest + hypothesis), the package as pip builds
+# and installs it (tests/install), and the viewer in a browser (pytest + Playwright).
 # MOTES_REQUIRE_ALL=1 (.ci/run sets it) makes every skipped Python test fail (tests/needs.py).
 # Each stage's time is printed after it, and all of them at the end.
 set -euo pipefail
@@ -73,6 +73,9 @@ stage pytest "Python tests (pytest)"
 
 stage app "the installed package carries the built viewer app"
 .venv/bin/python -c "import os, motes.server.config as c; p = os.path.join(c.APP_DIR, 'index.html'); assert os.path.isfile(p), p + ' is missing'; print(p)"
+
+stage package "the package: without Node a clean clone fails to build, an sdist carries the app and installs without Node (tests/install)"
+.venv/bin/python -m pytest -q tests/install
 
 stage browser "browser tests (pytest + Playwright, Debian's Chromium, against motes serve; required even without MOTES_REQUIRE_ALL)"
 MOTES_REQUIRE_ALL=1 .venv/bin/python -m pytest -q tests/browser
