@@ -101,3 +101,14 @@ def test_a_skipped_module_skips_or_fails_the_run(tmp_path):
     r, got = _run(tmp_path, "test_module.py", 'import pytest\npytest.importorskip("motes_no_such_module")\n', require=True)
     assert r.returncode == 2, r.stdout + r.stderr
     assert "MOTES_REQUIRE_ALL=1 but test_module.py (all its tests) skipped: could not import" in r.stdout
+
+
+def test_the_hooks_are_installed_for_every_test_under_tests(request):
+    """tests/conftest.py gives the hooks to these tests (and tests/browser, tests/install)."""
+    import needs
+
+    plugins = [p for p in request.config.pluginmanager.get_plugins()
+               if getattr(p, "__file__", None) and Path(p.__file__) == TESTS / "conftest.py"]
+    assert len(plugins) == 1
+    for hook in ("pytest_configure", "pytest_runtest_makereport", "pytest_make_collect_report"):
+        assert getattr(plugins[0], hook) is getattr(needs, hook)
