@@ -21,20 +21,15 @@ if ! locale -a 2>/dev/null | grep -qi '^de_DE\.utf-\?8$'; then
   localedef -i de_DE -f UTF-8 de_DE.UTF-8 || echo "setup: warning: could not generate the de_DE.UTF-8 locale"
 fi
 
-# The viewer (viewer/, TypeScript) is built with Node >= 18 into python/motes/server/app/,
-# before the package is installed so that the wheel carries it. Skipped when the build is
-# newer than every source file.
+# The viewer (viewer/, TypeScript) needs Node >= 18: the package build below builds it into
+# python/motes/server/app/ when it is missing or older than its sources
+# (cmake/motes_viewer.cmake), so that the package carries it.
 node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
 if [ "$node_major" -lt 18 ]; then
   echo "setup: installing Debian's nodejs and npm (found Node ${node_major})"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
-fi
-app=python/motes/server/app/index.html
-if [ ! -f "$app" ] || [ -n "$(find viewer \( -path viewer/node_modules -o -path viewer/dev -o -path viewer/test \) -prune -o -type f -newer "$app" -print -quit)" ]; then
-  echo "setup: building the viewer (npm ci && npm run build in viewer/)"
-  (cd viewer && npm ci --no-audit --no-fund --loglevel=error && npm run build --silent)
 fi
 
 PY=${PYTHON:-python3}
@@ -48,6 +43,6 @@ if ! .venv/bin/python -c "import mpi4py" 2>/dev/null; then
   echo "setup: building mpi4py against $(mpirun --version | head -1)"
   .venv/bin/python -m pip install -q --no-binary=mpi4py "mpi4py>=3.1"
 fi
-echo "setup: installing motes and its Python dependencies into .venv"
+echo "setup: installing motes (with its viewer app) and its Python dependencies into .venv"
 .venv/bin/python -m pip install -q ".[test,bench,plot,arrow,convert,serve,fields,dask]"
 echo "setup: done ($(.venv/bin/python -c 'import motes; print("motes", motes.__version__)'))"

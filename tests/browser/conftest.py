@@ -2,10 +2,12 @@
 Playwright, drawing with SwiftShader, against `motes serve` started on a free port.
 
 They skip, saying why, when the server's dependencies (the serve extra), Playwright or
-/usr/bin/chromium are missing; with MOTES_REQUIRE_BROWSER=1 (scripts/test.sh sets it) a
-missing piece fails them instead, so that CI never passes on skipped browser tests. MOTES_SERVE_COMMAND replaces `python -m motes serve` (e.g. another build's
-`.venv/bin/motes serve`); MOTES_VIEWER_SERVER=mock runs them against
-viewer/dev/mock_server.py (a development aid; needs starlette and uvicorn).
+/usr/bin/chromium are missing; with MOTES_REQUIRE_ALL=1 (scripts/test.sh sets it for them;
+MOTES_REQUIRE_BROWSER=1 is its older name) a missing piece fails them instead, so that CI
+never passes on skipped browser tests (tests/needs.py). MOTES_SERVE_COMMAND replaces
+`python -m motes serve` (e.g. another build's `.venv/bin/motes serve`);
+MOTES_VIEWER_SERVER=mock runs them against viewer/dev/mock_server.py (a development aid;
+needs starlette and uvicorn).
 MOTES_UPDATE_GOLDEN=1 rewrites tests/browser/golden/*.png; MOTES_SCREENSHOTS=1 writes the
 guide's pictures (docs/images/viewer-*.png).
 """
@@ -29,6 +31,7 @@ import numpy as np
 import pytest
 
 import motes
+from needs import missing, need
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("MOTES_CHROMIUM", "/usr/bin/chromium")
@@ -43,33 +46,18 @@ USE_MOCK = os.environ.get("MOTES_VIEWER_SERVER") == "mock"
 TOKEN = "s3cret-token"
 
 
-REQUIRED = os.environ.get("MOTES_REQUIRE_BROWSER") == "1"
-
-
-def unavailable(reason: str):
-    """Skips, or fails under MOTES_REQUIRE_BROWSER=1."""
-    if REQUIRED:
-        pytest.fail(f"MOTES_REQUIRE_BROWSER=1 but {reason}")
-    pytest.skip(reason)
-
-
-def need_module(name: str, reason: str):
-    try:
-        return __import__(name, fromlist=["_"])
-    except ImportError as e:
-        unavailable(f"{reason} ({e})")
 
 
 def _server_command() -> list:
     if os.environ.get("MOTES_SERVE_COMMAND"):
         return shlex.split(os.environ["MOTES_SERVE_COMMAND"])
     if USE_MOCK:
-        need_module("starlette", "the mock server needs starlette")
+        need("starlette", "the mock server needs it")
         return [sys.executable, str(ROOT / "viewer" / "dev" / "mock_server.py")]
-    need_module("motes.server", "motes serve's dependencies are missing (pip install 'motes[serve]')")
+    need("motes.server", "motes serve's dependencies: pip install 'motes[serve]'")
     probe = subprocess.run([sys.executable, "-m", "motes", "serve", "--help"], capture_output=True, text=True)
     if probe.returncode != 0:
-        unavailable(f"`motes serve` is not available: {(probe.stderr or probe.stdout).strip()[-300:]}")
+        missing(f"`motes serve` is not available: {(probe.stderr or probe.stdout).strip()[-300:]}")
     return [sys.executable, "-m", "motes", "serve"]
 
 
@@ -150,9 +138,9 @@ def server(data_dir):
 # --- the browser -----------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def browser_context(tmp_path_factory):
-    sync_api = need_module("playwright.sync_api", "Playwright for Python is not installed")
+    sync_api = need("playwright.sync_api", "Playwright for Python: pip install playwright")
     if not (os.path.exists(CHROMIUM) or shutil.which(CHROMIUM)):
-        unavailable(f"{CHROMIUM} is missing (Debian's chromium package; scripts/setup.sh installs it)")
+        missing(f"{CHROMIUM} is missing (Debian's chromium package; scripts/setup.sh installs it)")
     profile = tmp_path_factory.mktemp("chromium-profile")  # a fresh --user-data-dir
     with sync_api.sync_playwright() as p:
         ctx = p.chromium.launch_persistent_context(

@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-motes = pytest.importorskip("motes")
+import motes
+from needs import need
 
 _SRC = pathlib.Path(__file__).resolve().parents[2] / "python" / "motes"
 try:
@@ -64,8 +65,8 @@ def brute(data):
 # write -> info
 # --------------------------------------------------------------------------------------------------
 def test_write_npz_csv_parquet_then_info(tmp_path, capsys):
-    pd = pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
+    pd = need("pandas")
+    need("pyarrow")
     rng = np.random.default_rng(1)
     n = 20_000
     cols = {"x": rng.random(n), "y": rng.random(n), "z": rng.random(n),
@@ -133,7 +134,7 @@ def test_write_npz_csv_parquet_then_info(tmp_path, capsys):
 
 
 def test_write_rejects_bad_inputs(tmp_path, capsys):
-    pd = pytest.importorskip("pandas")
+    pd = need("pandas")
     n = 100
     df = pd.DataFrame({"x": np.zeros(n), "y": np.zeros(n), "z": np.zeros(n), "label": ["a"] * n})
     df.to_csv(tmp_path / "s.csv", index=False)
@@ -172,8 +173,8 @@ def test_csv_without_pandas(vpic, tmp_path, capsys, monkeypatch):
 # query
 # --------------------------------------------------------------------------------------------------
 def test_query_outputs_match_brute_force(vpic, tmp_path, capsys):
-    pd = pytest.importorskip("pandas")
-    pq = pytest.importorskip("pyarrow.parquet")
+    pd = need("pandas")
+    pq = need("pyarrow.parquet")
     path, data = vpic
     expected = ids_where(data, brute(data))
     assert 0 < len(expected) < N
@@ -256,7 +257,7 @@ def test_query_print_count_limit_quality(vpic, tmp_path, capsys):
 # hist
 # --------------------------------------------------------------------------------------------------
 def test_hist_1d_plot_and_npz(vpic, tmp_path, capsys):
-    pytest.importorskip("matplotlib")
+    need("matplotlib")
     path, data = vpic
     status, out, err = run(capsys, "hist", path, "energy", "--bins", "50", "--where", "q > 0",
                            "--plot", tmp_path / "e.png", "-o", tmp_path / "e.npz", "--log")
@@ -284,7 +285,7 @@ def test_hist_1d_plot_and_npz(vpic, tmp_path, capsys):
 
 
 def test_hist_2d_plot_and_npz(vpic, tmp_path, capsys):
-    pytest.importorskip("matplotlib")
+    need("matplotlib")
     path, data = vpic
     box = (0.0, 0.0, 0.0, 200.0, 100.0, 25.0)
     status, out, err = run(capsys, "hist", path, "x", "y", "--bins", "40", "30", "--yrange", "40", "60",
@@ -433,7 +434,7 @@ def test_query_and_hist_across_steps(series3, tmp_path, capsys):
         for k in (10, 20):
             assert set(z["id"][z["step"] == k].tolist()) == ids_where(data[k], masks[k])
 
-    pd = pytest.importorskip("pandas")
+    pd = need("pandas")
     status, out, err = run(capsys, "query", path, "--steps", "0,20", "--where", WHERE, "--columns", "id,energy",
                            "--batch-size", "50", "-o", tmp_path / "s.csv")
     assert status == 0, err
@@ -473,7 +474,7 @@ def test_query_and_hist_across_steps(series3, tmp_path, capsys):
     np.testing.assert_array_equal(h[:, 0], np.repeat([0, 10], 12))
     np.testing.assert_array_equal(h[:, 5], c2.ravel())
 
-    pytest.importorskip("matplotlib")
+    need("matplotlib")
     status, out, err = run(capsys, "hist", path, "energy", "--steps", "all", "--log", "--plot", tmp_path / "h.png")
     assert status == 0, err
     assert (tmp_path / "h.png").read_bytes()[:8] == PNG_SIGNATURE

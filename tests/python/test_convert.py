@@ -6,6 +6,8 @@ import os
 import numpy as np
 import pytest
 
+from needs import missing, need
+
 import motes
 from motes import convert, synth
 from motes.cli import main as cli
@@ -175,7 +177,7 @@ def test_vtkhdf_preview_opens_in_vtk(tmp_path, source):
     d, src = source
     out = tmp_path / "preview.vtkhdf"
     convert.convert(src, out, species=["electrons"], read_options={"quality": 0.6})
-    vtk_hdf = pytest.importorskip("vtkmodules.vtkIOHDF")  # no rendering libraries needed
+    vtk_hdf = need("vtkmodules.vtkIOHDF")  # no rendering libraries needed
     r = vtk_hdf.vtkHDFReader()
     r.SetFileName(str(out))
     r.Update()
@@ -245,9 +247,9 @@ def test_empty_species_round_trips_every_column(tmp_path, fmt):
     dtypes and units, no rows. (Found by test_random_schemas_round_trip_exactly: openpmd-api
     stores an empty dataset as a constant of shape [0], and the import dropped it.)"""
     if fmt.startswith("openpmd"):
-        io = pytest.importorskip("openpmd_api")
+        io = need("openpmd_api")
         if fmt == "openpmd-adios2" and not io.variants.get("adios2"):
-            pytest.skip("openpmd-api without ADIOS2")
+            missing("openpmd-api was built without ADIOS2 (its pip wheels have it)")
     cols = {"x": np.zeros(0, "f4"), "y": np.zeros(0, "f4"), "z": np.zeros(0, "f4"), "id": np.zeros(0, "u8"),
             "w": np.zeros(0, "f8"), "q": np.zeros(0, "i2"), "momentum_x": np.zeros(0, "f4"),
             "momentum_y": np.zeros(0, "f4")}
@@ -281,7 +283,7 @@ def test_empty_species_round_trips_every_column(tmp_path, fmt):
 
 def test_empty_species_to_vtkhdf(tmp_path):
     """VTKHDF (write-only): 0 rows make a valid file of 0 points with every column."""
-    h5py = pytest.importorskip("h5py")
+    h5py = need("h5py")
     cols = {"x": np.zeros(0, "f4"), "y": np.zeros(0, "f4"), "z": np.zeros(0, "f4"), "id": np.zeros(0, "u8")}
     motes.write(tmp_path / "a.motes", cols, sync=False)
     convert.convert(tmp_path / "a.motes", tmp_path / "t.vtkhdf")

@@ -11,12 +11,14 @@ import time
 import numpy as np
 import pytest
 
+from needs import need
+
 import motes
 from motes.convert import convert, destination
 from motes.cli import main
 
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
+pa = need("pyarrow")
+pq = need("pyarrow.parquet")
 
 
 def table(path, n=2000, seed=0):

@@ -8,10 +8,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from needs import need
+
 import motes
 from motes.field import Field
 
-h5py = pytest.importorskip("h5py")
+h5py = need("h5py")
 
 from field_util import SETTINGS, assert_same_field, fields  # noqa: E402
 from motes.convert import h5part  # noqa: E402

@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-io = pytest.importorskip("openpmd_api")
-h5py = pytest.importorskip("h5py")
+from needs import need
+
+io = need("openpmd_api")
+h5py = need("h5py")
 
 import motes  # noqa: E402
 from field_util import SETTINGS, assert_same_field, fields  # noqa: E402

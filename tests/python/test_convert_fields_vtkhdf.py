@@ -7,11 +7,13 @@ import numpy as np
 import pytest
 from hypothesis import given
 
+from needs import need
+
 import motes
 from motes.field import Field
 
-h5py = pytest.importorskip("h5py")
-pytest.importorskip("vtkmodules.vtkIOHDF")
+h5py = need("h5py")
+need("vtkmodules.vtkIOHDF")
 
 from vtkmodules.util.numpy_support import vtk_to_numpy  # noqa: E402
 from vtkmodules.vtkIOHDF import vtkHDFReader  # noqa: E402

@@ -5,10 +5,12 @@ import os
 import numpy as np
 import pytest
 
+from needs import need
+
 import motes
 from motes import convert
 
-h5py = pytest.importorskip("h5py")
+h5py = need("h5py")
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +28,7 @@ def source(tmp_path_factory):
 @pytest.mark.parametrize("fmt", ["h5part", "vtkhdf"])
 def test_filtered_exports_read_back_exactly(tmp_path, source, compression, fmt):
     if compression != "gzip":
-        pytest.importorskip("hdf5plugin")
+        need("hdf5plugin")
     src, want = source
     plain, packed = tmp_path / f"plain.{fmt}.h5", tmp_path / f"packed.{fmt}.h5"
     convert.convert(src, plain, dst_format=fmt)

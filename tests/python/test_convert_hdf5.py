@@ -4,23 +4,14 @@
 import numpy as np
 import pytest
 
+from needs import need
+
 import motes
 
-h5py = pytest.importorskip("h5py")
+h5py = need("h5py")
 
 from motes.convert import h5part, hdf5, vtkhdf  # noqa: E402
 from motes.convert.base import Species, Step, chunked_arrays  # noqa: E402
-
-try:
-    # Only the modules the checks need: no rendering libraries (X11, OpenGL) on a server.
-    from vtkmodules.util.numpy_support import vtk_to_numpy
-    from vtkmodules.vtkCommonExecutionModel import vtkStreamingDemandDrivenPipeline
-    from vtkmodules.vtkIOHDF import vtkHDFReader
-    HAVE_VTK = True
-except ImportError:  # pragma: no cover - depends on the environment
-    HAVE_VTK = False
-
-needs_vtk = pytest.mark.skipif(not HAVE_VTK, reason="vtk (with vtkHDFReader) is not installed")
 
 
 def _columns(n, seed):
@@ -431,8 +422,11 @@ def test_vtkhdf_static_and_errors(tmp_path):
         vtkhdf.write(bad, [two])
 
 
-@needs_vtk
 def test_vtkhdf_read_back_with_vtk(tmp_path):
+    # Only the modules the checks need: no rendering libraries (X11, OpenGL) on a server.
+    vtk_to_numpy = need("vtkmodules.util.numpy_support").vtk_to_numpy
+    vtkStreamingDemandDrivenPipeline = need("vtkmodules.vtkCommonExecutionModel").vtkStreamingDemandDrivenPipeline
+    vtkHDFReader = need("vtkmodules.vtkIOHDF").vtkHDFReader
     path = tmp_path / "p.vtkhdf"
     steps = _vtk_steps()
     vtkhdf.write(path, steps)

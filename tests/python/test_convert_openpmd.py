@@ -9,8 +9,10 @@ import sys
 import numpy as np
 import pytest
 
-io = pytest.importorskip("openpmd_api")
-h5py = pytest.importorskip("h5py")
+from needs import missing, need
+
+io = need("openpmd_api")
+h5py = need("h5py")
 
 import motes  # noqa: E402
 from motes.convert import openpmd as op  # noqa: E402
@@ -522,7 +524,7 @@ def test_write_arguments(tmp_path):
 
 def test_adios2_bp(tmp_path):
     if not io.variants.get("adios2"):
-        pytest.skip("openpmd-api without ADIOS2")
+        missing("openpmd-api was built without ADIOS2 (its pip wheels have it)")
     step, cols = _motes_step(n=500)
     out = str(tmp_path / "run_%T.bp")
     op.write(out, [step])
@@ -553,7 +555,7 @@ def test_adios2_bp(tmp_path):
 def test_through_a_motes_dataset(tmp_path):
     """openPMD -> motes -> openPMD with motes.convert: everything but the row order survives,
     and the export carries the motes spatial blocks as particlePatches."""
-    convert = pytest.importorskip("motes.convert").convert
+    from motes.convert import convert
     src, mid, back = str(tmp_path / "src.h5"), str(tmp_path / "mid.motes"), str(tmp_path / "back.h5")
     _make_series(src, n_electrons=2000, n_ions=100)
     convert(src, mid, chunk_rows=500)
@@ -590,7 +592,7 @@ def test_through_a_motes_dataset(tmp_path):
 
 def test_export_reads_in_openpmd_viewer(tmp_path):
     """A motes step exported as a file-based openPMD series opens in openPMD-viewer."""
-    viewer = pytest.importorskip("openpmd_viewer")
+    viewer = need("openpmd_viewer")
     import motes
     from motes import convert, synth
 

@@ -12,12 +12,14 @@ import warnings
 import numpy as np
 import pytest
 
+from needs import need
+
 import motes
 from motes.cli import main
 from motes.convert import ConversionWarning, convert
 
-h5py = pytest.importorskip("h5py")
-pytest.importorskip("openpmd_api")
+h5py = need("h5py")
+need("openpmd_api")
 
 ME, C = 9.1093837e-31, 299792458.0
 VALIDATOR = os.path.join(os.path.dirname(sys.executable), "openPMD_check_h5")

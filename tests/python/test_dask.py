@@ -8,11 +8,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from needs import need
+
 import motes
 
-dask = pytest.importorskip("dask")
-dd = pytest.importorskip("dask.dataframe")
-distributed = pytest.importorskip("distributed")
+dask = need("dask")
+dd = need("dask.dataframe")
+distributed = need("distributed")
 
 import motes.dask  # noqa: E402
 import motes.mpi  # noqa: E402

@@ -10,6 +10,8 @@ import re
 import numpy as np
 import pytest
 
+from needs import need
+
 import motes
 from motes import _core
 from motes.cli import EXIT_STATUS, main
@@ -129,7 +131,7 @@ def test_every_kind_pickles_under_tblib(tmp_path):
     import subprocess
     import sys
 
-    pytest.importorskip("tblib")
+    need("tblib")
     code = ("import pickle, tblib.pickling_support as t, motes\n"
             "from motes import _core\n"
             "t.install()\n"

@@ -6,12 +6,14 @@ the same dataset."""
 import numpy as np
 import pytest
 
+from needs import need
+
 import motes
 from motes import synth
 from motes.field import Field
 from motes.field_file import open_field_file, write_field_file
 
-scipy_interp = pytest.importorskip("scipy.interpolate")
+scipy_interp = need("scipy.interpolate")
 
 
 def reference(f: Field, pts, fill):

@@ -8,6 +8,8 @@ import shutil
 import numpy as np
 import pytest
 
+from needs import need
+
 import motes
 from motes import synth
 from motes.cli import main
@@ -80,9 +82,9 @@ def test_info_lists_fields(tmp_path, capsys):
 
 @pytest.mark.parametrize("target", ["b.h5part", "o_%T.h5"])
 def test_fields_go_through_conversions_and_back(tmp_path, target):
-    pytest.importorskip("h5py")
+    need("h5py")
     if target.endswith(".h5"):
-        pytest.importorskip("openpmd_api")
+        need("openpmd_api")
     from motes.convert import convert
 
     fs = fields_of(3)
@@ -102,7 +104,7 @@ def test_fields_go_through_conversions_and_back(tmp_path, target):
 
 
 def test_motes_convert_to_idx_is_read_by_openvisus_and_back(tmp_path):
-    ov = pytest.importorskip("OpenVisus")
+    ov = need("OpenVisus")
     from motes.convert import ConversionWarning, convert
 
     src = tmp_path / "a.motes"

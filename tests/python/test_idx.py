@@ -15,6 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from needs import need
+
 import motes
 from motes import _core
 from motes.convert import idx
@@ -26,7 +28,7 @@ ALLOWED = (motes.FormatError, motes.UsageError, motes.NotFoundError)
 
 @pytest.fixture(scope="module")
 def ov():
-    return pytest.importorskip("OpenVisus", reason="OpenVisusNoGui is not installed (pip install 'motes[fields]')")
+    return need("OpenVisus", "pip install 'motes[fields]' (OpenVisusNoGui)")
 
 
 def _values(rng, shape, dtype):

@@ -14,14 +14,15 @@ from pathlib import Path
 import pytest
 
 import motes
+from needs import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECK = ROOT / "tests" / "mpi" / "mpi_check.py"
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("mpirun") is None, reason="mpirun not installed"),
-    pytest.mark.skipif(not getattr(motes._core, "has_mpi", False), reason="motes built without MPI"),
-]
+if shutil.which("mpirun") is None:
+    missing("mpirun is not installed (scripts/setup.sh installs Open MPI)")
+if not getattr(motes._core, "has_mpi", False):
+    missing("motes was built without MPI (no MPI library when it was built)")
 
 
 def mpirun(ranks, *args, expect_ok=True, timeout=300, env_extra=None, script=CHECK):

@@ -9,10 +9,12 @@ import io
 import numpy as np
 import pytest
 
+from needs import need
+
 import motes
 
-pytest.importorskip("starlette")
-pytest.importorskip("uvicorn")
+need("starlette")
+need("uvicorn")
 from motes.server import Config, Limits, create_app  # noqa: E402
 from server_util import make_client, write_lattice, write_parted, write_vpic  # noqa: E402
 
@@ -172,7 +174,7 @@ E = API + "/datasets/{}/steps/{}/species/particles/export"
 @pytest.mark.parametrize("name", ["run", "parts"])
 @pytest.mark.parametrize("form", ["csv", "parquet"])
 def test_exports_equal_the_query(served, name, form):
-    pq = pytest.importorskip("pyarrow.parquet")
+    pq = need("pyarrow.parquet")
     import pyarrow.csv as pcsv
 
     client, dss = served

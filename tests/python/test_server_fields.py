@@ -11,10 +11,12 @@ import struct
 import numpy as np
 import pytest
 
+from needs import need
+
 import motes
 
-pytest.importorskip("starlette")
-pytest.importorskip("uvicorn")
+need("starlette")
+need("uvicorn")
 from motes.server import Config, Limits, create_app  # noqa: E402
 from server_util import DTYPES, lattice_data, make_client  # noqa: E402
 
@@ -232,7 +234,7 @@ def test_a_box_missing_the_coarse_lattice_has_no_sample(served):
 
 
 def test_arrow(served):
-    pa = pytest.importorskip("pyarrow")
+    pa = need("pyarrow")
     client, ds = served
     sf = ds.field("E", 3)
     r = get(client, f"{F}/E/samples", format="arrow", level=1)

@@ -13,8 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("starlette")
-pytest.importorskip("uvicorn")
+from needs import need
+
+need("starlette")
+need("uvicorn")
 
 import motes  # noqa: E402
 from motes.server import Config, Limits, create_app  # noqa: E402

@@ -11,9 +11,11 @@ import time
 
 import pytest
 
-pytest.importorskip("starlette")
-pytest.importorskip("uvicorn")
-pytest.importorskip("httpx")
+from needs import need
+
+need("starlette")
+need("uvicorn")
+need("httpx")
 
 from motes.server import Config, Limits, create_app  # noqa: E402
 from server_util import (LiveServer, raw_request, start_cli_server, viewer_load,  # noqa: E402

@@ -11,10 +11,12 @@ import json
 import numpy as np
 import pytest
 
+from needs import need
+
 import motes
 
-pytest.importorskip("starlette")
-pytest.importorskip("uvicorn")
+need("starlette")
+need("uvicorn")
 from motes.server import Config, Limits, create_app  # noqa: E402
 from server_util import cells_param, in_cell, parse_frame, make_client, write_lattice, write_parted  # noqa: E402
 
@@ -254,7 +256,7 @@ def test_frames_parse_with_the_servers_parser_too(served):
 
 
 def test_arrow(served):
-    pa = pytest.importorskip("pyarrow")
+    pa = need("pyarrow")
     client, _, _ = served
     sp = species(client, "parts")
     lo, hi = sp["bounds"]["min"], sp["bounds"]["max"]

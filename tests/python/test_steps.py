@@ -6,6 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from needs import need
+
 import motes
 from motes import steps as msteps
 from motes import synth
@@ -160,7 +162,7 @@ def test_query_columns_box_quality_and_pandas(series):
     q = ds.query(quality=0.3, columns="id", steps=[0, 20])
     for k in (0, 20):
         np.testing.assert_array_equal(q["id"][q["step"] == k], ds.query(quality=0.3, columns="id", step=k)["id"])
-    pd = pytest.importorskip("pandas")
+    pd = need("pandas")
     df = t.to_pandas()
     assert list(df.columns) == ["step", "id", "energy"] and len(df) == len(t)
     assert isinstance(df, pd.DataFrame)

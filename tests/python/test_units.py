@@ -7,6 +7,8 @@ import sys
 import numpy as np
 import pytest
 
+from needs import need
+
 import motes
 from motes import units
 from motes.cli import main
@@ -42,8 +44,8 @@ def test_structure():
 
 @pytest.fixture
 def openpmd_import(tmp_path):
-    pytest.importorskip("h5py")
-    pytest.importorskip("openpmd_api")
+    need("h5py")
+    need("openpmd_api")
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
     from test_convert_real_codes import fbpic_like
 
@@ -71,7 +73,7 @@ def test_openpmd_units_show_as_si_units(openpmd_import, capsys):
 
 
 def test_plot_axis_shows_the_human_unit(openpmd_import, tmp_path):
-    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib = need("matplotlib")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 

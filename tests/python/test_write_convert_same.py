@@ -5,11 +5,13 @@ step, time, attributes, values bit for bit) or the same error message and exit s
 import numpy as np
 import pytest
 
+from needs import need
+
 import motes
 from motes.cli import main
 
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
+pa = need("pyarrow")
+pq = need("pyarrow.parquet")
 N = 500
 
 

@@ -29,8 +29,11 @@ BUILD_HINT = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>motes serve</title></head>
 <body>
 <h1>motes serve</h1>
-<p>The viewer app is not built in this installation (no <code>{app_dir}/index.html</code>).
-Build it with <code>bash scripts/setup.sh</code> in the motes source tree, then restart the server.</p>
+<p>The viewer app is not built in this installation (no <code>{app_dir}/index.html</code>):
+motes was built without it (<code>MOTES_VIEWER=OFF</code>), or runs from a source tree where it
+is not built yet. Install motes from its sdist or a wheel, which carry the app, or build it
+with Node.js &ge; 18 on PATH (<code>pip install .</code> in the source tree builds the app
+first), then restart the server.</p>
 <p>The HTTP API works without it: <a href="api/v1/datasets">api/v1/datasets</a>
 (docs/http-api.md).</p>
 </body></html>
