@@ -11,11 +11,12 @@ import textwrap
 
 import numpy as np
 import pytest
+from needs import need
 
 import motes
 import motes.convert
 
-h5py = pytest.importorskip("h5py")
+h5py = need("h5py")
 
 N = 10
 
@@ -143,7 +144,7 @@ def test_hdf5_external_storage_that_is_a_fifo_is_refused_without_hanging(tmp_pat
 
 
 def test_openpmd_series_files_are_checked_too(tmp_path, outside):
-    pytest.importorskip("openpmd_api")
+    need("openpmd_api")
     data = tmp_path / "data"
     p = synth_openpmd(data / "run_%T.h5")
     first = sorted(data.glob("run_*.h5"))[-1]

@@ -17,10 +17,11 @@ import warnings
 
 import numpy as np
 import pytest
+from needs import need
 
-h5py = pytest.importorskip("h5py")
-pytest.importorskip("openpmd_api")
-viewer = pytest.importorskip("openpmd_viewer")
+h5py = need("h5py")
+need("openpmd_api")
+viewer = need("openpmd_viewer")
 from scipy.interpolate import RegularGridInterpolator  # noqa: E402
 
 import motes  # noqa: E402
@@ -189,8 +190,8 @@ def test_the_cartesian_resampling_is_openpmd_viewers_3d_reconstruction(run):
 
 
 def test_the_server_hands_the_viewer_a_cartesian_grid(run):
-    pytest.importorskip("starlette")
-    pa = pytest.importorskip("pyarrow")
+    need("starlette")
+    pa = need("pyarrow")
     from motes.server import Config, create_app
     from server_util import make_client
 
@@ -244,7 +245,7 @@ def test_export_gives_the_same_thetamode_meshes_back(run, tmp_path):
 def _theta_series(path, labels, imag, rng):
     """A thetaMode mesh written with openpmd-api: axisLabels ``labels``, geometryParameters
     imag ``imag``, 3 modes, node-centred; returns its (5, Nr, Nz) array."""
-    io = pytest.importorskip("openpmd_api")
+    io = need("openpmd_api")
     s = io.Series(str(path), io.Access.create)
     it = s.iterations[0]
     m = it.meshes["rho"]

@@ -14,9 +14,10 @@ import time
 
 import numpy as np
 import pytest
+from needs import need
 
-pytest.importorskip("starlette")
-pytest.importorskip("uvicorn")
+need("starlette")
+need("uvicorn")
 
 import motes  # noqa: E402
 from motes.cli import main  # noqa: E402
