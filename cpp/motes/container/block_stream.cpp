@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "motes/core/memory.hpp"
+#include "motes/core/parallel.hpp"
 #include "motes/core/types.hpp"
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -135,8 +136,10 @@ BlockStream BlockStream::contiguous(std::shared_ptr<const ByteSource> source, st
   s.per_block_ = std::max<uint64_t>(per_block, 1);
   s.offset_ = offset;
   s.sums_ = std::move(sums);
-  if (!s.sums_.empty())
+  if (!s.sums_.empty()) {
     s.checked_ = std::shared_ptr<std::atomic<uint64_t>[]>(new std::atomic<uint64_t>[(s.sums_.size() + 63) / 64]());
+    s.checked_count_ = std::make_shared<std::atomic<uint64_t>>(0);
+  }
   s.id_ = next_stream_id.fetch_add(1);
   return s;
 }
@@ -211,6 +214,16 @@ void BlockStream::check_blocks(uint64_t first, uint64_t last) const {
   }
 }
 
+void BlockStream::check(std::vector<uint64_t> blocks, unsigned threads) const {
+  if (all_checked()) return;
+  std::sort(blocks.begin(), blocks.end());
+  blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
+  std::vector<uint64_t> todo;
+  for (uint64_t b : blocks)
+    if (b < block_count() && !(checked_[b / 64].load(std::memory_order_acquire) >> (b % 64) & 1)) todo.push_back(b);
+  parallel_for(todo.size(), todo.size() < 4 ? 1 : threads, [&](uint64_t i) { check_blocks(todo[i], todo[i]); });
+}
+
 void BlockStream::check_raw(uint64_t b, const unsigned char* bytes) const {
   if (!checked_ || b >= sums_.size()) return;
   const uint64_t n = values_in(b) * type_.size, at = offset_ + b * per_block_ * type_.size;
@@ -218,7 +231,8 @@ void BlockStream::check_raw(uint64_t b, const unsigned char* bytes) const {
   if (XXH3_64bits(bytes, n) != sums_[b])
     fail(b, "checksum mismatch (bytes " + std::to_string(at) + ".." + std::to_string(at + n) + ")");
 #endif
-  checked_[b / 64].fetch_or(uint64_t(1) << (b % 64), std::memory_order_release);
+  const uint64_t bit = uint64_t(1) << (b % 64);
+  if (!(checked_[b / 64].fetch_or(bit, std::memory_order_acq_rel) & bit)) checked_count_->fetch_add(1, std::memory_order_acq_rel);
 }
 
 void BlockStream::fail(uint64_t b, const std::string& problem) const {

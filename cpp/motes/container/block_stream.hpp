@@ -85,6 +85,11 @@ class BlockStream {
   void check(uint64_t start, uint64_t n) const {
     if (checked_ && n) check_blocks(start / per_block_, (start + n - 1) / per_block_);
   }
+  // Raw streams: checks those of `blocks` not checked yet, on up to `threads` threads (a
+  // gather about to read rows scattered over many blocks checks them all first, side by side).
+  void check(std::vector<uint64_t> blocks, unsigned threads) const;
+  // Whether every block has been checked (or needs no check).
+  bool all_checked() const { return !checked_ || checked_count_->load(std::memory_order_acquire) == sums_.size(); }
   // Decoded block b, through the shared cache; FormatError naming the stream and block when
   // its checksum or its contents are wrong.
   std::shared_ptr<const DecodedBlock> block(uint64_t b) const;
@@ -111,6 +116,7 @@ class BlockStream {
   std::vector<uint64_t> sums_;        // contiguous: per block
   // contiguous with checksums: a bit per block that has passed its check
   std::shared_ptr<std::atomic<uint64_t>[]> checked_;
+  std::shared_ptr<std::atomic<uint64_t>> checked_count_;  // bits set in checked_
   std::vector<StoredBlock> blocks_;   // coded
   uint64_t id_ = 0;                   // key in the cache of decoded blocks
   const BlockStream* codes_ = nullptr;

@@ -64,6 +64,16 @@ void Selection::visit(size_t column, uint64_t row_begin, uint64_t row_end, unsig
       stream[part_of_[k]] = &file->values(column);
       base[part_of_[k]] = reinterpret_cast<const char*>(file->values(column).in_place());
     }
+  // Values read in place are checked block by block before use; the blocks a large gather
+  // touches are checked first, on the query's threads.
+  if (row_end - row_begin >= 4096)
+    for (uint32_t p = 0; p < base.size(); ++p) {
+      if (!base[p] || stream[p]->all_checked()) continue;
+      std::vector<uint64_t> blocks;
+      for (size_t k = segment_of(row_begin), k1 = segment_of(row_end - 1) + 1; k < k1; ++k)
+        if (part_of_[k] == p) stream[p]->blocks_of(segments_[k].start, segments_[k].count, blocks);
+      stream[p]->check(std::move(blocks), threads);
+    }
   // Scattered rows (short segments: a filtered result) are prefetched this many segments
   // ahead, in place or in the block held: a value per cache line, often per page, so the
   // loads wait on memory, and most of all after an idle pause has left the caches cold.
