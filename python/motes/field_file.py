@@ -77,6 +77,25 @@ def open_field_file(path) -> "StoredField":
     return StoredField(_core.FieldFile.open(os.fspath(path)))
 
 
+def index_box_in(name: str, box: Sequence[float], positions: Sequence[np.ndarray],
+                 axis_names: Sequence[str]) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
+    """The sample indexes [lo, hi) (x, y, z) of a grid whose axes have the sample
+    ``positions`` (ascending, one array per axis) that lie in a physical box (x0, y0, z0,
+    x1, y1, z1), bounds inclusive; axes past ``positions`` are [0, 1). UsageError when the
+    box is malformed or holds no sample along an axis."""
+    box = [float(v) for v in box]
+    if len(box) != 6 or any(math.isnan(v) for v in box):
+        raise UsageError(f"box must be 6 numbers (x0, y0, z0, x1, y1, z1), got {box!r}")
+    lo, hi = [0, 0, 0], [1, 1, 1]
+    for k, pos in enumerate(positions):
+        lo[k] = int(np.searchsorted(pos, box[k], side="left"))
+        hi[k] = int(np.searchsorted(pos, box[3 + k], side="right"))
+        if lo[k] >= hi[k]:
+            raise UsageError(f"field '{name}': no sample lies in the box along {axis_names[k]} "
+                             f"([{box[k]!r}, {box[3 + k]!r}]; samples from {pos[0]!r} to {pos[-1]!r})")
+    return tuple(lo), tuple(hi)
+
+
 class StoredField:
     """A field on disk: its geometry, and reads of any box at any level."""
 
@@ -218,18 +237,7 @@ class StoredField:
     def index_box_of(self, box: Sequence[float]) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
         """The sample indexes [lo, hi) (x, y, z) whose positions lie in a physical box
         (x0, y0, z0, x1, y1, z1), bounds inclusive, axes past the grid's ignored."""
-        box = [float(v) for v in box]
-        if len(box) != 6 or any(math.isnan(v) for v in box):
-            raise UsageError(f"box must be 6 numbers (x0, y0, z0, x1, y1, z1), got {box!r}")
-        lo, hi = [0, 0, 0], [1, 1, 1]
-        for k in range(self.ndim):
-            pos = self.axis(k)
-            lo[k] = int(np.searchsorted(pos, box[k], side="left"))
-            hi[k] = int(np.searchsorted(pos, box[3 + k], side="right"))
-            if lo[k] >= hi[k]:
-                raise UsageError(f"field '{self.name}': no sample lies in the box along {self.axis_names[k]} "
-                                 f"([{box[k]!r}, {box[3 + k]!r}]; samples from {pos[0]!r} to {pos[-1]!r})")
-        return tuple(lo), tuple(hi)
+        return index_box_in(self.name, box, [self.axis(k) for k in range(self.ndim)], self.axis_names)
 
     def _index_box(self, box, index_box):
         if box is not None and index_box is not None:

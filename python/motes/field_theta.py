@@ -22,6 +22,7 @@ import numpy as np
 
 from .errors import UsageError
 from .field import AXES, Field
+from .field_file import index_box_in
 
 __all__ = ["CartesianView", "RANGE_SAMPLES"]
 
@@ -147,18 +148,7 @@ class CartesianView:
     def index_box_of(self, box: Sequence[float]) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
         """The sample indexes [lo, hi) (x, y, z) whose positions lie in a box (x0, y0, z0, x1,
         y1, z1), bounds inclusive."""
-        box = [float(v) for v in box]
-        if len(box) != 6 or any(math.isnan(v) for v in box):
-            raise UsageError(f"box must be 6 numbers (x0, y0, z0, x1, y1, z1), got {box!r}")
-        lo, hi = [0, 0, 0], [1, 1, 1]
-        for k in range(3):
-            pos = self.axis(k)
-            lo[k] = int(np.searchsorted(pos, box[k], side="left"))
-            hi[k] = int(np.searchsorted(pos, box[3 + k], side="right"))
-            if lo[k] >= hi[k]:
-                raise UsageError(f"field '{self.name}': no sample lies in the box along {AXES[k]} "
-                                 f"([{box[k]!r}, {box[3 + k]!r}]; samples from {pos[0]!r} to {pos[-1]!r})")
-        return tuple(lo), tuple(hi)
+        return index_box_in(self.name, box, [self.axis(k) for k in range(3)], AXES)
 
     def read(self, box=None, level: int = 0, *, index_box=None, component: Optional[str] = None,
              threads: int = 0, fill: float = float("nan")) -> np.ndarray:
