@@ -2,7 +2,8 @@
 # motes as simulation codes use it: installs build/cpp (built by scripts/test.sh) into
 # build/install, builds the mini-apps against it out of tree (find_package(motes)) and
 # a C program with pkg-config only, runs them under mpirun and checks what they wrote.
-#   bash scripts/test_install.sh       (after scripts/test.sh, or a build of build/cpp)
+#   bash scripts/test_install.sh       (after scripts/test.sh, or a build of build/cpp;
+#                                        MOTES_BUILD_DIR=DIR installs another build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${MOTES_PYTHON:-.venv/bin/python}
@@ -12,7 +13,7 @@ work=build/install-test
 rm -rf "$prefix" "$work"
 mkdir -p "$work"
 
-cmake --install build/cpp --prefix "$prefix" >/dev/null
+cmake --install "${MOTES_BUILD_DIR:-build/cpp}" --prefix "$prefix" >/dev/null
 echo "installed into build/install: $(cd "$prefix" && find . -type f | sort | tr '\n' ' ')"
 
 # Open MPI refuses more ranks than cores, and running as root, unless told.
