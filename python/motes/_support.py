@@ -8,8 +8,7 @@ import os
 from typing import Any, Dict
 
 from . import _core
-from ._core import MotesError, UsageError
-from .errors import storage_errors
+from .errors import MotesError, UsageError, storage_errors
 
 
 def process_alive(pid: int) -> bool:

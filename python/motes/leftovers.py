@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Set, Tuple
 
 from . import _core
-from ._core import UsageError
+from .errors import UsageError
 from ._support import process_alive
 
 __all__ = ["Leftover", "find", "clean", "writers_lock", "TEMPORARY", "LOCK_FILE"]

@@ -10,7 +10,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from . import _args, _core, _defaults
-from ._core import MotesError, UsageError
+from .errors import MotesError, UsageError
 from ._support import Progress, comm_handle, on_every_rank, storage_method
 from .dtypes import column_array
 

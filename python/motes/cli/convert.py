@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from .._core import UsageError
+from ..errors import UsageError
 from .common import (_add_progress, _attr_arg, _fraction_arg, _key_value, _out, _positive_int, _progress, _quality_arg,
                      _sub)
 

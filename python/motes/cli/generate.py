@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from .._core import UsageError
+from ..errors import UsageError
 from .common import _bytes, _count_arg, _err, _nonneg_int, _num, _progress, _sub
 from .write import Input, _add_write_options, _write
 

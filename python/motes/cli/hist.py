@@ -7,8 +7,7 @@ import os
 import time
 from typing import List
 
-from .._core import UsageError
-from ..errors import storage_errors
+from ..errors import UsageError, storage_errors
 from .query import _add_steps, _selected_steps
 from .common import (_add_selection, _check_columns, _describe_selection, _g, _num, _open, _out, _output_kind, _positive_int, _require, _seconds, _selection_kwargs, _species_of, _sub, _table)
 

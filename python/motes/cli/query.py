@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import time
 
-from .._core import UsageError
-from ..errors import storage_errors
+from ..errors import UsageError, storage_errors
 from .common import (_add_selection, _check_columns, _describe_selection, _g, _nonneg_int, _num, _open, _out, _output_kind, _positive_int, _require, _seconds, _selection_kwargs, _species_of, _split_columns, _sub, _table)
 
 

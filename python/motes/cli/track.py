@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from .._core import UsageError
+from ..errors import UsageError
 from .common import _g, _open, _out, _output_kind, _seconds, _split_columns, _sub
 
 

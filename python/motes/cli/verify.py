@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from .._core import FormatError
+from ..errors import FormatError
 from .common import (_add_progress, _err, _open, _out, _progress, _seconds, _sub)
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, Optional
 
 from .. import _defaults
-from .._core import UsageError
+from ..errors import UsageError
 from .common import (_add_progress, _attr_arg, _bytes, _g, _key_value, _nonneg_int, _num, _out, _positive_int,
                      _progress, _rate, _sub)
 

@@ -19,9 +19,9 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 
 import numpy as np
 
-from .._core import UsageError
 from ..dtypes import SUMMARY, SUPPORTED
 from ..field import Field
+from ..errors import UsageError
 
 Chunk = Dict[str, np.ndarray]
 

@@ -25,7 +25,7 @@ import time
 import zipfile
 from typing import Optional
 
-from .._core import UsageError
+from ..errors import UsageError
 from .._support import process_alive
 
 PREFIX = ".motes-convert-"

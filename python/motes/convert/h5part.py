@@ -34,7 +34,7 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 
-from .._core import FormatError, UsageError
+from ..errors import FormatError, UsageError
 from . import h5block
 from .base import DEFAULT_CHUNK_ROWS, LazyFields, Species, Step, check_dtype
 from .hdf5 import (H5_CHUNK_ROWS, attr_to_json, check_chunk_rows, created_file, dtype_of, file_chunks, h5_filter,

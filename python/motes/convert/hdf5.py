@@ -26,9 +26,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from .._core import FormatError, MotesError, UsageError
 from ..dtypes import SUMMARY
-from ..errors import NotFoundError, storage_error
+from ..errors import FormatError, MotesError, NotFoundError, UsageError, storage_error
 from .base import DEFAULT_CHUNK_ROWS, POSITION_NAMES, Species, Step, check_dtype, chunked_arrays
 from . import hdf5_links
 from .input_files import check_regular

@@ -23,8 +23,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 
 import numpy as np
 
-from .._core import UsageError
 from ..dataset import Dataset
+from ..errors import UsageError
 from ..writer import Writer
 from .base import DEFAULT_CHUNK_ROWS, Chunk, LazyFields, Species, Step
 

@@ -32,8 +32,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from .._core import FormatError, UsageError
-from ..errors import storage_error
+from ..errors import FormatError, UsageError, storage_error
 from .base import POSITION_NAMES, ConversionWarning, Species, Step, check_dtype, single_species, table_metadata
 
 META_MEMBER = "__motes__"

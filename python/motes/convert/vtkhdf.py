@@ -41,7 +41,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 
-from .._core import UsageError
+from ..errors import UsageError
 from .base import ConversionWarning, Species, Step, check_dtype
 from .h5part import _pick_species, one_species
 from .vtkhdf_steps import StepLog

@@ -10,7 +10,7 @@ from typing import List
 
 import numpy as np
 
-from .._core import UsageError
+from ..errors import UsageError
 from .base import Step
 
 

@@ -18,9 +18,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from ..._core import FormatError, UsageError
-from ...errors import NotFoundError
 from ...field import Field
+from ...errors import FormatError, NotFoundError, UsageError
 from ..base import DEFAULT_CHUNK_ROWS, ConversionWarning, LazyFields, Species, Step
 from .. import hdf5_links
 from ..input_files import check_regular
