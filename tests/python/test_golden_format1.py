@@ -4,27 +4,24 @@ readable with identical answers, forever.
 The fixtures in tests/golden/format1/ were written once by motes 0.1.0
 (tests/golden/make_format1.py): a serial dataset (two steps, two species, a quantile index,
 units, attributes), a dataset written on three MPI ranks (four part files and a step index)
-and the Appendix B file of docs/format.md. ``answers.npz`` holds what 0.1.0 read back.
+and the Appendix B file of docs/format.md. ``answers.npz`` holds what 0.1.0 read back
+(the reads of ``queries.json``, checked by test_golden.py) and the arrays written.
 They are never rewritten: a change that makes this test fail breaks old files.
 """
 import os
-import shutil
+import pathlib
 import struct
+import sys
 
 import numpy as np
 import pytest
 
 import motes
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "golden"))
+import readback  # noqa: E402
+
 GOLDEN = os.path.join(os.path.dirname(__file__), "..", "golden", "format1")
-QUERIES = [
-    dict(where="energy > 1.5"),
-    dict(where="ux < -1.2 or q == 3"),
-    dict(box=[[0.2, 0.1, 0.0], [0.6, 0.5, 0.3]]),
-    dict(where="tag != 1", box=[[0.0, 0.0, 0.0], [0.5, 1.0, 0.5]]),
-    dict(quality=0.25),
-    dict(quality=(0.25, 0.6)),
-]
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +32,7 @@ def answers():
 
 @pytest.fixture()
 def golden(tmp_path):
-    """A copy of the fixtures (nothing a test does may touch the originals)."""
-    dst = tmp_path / "format1"
-    shutil.copytree(GOLDEN, dst)
-    return dst
+    return pathlib.Path(readback.copy("format1", tmp_path))
 
 
 def same(a, b):
@@ -47,33 +41,10 @@ def same(a, b):
     assert a.tobytes() == b.tobytes()  # bit for bit, NaN payloads included
 
 
-def check_species(ds, step, species, prefix, answers):
-    cols = [c.name for c in ds.schema(step=step, species=species)]
-    full = ds.query(step=step, species=species, columns=cols)
-    for c in cols:
-        same(full[c], answers[f"{prefix}all.{c}"])
-    checked = 0
-    for k, q in enumerate(QUERIES):
-        if f"{prefix}q{k}.x" not in answers:
-            continue
-        t = ds.query(step=step, species=species, columns=cols, **q)
-        for c in cols:
-            same(t[c], answers[f"{prefix}q{k}.{c}"])
-        checked += 1
-        # Analyses agree with the rows the query returns.
-        assert ds.count(step=step, species=species, **q) == len(t)
-    return checked
-
-
-def test_serial_dataset_reads_identically(golden, answers):
+def test_serial_dataset_is_what_was_written(golden, answers):
+    """What the queries read back is test_golden.py's (queries.json); here, what was written."""
     ds = motes.open(str(golden / "serial"))
     assert ds.steps == [0, 3]
-    assert check_species(ds, 0, "electrons", "serial0.electrons.", answers) == len(QUERIES)
-    assert check_species(ds, 0, "ions", "serial0.ions.", answers) == 3
-    cols = [c.name for c in ds.schema(step=3, species="electrons")]
-    t = ds.query(step=3, species="electrons", columns=cols, where="energy > 1.0")
-    for c in cols:
-        same(t[c], answers[f"serial3.electrons.q.{c}"])
     ux = {c.name: c for c in ds.schema(step=0, species="electrons")}["ux"]
     assert ux.index == "quantile" and ux.unit == "m/s"
     # Inputs round trip: every particle written is there once (file order differs).
@@ -84,9 +55,8 @@ def test_serial_dataset_reads_identically(golden, answers):
     same(got["energy"][order], answers["input.energy"][np.argsort(inp)])
 
 
-def test_parallel_dataset_reads_identically(golden, answers):
+def test_parallel_dataset_holds_every_rank(golden, answers):
     ds = motes.open(str(golden / "parallel"))
-    assert check_species(ds, 0, "electrons", "parallel.electrons.", answers) == len(QUERIES)
     ids = np.concatenate([answers[f"input_rank{r}.id"] for r in range(3)])
     got = ds.query(columns=["id"])["id"]
     same(np.sort(got), np.sort(ids))

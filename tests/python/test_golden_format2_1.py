@@ -1,39 +1,24 @@
 """Particle format 2.1 (the id index), field file 1.1 (a field in parts; ZFP blocks) and
 manifest 1.4 stay readable with identical answers: the fixtures in tests/golden/format2_1/
 were written by this version (tests/golden/make_format2_1.py, under mpirun -n 2) and are
-never rewritten; ``answers.json`` holds the SHA-256 of what it read back."""
+never rewritten; ``answers.json`` holds the SHA-256 of what it read back (the reads of
+``queries.json``, checked by test_golden.py)."""
 import json
 import os
-import shutil
-import struct
+import pathlib
 import sys
 
 import pytest
 
 import motes
 
-GOLDEN_DIR = os.path.join(os.path.dirname(__file__), "..", "golden")
-GOLDEN = os.path.join(GOLDEN_DIR, "format2_1")
-sys.path.insert(0, GOLDEN_DIR)
-import make_format2_1  # noqa: E402  (its answers_of: what the fixtures must read back as)
-
-
-def header(path):
-    b = open(path, "rb").read(24)
-    return struct.unpack_from("<HH", b, 8), struct.unpack_from("<Q", b, 16)[0]
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "golden"))
+import readback  # noqa: E402
 
 
 @pytest.fixture()
 def golden(tmp_path):
-    dst = tmp_path / "format2_1"
-    shutil.copytree(GOLDEN, dst)
-    return dst
-
-
-def test_fixtures_read_identically(golden):
-    with open(golden / "answers.json") as fh:
-        answers = json.load(fh)
-    assert make_format2_1.answers_of(str(golden)) == answers
+    return pathlib.Path(readback.copy("format2_1", tmp_path))
 
 
 def test_fixtures_are_the_versions_they_pin(golden):
@@ -41,9 +26,9 @@ def test_fixtures_are_the_versions_they_pin(golden):
     f = ds.file()
     assert f.version == (2, 1) and f.id_column == "id"
     steps = golden / "fields" / "steps" / "000000"
-    assert header(steps / "rho.p000000.mfd") == ((1, 1), 0x1 | 0x2 | 0x4)    # zstd sections, coded blocks, field-parts
-    assert header(steps / "rho.p000001.mfd")[1] & 0x4
-    (major, minor), features = header(steps / "rhoz.mfd")
+    assert readback.header(steps / "rho.p000000.mfd") == ((1, 1), 0x1 | 0x2 | 0x4)    # zstd sections, coded blocks, field-parts
+    assert readback.header(steps / "rho.p000001.mfd")[1] & 0x4
+    (major, minor), features = readback.header(steps / "rhoz.mfd")
     assert (major, minor) == (1, 1) and features & 0x8                         # zfp-blocks
     manifest = json.loads((golden / "fields" / "manifest.json").read_text())
     assert manifest["version"] == [1, 4] and manifest["steps"][0]["fields"]["rho"]["parts"] == 2

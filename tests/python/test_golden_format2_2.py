@@ -1,10 +1,9 @@
 """Particle format 2.2 (tail indexes) stays readable with identical answers: the fixture in
 tests/golden/format2_2/ was written by this version (tests/golden/make_format2_2.py) and is
 never rewritten; ``answers.json`` holds the SHA-256 of what it read back, through the tail
-and id indexes and without them."""
-import json
+and id indexes and without them (the reads of ``queries.json``, checked by test_golden.py)."""
 import os
-import shutil
+import pathlib
 import struct
 import sys
 
@@ -13,23 +12,14 @@ import pytest
 
 import motes
 
-GOLDEN_DIR = os.path.join(os.path.dirname(__file__), "..", "golden")
-GOLDEN = os.path.join(GOLDEN_DIR, "format2_2")
-sys.path.insert(0, GOLDEN_DIR)
-import make_format2_2  # noqa: E402  (its answers_of and its data: what the fixture must read back as)
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "golden"))
+import readback  # noqa: E402
+from make_format2_2 import particles  # noqa: E402  (the data the fixture was written from)
 
 
 @pytest.fixture()
 def golden(tmp_path):
-    dst = tmp_path / "format2_2"
-    shutil.copytree(GOLDEN, dst)
-    return dst
-
-
-def test_fixture_reads_identically(golden):
-    with open(golden / "answers.json") as fh:
-        answers = json.load(fh)
-    assert make_format2_2.answers_of(str(golden)) == answers
+    return pathlib.Path(readback.copy("format2_2", tmp_path))
 
 
 def test_fixture_is_the_version_it_pins(golden):
@@ -50,7 +40,7 @@ def test_fixture_is_the_version_it_pins(golden):
 
 def test_fixture_answers_equal_numpy(golden):
     """The data the fixture was written from, queried by numpy: the same rows."""
-    cols = make_format2_2.particles()
+    cols = particles()
     ds = motes.open(str(golden / "particles"))
     for where, mask in [("ux > 2.7", cols["ux"] > np.float32(2.7)), ("e >= 6", cols["e"] >= 6),
                         ("u8 == 0", cols["u8"] == 0), ("ux <= -2.6", cols["ux"] <= np.float32(-2.6))]:
