@@ -300,16 +300,30 @@ def start_meta(**extra) -> Dict[str, Any]:
             **extra}
 
 
-def finish(meta: Dict[str, Any], figs: Dict[str, dict], out_path: str, started: float) -> None:
-    """Completes ``meta`` (elapsed time, load, calibration), writes the JSON of the run (meta,
-    figures and their summary) to ``out_path`` and prints the table of the figures."""
+def finish(meta: Dict[str, Any], figs: Dict[str, dict], out_path: str, started: float, **sections) -> None:
+    """How every benchmark ends: completes ``meta`` (elapsed time, load, calibration; a warning
+    when the motes core was rebuilt during the run), writes the JSON of the run (meta, figures
+    and their summary, and ``sections``: what a run records beside figures, such as the rows
+    of a sweep) to ``out_path``, and prints the table of the figures."""
     meta.update(elapsed_s=time.perf_counter() - started, loadavg_end=os.getloadavg(),
                 calibration_ms_end=calibration_ms())
+    from motes import _core
+
+    built = _dt.datetime.fromtimestamp(os.path.getmtime(_core.__file__)).isoformat()
+    if built != meta.get("machine", {}).get("motes_core_so_mtime", built):
+        meta["warning"] = (f"the installed motes core changed during the run (mtime {built}); "
+                           f"figures may mix two builds: run again")
+        log("WARNING: " + meta["warning"])
     out = {"meta": meta, "figures": figs,
            "summary": {k: {key: f.get(key) for key in ("value", "unit", "ratio", "ratio_meaning", "target", "met")}
-                       for k, f in figs.items()}}
+                       for k, f in figs.items()}, **sections}
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     with open(out_path, "w") as f:
-        json.dump(out, f, indent=1)
-    print(print_table(figs))
-    log(f"wrote {out_path}")
+        json.dump(out, f, indent=1, default=float)
+        f.write("\n")
+    if figs:
+        print()
+        print(print_table(figs))
+    log(f"wrote {os.path.relpath(out_path)} in {meta['elapsed_s']:.0f} s (load average {meta['loadavg_start'][0]:.2f} "
+        f"-> {meta['loadavg_end'][0]:.2f}; calibration probe {meta['calibration_ms_start']:.2f} -> "
+        f"{meta['calibration_ms_end']:.2f} ms)")

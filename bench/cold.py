@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import shutil
 import statistics
@@ -39,7 +38,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import calibration_ms, f32, figure, h5_write, log, machine_info, peer, perf, print_table  # noqa: E402
+from benchlib import f32, figure, finish, h5_write, log, peer, perf, start_meta  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
@@ -209,8 +208,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tmp", default=None)
     args = ap.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix=".tmp-cold-", dir=args.tmp or HERE)
-    t0 = perf()
-    cal = calibration_ms()
+    started = perf()
+    meta = start_meta(benchmark="cold", sizes=args.sizes, repeat=args.repeat)
     b = Bench(args, tmp)
     try:
         for n in (int(v) for v in args.sizes.split(",")):
@@ -218,13 +217,7 @@ def main(argv=None) -> int:
             b.run_size(n)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    out = {"benchmark": "cold", "machine": machine_info(), "calibration_ms": [cal, calibration_ms()],
-           "seconds": perf() - t0, "figures": b.figures}
-    with open(args.out, "w") as fh:
-        json.dump(out, fh, indent=1)
-    print()
-    print(print_table(b.figures))
-    log(f"wrote {os.path.relpath(args.out)}")
+    finish(meta, b.figures, args.out, started)
     return 0
 
 

@@ -27,7 +27,6 @@ The benchmark measures; it asserts only correctness (equal values, bounds held),
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -42,7 +41,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import calibration_ms, figure, log, machine_info, peer, perf, print_table, timed  # noqa: E402
+from benchlib import figure, finish, log, peer, perf, start_meta, timed  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
@@ -295,8 +294,8 @@ def main(argv=None) -> int:
     ap.add_argument("--tmp", default=None)
     args = ap.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix=".tmp-compression-", dir=args.tmp or HERE)
-    t0 = perf()
-    cal0 = calibration_ms()
+    started = perf()
+    meta = start_meta(benchmark="compression", n=args.n)
     try:
         b = Bench(args, tmp)
         b.generate()
@@ -306,13 +305,7 @@ def main(argv=None) -> int:
         b.fig_lossy()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    out = {"benchmark": "compression", "n": args.n, "machine": machine_info(), "calibration_ms": [cal0, calibration_ms()],
-           "seconds": perf() - t0, "figures": b.figures}
-    with open(args.out, "w") as fh:
-        json.dump(out, fh, indent=1)
-    print()
-    print(print_table(b.figures))
-    log(f"wrote {os.path.relpath(args.out)}")
+    finish(meta, b.figures, args.out, started)
     return 0
 
 
