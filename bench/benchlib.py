@@ -324,6 +324,6 @@ def finish(meta: Dict[str, Any], figs: Dict[str, dict], out_path: str, started: 
     if figs:
         print()
         print(print_table(figs))
-    log(f"wrote {os.path.relpath(out_path)} in {meta['elapsed_s']:.0f} s (load average {meta['loadavg_start'][0]:.2f} "
+    log(f"wrote {out_path} in {meta['elapsed_s']:.0f} s (load average {meta['loadavg_start'][0]:.2f} "
         f"-> {meta['loadavg_end'][0]:.2f}; calibration probe {meta['calibration_ms_start']:.2f} -> "
         f"{meta['calibration_ms_end']:.2f} ms)")
