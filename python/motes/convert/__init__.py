@@ -56,7 +56,7 @@ FORMATS: Dict[str, Format] = {f.name: f for f in [
     Format("arrow", "tables", [".arrow", ".feather", ".ipc"], True, True, "Arrow IPC file"),
     Format("csv", "tables", [".csv"], True, True, "CSV with a header line"),
     Format("npz", "npz", [".npz"], True, True, "numpy .npz: 1-D arrays are columns, scalars step attributes"),
-    Format("idx", "idx_format", [".idx"], True, True, "IDX v6 grid fields (OpenVisus, PIDX)"),
+    Format("idx", "idx.steps", [".idx"], True, True, "IDX v6 grid fields (OpenVisus, PIDX)"),
 ]}
 
 

@@ -202,3 +202,43 @@ def rechunk(chunks: Iterable[Chunk], chunk_rows: int) -> Iterator[Chunk]:
                 pending, rows = [], 0
     if rows:
         yield {k: np.concatenate([p[k] for p in pending]) for k in pending[0]}
+
+
+def species_selection(species) -> Optional[List[str]]:
+    """``species=`` of a sink: None (every species), or the list of names it names."""
+    if species is None:
+        return None
+    if isinstance(species, str):
+        return [species]
+    try:
+        names = list(species)
+    except TypeError:
+        names = None
+    if not names or not all(isinstance(s, str) and s for s in names):
+        raise UsageError(f"species must be a name or a list of names, got {species!r}")
+    return names
+
+
+def one_species(species, holder: str) -> Optional[str]:
+    """The species a one-species file is asked to hold; None: the only one of each step."""
+    sel = species_selection(species)
+    if sel is not None and len(sel) != 1:
+        raise UsageError(f"{holder} holds one species; got species={species!r} (write one file each)")
+    return sel[0] if sel else None
+
+
+def pick_species(path: str, step: Step, wanted: Optional[str], chosen: Optional[str], holder: str) -> Optional[Species]:
+    """The species of ``step`` that a one-species file (``holder``: 'an H5Part file') writes:
+    ``wanted``, else the only one, the same in every step (``chosen``: the earlier steps')."""
+    names = list(step.species)
+    if wanted is not None:
+        return step.species.get(wanted)
+    if not names:
+        return None
+    if len(names) > 1:
+        raise UsageError(f"{path}: step {step.index} holds species {', '.join(names)}; {holder} holds "
+                         "one species: pass species='<name>' (one file per species)")
+    if chosen is not None and names[0] != chosen:
+        raise UsageError(f"{path}: step {step.index} holds species '{names[0]}' but earlier steps "
+                         f"'{chosen}'; pass species='<name>' to choose one")
+    return step.species[names[0]]

@@ -21,7 +21,7 @@ import numpy as np
 from ...field import Field
 from ...errors import FormatError, NotFoundError, UsageError
 from ..base import DEFAULT_CHUNK_ROWS, ConversionWarning, LazyFields, Species, Step
-from .. import hdf5_links
+from ..hdf5 import links as hdf5_links
 from ..input_files import check_regular
 from ..sources import PATTERN as _PATTERN
 from . import patches
