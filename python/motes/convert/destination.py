@@ -26,7 +26,7 @@ import zipfile
 from typing import Optional
 
 from ..errors import UsageError
-from .._support import process_alive
+from ..leftovers import process_alive
 
 PREFIX = ".motes-convert-"
 STALE_SECONDS = 24 * 3600
