@@ -45,24 +45,30 @@ def cmd_convert(args) -> int:
     return 0
 
 
+DESCRIPTION = """\
+Converts SRC into DST, streaming in chunks of --chunk-rows rows (bounded memory). Formats
+come from the names (.motes, .h5part, .vtkhdf, .parquet, .arrow/.feather, .csv, .npz; a
+path with %T is a file-based openPMD series) or, for existing .h5 files, from their
+content (openPMD, H5Part or plain HDF5); --from/--to choose explicitly. DST appears only
+once complete: a failed conversion leaves nothing. From a motes dataset, --where, --box,
+--quality and --columns export a query result or a preview."""
+
+EXAMPLES = """\
+  motes convert run_%T.h5 run.motes                     # openPMD series -> motes
+  motes convert sim.h5part run.motes
+  motes convert run.motes out.h5 --to openpmd           # openPMD with particle patches
+  motes convert run.motes preview.vtkhdf --fraction 0.01 # a 1% preview for ParaView
+  motes convert run.motes hot.parquet --step 10 --where 'energy > 1.3'
+  motes convert sim.h5part every10.motes --steps 0:100:10  # steps as 'motes query --steps' takes them
+  motes convert dump.h5 run.motes --from hdf5 --group /particles --map x=px --map y=py --map z=pz
+  motes convert 'snap_*.npz' run.motes                   # a time series, one file per step
+  motes convert snap_%T.npz run.motes --attr code=pysco  # step index from the file name
+  motes convert snap_0100.npz run.motes --append --as-step 100 --time 1.5"""
+
+
 def add_parser(subs) -> None:
     p = add_command(subs, "convert", "convert between motes and openPMD, H5Part, HDF5, VTKHDF, Parquet, Arrow, CSV, NPZ",
-             "Converts SRC into DST, streaming in chunks of --chunk-rows rows (bounded memory). Formats\n"
-             "come from the names (.motes, .h5part, .vtkhdf, .parquet, .arrow/.feather, .csv, .npz; a\n"
-             "path with %T is a file-based openPMD series) or, for existing .h5 files, from their\n"
-             "content (openPMD, H5Part or plain HDF5); --from/--to choose explicitly. DST appears only\n"
-             "once complete: a failed conversion leaves nothing. From a motes dataset, --where, --box,\n"
-             "--quality and --columns export a query result or a preview.",
-             "  motes convert run_%T.h5 run.motes                     # openPMD series -> motes\n"
-             "  motes convert sim.h5part run.motes\n"
-             "  motes convert run.motes out.h5 --to openpmd           # openPMD with particle patches\n"
-             "  motes convert run.motes preview.vtkhdf --fraction 0.01 # a 1% preview for ParaView\n"
-             "  motes convert run.motes hot.parquet --step 10 --where 'energy > 1.3'\n"
-             "  motes convert sim.h5part every10.motes --steps 0:100:10  # steps as 'motes query --steps' takes them\n"
-             "  motes convert dump.h5 run.motes --from hdf5 --group /particles --map x=px --map y=py --map z=pz\n"
-             "  motes convert 'snap_*.npz' run.motes                   # a time series, one file per step\n"
-             "  motes convert snap_%T.npz run.motes --attr code=pysco  # step index from the file name\n"
-             "  motes convert snap_0100.npz run.motes --append --as-step 100 --time 1.5")
+                    DESCRIPTION, EXAMPLES)
     p.add_argument("src", metavar="SRC",
                    help="source file, dataset, openPMD series (data%%T.h5), or one file per step: a glob "
                         "('snap_*.npz', quoted) or a %%T pattern (snap_%%T.npz: %%T is the step index)")

@@ -39,20 +39,25 @@ def cmd_generate(args) -> int:
     return write_step(args, Input(cols), f"synth.{args.kind}(n={args.n}, seed={args.seed})")
 
 
+DESCRIPTION = """\
+Writes N synthetic particles from motes.synth as one step of DATASET. Kinds:
+  uniform    uniform positions in the unit cube, normal momenta
+  clustered  Gaussian blobs + filaments + 1% background in the unit cube
+  vpic       VPIC-like reconnection plasma in a 200 x 100 x 50 box
+  wide       uniform positions plus 14 float64 attributes
+Data are deterministic for a given seed."""
+
+EXAMPLES = """\
+  motes generate vpic 1M run.motes --with-id
+  motes generate clustered 200k demo.motes --seed 7 --step 0
+  for s in 0 1 2; do motes generate uniform 1e5 series.motes --seed $s --time $s; done"""
+
+
 def add_parser(subs) -> None:
     from ..synth import GENERATORS
 
     kinds = sorted(GENERATORS)
-    p = add_command(subs, "generate", "write a synthetic dataset (for demos and benchmarks)",
-             "Writes N synthetic particles from motes.synth as one step of DATASET. Kinds:\n"
-             "  uniform    uniform positions in the unit cube, normal momenta\n"
-             "  clustered  Gaussian blobs + filaments + 1% background in the unit cube\n"
-             "  vpic       VPIC-like reconnection plasma in a 200 x 100 x 50 box\n"
-             "  wide       uniform positions plus 14 float64 attributes\n"
-             "Data are deterministic for a given seed.",
-             "  motes generate vpic 1M run.motes --with-id\n"
-             "  motes generate clustered 200k demo.motes --seed 7 --step 0\n"
-             "  for s in 0 1 2; do motes generate uniform 1e5 series.motes --seed $s --time $s; done")
+    p = add_command(subs, "generate", "write a synthetic dataset (for demos and benchmarks)", DESCRIPTION, EXAMPLES)
     p.add_argument("kind", metavar="KIND", choices=kinds, help="generator: " + ", ".join(kinds))
     p.add_argument("n", metavar="N", type=particle_count, help="number of particles (e.g. 100000, 1e6, 250k, 2M)")
     add_option(p, "dataset", help="dataset directory (created when absent)")

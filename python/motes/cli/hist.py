@@ -288,22 +288,27 @@ def cmd_hist(args) -> int:
     return 0
 
 
+DESCRIPTION = """\
+Histograms column X (or X against Y) over the selected particles, computed while
+traversing the file (nothing is copied). Prints the total, the number of non-empty
+bins and, in 1-D, a text bar chart; --plot writes a PNG (needs matplotlib), -o saves
+the counts and bin edges. Ranges default to the min/max of the selected values; like
+numpy.histogram, bins are half-open except the last, which includes its right edge.
+With --steps, one histogram per step over one common range (default: the min/max over
+all those steps), printed as a table per step; --plot (1-D) draws them as an image, one
+row per step; -o saves counts of shape (steps, bins...), the steps, their times and the
+edges (.npz), or a step column before the bins (.csv)."""
+
+EXAMPLES = """\
+  motes hist run.motes energy --bins 100 --log
+  motes hist run.motes energy --where 'q < 0' --range 0 2 --plot energy.png -o energy.npz
+  motes hist run.motes x y --bins 256 128 --log --plot xy.png
+  motes hist run.motes x uz --weights energy --box 60 45 0 100 55 50 -o xuz.csv
+  motes hist run.motes energy --steps all --range 0 2 --log --plot energy_steps.png -o energy_steps.npz"""
+
+
 def add_parser(subs) -> None:
-    p = add_command(subs, "hist", "1-D or 2-D histogram of the selected particles",
-             "Histograms column X (or X against Y) over the selected particles, computed while\n"
-             "traversing the file (nothing is copied). Prints the total, the number of non-empty\n"
-             "bins and, in 1-D, a text bar chart; --plot writes a PNG (needs matplotlib), -o saves\n"
-             "the counts and bin edges. Ranges default to the min/max of the selected values; like\n"
-             "numpy.histogram, bins are half-open except the last, which includes its right edge.\n"
-             "With --steps, one histogram per step over one common range (default: the min/max over\n"
-             "all those steps), printed as a table per step; --plot (1-D) draws them as an image, one\n"
-             "row per step; -o saves counts of shape (steps, bins...), the steps, their times and the\n"
-             "edges (.npz), or a step column before the bins (.csv).",
-             "  motes hist run.motes energy --bins 100 --log\n"
-             "  motes hist run.motes energy --where 'q < 0' --range 0 2 --plot energy.png -o energy.npz\n"
-             "  motes hist run.motes x y --bins 256 128 --log --plot xy.png\n"
-             "  motes hist run.motes x uz --weights energy --box 60 45 0 100 55 50 -o xuz.csv\n"
-             "  motes hist run.motes energy --steps all --range 0 2 --log --plot energy_steps.png -o energy_steps.npz")
+    p = add_command(subs, "hist", "1-D or 2-D histogram of the selected particles", DESCRIPTION, EXAMPLES)
     add_option(p, "dataset")
     p.add_argument("x", metavar="X", help="column on the x axis")
     p.add_argument("y", metavar="Y", nargs="?", default=None, help="column on the y axis (2-D histogram)")

@@ -103,15 +103,20 @@ def cmd_info(args) -> int:
     return 0
 
 
+DESCRIPTION = """\
+Describes a dataset: its steps (index, time), species and particle counts, and for the
+files of one step (default: the last; --all: every step) the columns (dtype, index kind,
+unit, min/max), spatial bounds, file sizes (data, index, quantile codes, padding), codecs
+and the spatial tree (levels, nodes)."""
+
+EXAMPLES = """\
+  motes info run.motes
+  motes info run.motes --step 0 --species ions
+  motes info run.motes --json | jq '.files[0].columns'"""
+
+
 def add_parser(subs) -> None:
-    p = add_command(subs, "info", "describe a dataset: steps, species, columns, sizes",
-             "Describes a dataset: its steps (index, time), species and particle counts, and for the\n"
-             "files of one step (default: the last; --all: every step) the columns (dtype, index kind,\n"
-             "unit, min/max), spatial bounds, file sizes (data, index, quantile codes, padding), codecs\n"
-             "and the spatial tree (levels, nodes).",
-             "  motes info run.motes\n"
-             "  motes info run.motes --step 0 --species ions\n"
-             "  motes info run.motes --json | jq '.files[0].columns'")
+    p = add_command(subs, "info", "describe a dataset: steps, species, columns, sizes", DESCRIPTION, EXAMPLES)
     add_option(p, "dataset")
     p.add_argument("--json", action="store_true", help="machine-readable JSON output")
     add_option(p, "step", note="its files are described")

@@ -204,21 +204,26 @@ def cmd_query(args) -> int:
     return 0
 
 
+DESCRIPTION = """\
+Selects the particles matching an expression, a spatial box and a level of detail.
+Without -o, prints the first --limit rows and the number of matches; with -o, writes
+every match (or the first --limit) to a .npz, .csv or .parquet file (csv and parquet
+are written in batches, so memory stays bounded). With --steps, the same query over
+several steps: a step column comes first, the rows of each step in step order, and
+--count prints one count per step (step, time, count)."""
+
+EXAMPLES = """\
+  motes query run.motes --where 'energy > 1.3' --limit 10
+  motes query run.motes --where 'energy > 1.3' --count
+  motes query run.motes --box 0 40 0 100 60 50 --quality 0.1 -o slab.npz
+  motes query run.motes --where 'q < 0 and ux > 0.2' --columns id,x,y,z,ux -o fast.parquet
+  motes query run.motes --step 0 --species ions --quality-range 0.1 0.2 -o more.csv
+  motes query run.motes --steps all --where 'energy > 1.3' --count
+  motes query run.motes --steps 0:100:10 --where 'energy > 1.3' --columns id,energy -o hot.parquet"""
+
+
 def add_parser(subs) -> None:
-    p = add_command(subs, "query", "select particles by expression, box and quality",
-             "Selects the particles matching an expression, a spatial box and a level of detail.\n"
-             "Without -o, prints the first --limit rows and the number of matches; with -o, writes\n"
-             "every match (or the first --limit) to a .npz, .csv or .parquet file (csv and parquet\n"
-             "are written in batches, so memory stays bounded). With --steps, the same query over\n"
-             "several steps: a step column comes first, the rows of each step in step order, and\n"
-             "--count prints one count per step (step, time, count).",
-             "  motes query run.motes --where 'energy > 1.3' --limit 10\n"
-             "  motes query run.motes --where 'energy > 1.3' --count\n"
-             "  motes query run.motes --box 0 40 0 100 60 50 --quality 0.1 -o slab.npz\n"
-             "  motes query run.motes --where 'q < 0 and ux > 0.2' --columns id,x,y,z,ux -o fast.parquet\n"
-             "  motes query run.motes --step 0 --species ions --quality-range 0.1 0.2 -o more.csv\n"
-             "  motes query run.motes --steps all --where 'energy > 1.3' --count\n"
-             "  motes query run.motes --steps 0:100:10 --where 'energy > 1.3' --columns id,energy -o hot.parquet")
+    p = add_command(subs, "query", "select particles by expression, box and quality", DESCRIPTION, EXAMPLES)
     add_option(p, "dataset")
     add_option(add_selection(p), "steps")
     g = p.add_argument_group("output")

@@ -95,15 +95,21 @@ def cmd_serve(args) -> int:
     return 0
 
 
+DESCRIPTION = """\
+Serves the datasets, read-only, over HTTP (docs/http-api.md): the viewer app at /,
+the API under /api/v1/. Prints the URL to open. On 127.0.0.1 (the default) no token
+is needed; any other address needs --token (or --token-file) or an explicit --no-auth.
+A dataset is named NAME=PATH, or by its directory's name without .motes."""
+
+EXAMPLES = """\
+  motes serve run.motes
+  motes serve run.motes other=/data/other.motes --open
+  motes serve run.motes --host 0.0.0.0 --token-file ~/.motes-token --max-points 4000000"""
+
+
 def add_parser(subs) -> None:
     p = add_command(subs, "serve", "serve datasets over HTTP to the browser viewer and HTTP clients",
-             "Serves the datasets, read-only, over HTTP (docs/http-api.md): the viewer app at /,\n"
-             "the API under /api/v1/. Prints the URL to open. On 127.0.0.1 (the default) no token\n"
-             "is needed; any other address needs --token (or --token-file) or an explicit --no-auth.\n"
-             "A dataset is named NAME=PATH, or by its directory's name without .motes.",
-             "  motes serve run.motes\n"
-             "  motes serve run.motes other=/data/other.motes --open\n"
-             "  motes serve run.motes --host 0.0.0.0 --token-file ~/.motes-token --max-points 4000000")
+                    DESCRIPTION, EXAMPLES)
     p.add_argument("datasets", metavar="DATASET", nargs="+", help="dataset directory, or NAME=PATH")
     g = p.add_argument_group("network")
     g.add_argument("--host", default=HOST, help="address to listen on")

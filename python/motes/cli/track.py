@@ -59,16 +59,21 @@ def cmd_track(args) -> int:
     return 0
 
 
+DESCRIPTION = """\
+Finds particles by id in every step (or --steps) through each file's id index
+(files without one are searched by reading their id column) and prints one row per
+step and particle found, or writes them (-o .csv, .parquet: the long table;
+.npz: ids, steps, present and one (steps x ids) array per column, NaN where absent).
+The ids come from --ids, or from a query (--where) at one step (--at-step)."""
+
+EXAMPLES = """\
+  motes track run.motes --ids 17,42,99 --columns x,y,energy
+  motes track run.motes --where 'energy > 2' --at-step 0 -o hot.parquet
+  motes track run.motes --ids 5 --steps 0:100:10"""
+
+
 def add_parser(subs) -> None:
-    p = add_command(subs, "track", "follow particles by id through the steps",
-             "Finds particles by id in every step (or --steps) through each file's id index\n"
-             "(files without one are searched by reading their id column) and prints one row per\n"
-             "step and particle found, or writes them (-o .csv, .parquet: the long table;\n"
-             ".npz: ids, steps, present and one (steps x ids) array per column, NaN where absent).\n"
-             "The ids come from --ids, or from a query (--where) at one step (--at-step).",
-             "  motes track run.motes --ids 17,42,99 --columns x,y,energy\n"
-             "  motes track run.motes --where 'energy > 2' --at-step 0 -o hot.parquet\n"
-             "  motes track run.motes --ids 5 --steps 0:100:10")
+    p = add_command(subs, "track", "follow particles by id through the steps", DESCRIPTION, EXAMPLES)
     add_option(p, "dataset")
     p.add_argument("--ids", help="ids separated by commas")
     add_option(p, "where", note="the particles tracked are those matching it at --at-step")

@@ -53,18 +53,23 @@ def cmd_verify(args) -> int:
     return 0
 
 
+DESCRIPTION = """\
+Reads every file of every step and checks all checksums (headers, index sections, data
+blocks), and checks the manifest against the files (the header checksum it records for
+each file, particle counts, bounds, schemas). Prints OK, or the first mismatch (file,
+column, block) and exits with status 1. Then lists what writers left in the folder:
+temporary files (*.tmp-<pid>-<n>, with the writer's pid and whether it runs) and folders
+of steps the manifest does not list; --clean removes those of writers that no longer
+run, under the dataset's writers' lock."""
+
+EXAMPLES = """\
+  motes verify run.motes
+  motes verify run.motes --no-progress && echo intact
+  motes verify run.motes --clean                 # after a killed 'motes convert --append'"""
+
+
 def add_parser(subs) -> None:
-    p = add_command(subs, "verify", "check every checksum of a dataset",
-             "Reads every file of every step and checks all checksums (headers, index sections, data\n"
-             "blocks), and checks the manifest against the files (the header checksum it records for\n"
-             "each file, particle counts, bounds, schemas). Prints OK, or the first mismatch (file,\n"
-             "column, block) and exits with status 1. Then lists what writers left in the folder:\n"
-             "temporary files (*.tmp-<pid>-<n>, with the writer's pid and whether it runs) and folders\n"
-             "of steps the manifest does not list; --clean removes those of writers that no longer\n"
-             "run, under the dataset's writers' lock.",
-             "  motes verify run.motes\n"
-             "  motes verify run.motes --no-progress && echo intact\n"
-             "  motes verify run.motes --clean                 # after a killed 'motes convert --append'")
+    p = add_command(subs, "verify", "check every checksum of a dataset", DESCRIPTION, EXAMPLES)
     add_option(p, "dataset")
     p.add_argument("--clean", action="store_true",
                    help="remove the temporary files and unpublished step folders of writers that no longer "

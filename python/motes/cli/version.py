@@ -17,7 +17,13 @@ def cmd_version(args) -> int:
     return 0
 
 
+DESCRIPTION = """\
+Prints the versions of motes, Python and numpy."""
+
+EXAMPLES = """\
+  motes version"""
+
+
 def add_parser(subs) -> None:
-    p = add_command(subs, "version", "print the version", "Prints the versions of motes, Python and numpy.",
-             "  motes version")
+    p = add_command(subs, "version", "print the version", DESCRIPTION, EXAMPLES)
     p.set_defaults(func=cmd_version)

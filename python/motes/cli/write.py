@@ -42,21 +42,27 @@ def cmd_write(args) -> int:
     return write_step(args, read_input(args.input, args.time_from), args.input)
 
 
+DESCRIPTION = """\
+Writes the particles of INPUT as one step (one species) of DATASET, creating the dataset
+when absent. INPUT is read exactly as 'motes convert' reads it, in any format it reads
+(.npz: 1-D arrays are columns, an (n, 3) 'pos' array is x, y, z, scalars are step
+attributes, 'time' the time, 'step' or 'iteration' the index; .csv with a header row;
+.parquet; .arrow/.feather; .h5part; .h5 (openPMD or plain HDF5)), and must hold one step
+of one species. Columns x, y and z are required; all columns must be numbers: booleans
+are stored as uint8, float16 as float32, integer positions as float64 (exact up to 2^53).
+A file that motes exported carries its step, time, species, attributes and units, and
+is written back as it was."""
+
+EXAMPLES = """\
+  motes write run.motes step0.npz
+  motes write run.motes snap_0042.npz --time-from aexp --attr code=pysco
+  motes write run.motes electrons.parquet --step 3 --time 0.75 --species electrons
+  motes write run.motes table.csv --index energy=quantile --unit energy=keV --leaf-size 1024"""
+
+
 def add_parser(subs) -> None:
     p = add_command(subs, "write", "write a step from a file: .npz, .csv, .parquet, .arrow, H5Part, HDF5, openPMD",
-             "Writes the particles of INPUT as one step (one species) of DATASET, creating the dataset\n"
-             "when absent. INPUT is read exactly as 'motes convert' reads it, in any format it reads\n"
-             "(.npz: 1-D arrays are columns, an (n, 3) 'pos' array is x, y, z, scalars are step\n"
-             "attributes, 'time' the time, 'step' or 'iteration' the index; .csv with a header row;\n"
-             ".parquet; .arrow/.feather; .h5part; .h5 (openPMD or plain HDF5)), and must hold one step\n"
-             "of one species. Columns x, y and z are required; all columns must be numbers: booleans\n"
-             "are stored as uint8, float16 as float32, integer positions as float64 (exact up to 2^53).\n"
-             "A file that motes exported carries its step, time, species, attributes and units, and\n"
-             "is written back as it was.",
-             "  motes write run.motes step0.npz\n"
-             "  motes write run.motes snap_0042.npz --time-from aexp --attr code=pysco\n"
-             "  motes write run.motes electrons.parquet --step 3 --time 0.75 --species electrons\n"
-             "  motes write run.motes table.csv --index energy=quantile --unit energy=keV --leaf-size 1024")
+                    DESCRIPTION, EXAMPLES)
     add_option(p, "dataset", help="dataset directory (created when absent)")
     p.add_argument("input", metavar="INPUT", help="input file, in any format motes convert reads")
     add_option(p, "time_from")
