@@ -5,7 +5,7 @@ The fixtures are files and datasets written by the first release (particle forma
 manifest 1.1): a serial dataset of two steps and two species, a dataset written on three
 MPI ranks (part files and a step index), and the Appendix B file of docs/format.md.
 They are kept forever: every later motes must read them with identical answers
-(tests/python/test_golden_format1.py, test_golden.py). ``answers.npz`` holds the arrays that
+(tests/python/test_golden.py). ``answers.npz`` holds the arrays that
 were written (``input*``) and what the first release read back (values in file order, query
 results): the reads listed in ``queries.json``, done by tests/golden/readback.py.
 
