@@ -39,7 +39,7 @@ def significant(v: Any, digits: int = 6) -> str:
 
 
 def byte_size(n: float) -> str:
-    """A size in bytes: 512 B, 1.5 KiB, 3.2 GiB."""
+    """A size in bytes: 100 B, 1.5 KiB, 3.2 GiB."""
     n = float(n)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
