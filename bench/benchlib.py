@@ -3,6 +3,7 @@ peers as JSON, machine information, the raw and h5py writers used as peers, and 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import gc
 import json
@@ -11,6 +12,7 @@ import platform
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 from typing import Any, Callable, Dict, List, Optional
 
@@ -18,7 +20,8 @@ import numpy as np
 
 perf = time.perf_counter
 MB = 1e6
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 
 
 def log(msg: str) -> None:
@@ -298,6 +301,30 @@ def start_meta(**extra) -> Dict[str, Any]:
     return {"command": " ".join(sys.argv), "start": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
             "machine": machine_info(), "loadavg_start": os.getloadavg(), "calibration_ms_start": calibration_ms(),
             **extra}
+
+
+class Run:
+    """A benchmark in progress (see :func:`run`): its ``meta``, its ``figures`` (a dict the
+    script fills, or replaces), its ``sections`` (saved beside them) and its ``scratch`` folder."""
+
+    def __init__(self, meta: Dict[str, Any], scratch: str):
+        self.meta, self.scratch = meta, scratch
+        self.figures: Dict[str, dict] = {}
+        self.sections: Dict[str, Any] = {}
+
+
+@contextlib.contextmanager
+def run(out_path: str, scratch_prefix: str, scratch_dir: Optional[str] = None, **meta_extra):
+    """How a benchmark runs: ``meta`` from :func:`start_meta` at the start, a scratch folder
+    (``scratch_prefix`` in ``scratch_dir``, default bench/) removed at the end whatever happens,
+    and, when the block ends without error, :func:`finish` with the run's figures."""
+    started = time.perf_counter()
+    r = Run(start_meta(**meta_extra), tempfile.mkdtemp(prefix=scratch_prefix, dir=scratch_dir or HERE))
+    try:
+        yield r
+    finally:
+        rmpath(r.scratch)
+    finish(r.meta, r.figures, out_path, started, **r.sections)
 
 
 def finish(meta: Dict[str, Any], figs: Dict[str, dict], out_path: str, started: float, **sections) -> None:

@@ -27,7 +27,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from typing import Dict, List
 
 
@@ -38,7 +37,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import f32, figure, finish, h5_write, log, peer, perf, start_meta  # noqa: E402
+from benchlib import f32, figure, h5_write, log, peer, perf, run  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
@@ -207,17 +206,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.path.join(RESULTS, "cold.json"))
     ap.add_argument("--tmp", default=None)
     args = ap.parse_args(argv)
-    tmp = tempfile.mkdtemp(prefix=".tmp-cold-", dir=args.tmp or HERE)
-    started = perf()
-    meta = start_meta(benchmark="cold", sizes=args.sizes, repeat=args.repeat)
-    b = Bench(args, tmp)
-    try:
+    with run(args.out, ".tmp-cold-", args.tmp, benchmark="cold", sizes=args.sizes, repeat=args.repeat) as r:
+        b = Bench(args, r.scratch)
+        r.figures = b.figures
         for n in (int(v) for v in args.sizes.split(",")):
             log(f"{n:,} particles")
             b.run_size(n)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    finish(meta, b.figures, args.out, started)
     return 0
 
 

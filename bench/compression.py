@@ -30,7 +30,6 @@ import argparse
 import os
 import shutil
 import sys
-import tempfile
 from typing import Dict
 
 
@@ -41,7 +40,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import figure, finish, log, peer, perf, start_meta, timed  # noqa: E402
+from benchlib import figure, log, peer, perf, run, timed  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
@@ -293,19 +292,14 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.path.join(RESULTS, "compression.json"))
     ap.add_argument("--tmp", default=None)
     args = ap.parse_args(argv)
-    tmp = tempfile.mkdtemp(prefix=".tmp-compression-", dir=args.tmp or HERE)
-    started = perf()
-    meta = start_meta(benchmark="compression", n=args.n)
-    try:
-        b = Bench(args, tmp)
+    with run(args.out, ".tmp-compression-", args.tmp, benchmark="compression", n=args.n) as r:
+        b = Bench(args, r.scratch)
+        r.figures = b.figures
         b.generate()
         b.fig_size_and_columns()
         b.fig_decode()
         b.fig_write()
         b.fig_lossy()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    finish(meta, b.figures, args.out, started)
     return 0
 
 
