@@ -242,3 +242,14 @@ def pick_species(path: str, step: Step, wanted: Optional[str], chosen: Optional[
         raise UsageError(f"{path}: step {step.index} holds species '{names[0]}' but earlier steps "
                          f"'{chosen}'; pass species='<name>' to choose one")
     return step.species[names[0]]
+
+
+def chunk_column(chunk: Chunk, name: str, where: str) -> np.ndarray:
+    """Column ``name`` of a chunk that a sink writes, as a 1-D array; a UsageError naming
+    ``where`` when the chunk lacks it or it is not 1-D."""
+    if name not in chunk:
+        raise UsageError(f"{where}: a chunk lacks column '{name}'")
+    a = np.asarray(chunk[name])
+    if a.ndim != 1:
+        raise UsageError(f"{where}: chunk of column '{name}' is not 1-D (shape {a.shape})")
+    return a

@@ -36,7 +36,7 @@ import numpy as np
 
 from ...errors import FormatError, UsageError
 from . import h5block
-from ..base import (DEFAULT_CHUNK_ROWS, LazyFields, Species, Step, check_dtype, one_species, pick_species,
+from ..base import (DEFAULT_CHUNK_ROWS, LazyFields, Species, Step, check_dtype, chunk_column, one_species, pick_species,
                     species_selection)
 from ..hdf5 import (H5_CHUNK_ROWS, attr_to_json, check_chunk_rows, created_file, dtype_of, file_chunks, h5_filter,
                    open_file, read_attributes,
@@ -226,11 +226,7 @@ def _write_species(path: str, g, gname: str, sp: Species, compression: str = "no
     for chunk in sp.chunks():
         n = None
         for col, ds in dsets.items():
-            if col not in chunk:
-                raise UsageError(f"{where}: a chunk lacks column '{col}'")
-            a = np.asarray(chunk[col])
-            if a.ndim != 1:
-                raise UsageError(f"{where}: chunk of column '{col}' is not 1-D (shape {a.shape})")
+            a = chunk_column(chunk, col, where)
             if n is None:
                 n = len(a)
                 if pos + n > count:

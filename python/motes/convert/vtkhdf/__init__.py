@@ -42,7 +42,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Union
 import numpy as np
 
 from ...errors import UsageError
-from ..base import ConversionWarning, Species, Step, check_dtype, one_species, pick_species
+from ..base import ConversionWarning, Species, Step, check_dtype, chunk_column, one_species, pick_species
 from .steps import StepLog
 from ..hdf5 import created_file, h5_filter
 from .image import write_fields, write_image
@@ -179,11 +179,7 @@ class _PolyDataWriter:
             for c in ("x", "y", "z") + tuple(self.columns):
                 if c == "z" and "z" not in sp.column_names():
                     continue
-                if c not in chunk:
-                    raise UsageError(f"{where}: a chunk lacks column '{c}'")
-                a = np.asarray(chunk[c])
-                if a.ndim != 1:
-                    raise UsageError(f"{where}: chunk of column '{c}' is not 1-D (shape {a.shape})")
+                a = chunk_column(chunk, c, where)
                 if m is None:
                     m = len(a)
                 elif len(a) != m:
