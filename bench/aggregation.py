@@ -16,14 +16,12 @@ same plan with aggregators spread evenly over the ranks, as before; "aug" the ba
 """
 
 import argparse
-import json
 import os
-import platform
 import time
 
 import numpy as np
 
-import motes
+import benchlib
 from motes import _core, synth
 
 # 8 ranks hold 4 files' worth each at 10 MB (the regime of large runs, where a rank holds more
@@ -41,6 +39,9 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "aggregation.json"))
     args = ap.parse_args()
+    started = time.perf_counter()
+    meta = benchlib.start_meta(benchmark="aggregation", n=args.n, seed=args.seed, bytes_per_particle=BYTES_PER_PARTICLE,
+                               ranks_per_node=RANKS_PER_NODE)
 
     rows = []
     for kind in ("clustered", "vpic", "jets", "column"):
@@ -63,16 +64,9 @@ def main():
                           f"  sd/mean {row['sd_over_mean']:6.3f}  max/mean {row['max_over_mean']:7.2f}"
                           f"  moved {row['moved_fraction']:5.2f} (least {row['least_moved_fraction']:4.2f})"
                           f"  plan {row['plan_seconds'] * 1e3:8.2f} ms")
-    out = dict(benchmark="aggregation", command="python bench/aggregation.py", n=args.n, seed=args.seed,
-               bytes_per_particle=BYTES_PER_PARTICLE, ranks_per_node=RANKS_PER_NODE, motes=motes.__version__,
-               machine=dict(cpus=os.cpu_count(), python=platform.python_version(), platform=platform.platform()),
-               targets=dict(sd_over_mean="<= 0.25 (adaptive)", max_over_mean="<= 1.5 (adaptive)",
-                            plan_seconds_100k_ranks="<= 0.5 s"),
-               rows=rows)
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=1)
-    print(f"wrote {args.out}")
+    benchlib.finish(meta, {}, args.out, started, rows=rows,
+                    targets=dict(sd_over_mean="<= 0.25 (adaptive)", max_over_mean="<= 1.5 (adaptive)",
+                                 plan_seconds_100k_ranks="<= 0.5 s"))
 
 
 if __name__ == "__main__":

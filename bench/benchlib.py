@@ -3,6 +3,7 @@ peers as JSON, machine information, the raw and h5py writers used as peers, and 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import gc
 import json
@@ -11,6 +12,7 @@ import platform
 import shutil
 import statistics
 import sys
+import tempfile
 import time
 from typing import Any, Callable, Dict, List, Optional
 
@@ -18,7 +20,8 @@ import numpy as np
 
 perf = time.perf_counter
 MB = 1e6
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 
 
 def log(msg: str) -> None:
@@ -300,16 +303,54 @@ def start_meta(**extra) -> Dict[str, Any]:
             **extra}
 
 
-def finish(meta: Dict[str, Any], figs: Dict[str, dict], out_path: str, started: float) -> None:
-    """Completes ``meta`` (elapsed time, load, calibration), writes the JSON of the run (meta,
-    figures and their summary) to ``out_path`` and prints the table of the figures."""
+class Run:
+    """A benchmark in progress (see :func:`run`): its ``meta``, its ``figures`` (a dict the
+    script fills, or replaces), its ``sections`` (saved beside them) and its ``scratch`` folder."""
+
+    def __init__(self, meta: Dict[str, Any], scratch: str):
+        self.meta, self.scratch = meta, scratch
+        self.figures: Dict[str, dict] = {}
+        self.sections: Dict[str, Any] = {}
+
+
+@contextlib.contextmanager
+def run(out_path: str, scratch_prefix: str, scratch_dir: Optional[str] = None, **meta_extra):
+    """How a benchmark runs: ``meta`` from :func:`start_meta` at the start, a scratch folder
+    (``scratch_prefix`` in ``scratch_dir``, default bench/) removed at the end whatever happens,
+    and, when the block ends without error, :func:`finish` with the run's figures."""
+    started = time.perf_counter()
+    r = Run(start_meta(**meta_extra), tempfile.mkdtemp(prefix=scratch_prefix, dir=scratch_dir or HERE))
+    try:
+        yield r
+    finally:
+        rmpath(r.scratch)
+    finish(r.meta, r.figures, out_path, started, **r.sections)
+
+
+def finish(meta: Dict[str, Any], figs: Dict[str, dict], out_path: str, started: float, **sections) -> None:
+    """How every benchmark ends: completes ``meta`` (elapsed time, load, calibration; a warning
+    when the motes core was rebuilt during the run), writes the JSON of the run (meta, figures
+    and their summary, and ``sections``: what a run records beside figures, such as the rows
+    of a sweep) to ``out_path``, and prints the table of the figures."""
     meta.update(elapsed_s=time.perf_counter() - started, loadavg_end=os.getloadavg(),
                 calibration_ms_end=calibration_ms())
+    from motes import _core
+
+    built = _dt.datetime.fromtimestamp(os.path.getmtime(_core.__file__)).isoformat()
+    if built != meta.get("machine", {}).get("motes_core_so_mtime", built):
+        meta["warning"] = (f"the installed motes core changed during the run (mtime {built}); "
+                           f"figures may mix two builds: run again")
+        log("WARNING: " + meta["warning"])
     out = {"meta": meta, "figures": figs,
            "summary": {k: {key: f.get(key) for key in ("value", "unit", "ratio", "ratio_meaning", "target", "met")}
-                       for k, f in figs.items()}}
+                       for k, f in figs.items()}, **sections}
     os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
     with open(out_path, "w") as f:
-        json.dump(out, f, indent=1)
-    print(print_table(figs))
-    log(f"wrote {out_path}")
+        json.dump(out, f, indent=1, default=float)
+        f.write("\n")
+    if figs:
+        print()
+        print(print_table(figs))
+    log(f"wrote {out_path} in {meta['elapsed_s']:.0f} s (load average {meta['loadavg_start'][0]:.2f} "
+        f"-> {meta['loadavg_end'][0]:.2f}; calibration probe {meta['calibration_ms_start']:.2f} -> "
+        f"{meta['calibration_ms_end']:.2f} ms)")

@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 from typing import Dict, List
 
 
@@ -39,7 +37,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import calibration_ms, f32, figure, h5_write, log, machine_info, peer, perf, print_table  # noqa: E402
+from benchlib import f32, figure, h5_write, log, peer, perf, run  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
@@ -208,23 +206,12 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.path.join(RESULTS, "cold.json"))
     ap.add_argument("--tmp", default=None)
     args = ap.parse_args(argv)
-    tmp = tempfile.mkdtemp(prefix=".tmp-cold-", dir=args.tmp or HERE)
-    t0 = perf()
-    cal = calibration_ms()
-    b = Bench(args, tmp)
-    try:
+    with run(args.out, ".tmp-cold-", args.tmp, benchmark="cold", sizes=args.sizes, repeat=args.repeat) as r:
+        b = Bench(args, r.scratch)
+        r.figures = b.figures
         for n in (int(v) for v in args.sizes.split(",")):
             log(f"{n:,} particles")
             b.run_size(n)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    out = {"benchmark": "cold", "machine": machine_info(), "calibration_ms": [cal, calibration_ms()],
-           "seconds": perf() - t0, "figures": b.figures}
-    with open(args.out, "w") as fh:
-        json.dump(out, fh, indent=1)
-    print()
-    print(print_table(b.figures))
-    log(f"wrote {os.path.relpath(args.out)}")
     return 0
 
 

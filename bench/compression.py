@@ -27,11 +27,9 @@ The benchmark measures; it asserts only correctness (equal values, bounds held),
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
-import tempfile
 from typing import Dict
 
 
@@ -42,7 +40,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import calibration_ms, figure, log, machine_info, peer, perf, print_table, timed  # noqa: E402
+from benchlib import figure, log, peer, perf, run, timed  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
@@ -294,25 +292,14 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=os.path.join(RESULTS, "compression.json"))
     ap.add_argument("--tmp", default=None)
     args = ap.parse_args(argv)
-    tmp = tempfile.mkdtemp(prefix=".tmp-compression-", dir=args.tmp or HERE)
-    t0 = perf()
-    cal0 = calibration_ms()
-    try:
-        b = Bench(args, tmp)
+    with run(args.out, ".tmp-compression-", args.tmp, benchmark="compression", n=args.n) as r:
+        b = Bench(args, r.scratch)
+        r.figures = b.figures
         b.generate()
         b.fig_size_and_columns()
         b.fig_decode()
         b.fig_write()
         b.fig_lossy()
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    out = {"benchmark": "compression", "n": args.n, "machine": machine_info(), "calibration_ms": [cal0, calibration_ms()],
-           "seconds": perf() - t0, "figures": b.figures}
-    with open(args.out, "w") as fh:
-        json.dump(out, fh, indent=1)
-    print()
-    print(print_table(b.figures))
-    log(f"wrote {os.path.relpath(args.out)}")
     return 0
 
 

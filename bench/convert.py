@@ -22,15 +22,15 @@ Rates are raw column bytes per second; ratios are motes rate / h5py read rate.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import shutil
 import statistics
 import tempfile
 import time
 
 import numpy as np
+
+import benchlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -60,6 +60,8 @@ def main():
     import motes
     from motes import convert, synth
 
+    started = time.perf_counter()
+    meta = benchlib.start_meta(benchmark="convert", n=args.n, target=">= 50% of h5py's raw read rate end to end")
     os.makedirs(args.scratch, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="run-", dir=args.scratch)
     rows = []
@@ -125,14 +127,8 @@ def main():
                       "of h5py read", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    out = dict(benchmark="convert", command="python bench/convert.py", n=args.n, raw_bytes=raw,
-               motes=motes.__version__, target=">= 50% of h5py's raw read rate end to end",
-               machine=dict(cpus=os.cpu_count(), python=platform.python_version(), platform=platform.platform()),
-               rows=rows)
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=1)
-    print(f"wrote {args.out}")
+    meta["raw_bytes"] = raw
+    benchlib.finish(meta, {}, args.out, started, rows=rows)
 
 
 if __name__ == "__main__":

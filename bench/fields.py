@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -83,13 +81,10 @@ def main() -> int:
     from motes.field_file import open_field_file, write_field_file
 
     n, repeat = args.n, args.repeat
-    started = time.perf_counter()
-    meta = benchlib.start_meta(n=n, repeat=repeat)
     a = smooth_field(n)
     nbytes = a.nbytes
-    tmp = tempfile.mkdtemp(prefix=".tmp-fields-", dir=HERE)
-    figs = {}
-    try:
+    with benchlib.run(args.out, ".tmp-fields-", n=n, repeat=repeat) as r:
+        tmp, figs = r.scratch, r.figures
         paths = {k: os.path.join(tmp, k) for k in ("coded.mfd", "raw.mfd", "contig.h5", "chunked.h5")}
 
         def h5_write(path, chunks):
@@ -244,9 +239,6 @@ def main() -> int:
                                                                        rate / (k / tn["median"] / 1e6),
                                                                        "motes / numpy", timing_s=tn)},
             target=">= 50 M points/s per core", met=rate / (os.cpu_count() or 1) >= 50)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    benchlib.finish(meta, figs, args.out, started)
     return 0
 
 

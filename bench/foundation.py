@@ -59,9 +59,8 @@ DEFAULT_FIGURES = FIGURES[:-1]
 # ----------------------------------------------------------------------------------------------
 # helpers
 # ----------------------------------------------------------------------------------------------
-from benchlib import (MB, adios2_write, calibration_ms, cpu_seconds, du, f32, figure, fs_type, h5_write, log, machine_info, ms, peer, perf,
-                      print_table, raw_write, rmpath, timed)
-
+from benchlib import (MB, adios2_write, calibration_ms, cpu_seconds, du, f32, figure, finish, fs_type, h5_write, log, machine_info, ms,
+                      peer, perf, raw_write, rmpath, timed)
 
 def morton_codes(x: np.ndarray, y: np.ndarray, z: np.ndarray) -> np.ndarray:
     """63-bit Morton (Z-order) codes of positions quantised to 21 bits per axis over their bounds."""
@@ -670,6 +669,7 @@ def main(argv=None) -> int:
     tmp = args.tmp or tempfile.mkdtemp(prefix=".tmp-foundation-", dir=HERE)
     os.makedirs(tmp, exist_ok=True)
     started = _dt.datetime.now(_dt.timezone.utc)
+    t_started = perf()
     meta = {
         "benchmark": "foundation",
         "command": " ".join(["python", "bench/foundation.py"] + (argv if argv is not None else sys.argv[1:])),
@@ -718,29 +718,7 @@ def main(argv=None) -> int:
     finally:
         if args.tmp is None:
             shutil.rmtree(tmp, ignore_errors=True)
-    meta["loadavg_end"] = os.getloadavg()
-    meta["calibration_ms_end"] = calibration_ms()
-    from motes import _core
-
-    end_mtime = _dt.datetime.fromtimestamp(os.path.getmtime(_core.__file__)).isoformat()
-    if end_mtime != meta["machine"]["motes_core_so_mtime"]:
-        meta["warning"] = (f"the installed motes core changed during the run (mtime {end_mtime}); "
-                           f"figures may mix two builds: run again")
-        log("WARNING: " + meta["warning"])
-    meta["elapsed_s"] = (_dt.datetime.now(_dt.timezone.utc) - started).total_seconds()
-    result = {"meta": meta, "figures": b.figures,
-              "summary": {k: {"value": f["value"], "unit": f["unit"], "ratio": f["ratio"],
-                              "ratio_meaning": f["ratio_meaning"], "target": f["target"], "met": f["met"]}
-                          for k, f in b.figures.items()}}
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=1, default=float)
-        f.write("\n")
-    print()
-    print(print_table(b.figures))
-    print()
-    log(f"wrote {os.path.relpath(args.out)} in {meta['elapsed_s']:.0f} s "
-        f"(load average {meta['loadavg_start'][0]:.2f} -> {meta['loadavg_end'][0]:.2f}; calibration probe "
-        f"{meta['calibration_ms_start']:.2f} -> {meta['calibration_ms_end']:.2f} ms)")
+    finish(meta, b.figures, args.out, t_started)
     return 0
 
 

@@ -28,7 +28,6 @@ Every read is checked against the input (bit-exact). Nothing is asserted about s
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -38,7 +37,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import calibration_ms, log, machine_info, perf, timed  # noqa: E402
+from benchlib import finish, log, perf, start_meta, timed  # noqa: E402
 
 import motes  # noqa: E402
 from motes import _core  # noqa: E402
@@ -67,7 +66,8 @@ def main(argv=None) -> int:
     mb = a.nbytes / 1e6
     tmp = tempfile.mkdtemp(prefix=".tmp-idx-", dir=HERE)
     figs = {}
-    t_start, cal0 = perf(), calibration_ms()
+    started = perf()
+    meta = start_meta(benchmark="idx", n=args.n)
 
     def record(key, timing, nbytes=None, **extra):
         m = mb if nbytes is None else nbytes / 1e6
@@ -147,12 +147,8 @@ def main(argv=None) -> int:
         record("read_box/openvisus/zip/row-major", t, got.nbytes, box=[lo, hi])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    out = {"benchmark": "idx", "n": args.n, "field_bytes": a.nbytes, "machine": machine_info(),
-           "calibration_ms": [cal0, calibration_ms()], "seconds": perf() - t_start, "figures": figs}
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as fh:
-        json.dump(out, fh, indent=1)
-    log(f"wrote {os.path.relpath(args.out)} ({out['seconds']:.0f} s)")
+    meta["field_bytes"] = a.nbytes
+    finish(meta, {}, args.out, started, measurements=figs)  # seconds and MB/s of each read and write
     return 0
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -45,6 +44,12 @@ sys.path.insert(0, HERE)
 
 
 def driver(args):
+    import benchlib
+
+    started = time.perf_counter()
+    meta = benchlib.start_meta(benchmark="parallel", n=args.n,
+                               target="motes write >= 25% of the file-per-process raw write rate (4 ranks, VPIC-like "
+                                      "clustered)")
     rows = []
     scratch = tempfile.mkdtemp(prefix="motes-par-", dir=args.scratch)
     try:
@@ -72,17 +77,7 @@ def driver(args):
             shutil.rmtree(cache)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    import motes
-
-    result = dict(benchmark="parallel", command="python bench/parallel.py " + " ".join(sys.argv[1:]), n=args.n,
-                  motes=motes.__version__,
-                  machine=dict(cpus=os.cpu_count(), python=platform.python_version(), platform=platform.platform()),
-                  target="motes write >= 25% of the file-per-process raw write rate (4 ranks, VPIC-like clustered)",
-                  rows=rows)
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=1)
-    print(f"wrote {args.out}")
+    benchlib.finish(meta, {}, args.out, started, rows=rows)
 
 
 def worker(args):

@@ -24,10 +24,7 @@ the ``counters`` show which one ran.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
-import json
 import os
-import platform
 import shutil
 import statistics
 import sys
@@ -36,6 +33,7 @@ import time
 
 import numpy as np
 
+import benchlib
 import motes
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -68,6 +66,9 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=200)
     ap.add_argument("--out", default=os.path.join(HERE, "results", "planner.json"))
     args = ap.parse_args()
+    started = time.perf_counter()
+    meta = benchlib.start_meta(benchmark="planner", n=args.n, query="v > t, t = the 0.999 quantile",
+                               target="with the index <= 1.1 x without (the index never makes a query slower)")
     tmp = tempfile.mkdtemp(prefix=".tmp-planner-", dir=HERE)
     rows = []
     try:
@@ -96,15 +97,7 @@ def main() -> int:
         z = next(r for r in rows if r["data"] == name and r["index"] == "none")
         ratios[name] = q["ms_threads1"] / z["ms_threads1"]
         print(f"{name}: with the index / without, threads=1: {ratios[name]:.2f}")
-    out = {"benchmark": "planner", "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-           "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-           "n": args.n, "query": "v > t, t = the 0.999 quantile", "results": rows,
-           "ratio_with_index_over_without_threads1": ratios,
-           "target": "with the index <= 1.1 x without (the index never makes a query slower)"}
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        json.dump(out, f, indent=1)
-    print(f"wrote {args.out}")
+    benchlib.finish(meta, {}, args.out, started, results=rows, ratio_with_index_over_without_threads1=ratios)
     return 0
 
 

@@ -45,15 +45,13 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from typing import Dict, List, Tuple
+from typing import List, Tuple
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -410,11 +408,8 @@ def main() -> int:
     from motes import synth
 
     only = args.only.split(",")
-    started = time.perf_counter()
-    meta = benchlib.start_meta(n=args.n, repeat=args.repeat)
-    tmp = tempfile.mkdtemp(prefix=".tmp-serve-", dir=HERE)
-    figs: Dict[str, dict] = {}
-    try:
+    with benchlib.run(args.out, ".tmp-serve-", n=args.n, repeat=args.repeat) as r:
+        tmp, meta, figs = r.scratch, r.meta, r.figures
         if args.dataset:
             path = os.path.abspath(args.dataset)
             meta["n"] = motes.open(path).count_total()
@@ -446,9 +441,6 @@ def main() -> int:
                                                       max(3, args.repeat // 2))
         if "load" in only:
             figs["load"] = fig_load(path, "run", args.load_seconds, args.clients)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    benchlib.finish(meta, figs, args.out, started)
     return 0
 
 

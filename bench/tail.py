@@ -30,8 +30,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
-import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -62,11 +60,8 @@ def main() -> int:
     import motes
     import motes.synth as synth
 
-    started = time.perf_counter()
-    meta = benchlib.start_meta(repeat=args.repeat, n=args.n)
-    tmp = tempfile.mkdtemp(prefix=".tmp-tail-", dir=HERE)
-    figs = {}
-    try:
+    with benchlib.run(args.out, ".tmp-tail-", repeat=args.repeat, n=args.n) as r:
+        tmp, figs = r.scratch, r.figures
         cols = synth.vpic(args.n, seed=3)
         names = list(cols)
         t = float(np.quantile(cols["ux"], 0.999))
@@ -142,9 +137,6 @@ def main() -> int:
         figs["write"] = figure(
             "write", f"motes.write of {args.n:,} particles (sync=False), with the default tail indexes", mw, "s", timing=tw,
             peers={"motes.write, tails=False": peer(tn["median"], "s", tn["median"] / mw, "peer / motes", timing_s=tn)})
-    finally:
-        benchlib.rmpath(tmp)
-    benchlib.finish(meta, figs, args.out, started)
     return 0
 
 

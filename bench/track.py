@@ -30,8 +30,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
-import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -92,12 +90,9 @@ def main() -> int:
     args = ap.parse_args()
     import motes
 
-    started = time.perf_counter()
-    meta = benchlib.start_meta(repeat=args.repeat)
-    tmp = tempfile.mkdtemp(prefix=".tmp-track-", dir=HERE)
-    figs = {}
     rng = np.random.default_rng(7)
-    try:
+    with benchlib.run(args.out, ".tmp-track-", repeat=args.repeat) as r:
+        tmp, figs = r.scratch, r.figures
         # --- one big step ---------------------------------------------------------------------
         log(f"writing one step of {args.big:,} particles (motes with and without the id index, h5py)")
         cols = columns(args.big, 1)
@@ -167,9 +162,6 @@ def main() -> int:
                    "openPMD-viewer style": peer(pv, "ms", pv / m, "peer / motes", measured_steps=len(h5s), timing_s=tv),
                    "yt style (np.isin)": peer(py, "ms", py / m, "peer / motes", measured_steps=len(h5s), timing_s=ty)},
             target="<= 100 ms", met=m <= 100.0)
-    finally:
-        benchlib.rmpath(tmp)
-    benchlib.finish(meta, figs, args.out, started)
     return 0
 
 

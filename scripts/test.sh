@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The full test suite: C++ (GoogleTest under ctest), the installed library used by
-# out-of-tree builds, short libFuzzer runs of the file reader and the expression parser,
-# the viewer's unit tests (Vitest), Python (pytest + hypothesis), the package as pip builds
-# and installs it (tests/install), and the viewer in a browser (pytest + Playwright).
+# The full test suite: C++ (GoogleTest under ctest), the profiling drivers, the installed
+# library used by out-of-tree builds, short libFuzzer runs (the particle file reader, the
+# expression parser, the index sections, the manifest, field files and the block codecs),
+# the viewer's unit tests (Vitest), Python (pytest + hypothesis), the installed package's
+# viewer app, the package as pip builds and installs it (tests/install), and the viewer in
+# a browser (pytest + Playwright).
 # MOTES_REQUIRE_ALL=1 (.ci/run sets it) makes every skipped Python test fail (tests/needs.py).
 # Each stage's time is printed after it, and all of them at the end.
 set -euo pipefail

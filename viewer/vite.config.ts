@@ -12,7 +12,7 @@ export default defineConfig({
   },
   worker: { format: "es" },
   server: {
-    // `npm run dev` proxies the API to a server started separately (mock or real) on 8765.
+    // `npm run dev` proxies the API to `motes serve --port 8765`, started separately.
     proxy: { "/api": "http://127.0.0.1:8765" },
   },
   test: { include: ["test/**/*.test.ts"], environment: "node" },

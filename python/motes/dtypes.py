@@ -8,7 +8,7 @@ from typing import Dict
 import numpy as np
 
 from . import _core
-from ._core import UsageError
+from .errors import UsageError
 
 __all__ = ["NAMES", "SUPPORTED", "SUMMARY", "numpy_dtype", "name_of", "column_array", "stored_array"]
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import errno as _errno
+import functools
 import os
 from typing import Iterator, Optional, Union
 
@@ -71,3 +72,19 @@ def storage_errors(path: Optional[PathLike] = None, doing: str = "") -> Iterator
         raise
     except OSError as e:
         raise storage_error(e, path, doing) from e
+
+
+def storage_method(doing: str):
+    """A decorator: the method's OSErrors (of the core, of the file system) surface as
+    :class:`StorageError` (:class:`NotFoundError` for a missing file) naming the dataset
+    (``self.path``) and ``doing``, as :func:`storage_errors` raises them."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(self, *args, **kwargs):
+            with storage_errors(self.path, doing):
+                return fn(self, *args, **kwargs)
+
+        return wrapper
+
+    return decorate

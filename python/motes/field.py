@@ -22,7 +22,7 @@ Conventions (one place; docs/guide.md "Fields" repeats them for users):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
@@ -30,7 +30,7 @@ import numpy as np
 from .dtypes import stored_array
 from .errors import UsageError
 
-__all__ = ["Field", "CENTERINGS", "AXES", "GEOMETRIES", "THETA_AXES", "require_cartesian"]
+__all__ = ["Field", "FieldBlock", "Grid", "CENTERINGS", "AXES", "GEOMETRIES", "THETA_AXES", "require_cartesian"]
 
 #: How samples sit in their grid.
 CENTERINGS = ("node", "cell")
@@ -86,7 +86,27 @@ def _check_theta(a: np.ndarray, ndim: int, imag, coords, ncomp: int) -> None:
 
 
 @dataclass
-class Field:
+class Grid:
+    """What a :class:`Field` and a rank's :class:`FieldBlock` of one are both given: samples
+    (``array``) and the geometry of the (global) grid they belong to, declared here once."""
+
+    array: Any
+    origin: Optional[Sequence[float]] = None
+    spacing: Optional[Sequence[float]] = None
+    coords: Optional[Sequence[Any]] = None
+    centering: str = "node"
+    components: Optional[Sequence[str]] = None
+    unit: str = ""
+    attributes: Dict[str, Any] = field(default_factory=dict)
+    tolerance: float = 0.0
+
+    def grid_keywords(self) -> Dict[str, Any]:
+        """The geometry (every field of :class:`Grid` but ``array``) as keywords of :class:`Field`."""
+        return {f.name: getattr(self, f.name) for f in fields(Grid) if f.name != "array"}
+
+
+@dataclass
+class Field(Grid):
     """A field on a uniform (``origin``, ``spacing``) or rectilinear (``coords``) grid.
 
     >>> motes.Field(bz, origin=(0, 0, 0), spacing=(0.5, 0.5, 0.5))              # bz.shape (nz, ny, nx)
@@ -104,15 +124,6 @@ class Field:
     big-endian arrays in native byte order, booleans as uint8.
     """
 
-    array: Any
-    origin: Optional[Sequence[float]] = None
-    spacing: Optional[Sequence[float]] = None
-    coords: Optional[Sequence[Any]] = None
-    centering: str = "node"
-    components: Optional[Sequence[str]] = None
-    unit: str = ""
-    attributes: Dict[str, Any] = field(default_factory=dict)
-    tolerance: float = 0.0
     geometry: str = "cartesian"
     imag: str = "+"
 
@@ -221,28 +232,25 @@ class Field:
 
 
 @dataclass
-class FieldBlock:
+class FieldBlock(Grid):
     """One MPI rank's block of a global grid, for parallel writes (as H5Block's views):
     ``array`` holds the block with its ghost zones, C order ``(z, y, x)`` (components last for
     a vector field); ``offset`` is the (x, y, z) index, in the global grid, of the block's first
     sample *inside* the ghosts; ``ghosts`` the widths ``((x_lo, x_hi), (y_lo, y_hi), (z_lo,
     z_hi))`` dropped on write (default none); ``dims`` the global grid's (x, y, z) samples.
     The blocks of all ranks must cover the global grid exactly once. ``origin``, ``spacing``,
-    ``coords``, ``centering``, ``components``, ``unit`` and ``attributes`` are those of the
-    global field (as for :class:`Field`)."""
+    ``coords``, ``centering``, ``components``, ``unit``, ``attributes`` and ``tolerance`` are
+    those of the global field (:class:`Grid`, as for :class:`Field`). ``offset`` and ``dims``
+    are required, by keyword."""
 
-    array: Any
-    offset: Sequence[int]
-    dims: Sequence[int]
+    offset: Optional[Sequence[int]] = None
+    dims: Optional[Sequence[int]] = None
     ghosts: Optional[Sequence[Sequence[int]]] = None
-    origin: Optional[Sequence[float]] = None
-    spacing: Optional[Sequence[float]] = None
-    coords: Optional[Sequence[Any]] = None
-    centering: str = "node"
-    components: Optional[Sequence[str]] = None
-    unit: str = ""
-    attributes: Dict[str, Any] = field(default_factory=dict)
-    tolerance: float = 0.0
+
+    def __post_init__(self):
+        if self.offset is None or self.dims is None:
+            raise UsageError("a FieldBlock needs offset= (its first sample's index in the global grid) and dims= "
+                             "(the global grid's samples), by keyword")
 
     def interior(self) -> np.ndarray:
         """The block without its ghost zones."""

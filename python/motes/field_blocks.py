@@ -34,9 +34,7 @@ def _block_tuple(name: str, block: FieldBlock) -> Tuple[tuple, List[int], List[i
     # The global field's geometry, checked as a Field checks it (on a one-sample stand-in grid
     # of the global shape), with this rank's interior as its samples.
     shape = tuple(reversed(dims)) + ((len(comps),) if comps else ())
-    geometry = Field(np.broadcast_to(np.zeros((), interior.dtype), shape), origin=block.origin, spacing=block.spacing,
-                     coords=block.coords, centering=block.centering, components=comps, unit=block.unit,
-                     attributes=block.attributes, tolerance=block.tolerance)
+    geometry = Field(np.broadcast_to(np.zeros((), interior.dtype), shape), **{**block.grid_keywords(), "components": comps})
     t = field_tuple(name, geometry, samples=interior)
     return t, dims, offset
 

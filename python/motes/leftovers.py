@@ -28,8 +28,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Set, Tuple
 
 from . import _core
-from ._core import UsageError
-from ._support import process_alive
+from .errors import UsageError
 
 __all__ = ["Leftover", "find", "clean", "writers_lock", "TEMPORARY", "LOCK_FILE"]
 
@@ -66,6 +65,19 @@ class Leftover:
             who = f", temporary files of pid {', '.join(map(str, self.pids))}" + \
                 (f" ({', '.join(map(str, running))} running: a write in progress?)" if running else "")
         return (f"{self.relative}/  (step {self.step}, not in the manifest: {self.files} file(s), {size}{who})")
+
+
+def process_alive(pid: int) -> bool:
+    """Whether a process of this pid runs on this host (one of another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OverflowError, ValueError):  # not a pid this system can have
+        return False
+    return True
 
 
 def _size_text(n: int) -> str:

@@ -10,8 +10,9 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from . import _args, _core, _defaults
-from ._core import MotesError, UsageError
-from ._support import Progress, comm_handle, on_every_rank, storage_method
+from .errors import MotesError, UsageError, storage_method
+from ._progress import Progress
+from ._ranks import comm_handle, on_every_rank
 from .dtypes import column_array
 
 ColumnsLike = Mapping[str, np.ndarray]

@@ -5,9 +5,7 @@ They skip, saying why, when the server's dependencies (the serve extra), Playwri
 /usr/bin/chromium are missing; with MOTES_REQUIRE_ALL=1 (scripts/test.sh sets it for them;
 MOTES_REQUIRE_BROWSER=1 is its older name) a missing piece fails them instead, so that CI
 never passes on skipped browser tests (tests/needs.py). MOTES_SERVE_COMMAND replaces
-`python -m motes serve` (e.g. another build's `.venv/bin/motes serve`);
-MOTES_VIEWER_SERVER=mock runs them against viewer/dev/mock_server.py (a development aid;
-needs starlette and uvicorn).
+`python -m motes serve` (e.g. another build's `.venv/bin/motes serve`).
 MOTES_UPDATE_GOLDEN=1 rewrites tests/browser/golden/*.png; MOTES_SCREENSHOTS=1 writes the
 guide's pictures (docs/images/viewer-*.png).
 """
@@ -42,18 +40,12 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--enable-unsafe-swiftshader", "-
                  "--disable-background-networking", "--disable-component-update", "--no-first-run",
                  f"--host-resolver-rules=MAP {REBIND_HOST} 127.0.0.1"]
 VIEWPORT = {"width": 1000, "height": 640}
-USE_MOCK = os.environ.get("MOTES_VIEWER_SERVER") == "mock"
 TOKEN = "s3cret-token"
-
-
 
 
 def _server_command() -> list:
     if os.environ.get("MOTES_SERVE_COMMAND"):
         return shlex.split(os.environ["MOTES_SERVE_COMMAND"])
-    if USE_MOCK:
-        need("starlette", "the mock server needs it")
-        return [sys.executable, str(ROOT / "viewer" / "dev" / "mock_server.py")]
     need("motes.server", "motes serve's dependencies: pip install 'motes[serve]'")
     probe = subprocess.run([sys.executable, "-m", "motes", "serve", "--help"], capture_output=True, text=True)
     if probe.returncode != 0:
@@ -68,7 +60,7 @@ def _free_port() -> int:
 
 
 class Server:
-    """`motes serve` (or the mock) on 127.0.0.1 with the given NAME=PATH datasets."""
+    """`motes serve` on 127.0.0.1 with the given NAME=PATH datasets."""
 
     def __init__(self, datasets: dict, extra: tuple = ()):
         self.port = _free_port()

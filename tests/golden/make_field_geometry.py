@@ -7,26 +7,19 @@ test).
 One step holding two thetaMode fields: ``E`` (float64, components r, t, z, 3 modes: 5 mode
 arrays each, cell-centred, imag "+", as FBPIC writes it) and ``rho`` (float32, scalar, 2
 modes, node-centred, imag "-"), and a Cartesian field ``phi`` beside them (a 1.0 file).
-``answers.json`` holds the SHA-256 of every read (each component's modes at every level, a
-box) and the geometry each reader reports, so the fixture stays small and pins every bit.
+``answers.json`` holds the SHA-256 of every read of ``queries.json`` (each component's modes at
+every level, a box) and the geometry each reader reports, so the fixture stays small and pins every bit.
 
     python tests/golden/make_field_geometry.py
 """
-import hashlib
-import json
 import os
-import shutil
 
 import numpy as np
 
 import motes
+import readback
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "field_geometry")
-
-
-def digest(a):
-    a = np.asarray(a)
-    return [str(a.dtype), int(a.size), hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()]
 
 
 def fields():
@@ -41,27 +34,11 @@ def fields():
             "phi": motes.Field(phi, origin=(0, 0), spacing=(1, 1))}
 
 
-def answers_of(root):
-    ds = motes.open(os.path.join(root, "fields"))
-    out = {}
-    for name in ds.field_names():
-        f = ds.field(name)
-        out[f"{name}:geometry"] = [f.geometry, f.modes, f.imag if f.geometry == "thetaMode" else None,
-                                   list(f.dims), list(f.origin), list(f.spacing), f.centering]
-        for c in f.components or (None,):
-            for level in range(f.levels + 1):
-                out[f"{name}:{c}:level{level}"] = digest(f.read(level=level, component=c))
-            out[f"{name}:{c}:box"] = digest(f.read(index_box=((3, 2, 0), (31, 9, 1)), component=c))
-    return out
-
-
 def main():
-    if os.path.exists(HERE):
-        shutil.rmtree(HERE)
+    readback.clear(HERE)
     motes.write(os.path.join(HERE, "fields"), None, step=0, fields=fields(), sync=False)
     os.remove(os.path.join(HERE, "fields", ".lock"))  # the writer's lock file is not part of the fixture
-    with open(os.path.join(HERE, "answers.json"), "w") as fh:
-        json.dump(answers_of(HERE), fh, indent=1, sort_keys=True)
+    readback.write_answers(HERE)  # the reads of queries.json
 
 
 if __name__ == "__main__":

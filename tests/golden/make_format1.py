@@ -5,8 +5,9 @@ The fixtures are files and datasets written by the first release (particle forma
 manifest 1.1): a serial dataset of two steps and two species, a dataset written on three
 MPI ranks (part files and a step index), and the Appendix B file of docs/format.md.
 They are kept forever: every later motes must read them with identical answers
-(tests/python/test_golden_format1.py). ``inputs.npz`` holds the arrays that were written,
-``answers.npz`` what the first release read back (values in file order, query results).
+(tests/python/test_golden.py). ``answers.npz`` holds the arrays that
+were written (``input*``) and what the first release read back (values in file order, query
+results): the reads listed in ``queries.json``, done by tests/golden/readback.py.
 
     mpirun -n 3 python tests/golden/make_format1.py      # 3 ranks: the parallel dataset too
 """
@@ -17,6 +18,7 @@ import sys
 import numpy as np
 
 import motes
+import readback
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "format1")
 
@@ -45,29 +47,6 @@ def ions():
     return {"x": rng.random(n), "y": rng.random(n), "z": rng.random(n), "ux": rng.random(n).astype(np.float32)}
 
 
-QUERIES = [
-    dict(where="energy > 1.5"),
-    dict(where="ux < -1.2 or q == 3"),
-    dict(box=[[0.2, 0.1, 0.0], [0.6, 0.5, 0.3]]),
-    dict(where="tag != 1", box=[[0.0, 0.0, 0.0], [0.5, 1.0, 0.5]]),
-    dict(quality=0.25),
-    dict(quality=(0.25, 0.6)),
-]
-
-
-def answers(ds, step, species, prefix, out):
-    cols = [c.name for c in ds.schema(step=step, species=species)]
-    full = ds.query(step=step, species=species, columns=cols)
-    for c in cols:
-        out[f"{prefix}all.{c}"] = full[c]
-    for k, q in enumerate(QUERIES):
-        if species != "electrons" and "where" in q:
-            continue
-        t = ds.query(step=step, species=species, columns=cols, **q)
-        for c in cols:
-            out[f"{prefix}q{k}.{c}"] = t[c]
-
-
 def main():
     try:
         from mpi4py import MPI
@@ -76,9 +55,7 @@ def main():
         comm = None
     rank = comm.Get_rank() if comm else 0
     if rank == 0:
-        os.makedirs(HERE, exist_ok=True)
-        for name in ("serial", "parallel"):
-            shutil.rmtree(os.path.join(HERE, name), ignore_errors=True)
+        readback.clear(HERE)
         # Serial dataset: two steps, two species, a forced quantile index, units, attributes.
         serial = os.path.join(HERE, "serial")
         e = inputs()
@@ -97,24 +74,15 @@ def main():
         comm.Barrier()
     if rank == 0:
         out = {}
-        ds = motes.Dataset(os.path.join(HERE, "serial"))
         for k, v in inputs().items():
             out[f"input.{k}"] = v
         for k, v in ions().items():
             out[f"input_ions.{k}"] = v
-        answers(ds, 0, "electrons", "serial0.electrons.", out)
-        answers(ds, 0, "ions", "serial0.ions.", out)
-        ds3 = ds
-        cols = [c.name for c in ds.schema(step=3, species="electrons")]
-        t = ds3.query(step=3, species="electrons", columns=cols, where="energy > 1.0")
-        for c in cols:
-            out[f"serial3.electrons.q.{c}"] = t[c]
         if comm and comm.Get_size() > 1:
-            size = comm.Get_size()
-            for r in range(size):
+            for r in range(comm.Get_size()):
                 for k, v in inputs(r).items():
                     out[f"input_rank{r}.{k}"] = v
-            answers(motes.Dataset(os.path.join(HERE, "parallel")), 0, "electrons", "parallel.electrons.", out)
+        out.update(readback.answers_of(HERE))  # the reads of queries.json (the parallel dataset's: 3 ranks)
         np.savez_compressed(os.path.join(HERE, "answers.npz"), **out)
         print("wrote", HERE, "with motes", motes.__version__, file=sys.stderr)
 

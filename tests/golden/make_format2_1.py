@@ -8,28 +8,20 @@ tests/golden/format2_1/ (run once per format minor version, never to "fix" a fai
   ``field-parts``, manifest 1.4 ``parts``, §14.7) and a field stored within a tolerance
   (ZFP blocks, ``zfp-blocks``, §14.8).
 
-``answers.json`` holds the SHA-256 of what this version read back (tracks, field reads at
-every level) so the fixtures stay small and pin every bit.
+``answers.json`` holds the SHA-256 of what this version read back (the reads of
+``queries.json``: tracks, field reads at every level) so the fixtures stay small and pin every bit.
 
     mpirun -n 2 python tests/golden/make_format2_1.py     # (as root: --allow-run-as-root --oversubscribe)
 """
-import hashlib
-import json
 import os
-import shutil
 
 import numpy as np
 
 import motes
+import readback
 from motes.field import Field, FieldBlock
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "format2_1")
-TRACKED = [-4000, -1, 0, 1, 17, 4999, 123456]
-
-
-def digest(a):
-    a = np.asarray(a)
-    return [str(a.dtype), int(a.size), hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()]
 
 
 def particles():
@@ -45,29 +37,13 @@ def grid():
     return (np.sin(0.2 * x) + 0.1 * y - 0.05 * z).astype(np.float32)
 
 
-def answers_of(root):
-    out = {}
-    ds = motes.open(os.path.join(root, "particles"))
-    t = ds.track(TRACKED)
-    out["present"] = digest(t.present)
-    for k, v in sorted(t.arrays.items()):
-        out[f"track:{k}"] = digest(v)
-    ds = motes.open(os.path.join(root, "fields"))
-    for name in ("rho", "rhoz"):
-        f = ds.field(name)
-        for level in range(f.levels + 1):
-            out[f"{name}:level{level}"] = digest(f.read(level=level))
-        out[f"{name}:box"] = digest(f.read(index_box=((5, 3, 1), (60, 17, 11))))
-    return out
-
-
 def main():
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
     assert comm.size == 2, "run with mpirun -n 2"
-    if comm.rank == 0 and os.path.exists(HERE):
-        shutil.rmtree(HERE)
+    if comm.rank == 0:
+        readback.clear(HERE)
     comm.Barrier()
     a = grid()
     half = a.shape[2] // 2
@@ -81,8 +57,7 @@ def main():
         motes.write(os.path.join(HERE, "particles"), particles(), sync=False)
         ds = motes.open(os.path.join(HERE, "fields"))
         assert ds.step(0).fields["rho"]["parts"] == 2 and ds.field("rhoz").tolerance == 1e-3
-        with open(os.path.join(HERE, "answers.json"), "w") as fh:
-            json.dump(answers_of(HERE), fh, indent=1, sort_keys=True)
+        readback.write_answers(HERE)  # the reads of queries.json
         for d in ("fields", "particles"):  # the writers' lock files are not part of the fixtures
             os.remove(os.path.join(HERE, d, ".lock"))
 

@@ -494,3 +494,44 @@ def test_steps_user_errors(series3, capsys):
     assert status == 2 and "--plot with --steps" in err
     status, out, err = run(capsys, "query", path, "--steps", "30:", "--count")
     assert status == 2 and "selects no step" in err
+
+
+def test_no_command_imports_another():
+    """A command's module imports the shared modules of motes.cli (options, common, text,
+    writing), never another command's."""
+    import ast
+    import pathlib
+
+    import motes.cli as package
+
+    commands = {m.__name__.rsplit(".", 1)[1] for m in package.COMMANDS}
+    for name in commands:
+        tree = ast.parse((pathlib.Path(package.__file__).parent / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                assert node.module not in commands, f"cli/{name}.py imports cli/{node.module}.py"
+                assert node.module is not None, f"cli/{name}.py imports from the package itself"
+
+
+def test_shared_options_are_defined_once():
+    """Every command taking an option of the registry (--where, --box, --species, --step,
+    --steps, ...) takes it as the registry defines it: the same flags, type, metavar, nargs."""
+    import argparse
+
+    from motes.cli import build_parser
+    from motes.cli.options import OPTIONS
+
+    subs = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    by_flag = {flag: (key, o) for key, o in OPTIONS.items() for flag in o.flags if flag.startswith("-")}
+    seen = set()
+    for command, parser in subs.choices.items():
+        for action in parser._actions:
+            found = {by_flag[f][0] for f in action.option_strings if f in by_flag}
+            for key in found:
+                option = OPTIONS[key]
+                seen.add(key)
+                assert tuple(action.option_strings[:len(option.flags)]) == option.flags, (command, key)
+                for attr in ("type", "metavar", "nargs"):
+                    if attr in option.settings:
+                        assert getattr(action, attr) == option.settings[attr], (command, key, attr)
+    assert {"where", "box", "species", "step", "steps"} <= seen

@@ -155,6 +155,32 @@ def test_cli_convert(tmp_path, source, capsys):
     assert "select from a motes dataset" in capsys.readouterr().err
 
 
+def test_convert_keeps_the_steps_queries_name(tmp_path, source, capsys):
+    """step=/steps= (CLI --step/--steps) go through motes.steps.resolve, against the steps of a
+    motes source and of any other source, as queries take them."""
+    d, src = source
+    steps = motes.open(src).steps  # [0, 7]
+    convert.convert(src, tmp_path / "s.motes", steps="5:", species=["electrons"])
+    assert motes.open(tmp_path / "s.motes").steps == [k for k in steps if k >= 5]
+    convert.convert(src, tmp_path / "i.motes", steps="all", species=["ions"])  # 'all': the steps holding ions
+    assert motes.open(tmp_path / "i.motes").steps == [0]
+    h5 = tmp_path / "all.h5part"
+    convert.convert(src, h5, species=["electrons"])
+    assert cli(["convert", str(h5), str(tmp_path / "h.motes"), "--steps", "0:7", "--no-progress"]) == 0
+    assert motes.open(tmp_path / "h.motes").steps == [0]
+    assert motes.open(tmp_path / "h.motes").count(species="electrons") == len(d["x"])
+    assert cli(["convert", str(h5), str(tmp_path / "h2.motes"), "--steps", "0,3", "--no-progress"]) == 2
+    assert "no step 3 (steps: 0, 7)" in capsys.readouterr().err
+    assert not (tmp_path / "h2.motes").exists()
+    assert cli(["convert", src, str(tmp_path / "x.parquet"), "--step", "0", "--step", "7"]) == 2
+    assert "--step is given once; several steps: --steps" in capsys.readouterr().err
+    assert cli(["convert", src, str(tmp_path / "x.parquet"), "--step", "0", "--steps", "all"]) == 2
+    assert "either step= or steps=" in capsys.readouterr().err
+    convert.convert(src, tmp_path / "one.parquet", step=7)  # one index, as queries take step=
+    assert motes.open(tmp_path / "s.motes").count() == need("pyarrow.parquet").read_metadata(
+        tmp_path / "one.parquet").num_rows
+
+
 def test_h5part_round_trip_through_the_registry(tmp_path, source):
     d, src = source
     convert.convert(src, tmp_path / "e.h5part", species=["electrons"], chunk_rows=8000)

@@ -1,4 +1,4 @@
-"""H5Block grid fields in H5Part files (motes.convert.h5block through h5part.read/write):
+"""H5Block grid fields in H5Part files (motes.convert.h5part.h5block through h5part.read/write):
 the exact layout H5hut uses, checked with h5py; exact round trips; damaged files named."""
 
 import re

@@ -1,4 +1,4 @@
-"""VTKHDF ImageData export of grid fields (motes.convert.vtkhdf_image, vtkhdf.write(fields=)):
+"""VTKHDF ImageData export of grid fields (motes.convert.vtkhdf.image, vtkhdf.write(fields=)):
 read back with VTK's vtkHDFReader, every value, the grid, point data vs cell data."""
 
 import warnings

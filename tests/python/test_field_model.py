@@ -69,3 +69,19 @@ def test_fields_take_the_dtypes_particle_columns_take(tmp_path, dtype):
 def test_fields_refuse_what_particle_columns_refuse(bad):
     with pytest.raises(motes.UsageError, match=f"a field has unsupported dtype {re.escape(str(bad.dtype))}"):
         Field(bad)
+
+
+def test_a_field_and_a_block_share_one_geometry():
+    """Field and FieldBlock declare their geometry once (field.Grid): the same names, the same
+    defaults, and a block's geometry is checked as a Field's."""
+    from dataclasses import fields
+
+    from motes.field import FieldBlock, Grid
+
+    shared = [(f.name, f.default) for f in fields(Grid)]
+    assert [(f.name, f.default) for f in fields(motes.Field)][:len(shared)] == shared
+    assert [(f.name, f.default) for f in fields(FieldBlock)][:len(shared)] == shared
+    block = FieldBlock(np.zeros((2, 3)), offset=(0, 0), dims=(3, 4), spacing=(0.5, 2), unit="T")
+    assert motes.Field(np.zeros((4, 3)), **block.grid_keywords()).spacing == (0.5, 2.0)
+    with pytest.raises(motes.UsageError, match="offset= .* and dims="):
+        FieldBlock(np.zeros((2, 3)), (0, 0), (3, 4))  # positionally: offset and dims come after the geometry

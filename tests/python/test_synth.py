@@ -1,19 +1,9 @@
 """Tests for motes.synth (seeded synthetic particle datasets)."""
 
-import importlib.util
-import pathlib
-
 import numpy as np
 import pytest
 
-try:
-    from motes import synth
-except ImportError:  # package not built / not on sys.path: load by file path
-    _path = (pathlib.Path(__file__).resolve().parent / ".." / ".." / "python"
-             / "motes" / "synth.py").resolve()
-    _spec = importlib.util.spec_from_file_location("motes_synth", _path)
-    synth = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(synth)
+from motes import synth
 
 KINDS = ("uniform", "clustered", "vpic", "wide", "jets", "column")
 

@@ -12,8 +12,11 @@ files, failed checksums, I/O); 130 on Ctrl-C.
 
 Heavy modules (numpy, pandas, pyarrow, matplotlib) are imported inside the commands that
 need them, so ``motes --help`` stays fast. One module per command (``info``, ``write``,
-``generate``, ``query``, ``hist``, ``verify``, ``convert``, ``version``, ``serve``), each with
-``add_parser(subs)`` and the command's function; :mod:`.common` holds what they share.
+``generate``, ``query``, ``hist``, ``track``, ``verify``, ``convert``, ``version``, ``serve``),
+each with ``add_parser(subs)`` and the command's function; no command imports another. What
+they share: :mod:`.options` (every option more than one command takes, defined once, and the
+argument types), :mod:`.common` (datasets, steps, species and selections), :mod:`.text`
+(printing) and :mod:`.writing` (the write of one step, for ``write`` and ``generate``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ from .. import __version__
 from .._core import error_kinds
 from ..errors import MotesError, storage_error
 from . import convert, generate, hist, info, query, serve, track, verify, version, write
-from .common import CliError, _err, _Formatter, _numbers_may_be_negative, _warnings_to_stderr
+from .common import CliError, warnings_to_stderr
+from .options import Formatter, numbers_may_be_negative
+from .text import err
 
 __all__ = ["main", "build_parser", "CliError"]
 
@@ -50,7 +55,7 @@ def _exit_status_help() -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="motes",
-        formatter_class=_Formatter,
+        formatter_class=Formatter,
         description="motes: parallel I/O, indexing and exploration of particle simulation data.\n\n"
                     "A dataset is a directory of steps; each step holds one file per particle species,\n"
                     "laid out in a spatial tree with levels of detail and indexes for fast queries.",
@@ -63,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
                "  motes verify run.motes\n\n"
                "Run 'motes COMMAND --help' for the options of a command.\n" + _exit_status_help(),
     )
-    _numbers_may_be_negative(parser)
+    numbers_may_be_negative(parser)
     parser.add_argument("--version", action="version", version=f"motes {__version__}")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     for command in COMMANDS:
@@ -82,7 +87,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        with _warnings_to_stderr():
+        with warnings_to_stderr():
             return int(args.func(args) or 0)
     except BrokenPipeError:  # e.g. `motes query ... | head`
         try:
@@ -92,16 +97,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             pass
         return 0
     except KeyboardInterrupt:
-        _err("motes: interrupted")
+        err("motes: interrupted")
         return 130
     except CliError as e:
-        _err(f"motes: error: {e}")
+        err(f"motes: error: {e}")
         return e.status
     except MotesError as e:
-        _err(f"motes: error: {e}")
+        err(f"motes: error: {e}")
         return EXIT_STATUS.get(getattr(e, "kind", None), EXIT_STATUS["internal"])
     except OSError as e:  # one the commands did not translate: said the same way (path: reason)
-        err = storage_error(e)
-        _err(f"motes: error: {err}")
-        return EXIT_STATUS.get(getattr(err, "kind", None), EXIT_STATUS["io"])
+        error = storage_error(e)
+        err(f"motes: error: {error}")
+        return EXIT_STATUS.get(getattr(error, "kind", None), EXIT_STATUS["io"])
 

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import time
 
-from .._core import UsageError
-from .common import (_add_progress, _attr_arg, _fraction_arg, _key_value, _out, _positive_int, _progress, _quality_arg,
-                     _sub)
+from ..errors import UsageError
+from .common import show_progress
+from .options import OPTIONS, add_command, add_option, add_selection, key_value, positive_int
+from .text import out
 
 
 def cmd_convert(args) -> int:
     from .. import convert as conv
 
     read_options: dict = {}
-    if args.quality is not None and args.fraction is not None:
-        raise UsageError("--quality and --fraction exclude each other")
     if args.where or args.box or args.quality is not None or args.fraction is not None or args.columns:
         src_fmt = args.src_format or conv.detect_format(args.src, False)
         if src_fmt != "motes":
@@ -37,32 +36,39 @@ def cmd_convert(args) -> int:
         write_options["compression"] = args.h5_compression
     t0 = time.perf_counter()
     conv.convert(args.src, args.dst, src_format=args.src_format, dst_format=args.dst_format,
-                 step=args.step, species=args.species, chunk_rows=args.chunk_rows, overwrite=args.overwrite,
+                 step=args.step, steps=args.steps, species=args.species, chunk_rows=args.chunk_rows, overwrite=args.overwrite,
                  append=args.append, as_step=args.as_step, time=args.time,
-                 attributes=dict(args.attr) if args.attr else None, progress=_progress(args),
+                 attributes=dict(args.attr) if args.attr else None, progress=show_progress(args),
                  read_options=read_options, write_options=write_options)
     verb = "appended" if args.append else "converted"
-    _out(f"{verb} {args.src} -> {args.dst} in {time.perf_counter() - t0:.2f} s")
+    out(f"{verb} {args.src} -> {args.dst} in {time.perf_counter() - t0:.2f} s")
     return 0
 
 
+DESCRIPTION = """\
+Converts SRC into DST, streaming in chunks of --chunk-rows rows (bounded memory). Formats
+come from the names (.motes, .h5part, .vtkhdf, .parquet, .arrow/.feather, .csv, .npz; a
+path with %T is a file-based openPMD series) or, for existing .h5 files, from their
+content (openPMD, H5Part or plain HDF5); --from/--to choose explicitly. DST appears only
+once complete: a failed conversion leaves nothing. From a motes dataset, --where, --box,
+--quality and --columns export a query result or a preview."""
+
+EXAMPLES = """\
+  motes convert run_%T.h5 run.motes                     # openPMD series -> motes
+  motes convert sim.h5part run.motes
+  motes convert run.motes out.h5 --to openpmd           # openPMD with particle patches
+  motes convert run.motes preview.vtkhdf --fraction 0.01 # a 1% preview for ParaView
+  motes convert run.motes hot.parquet --step 10 --where 'energy > 1.3'
+  motes convert sim.h5part every10.motes --steps 0:100:10  # steps as 'motes query --steps' takes them
+  motes convert dump.h5 run.motes --from hdf5 --group /particles --map x=px --map y=py --map z=pz
+  motes convert 'snap_*.npz' run.motes                   # a time series, one file per step
+  motes convert snap_%T.npz run.motes --attr code=pysco  # step index from the file name
+  motes convert snap_0100.npz run.motes --append --as-step 100 --time 1.5"""
+
+
 def add_parser(subs) -> None:
-    p = _sub(subs, "convert", "convert between motes and openPMD, H5Part, HDF5, VTKHDF, Parquet, Arrow, CSV, NPZ",
-             "Converts SRC into DST, streaming in chunks of --chunk-rows rows (bounded memory). Formats\n"
-             "come from the names (.motes, .h5part, .vtkhdf, .parquet, .arrow/.feather, .csv, .npz; a\n"
-             "path with %T is a file-based openPMD series) or, for existing .h5 files, from their\n"
-             "content (openPMD, H5Part or plain HDF5); --from/--to choose explicitly. DST appears only\n"
-             "once complete: a failed conversion leaves nothing. From a motes dataset, --where, --box,\n"
-             "--quality and --columns export a query result or a preview.",
-             "  motes convert run_%T.h5 run.motes                     # openPMD series -> motes\n"
-             "  motes convert sim.h5part run.motes\n"
-             "  motes convert run.motes out.h5 --to openpmd           # openPMD with particle patches\n"
-             "  motes convert run.motes preview.vtkhdf --fraction 0.01 # a 1% preview for ParaView\n"
-             "  motes convert run.motes hot.parquet --step 10 --where 'energy > 1.3'\n"
-             "  motes convert dump.h5 run.motes --from hdf5 --group /particles --map x=px --map y=py --map z=pz\n"
-             "  motes convert 'snap_*.npz' run.motes                   # a time series, one file per step\n"
-             "  motes convert snap_%T.npz run.motes --attr code=pysco  # step index from the file name\n"
-             "  motes convert snap_0100.npz run.motes --append --as-step 100 --time 1.5")
+    p = add_command(subs, "convert", "convert between motes and openPMD, H5Part, HDF5, VTKHDF, Parquet, Arrow, CSV, NPZ",
+                    DESCRIPTION, EXAMPLES)
     p.add_argument("src", metavar="SRC",
                    help="source file, dataset, openPMD series (data%%T.h5), or one file per step: a glob "
                         "('snap_*.npz', quoted) or a %%T pattern (snap_%%T.npz: %%T is the step index)")
@@ -71,20 +77,17 @@ def add_parser(subs) -> None:
                    help="source format: motes, openpmd, h5part, hdf5, parquet, arrow, csv, npz")
     p.add_argument("--to", dest="dst_format", default=None, metavar="FORMAT",
                    help="destination format: motes, openpmd, h5part, vtkhdf, parquet, arrow, csv, npz")
-    p.add_argument("--step", type=int, action="append", default=None, help="keep this step of SRC (repeatable)")
-    p.add_argument("--species", action="append", default=None, help="keep this species (repeatable)")
-    p.add_argument("-w", "--where", metavar="EXPR", default=None, help="motes source: filter expression")
-    p.add_argument("--box", nargs=6, type=float, metavar=("XMIN", "YMIN", "ZMIN", "XMAX", "YMAX", "ZMAX"),
-                   help="motes source: spatial box, bounds inclusive")
-    p.add_argument("--quality", type=_quality_arg, default=None, metavar="Q",
-                   help="motes source: level of detail in [0, 1] (a preview)")
-    p.add_argument("--fraction", type=_fraction_arg, default=None, metavar="F",
-                   help="motes source: a share F of the particles, spread over each step (a preview, e.g. 0.01)")
-    p.add_argument("--columns", metavar="A,B,C", default=None, help="motes source: columns to export")
+    add_option(p, "step", help="keep this step of SRC (one step; several: --steps)")
+    add_option(p, "steps", help="keep these steps of SRC: " + OPTIONS["steps"].settings["help"])
+    add_option(p, "species", help="keep this species", repeatable=True)
+    g = add_selection(p, title="selection from a motes source",
+                      note="A query result or a preview of each step of a motes SRC.",
+                      previews=False, threads=False, one_step=False)
+    add_option(g, "columns", help="columns to export (default: all)")
     p.add_argument("--group", default=None, help="plain HDF5 source: the group holding the datasets")
-    p.add_argument("--map", type=_key_value, action="append", metavar="COL=DATASET",
+    p.add_argument("--map", type=key_value, action="append", metavar="COL=DATASET",
                    help="plain HDF5 source: motes column from a dataset of the group (repeatable)")
-    p.add_argument("--chunk-rows", type=_positive_int, default=1 << 20, help="rows per chunk")
+    p.add_argument("--chunk-rows", type=positive_int, default=1 << 20, help="rows per chunk")
     p.add_argument("--h5-compression", choices=["none", "gzip", "zstd", "blosc2"], default=None,
                    help="H5Part and VTKHDF exports: an HDF5 filter on chunked datasets (gzip: every HDF5 "
                         "reads it; zstd, blosc2: readers need hdf5plugin); default none")
@@ -99,10 +102,8 @@ def add_parser(subs) -> None:
                    help="the index of the step written (SRC must give one step)")
     g.add_argument("--time", type=float, default=None, metavar="T",
                    help="the time of the step written (SRC must give one step)")
-    g.add_argument("--attr", type=_attr_arg, action="append", metavar="KEY=VALUE",
-                   help="a step attribute for every step written (repeatable; VALUE is JSON when it parses)")
-    g.add_argument("--time-from", metavar="NAME", default=None,
-                   help=".npz source: the scalar that holds the step time (default: one named time)")
-    _add_progress(p)
+    add_option(g, "attr")
+    add_option(g, "time_from")
+    add_option(p, "progress")
     p.set_defaults(func=cmd_convert)
 

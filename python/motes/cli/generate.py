@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import time
 
-from .._core import UsageError
-from .common import _bytes, _count_arg, _err, _nonneg_int, _num, _progress, _sub
-from .write import Input, _add_write_options, _write
+from ..errors import UsageError
+from .common import show_progress
+from .options import add_command, add_option, nonneg_int, particle_count
+from .text import byte_size, err, thousands
+from .writing import Input, add_write_options, write_step
 
 
 def _check_memory(synth, kind: str, n: int, dtype) -> None:
@@ -19,8 +21,8 @@ def _check_memory(synth, kind: str, n: int, dtype) -> None:
     except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
         return
     if need > have:
-        raise UsageError(f"{n:,} '{kind}' particles need about {_bytes(need)} of memory to generate and write; "
-                         f"this machine has {_bytes(have)} (generate fewer, or several steps)")
+        raise UsageError(f"{n:,} '{kind}' particles need about {byte_size(need)} of memory to generate and write; "
+                         f"this machine has {byte_size(have)} (generate fewer, or several steps)")
 
 
 def cmd_generate(args) -> int:
@@ -32,32 +34,37 @@ def cmd_generate(args) -> int:
     _check_memory(synth, args.kind, args.n, dtype)
     t0 = time.perf_counter()
     cols = synth.generate(args.kind, args.n, seed=args.seed, with_id=args.with_id, dtype=dtype)
-    if _progress(args):
-        _err(f"generated {_num(args.n)} '{args.kind}' particles in {time.perf_counter() - t0:.2f} s")
-    return _write(args, Input(cols), f"synth.{args.kind}(n={args.n}, seed={args.seed})")
+    if show_progress(args):
+        err(f"generated {thousands(args.n)} '{args.kind}' particles in {time.perf_counter() - t0:.2f} s")
+    return write_step(args, Input(cols), f"synth.{args.kind}(n={args.n}, seed={args.seed})")
+
+
+DESCRIPTION = """\
+Writes N synthetic particles from motes.synth as one step of DATASET. Kinds:
+  uniform    uniform positions in the unit cube, normal momenta
+  clustered  Gaussian blobs + filaments + 1% background in the unit cube
+  vpic       VPIC-like reconnection plasma in a 200 x 100 x 50 box
+  wide       uniform positions plus 14 float64 attributes
+Data are deterministic for a given seed."""
+
+EXAMPLES = """\
+  motes generate vpic 1M run.motes --with-id
+  motes generate clustered 200k demo.motes --seed 7 --step 0
+  for s in 0 1 2; do motes generate uniform 1e5 series.motes --seed $s --time $s; done"""
 
 
 def add_parser(subs) -> None:
     from ..synth import GENERATORS
 
     kinds = sorted(GENERATORS)
-    p = _sub(subs, "generate", "write a synthetic dataset (for demos and benchmarks)",
-             "Writes N synthetic particles from motes.synth as one step of DATASET. Kinds:\n"
-             "  uniform    uniform positions in the unit cube, normal momenta\n"
-             "  clustered  Gaussian blobs + filaments + 1% background in the unit cube\n"
-             "  vpic       VPIC-like reconnection plasma in a 200 x 100 x 50 box\n"
-             "  wide       uniform positions plus 14 float64 attributes\n"
-             "Data are deterministic for a given seed.",
-             "  motes generate vpic 1M run.motes --with-id\n"
-             "  motes generate clustered 200k demo.motes --seed 7 --step 0\n"
-             "  for s in 0 1 2; do motes generate uniform 1e5 series.motes --seed $s --time $s; done")
+    p = add_command(subs, "generate", "write a synthetic dataset (for demos and benchmarks)", DESCRIPTION, EXAMPLES)
     p.add_argument("kind", metavar="KIND", choices=kinds, help="generator: " + ", ".join(kinds))
-    p.add_argument("n", metavar="N", type=_count_arg, help="number of particles (e.g. 100000, 1e6, 250k, 2M)")
-    p.add_argument("dataset", metavar="DATASET", help="dataset directory (created when absent)")
+    p.add_argument("n", metavar="N", type=particle_count, help="number of particles (e.g. 100000, 1e6, 250k, 2M)")
+    add_option(p, "dataset", help="dataset directory (created when absent)")
     g = p.add_argument_group("data")
-    g.add_argument("--seed", type=_nonneg_int, default=0, help="random seed (a non-negative integer)")
+    g.add_argument("--seed", type=nonneg_int, default=0, help="random seed (a non-negative integer)")
     g.add_argument("--with-id", action="store_true", help="add an 'id' column (uint64 permutation of 0..N-1)")
     g.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="dtype of x, y, z")
-    _add_write_options(p)
+    add_write_options(p)
     p.set_defaults(func=cmd_generate)
 

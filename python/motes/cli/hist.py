@@ -7,10 +7,11 @@ import os
 import time
 from typing import List
 
-from .._core import UsageError
-from ..errors import storage_errors
-from .query import _add_steps, _selected_steps
-from .common import (_add_selection, _check_columns, _describe_selection, _g, _num, _open, _out, _output_kind, _positive_int, _require, _seconds, _selection_kwargs, _species_of, _sub, _table)
+from ..errors import UsageError, storage_errors
+from .common import (check_columns, describe_selection, open_dataset, output_kind, require, selected_steps,
+                     selection_kwargs, species_of)
+from .options import add_command, add_option, add_selection, positive_int
+from .text import duration, out, significant, text_table, thousands
 
 
 def _axis_label(ds, name: str, step, species) -> str:
@@ -32,8 +33,8 @@ def _text_bars(counts, edges, log: bool, max_rows: int = 20, width: int = 40) ->
     vals = np.log10(1.0 + np.maximum(sums, 0)) if log else np.maximum(sums, 0)
     top = vals.max() if len(vals) and vals.max() > 0 else 1.0
     integer = np.issubdtype(np.asarray(counts).dtype, np.integer)
-    labels = [f"[{_g(a, 4)}, {_g(b, 4)}{']' if i == len(starts) - 1 else ')'}" for i, (a, b) in enumerate(zip(lo, hi))]
-    values = [_num(s) if integer else _g(s, 4) for s in sums]
+    labels = [f"[{significant(a, 4)}, {significant(b, 4)}{']' if i == len(starts) - 1 else ')'}" for i, (a, b) in enumerate(zip(lo, hi))]
+    values = [thousands(s) if integer else significant(s, 4) for s in sums]
     lw, vw = max(map(len, labels)), max(map(len, values))
     out = []
     for lab, val, v in zip(labels, values, vals):
@@ -52,7 +53,7 @@ def _text_bars(counts, edges, log: bool, max_rows: int = 20, width: int = 40) ->
 def _figure(args, title: str, size):
     """A matplotlib figure and its axes, titled and written to --plot when the block ends
     without error; closed in any case."""
-    _require("matplotlib", "plot", "--plot")
+    require("matplotlib", "plot", "--plot")
     import matplotlib
 
     matplotlib.use("Agg")
@@ -123,7 +124,7 @@ def _save_npz(path: str, args, counts, edges, **more) -> None:
 def _save_hist(path: str, args, counts, edges) -> None:
     import numpy as np
 
-    kind = _output_kind(path, ("npz", "csv"))
+    kind = output_kind(path, ("npz", "csv"))
     if kind == "npz":
         _save_npz(path, args, counts, edges)
         return
@@ -162,7 +163,7 @@ def _save_hist_steps(path: str, args, counts, edges, steps, times) -> None:
     (a step column first, then the single-step csv's columns)."""
     import numpy as np
 
-    kind = _output_kind(path, ("npz", "csv"))
+    kind = output_kind(path, ("npz", "csv"))
     if kind == "npz":
         _save_npz(path, args, counts, edges, steps=steps, times=times)
         return
@@ -186,21 +187,21 @@ def _report_steps(args, ds, species, res, dt, what) -> None:
 
     two_d = args.y is not None
     counts, edges, steps = res[0], list(res[1:-1]), res[-1]
-    axes = " x ".join(f"{name} {len(e) - 1} bins [{_g(e[0])}, {_g(e[-1])}]" for name, e in
+    axes = " x ".join(f"{name} {len(e) - 1} bins [{significant(e[0])}, {significant(e[-1])}]" for name, e in
                       zip([args.x] + ([args.y] if two_d else []), edges))
-    _out(f"histograms of {axes} in {_num(len(steps))} steps" + (f", {what}" if what else "") + f"  ({_seconds(dt)})")
+    out(f"histograms of {axes} in {thousands(len(steps))} steps" + (f", {what}" if what else "") + f"  ({duration(dt)})")
     rows = []
     for k, c in zip(steps, counts):
-        total = _g(c.sum()) if args.weights else _num(c.sum())
-        row = [str(k), _g(ds.step(int(k)).time), total, _num(np.count_nonzero(c))]
+        total = significant(c.sum()) if args.weights else thousands(c.sum())
+        row = [str(k), significant(ds.step(int(k)).time), total, thousands(np.count_nonzero(c))]
         if np.count_nonzero(c):
             idx = np.unravel_index(int(np.argmax(c)), c.shape)
-            row.append(", ".join(f"[{_g(e[j], 4)}, {_g(e[j + 1], 4)})" for e, j in zip(edges, idx)))
+            row.append(", ".join(f"[{significant(e[j], 4)}, {significant(e[j + 1], 4)})" for e, j in zip(edges, idx)))
         else:
             row.append("-")
         rows.append(row)
     total = "total " + (f"(sum of {args.weights})" if args.weights else "particles")
-    _out(_table(["step", "time", total, "non-empty bins", "peak bin"], rows, align=[">", ">", ">", ">", "<"],
+    out(text_table(["step", "time", total, "non-empty bins", "peak bin"], rows, align=[">", ">", ">", ">", "<"],
                 indent="  "))
     if args.plot:
         if two_d:
@@ -209,21 +210,21 @@ def _report_steps(args, ds, species, res, dt, what) -> None:
         if what:
             title += "\n" + what
         _plot_steps(args, ds, species, counts, edges, list(steps), title)
-        _out(f"wrote plot {args.plot}")
+        out(f"wrote plot {args.plot}")
     if args.output:
         times = np.asarray([ds.step(int(k)).time for k in steps], dtype=np.float64)
         with storage_errors(args.output, "cannot write"):
             _save_hist_steps(args.output, args, counts, edges, steps, times)
-        _out(f"wrote {args.output}")
+        out(f"wrote {args.output}")
 
 
 def cmd_hist(args) -> int:
     import numpy as np
 
     if args.plot:
-        _output_kind(args.plot, ("png",), option="--plot")
+        output_kind(args.plot, ("png",), option="--plot")
     if args.output:
-        _output_kind(args.output, ("npz", "csv"))
+        output_kind(args.output, ("npz", "csv"))
     two_d = args.y is not None
     bins = args.bins if args.bins is not None else ([64] if not two_d else [128])
     if len(bins) > 2 or (len(bins) == 2 and not two_d):
@@ -232,13 +233,13 @@ def cmd_hist(args) -> int:
         raise UsageError("--yrange needs a second column Y (2-D histogram)")
     if args.plot and two_d and args.steps is not None:
         raise UsageError("--plot with --steps draws 1-D histograms (one row per step): drop Y, or use --step")
-    ds = _open(args.dataset)
-    ks, first = _selected_steps(ds, args)
-    species = _species_of(ds, first, args.species)
+    ds = open_dataset(args.dataset)
+    ks, first = selected_steps(ds, args)
+    species = species_of(ds, first, args.species)
     cols = [args.x] + ([args.y] if two_d else []) + ([args.weights] if args.weights else [])
     for k in ([first] if ks is None else ks):
-        _check_columns(ds, cols, k, species, "the histogram columns" + ("" if ks is None else f" (step {k})"))
-    kw = _selection_kwargs(args, species)
+        check_columns(ds, cols, k, species, "the histogram columns" + ("" if ks is None else f" (step {k})"))
+    kw = selection_kwargs(args, species)
     if ks is not None:
         del kw["step"]
         kw["steps"] = ks
@@ -252,74 +253,78 @@ def cmd_hist(args) -> int:
     res = ds.histogram(args.x, args.y, bins=nb, range=rng, weights=args.weights, **kw)
     dt = time.perf_counter() - t0
     if ks is not None:
-        _report_steps(args, ds, species, res, dt, _describe_selection(args))
+        _report_steps(args, ds, species, res, dt, describe_selection(args))
         return 0
     counts, edges = res[0], list(res[1:])
     total = counts.sum()
     nonempty = int(np.count_nonzero(counts))
-    what = _describe_selection(args)
-    axes = " x ".join(f"{name} {len(e) - 1} bins [{_g(e[0])}, {_g(e[-1])}]" for name, e in
+    what = describe_selection(args)
+    axes = " x ".join(f"{name} {len(e) - 1} bins [{significant(e[0])}, {significant(e[-1])}]" for name, e in
                       zip([args.x] + ([args.y] if two_d else []), edges))
-    _out(f"histogram of {axes}" + (f", {what}" if what else "") + f"  ({_seconds(dt)})")
+    out(f"histogram of {axes}" + (f", {what}" if what else "") + f"  ({duration(dt)})")
     if args.weights:
-        _out(f"  total {_g(total)} (sum of {args.weights}), non-empty bins {_num(nonempty)} of {_num(counts.size)}")
+        out(f"  total {significant(total)} (sum of {args.weights}), non-empty bins {thousands(nonempty)} of {thousands(counts.size)}")
     else:
-        _out(f"  total {_num(total)} particles, non-empty bins {_num(nonempty)} of {_num(counts.size)}")
+        out(f"  total {thousands(total)} particles, non-empty bins {thousands(nonempty)} of {thousands(counts.size)}")
     if two_d:
         if nonempty:
             i, j = np.unravel_index(int(np.argmax(counts)), counts.shape)
-            peak = _g(counts[i, j]) if args.weights else _num(counts[i, j])
-            _out(f"  peak {peak} at {args.x} [{_g(edges[0][i])}, {_g(edges[0][i + 1])}), "
-                 f"{args.y} [{_g(edges[1][j])}, {_g(edges[1][j + 1])})")
+            peak = significant(counts[i, j]) if args.weights else thousands(counts[i, j])
+            out(f"  peak {peak} at {args.x} [{significant(edges[0][i])}, {significant(edges[0][i + 1])}), "
+                 f"{args.y} [{significant(edges[1][j])}, {significant(edges[1][j + 1])})")
     else:
         for line in _text_bars(counts, edges[0], args.log):
-            _out(line)
+            out(line)
     if args.plot:
         title = f"{os.path.basename(os.path.normpath(ds.path))}, step {ds.step(args.step).index}, {species}"
         if what:
             title += "\n" + what
         _plot(args, ds, species, counts, edges, title)
-        _out(f"wrote plot {args.plot}")
+        out(f"wrote plot {args.plot}")
     if args.output:
         with storage_errors(args.output, "cannot write"):
             _save_hist(args.output, args, counts, edges)
-        _out(f"wrote {args.output}")
+        out(f"wrote {args.output}")
     return 0
 
 
+DESCRIPTION = """\
+Histograms column X (or X against Y) over the selected particles, computed while
+traversing the file (nothing is copied). Prints the total, the number of non-empty
+bins and, in 1-D, a text bar chart; --plot writes a PNG (needs matplotlib), -o saves
+the counts and bin edges. Ranges default to the min/max of the selected values; like
+numpy.histogram, bins are half-open except the last, which includes its right edge.
+With --steps, one histogram per step over one common range (default: the min/max over
+all those steps), printed as a table per step; --plot (1-D) draws them as an image, one
+row per step; -o saves counts of shape (steps, bins...), the steps, their times and the
+edges (.npz), or a step column before the bins (.csv)."""
+
+EXAMPLES = """\
+  motes hist run.motes energy --bins 100 --log
+  motes hist run.motes energy --where 'q < 0' --range 0 2 --plot energy.png -o energy.npz
+  motes hist run.motes x y --bins 256 128 --log --plot xy.png
+  motes hist run.motes x uz --weights energy --box 60 45 0 100 55 50 -o xuz.csv
+  motes hist run.motes energy --steps all --range 0 2 --log --plot energy_steps.png -o energy_steps.npz"""
+
+
 def add_parser(subs) -> None:
-    p = _sub(subs, "hist", "1-D or 2-D histogram of the selected particles",
-             "Histograms column X (or X against Y) over the selected particles, computed while\n"
-             "traversing the file (nothing is copied). Prints the total, the number of non-empty\n"
-             "bins and, in 1-D, a text bar chart; --plot writes a PNG (needs matplotlib), -o saves\n"
-             "the counts and bin edges. Ranges default to the min/max of the selected values; like\n"
-             "numpy.histogram, bins are half-open except the last, which includes its right edge.\n"
-             "With --steps, one histogram per step over one common range (default: the min/max over\n"
-             "all those steps), printed as a table per step; --plot (1-D) draws them as an image, one\n"
-             "row per step; -o saves counts of shape (steps, bins...), the steps, their times and the\n"
-             "edges (.npz), or a step column before the bins (.csv).",
-             "  motes hist run.motes energy --bins 100 --log\n"
-             "  motes hist run.motes energy --where 'q < 0' --range 0 2 --plot energy.png -o energy.npz\n"
-             "  motes hist run.motes x y --bins 256 128 --log --plot xy.png\n"
-             "  motes hist run.motes x uz --weights energy --box 60 45 0 100 55 50 -o xuz.csv\n"
-             "  motes hist run.motes energy --steps all --range 0 2 --log --plot energy_steps.png -o energy_steps.npz")
-    p.add_argument("dataset", metavar="DATASET", help="dataset directory")
+    p = add_command(subs, "hist", "1-D or 2-D histogram of the selected particles", DESCRIPTION, EXAMPLES)
+    add_option(p, "dataset")
     p.add_argument("x", metavar="X", help="column on the x axis")
     p.add_argument("y", metavar="Y", nargs="?", default=None, help="column on the y axis (2-D histogram)")
     g = p.add_argument_group("binning")
-    g.add_argument("--bins", type=_positive_int, nargs="+", metavar="N", default=None,
+    g.add_argument("--bins", type=positive_int, nargs="+", metavar="N", default=None,
                    help="number of bins: N, or NX NY in 2-D (default: 64 in 1-D, 128 per axis in 2-D)")
     g.add_argument("--range", type=float, nargs=2, metavar=("LO", "HI"), default=None,
                    help="range of X (default: min/max of the selected values)")
     g.add_argument("--yrange", type=float, nargs=2, metavar=("LO", "HI"), default=None,
                    help="range of Y (default: min/max of the selected values)")
     g.add_argument("--weights", metavar="COL", default=None, help="sum this column instead of counting")
-    _add_selection(p)
-    _add_steps(p)
+    add_option(add_selection(p), "steps")
     g = p.add_argument_group("output")
     g.add_argument("--plot", metavar="OUT.png", default=None, help="write a PNG plot (needs matplotlib)")
     g.add_argument("--log", action="store_true", help="logarithmic count scale (plot and text chart)")
-    g.add_argument("--dpi", type=_positive_int, default=120, help="resolution of the plot")
+    g.add_argument("--dpi", type=positive_int, default=120, help="resolution of the plot")
     g.add_argument("-o", "--output", metavar="OUT", default=None,
                    help="save counts and edges to OUT.npz (counts, edges | xedges, yedges) or OUT.csv")
     p.set_defaults(func=cmd_hist)

@@ -6,113 +6,120 @@ from __future__ import annotations
 import json
 from typing import Any, Dict
 
-from .common import _bytes, _g, _num, _open, _out, _sub, _table
+from .common import open_dataset
+from .options import add_command, add_option
+from .text import byte_size, out, significant, text_table, thousands
 
 
 def _print_info(info: Dict[str, Any]) -> None:
     steps = info["steps"]
-    _out(f"dataset    {info['path']}")
+    out(f"dataset    {info['path']}")
     if not steps:
-        _out("steps      none (empty dataset)")
+        out("steps      none (empty dataset)")
         return
     times = [s["time"] for s in steps if s["time"] is not None]
-    tr = f", time {_g(min(times))} .. {_g(max(times))}" if times else ""
-    _out(f"steps      {len(steps)} (index {steps[0]['index']} .. {steps[-1]['index']}{tr})")
-    _out(f"species    {', '.join(info['species']) or 'none'}")
+    tr = f", time {significant(min(times))} .. {significant(max(times))}" if times else ""
+    out(f"steps      {len(steps)} (index {steps[0]['index']} .. {steps[-1]['index']}{tr})")
+    out(f"species    {', '.join(info['species']) or 'none'}")
     if info.get("fields"):
-        _out(f"fields     {', '.join(info['fields'])}")
-    _out(f"particles  {_num(info['particle_count'])} in all steps")
+        out(f"fields     {', '.join(info['fields'])}")
+    out(f"particles  {thousands(info['particle_count'])} in all steps")
     if info["attributes"]:
-        _out(f"attributes {json.dumps(info['attributes'])}")
-    _out("")
+        out(f"attributes {json.dumps(info['attributes'])}")
+    out("")
     shown = steps if len(steps) <= 40 else steps[:20] + steps[-20:]
     rows = []
     for i, s in enumerate(shown):
         if len(steps) > 40 and i == 20:
             rows.append(["...", "", "", ""])
-        entries = [(name, _num(sp["count"])) for name, sp in s["species"].items()]
+        entries = [(name, thousands(sp["count"])) for name, sp in s["species"].items()]
         entries += [(f"{name} (field)", " x ".join(map(str, f["dims"]))) for name, f in s.get("fields", {}).items()]
         for j, (name, size) in enumerate(entries):
-            rows.append([str(s["index"]) if j == 0 else "", _g(s["time"]) if j == 0 else "", name, size])
-    _out(_table(["step", "time", "species / field", "particles / samples"], rows, ["<", ">", "<", ">"],
+            rows.append([str(s["index"]) if j == 0 else "", significant(s["time"]) if j == 0 else "", name, size])
+    out(text_table(["step", "time", "species / field", "particles / samples"], rows, ["<", ">", "<", ">"],
                 indent="  "))
     for d in info["files"]:
         sz = d["sizes"]
         lo, hi = d["bounds"]["min"], d["bounds"]["max"]
-        _out("")
-        _out(f"step {d['step']}, species '{d['species']}': {_num(d['count'])} particles")
+        out("")
+        out(f"step {d['step']}, species '{d['species']}': {thousands(d['count'])} particles")
         parts = f", {d['parts']} part files" if d.get('parts', 1) > 1 else ""
         ids = f", id index on '{d['id_index']}'" if d.get("id_index") else ""
-        _out(f"  file     {d['path']} (format {d['format_version']}{parts}{ids})")
-        _out("  bounds   " + "  ".join(f"{a} [{_g(l)}, {_g(h)}]" for a, l, h in zip("xyz", lo, hi)))
-        _out(f"  tree     {d['levels']} levels, {_num(d['nodes'])} nodes, leaf size {d['leaf_size']}, "
+        out(f"  file     {d['path']} (format {d['format_version']}{parts}{ids})")
+        out("  bounds   " + "  ".join(f"{a} [{significant(l)}, {significant(h)}]" for a, l, h in zip("xyz", lo, hi)))
+        out(f"  tree     {d['levels']} levels, {thousands(d['nodes'])} nodes, leaf size {d['leaf_size']}, "
              f"{d['lod_count']} LOD particles per inner node")
         raw = sz.get("raw_data_bytes") or 0
-        of_raw = f"  ({100.0 * sz['file_bytes'] / raw:.1f}% of the values as numbers, {_bytes(raw)})" if raw else ""
-        _out(f"  size     {_bytes(sz['file_bytes'])} = data {_bytes(sz['data_bytes'])} + index "
-             f"{_bytes(sz['index_bytes'])} + quantile codes {_bytes(sz['quantile_index_bytes'])} + tail indexes "
-             f"{_bytes(sz.get('tail_index_bytes', 0))} + padding {_bytes(sz['padding_bytes'])}" + of_raw)
+        of_raw = f"  ({100.0 * sz['file_bytes'] / raw:.1f}% of the values as numbers, {byte_size(raw)})" if raw else ""
+        out(f"  size     {byte_size(sz['file_bytes'])} = data {byte_size(sz['data_bytes'])} + index "
+             f"{byte_size(sz['index_bytes'])} + quantile codes {byte_size(sz['quantile_index_bytes'])} + tail indexes "
+             f"{byte_size(sz.get('tail_index_bytes', 0))} + padding {byte_size(sz['padding_bytes'])}" + of_raw)
         rows = []
         lossy = any(c.get("error_bound") for c in d["columns"])
         for c in d["columns"]:
             integer = c["dtype"][0] in "iu"
-            fmt = (lambda v: "-" if v is None else (str(int(v)) if integer else _g(v)))
+            fmt = (lambda v: "-" if v is None else (str(int(v)) if integer else significant(v)))
             st = c["storage"]
             ratio = f"{st['raw_bytes'] / st['data_bytes']:.2f}x" if st["data_bytes"] else "-"
             row = [c["name"], c["dtype"], c["index"], c["unit_label"], fmt(c["min"]), fmt(c["max"]),
-                   _num(c["nan_count"]) if c["nan_count"] else "", _bytes(st["data_bytes"]), ratio, st["codec"]]
+                   thousands(c["nan_count"]) if c["nan_count"] else "", byte_size(st["data_bytes"]), ratio, st["codec"]]
             if lossy:
-                row.insert(7, _g(c["error_bound"]) if c.get("error_bound") else "exact")
+                row.insert(7, significant(c["error_bound"]) if c.get("error_bound") else "exact")
             rows.append(row)
         head = ["name", "dtype", "index", "unit", "min", "max", "NaNs", "stored", "ratio", "codec"]
         align = ["<", "<", "<", "<", ">", ">", ">", ">", ">", "<"]
         if lossy:
             head.insert(7, "error bound")
             align.insert(7, ">")
-        _out("  columns")
-        _out(_table(head, rows, align, indent="    "))
+        out("  columns")
+        out(text_table(head, rows, align, indent="    "))
     for d in info.get("field_files", []):
-        _out("")
+        out("")
         comps = f", components {', '.join(d['components'])}" if d["components"] else ""
         theta = d.get("geometry") == "thetaMode"
         axes = f"(z, r), thetaMode: {d['modes']} modes, imag {d['imag']}" if theta else "(x, y, z)"
-        _out(f"step {d['step']}, field '{d['field']}': {d['dtype']} {' x '.join(map(str, d['dims']))} "
+        out(f"step {d['step']}, field '{d['field']}': {d['dtype']} {' x '.join(map(str, d['dims']))} "
              f"{axes}{comps}, {d['centering']}-centred" + (f", unit {d['unit_label']}" if d["unit"] else ""))
         more = d.get("parts", 1) - 1
         parts = f" (and {more} more part file{'s' if more > 1 else ''})" if more else ""
-        _out(f"  file     {d['path']}{parts}")
+        out(f"  file     {d['path']}{parts}")
         geometry = ("rectilinear" if d["rectilinear"] else
-                    "origin " + ", ".join(map(_g, d["origin"])) + "; spacing " + ", ".join(map(_g, d["spacing"])))
-        _out(f"  grid     {geometry}; {d['levels']} levels, HZ bitmask {d['bitmask']}")
+                    "origin " + ", ".join(map(significant, d["origin"])) + "; spacing " + ", ".join(map(significant, d["spacing"])))
+        out(f"  grid     {geometry}; {d['levels']} levels, HZ bitmask {d['bitmask']}")
         ratio = f" ({d['raw_bytes'] / d['stored_bytes']:.2f}x)" if d["stored_bytes"] else ""
-        within = f", within {_g(d['tolerance'])} (ZFP)" if d.get("tolerance") else ""
-        _out(f"  stored   {_bytes(d['stored_bytes'])} for {_bytes(d['raw_bytes'])} of samples{ratio}{within}")
-        _out("  range    " + "; ".join(f"[{_g(lo) if lo is not None else '-'}, {_g(hi) if hi is not None else '-'}]"
+        within = f", within {significant(d['tolerance'])} (ZFP)" if d.get("tolerance") else ""
+        out(f"  stored   {byte_size(d['stored_bytes'])} for {byte_size(d['raw_bytes'])} of samples{ratio}{within}")
+        out("  range    " + "; ".join(f"[{significant(lo) if lo is not None else '-'}, {significant(hi) if hi is not None else '-'}]"
                                        for lo, hi in d["ranges"]))
 
 
 def cmd_info(args) -> int:
-    ds = _open(args.dataset)
+    ds = open_dataset(args.dataset)
     info = ds.describe(args.step, args.species, all_steps=args.all)
     if args.json:
-        _out(json.dumps(info, indent=2, allow_nan=False))
+        out(json.dumps(info, indent=2, allow_nan=False))
     else:
         _print_info(info)
     return 0
 
 
+DESCRIPTION = """\
+Describes a dataset: its steps (index, time), species and particle counts, and for the
+files of one step (default: the last; --all: every step) the columns (dtype, index kind,
+unit, min/max), spatial bounds, file sizes (data, index, quantile codes, padding), codecs
+and the spatial tree (levels, nodes)."""
+
+EXAMPLES = """\
+  motes info run.motes
+  motes info run.motes --step 0 --species ions
+  motes info run.motes --json | jq '.files[0].columns'"""
+
+
 def add_parser(subs) -> None:
-    p = _sub(subs, "info", "describe a dataset: steps, species, columns, sizes",
-             "Describes a dataset: its steps (index, time), species and particle counts, and for the\n"
-             "files of one step (default: the last; --all: every step) the columns (dtype, index kind,\n"
-             "unit, min/max), spatial bounds, file sizes (data, index, quantile codes, padding), codecs\n"
-             "and the spatial tree (levels, nodes).",
-             "  motes info run.motes\n"
-             "  motes info run.motes --step 0 --species ions\n"
-             "  motes info run.motes --json | jq '.files[0].columns'")
-    p.add_argument("dataset", metavar="DATASET", help="dataset directory")
+    p = add_command(subs, "info", "describe a dataset: steps, species, columns, sizes", DESCRIPTION, EXAMPLES)
+    add_option(p, "dataset")
     p.add_argument("--json", action="store_true", help="machine-readable JSON output")
-    p.add_argument("--step", type=int, default=None, help="step whose files are described (default: last)")
-    p.add_argument("--species", default=None, help="describe only this species")
+    add_option(p, "step", note="its files are described")
+    add_option(p, "species", help="describe only this species")
     p.add_argument("--all", action="store_true", help="describe the files of every step")
     p.set_defaults(func=cmd_info)

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import time
 
-from .._core import UsageError
-from ..errors import storage_errors
-from .common import (_add_selection, _check_columns, _describe_selection, _g, _nonneg_int, _num, _open, _out, _output_kind, _positive_int, _require, _seconds, _selection_kwargs, _species_of, _split_columns, _sub, _table)
+from ..errors import UsageError, storage_errors
+from .common import (check_columns, describe_selection, open_dataset, output_kind, require, selected_steps,
+                     selection_kwargs, species_of, split_columns)
+from .options import add_command, add_option, add_selection, nonneg_int, positive_int
+from .text import duration, out, significant, text_table, thousands
 
 
 def _cell(v, kind: str) -> str:
     if kind in "iub":
         return str(int(v))
-    return _g(v, 7)
+    return significant(v, 7)
 
 
 def _empty_table(ds, names, step, species, steps=None):
@@ -25,12 +27,12 @@ def _empty_table(ds, names, step, species, steps=None):
     return Table({**head, **{n: np.empty(0, dtype=dtypes[n]) for n in names}})
 
 
-def _write_npz(ds, kw, names, out, limit) -> int:
+def _write_npz(ds, kw, names, path, limit) -> int:
     import numpy as np
 
     t = ds.query(columns=names, **kw)
     arrays = {k: (v[:limit] if limit is not None else v) for k, v in t.items()}
-    with open(out, "wb") as fh:  # np.savez would append '.npz' to other names
+    with open(path, "wb") as fh:  # np.savez would append '.npz' to other names
         np.savez(fh, **arrays)
     return len(next(iter(arrays.values()))) if arrays else 0
 
@@ -60,7 +62,7 @@ def _batches(ds, kw, names, limit, batch_size):
         yield _empty_table(ds, names, kw.get("step"), kw["species"], kw.get("steps"))
 
 
-def _write_csv(ds, kw, names, out, limit, batch_size) -> int:
+def _write_csv(ds, kw, names, path, limit, batch_size) -> int:
     import numpy as np
 
     try:
@@ -68,7 +70,7 @@ def _write_csv(ds, kw, names, out, limit, batch_size) -> int:
     except ImportError:
         pd = None
     rows = 0
-    with open(out, "w", newline="") as fh:
+    with open(path, "w", newline="") as fh:
         first = True
         for t in _batches(ds, kw, names, limit, batch_size):
             if pd is not None:
@@ -86,34 +88,21 @@ def _write_csv(ds, kw, names, out, limit, batch_size) -> int:
     return rows
 
 
-def _write_parquet(ds, kw, names, out, limit, batch_size) -> int:
-    pq = _require("pyarrow.parquet", "arrow", "writing Parquet")
+def _write_parquet(ds, kw, names, path, limit, batch_size) -> int:
+    pq = require("pyarrow.parquet", "arrow", "writing Parquet")
     rows = 0
     writer = None
     try:
         for t in _batches(ds, kw, names, limit, batch_size):
             at = t.to_arrow()
             if writer is None:
-                writer = pq.ParquetWriter(out, at.schema)
+                writer = pq.ParquetWriter(path, at.schema)
             writer.write_table(at)
             rows += len(t)
     finally:
         if writer is not None:
             writer.close()
     return rows
-
-
-def _selected_steps(ds, args):
-    """The steps of --steps (None without it), and the step whose schema and species stand
-    for them: --step, or the first of --steps."""
-    if args.steps is None:
-        return None, args.step
-    if args.step is not None:
-        raise UsageError("--step and --steps cannot be combined")
-    from ..steps import resolve
-
-    ks = resolve(ds, args.steps, args.species)
-    return ks, ks[0]
 
 
 def _print_across(ds, args, kw, names, ks, species) -> int:
@@ -140,44 +129,44 @@ def _print_across(ds, args, kw, names, ks, species) -> int:
                         for i in range(take))
     dt = time.perf_counter() - t0
     if rows:
-        _out(_table(["step"] + names, rows))
-    what = _describe_selection(args)
-    msg = f"{_num(total)} of {_num(all_count)} particles match in {_num(len(ks))} steps" + (f" ({what})" if what else "")
-    msg += f", found in {_seconds(dt)}"
+        out(text_table(["step"] + names, rows))
+    what = describe_selection(args)
+    msg = f"{thousands(total)} of {thousands(all_count)} particles match in {thousands(len(ks))} steps" + (f" ({what})" if what else "")
+    msg += f", found in {duration(dt)}"
     if total > len(rows):
-        msg += f"; showing the first {_num(len(rows))} (use --limit N or -o FILE for more)"
-    _out(msg)
+        msg += f"; showing the first {thousands(len(rows))} (use --limit N or -o FILE for more)"
+    out(msg)
     if args.verbose:
-        _out("index: " + ", ".join(f"{k.replace('_', ' ')} {_num(v)}" for k, v in counters.items()))
+        out("index: " + ", ".join(f"{k.replace('_', ' ')} {thousands(v)}" for k, v in counters.items()))
     return 0
 
 
 def cmd_query(args) -> int:
     if args.count and args.output:
         raise UsageError("--count and -o cannot be combined")
-    ds = _open(args.dataset)
-    ks, first = _selected_steps(ds, args)
-    species = _species_of(ds, first, args.species)
-    kw = _selection_kwargs(args, species)
+    ds = open_dataset(args.dataset)
+    ks, first = selected_steps(ds, args)
+    species = species_of(ds, first, args.species)
+    kw = selection_kwargs(args, species)
     if ks is not None:
         del kw["step"]
         kw["steps"] = ks
     if args.count:
         if ks is None:
-            _out(ds.count(**kw))
+            out(ds.count(**kw))
         else:
             series = ds.count(**kw)
-            _out(_table(["step", "time", "count"], [[str(s), _g(t), str(c)] for s, t, c in
+            out(text_table(["step", "time", "count"], [[str(s), significant(t), str(c)] for s, t, c in
                                                     zip(series["step"], series["time"], series["count"])]))
         return 0
-    names = _split_columns(args.columns)
+    names = split_columns(args.columns)
     if names is None:
         names = [c.name for c in ds.schema(first, species)]
     else:
         for k in ([first] if ks is None else ks):
-            _check_columns(ds, names, k, species, "--columns" if ks is None else f"--columns (step {k})")
+            check_columns(ds, names, k, species, "--columns" if ks is None else f"--columns (step {k})")
     if args.output:
-        kind = _output_kind(args.output, ("npz", "csv", "parquet", "pq"))
+        kind = output_kind(args.output, ("npz", "csv", "parquet", "pq"))
         t0 = time.perf_counter()
         with storage_errors(args.output, "cannot write"):
             if kind == "npz":
@@ -187,8 +176,8 @@ def cmd_query(args) -> int:
             else:
                 rows = _write_parquet(ds, kw, names, args.output, args.limit, args.batch_size)
         dt = time.perf_counter() - t0
-        across = "" if ks is None else f" (with the step column, {_num(len(ks))} steps)"
-        _out(f"wrote {_num(rows)} rows x {len(names)} columns{across} to {args.output} in {_seconds(dt)}")
+        across = "" if ks is None else f" (with the step column, {thousands(len(ks))} steps)"
+        out(f"wrote {thousands(rows)} rows x {len(names)} columns{across} to {args.output} in {duration(dt)}")
         return 0
 
     if ks is not None:
@@ -202,55 +191,48 @@ def cmd_query(args) -> int:
     data = {c: sel.gather(c, 0, shown) for c in names}
     if shown:
         rows = [[_cell(data[c][i], data[c].dtype.kind) for c in names] for i in range(shown)]
-        _out(_table(names, rows))
+        out(text_table(names, rows))
     all_count = ds.count_total(args.step, species)
-    what = _describe_selection(args)
-    msg = f"{_num(total)} of {_num(all_count)} particles match" + (f" ({what})" if what else "")
-    msg += f", found in {_seconds(dt)}"
+    what = describe_selection(args)
+    msg = f"{thousands(total)} of {thousands(all_count)} particles match" + (f" ({what})" if what else "")
+    msg += f", found in {duration(dt)}"
     if total > shown:
-        msg += f"; showing the first {_num(shown)} (use --limit N or -o FILE for more)"
-    _out(msg)
+        msg += f"; showing the first {thousands(shown)} (use --limit N or -o FILE for more)"
+    out(msg)
     if args.verbose:
-        _out("index: " + ", ".join(f"{k.replace('_', ' ')} {_num(v)}" for k, v in sel.counters.items()))
+        out("index: " + ", ".join(f"{k.replace('_', ' ')} {thousands(v)}" for k, v in sel.counters.items()))
     return 0
 
 
-STEPS_HELP = ("several steps instead of one: 'all'; START:STOP[:STRIDE], the steps whose index is in "
-              "range(START, STOP, STRIDE) (STOP excluded, e.g. 0:100:10 = steps 0, 10, ..., 90 of those present; "
-              "open ends: the first/last step); or a list 0,10,20 of steps that must exist; not with --step")
+DESCRIPTION = """\
+Selects the particles matching an expression, a spatial box and a level of detail.
+Without -o, prints the first --limit rows and the number of matches; with -o, writes
+every match (or the first --limit) to a .npz, .csv or .parquet file (csv and parquet
+are written in batches, so memory stays bounded). With --steps, the same query over
+several steps: a step column comes first, the rows of each step in step order, and
+--count prints one count per step (step, time, count)."""
 
-
-def _add_steps(p) -> None:
-    """--steps SPEC (the selection group is common.py's; this option is the commands' own)."""
-    group = next((g for g in p._action_groups if g.title == "selection"), p)
-    group.add_argument("--steps", metavar="SPEC", default=None, help=STEPS_HELP)
+EXAMPLES = """\
+  motes query run.motes --where 'energy > 1.3' --limit 10
+  motes query run.motes --where 'energy > 1.3' --count
+  motes query run.motes --box 0 40 0 100 60 50 --quality 0.1 -o slab.npz
+  motes query run.motes --where 'q < 0 and ux > 0.2' --columns id,x,y,z,ux -o fast.parquet
+  motes query run.motes --step 0 --species ions --quality-range 0.1 0.2 -o more.csv
+  motes query run.motes --steps all --where 'energy > 1.3' --count
+  motes query run.motes --steps 0:100:10 --where 'energy > 1.3' --columns id,energy -o hot.parquet"""
 
 
 def add_parser(subs) -> None:
-    p = _sub(subs, "query", "select particles by expression, box and quality",
-             "Selects the particles matching an expression, a spatial box and a level of detail.\n"
-             "Without -o, prints the first --limit rows and the number of matches; with -o, writes\n"
-             "every match (or the first --limit) to a .npz, .csv or .parquet file (csv and parquet\n"
-             "are written in batches, so memory stays bounded). With --steps, the same query over\n"
-             "several steps: a step column comes first, the rows of each step in step order, and\n"
-             "--count prints one count per step (step, time, count).",
-             "  motes query run.motes --where 'energy > 1.3' --limit 10\n"
-             "  motes query run.motes --where 'energy > 1.3' --count\n"
-             "  motes query run.motes --box 0 40 0 100 60 50 --quality 0.1 -o slab.npz\n"
-             "  motes query run.motes --where 'q < 0 and ux > 0.2' --columns id,x,y,z,ux -o fast.parquet\n"
-             "  motes query run.motes --step 0 --species ions --quality-range 0.1 0.2 -o more.csv\n"
-             "  motes query run.motes --steps all --where 'energy > 1.3' --count\n"
-             "  motes query run.motes --steps 0:100:10 --where 'energy > 1.3' --columns id,energy -o hot.parquet")
-    p.add_argument("dataset", metavar="DATASET", help="dataset directory")
-    _add_selection(p)
-    _add_steps(p)
+    p = add_command(subs, "query", "select particles by expression, box and quality", DESCRIPTION, EXAMPLES)
+    add_option(p, "dataset")
+    add_option(add_selection(p), "steps")
     g = p.add_argument_group("output")
-    g.add_argument("--columns", metavar="A,B,C", default=None, help="comma-separated columns (default: all)")
+    add_option(g, "columns")
     g.add_argument("-o", "--output", metavar="OUT", default=None, help="write to OUT.npz, OUT.csv or OUT.parquet")
-    g.add_argument("--limit", type=_nonneg_int, default=None,
+    g.add_argument("--limit", type=nonneg_int, default=None,
                    help="rows to print (default 20); with -o, the most rows to write (default: all)")
     g.add_argument("--count", action="store_true", help="print only the number of matching particles")
-    g.add_argument("--batch-size", type=_positive_int, default=1 << 20,
+    g.add_argument("--batch-size", type=positive_int, default=1 << 20,
                    help="rows per batch when writing csv/parquet")
     g.add_argument("-v", "--verbose", action="store_true", help="also print how much the indexes pruned")
     p.set_defaults(func=cmd_query)

@@ -12,7 +12,9 @@ from typing import List, Optional, Tuple
 
 from ..errors import UsageError
 from ..server.config import HOST, PORT, Connections, Limits
-from .common import CliError, _out, _positive_float, _positive_int, _require, _sub
+from .common import CliError, require
+from .options import add_command, positive_float, positive_int
+from .text import out
 
 _LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 
@@ -54,8 +56,8 @@ def _token(args) -> Optional[str]:
 
 
 def cmd_serve(args) -> int:
-    _require("starlette", "serve", "motes serve")
-    _require("uvicorn", "serve", "motes serve")
+    require("starlette", "serve", "motes serve")
+    require("uvicorn", "serve", "motes serve")
     from ..server import Config, create_app, listen
 
     token = _token(args)
@@ -76,8 +78,8 @@ def cmd_serve(args) -> int:
     port = sock.getsockname()[1]
     url = listen.url(config, port, token)
     for name, entry in app.state.server.registry.entries.items():
-        _out(f"serving {name} ({entry.path})")
-    _out(f"open {url}" + ("" if token or is_loopback(args.host) else "  (no authentication: --no-auth)"))
+        out(f"serving {name} ({entry.path})")
+    out(f"open {url}" + ("" if token or is_loopback(args.host) else "  (no authentication: --no-auth)"))
     sys.stdout.flush()
     # What the first page load asks for is opened while the browser starts.
     threading.Thread(target=app.state.server.registry.warm, name="motes-warm", daemon=True).start()
@@ -93,15 +95,21 @@ def cmd_serve(args) -> int:
     return 0
 
 
+DESCRIPTION = """\
+Serves the datasets, read-only, over HTTP (docs/http-api.md): the viewer app at /,
+the API under /api/v1/. Prints the URL to open. On 127.0.0.1 (the default) no token
+is needed; any other address needs --token (or --token-file) or an explicit --no-auth.
+A dataset is named NAME=PATH, or by its directory's name without .motes."""
+
+EXAMPLES = """\
+  motes serve run.motes
+  motes serve run.motes other=/data/other.motes --open
+  motes serve run.motes --host 0.0.0.0 --token-file ~/.motes-token --max-points 4000000"""
+
+
 def add_parser(subs) -> None:
-    p = _sub(subs, "serve", "serve datasets over HTTP to the browser viewer and HTTP clients",
-             "Serves the datasets, read-only, over HTTP (docs/http-api.md): the viewer app at /,\n"
-             "the API under /api/v1/. Prints the URL to open. On 127.0.0.1 (the default) no token\n"
-             "is needed; any other address needs --token (or --token-file) or an explicit --no-auth.\n"
-             "A dataset is named NAME=PATH, or by its directory's name without .motes.",
-             "  motes serve run.motes\n"
-             "  motes serve run.motes other=/data/other.motes --open\n"
-             "  motes serve run.motes --host 0.0.0.0 --token-file ~/.motes-token --max-points 4000000")
+    p = add_command(subs, "serve", "serve datasets over HTTP to the browser viewer and HTTP clients",
+                    DESCRIPTION, EXAMPLES)
     p.add_argument("datasets", metavar="DATASET", nargs="+", help="dataset directory, or NAME=PATH")
     g = p.add_argument_group("network")
     g.add_argument("--host", default=HOST, help="address to listen on")
@@ -125,15 +133,15 @@ def add_parser(subs) -> None:
     g.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug"),
                    help="uvicorn's log level (info: one line per request, tokens redacted)")
     g = p.add_argument_group("limits")
-    g.add_argument("--workers", type=_positive_int, default=os.cpu_count() or 1,
+    g.add_argument("--workers", type=positive_int, default=os.cpu_count() or 1,
                    help="queries run at once (others wait)")
     for settings in (Limits, Connections):
         for f in dataclasses.fields(settings):
             option = f.metadata["option"]
             if option:
-                kind = _positive_float if f.type in ("float", float) else _positive_int
+                kind = positive_float if f.type in ("float", float) else positive_int
                 g.add_argument(option, dest=f.name, type=kind, default=f.default,
-                               metavar="S" if kind is _positive_float else "N", help=f"the most {f.metadata['what']}")
+                               metavar="S" if kind is positive_float else "N", help=f"the most {f.metadata['what']}")
     p.set_defaults(func=cmd_serve)
 
 

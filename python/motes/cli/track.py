@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 
-from .._core import UsageError
-from .common import _g, _open, _out, _output_kind, _seconds, _split_columns, _sub
+from ..errors import UsageError
+from .common import open_dataset, output_kind, split_columns
+from .options import add_command, add_option
+from .text import duration, out, significant
 
 
 def _ids(text: str):
@@ -20,16 +22,16 @@ def _ids(text: str):
 
 
 def cmd_track(args) -> int:
-    ds = _open(args.dataset)
+    ds = open_dataset(args.dataset)
     if (args.ids is None) == (args.where is None):
         raise UsageError("give --ids or --where (with --at-step), one of them")
     t0 = time.perf_counter()
     t = ds.track(None if args.ids is None else _ids(args.ids), where=args.where, at_step=args.at_step,
-                 steps=args.steps, columns=_split_columns(args.columns), species=args.species)
+                 steps=args.steps, columns=split_columns(args.columns), species=args.species)
     dt = time.perf_counter() - t0
     table = t.table
     if args.output:
-        kind = _output_kind(args.output, ("csv", "parquet", "npz"))
+        kind = output_kind(args.output, ("csv", "parquet", "npz"))
         if kind == "npz":
             import numpy as np
 
@@ -41,39 +43,45 @@ def cmd_track(args) -> int:
             import pyarrow.parquet as pq
 
             pq.write_table(table.to_arrow(), args.output)
-        _out(f"{len(t.ids)} ids through {len(t.steps)} steps: {len(table)} rows written to {args.output} "
-             f"in {_seconds(dt)}")
+        out(f"{len(t.ids)} ids through {len(t.steps)} steps: {len(table)} rows written to {args.output} "
+             f"in {duration(dt)}")
         return 0
     names = list(table)
-    _out("  ".join(f"{n:>12}" for n in names))
+    out("  ".join(f"{n:>12}" for n in names))
     for i in range(min(len(table), args.limit)):
-        _out("  ".join(f"{(str(int(table[n][i])) if table[n].dtype.kind in 'iub' else _g(table[n][i], 7)):>12}"
+        out("  ".join(f"{(str(int(table[n][i])) if table[n].dtype.kind in 'iub' else significant(table[n][i], 7)):>12}"
                        for n in names))
     if len(table) > args.limit:
-        _out(f"... {len(table) - args.limit} more rows (--limit, or -o FILE)")
+        out(f"... {len(table) - args.limit} more rows (--limit, or -o FILE)")
     lost = int((~t.present).sum())
-    _out(f"{len(t.ids)} ids through {len(t.steps)} steps: {len(table)} rows, {lost} (step, id) pairs absent, "
-         f"in {_seconds(dt)}")
+    out(f"{len(t.ids)} ids through {len(t.steps)} steps: {len(table)} rows, {lost} (step, id) pairs absent, "
+         f"in {duration(dt)}")
     return 0
 
 
+DESCRIPTION = """\
+Finds particles by id in every step (or --steps) through each file's id index
+(files without one are searched by reading their id column) and prints one row per
+step and particle found, or writes them (-o .csv, .parquet: the long table;
+.npz: ids, steps, present and one (steps x ids) array per column, NaN where absent).
+The ids come from --ids, or from a query (--where) at one step (--at-step)."""
+
+EXAMPLES = """\
+  motes track run.motes --ids 17,42,99 --columns x,y,energy
+  motes track run.motes --where 'energy > 2' --at-step 0 -o hot.parquet
+  motes track run.motes --ids 5 --steps 0:100:10"""
+
+
 def add_parser(subs) -> None:
-    p = _sub(subs, "track", "follow particles by id through the steps",
-             "Finds particles by id in every step (or --steps) through each file's id index\n"
-             "(files without one are searched by reading their id column) and prints one row per\n"
-             "step and particle found, or writes them (-o .csv, .parquet: the long table;\n"
-             ".npz: ids, steps, present and one (steps x ids) array per column, NaN where absent).\n"
-             "The ids come from --ids, or from a query (--where) at one step (--at-step).",
-             "  motes track run.motes --ids 17,42,99 --columns x,y,energy\n"
-             "  motes track run.motes --where 'energy > 2' --at-step 0 -o hot.parquet\n"
-             "  motes track run.motes --ids 5 --steps 0:100:10")
-    p.add_argument("dataset", metavar="DATASET", help="dataset directory")
+    p = add_command(subs, "track", "follow particles by id through the steps", DESCRIPTION, EXAMPLES)
+    add_option(p, "dataset")
     p.add_argument("--ids", help="ids separated by commas")
-    p.add_argument("--where", help="take the ids of the particles matching this expression ...")
-    p.add_argument("--at-step", type=int, dest="at_step", help="... at this step (default: the last)")
-    p.add_argument("--steps", help="steps to look at: all (default), a list 0,5,9 or start:stop:stride")
-    p.add_argument("--columns", help="columns to report (default: all)")
-    p.add_argument("--species", help="species (default: the only one)")
+    add_option(p, "where", note="the particles tracked are those matching it at --at-step")
+    p.add_argument("--at-step", type=int, dest="at_step", help="the step of --where (default: the last)")
+    add_option(p, "steps", help="steps to look at (default: all): 'all'; START:STOP[:STRIDE], the steps whose index "
+                                "is in range(START, STOP, STRIDE); or a list 0,5,9 of steps that must exist")
+    add_option(p, "columns", help="columns to report (default: all)")
+    add_option(p, "species")
     p.add_argument("-o", "--output", help="write to FILE (.csv, .parquet, .npz) instead of printing")
     p.add_argument("--limit", type=int, default=50, help="rows to print (default 50)")
     p.set_defaults(func=cmd_track)

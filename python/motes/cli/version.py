@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-
-
 from .. import __version__
-from .common import (_out, _sub)
+from .options import add_command
+from .text import out
 
 
 def cmd_version(args) -> int:
@@ -13,12 +12,18 @@ def cmd_version(args) -> int:
 
     import numpy as np
 
-    _out(f"motes {__version__}")
-    _out(f"python {platform.python_version()}, numpy {np.__version__}")
+    out(f"motes {__version__}")
+    out(f"python {platform.python_version()}, numpy {np.__version__}")
     return 0
 
 
+DESCRIPTION = """\
+Prints the versions of motes, Python and numpy."""
+
+EXAMPLES = """\
+  motes version"""
+
+
 def add_parser(subs) -> None:
-    p = _sub(subs, "version", "print the version", "Prints the versions of motes, Python and numpy.",
-             "  motes version")
+    p = add_command(subs, "version", "print the version", DESCRIPTION, EXAMPLES)
     p.set_defaults(func=cmd_version)

@@ -1,8 +1,9 @@
 """Conversions between motes and the formats users already have.
 
     motes.convert.convert("run_%T.h5", "run.motes")                 # openPMD series -> motes
-    motes.convert.convert("run.motes", "hot.parquet", where="energy > 1.3", step=10)
-    motes.convert.convert("run.motes", "preview.vtkhdf", quality=0.5)  # ParaView
+    motes.convert.convert("run.motes", "hot.parquet", read_options={"where": "energy > 1.3"}, step=10)
+    motes.convert.convert("run.motes", "preview.vtkhdf", read_options={"quality": 0.5})  # ParaView
+    motes.convert.convert("sim.h5part", "run.motes", steps="0:100:10")   # steps as queries take them
 
 Every format module provides ``read(path, **options) -> Iterator[Step]`` and/or
 ``write(path, steps, **options)`` over the streaming form of :mod:`motes.convert.base`,
@@ -16,11 +17,12 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
+import numbers
 import os
 import shutil
 import warnings
 from dataclasses import replace
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 
 from ..errors import FormatError, MotesError, NotFoundError, StorageError, UsageError, storage_error, storage_errors
@@ -54,7 +56,7 @@ FORMATS: Dict[str, Format] = {f.name: f for f in [
     Format("arrow", "tables", [".arrow", ".feather", ".ipc"], True, True, "Arrow IPC file"),
     Format("csv", "tables", [".csv"], True, True, "CSV with a header line"),
     Format("npz", "npz", [".npz"], True, True, "numpy .npz: 1-D arrays are columns, scalars step attributes"),
-    Format("idx", "idx_format", [".idx"], True, True, "IDX v6 grid fields (OpenVisus, PIDX)"),
+    Format("idx", "idx.steps", [".idx"], True, True, "IDX v6 grid fields (OpenVisus, PIDX)"),
 ]}
 
 
@@ -183,6 +185,39 @@ def _select(steps: Iterable[Step], step: Optional[Sequence[int]], species: Optio
         raise UsageError(f"the source has no step {', '.join(map(str, sorted(wanted_steps - seen_steps)))}")
 
 
+class _SourceSteps:
+    """The steps of a conversion's source, as motes.steps.resolve reads a dataset's."""
+
+    def __init__(self, path: str, listed: List[Step]):
+        self.path = path
+        self._steps = listed
+        self.steps = [st.index for st in listed]
+
+
+def _wanted_steps(fmt: str, files: List[Tuple[str, Optional[int]]], numbered: Callable[[], Iterator[Step]],
+                  step, steps, species: Optional[Sequence[str]]) -> Optional[List[int]]:
+    """The step indexes that ``step`` or ``steps`` name among the source's (None: every step),
+    through motes.steps.resolve: a motes dataset's from its manifest, another source's listed
+    by reading its steps without their rows."""
+    if step is None and steps is None:
+        return None
+    if step is not None and steps is not None:
+        raise UsageError("pass either step= or steps=, not both")
+    if steps is None:
+        steps = [step] if isinstance(step, numbers.Integral) else list(step)
+    from ..steps import resolve
+
+    one = species[0] if species is not None and len(species) == 1 else None  # 'all': the steps holding it
+    if fmt == "motes" and len(files) == 1:
+        from ..dataset import open as open_dataset
+
+        return resolve(open_dataset(files[0][0]), steps, one)
+    with warnings.catch_warnings():  # what the conversion itself warns about
+        warnings.simplefilter("ignore", ConversionWarning)
+        listed = list(numbered())
+    return resolve(_SourceSteps(files[0][0] if len(files) == 1 else "the source", listed), steps, one)
+
+
 def _counted(chunks, bar):
     def gen():
         for c in chunks():
@@ -264,13 +299,18 @@ def _staged(dst: str, tmp: str):
 
 
 def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format: Optional[str] = None,
-            step: Optional[Sequence[int]] = None, species: Optional[Sequence[str]] = None,
+            step: Optional[Union[int, Sequence[int]]] = None, steps: Any = None,
+            species: Optional[Sequence[str]] = None,
             chunk_rows: int = DEFAULT_CHUNK_ROWS, overwrite: bool = False, append: bool = False,
             as_step: Optional[int] = None, time: Optional[float] = None,
             attributes: Optional[Dict[str, Any]] = None, progress: bool = False,
             read_options: Optional[Dict[str, Any]] = None, write_options: Optional[Dict[str, Any]] = None) -> str:
     """Converts ``src`` into ``dst`` (formats from the names or content unless given), in
-    bounded memory: chunks of ``chunk_rows`` rows. ``step`` / ``species`` keep only those.
+    bounded memory: chunks of ``chunk_rows`` rows. ``species`` keeps only those species;
+    ``step`` (one step index, or a list of them) or ``steps`` (any form of
+    :func:`motes.steps.resolve`: ``"all"``, ``"0:100:10"``, ``"0,10"``, a list, a range) keep only
+    those steps, resolved against the steps of the source as queries resolve them against a
+    dataset's (a step named that the source lacks is an error naming the steps it has).
 
     ``src`` may name many files, one step each: a glob (``"snap_*.npz"``) or a ``%T`` pattern
     (``"snap_%T.npz"``; see :mod:`motes.convert.sources` for how steps are numbered).
@@ -313,17 +353,22 @@ def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format:
         bar = tqdm(desc=f"{os.path.basename(src)} -> {os.path.basename(dst)}", unit=" rows", unit_scale=True)
     source = fin.load()
     options = dict(read_options or {})
-    if step is not None and "steps" in inspect.signature(source.read).parameters:
-        # Sources that can skip steps do so before preparing them (a motes source plans
-        # spatial blocks per species); _select still filters what others yield.
-        options.setdefault("steps", [int(s) for s in step])
     first = 0
     if append and as_step is None:  # steps that do not give their index go after the dataset's last
         from .motes_format import next_step
 
         first = next_step(dst)
-    steps = _select(_numbered(source, files, chunk_rows, options, as_step, time, attributes, first,
-                              series=append and first > 0), step, species, bar)
+
+    def numbered():
+        return _numbered(source, files, chunk_rows, options, as_step, time, attributes, first,
+                         series=append and first > 0)
+
+    wanted = _wanted_steps(fin.name, files, numbered, step, steps, species)
+    if wanted is not None and "steps" in inspect.signature(source.read).parameters:
+        # Sources that can skip steps do so before preparing them (a motes source plans
+        # spatial blocks per species); _select still filters what others yield.
+        options.setdefault("steps", wanted)
+    steps = _select(numbered(), wanted, species, bar)
     if append:  # into the dataset itself: each step is published atomically by the writer
         try:
             with storage_errors(dst, "cannot write"):

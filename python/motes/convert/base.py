@@ -19,9 +19,9 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 
 import numpy as np
 
-from .._core import UsageError
 from ..dtypes import SUMMARY, SUPPORTED
 from ..field import Field
+from ..errors import UsageError
 
 Chunk = Dict[str, np.ndarray]
 
@@ -202,3 +202,54 @@ def rechunk(chunks: Iterable[Chunk], chunk_rows: int) -> Iterator[Chunk]:
                 pending, rows = [], 0
     if rows:
         yield {k: np.concatenate([p[k] for p in pending]) for k in pending[0]}
+
+
+def species_selection(species) -> Optional[List[str]]:
+    """``species=`` of a sink: None (every species), or the list of names it names."""
+    if species is None:
+        return None
+    if isinstance(species, str):
+        return [species]
+    try:
+        names = list(species)
+    except TypeError:
+        names = None
+    if not names or not all(isinstance(s, str) and s for s in names):
+        raise UsageError(f"species must be a name or a list of names, got {species!r}")
+    return names
+
+
+def one_species(species, holder: str) -> Optional[str]:
+    """The species a one-species file is asked to hold; None: the only one of each step."""
+    sel = species_selection(species)
+    if sel is not None and len(sel) != 1:
+        raise UsageError(f"{holder} holds one species; got species={species!r} (write one file each)")
+    return sel[0] if sel else None
+
+
+def pick_species(path: str, step: Step, wanted: Optional[str], chosen: Optional[str], holder: str) -> Optional[Species]:
+    """The species of ``step`` that a one-species file (``holder``: 'an H5Part file') writes:
+    ``wanted``, else the only one, the same in every step (``chosen``: the earlier steps')."""
+    names = list(step.species)
+    if wanted is not None:
+        return step.species.get(wanted)
+    if not names:
+        return None
+    if len(names) > 1:
+        raise UsageError(f"{path}: step {step.index} holds species {', '.join(names)}; {holder} holds "
+                         "one species: pass species='<name>' (one file per species)")
+    if chosen is not None and names[0] != chosen:
+        raise UsageError(f"{path}: step {step.index} holds species '{names[0]}' but earlier steps "
+                         f"'{chosen}'; pass species='<name>' to choose one")
+    return step.species[names[0]]
+
+
+def chunk_column(chunk: Chunk, name: str, where: str) -> np.ndarray:
+    """Column ``name`` of a chunk that a sink writes, as a 1-D array; a UsageError naming
+    ``where`` when the chunk lacks it or it is not 1-D."""
+    if name not in chunk:
+        raise UsageError(f"{where}: a chunk lacks column '{name}'")
+    a = np.asarray(chunk[name])
+    if a.ndim != 1:
+        raise UsageError(f"{where}: chunk of column '{name}' is not 1-D (shape {a.shape})")
+    return a

@@ -25,8 +25,8 @@ import time
 import zipfile
 from typing import Optional
 
-from .._core import UsageError
-from .._support import process_alive
+from ..errors import UsageError
+from ..leftovers import process_alive
 
 PREFIX = ".motes-convert-"
 STALE_SECONDS = 24 * 3600

@@ -14,7 +14,7 @@ import os
 import re
 from typing import List, Optional, Tuple
 
-from .._core import UsageError
+from ..errors import UsageError
 
 PATTERN = re.compile(r"%(0\d+)?T")
 GLOB_CHARS = set("*?[")

@@ -11,7 +11,7 @@ from typing import Any, Dict, Sequence
 
 import numpy as np
 
-from ..._core import FormatError, UsageError
+from ...errors import FormatError, UsageError
 
 # Attributes that openpmd-api or this package manage; everything else is carried as "custom".
 SERIES_STANDARD = ("openPMD", "openPMDextension", "basePath", "meshesPath", "particlesPath",

@@ -24,7 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..._core import FormatError, UsageError
+from ...errors import FormatError, UsageError
 from ..base import Species, check_dtype, openpmd_unit, parse_openpmd_unit
 
 AXES = ("x", "y", "z")

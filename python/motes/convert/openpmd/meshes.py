@@ -32,8 +32,8 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..._core import FormatError, UsageError
 from ...field import AXES, Field
+from ...errors import FormatError, UsageError
 from ..base import check_dtype
 from . import theta
 from .mapping import DIMENSIONLESS, canon, unit_of, unit_text

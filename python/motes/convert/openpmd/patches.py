@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..._core import FormatError, UsageError
+from ...errors import FormatError, UsageError
 from ..base import Species
 from .api import unit_dimension_map, why
 from .mapping import AXES, LENGTH

@@ -18,11 +18,10 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from ..._core import FormatError, UsageError
-from ...errors import NotFoundError
 from ...field import Field
+from ...errors import FormatError, NotFoundError, UsageError
 from ..base import DEFAULT_CHUNK_ROWS, ConversionWarning, LazyFields, Species, Step
-from .. import hdf5_links
+from ..hdf5 import links as hdf5_links
 from ..input_files import check_regular
 from ..sources import PATTERN as _PATTERN
 from . import patches

@@ -20,8 +20,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ..._core import FormatError
 from ...field import Field
+from ...errors import FormatError
 
 LABELS = ("r", "z")
 

@@ -18,8 +18,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
-from ..._core import FormatError, UsageError
-from ...errors import StorageError
+from ...errors import FormatError, StorageError, UsageError
 from ..base import Species, Step, check_columns
 from ..sources import PATTERN as _PATTERN
 from . import patches

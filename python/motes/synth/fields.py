@@ -13,8 +13,9 @@ from typing import Dict, Sequence
 
 import numpy as np
 
-from .errors import UsageError
-from .field import Field
+from ..errors import UsageError
+from ..field import Field
+from .reconnection import SHEET_HALF_THICKNESS, SHEET_Y0, VPIC_BOUNDS, XLINE_X
 
 __all__ = ["harris_fields"]
 
@@ -30,8 +31,6 @@ def harris_fields(dims: Sequence[int] = (128, 64, 32), *, b0: float = 1.0, guide
     * ``rho = sech²((y - y0) / L) + 0.2`` (sheet plus background).
 
     Deterministic (no seed): the same dims give the same arrays."""
-    from .synth import VPIC_BOUNDS, _V_HALF, _V_XLINE, _V_Y0
-
     dims = tuple(int(d) for d in dims)
     if len(dims) != 3 or min(dims) < 2:
         raise UsageError(f"dims must be 3 sample counts >= 2 (x, y, z), got {dims!r}")
@@ -40,19 +39,19 @@ def harris_fields(dims: Sequence[int] = (128, 64, 32), *, b0: float = 1.0, guide
     spacing = tuple((b[1] - b[0]) / (n - 1) for b, n in zip(VPIC_BOUNDS, dims))
     x = np.linspace(x0, x1, dims[0])[None, None, :]
     y = np.linspace(y0_, y1, dims[1])[None, :, None]
-    s = (y - _V_Y0) / _V_HALF
+    s = (y - SHEET_Y0) / SHEET_HALF_THICKNESS
     sech2 = 1.0 / np.cosh(s) ** 2
     kx, ky = 2 * np.pi / lx, np.pi / ly
-    psi0 = perturbation * b0 * _V_HALF
-    cx, sx = np.cos(kx * (x - _V_XLINE)), np.sin(kx * (x - _V_XLINE))
-    cy, sy = np.cos(ky * (y - _V_Y0)), np.sin(ky * (y - _V_Y0))
+    psi0 = perturbation * b0 * SHEET_HALF_THICKNESS
+    cx, sx = np.cos(kx * (x - XLINE_X)), np.sin(kx * (x - XLINE_X))
+    cy, sy = np.cos(ky * (y - SHEET_Y0)), np.sin(ky * (y - SHEET_Y0))
     shape = (dims[2], dims[1], dims[0])
     # B = B_harris + (dpsi/dy, -dpsi/dx, 0); psi = psi0 cos(kx X) cos(ky Y)
     bx = b0 * np.tanh(s) - psi0 * ky * cx * sy
     by = psi0 * kx * sx * cy + 0 * y
     bz = np.full(shape, guide)
     # J = curl B (z-independent fields): Jx = dBz/dy = 0, Jy = -dBz/dx = 0, Jz = dBy/dx - dBx/dy
-    jz = psi0 * kx * kx * cx * cy - b0 / _V_HALF * sech2 + (-psi0 * ky * ky * cx * cy)
+    jz = psi0 * kx * kx * cx * cy - b0 / SHEET_HALF_THICKNESS * sech2 + (-psi0 * ky * ky * cx * cy)
     zero = np.zeros(shape)
     b = np.stack([np.broadcast_to(v, shape) for v in (bx, by, bz)], axis=-1).astype(dtype)
     j = np.stack([zero, zero, np.broadcast_to(jz, shape)], axis=-1).astype(dtype)

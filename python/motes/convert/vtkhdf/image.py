@@ -31,11 +31,11 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .._core import UsageError
-from ..field import Field, require_cartesian
-from .base import Step
-from .hdf5 import created_file, h5_filter
-from .vtkhdf_steps import StepLog
+from ...field import Field, require_cartesian
+from ...errors import UsageError
+from ..base import Step
+from ..hdf5 import created_file, h5_filter
+from .steps import StepLog
 
 __all__ = ["write_image", "write_fields"]
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import warnings
 from typing import Iterable, Iterator
 
-from ..errors import UsageError
-from . import idx
-from .base import ConversionWarning, LazyFields, Step
+from ...errors import UsageError
+from .. import idx
+from ..base import ConversionWarning, LazyFields, Step
 
 
 def read(path: str, *, chunk_rows: int = 0, steps=None, **_options) -> Iterator[Step]:

@@ -1,5 +1,5 @@
 """The steps a VTKHDF writer has written (PolyData of particles, :mod:`.vtkhdf`, or ImageData
-of fields, :mod:`.vtkhdf_image`): their times, indices and attributes, the ``Steps`` group
+of fields, :mod:`.image`): their times, indices and attributes, the ``Steps`` group
 of a time series (``NSteps``, ``Values``) and motes' own record of them."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from typing import List
 
 import numpy as np
 
-from .._core import UsageError
-from .base import Step
+from ...errors import UsageError
+from ..base import Step
 
 
 class StepLog:

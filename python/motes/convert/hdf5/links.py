@@ -27,8 +27,8 @@ import os
 import stat
 from typing import Dict, List, Optional, Tuple
 
-from ..errors import FormatError
-from .input_files import inside, kind_of
+from ...errors import FormatError
+from ..input_files import inside, kind_of
 
 __all__ = ["check"]
 

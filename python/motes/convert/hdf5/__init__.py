@@ -26,12 +26,11 @@ from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from .._core import FormatError, MotesError, UsageError
-from ..dtypes import SUMMARY
-from ..errors import NotFoundError, storage_error
-from .base import DEFAULT_CHUNK_ROWS, POSITION_NAMES, Species, Step, check_dtype, chunked_arrays
-from . import hdf5_links
-from .input_files import check_regular
+from ...dtypes import SUMMARY
+from ...errors import FormatError, MotesError, NotFoundError, UsageError, storage_error
+from ..base import DEFAULT_CHUNK_ROWS, POSITION_NAMES, Species, Step, check_dtype, chunked_arrays
+from . import links as hdf5_links
+from ..input_files import check_regular
 
 try:  # h5py is an optional dependency of motes (extra "convert")
     import h5py

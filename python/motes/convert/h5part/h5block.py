@@ -33,9 +33,9 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from .._core import FormatError, UsageError
-from ..field import AXES, Field, require_cartesian
-from .hdf5 import attr_to_json, dtype_of, open_file, read_attributes, write_attributes
+from ...field import AXES, Field, require_cartesian
+from ...errors import FormatError, UsageError
+from ..hdf5 import attr_to_json, dtype_of, open_file, read_attributes, write_attributes
 
 __all__ = ["read", "write"]
 

@@ -22,7 +22,7 @@ or the one named by ``species=``; :func:`read` names it by the root attribute
 ``motes_species``, else ``"particles"``.
 
 Grid fields of a step (``Step.fields``) live in the step group as H5hut writes them,
-``/Step#n/Block/<field>/0, 1, ...``: see :mod:`motes.convert.h5block`.
+``/Step#n/Block/<field>/0, 1, ...``: see :mod:`motes.convert.h5part.h5block`.
 """
 
 from __future__ import annotations
@@ -34,10 +34,11 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 
-from .._core import FormatError, UsageError
+from ...errors import FormatError, UsageError
 from . import h5block
-from .base import DEFAULT_CHUNK_ROWS, LazyFields, Species, Step, check_dtype
-from .hdf5 import (H5_CHUNK_ROWS, attr_to_json, check_chunk_rows, created_file, dtype_of, file_chunks, h5_filter,
+from ..base import (DEFAULT_CHUNK_ROWS, LazyFields, Species, Step, check_dtype, chunk_column, one_species, pick_species,
+                    species_selection)
+from ..hdf5 import (H5_CHUNK_ROWS, attr_to_json, check_chunk_rows, created_file, dtype_of, file_chunks, h5_filter,
                    open_file, read_attributes,
                    unit_of, write_attributes)
 
@@ -51,20 +52,6 @@ TIME_ATTR = "TimeValue"                 # step group: the time (H5Part / ParaVie
 JSON_ATTR = "motes_json"                # step group: names of attributes stored as JSON text
 SPECIES_ATTRS_ATTR = "motes_species_attributes"   # step group: species attributes, JSON text
 _RESERVED_STEP_ATTRS = {TIME_ATTR, STEP_ATTR, JSON_ATTR, SPECIES_ATTRS_ATTR}
-
-
-def _species_selection(species) -> Optional[List[str]]:
-    if species is None:
-        return None
-    if isinstance(species, str):
-        return [species]
-    try:
-        names = list(species)
-    except TypeError:
-        names = None
-    if not names or not all(isinstance(s, str) and s for s in names):
-        raise UsageError(f"species must be a name or a list of names, got {species!r}")
-    return names
 
 
 def _steps_selection(steps) -> Optional[List[int]]:
@@ -101,11 +88,11 @@ def read(path, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, species=None, steps=None
 
     The whole layout is checked before the first step is returned: FormatError for a file
     without Step#N groups, datasets that are not 1-D or of unequal lengths within a step,
-    H5Block fields that are not as :mod:`~motes.convert.h5block` describes; UsageError for
+    H5Block fields that are not as :mod:`~motes.convert.h5part.h5block` describes; UsageError for
     datasets of a type motes cannot store (strings, complex, compound)."""
     chunk_rows = check_chunk_rows(chunk_rows)
     path = os.fspath(path)
-    wanted_species = _species_selection(species)
+    wanted_species = species_selection(species)
     wanted_steps = _steps_selection(steps)
 
     with open_file(path) as f:
@@ -207,29 +194,6 @@ def read(path, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, species=None, steps=None
     return iter(out)
 
 
-def one_species(species, holder: str) -> Optional[str]:
-    """The species a one-species file is asked to hold; None: the only one of each step."""
-    sel = _species_selection(species)
-    if sel is not None and len(sel) != 1:
-        raise UsageError(f"{holder} holds one species; got species={species!r} (write one file each)")
-    return sel[0] if sel else None
-
-
-def _pick_species(path: str, step: Step, wanted: Optional[str], chosen: Optional[str]) -> Optional[Species]:
-    names = list(step.species)
-    if wanted is not None:
-        return step.species.get(wanted)
-    if not names:
-        return None
-    if len(names) > 1:
-        raise UsageError(f"{path}: step {step.index} holds species {', '.join(names)}; an H5Part file holds "
-                         "one species: pass species='<name>' (one file per species)")
-    if chosen is not None and names[0] != chosen:
-        raise UsageError(f"{path}: step {step.index} holds species '{names[0]}' but earlier steps "
-                         f"'{chosen}'; pass species='<name>' to choose one")
-    return step.species[names[0]]
-
-
 def _write_species(path: str, g, gname: str, sp: Species, compression: str = "none") -> None:
     where = f"{path}: {gname} (species '{sp.name}')"
     count = int(sp.count)
@@ -262,11 +226,7 @@ def _write_species(path: str, g, gname: str, sp: Species, compression: str = "no
     for chunk in sp.chunks():
         n = None
         for col, ds in dsets.items():
-            if col not in chunk:
-                raise UsageError(f"{where}: a chunk lacks column '{col}'")
-            a = np.asarray(chunk[col])
-            if a.ndim != 1:
-                raise UsageError(f"{where}: chunk of column '{col}' is not 1-D (shape {a.shape})")
+            a = chunk_column(chunk, col, where)
             if n is None:
                 n = len(a)
                 if pos + n > count:
@@ -290,7 +250,7 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
 
     species: the species to write; needed when a step holds several. A step without it is
     written as an empty step group (time and attributes kept). The step's ``fields`` are
-    written as H5Block fields (:mod:`~motes.convert.h5block`), compressed like the columns.
+    written as H5Block fields (:mod:`~motes.convert.h5part.h5block`), compressed like the columns.
     The file is removed on error."""
     path = os.fspath(path)
     filters = h5_filter(compression)  # checked before the file is created
@@ -311,7 +271,7 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
             write_attributes(g, step.attributes or {}, f"{path}: {gname} (step {idx})", JSON_ATTR,
                              reserved=_RESERVED_STEP_ATTRS)
             h5block.write(path, g, step.fields, filters)
-            sp = _pick_species(path, step, wanted, chosen)
+            sp = pick_species(path, step, wanted, chosen, "an H5Part file")
             if sp is None:
                 continue
             if chosen is None:

@@ -21,10 +21,9 @@ from typing import Any, Dict, Iterable, Iterator, List, Tuple
 
 import numpy as np
 
-from .._core import FormatError, UsageError
-from ..dtypes import SUMMARY
-from ..errors import storage_error
-from .base import DEFAULT_CHUNK_ROWS, Species, Step, check_dtype, rechunk, single_species, table_metadata
+from ...dtypes import SUMMARY
+from ...errors import FormatError, UsageError, storage_error
+from ..base import DEFAULT_CHUNK_ROWS, Species, Step, check_dtype, rechunk, single_species, table_metadata
 
 _META_KEY = b"motes"
 

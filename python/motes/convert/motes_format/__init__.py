@@ -23,10 +23,10 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tupl
 
 import numpy as np
 
-from .._core import UsageError
-from ..dataset import Dataset
-from ..writer import Writer
-from .base import DEFAULT_CHUNK_ROWS, Chunk, LazyFields, Species, Step
+from ...dataset import Dataset
+from ...errors import UsageError
+from ...writer import Writer
+from ..base import DEFAULT_CHUNK_ROWS, Chunk, LazyFields, Species, Step
 
 # Step attributes under this key carry species-level metadata (openPMD record constants,
 # offsets) through a motes dataset, whose steps have attributes but its species do not.
@@ -39,7 +39,7 @@ def next_step(path: str) -> int:
     """The index after the last step of the motes dataset at ``path`` (0 when it does not
     exist or has no step): where an append of a step that does not give its index goes
     (``motes convert --append``, ``motes write``)."""
-    from .._core import DatasetCore
+    from ..._core import DatasetCore
 
     if os.path.isdir(path) and DatasetCore.exists(path):
         steps = [s["index"] for s in DatasetCore.open(path).steps]

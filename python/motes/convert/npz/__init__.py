@@ -32,9 +32,8 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from .._core import FormatError, UsageError
-from ..errors import storage_error
-from .base import POSITION_NAMES, ConversionWarning, Species, Step, check_dtype, single_species, table_metadata
+from ...errors import FormatError, UsageError, storage_error
+from ..base import POSITION_NAMES, ConversionWarning, Species, Step, check_dtype, single_species, table_metadata
 
 META_MEMBER = "__motes__"
 STEP_NAMES = ("step", "iteration")  # scalars that give the step index, in this order

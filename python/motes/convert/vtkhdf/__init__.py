@@ -30,7 +30,7 @@ All datasets but the Steps metadata are chunked and resizable (maxshape None); p
 columns are appended chunk by chunk, so memory stays bounded by the source's chunk size.
 
 With ``fields=`` the file is an ImageData of the steps' grid fields instead: see
-:mod:`motes.convert.vtkhdf_image` (``write_image`` writes fields without steps).
+:mod:`motes.convert.vtkhdf.image` (``write_image`` writes fields without steps).
 """
 
 from __future__ import annotations
@@ -41,12 +41,11 @@ from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 
-from .._core import UsageError
-from .base import ConversionWarning, Species, Step, check_dtype
-from .h5part import _pick_species, one_species
-from .vtkhdf_steps import StepLog
-from .hdf5 import created_file, h5_filter
-from .vtkhdf_image import write_fields, write_image
+from ...errors import UsageError
+from ..base import ConversionWarning, Species, Step, check_dtype, chunk_column, one_species, pick_species
+from .steps import StepLog
+from ..hdf5 import created_file, h5_filter
+from .image import write_fields, write_image
 
 __all__ = ["write", "write_image"]
 
@@ -180,11 +179,7 @@ class _PolyDataWriter:
             for c in ("x", "y", "z") + tuple(self.columns):
                 if c == "z" and "z" not in sp.column_names():
                     continue
-                if c not in chunk:
-                    raise UsageError(f"{where}: a chunk lacks column '{c}'")
-                a = np.asarray(chunk[c])
-                if a.ndim != 1:
-                    raise UsageError(f"{where}: chunk of column '{c}' is not 1-D (shape {a.shape})")
+                a = chunk_column(chunk, c, where)
                 if m is None:
                     m = len(a)
                 elif len(a) != m:
@@ -243,7 +238,7 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
 
     fields: write the steps' grid fields instead, as a VTKHDF ImageData (a VTKHDF file holds
     one kind of dataset): True for every field, or a field name or list of names; see
-    :func:`motes.convert.vtkhdf_image.write_fields`. The particles are then not written
+    :func:`motes.convert.vtkhdf.image.write_fields`. The particles are then not written
     (a ConversionWarning says so); without ``fields=``, fields are not written (likewise)."""
     path = os.fspath(path)
     if fields is not None and fields is not False:
@@ -258,7 +253,7 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
         w = _PolyDataWriter(path, f, filters)
         chosen = wanted
         for step in _left_out(path, steps, "fields", "fields", "fields=True"):
-            sp = _pick_species(path, step, wanted, chosen)
+            sp = pick_species(path, step, wanted, chosen, "a VTKHDF PolyData file")
             if sp is not None:
                 if chosen is None:
                     chosen = sp.name

@@ -1,0 +1,99 @@
+"""What ``motes write`` and ``motes generate`` share: the columns to write with the step
+metadata their input carries (:class:`Input`), the writing options, and the write of one step
+with its summary."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional
+
+from .. import _defaults
+from ..errors import UsageError
+from .common import show_progress
+from .options import add_option, key_value, nonneg_int, positive_int
+from .text import byte_size, out, rate, significant, thousands
+
+
+@dataclass
+class Input:
+    """What an input holds: its columns, and the step metadata it carries (step index,
+    time and species name: None when the input does not say)."""
+
+    columns: Dict[str, Any]
+    attributes: Dict[str, Any] = field(default_factory=dict)
+    time: Optional[float] = None
+    step: Optional[int] = None
+    species: Optional[str] = None
+    units: Dict[str, str] = field(default_factory=dict)
+
+
+def _next_step(path: str) -> int:
+    from ..convert.motes_format import next_step
+
+    return next_step(path)
+
+
+def write_step(args, inp: Input, source: str) -> int:
+    """Writes ``inp`` as one step of ``args.dataset`` with the writing options, and prints what
+    was written (``source`` names the input)."""
+    from ..writer import write
+
+    cols = inp.columns
+    index = dict(getattr(args, "index", None) or [])
+    units = {**inp.units, **dict(getattr(args, "unit", None) or [])}
+    units = {k: v for k, v in units.items() if k in cols}
+    for opt, mapping in (("--index", index), ("--unit", units)):
+        for name in mapping:
+            if name not in cols:
+                raise UsageError(f"{opt}: unknown column '{name}' (columns: {', '.join(cols)})")
+    for name, kind in index.items():
+        if kind not in ("auto", "none", "quantile"):
+            raise UsageError(f"--index {name}={kind}: kind must be auto, none or quantile")
+    # The command line wins over what the file says, which wins over the defaults.
+    step = args.step if args.step is not None else inp.step if inp.step is not None else _next_step(args.dataset)
+    t = args.time if args.time is not None else inp.time if inp.time is not None else 0.0
+    species = args.species or inp.species or "particles"
+    attributes = {**inp.attributes, **dict(getattr(args, "attr", None) or [])}
+    n = len(next(iter(cols.values())))
+    in_bytes = sum(v.nbytes for v in cols.values())
+    t0 = time.perf_counter()
+    summaries = write(args.dataset, cols, step=step, time=t, species=species, index=index, units=units,
+                      attributes=attributes, leaf_size=args.leaf_size, lod_count=args.lod_count,
+                      threads=args.threads, progress=show_progress(args))
+    seconds = time.perf_counter() - t0
+    s = summaries[0] if summaries else {}
+    data = s.get("data_bytes", in_bytes)
+    fbytes = s.get("file_bytes", 0)
+    out(f"wrote step {step} (time {significant(t)}) of {args.dataset}, species '{species}', from {source}")
+    if attributes:
+        out(f"  attributes {json.dumps(attributes)}")
+    out(f"  particles  {thousands(n)} x {len(cols)} columns ({', '.join(cols)})")
+    ov = f", overhead {100.0 * (fbytes - data) / data:.1f}%" if data else ""
+    out(f"  bytes      {byte_size(fbytes)} on disk ({byte_size(data)} data{ov}), "
+        f"{s.get('level_count', '?')} levels, {thousands(s.get('node_count', 0))} nodes")
+    out(f"  seconds    {seconds:.3f} (layout {s.get('layout_seconds', 0):.3f}, "
+        f"write {s.get('write_seconds', 0):.3f})")
+    out(f"  rate       {rate(n, seconds, 'particles')}, {rate(in_bytes, seconds, 'B')}")
+    return 0
+
+
+def add_write_options(p) -> None:
+    g = p.add_argument_group("writing")
+    add_option(g, "step", help="step index to write (default: the input's own, e.g. an .npz scalar 'step' or "
+                               "'iteration'; else 0 for a new dataset, else last step + 1)")
+    g.add_argument("--time", type=float, default=None,
+                   help="physical time of the step (default: the input's own, e.g. an .npz scalar 'time'; else 0)")
+    add_option(g, "species", help="species name (default: the input's own, else particles)")
+    add_option(g, "attr")
+    g.add_argument("--index", type=key_value, action="append", metavar="COL=KIND",
+                   help="extra index for a column: auto, none or quantile (repeatable; auto builds a quantile "
+                        "index for spatially incoherent columns)")
+    g.add_argument("--unit", type=key_value, action="append", metavar="COL=UNIT",
+                   help="physical unit of a column, stored in the schema (repeatable)")
+    # Defaults: None, the core's (shown from its option structs, see motes._defaults).
+    g.add_argument("--leaf-size", type=positive_int, default=None, help=_defaults.help_text("leaf_size"))
+    g.add_argument("--lod-count", type=positive_int, default=None, help=_defaults.help_text("lod_count"))
+    g.add_argument("--threads", type=nonneg_int, default=None, help=_defaults.help_text("threads"))
+    add_option(g, "progress")

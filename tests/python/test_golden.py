@@ -1,0 +1,268 @@
+"""The golden fixtures (tests/golden/<version>/, docs/format.md): files written by earlier
+versions (format 1 by motes 0.1, the later ones by the version that introduced them) stay
+readable with identical answers, forever. They are never rewritten: a change that makes
+these tests fail breaks old files.
+
+* Every folder reads as its answers: the reads its ``queries.json`` lists give what its
+  ``answers.json`` (``answers.npz``) holds, bit for bit (tests/golden/readback.py; the
+  folder's ``make_<version>.py`` wrote both with the same module).
+* Then what each version pins: its bytes (the Appendix B and C files of docs/format.md,
+  versions and feature bits, section kinds), what was written (the inputs), and that the
+  writer still writes what the spec says.
+"""
+import json
+import os
+import pathlib
+import struct
+import sys
+
+import numpy as np
+import pytest
+
+import motes
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "golden"))
+import readback  # noqa: E402
+from make_field_geometry import fields  # noqa: E402  (the data each fixture was written from)
+from make_format2_2 import particles  # noqa: E402
+
+
+@pytest.mark.parametrize("name", readback.folders())
+def test_folder_reads_as_its_answers(name, tmp_path):
+    folder = readback.copy(name, tmp_path)
+    stored = readback.stored_answers(folder)
+    inputs = tuple(readback.queries(folder).get("inputs", ()))  # arrays written, not read back
+    expected = {k: v for k, v in stored.items() if not k.startswith(inputs)} if inputs else stored
+    assert readback.as_stored(readback.answers_of(folder)) == expected
+
+
+def test_every_folder_has_its_reads():
+    """A golden folder without queries.json would be skipped silently."""
+    assert readback.folders() == sorted(d for d in os.listdir(readback.HERE)
+                                        if os.path.isdir(os.path.join(readback.HERE, d)) and d != "__pycache__")
+
+
+@pytest.fixture()
+def golden(tmp_path):
+    """golden(name): a copy of that golden folder (nothing a test does may touch the originals)."""
+    return lambda name: pathlib.Path(readback.copy(name, tmp_path))
+
+
+# --- format 1.0 (motes 0.1): a serial dataset, a dataset of three MPI ranks, Appendix B ------
+
+@pytest.fixture(scope="module")
+def format1_answers():
+    with np.load(os.path.join(readback.HERE, "format1", "answers.npz")) as a:
+        return {k: a[k] for k in a.files}
+
+
+def same(a, b):
+    assert a.dtype == b.dtype
+    assert a.shape == b.shape
+    assert a.tobytes() == b.tobytes()  # bit for bit, NaN payloads included
+
+
+def test_format1_serial_dataset_is_what_was_written(golden, format1_answers):
+    """What it reads back is test_folder_reads_as_its_answers's; here, what was written."""
+    folder = golden("format1")
+    ds = motes.open(str(folder / "serial"))
+    assert ds.steps == [0, 3]
+    ux = {c.name: c for c in ds.schema(step=0, species="electrons")}["ux"]
+    assert ux.index == "quantile" and ux.unit == "m/s"
+    # Inputs round trip: every particle written is there once (file order differs).
+    inp = format1_answers["input.id"]
+    got = ds.query(step=0, species="electrons", columns=["id", "energy"])
+    order = np.argsort(got["id"])
+    same(got["id"][order], np.sort(inp))
+    same(got["energy"][order], format1_answers["input.energy"][np.argsort(inp)])
+
+
+def test_format1_parallel_dataset_holds_every_rank(golden, format1_answers):
+    folder = golden("format1")
+    ds = motes.open(str(folder / "parallel"))
+    ids = np.concatenate([format1_answers[f"input_rank{r}.id"] for r in range(3)])
+    got = ds.query(columns=["id"])["id"]
+    same(np.sort(got), np.sort(ids))
+
+
+def test_format1_histograms_match_numpy(golden, format1_answers):
+    folder = golden("format1")
+    ds = motes.open(str(folder / "serial"))
+    e = format1_answers["serial0.electrons.all.energy"]
+    counts, edges = ds.histogram("energy", step=0, species="electrons", bins=17, range=(-0.5, 2.5))
+    ref, ref_edges = np.histogram(e[~np.isnan(e)], bins=17, range=(-0.5, 2.5))
+    np.testing.assert_array_equal(counts, ref)
+    np.testing.assert_array_equal(edges, ref_edges)
+
+
+def test_format1_files_verify(golden):
+    folder = golden("format1")
+    for name in ("serial", "parallel"):
+        ds = motes.open(str(folder / name))
+        report = ds.verify()
+        assert report["files"] >= 1 and report["pinned"] == report["species"], report
+
+
+def test_format1_appendix_b_file_is_as_specified(golden):
+    """docs/format.md Appendix B, checked byte for byte against the file 0.1.0 wrote."""
+    folder = golden("format1")
+    data = (folder / "appendix_b.mpf").read_bytes()
+    assert len(data) == 4728
+    assert data[:8] == b"MOTESPRT"
+    major, minor, header_bytes = struct.unpack_from("<HHI", data, 8)
+    assert (major, minor, header_bytes) == (1, 0, 256)
+    count, ncol, nnode, nlevel, lod, leaf, block = struct.unpack_from("<QIIIIII", data, 16)
+    assert (count, ncol, nnode, nlevel, lod, leaf, block) == (0, 3, 1, 0, 8, 512, 1048576)
+    table_off, nsec, flags, fsize, table_sum = struct.unpack_from("<QIIQQ", data, 48)
+    assert (table_off, nsec, flags, fsize) == (4280, 14, 0, 4728)
+    assert table_sum == 0xEFC9ECB12CF2D716
+    assert struct.unpack_from("<Q", data, 248)[0] == 0xE195485308F5D661
+    assert data[128:248] == bytes(120) and data[256:4096] == bytes(3840)
+    sections = [struct.unpack_from("<IIQQQ", data, table_off + 32 * k) for k in range(nsec)]
+    assert sections[0] == (1, 0xFFFFFFFF, 4096, 27, 0x434CF14FE62B14FD)
+    assert sections[1] == (2, 0xFFFFFFFF, 4128, 8, 0xC77B3ABB6F87ACD9)
+    for c in range(3):
+        data_entry, sums, ranges, bitmaps = sections[2 + 4 * c: 6 + 4 * c]
+        assert data_entry == (3, c, 4096, 0, 0)
+        assert sums == (8, 2 + 4 * c, 4136 + 48 * c, 0, 0x2D06800538D394C2)
+        assert ranges == (4, c, 4136 + 48 * c, 8, 0xC77B3ABB6F87ACD9)
+        assert bitmaps == (5, c, 4144 + 48 * c, 37, 0x3998498E7B0C0EA7)
+    assert data[4096:4096 + 27] == b"".join(bytes([1, 0, 1, 0, 0, 0, 0, 0]) + n for n in (b"x", b"y", b"z"))
+    f = motes._core.File.open(str(folder / "appendix_b.mpf"), True)
+    assert f.count == 0 and f.version == (1, 0)
+
+
+# --- format 2.0: every coded path, Appendix C ---------------------------------------------
+
+def test_format2_coded_dataset_takes_every_coded_path(golden):
+    """What it reads back is test_folder_reads_as_its_answers's; here, how it is stored."""
+    folder = golden("format2")
+    ds = motes.open(str(folder / "serial"))
+    f = ds.file()
+    assert f.version == (2, 0) and f.required_features == 3  # zstd sections and coded blocks
+    codecs = {c["name"]: c["codec"] for c in f.columns}
+    assert codecs["ux"].startswith("quantile+") and codecs["w"].startswith("grid")
+    assert codecs["uy"].startswith("grid+quantile+") and codecs["charge"].startswith("bitshuffle+")
+    assert any(c.startswith("delta+") for c in codecs.values()) and any(c.startswith("xor+") for c in codecs.values())
+    bounds = {c.name: c.error_bound for c in ds.schema() if c.error_bound}
+    assert bounds == {"w": 1e-3, "uy": 1e-2}
+    assert ds.verify()["files"] == 1
+
+
+def test_format2_appendix_c_file_is_as_specified(golden):
+    folder = golden("format2")
+    data = (folder / "appendix_c.mpf").read_bytes()
+    assert len(data) == 4752 and data[:8] == b"MOTESPRT"
+    major, minor, header_bytes, features, size, table, count, entry, table_sum = struct.unpack_from("<HHIQQQIIQ", data, 8)
+    assert (major, minor, header_bytes, features, size, table, count, entry) == (2, 0, 256, 0, 4752, 4304, 14, 32)
+    assert table_sum == 0x511F141D0A6FB803
+    assert struct.unpack_from("<QIIIIII", data, 56) == (0, 3, 1, 0, 8, 512, 16384)
+    assert data[88:248] == bytes(160)
+    assert struct.unpack_from("<Q", data, 248)[0] == 0xFD603F94A346CD34
+    sections = [struct.unpack_from("<HBBIQQQ", data, table + 32 * k) for k in range(count)]
+    assert sections[0] == (1, 0, 0, 0xFFFFFFFF, 4096, 51, 0x93F808234B9DB1AF)
+    assert sections[1] == (2, 0, 0, 0xFFFFFFFF, 4152, 8, 0xC77B3ABB6F87ACD9)
+    for c in range(3):
+        assert sections[2 + 2 * c] == (3, 0, 0, c, 4096, 0, 0)
+        assert sections[3 + 2 * c] == (8, 0, 0, 2 + 2 * c, 4160, 0, 0x2D06800538D394C2)
+        assert sections[8 + 2 * c] == (4, 0, 0, c, 4160 + 48 * c, 8, 0xC77B3ABB6F87ACD9)
+        assert sections[9 + 2 * c] == (5, 0, 0, c, 4168 + 48 * c, 37, 0x3998498E7B0C0EA7)
+    entry = bytes([1, 0, 1, 0, 0, 0, 0, 0]) + bytes(8)
+    assert data[4096:4147] == b"".join(entry + n for n in (b"x", b"y", b"z"))
+
+
+def test_writer_still_writes_appendix_c(tmp_path):
+    motes.write(tmp_path / "c.motes", {a: np.zeros(0, np.float32) for a in "xyz"}, sync=False)
+    written = (tmp_path / "c.motes" / "steps" / "000000" / "particles.mpf").read_bytes()
+    assert written == open(os.path.join(readback.HERE, "format2", "appendix_c.mpf"), "rb").read()
+
+
+def test_writing_is_deterministic(tmp_path):
+    """The same input and options give the same bytes, whatever the number of threads."""
+    rng = np.random.default_rng(5)
+    n = 70_000
+    cols = {"x": rng.random(n), "y": rng.random(n, dtype=np.float32), "z": rng.random(n),
+            "e": rng.normal(size=n).astype(np.float32), "k": rng.integers(0, 9, n).astype(np.int32)}
+    files = []
+    for threads in (1, 2, 3):
+        p = tmp_path / f"t{threads}.motes"
+        motes.write(p, cols, threads=threads, sync=False)
+        files.append((p / "steps" / "000000" / "particles.mpf").read_bytes())
+    assert files[0] == files[1] == files[2]
+
+
+# --- particle format 2.1 (id index), field file 1.1 (parts, ZFP), manifest 1.4 --------------
+
+def test_format2_1_fixtures_are_the_versions_they_pin(golden):
+    folder = golden("format2_1")
+    ds = motes.open(str(folder / "particles"))
+    f = ds.file()
+    assert f.version == (2, 1) and f.id_column == "id"
+    steps = folder / "fields" / "steps" / "000000"
+    assert readback.header(steps / "rho.p000000.mfd") == ((1, 1), 0x1 | 0x2 | 0x4)    # zstd sections, coded blocks, field-parts
+    assert readback.header(steps / "rho.p000001.mfd")[1] & 0x4
+    (major, minor), features = readback.header(steps / "rhoz.mfd")
+    assert (major, minor) == (1, 1) and features & 0x8                         # zfp-blocks
+    manifest = json.loads((folder / "fields" / "manifest.json").read_text())
+    assert manifest["version"] == [1, 4] and manifest["steps"][0]["fields"]["rho"]["parts"] == 2
+    assert motes.open(str(folder / "fields")).verify()["files"] == 3
+    assert ds.verify()["files"] == 1
+
+
+# --- particle format 2.2 (tail indexes) ------------------------------------------------------
+
+def test_format2_2_fixture_is_the_version_it_pins(golden):
+    folder = golden("format2_2")
+    ds = motes.open(str(folder / "particles"))
+    f = ds.file()
+    assert f.version == (2, 2) and f.id_column == "id"
+    assert set(f.tail_indexes) == {"ux", "e", "k", "u8"}
+    assert ds.verify()["files"] == 1
+    # Kinds 13-15, one of each per indexed column, naming it.
+    path = folder / "particles" / "steps" / "000000" / "particles.mpf"
+    data = path.read_bytes()
+    table_at, count = struct.unpack_from("<QI", data, 32)
+    kinds = [struct.unpack_from("<HBBI", data, table_at + 32 * i) for i in range(count)]
+    names = [c.name for c in ds.schema()]
+    for kind in (13, 14, 15):
+        assert sorted(names[e[3]] for e in kinds if e[0] == kind) == ["e", "k", "u8", "ux"]
+
+
+def test_format2_2_fixture_answers_equal_numpy(golden):
+    """The data the fixture was written from, queried by numpy: the same rows."""
+    folder = golden("format2_2")
+    cols = particles()
+    ds = motes.open(str(folder / "particles"))
+    for where, mask in [("ux > 2.7", cols["ux"] > np.float32(2.7)), ("e >= 6", cols["e"] >= 6),
+                        ("u8 == 0", cols["u8"] == 0), ("ux <= -2.6", cols["ux"] <= np.float32(-2.6))]:
+        assert np.array_equal(np.sort(ds.query(where)["id"]), np.sort(cols["id"][mask])), where
+
+
+# --- field file 1.1 with field-geometry (thetaMode), manifest 1.5 ----------------------------
+
+def test_field_geometry_fixture_holds_the_fields_it_was_made_of(golden):
+    folder = golden("field_geometry")
+    ds = motes.open(str(folder / "fields"))
+    for name, f in fields().items():
+        stored = ds.field(name)
+        assert stored.geometry == f.geometry and np.array_equal(stored.read(), f.array)
+        if f.geometry == "thetaMode":
+            assert (stored.modes, stored.imag, stored.origin, stored.spacing) == (f.modes, f.imag, f.origin, f.spacing)
+
+
+def test_field_geometry_fixture_is_the_version_it_pins(golden):
+    folder = golden("field_geometry")
+    steps = folder / "fields" / "steps" / "000000"
+    for name in ("E", "rho"):   # 1.1, coded blocks, zstd sections, field-geometry (bit 4)
+        (major, minor), features = readback.header(steps / f"{name}.mfd")
+        assert (major, minor) == (1, 1) and features & 0x10 and features & 0x2
+        assert features & ~0x1F == 0
+    (major, minor), features = readback.header(steps / "phi.mfd")
+    assert (major, minor) == (1, 0) and not features & 0x10     # a Cartesian field's file is as before
+    manifest = json.loads((folder / "fields" / "manifest.json").read_text())
+    fields = manifest["steps"][0]["fields"]
+    assert manifest["version"] == [1, 5]
+    assert fields["E"]["geometry"] == {"name": "thetaMode", "modes": 3, "imag": "+"}
+    assert fields["rho"]["geometry"] == {"name": "thetaMode", "modes": 2, "imag": "-"}
+    assert "geometry" not in fields["phi"]
+    assert motes.open(str(folder / "fields")).verify()["files"] == 3
