@@ -14,7 +14,7 @@
 #include "motes/particles/collection.hpp"
 #include "motes/particles/reader.hpp"
 #include "motes/query/expr.hpp"
-#include "motes/query/sample.hpp"
+#include "motes/query/row_sample.hpp"
 
 namespace motes {
 

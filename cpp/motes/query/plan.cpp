@@ -20,7 +20,7 @@ std::vector<uint32_t> Query::parts_to_read() {
   const auto& nodes = index->nodes();
   Pruner pruner(indexes_of(index->columns()));
   for (uint32_t i = 0; i < nodes.size();) {
-    if (pruner.eval(*predicate_, i) == Tri::none) {
+    if (pruner.eval(*predicate_, i) == NodeMatch::none) {
       counters_.parts_pruned += nodes[i].part_count;
       i = nodes[i].subtree_end;
       continue;
@@ -114,7 +114,7 @@ std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& count
       if (i >= nn || i == last) continue;
       last = i;
       probed += nodes[i].own_count;
-      if (pruner.eval(*predicate_, i) == Tri::some) to_test += nodes[i].own_count;
+      if (pruner.eval(*predicate_, i) == NodeMatch::some) to_test += nodes[i].own_count;
     }
     if (probed >= 1024 && to_test * 4 > probed) return scan_all();
     // The tree would leave about to_test / probed of the points to test: a value index
@@ -141,11 +141,11 @@ std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& count
       continue;
     }
     ++counters.nodes_visited;
-    Tri t = pruner.eval(*predicate_, i);
-    if (t == Tri::none) {
+    NodeMatch t = pruner.eval(*predicate_, i);
+    if (t == NodeMatch::none) {
       ++counters.nodes_pruned;
       i = lv.subtree_end[i];
-    } else if (t == Tri::all) {
+    } else if (t == NodeMatch::all) {
       ++counters.nodes_all;
       // Nodes at depth >= level_end_ hold no run of the selected levels (the test above),
       // nor do their subtrees: skipped whole (a coarse read of a large box visits few).
