@@ -48,12 +48,16 @@ class Parser {
  public:
   explicit Parser(const std::string& text) : text_(text) { tokenize(); }
 
-  ExprPtr parse() {
+  // A condition (`where`) or a value (a histogram axis), whichever is asked for.
+  ExprPtr parse(bool condition) {
     if (tokens_.size() == 1) throw UsageError("empty expression");
     ExprPtr e = parse_or();
     if (peek().type != Token::end) error(peek(), "unexpected '" + peek().text + "'");
-    if (!e->is_boolean())
+    if (condition && !e->is_boolean())
       throw UsageError("expression '" + text_ + "' is a number, not a condition (compare it, e.g. '... > 0')");
+    if (!condition && e->is_boolean())
+      throw UsageError("expression '" + text_ + "' is a condition, not a number (a value is a column, arithmetic "
+                       "or field('name'))");
     return e;
   }
 
@@ -517,10 +521,16 @@ std::vector<std::pair<std::string, std::string>> referenced_fields(const Expr& e
   return out;
 }
 
-ExprPtr parse_expression(const std::string& text) {
+namespace {
+ExprPtr parse_text(const std::string& text, bool condition) {
   if (text.size() > kMaxExpressionBytes) throw UsageError("expression longer than " + std::to_string(kMaxExpressionBytes >> 20) + " MiB");
-  return Parser(text).parse();
+  return Parser(text).parse(condition);
 }
+}  // namespace
+
+ExprPtr parse_expression(const std::string& text) { return parse_text(text, true); }
+
+ExprPtr parse_value(const std::string& text) { return parse_text(text, false); }
 
 void bind_columns(Expr& e, const std::vector<std::string>& columns) {
   if (e.kind == K::column) {
