@@ -216,6 +216,22 @@ class Dataset:
         return src.part(part)
 
     # --- queries -----------------------------------------------------------------------------
+    def plan(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
+             fraction: Optional[float] = None, step: Optional[int] = None, steps: Any = None,
+             species: Optional[str] = None, levels: bool = False):
+        """The part files a query reads and about how many rows of each, found from the index
+        alone (no particle is read): a :class:`motes.plan.ReadPlan` of
+        :class:`motes.plan.PartRead` (step, species, part, count, rows), in (step, part)
+        order, and how many parts it leaves out (empty, or ruled out by the step index's
+        value ranges against ``where`` and ``box``). What :mod:`motes.mpi` and
+        :mod:`motes.dask` hand out, part by part; see :mod:`motes.plan`.
+
+        ``steps`` (the forms of :meth:`query`) plans several steps at once; ``levels``: each
+        part's estimated particles per level of detail inside ``box`` too (``PartRead.levels``)."""
+        from .plan import plan
+
+        return plan(self, where, box, quality, fraction, step, steps, species, levels)
+
     @storage_method("cannot read")
     def select(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
                fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
