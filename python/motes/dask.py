@@ -25,11 +25,13 @@ import numpy as np
 import pandas as pd
 
 from . import _core
+from ._args import histogram_axes
+from ._defaults import HISTOGRAM_BINS
 from .dataset import BoxLike, Quality, _box
 from .dataset import open as _open
 from .errors import UsageError
-from .mpi import (_check_schemas, _combine_stats, _histogram_axes, _part_histogram, _part_source, _part_stats,
-                  _resolve_ranges, _spec, _steps_of)
+from .mpi import (_check_schemas, _combine_stats, _part_histogram, _part_source, _part_stats, _resolve_ranges, _spec,
+                  _steps_of)
 from .plan import PartRead
 
 __all__ = ["read", "histogram"]
@@ -115,9 +117,10 @@ def _sum(arrays):
 
 
 def histogram(path: Union[str, os.PathLike], x: str, y: Optional[str] = None, *,
-              bins: Union[int, Tuple[int, int]] = 64, range: Optional[Sequence] = None, weights: Optional[str] = None,
-              where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None,
-              steps: Any = None, species: Optional[str] = None, threads: int = 1, split_every: int = 8):
+              bins: Union[int, Tuple[int, int]] = HISTOGRAM_BINS, range: Optional[Sequence] = None,
+              weights: Optional[str] = None, where: Optional[str] = None, box: BoxLike = None,
+              quality: Optional[Quality] = None, steps: Any = None, species: Optional[str] = None, threads: int = 1,
+              split_every: int = 8):
     """A 1-D (``y=None``) or 2-D histogram of the matching particles, computed by dask: one
     task per part file that may hold some (the others pruned by the index before any task
     runs), each binning its part over one common range, the parts' counts of each step
@@ -135,10 +138,10 @@ def histogram(path: Union[str, os.PathLike], x: str, y: Optional[str] = None, *,
     path = os.fspath(path)
     ds = _open(path)
     resolved, several = _steps_of(ds, steps, species)
-    axes, nbins, given = _histogram_axes(x, y, bins, range)
+    axes, nbins, given = histogram_axes(x, y, bins, range)
     extra = [] if weights is None else [weights]
     for step, sp in resolved:
-        ds._columns(axes + extra, step, sp)
+        ds._check_values(axes + extra, step, sp)
     _check_schemas(ds, resolved, axes + extra)
     b = _box(box)
     for step, _sp in resolved:

@@ -29,6 +29,7 @@ import numpy as np
 
 from . import _args, _core
 from ._support import on_every_rank
+from ._defaults import HISTOGRAM_BINS, histogram_range
 from .dataset import BoxLike, Dataset, Quality, _selection
 from .dataset import open as _open
 from .errors import UsageError
@@ -60,20 +61,25 @@ def _steps_of(ds: Dataset, steps: Any, species: Optional[str]) -> Tuple[List[Tup
 
 
 def _check_schemas(ds: Dataset, resolved: List[Tuple[int, str]], names: Sequence[str]) -> None:
-    """The columns read must have one dtype in every step."""
+    """The columns read must have one dtype in every step (a numeric expression among
+    ``names``, checked by Dataset._check_values, is float64 in every step)."""
     first = {c.name: c.dtype for c in ds.schema(*resolved[0])}
     for step, sp in resolved[1:]:
         here = {c.name: c.dtype for c in ds.schema(step, sp)}
         for n in names:
+            if n not in first and not n.isidentifier():
+                continue
             if n not in here:
                 raise UsageError(f"step {step} has no column '{n}' (columns: {', '.join(here)})")
             if here[n] != first[n]:
                 raise UsageError(f"column '{n}' is {first[n]} in step {resolved[0][0]} but {here[n]} in step {step}")
 
 
-def _spec(ds: Dataset, step: int, where, box, quality, threads):
-    """The core's QuerySpec of a part's query (fields named in ``where`` bound to the step's)."""
-    return ds._fields_for(_selection(where, box, quality, None, threads), step)
+def _spec(ds: Dataset, step: int, where, box, quality, threads, values: Sequence[Optional[str]] = (),
+          species: Optional[str] = None):
+    """The core's QuerySpec of a part's query (fields named in ``where`` and in the numeric
+    expressions among ``values``, a histogram's axes and weights, bound to the step's)."""
+    return ds._fields_for(_selection(where, box, quality, None, threads), step, values, species)
 
 
 # --- one part's query ------------------------------------------------------------------------
@@ -92,12 +98,13 @@ def _part_count(ds, part, where, box, quality, threads) -> int:
 
 
 def _part_stats(ds, part, column, where, box, quality, threads) -> Dict[str, Any]:
-    return _core.stats(_part_source(ds, part), column, _spec(ds, part.step, where, box, quality, threads)).to_dict()
+    spec = _spec(ds, part.step, where, box, quality, threads, [column], part.species)
+    return _core.stats(_part_source(ds, part), column, spec).to_dict()
 
 
 def _part_histogram(ds, part, axes, nbins, ranges, weights, where, box, quality, threads) -> np.ndarray:
     src = _part_source(ds, part)
-    spec = _spec(ds, part.step, where, box, quality, threads)
+    spec = _spec(ds, part.step, where, box, quality, threads, axes + [weights], part.species)
     if len(axes) == 1:
         return _core.histogram(src, axes[0], int(nbins[0]), *ranges[0], weight=weights, spec=spec)
     return _core.histogram(src, axes[0], int(nbins[0]), *ranges[0], y=axes[1], ybins=int(nbins[1]),
@@ -119,30 +126,10 @@ def _combine_stats(results: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
     return out
 
 
-def _histogram_axes(x: str, y: Optional[str], bins, range) -> Tuple[List[str], List[int], List[Optional[Tuple[float, float]]]]:
-    """The axes, bin counts and given ranges of a histogram's arguments, checked as
-    ``Dataset.histogram`` checks them."""
-    from .field_queries import field_reference
-
-    axes, nbins, given = _args.histogram_axes(x, y, bins, range)
-    if any(field_reference(a) for a in axes):
-        raise UsageError("a grid field as a histogram axis is not supported here; use Dataset.histogram")
-    return axes, nbins, given
-
-
 def _resolve_ranges(given, found: Sequence[Optional[Dict[str, Any]]]) -> List[Tuple[float, float]]:
     """Each axis' range: the one given, else the min/max of the matching values (``found``:
-    their combined stats), as ``Dataset.histogram`` resolves it."""
-    out = []
-    for r, s in zip(given, found):
-        if r is None:
-            lo, hi = (0.0, 1.0) if s is None or s["min"] is None else (s["min"], s["max"])
-        else:
-            lo, hi = r
-        if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
-        out.append((float(lo), float(hi)))
-    return out
+    their combined stats), by the core's rule (as ``Dataset.histogram`` resolves it)."""
+    return [histogram_range(r, *((None, None) if s is None else (s["min"], s["max"]))) for r, s in zip(given, found)]
 
 
 # --- the collective calls ---------------------------------------------------------------------
@@ -215,24 +202,25 @@ def stats(path: Union[str, os.PathLike], comm: Any, column: str, where: Optional
 
     def local():
         name = _args.text("column", column)
-        ds._columns([name], step, species)  # an unknown column fails on every rank, parts or not
+        ds._check_values([name], step, species)  # an unknown column fails on every rank, parts or not
         return _combine_stats([_part_stats(ds, u, name, where, box, quality, threads) for u in mine])
 
     return _combine_stats(comm.allgather(on_every_rank(comm, local, f"computing stats of '{column}'")))
 
 
 def histogram(path: Union[str, os.PathLike], comm: Any, x: str, y: Optional[str] = None, *,
-              bins: Union[int, Tuple[int, int]] = 64, range: Optional[Sequence] = None, weights: Optional[str] = None,
-              where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None,
-              step: Optional[int] = None, species: Optional[str] = None, threads: Optional[int] = None):
+              bins: Union[int, Tuple[int, int]] = HISTOGRAM_BINS, range: Optional[Sequence] = None,
+              weights: Optional[str] = None, where: Optional[str] = None, box: BoxLike = None,
+              quality: Optional[Quality] = None, step: Optional[int] = None, species: Optional[str] = None,
+              threads: Optional[int] = None):
     """Collective :meth:`motes.Dataset.histogram` (1-D, or 2-D with ``y``): ``(counts, edges)``
     or ``(counts, xedges, yedges)`` on every rank, equal to the serial call. Without
     ``range``, a first collective pass finds the matching values' min/max."""
     ds, mine = _plan(path, comm, where, box, quality, step, species, f"planning a histogram of '{os.fspath(path)}'")
 
     def check():
-        axes, nbins, given = _histogram_axes(x, y, bins, range)
-        ds._columns(axes + ([] if weights is None else [_args.text("weights", weights)]), step, species)
+        axes, nbins, given = _args.histogram_axes(x, y, bins, range)
+        ds._check_values(axes + ([] if weights is None else [_args.text("weights", weights)]), step, species)
         return axes, nbins, given
 
     axes, nbins, given = on_every_rank(comm, check, "checking the histogram's arguments")

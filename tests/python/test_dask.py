@@ -226,6 +226,29 @@ def test_plan_estimates_the_rows_each_part_reads(data):
         ds.plan("nope > 1", step=0)
 
 
+def test_histograms_of_expressions_equal_the_serial_ones(data, scheduler):
+    """An axis or a weight may be a numeric expression over the columns, binned by the core
+    in each part's task (dask) as in Dataset.histogram."""
+    path, written = data
+    ds = motes.open(path)
+    for args in (dict(x="2 * x - energy", bins=12), dict(x="x", y="abs(y - 0.5)", bins=(6, 5), weights="energy * q")):
+        for step in (0, 2):
+            got = motes.dask.histogram(path, steps=step, where="q != 0", **args)
+            want = ds.histogram(step=step, where="q != 0", **args)
+            np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+            for g, w in zip(got[1:], want[1:]):
+                np.testing.assert_array_equal(g, w)
+    # the 1-D one against numpy on the input
+    cols = {k: np.concatenate([c[k] for c in written[0]]) for k in written[0][0]}
+    m = cols["q"] != 0
+    v = 2 * cols["x"][m] - cols["energy"][m]
+    v = v[~np.isnan(v)]
+    counts, edges = motes.dask.histogram(path, "2 * x - energy", bins=12, where="q != 0", steps=0)
+    want, want_edges = np.histogram(v, bins=12)
+    np.testing.assert_array_equal(counts, want)
+    np.testing.assert_array_equal(edges, want_edges)
+
+
 def test_errors_are_raised_before_any_task(data):
     path, _ = data
     with pytest.raises(motes.UsageError, match="unknown column 'nope'"):
