@@ -345,6 +345,46 @@ class Parser {
     return base;
   }
 
+  // field('name'[, 'component']), after its word: the field sampled at each point's position.
+  ExprPtr parse_field() {
+    ++at_;
+    if (peek().type != Token::string) error(peek(), "field( takes a quoted field name, e.g. field('Bz')");
+    auto e = make(K::field);
+    e->name = peek().text;
+    if (!valid_name(e->name)) error(peek(), "'" + printable(e->name) + "' is not a field name");
+    ++at_;
+    if (peek().type == Token::comma) {
+      ++at_;
+      if (peek().type != Token::string) error(peek(), "field('" + e->name + "', ...) takes a quoted component");
+      e->component = peek().text;
+      if (!valid_name(e->component)) error(peek(), "'" + printable(e->component) + "' is not a component name");
+      ++at_;
+    }
+    if (peek().type != Token::rparen) error(peek(), "expected ')' to close field(");
+    ++at_;
+    for (const char* axis : {"x", "y", "z"}) {  // sampled at each point's position
+      auto c = make(K::column);
+      c->name = axis;
+      e->args.push_back(std::move(c));
+    }
+    return e;
+  }
+
+  // function(sum), after the function's name `t`.
+  ExprPtr parse_call(const Token& t) {
+    const Function* fn = find_function(t.text);
+    if (!fn) error(t, "unknown function '" + t.text + "' (functions: " + function_names() + ")");
+    ++at_;
+    ExprPtr arg = parse_sum();
+    need_number(arg, t, t.text);
+    if (peek().type != Token::rparen) error(peek(), "expected ')' to close " + t.text + "(");
+    ++at_;
+    auto e = make(K::call, std::move(arg));
+    e->name = t.text;
+    e->function = fn;
+    return e;
+  }
+
   ExprPtr parse_atom() {
     Nest guard(*this);
     const Token t = peek();
@@ -366,42 +406,8 @@ class Parser {
           e->exact = e->value;
           return e;
         }
-        if (t.text == "field" && peek().type == Token::lparen) {  // field('name'[, 'component'])
-          ++at_;
-          if (peek().type != Token::string) error(peek(), "field( takes a quoted field name, e.g. field('Bz')");
-          auto e = make(K::field);
-          e->name = peek().text;
-          if (!valid_name(e->name)) error(peek(), "'" + printable(e->name) + "' is not a field name");
-          ++at_;
-          if (peek().type == Token::comma) {
-            ++at_;
-            if (peek().type != Token::string) error(peek(), "field('" + e->name + "', ...) takes a quoted component");
-            e->component = peek().text;
-            if (!valid_name(e->component)) error(peek(), "'" + printable(e->component) + "' is not a component name");
-            ++at_;
-          }
-          if (peek().type != Token::rparen) error(peek(), "expected ')' to close field(");
-          ++at_;
-          for (const char* axis : {"x", "y", "z"}) {  // sampled at each point's position
-            auto c = make(K::column);
-            c->name = axis;
-            e->args.push_back(std::move(c));
-          }
-          return e;
-        }
-        if (peek().type == Token::lparen) {
-          const Function* fn = find_function(t.text);
-          if (!fn) error(t, "unknown function '" + t.text + "' (functions: " + function_names() + ")");
-          ++at_;
-          ExprPtr arg = parse_sum();
-          need_number(arg, t, t.text);
-          if (peek().type != Token::rparen) error(peek(), "expected ')' to close " + t.text + "(");
-          ++at_;
-          auto e = make(K::call, std::move(arg));
-          e->name = t.text;
-          e->function = fn;
-          return e;
-        }
+        if (t.text == "field" && peek().type == Token::lparen) return parse_field();
+        if (peek().type == Token::lparen) return parse_call(t);
         auto e = make(K::column);
         e->name = t.text;
         return e;
