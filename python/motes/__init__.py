@@ -7,7 +7,7 @@
 >>> counts, xedges, yedges = ds.histogram("ux", "uy", bins=128, where="x < 5")
 """
 
-from ._core import parse_expression
+from ._core import CancelToken, parse_expression
 from ._core import version as __version__  # project(motes VERSION ...) of CMakeLists.txt
 from .errors import (CancelledError, FormatError, InternalError, MotesError, NotFoundError, OutOfMemoryError,
                      StorageError, UsageError)
@@ -18,7 +18,7 @@ from .table import Column, Table
 from .writer import Writer, write
 
 __all__ = ["open", "write", "read_partition", "Writer", "Dataset", "Table", "Column", "Field", "synth",
-           "parse_expression", "isin",
+           "parse_expression", "isin", "CancelToken",
            "MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "OutOfMemoryError",
            "InternalError", "CancelledError", "__version__"]
 

@@ -10,7 +10,7 @@ import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from . import _core
-from ._core import UsageError
+from .errors import UsageError
 
 INT64 = (-(1 << 63), (1 << 63) - 1)
 UINT32 = (0, (1 << 32) - 1)
@@ -50,9 +50,9 @@ def threads(value: Any) -> int:
 
 
 def cancel_token(value: Any) -> Any:
-    """A motes._core.CancelToken."""
+    """A motes.CancelToken."""
     if not isinstance(value, _core.CancelToken):
-        raise UsageError(f"cancel must be a motes._core.CancelToken, got {type(value).__name__}")
+        raise UsageError(f"cancel must be a motes.CancelToken, got {type(value).__name__}")
     return value
 
 

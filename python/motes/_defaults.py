@@ -5,16 +5,33 @@ it (``LayoutOptions``, ``WriteOptions``, ``AggregationOptions``, ``ParallelWrite
 ``QuerySpec``, bound as ``motes._core`` classes). Arguments of the Python API default to
 ``None``, meaning "the core's default"; docstrings and ``--help`` texts show the value read
 here from a default-constructed struct, with the struct field's own description.
+
+The defaults of histograms are the core's analysis layer's (analysis/analysis.hpp): the
+bins per axis (:data:`HISTOGRAM_BINS`; :data:`HISTOGRAM_BINS_2D` for a 2-D histogram the
+command line draws) and the default range (:func:`histogram_range`).
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Any, Dict, Iterable, Tuple
+from typing import Any, Dict, Iterable, Optional, Tuple
 
 from . import _core
 
-__all__ = ["OPTIONS", "default", "describe", "help_text", "options_doc"]
+__all__ = ["OPTIONS", "default", "describe", "help_text", "options_doc", "HISTOGRAM_BINS", "HISTOGRAM_BINS_2D",
+           "histogram_range"]
+
+#: Bins per axis of a histogram when none are given (the Python API, motes.mpi, motes.dask, the server).
+HISTOGRAM_BINS: int = _core.histogram_bins
+#: Bins per axis of a 2-D histogram the command line draws (motes hist x y): an image.
+HISTOGRAM_BINS_2D: int = _core.histogram_bins_2d
+
+
+def histogram_range(given: Optional[Tuple[float, float]], min: Optional[float] = None,  # noqa: A002
+                    max: Optional[float] = None) -> Tuple[float, float]:  # noqa: A002
+    """The range of a histogram axis: ``given``, else ``(min, max)`` of the values to bin
+    (None: none, (0, 1)); a range of one value v is (v - 0.5, v + 0.5), as numpy.histogram's."""
+    return _core.histogram_range(None if given is None else (float(given[0]), float(given[1])), min, max)
 
 #: Python argument -> (core struct, path of its field). The Python names are the API's.
 OPTIONS: Dict[str, Tuple[type, Tuple[str, ...]]] = {

@@ -7,9 +7,8 @@ histograms computed by the workers.
 >>> counts, edges = motes.dask.histogram("run.motes", "ux", bins=256, steps=None)
 
 The parts that cannot hold a matching particle are left out before any task runs, from the
-index alone (see :func:`motes.mpi.parts`: part bounds against ``box``, each part's column
-ranges against ``where``); each remaining part becomes one partition, read by a task that
-opens the dataset and queries that part only. Needs the ``dask`` extra
+index alone (:meth:`motes.Dataset.plan`); each remaining part becomes one partition, read
+by a task that opens the dataset and queries that part only. Needs the ``dask`` extra
 (``pip install "motes[dask]"``); the scheduler is dask's current one (a
 ``distributed.Client``'s when one is active).
 """
@@ -26,18 +25,21 @@ import numpy as np
 import pandas as pd
 
 from . import _core
-from ._core import UsageError
+from ._args import histogram_axes
+from ._defaults import HISTOGRAM_BINS
 from .dataset import BoxLike, Quality, _box
 from .dataset import open as _open
-from .mpi import (Part, _check_schemas, _combine_stats, _histogram_axes, _part_histogram, _part_source, _part_stats,
-                  _resolve_ranges, _spec, _steps_of, parts)
+from .errors import UsageError
+from .mpi import (_check_schemas, _combine_stats, _part_histogram, _part_source, _part_stats, _resolve_ranges, _spec,
+                  _steps_of)
+from .plan import PartRead
 
-__all__ = ["read", "histogram", "parts"]
+__all__ = ["read", "histogram"]
 
 STEP = "step"  # the column of step indexes when several steps are read
 
 
-def _read_part(part: Part, *, path: str, where, box, quality, threads, names: List[str], with_step: bool,
+def _read_part(part: PartRead, *, path: str, where, box, quality, threads, names: List[str], with_step: bool,
                columns=None) -> pd.DataFrame:
     """One partition: the matching particles of one part file. ``columns``: the subset dask's
     optimiser asks for (None: all of ``names``, with the step column when there is one)."""
@@ -54,7 +56,7 @@ def _read_part(part: Part, *, path: str, where, box, quality, threads, names: Li
     return pd.DataFrame(out, columns=wanted, index=pd.RangeIndex(sel.size))
 
 
-def _core_select(ds, part: Part, where, box, quality, threads):
+def _core_select(ds, part: PartRead, where, box, quality, threads):
     return _core.select(_part_source(ds, part), _spec(ds, part.step, where, box, quality, threads))
 
 
@@ -83,7 +85,7 @@ def read(path: Union[str, os.PathLike], where: Optional[str] = None, box: BoxLik
     b = _box(box)
     for step, _sp in resolved:
         _spec(ds, step, where, b, quality, threads)  # every argument checked now, not in a task
-    kept, _pruned = parts(ds, where=where, box=b, steps=[s for s, _ in resolved], species=species)
+    kept = ds.plan(where, b, quality, steps=[s for s, _ in resolved], species=species).parts
     dtypes = {c.name: c.dtype for c in ds.schema(*resolved[0])}
     meta_columns: Dict[str, np.ndarray] = {}
     if several:
@@ -115,9 +117,10 @@ def _sum(arrays):
 
 
 def histogram(path: Union[str, os.PathLike], x: str, y: Optional[str] = None, *,
-              bins: Union[int, Tuple[int, int]] = 64, range: Optional[Sequence] = None, weights: Optional[str] = None,
-              where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None,
-              steps: Any = None, species: Optional[str] = None, threads: int = 1, split_every: int = 8):
+              bins: Union[int, Tuple[int, int]] = HISTOGRAM_BINS, range: Optional[Sequence] = None,
+              weights: Optional[str] = None, where: Optional[str] = None, box: BoxLike = None,
+              quality: Optional[Quality] = None, steps: Any = None, species: Optional[str] = None, threads: int = 1,
+              split_every: int = 8):
     """A 1-D (``y=None``) or 2-D histogram of the matching particles, computed by dask: one
     task per part file that may hold some (the others pruned by the index before any task
     runs), each binning its part over one common range, the parts' counts of each step
@@ -135,17 +138,17 @@ def histogram(path: Union[str, os.PathLike], x: str, y: Optional[str] = None, *,
     path = os.fspath(path)
     ds = _open(path)
     resolved, several = _steps_of(ds, steps, species)
-    axes, nbins, given = _histogram_axes(x, y, bins, range)
+    axes, nbins, given = histogram_axes(x, y, bins, range)
     extra = [] if weights is None else [weights]
     for step, sp in resolved:
-        ds._columns(axes + extra, step, sp)
+        ds._check_values(axes + extra, step, sp)
     _check_schemas(ds, resolved, axes + extra)
     b = _box(box)
     for step, _sp in resolved:
         _spec(ds, step, where, b, quality, threads)
     if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:
         raise UsageError("split_every must be an integer >= 2")
-    kept, _pruned = parts(ds, where=where, box=b, steps=[s for s, _ in resolved], species=species)
+    kept = ds.plan(where, b, quality, steps=[s for s, _ in resolved], species=species).parts
 
     found: List[Optional[Dict[str, Any]]] = [None] * len(axes)
     missing = [i for i, r in enumerate(given) if r is None]

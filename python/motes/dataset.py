@@ -11,10 +11,10 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _args, _core
-from ._core import UsageError
+from . import _args, _core, _defaults
+from ._defaults import HISTOGRAM_BINS
 from .dtypes import numpy_dtype
-from .errors import storage_errors
+from .errors import UsageError, storage_errors
 from ._support import Progress, comm_handle, on_every_rank, storage_method
 from .table import Column, Table
 
@@ -136,13 +136,24 @@ class Dataset:
         """The grid fields of a step (default: the last)."""
         return list(self.step(step).fields) if self._steps else []
 
-    def _fields_for(self, spec, step: Optional[int]):
-        """The query's spec, its expression given the samplers of the fields it names
-        (``field('Bz')``, ``field('E', 'x')``: the field at each particle's position)."""
+    def _fields_for(self, spec, step: Optional[int], values: Sequence[Optional[str]] = (),
+                    species: Optional[str] = None):
+        """The query's spec, given the samplers of the fields its expression names
+        (``field('Bz')``, ``field('E', 'x')``: the field at each particle's position), and
+        those of the numeric expressions among ``values`` (histogram axes and weights: a
+        column, or an expression over the columns of ``species``)."""
+        refs = []
         if spec.where and "field" in spec.where:
-            for name, component in _core.expression_fields(spec.where):
-                f = self.field(name, step)
-                _core.query_add_field(spec, name, component, f.sampler(component or None))
+            refs += _core.expression_fields(spec.where)
+        texts = [v for v in values if v is not None and "field" in v]
+        if texts:
+            known = [c.name for c in self.schema(step, species)]
+            for v in texts:
+                if v not in known:
+                    refs += _core.value_fields(v, known)
+        for name, component in dict.fromkeys(refs):
+            f = self.field(name, step)
+            _core.query_add_field(spec, name, component, f.sampler(component or None))
         return spec
 
     def sample(self, field: str, x, y=None, z=None, *, step: Optional[int] = None, component: Optional[str] = None,
@@ -216,6 +227,22 @@ class Dataset:
         return src.part(part)
 
     # --- queries -----------------------------------------------------------------------------
+    def plan(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
+             fraction: Optional[float] = None, step: Optional[int] = None, steps: Any = None,
+             species: Optional[str] = None, levels: bool = False):
+        """The part files a query reads and about how many rows of each, found from the index
+        alone (no particle is read): a :class:`motes.plan.ReadPlan` of
+        :class:`motes.plan.PartRead` (step, species, part, count, rows), in (step, part)
+        order, and how many parts it leaves out (empty, or ruled out by the step index's
+        value ranges against ``where`` and ``box``). What :mod:`motes.mpi` and
+        :mod:`motes.dask` hand out, part by part; see :mod:`motes.plan`.
+
+        ``steps`` (the forms of :meth:`query`) plans several steps at once; ``levels``: each
+        part's estimated particles per level of detail inside ``box`` too (``PartRead.levels``)."""
+        from .plan import plan
+
+        return plan(self, where, box, quality, fraction, step, steps, species, levels)
+
     @storage_method("cannot read")
     def select(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
                fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
@@ -239,7 +266,7 @@ class Dataset:
 
         Returns a :class:`Table` of the requested ``columns`` (default: all).
 
-        ``cancel`` (a ``motes._core.CancelToken``, cancelled from another thread) and ``timeout``
+        ``cancel`` (a ``motes.CancelToken``, cancelled from another thread) and ``timeout``
         (seconds) stop the query: it raises :class:`motes.CancelledError` at its next check
         (between chunks of work).
 
@@ -254,9 +281,10 @@ class Dataset:
                           species=species, threads=threads, cancel=cancel, timeout=timeout)
         sel = self.select(where, box, quality, fraction=fraction, step=step, species=species, threads=threads,
                           cancel=cancel, timeout=timeout)
-        if columns is not None and not isinstance(columns, str) and any(field_reference(c) for c in columns):
-            self._columns([c for c in columns if not field_reference(c)], step, species)  # checks the others
-            return Table(gather_with_fields(self, sel, list(columns), step), sel.counters)
+        known = [c.name for c in self.schema(step, species)]
+        if columns is not None and not isinstance(columns, str) and any(field_reference(c, known) for c in columns):
+            self._columns([c for c in columns if not field_reference(c, known)], step, species)  # checks the others
+            return Table(gather_with_fields(self, sel, list(columns), step, known), sel.counters)
         names = self._columns(columns, step, species)
         return Table(dict(zip(names, sel.gather_columns(names, 0, sel.size))), sel.counters)
 
@@ -289,6 +317,17 @@ class Dataset:
                 raise UsageError(f"unknown column '{c}' (columns: {', '.join(known)})")
         return list(columns)
 
+    def _check_values(self, texts: Sequence[str], step, species) -> None:
+        """UsageError unless each text is a column of the species or a numeric expression
+        over its columns (a histogram's axis or weights, a column of stats)."""
+        known = [c.name for c in self.schema(step, species)]
+        for t in texts:
+            if t in known:
+                continue
+            if t.isidentifier():
+                self._columns([t], step, species)  # "unknown column 't' (columns: ...)"
+            _core.value_fields(t, known)
+
     @storage_method("cannot read")
     def count(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
               fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
@@ -308,18 +347,20 @@ class Dataset:
               fraction: Optional[float] = None, step: Optional[int] = None, species: Optional[str] = None,
               threads: Optional[int] = None, cancel: Optional[_core.CancelToken] = None,
               timeout: Optional[float] = None, steps: Any = None) -> Dict[str, Any]:
-        """count, valid (not NaN), min, max, sum, mean of ``column`` over the matching particles.
+        """count, valid (not NaN), min, max, sum, mean of ``column`` (or of a numeric expression,
+        as a histogram's axis) over the matching particles.
         With ``steps`` (see :meth:`query`), a time series: a Table of ``step``, ``time`` and these
         keys, NaN for None (see :mod:`motes.steps`)."""
         if steps is not None:  # several steps: motes.steps
             from .steps import stats as across
             return across(self, steps, column, step, where=where, box=box, quality=quality, fraction=fraction,
                           species=species, threads=threads, cancel=cancel, timeout=timeout)
-        return _core.stats(self.source(step, species), _args.text("column", column), self._fields_for(
-            _selection(where, box, quality, fraction, threads, cancel, timeout), step)).to_dict()
+        column = _args.text("column", column)
+        return _core.stats(self.source(step, species), column, self._fields_for(
+            _selection(where, box, quality, fraction, threads, cancel, timeout), step, [column], species)).to_dict()
 
     @storage_method("cannot read")
-    def histogram(self, x: str, y: Optional[str] = None, *, bins: Union[int, Tuple[int, int]] = 64,
+    def histogram(self, x: str, y: Optional[str] = None, *, bins: Union[int, Tuple[int, int]] = HISTOGRAM_BINS,
                   range: Optional[Sequence] = None, weights: Optional[str] = None, where: Optional[str] = None,
                   box: BoxLike = None, quality: Optional[Quality] = None, fraction: Optional[float] = None,
                   step: Optional[int] = None, species: Optional[str] = None, threads: Optional[int] = None,
@@ -328,40 +369,35 @@ class Dataset:
 
         Same conventions as ``numpy.histogram`` / ``numpy.histogram2d`` with integer bins: returns
         ``(counts, edges)`` or ``(counts, xedges, yedges)``; counts are int64, or float64 sums of
-        ``weights``. ``range`` defaults to the min/max of the matching values.
+        ``weights``. ``range`` defaults to the min/max of the matching values (the core's rule:
+        ``motes._defaults.histogram_range``). ``x``, ``y`` and ``weights`` are columns, or
+        numeric expressions over them: ``"field('Bz')"`` (a grid field at the particles),
+        ``"ux**2 + uy**2"``; NaN values (a field outside its grid) are not counted.
 
         With ``steps`` (see :meth:`query`): ``(counts, edges, steps)`` or ``(counts, xedges,
         yedges, steps)``, counts of shape ``(n_steps, bins)`` or ``(n_steps, nx, ny)``, every
         step binned over one common range (default: the min/max over all the steps; see
         :mod:`motes.steps`)."""
-        from .field_queries import field_reference
-        from .field_queries import histogram as field_histogram
-
         if steps is not None:  # several steps: motes.steps
             from .steps import histogram as across
             return across(self, steps, x, y, step, bins=bins, range=range, weights=weights, where=where, box=box,
                           quality=quality, fraction=fraction, species=species, threads=threads, cancel=cancel,
                           timeout=timeout)
         f = self.source(step, species)
-        sel = self._fields_for(_selection(where, box, quality, fraction, threads, cancel, timeout), step)
         axes, nbins, given = _args.histogram_axes(x, y, bins, range)  # given: (min, max) or None per axis
-        if any(field_reference(a) for a in axes):  # a grid field at the particles: sampled, then binned
-            return field_histogram(self, _core.select(f, sel), axes, nbins, given, weights, step)
+        if weights is not None:
+            weights = _args.text("weights", weights)
+        sel = self._fields_for(_selection(where, box, quality, fraction, threads, cancel, timeout), step,
+                               axes + [weights], species)
         resolved = []
         for name, r in zip(axes, given):
-            if r is None:
-                s = _core.stats(f, name, sel)
-                lo, hi = (0.0, 1.0) if s.min is None else (s.min, s.max)
-            else:
-                lo, hi = r
-            if lo == hi:
-                lo, hi = lo - 0.5, hi + 0.5
-            resolved.append((lo, hi))
+            s = _core.stats(f, name, sel) if r is None else None
+            resolved.append(_defaults.histogram_range(r, *((None, None) if s is None else (s.min, s.max))))
         if y is None:
-            h = _core.histogram(f, x, int(nbins[0]), *resolved[0], weight=weights, spec=sel)
+            h = _core.histogram(f, axes[0], int(nbins[0]), *resolved[0], weight=weights, spec=sel)
         else:
-            h = _core.histogram(f, x, int(nbins[0]), *resolved[0], y=y, ybins=int(nbins[1]), ylo=resolved[1][0],
-                                yhi=resolved[1][1], weight=weights, spec=sel)
+            h = _core.histogram(f, axes[0], int(nbins[0]), *resolved[0], y=axes[1], ybins=int(nbins[1]),
+                                ylo=resolved[1][0], yhi=resolved[1][1], weight=weights, spec=sel)
         if weights is None:
             h = h.astype(np.int64)
         edges = [np.linspace(lo, hi, int(n) + 1) for (lo, hi), n in zip(resolved, nbins)]

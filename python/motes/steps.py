@@ -47,8 +47,9 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
-from . import _args
-from ._core import UsageError
+from . import _args, _core
+from ._defaults import HISTOGRAM_BINS, histogram_range
+from .errors import UsageError
 
 __all__ = ["resolve", "query", "query_batches", "count", "stats", "histogram"]
 
@@ -171,16 +172,23 @@ class _Clock:
         return max(self.deadline - _time.monotonic(), 1e-9)  # spent: the core stops at its first check
 
 
-def _check_columns(ds, ks: List[int], species: Optional[str], names: Sequence[str]) -> None:
-    """Every step's species has every column of ``names`` (grid field references excepted)."""
+def _check_columns(ds, ks: List[int], species: Optional[str], names: Sequence[str], values: bool = False) -> None:
+    """Every step's species has every column of ``names``: grid field references among a
+    query's columns are sampled, and with ``values`` (histogram axes and weights, a column
+    of stats) a numeric expression over the step's columns is checked by the core."""
     from .field_queries import field_reference
 
     for k in ks:
         known = [c.name for c in ds.schema(k, species)]
         for c in names:
-            if not field_reference(c) and c not in known:
-                of = f" (species '{species}')" if species is not None else ""
-                raise UsageError(f"step {k}{of} has no column '{c}' (columns: {', '.join(known)})")
+            if c in known or (not values and field_reference(c, known)):
+                continue
+            if values and not c.isidentifier():
+                with _at(k):
+                    _core.value_fields(c, known)
+                continue
+            of = f" (species '{species}')" if species is not None else ""
+            raise UsageError(f"step {k}{of} has no column '{c}' (columns: {', '.join(known)})")
 
 
 def _selected(ds, steps, species, step) -> List[int]:
@@ -275,7 +283,7 @@ def stats(ds, steps: Any, column: str, step: Optional[int] = None, *, species: O
     """``ds.stats(column, ..., steps=steps)``: a Table of ``step``, ``time`` and the single-step
     keys (count, valid: int64; min, max, sum, mean: float64, NaN for None), one row per step."""
     ks = _selected(ds, steps, species, step)
-    _check_columns(ds, ks, species, [_args.text("column", column)])
+    _check_columns(ds, ks, species, [_args.text("column", column)], values=True)
     clock = _Clock(timeout)
     rows = []
     for k in ks:
@@ -290,26 +298,21 @@ def stats(ds, steps: Any, column: str, step: Optional[int] = None, *, species: O
     return _series(ds, ks, values)
 
 
-def histogram(ds, steps: Any, x: str, y: Optional[str] = None, step: Optional[int] = None, *, bins: Any = 64,
-              range: Optional[Sequence] = None, weights: Optional[str] = None, species: Optional[str] = None,
-              timeout: Optional[float] = None, **kw):
+def histogram(ds, steps: Any, x: str, y: Optional[str] = None, step: Optional[int] = None, *,
+              bins: Any = HISTOGRAM_BINS, range: Optional[Sequence] = None, weights: Optional[str] = None,
+              species: Optional[str] = None, timeout: Optional[float] = None, **kw):
     """``ds.histogram(x, y, ..., steps=steps)``: ``(counts, edges, steps)`` or
     ``(counts, xedges, yedges, steps)``, counts of shape ``(n_steps, bins)`` or
     ``(n_steps, nx, ny)`` over one range common to every step (see the module's documentation)."""
-    from .field_queries import field_reference
-
     ks = _selected(ds, steps, species, step)
     axes, _, ranges = _args.histogram_axes(x, y, bins, range)
-    _check_columns(ds, ks, species, axes + ([weights] if weights is not None else []))
+    _check_columns(ds, ks, species, axes + ([weights] if weights is not None else []), values=True)
     clock = _Clock(timeout)
     common = []
     for name, r in zip(axes, ranges):
         if r is not None:
             common.append(r)  # checked by the single-step calls
             continue
-        if field_reference(name):
-            raise UsageError(f"a histogram across steps of {name} needs its range (range=): "
-                             "the range of a sampled field is not known before sampling it")
         lo = hi = None
         for k in ks:
             with _at(k):
@@ -317,11 +320,7 @@ def histogram(ds, steps: Any, x: str, y: Optional[str] = None, step: Optional[in
             if s["min"] is not None:
                 lo = s["min"] if lo is None else min(lo, s["min"])
                 hi = s["max"] if hi is None else max(hi, s["max"])
-        if lo is None:
-            lo, hi = 0.0, 1.0
-        elif lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
-        common.append((lo, hi))
+        common.append(histogram_range(None, lo, hi))
     rng = common[0] if y is None else tuple(common)
     counts, edges = [], None
     for k in ks:

@@ -1,6 +1,6 @@
 // What every part of the extension shares: numpy arrays in (views by their real stride)
 // and out (new arrays numpy allocates), boxes, attributes as Python objects <-> JSON, the
-// bound structs' dict form, and the bind_* functions module.cpp calls.
+// bound structs (Record) and their dict form, and the bind_* functions module.cpp calls.
 #pragma once
 
 #include <nanobind/nanobind.h>
@@ -95,18 +95,88 @@ nb::object python_of(const nlohmann::json& j);
 
 // ---- bound structs ------------------------------------------------------------------------
 
-// The plain form of a value: a bound struct (a class with a `_fields` tuple, see Record in
-// options.cpp) as a dict of its fields, an enum as its name, lists element by element.
+// The plain form of a value: a bound struct (a class with a `_fields` tuple, see Record)
+// as a dict of its fields, an enum as its name, lists element by element.
 nb::object plain(nb::handle value);
+
+// A C++ struct bound as a Python class whose attributes are its fields: read and written
+// for options (rw), read only for results (ro, computed). The fields listed make the
+// class's `_fields` (in order), its to_dict() (see plain()), __repr__ and __eq__; a field
+// given with in_dict = false is an attribute only (the dicts of the public API keep their keys).
+template <class T>
+class Record : public nb::class_<T> {
+ public:
+  Record(nb::handle scope, const char* name, const char* doc) : nb::class_<T>(scope, name, doc) {}
+
+  template <class M>
+  Record& rw(const char* name, M T::*member, const char* doc) {
+    this->def_rw(name, member, doc);
+    fields_.append(name);
+    return *this;
+  }
+  template <class M>
+  Record& ro(const char* name, M T::*member, const char* doc, bool in_dict = true) {
+    this->def_ro(name, member, doc);
+    if (in_dict) fields_.append(name);
+    return *this;
+  }
+  template <class Getter>
+  Record& computed(const char* name, Getter&& getter, const char* doc, bool in_dict = true) {
+    this->def_prop_ro(name, std::forward<Getter>(getter), doc);
+    if (in_dict) fields_.append(name);
+    return *this;
+  }
+  template <class Getter, class Setter>
+  Record& rw_prop(const char* name, Getter&& getter, Setter&& setter, const char* doc) {
+    this->def_prop_rw(name, std::forward<Getter>(getter), std::forward<Setter>(setter), doc,
+                      nb::for_setter(nb::arg("value").none()));
+    fields_.append(name);
+    return *this;
+  }
+
+  // Options: constructed with the core's defaults, or as a copy of another.
+  Record& constructible() {
+    this->def(nb::init<>(), "The core's defaults.");
+    this->def(nb::init<const T&>(), "other"_a, "A copy.");
+    return *this;
+  }
+
+  // Ends the class: _fields, to_dict, __repr__, __eq__.
+  void done() {
+    this->attr("_fields") = nb::tuple(fields_);
+    this->def("to_dict", [](nb::handle self) { return plain(self); },
+              "The fields as a plain dict (nested structs as dicts, enums as their names).");
+    this->def("__repr__", [](nb::handle self) {
+      static nb::handle enum_type = nb::object(nb::module_::import_("enum").attr("Enum")).release();
+      std::string out = nb::cast<std::string>(self.type().attr("__name__")) + "(";
+      bool first = true;
+      for (nb::handle field : self.type().attr("_fields")) {
+        nb::object v = self.attr(field);
+        const std::string text = nb::isinstance(v, enum_type)
+                                     ? nb::cast<std::string>(v.type().attr("__name__")) + "." + nb::cast<std::string>(v.attr("name"))
+                                     : nb::cast<std::string>(nb::repr(v));
+        out += (first ? "" : ", ") + nb::cast<std::string>(field) + "=" + text;
+        first = false;
+      }
+      return out + ")";
+    });
+    this->def("__eq__", [](nb::handle self, nb::handle other) {
+      return self.type().is(other.type()) && plain(self).equal(plain(other));
+    });
+  }
+
+ private:
+  nb::list fields_;
+};
 
 // ---- the parts of the module (one file each) ----------------------------------------------
 
-void bind_errors(nb::module_& m);    // errors.cpp
-void bind_options(nb::module_& m);   // options.cpp: option and result structs, dtypes
-void bind_files(nb::module_& m);     // files.cpp: write_file, File, Collection, block cache
-void bind_queries(nb::module_& m);   // queries.cpp: Selection, select, count, stats, histogram
-void bind_dataset(nb::module_& m);   // dataset.cpp: DatasetCore, PartedStep
-void bind_parallel(nb::module_& m);  // parallel.cpp: MPI writes and reads, simulate_aggregation
-void bind_fields(nb::module_& m);    // fields.cpp: HZ order of grid fields
+void bind_errors(nb::module_& m);       // errors.cpp
+void bind_options(nb::module_& m);      // options.cpp: option and result structs, dtypes
+void bind_files(nb::module_& m);        // files.cpp: write_file, File, Collection, block cache
+void bind_queries(nb::module_& m);      // queries.cpp: Selection, select, plan_reads, count, stats, histogram
+void bind_dataset(nb::module_& m);      // dataset.cpp: DatasetCore, PartedStep
+void bind_parallel(nb::module_& m);     // parallel.cpp: MPI writes and reads, simulate_aggregation
+void bind_grid_fields(nb::module_& m);  // fields.cpp: field files, samplers, the HZ order
 
 }  // namespace motes_py

@@ -30,9 +30,86 @@ struct PyPartedStep {
 
 using SpeciesTuples = std::vector<std::pair<std::string, std::vector<ColumnTuple>>>;
 
-}  // namespace
+// A species of a step as the Python layer reads it (path, parts, checksum, count, bounds,
+// columns as (name, dtype, index, unit, error bound)).
+nb::dict species_dict(const motes::Dataset& d, const motes::SpeciesEntry& e) {
+  nb::dict ed;
+  ed["path"] = d.path_of(e);
+  ed["parts"] = e.parts;
+  ed["checksum"] = e.checksum ? nb::cast(motes::checksum_text(*e.checksum)) : nb::none();
+  ed["count"] = e.count;
+  ed["bounds"] = box_tuple(e.bounds);
+  nb::list cols;
+  for (const auto& c : e.columns)
+    cols.append(nb::make_tuple(c.name, motes::dtype_name(c.dtype), index_kind_name(c.index), c.unit, c.error_bound));
+  ed["columns"] = cols;
+  return ed;
+}
 
-void bind_dataset(nb::module_& m) {
+// A grid field of a step as the Python layer reads it.
+nb::dict field_dict(const motes::Dataset& d, const motes::FieldEntry& f) {
+  nb::dict ed;
+  ed["path"] = d.dir() + "/" + f.file;
+  ed["dtype"] = motes::dtype_name(f.dtype);
+  ed["ndim"] = f.ndim;
+  ed["dims"] = nb::make_tuple(f.dims[0], f.dims[1], f.dims[2]);
+  ed["components"] = f.components;
+  ed["geometry"] = f.geometry.name();
+  ed["checksum"] = f.part_checksums.empty() ? nb::object(nb::str(motes::checksum_text(f.checksum).c_str())) : nb::none();
+  ed["parts"] = f.part_count();
+  return ed;
+}
+
+// The steps of the manifest: index, time, attributes, species and fields (dicts by name).
+nb::list steps_of(const motes::Dataset& d) {
+  nb::list out;
+  for (const auto& st : d.steps()) {
+    nb::dict sd;
+    sd["index"] = st.index;
+    sd["time"] = st.time;
+    sd["attributes"] = python_of(st.attributes);
+    nb::dict sp;
+    for (const auto& e : st.species) sp[e.name.c_str()] = species_dict(d, e);
+    sd["species"] = sp;
+    nb::dict fd;
+    for (const auto& f : st.fields) fd[f.name.c_str()] = field_dict(d, f);
+    sd["fields"] = fd;
+    out.append(sd);
+  }
+  return out;
+}
+
+PyPartedStep* begin_parted_step(motes::Dataset& d, int64_t index, double time, nb::handle attributes,
+                                std::vector<std::string> species, std::optional<motes::WriteOptions> options,
+                                std::vector<std::string> fields) {
+  nlohmann::json attrs = attributes_of(attributes, "step attributes");
+  motes::WriteOptions o = options.value_or(motes::WriteOptions{});
+  nb::gil_scoped_release release;  // may wait for the dataset's lock
+  return new PyPartedStep{
+      std::make_unique<motes::PartedStepWriter>(d, index, time, attrs, o, std::move(species), std::move(fields))};
+}
+
+nb::tuple append_step(motes::Dataset& d, int64_t index, double time, nb::handle attributes, const SpeciesTuples& species,
+                      std::optional<motes::WriteOptions> options, nb::object progress,
+                      const std::vector<FieldTuple>& fields) {
+  nlohmann::json attrs = attributes_of(attributes, "step attributes");
+  std::vector<motes::SpeciesColumns> sp;
+  for (const auto& [name, cols] : species) sp.emplace_back(name, views_of(cols));
+  std::vector<motes::FieldInput> fs;
+  for (const FieldTuple& f : fields) fs.push_back(field_input_of(f));
+  motes::WriteOptions o = options.value_or(motes::WriteOptions{});
+  o.progress = progress_of(progress);
+  std::vector<motes::WriteSummary> summaries;
+  std::vector<motes::fields::FieldSummary> field_summaries;
+  {
+    nb::gil_scoped_release release;
+    d.append_step(index, time, attrs, sp, o, &summaries, fs, &field_summaries);
+  }
+  return nb::make_tuple(summaries, field_summaries);
+}
+
+// DatasetCore (a manifest under its lock), and check_attributes.
+void bind_dataset_core(nb::module_& m) {
   m.def(
       "check_attributes", [](nb::handle attributes, const std::string& what) { attributes_of(attributes, what); },
       "attributes"_a, "what"_a,
@@ -79,84 +156,19 @@ void bind_dataset(nb::module_& m) {
           "set_attributes",
           [](motes::Dataset& d, nb::handle attributes) { d.set_attributes(attributes_of(attributes, "dataset attributes")); },
           "attributes"_a, "Replaces the dataset-level attributes (a dict of JSON values), under the lock.")
-      .def_prop_ro("steps",
-                   [](const motes::Dataset& d) {
-                     nb::list out;
-                     for (const auto& st : d.steps()) {
-                       nb::dict sd;
-                       sd["index"] = st.index;
-                       sd["time"] = st.time;
-                       sd["attributes"] = python_of(st.attributes);
-                       nb::dict sp;
-                       for (const auto& e : st.species) {
-                         nb::dict ed;
-                         ed["path"] = d.path_of(e);
-                         ed["parts"] = e.parts;
-                         ed["checksum"] = e.checksum ? nb::cast(motes::checksum_text(*e.checksum)) : nb::none();
-                         ed["count"] = e.count;
-                         ed["bounds"] = box_tuple(e.bounds);
-                         nb::list cols;
-                         for (const auto& c : e.columns)
-                           cols.append(nb::make_tuple(c.name, motes::dtype_name(c.dtype), index_kind_name(c.index), c.unit, c.error_bound));
-                         ed["columns"] = cols;
-                         sp[e.name.c_str()] = ed;
-                       }
-                       sd["species"] = sp;
-                       nb::dict fd;
-                       for (const auto& f : st.fields) {
-                         nb::dict ed;
-                         ed["path"] = d.dir() + "/" + f.file;
-                         ed["dtype"] = motes::dtype_name(f.dtype);
-                         ed["ndim"] = f.ndim;
-                         ed["dims"] = nb::make_tuple(f.dims[0], f.dims[1], f.dims[2]);
-                         ed["components"] = f.components;
-                         ed["geometry"] = f.geometry.name();
-                         ed["checksum"] = f.part_checksums.empty() ? nb::object(nb::str(motes::checksum_text(f.checksum).c_str())) : nb::none();
-                         ed["parts"] = f.part_count();
-                         fd[f.name.c_str()] = ed;
-                       }
-                       sd["fields"] = fd;
-                       out.append(sd);
-                     }
-                     return out;
-                   })
-      .def(
-          "begin_parted_step",
-          [](motes::Dataset& d, int64_t index, double time, nb::handle attributes, std::vector<std::string> species,
-             std::optional<motes::WriteOptions> options, std::vector<std::string> fields) {
-            nlohmann::json attrs = attributes_of(attributes, "step attributes");
-            motes::WriteOptions o = options.value_or(motes::WriteOptions{});
-            nb::gil_scoped_release release;  // may wait for the dataset's lock
-            return new PyPartedStep{std::make_unique<motes::PartedStepWriter>(d, index, time, attrs, o, std::move(species),
-                                                                              std::move(fields))};
-          },
-          "index"_a, "time"_a, "attributes"_a, "species"_a, "options"_a = nb::none(),
-          "fields"_a = std::vector<std::string>(), nb::keep_alive<0, 1>(),
-          nb::rv_policy::take_ownership)
-      .def(
-          "append_step",
-          [](motes::Dataset& d, int64_t index, double time, nb::handle attributes, const SpeciesTuples& species,
-             std::optional<motes::WriteOptions> options, nb::object progress, const std::vector<FieldTuple>& fields) {
-            nlohmann::json attrs = attributes_of(attributes, "step attributes");
-            std::vector<motes::SpeciesColumns> sp;
-            for (const auto& [name, cols] : species) sp.emplace_back(name, views_of(cols));
-            std::vector<motes::FieldInput> fs;
-            for (const FieldTuple& f : fields) fs.push_back(field_input_of(f));
-            motes::WriteOptions o = options.value_or(motes::WriteOptions{});
-            o.progress = progress_of(progress);
-            std::vector<motes::WriteSummary> summaries;
-            std::vector<motes::fields::FieldSummary> field_summaries;
-            {
-              nb::gil_scoped_release release;
-              d.append_step(index, time, attrs, sp, o, &summaries, fs, &field_summaries);
-            }
-            return nb::make_tuple(summaries, field_summaries);
-          },
-          "index"_a, "time"_a, "attributes"_a, "species"_a, "options"_a = nb::none(), "progress"_a = nb::none(),
-          "fields"_a = std::vector<FieldTuple>(),
-          "Writes a step: species are (name, columns) pairs, fields FieldTuples (write_field_file); returns "
-          "(a WriteSummary per species, a FieldSummary per field).");
+      .def_prop_ro("steps", &steps_of,
+                   "Per step: index, time, attributes, species and fields (dicts by name), as the manifest holds them.")
+      .def("begin_parted_step", &begin_parted_step, "index"_a, "time"_a, "attributes"_a, "species"_a,
+           "options"_a = nb::none(), "fields"_a = std::vector<std::string>(), nb::keep_alive<0, 1>(),
+           nb::rv_policy::take_ownership)
+      .def("append_step", &append_step, "index"_a, "time"_a, "attributes"_a, "species"_a, "options"_a = nb::none(),
+           "progress"_a = nb::none(), "fields"_a = std::vector<FieldTuple>(),
+           "Writes a step: species are (name, columns) pairs, fields FieldTuples (write_field_file); returns "
+           "(a WriteSummary per species, a FieldSummary per field).");
+}
 
+// PartedStep: a step written part by part.
+void bind_parted_step(nb::module_& m) {
   nb::class_<PyPartedStep>(m, "PartedStep",
                            "A step written part by part; invisible until commit(); holds the dataset's lock until close().")
       .def(
@@ -191,6 +203,13 @@ void bind_dataset(nb::module_& m) {
             p.writer.reset();
           },
           "Releases the lock; the files of an uncommitted step are removed.");
+}
+
+}  // namespace
+
+void bind_dataset(nb::module_& m) {
+  bind_dataset_core(m);
+  bind_parted_step(m);
 }
 
 }  // namespace motes_py

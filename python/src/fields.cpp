@@ -1,6 +1,7 @@
-// Grid fields: the HZ order of fields/hz (Bitmask, HzOrder, blocks_for_box) for the field
-// reader and writer of the Python layer and the IDX converter. Arrays are numpy C order
-// ((z, y, x) indexing), coordinates and dims (x, y, z).
+// Grid fields: field files (write_field_file, FieldFile), samplers (FieldSampler, the fields
+// expressions sample), and the HZ order of fields/hz (Bitmask, HzOrder, blocks_for_box) for
+// the field reader and writer of the Python layer and the IDX converter. Arrays are numpy C
+// order ((z, y, x) indexing), coordinates and dims (x, y, z).
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -113,7 +114,61 @@ motes::FieldInput field_input_of(const FieldTuple& t) {
   return f;
 }
 
-void bind_fields(nb::module_& m) {
+namespace {
+
+nb::object read_samples(const FieldFile& f, const Triple& lo, const Triple& hi, int level, size_t component,
+                        unsigned threads) {
+  const Region r = f.region(lo, hi, level);
+  auto [arr, data] = new_array(f.spec().dtype, r.size());
+  {
+    nb::gil_scoped_release release;
+    f.read(r, component, data, threads);
+  }
+  nb::list shape;
+  for (int a = f.spec().ndim - 1; a >= 0; --a) shape.append(r.count[size_t(a)]);
+  return arr.attr("reshape")(nb::tuple(shape));
+}
+
+nb::object hz_points(const HzOrder& o, uint64_t first, uint64_t count) {
+  check_range(o, first, count);
+  auto [arr, data] = new_array(motes::DType::u64, count * 3);
+  auto* p = static_cast<uint64_t*>(data);
+  {
+    nb::gil_scoped_release release;
+    for (uint64_t i = 0; i < count; ++i) {
+      const Dims d = o.point_of_hz(first + i);
+      std::memcpy(p + 3 * i, d.data(), sizeof d);
+    }
+  }
+  return arr.attr("reshape")(count, 3);
+}
+
+void hz_gather(const HzOrder& o, const InArray& grid, uint64_t first, uint64_t count, AnyArray out) {
+  check_range(o, first, count);
+  const size_t size = item_size(grid, "gather");
+  if (out.itemsize() != size || out.size() != count)
+    throw motes::UsageError("gather: out must hold " + std::to_string(count) + " samples of " + std::to_string(size) +
+                            " bytes");
+  const Dims dims = dims_of(grid);
+  const Dims p2 = o.bitmask().pow2_dims();
+  for (size_t a = 0; a < 3; ++a)
+    if (dims[a] > p2[a]) throw motes::UsageError("gather: the grid's dims exceed the bitmask " + o.bitmask().text() + "'s");
+  nb::gil_scoped_release release;
+  o.gather(grid.data(), dims, size, first, count, out.data());
+}
+
+uint64_t hz_scatter(const HzOrder& o, const InArray& samples, uint64_t first, const Triple& lo, const Triple& hi,
+                    const std::array<int, 3>& stride_bits, const Triple& out_first, AnyArray out) {
+  check_range(o, first, samples.size());
+  const size_t size = item_size(samples, "scatter");
+  const Dims out_dims = dims_of(out);
+  if (out.itemsize() != size) throw motes::UsageError("scatter: out has another sample size");
+  nb::gil_scoped_release release;
+  return o.scatter(samples.data(), size, first, samples.size(), lo, hi, stride_bits, out_first, out_dims, out.data());
+}
+
+// write_field_file and what it returns (FieldSummary).
+void bind_field_writer(nb::module_& m) {
   m.def(
       "write_field_file",
       [](const std::string& path, const FieldTuple& field, const motes::fields::FieldWriteOptions& options) {
@@ -138,7 +193,10 @@ void bind_fields(nb::module_& m) {
         for (const auto& r : s.ranges) out.append(nb::make_tuple(r.min, r.max, r.nan_count));
         return out;
       });
+}
 
+// FieldSampler (one component in memory, sampled at points) and the fields expressions sample.
+void bind_field_sampler(nb::module_& m) {
   using Coordinates = nb::ndarray<nb::ro, const double, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
   nb::class_<motes::fields::Sampler>(m, "FieldSampler",
                                      "One component of a field in memory, sampled at points (fields/sample.hpp).")
@@ -178,7 +236,30 @@ void bind_fields(nb::module_& m) {
   m.def(
       "expression_fields", [](const std::string& text) { return motes::referenced_fields(*motes::parse_expression(text)); },
       "text"_a, "The (name, component) of every field(...) an expression samples.");
+  m.def(
+      "value_fields",
+      [](const std::string& text, const std::vector<std::string>& columns) {
+        motes::ExprPtr e = motes::parse_value(text);
+        motes::bind_columns(*e, columns);
+        return motes::referenced_fields(*e);
+      },
+      "text"_a, "columns"_a,
+      "The (name, component) of every field(...) a numeric expression (a histogram axis) samples; UsageError for "
+      "bad syntax, a condition, or a column not among `columns`.");
+  m.def(
+      "field_reference",
+      [](const std::string& text) -> std::optional<std::pair<std::string, std::string>> {
+        motes::ExprPtr e = motes::parse_value(text);
+        if (e->kind != motes::Expr::Kind::field) return std::nullopt;
+        return std::make_pair(e->name, e->component);
+      },
+      "text"_a,
+      "(name, component) when text is a field('name'[, 'component']) alone ('' for a scalar field), else None; "
+      "UsageError for bad syntax or a condition.");
+}
 
+// FieldFile: an opened field file, its spec and its reads.
+void bind_field_file(nb::module_& m) {
   nb::class_<FieldFile>(m, "FieldFile", "An opened field file (fields/file.hpp).")
       .def_static(
           "open",
@@ -237,21 +318,8 @@ void bind_fields(nb::module_& m) {
       .def(
           "blocks", [](const FieldFile& f, const Triple& lo, const Triple& hi, int level) { return f.blocks(f.region(lo, hi, level)); },
           "lo"_a, "hi"_a, "level"_a = 0, "The blocks a read touches.")
-      .def(
-          "read",
-          [](const FieldFile& f, const Triple& lo, const Triple& hi, int level, size_t component, unsigned threads) {
-            const Region r = f.region(lo, hi, level);
-            auto [arr, data] = new_array(f.spec().dtype, r.size());
-            {
-              nb::gil_scoped_release release;
-              f.read(r, component, data, threads);
-            }
-            nb::list shape;
-            for (int a = f.spec().ndim - 1; a >= 0; --a) shape.append(r.count[size_t(a)]);
-            return arr.attr("reshape")(nb::tuple(shape));
-          },
-          "lo"_a, "hi"_a, "level"_a = 0, "component"_a = 0, "threads"_a = 0,
-          "Samples of [lo, hi) (x, y, z sample indexes) at a level, as a C-order array ((z, y, x) indexing).")
+      .def("read", &read_samples, "lo"_a, "hi"_a, "level"_a = 0, "component"_a = 0, "threads"_a = 0,
+           "Samples of [lo, hi) (x, y, z sample indexes) at a level, as a C-order array ((z, y, x) indexing).")
       .def(
           "verify",
           [](const FieldFile& f) {
@@ -259,6 +327,10 @@ void bind_fields(nb::module_& m) {
             f.verify();
           },
           "Checks every block against its checksum and that it decodes.");
+}
+
+// The HZ order: bitmask helpers and HzOrder.
+void bind_hz(nb::module_& m) {
   m.def(
       "hz_guess", [](const Triple& dims, int ndim) { return Bitmask::guess(dims, ndim).text(); }, "dims"_a, "ndim"_a,
       "The bitmask text of a grid of (x, y, z) sample counts (fields/hz.hpp, Bitmask::guess).");
@@ -282,55 +354,14 @@ void bind_fields(nb::module_& m) {
       .def_prop_ro("pow2_dims", [](const HzOrder& o) { return o.bitmask().pow2_dims(); })
       .def("hz_of", &HzOrder::hz_of, "x"_a, "y"_a = 0, "z"_a = 0)
       .def("point_of_hz", &HzOrder::point_of_hz, "hz"_a)
-      .def(
-          "points",
-          [](const HzOrder& o, uint64_t first, uint64_t count) {
-            check_range(o, first, count);
-            auto [arr, data] = new_array(motes::DType::u64, count * 3);
-            auto* p = static_cast<uint64_t*>(data);
-            {
-              nb::gil_scoped_release release;
-              for (uint64_t i = 0; i < count; ++i) {
-                const Dims d = o.point_of_hz(first + i);
-                std::memcpy(p + 3 * i, d.data(), sizeof d);
-              }
-            }
-            return arr.attr("reshape")(count, 3);
-          },
-          "first"_a, "count"_a, "The (x, y, z) points of HZ indexes [first, first + count), as a (count, 3) uint64 array.")
-      .def(
-          "gather",
-          [](const HzOrder& o, const InArray& grid, uint64_t first, uint64_t count, AnyArray out) {
-            check_range(o, first, count);
-            const size_t size = item_size(grid, "gather");
-            if (out.itemsize() != size || out.size() != count)
-              throw motes::UsageError("gather: out must hold " + std::to_string(count) + " samples of " +
-                                      std::to_string(size) + " bytes");
-            const Dims dims = dims_of(grid);
-            const Dims p2 = o.bitmask().pow2_dims();
-            for (size_t a = 0; a < 3; ++a)
-              if (dims[a] > p2[a])
-                throw motes::UsageError("gather: the grid's dims exceed the bitmask " + o.bitmask().text() + "'s");
-            nb::gil_scoped_release release;
-            o.gather(grid.data(), dims, size, first, count, out.data());
-          },
-          "grid"_a, "first"_a, "count"_a, "out"_a.noconvert(),
-          "HZ samples [first, first + count) of a C-order grid array into `out` (zeros for the padding).")
-      .def(
-          "scatter",
-          [](const HzOrder& o, const InArray& samples, uint64_t first, const Triple& lo, const Triple& hi,
-             const std::array<int, 3>& stride_bits, const Triple& out_first, AnyArray out) {
-            check_range(o, first, samples.size());
-            const size_t size = item_size(samples, "scatter");
-            const Dims out_dims = dims_of(out);
-            if (out.itemsize() != size) throw motes::UsageError("scatter: out has another sample size");
-            nb::gil_scoped_release release;
-            return o.scatter(samples.data(), size, first, samples.size(), lo, hi, stride_bits, out_first, out_dims,
-                             out.data());
-          },
-          "samples"_a, "first"_a, "lo"_a, "hi"_a, "stride_bits"_a, "out_first"_a, "out"_a.noconvert(),
-          "Writes the samples (HZ indexes first..) inside [lo, hi) on the lattice of stride_bits into `out`, the "
-          "C-order array of the box's lattice points from lattice index out_first; returns how many.")
+      .def("points", &hz_points, "first"_a, "count"_a,
+           "The (x, y, z) points of HZ indexes [first, first + count), as a (count, 3) uint64 array.")
+      .def("gather", &hz_gather, "grid"_a, "first"_a, "count"_a, "out"_a.noconvert(),
+           "HZ samples [first, first + count) of a C-order grid array into `out` (zeros for the padding).")
+      .def("scatter", &hz_scatter, "samples"_a, "first"_a, "lo"_a, "hi"_a, "stride_bits"_a, "out_first"_a,
+           "out"_a.noconvert(),
+           "Writes the samples (HZ indexes first..) inside [lo, hi) on the lattice of stride_bits into `out`, the "
+           "C-order array of the box's lattice points from lattice index out_first; returns how many.")
       .def(
           "block_lattice",
           [](const HzOrder& o, int block_bits, uint64_t block) {
@@ -347,6 +378,15 @@ void bind_fields(nb::module_& m) {
           },
           "block_bits"_a, "resolution"_a, "lo"_a, "hi"_a,
           "The blocks of 2^block_bits HZ samples that hold samples of [lo, hi) at a resolution.");
+}
+
+}  // namespace
+
+void bind_grid_fields(nb::module_& m) {
+  bind_field_writer(m);
+  bind_field_sampler(m);
+  bind_field_file(m);
+  bind_hz(m);
 }
 
 }  // namespace motes_py

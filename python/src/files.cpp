@@ -55,30 +55,102 @@ static nb::list column_info(const motes::ParticleFile& f, bool storage) {
   return out;
 }
 
-void bind_files(nb::module_& m) {
+namespace {
+
+nb::dict sizes(const motes::ParticleFile& f) {
+  auto s = f.stats();
+  nb::dict d;
+  d["file_bytes"] = s.file_bytes;
+  d["data_bytes"] = s.data_bytes;
+  d["raw_data_bytes"] = s.raw_data_bytes;
+  d["index_bytes"] = s.index_bytes;
+  d["padding_bytes"] = s.padding_bytes;
+  d["quantile_index_bytes"] = s.quantile_bytes;
+  d["tail_index_bytes"] = s.tail_bytes;
+  return d;
+}
+
+nb::object read_column(const motes::ParticleFile& f, const std::string& name, uint64_t begin, std::optional<uint64_t> end) {
+  const size_t c = f.column(name);
+  const uint64_t n = f.particle_count();
+  const uint64_t e = std::min(end.value_or(n), n), b = std::min(begin, e);
+  auto [arr, data] = new_array(f.schema()[c].dtype, e - b);
+  nb::gil_scoped_release release;
+  f.values(c).read(b, e - b, data);
+  return arr;
+}
+
+nb::dict tail_indexes(const motes::ParticleFile& f) {
+  nb::dict d;
+  for (size_t i = 0; i < f.schema().size(); ++i)
+    if (const motes::TailIndex* t = f.tail_index(i)) {
+      nb::dict e;
+      e["low_count"] = t->low_count();
+      e["high_count"] = t->high_count();
+      e["stored_bytes"] = t->stored_bytes();
+      d[f.schema()[i].name.c_str()] = e;
+    }
+  return d;
+}
+
+nb::object find_ids(const motes::ParticleFile& f, const std::string& column, IdArray ids) {
+  const size_t c = f.column(column);
+  const motes::DType dt = f.schema()[c].dtype;  // find_rows refuses a column that is not an id column
+  const size_t n = ids.shape(0);
+  std::vector<uint64_t> keys(n);
+  for (size_t i = 0; i < n; ++i) keys[i] = motes::id_key_of_int64(dt, ids(i));
+  auto [arr, data] = new_array(motes::DType::i64, n);
+  int64_t* rows = static_cast<int64_t*>(data);
+  nb::gil_scoped_release release;
+  const std::vector<int64_t> found = motes::find_rows(f, c, keys.data(), n);
+  std::copy(found.begin(), found.end(), rows);
+  return arr;
+}
+
+nb::object read_rows(const motes::ParticleFile& f, const std::string& name, RowArray rows) {
+  const size_t c = f.column(name);
+  const size_t n = rows.shape(0);
+  auto [arr, data] = new_array(f.schema()[c].dtype, n);
+  std::memset(data, 0, n * motes::dtype_size(f.schema()[c].dtype));
+  const int64_t* r = rows.data();
+  nb::gil_scoped_release release;
+  motes::gather_rows(f.values(c), r, n, data);
+  return arr;
+}
+
+void verify_data(const motes::ParticleFile& f, nb::object progress) {
+  std::function<void(uint64_t, uint64_t)> cb;
+  if (!progress.is_none())
+    cb = [progress](uint64_t d, uint64_t t) {
+      nb::gil_scoped_acquire gil;
+      progress(d, t);
+    };
+  nb::gil_scoped_release release;
+  f.verify_data(cb);
+}
+
+motes::WriteSummary write_file(const std::string& path, const std::vector<ColumnTuple>& cols,
+                               std::optional<motes::WriteOptions> options, nb::object progress) {
+  auto views = views_of(cols);
+  motes::WriteOptions o = options.value_or(motes::WriteOptions{});
+  o.progress = progress_of(progress);
+  nb::gil_scoped_release release;
+  return motes::write_particle_file(path, views, o);
+}
+
+// The cache of decoded blocks, and write_file.
+void bind_cache_and_writer(nb::module_& m) {
   m.def("block_cache_bytes", []() { return motes::block_cache_bytes(); },
         "Bytes the cache of decoded blocks may hold (MOTES_CACHE_MB at start, default 256 MiB).");
   m.def("set_block_cache_bytes", [](uint64_t bytes) { motes::set_block_cache_bytes(bytes); }, "bytes"_a);
   m.def("clear_block_cache", []() { motes::clear_block_cache(); }, "Drops every decoded block (cold measurements).");
+  m.def("write_file", &write_file, "path"_a, "columns"_a, "options"_a = nb::none(), "progress"_a = nb::none(),
+        "Writes one particle file of (name, array, index kind, unit, error bound) columns; "
+        "options: WriteOptions (None: the core's defaults); progress(stage, done, total).");
+}
 
-  m.def(
-      "write_file",
-      [](const std::string& path, const std::vector<ColumnTuple>& cols, std::optional<motes::WriteOptions> options,
-         nb::object progress) {
-        auto views = views_of(cols);
-        motes::WriteOptions o = options.value_or(motes::WriteOptions{});
-        o.progress = progress_of(progress);
-        motes::WriteSummary s;
-        {
-          nb::gil_scoped_release release;
-          s = motes::write_particle_file(path, views, o);
-        }
-        return s;
-      },
-      "path"_a, "columns"_a, "options"_a = nb::none(), "progress"_a = nb::none(),
-      "Writes one particle file of (name, array, index kind, unit, error bound) columns; "
-      "options: WriteOptions (None: the core's defaults); progress(stage, done, total).");
-
+// File: one particle file, its header and index, and reads of its columns.
+void bind_particle_file(nb::module_& m) {
   nb::class_<motes::ParticleFile>(m, "File")
       .def_static(
           "open",
@@ -103,98 +175,28 @@ void bind_files(nb::module_& m) {
            "with storage, also codec, stored_bytes, raw_bytes (and codes_codec, codes_stored_bytes): "
            "these read the header of every block of the column.")
       .def_prop_ro("columns", [](const motes::ParticleFile& f) { return column_info(f, true); })
-      .def_prop_ro("sizes",
-                   [](const motes::ParticleFile& f) {
-                     auto s = f.stats();
-                     nb::dict d;
-                     d["file_bytes"] = s.file_bytes;
-                     d["data_bytes"] = s.data_bytes;
-                     d["raw_data_bytes"] = s.raw_data_bytes;
-                     d["index_bytes"] = s.index_bytes;
-                     d["padding_bytes"] = s.padding_bytes;
-                     d["quantile_index_bytes"] = s.quantile_bytes;
-                     d["tail_index_bytes"] = s.tail_bytes;
-                     return d;
-                   })
-      .def(
-          "read_column",
-          [](const motes::ParticleFile& f, const std::string& name, uint64_t begin, std::optional<uint64_t> end) {
-            const size_t c = f.column(name);
-            const uint64_t n = f.particle_count();
-            const uint64_t e = std::min(end.value_or(n), n), b = std::min(begin, e);
-            auto [arr, data] = new_array(f.schema()[c].dtype, e - b);
-            nb::gil_scoped_release release;
-            f.values(c).read(b, e - b, data);
-            return arr;
-          },
-          "name"_a, "begin"_a = 0, "end"_a = nb::none(),
-          "Values [begin, end) of a column in file order (decoded, one thread).")
+      .def_prop_ro("sizes", &sizes)
+      .def("read_column", &read_column, "name"_a, "begin"_a = 0, "end"_a = nb::none(),
+           "Values [begin, end) of a column in file order (decoded, one thread).")
       .def_prop_ro("id_column",
                    [](const motes::ParticleFile& f) -> nb::object {
                      if (!f.id_index()) return nb::none();
                      return nb::str(f.schema()[f.id_index()->column()].name.c_str());
                    },
                    "The column the file's id index is built on, or None (no index).")
-      .def_prop_ro("tail_indexes",
-                   [](const motes::ParticleFile& f) {
-                     nb::dict d;
-                     for (size_t i = 0; i < f.schema().size(); ++i)
-                       if (const motes::TailIndex* t = f.tail_index(i)) {
-                         nb::dict e;
-                         e["low_count"] = t->low_count();
-                         e["high_count"] = t->high_count();
-                         e["stored_bytes"] = t->stored_bytes();
-                         d[f.schema()[i].name.c_str()] = e;
-                       }
-                     return d;
-                   },
+      .def_prop_ro("tail_indexes", &tail_indexes,
                    "Per column with a tail index (format 2.2): its entries below the low limit and above the "
                    "high limit, and its stored bytes.")
-      .def(
-          "find_ids",
-          [](const motes::ParticleFile& f, const std::string& column, IdArray ids) {
-            const size_t c = f.column(column);
-            const motes::DType dt = f.schema()[c].dtype;  // find_rows refuses a column that is not an id column
-            const size_t n = ids.shape(0);
-            std::vector<uint64_t> keys(n);
-            for (size_t i = 0; i < n; ++i) keys[i] = motes::id_key_of_int64(dt, ids(i));
-            auto [arr, data] = new_array(motes::DType::i64, n);
-            int64_t* rows = static_cast<int64_t*>(data);
-            nb::gil_scoped_release release;
-            const std::vector<int64_t> found = motes::find_rows(f, c, keys.data(), n);
-            std::copy(found.begin(), found.end(), rows);
-            return arr;
-          },
-          "column"_a, "ids"_a,
-          "File positions of particles by id (int64 ids, cast like the column; -1 where absent): through the id "
-          "index when the file has one on this column, else by reading the column. FormatError for an id held twice.")
-      .def(
-          "read_rows",
-          [](const motes::ParticleFile& f, const std::string& name, RowArray rows) {
-            const size_t c = f.column(name);
-            const size_t n = rows.shape(0);
-            auto [arr, data] = new_array(f.schema()[c].dtype, n);
-            std::memset(data, 0, n * motes::dtype_size(f.schema()[c].dtype));
-            const int64_t* r = rows.data();
-            nb::gil_scoped_release release;
-            motes::gather_rows(f.values(c), r, n, data);
-            return arr;
-          },
-          "name"_a, "rows"_a, "Values of a column at file positions (int64; -1 gives 0: mask it), each block decoded once.")
-      .def(
-          "verify_data",
-          [](const motes::ParticleFile& f, nb::object progress) {
-            std::function<void(uint64_t, uint64_t)> cb;
-            if (!progress.is_none())
-              cb = [progress](uint64_t d, uint64_t t) {
-                nb::gil_scoped_acquire gil;
-                progress(d, t);
-              };
-            nb::gil_scoped_release release;
-            f.verify_data(cb);
-          },
-          "progress"_a = nb::none());
+      .def("find_ids", &find_ids, "column"_a, "ids"_a,
+           "File positions of particles by id (int64 ids, cast like the column; -1 where absent): through the id "
+           "index when the file has one on this column, else by reading the column. FormatError for an id held twice.")
+      .def("read_rows", &read_rows, "name"_a, "rows"_a,
+           "Values of a column at file positions (int64; -1 gives 0: mask it), each block decoded once.")
+      .def("verify_data", &verify_data, "progress"_a = nb::none());
+}
 
+// Collection: one species of one step (a file, or the part files of a step index).
+void bind_collection(nb::module_& m) {
   nb::class_<motes::Collection>(m, "Collection",
                                 "One species of one step: a particle file or the part files of a step index.")
       .def_static(
@@ -230,6 +232,14 @@ void bind_files(nb::module_& m) {
             return std::const_pointer_cast<motes::ParticleFile>(c.part(k));
           },
           "k"_a, "Part k's particle file (opened on first use).");
+}
+
+}  // namespace
+
+void bind_files(nb::module_& m) {
+  bind_cache_and_writer(m);
+  bind_particle_file(m);
+  bind_collection(m);
 }
 
 }  // namespace motes_py

@@ -2,14 +2,15 @@
 // and made by numpy, the GIL is released during heavy work, motes errors become motes'
 // Python exceptions, and the core's option and result structs are Python classes (their
 // defaults are the core's). One file per part:
-//   common.{hpp,cpp}  arrays by stride, new arrays, boxes, attributes <-> JSON, dict forms
+//   common.{hpp,cpp}  arrays by stride, new arrays, boxes, attributes <-> JSON, Record (a bound
+//                     struct) and dict forms
 //   errors.cpp        MotesError and the classes of the core's error table
 //   options.cpp       LayoutOptions, WriteOptions, QuerySpec, ... and results; dtypes
 //   files.cpp         write_file, File, Collection, the block cache
-//   queries.cpp       Selection, select, count, stats, histogram, parse_expression
+//   queries.cpp       Selection, select, plan_reads, count, stats, histogram, parse_expression
 //   dataset.cpp       DatasetCore, PartedStep
 //   parallel.cpp      MPI writes and reads, simulate_aggregation
-//   fields.cpp        grid fields: the HZ order
+//   fields.cpp        grid fields: field files, samplers, the HZ order
 #include "common.hpp"
 #include "motes/core/version.hpp"
 
@@ -22,5 +23,5 @@ NB_MODULE(_core, m) {
   motes_py::bind_queries(m);
   motes_py::bind_dataset(m);
   motes_py::bind_parallel(m);
-  motes_py::bind_fields(m);
+  motes_py::bind_grid_fields(m);
 }

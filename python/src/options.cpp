@@ -28,76 +28,6 @@ namespace motes_py {
 
 namespace {
 
-// A C++ struct bound as a Python class whose attributes are its fields: read and written
-// for options (rw), read only for results (ro, computed). The fields listed make the
-// class's `_fields` (in order), its to_dict() (see plain()), __repr__ and __eq__; a field
-// given with in_dict = false is an attribute only (the dicts of the public API keep their keys).
-template <class T>
-class Record : public nb::class_<T> {
- public:
-  Record(nb::handle scope, const char* name, const char* doc) : nb::class_<T>(scope, name, doc) {}
-
-  template <class M>
-  Record& rw(const char* name, M T::*member, const char* doc) {
-    this->def_rw(name, member, doc);
-    fields_.append(name);
-    return *this;
-  }
-  template <class M>
-  Record& ro(const char* name, M T::*member, const char* doc, bool in_dict = true) {
-    this->def_ro(name, member, doc);
-    if (in_dict) fields_.append(name);
-    return *this;
-  }
-  template <class Getter>
-  Record& computed(const char* name, Getter&& getter, const char* doc, bool in_dict = true) {
-    this->def_prop_ro(name, std::forward<Getter>(getter), doc);
-    if (in_dict) fields_.append(name);
-    return *this;
-  }
-  template <class Getter, class Setter>
-  Record& rw_prop(const char* name, Getter&& getter, Setter&& setter, const char* doc) {
-    this->def_prop_rw(name, std::forward<Getter>(getter), std::forward<Setter>(setter), doc,
-                      nb::for_setter(nb::arg("value").none()));
-    fields_.append(name);
-    return *this;
-  }
-
-  // Options: constructed with the core's defaults, or as a copy of another.
-  Record& constructible() {
-    this->def(nb::init<>(), "The core's defaults.");
-    this->def(nb::init<const T&>(), "other"_a, "A copy.");
-    return *this;
-  }
-
-  // Ends the class: _fields, to_dict, __repr__, __eq__.
-  void done() {
-    this->attr("_fields") = nb::tuple(fields_);
-    this->def("to_dict", [](nb::handle self) { return plain(self); },
-              "The fields as a plain dict (nested structs as dicts, enums as their names).");
-    this->def("__repr__", [](nb::handle self) {
-      static nb::handle enum_type = nb::object(nb::module_::import_("enum").attr("Enum")).release();
-      std::string out = nb::cast<std::string>(self.type().attr("__name__")) + "(";
-      bool first = true;
-      for (nb::handle field : self.type().attr("_fields")) {
-        nb::object v = self.attr(field);
-        const std::string text = nb::isinstance(v, enum_type)
-                                     ? nb::cast<std::string>(v.type().attr("__name__")) + "." + nb::cast<std::string>(v.attr("name"))
-                                     : nb::cast<std::string>(nb::repr(v));
-        out += (first ? "" : ", ") + nb::cast<std::string>(field) + "=" + text;
-        first = false;
-      }
-      return out + ")";
-    });
-    this->def("__eq__", [](nb::handle self, nb::handle other) {
-      return self.type().is(other.type()) && plain(self).equal(plain(other));
-    });
-  }
-
- private:
-  nb::list fields_;
-};
-
 nb::tuple triple(const double (&v)[3]) { return nb::make_tuple(v[0], v[1], v[2]); }
 
 // Deadlines cross as seconds on Python's time.monotonic() clock (CLOCK_MONOTONIC).
@@ -118,10 +48,8 @@ std::optional<motes::Deadline> deadline_of(std::optional<double> seconds) {
                                                 std::chrono::duration<double>(left));
 }
 
-}  // namespace
-
-void bind_options(nb::module_& m) {
-  // ---- enums ----------------------------------------------------------------------------
+// The enums the structs hold: DType (the file format's codes), IndexKind, Compression, AggregationMethod.
+void bind_enums(nb::module_& m) {
   nb::enum_<motes::DType> dtype(m, "DType", "A stored dtype (core/types.hpp); the values are the file format's codes.");
   for (const motes::DTypeInfo& d : motes::dtype_table) dtype.value(d.name, d.dtype, d.numpy_name);
 
@@ -137,8 +65,10 @@ void bind_options(nb::module_& m) {
   nb::enum_<motes::AggregationMethod>(m, "AggregationMethod", "How a parallel write groups particles into files.")
       .value("adaptive", motes::AggregationMethod::adaptive, "adaptive k-d tree: files of near-equal size")
       .value("aug", motes::AggregationMethod::aug, "the adjustable uniform grid (Kumar et al., ICPP 2019): the baseline");
+}
 
-  // ---- the dtype table ------------------------------------------------------------------
+// The core's dtype table: DTypeInfo rows (Python's dtype tables derive from it).
+void bind_dtype_table(nb::module_& m) {
   Record<motes::DTypeInfo>(m, "DTypeInfo", "One row of the core's dtype table.")
       .ro("dtype", &motes::DTypeInfo::dtype, "the DType (its value is the on-disk code)")
       .ro("name", &motes::DTypeInfo::name, "as stored and shown: 'f32'")
@@ -151,8 +81,10 @@ void bind_options(nb::module_& m) {
   // nanobind's shutdown checks (reported as leaks).
   m.def("dtypes", []() { return std::vector<motes::DTypeInfo>(std::begin(motes::dtype_table), std::end(motes::dtype_table)); },
         "The core's dtype table (DTypeInfo rows, in code order): Python's dtype tables derive from it.");
+}
 
-  // ---- boxes ----------------------------------------------------------------------------
+// Box: an axis-aligned box, bounds inclusive.
+void bind_box(nb::module_& m) {
   nb::class_<motes::Box>(m, "Box", "An axis-aligned box, bounds inclusive.")
       .def("__init__",
            [](motes::Box* b, std::array<double, 3> lo, std::array<double, 3> hi) {
@@ -168,8 +100,10 @@ void bind_options(nb::module_& m) {
         return std::equal(a.lo, a.lo + 3, b.lo) && std::equal(a.hi, a.hi + 3, b.hi);
       })
       .def("__repr__", [](const motes::Box& b) { return "Box" + nb::cast<std::string>(nb::repr(box_tuple(b))); });
+}
 
-  // ---- options --------------------------------------------------------------------------
+// How files are written: LayoutOptions, WriteOptions, FieldWriteOptions.
+void bind_write_options(nb::module_& m) {
   Record<motes::LayoutOptions>(m, "LayoutOptions", "How a particle file's tree is built (particles/layout/builder.hpp).")
       .constructible()
       .rw("leaf_size", &motes::LayoutOptions::leaf_size, "particles per leaf of the spatial tree, at most")
@@ -210,7 +144,10 @@ void bind_options(nb::module_& m) {
       .rw("sync", &motes::fields::FieldWriteOptions::sync, "fdatasync the file and its directory before returning")
       .rw("threads", &motes::fields::FieldWriteOptions::threads, "worker threads, 0 for all cores")
       .done();
+}
 
+// What a query selects: QuerySpec, and the CancelToken that stops it.
+void bind_query_spec(nb::module_& m) {
   nb::class_<motes::CancelToken>(m, "CancelToken",
                                  "Stops the queries whose QuerySpec.cancel it is (CancelledError), from any thread: "
                                  "checked between chunks of work (core/cancel.hpp).")
@@ -240,7 +177,10 @@ void bind_options(nb::module_& m) {
                [](motes::QuerySpec& s, std::optional<double> t) { s.deadline = deadline_of(t); },
                "stop the query at this time.monotonic() (None: no limit)")
       .done();
+}
 
+// Collective writes and reads: AggregationOptions, ParallelWriteOptions, PartitionRequest.
+void bind_parallel_options(nb::module_& m) {
   Record<motes::AggregationOptions>(m, "AggregationOptions", "How a parallel write sizes its files (parallel/aggregation.hpp).")
       .constructible()
       .rw("bytes_per_particle", &motes::AggregationOptions::bytes_per_particle, "bytes a particle takes in a file")
@@ -274,8 +214,10 @@ void bind_options(nb::module_& m) {
       .rw("columns", &motes::PartitionRequest::columns, "columns to read; empty: all")
       .rw("threads", &motes::PartitionRequest::threads, "worker threads, 0 for cores / ranks on the node")
       .done();
+}
 
-  // ---- results --------------------------------------------------------------------------
+// What a write did: ColumnSummary, WriteSummary.
+void bind_write_results(nb::module_& m) {
   Record<motes::ColumnSummary>(m, "ColumnSummary", "One column of a file written.")
       .ro("name", &motes::ColumnSummary::name, "")
       .ro("dtype", &motes::ColumnSummary::dtype, "DType")
@@ -306,7 +248,10 @@ void bind_options(nb::module_& m) {
       .ro("bounds", &motes::WriteSummary::bounds, "Box of the positions", false)
       .ro("header_checksum", &motes::WriteSummary::header_checksum, "pins the whole file", false)
       .done();
+}
 
+// What a query found: ColumnStats, QueryCounters.
+void bind_query_results(nb::module_& m) {
   Record<motes::ColumnStats>(m, "ColumnStats", "Statistics of a column over a query's particles.")
       .ro("count", &motes::ColumnStats::count, "selected particles")
       .ro("valid", &motes::ColumnStats::valid, "of which not NaN")
@@ -331,7 +276,10 @@ void bind_options(nb::module_& m) {
       .ro("tail_index_parts", &motes::QueryCounters::tail_index_parts, "part files planned through a tail index")
       .ro("index_rows", &motes::QueryCounters::index_rows, "rows those value indexes named")
       .done();
+}
 
+// What a collective write did: Balance, SpeciesWriteReport, FieldWriteReport, ParallelWriteReport.
+void bind_parallel_results(nb::module_& m) {
   Record<motes::Balance>(m, "Balance", "File sizes of an aggregation plan (bytes).")
       .ro("files", &motes::Balance::files, "")
       .ro("mean_bytes", &motes::Balance::mean, "")
@@ -368,6 +316,20 @@ void bind_options(nb::module_& m) {
       .ro("commit_seconds", &motes::ParallelWriteReport::commit_seconds, "")
       .ro("total_seconds", &motes::ParallelWriteReport::total_seconds, "")
       .done();
+}
+
+}  // namespace
+
+void bind_options(nb::module_& m) {
+  bind_enums(m);
+  bind_dtype_table(m);
+  bind_box(m);
+  bind_write_options(m);
+  bind_query_spec(m);
+  bind_parallel_options(m);
+  bind_write_results(m);
+  bind_query_results(m);
+  bind_parallel_results(m);
 }
 
 }  // namespace motes_py

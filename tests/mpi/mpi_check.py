@@ -513,7 +513,7 @@ def cmd_analysis(args, comm):
             n = motes.mpi.count(args.dir, comm, step=step, **q)
             same_everywhere(n, what)
             assert n == ds.count(step=step, **q), f"{what}: count {n} != {ds.count(step=step, **q)}"
-            for column in ("w", "x", "charge"):
+            for column in ("w", "x", "charge", "2 * x - w"):
                 got, want = motes.mpi.stats(args.dir, comm, column, step=step, **q), ds.stats(column, step=step, **q)
                 same_everywhere(got, what)
                 for k in ("count", "valid", "min", "max"):
@@ -524,7 +524,7 @@ def cmd_analysis(args, comm):
                         f"{what} stats {column}: {k} {got[k]} != {want[k]}"
             for h in (dict(x="w", bins=40), dict(x="x", y="energy", bins=(16, 9)),
                       dict(x="y", bins=12, range=(0.2, 0.8), weights="energy"),
-                      dict(x="charge", bins=3)):
+                      dict(x="charge", bins=3), dict(x="2 * x - w", y="abs(y - 0.5)", bins=(7, 5), weights="energy")):
                 got, want = motes.mpi.histogram(args.dir, comm, step=step, **h, **q), ds.histogram(step=step, **h, **q)
                 same_everywhere(got, what)
                 assert got[0].dtype == want[0].dtype and got[0].shape == want[0].shape, f"{what} {h}"

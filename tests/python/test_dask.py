@@ -1,7 +1,8 @@
 """motes.dask: a dask.dataframe per part file, pruned by the index, and distributed
 histograms; every result compared with the serial Dataset calls on the same data, under
 dask's default scheduler and under a distributed.LocalCluster. Also the pruning of parts
-(motes.mpi.parts, shared with motes.mpi) against a brute-force count per part."""
+(Dataset.plan, the planner motes.dask and motes.mpi share) against a brute-force count per
+part."""
 
 import numpy as np
 import pytest
@@ -17,7 +18,6 @@ dd = need("dask.dataframe")
 distributed = need("distributed")
 
 import motes.dask  # noqa: E402
-import motes.mpi  # noqa: E402
 
 SMALL = dict(leaf_size=64, lod_count=4, treelet_size=2048, sync=False)
 PER_PART = 3000
@@ -142,15 +142,15 @@ def test_pruning_leaves_out_parts_before_any_task(data, scheduler):
     box = (0.3, 0.1, 0.1, 0.45, 0.9, 0.9)
     df = motes.dask.read(path, box=box, steps=[0, 1])
     assert df.npartitions == 2
-    kept, pruned = motes.mpi.parts(path, box=box, steps=[0, 1])
-    assert [(p.step, p.part) for p in kept] == [(0, 1), (1, 1)] and pruned == 2 * (SLABS - 1)
+    plan = ds.plan(box=box, steps=[0, 1])
+    assert [(p.step, p.part) for p in plan.parts] == [(0, 1), (1, 1)] and plan.pruned == 2 * (SLABS - 1)
     same_frame(df.compute(), serial(ds, [0, 1], True, box=box), ("step", "id"))
     # `where` on positions and derived values prunes by the parts' column ranges
     for where, parts in [("x >= 0.76", 1), ("0.26 < x < 0.49", 1), ("2 * x - 1 > 0.05", 2), ("not (x < 0.5)", 2),
                          ("x > 0.9 or x < 0.1", 2), ("x > 2", 0)]:
         df = motes.dask.read(path, where=where, steps=0)
         assert df.npartitions == max(parts, 1), where
-        assert len(motes.mpi.parts(path, where=where, steps=0)[0]) == parts, where
+        assert len(ds.plan(where, step=0).parts) == parts, where
         same_frame(df.compute(), serial(ds, [0], False, where=where), ("id",))
     # nothing can match: an empty frame with the schema's dtypes
     empty = motes.dask.read(path, where="x > 2", steps=[0, 1])
@@ -162,9 +162,9 @@ def test_nan_is_never_pruned_wrongly(data):
     """`not (energy < c)` holds for a NaN energy: parts with NaN energies are kept."""
     path, _ = data
     ds = motes.open(path)
-    kept, _ = motes.mpi.parts(path, where="not (energy < 1000)", steps=0)
+    kept = ds.plan("not (energy < 1000)", step=0).parts
     assert len(kept) == SLABS and ds.count("not (energy < 1000)", step=0) > 0
-    kept, _ = motes.mpi.parts(path, where="energy != energy", steps=0)  # only NaN satisfies it
+    kept = ds.plan("energy != energy", step=0).parts  # only NaN satisfies it
     assert len(kept) == SLABS
 
 
@@ -188,7 +188,7 @@ def expressions(draw, depth=2):
 def test_pruning_keeps_every_part_with_matches(data, where):
     path, _ = data
     ds = motes.open(path)
-    kept = {(p.step, p.part) for p in motes.mpi.parts(path, where=where, steps=[0, 1])[0]}
+    kept = {(p.step, p.part) for p in ds.plan(where, steps=[0, 1]).parts}
     src = {s: ds.source(s, "e") for s in (0, 1)}
     for s in (0, 1):
         for k in range(SLABS):
@@ -198,6 +198,55 @@ def test_pruning_keeps_every_part_with_matches(data, where):
             if motes._core.count(part, spec) > 0:
                 assert (s, k) in kept, (where, s, k)
         assert src[s].part_count == SLABS
+
+
+def test_plan_estimates_the_rows_each_part_reads(data):
+    """Without a box the rows are exact (a part's particles at the query's quality);
+    with a box they are the tree's estimate: the levels inside it, at most the part's."""
+    path, written = data
+    ds = motes.open(path)
+    plan = ds.plan(steps=[0, 1, 2])
+    assert [(p.step, p.part) for p in plan.parts] == [(s, k) for s in (0, 1) for k in range(SLABS)] + [(2, 0)]
+    for p in plan.parts:
+        assert p.count == p.rows == len(written[p.step][p.part]["id"]) and p.levels is None
+    assert plan.rows == sum(ds.count_total(s) for s in (0, 1, 2)) and plan.pruned == 0
+    for q in (0.3, (0.2, 0.7)):  # a quality reads whole levels: exactly what the query returns
+        got = ds.plan(quality=q, step=0)
+        assert got.rows == ds.count(quality=q, step=0)
+    assert ds.plan(fraction=0.25, step=1).rows == ds.count(fraction=0.25, step=1)
+    box = (0.1, 0.2, 0.0, 0.6, 0.7, 1.0)
+    inside = ds.plan(box=box, step=0, levels=True)
+    assert [p.part for p in inside.parts] == [0, 1, 2] and inside.pruned == 1
+    for p in inside.parts:
+        assert 0 < p.rows <= p.count and p.levels.sum() == pytest.approx(p.rows)
+        assert len(p.levels) == ds.file(0, "e", p.part).level_count
+    assert inside.rows == pytest.approx(ds.count(box=box, step=0), rel=0.25)  # an estimate, near the truth
+    assert ds.plan(quality=0.0, step=0).parts == []
+    with pytest.raises(motes.UsageError, match="unknown column 'nope'"):
+        ds.plan("nope > 1", step=0)
+
+
+def test_histograms_of_expressions_equal_the_serial_ones(data, scheduler):
+    """An axis or a weight may be a numeric expression over the columns, binned by the core
+    in each part's task (dask) as in Dataset.histogram."""
+    path, written = data
+    ds = motes.open(path)
+    for args in (dict(x="2 * x - energy", bins=12), dict(x="x", y="abs(y - 0.5)", bins=(6, 5), weights="energy * q")):
+        for step in (0, 2):
+            got = motes.dask.histogram(path, steps=step, where="q != 0", **args)
+            want = ds.histogram(step=step, where="q != 0", **args)
+            np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+            for g, w in zip(got[1:], want[1:]):
+                np.testing.assert_array_equal(g, w)
+    # the 1-D one against numpy on the input
+    cols = {k: np.concatenate([c[k] for c in written[0]]) for k in written[0][0]}
+    m = cols["q"] != 0
+    v = 2 * cols["x"][m] - cols["energy"][m]
+    v = v[~np.isnan(v)]
+    counts, edges = motes.dask.histogram(path, "2 * x - energy", bins=12, where="q != 0", steps=0)
+    want, want_edges = np.histogram(v, bins=12)
+    np.testing.assert_array_equal(counts, want)
+    np.testing.assert_array_equal(edges, want_edges)
 
 
 def test_errors_are_raised_before_any_task(data):

@@ -79,3 +79,34 @@ def test_fields_as_histogram_axes_and_output_columns(run):
     assert list(t) == ["energy", "x", "y", "z", "field('B', 'x')"]
     with pytest.raises(motes.UsageError, match="unknown column 'nope'"):
         ds.query(columns=["nope", "field('rho')"], step=0)
+
+
+def test_field_and_expression_axes_take_the_default_range_of_their_values(run):
+    """Binned by the core over the range of the sampled values (NaN outside the grid not
+    counted), as numpy bins them; the same in a histogram across steps, in stats, and with
+    an expression of fields and columns."""
+    ds, p, s = run
+    rho = s["rho"]
+    valid = rho[~np.isnan(rho)]
+    counts, edges = ds.histogram("field('rho')", bins=9, step=0)
+    want, want_edges = np.histogram(valid, bins=9)
+    np.testing.assert_array_equal(counts, want)
+    np.testing.assert_array_equal(edges, want_edges)
+    st = ds.stats("field('rho')", step=0)
+    assert (st["count"], st["valid"], st["min"], st["max"]) == (len(rho), len(valid), valid.min(), valid.max())
+    across, across_edges, steps = ds.histogram("field('rho')", bins=9, steps=[0])
+    np.testing.assert_array_equal(across[0], want)
+    np.testing.assert_array_equal(across_edges, want_edges)
+    assert list(steps) == [0]
+    v = s["bx"] * 2 - p["energy"].astype(np.float64)
+    counts, edges = ds.histogram("field('B', 'x') * 2 - energy", bins=11, where="ux > 0", step=0)
+    m = (p["ux"] > 0) & ~np.isnan(v)
+    want, want_edges = np.histogram(v[m], bins=11)
+    np.testing.assert_array_equal(counts, want)
+    np.testing.assert_array_equal(edges, want_edges)
+    with pytest.raises(motes.UsageError, match="no field 'rho'"):
+        ds.histogram("field('rho')", step=1)
+    with pytest.raises(motes.UsageError, match="is a condition, not a number"):
+        ds.histogram("energy > 1", step=0)
+    with pytest.raises(motes.UsageError, match="unknown column 'nope'"):
+        ds.histogram("nope * 2", step=0)

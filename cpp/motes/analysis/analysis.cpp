@@ -1,8 +1,11 @@
 #include "motes/analysis/analysis.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <mutex>
 #include <string>
+
+#include "motes/query/evaluate.hpp"
 
 namespace motes {
 
@@ -46,33 +49,54 @@ class Binner {
   std::vector<double> edges_;
 };
 
-// A column of the collection: its dtype and, per part, its values (parts are
-// opened by the query before their chunks reach a sink), read through a BlockReader.
-class ColumnData {
+// The values an analysis reads, per part (parts are opened by the query before their
+// chunks reach a sink): a column's through a BlockReader, an expression's evaluated.
+class ValueData {
  public:
-  ColumnData(const Query& q, size_t column) : q_(q), column_(column) {
-    if (column >= q.collection().schema().size()) throw UsageError("column index out of range");
-    dtype_ = q.collection().schema()[column].dtype;
+  ValueData(const Query& q, const Values& v) : q_(q), v_(v) {
+    if (!v.expression && v.column >= q.collection().schema().size()) throw UsageError("column index out of range");
+    dtype_ = v.expression ? DType::f64 : q.collection().schema()[v.column].dtype;
   }
+  // The values' type: the column's, float64 for an expression.
   DType dtype() const { return dtype_; }
-  // The column in one part, looked up once per work chunk (the collection's lookup locks).
-  struct InPart {
-    std::shared_ptr<const ParticleFile> file;
-    const BlockStream* in;
-    // Values of segment s, indexed by position - s.start.
-    const void* span(BlockReader& r, const Segment& s) const { return r.span(*in, s.start, s.count); }
+  // The values in one part, looked up once per work chunk (the collection's lookup locks).
+  class InPart {
+   public:
+    InPart(std::shared_ptr<const ParticleFile> file, const Values& v) : file_(std::move(file)) {
+      if (v.expression) eval_ = std::make_unique<Evaluator>(*file_, *v.expression);
+      else in_ = &file_->values(v.column);
+    }
+    // Values of rows [start, start + n) (n <= kPiece), valid until the next call.
+    const void* span(BlockReader& r, uint64_t start, uint64_t n) {
+      if (!eval_) return r.span(*in_, start, n);
+      buf_.resize(n);
+      eval_->values(start, uint32_t(n), buf_.data());
+      return buf_.data();
+    }
+
+   private:
+    std::shared_ptr<const ParticleFile> file_;
+    const BlockStream* in_ = nullptr;
+    std::unique_ptr<Evaluator> eval_;
+    std::vector<double> buf_;
   };
-  InPart of(uint32_t part) const {
-    auto file = q_.collection().part(part);
-    const BlockStream* in = &file->values(column_);
-    return {std::move(file), in};
-  }
+  InPart of(uint32_t part) const { return InPart(q_.collection().part(part), v_); }
 
  private:
   const Query& q_;
-  size_t column_;
+  const Values& v_;
   DType dtype_;
 };
+
+// Rows per piece of a segment read at once (bounded buffers; the same order as whole segments).
+constexpr uint64_t kPiece = 1 << 16;
+
+// Calls f(start, n) for the pieces of the segments, in order.
+template <class F>
+void for_each_piece(const std::vector<Segment>& segs, F&& f) {
+  for (const Segment& seg : segs)
+    for (uint64_t done = 0; done < seg.count; done += kPiece) f(seg.start + done, std::min(kPiece, seg.count - done));
+}
 
 // A span's values as doubles: the dtype dispatched once per span, not once per value
 // (float64 spans are used in place).
@@ -95,6 +119,25 @@ class Doubles {
 
 }  // namespace
 
+Values values_of(const Collection& collection, const std::string& text, const std::vector<FieldRef>& fields) {
+  const auto& schema = collection.schema();
+  for (size_t c = 0; c < schema.size(); ++c)
+    if (schema[c].name == text) return Values(c);
+  ExprPtr e = parse_value(text);
+  if (e->kind == Expr::Kind::column) return Values(collection.column(e->name));  // UsageError listing the columns
+  std::vector<std::string> names;
+  for (const ColumnSpec& c : schema) names.push_back(c.name);
+  bind_columns(*e, names);
+  bind_fields(*e, fields);
+  return Values(std::shared_ptr<const Expr>(std::move(e)));
+}
+
+Range histogram_range(std::optional<Range> given, std::optional<Range> found) {
+  Range r = given ? *given : found ? *found : Range{0.0, 1.0};
+  if (r.lo == r.hi) r = {r.lo - 0.5, r.hi + 0.5};
+  return r;
+}
+
 uint64_t count(Query& q) {
   std::vector<uint64_t> per(q.threads(), 0);
   q.run([&](unsigned w, size_t, uint32_t, const std::vector<Segment>& segs) {
@@ -105,21 +148,21 @@ uint64_t count(Query& q) {
   return total;
 }
 
-ColumnStats stats(Query& q, size_t column) {
-  ColumnData col(q, column);
+ColumnStats stats(Query& q, const Values& values) {
+  ValueData col(q, values);
   // Partials per work chunk, merged in chunk order: the same sum whatever thread ran what.
   std::vector<ColumnStats> per;
   std::mutex m;
   q.run([&](unsigned, size_t chunk, uint32_t part, const std::vector<Segment>& segs) {
     ColumnStats s;
     BlockReader reader;
-    const auto in = col.of(part);
+    auto in = col.of(part);
     dispatch_dtype(col.dtype(), [&](auto tag) {
       using T = decltype(tag);
-      for (const Segment& seg : segs) {
-        s.count += seg.count;
-        const T* p = static_cast<const T*>(in.span(reader, seg));
-        for (uint64_t i = 0; i < seg.count; ++i) {
+      for (const Segment& seg : segs) s.count += seg.count;
+      for_each_piece(segs, [&](uint64_t start, uint64_t n) {
+        const T* p = static_cast<const T*>(in.span(reader, start, n));
+        for (uint64_t i = 0; i < n; ++i) {
           double v = double(p[i]);
           if (std::isnan(v)) continue;
           if (s.valid == 0) s.min = s.max = v;
@@ -128,7 +171,7 @@ ColumnStats stats(Query& q, size_t column) {
           s.sum += v;
           ++s.valid;
         }
-      }
+      });
     });
     std::lock_guard lock(m);
     if (per.size() <= chunk) per.resize(chunk + 1);
@@ -147,37 +190,38 @@ ColumnStats stats(Query& q, size_t column) {
   return out;
 }
 
-std::vector<double> histogram(Query& q, const Axis& x, std::optional<size_t> weight) {
+std::vector<double> histogram(Query& q, const Axis& x, std::optional<Values> weight) {
   Binner bx(x);
-  ColumnData xc(q, x.column);
-  std::optional<ColumnData> wc;
+  ValueData xc(q, x.values);
+  std::optional<ValueData> wc;
   if (weight) wc.emplace(q, *weight);
   std::vector<std::vector<double>> per(q.threads(), std::vector<double>(x.bins, 0.0));
   q.run([&](unsigned w, size_t, uint32_t part, const std::vector<Segment>& segs) {
     std::vector<double>& h = per[w];
     BlockReader reader;
     Doubles xs, ws;
-    const auto xin = xc.of(part);
-    const std::optional<ColumnData::InPart> win = wc ? std::optional(wc->of(part)) : std::nullopt;
-    for (const Segment& seg : segs) {
-      const double* xd = xs.of(xc.dtype(), xin.span(reader, seg), seg.count);
-      const double* wd = win ? ws.of(wc->dtype(), win->span(reader, seg), seg.count) : nullptr;
-      for (uint64_t p = 0; p < seg.count; ++p) {
+    auto xin = xc.of(part);
+    std::optional<ValueData::InPart> win;
+    if (wc) win.emplace(wc->of(part));
+    for_each_piece(segs, [&](uint64_t start, uint64_t n) {
+      const double* xd = xs.of(xc.dtype(), xin.span(reader, start, n), n);
+      const double* wd = win ? ws.of(wc->dtype(), win->span(reader, start, n), n) : nullptr;
+      for (uint64_t p = 0; p < n; ++p) {
         int64_t b = bx.bin(xd[p]);
         if (b >= 0) h[size_t(b)] += wd ? wd[p] : 1.0;
       }
-    }
+    });
   }, Query::Schedule::fixed);
   for (size_t k = 1; k < per.size(); ++k)
     for (size_t b = 0; b < x.bins; ++b) per[0][b] += per[k][b];
   return per[0];
 }
 
-std::vector<double> histogram2d(Query& q, const Axis& x, const Axis& y, std::optional<size_t> weight) {
+std::vector<double> histogram2d(Query& q, const Axis& x, const Axis& y, std::optional<Values> weight) {
   Binner bx(x), by(y);
   if (uint64_t(x.bins) * y.bins > (1ull << 26)) throw UsageError("2-D histogram has more than 2^26 bins");
-  ColumnData xc(q, x.column), yc(q, y.column);
-  std::optional<ColumnData> wc;
+  ValueData xc(q, x.values), yc(q, y.values);
+  std::optional<ValueData> wc;
   if (weight) wc.emplace(q, *weight);
   size_t cells = size_t(x.bins) * y.bins;
   std::vector<std::vector<double>> per(q.threads());
@@ -186,20 +230,21 @@ std::vector<double> histogram2d(Query& q, const Axis& x, const Axis& y, std::opt
     if (h.empty()) h.assign(cells, 0.0);
     BlockReader reader;
     Doubles xs, ys, ws;
-    const auto xin = xc.of(part), yin = yc.of(part);
-    const std::optional<ColumnData::InPart> win = wc ? std::optional(wc->of(part)) : std::nullopt;
-    for (const Segment& seg : segs) {
-      const double* xd = xs.of(xc.dtype(), xin.span(reader, seg), seg.count);
-      const double* yd = ys.of(yc.dtype(), yin.span(reader, seg), seg.count);
-      const double* wd = win ? ws.of(wc->dtype(), win->span(reader, seg), seg.count) : nullptr;
-      for (uint64_t p = 0; p < seg.count; ++p) {
+    auto xin = xc.of(part), yin = yc.of(part);
+    std::optional<ValueData::InPart> win;
+    if (wc) win.emplace(wc->of(part));
+    for_each_piece(segs, [&](uint64_t start, uint64_t n) {
+      const double* xd = xs.of(xc.dtype(), xin.span(reader, start, n), n);
+      const double* yd = ys.of(yc.dtype(), yin.span(reader, start, n), n);
+      const double* wd = win ? ws.of(wc->dtype(), win->span(reader, start, n), n) : nullptr;
+      for (uint64_t p = 0; p < n; ++p) {
         int64_t i = bx.bin(xd[p]);
         if (i < 0) continue;
         int64_t j = by.bin(yd[p]);
         if (j < 0) continue;
         h[size_t(i) * y.bins + size_t(j)] += wd ? wd[p] : 1.0;
       }
-    }
+    });
   }, Query::Schedule::fixed);
   std::vector<double> out(cells, 0.0);
   for (const auto& h : per)

@@ -99,7 +99,9 @@ size_t Query::run(const Sink& sink, Schedule schedule) {
   counters_ = {};
   size_t chunks = 0;
   cancel_.check();
-  for (uint32_t part : parts_to_read()) {
+  const Parts parts = parts_to_read();
+  counters_.parts_pruned = parts.pruned;
+  for (uint32_t part : parts.read) {
     cancel_.check();
     std::shared_ptr<const ParticleFile> file = collection_->part(part);
     file->check_unchanged();  // a file truncated under us is an error here, not SIGBUS below

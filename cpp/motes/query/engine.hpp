@@ -14,7 +14,7 @@
 #include "motes/particles/collection.hpp"
 #include "motes/particles/reader.hpp"
 #include "motes/query/expr.hpp"
-#include "motes/query/sample.hpp"
+#include "motes/query/row_sample.hpp"
 
 namespace motes {
 
@@ -35,7 +35,8 @@ struct QuerySpec {
   // Selection and of the analyses (count, stats, histograms).
   std::shared_ptr<const CancelToken> cancel;
   std::optional<Deadline> deadline;
-  // The grid fields `where` may sample with field('name'[, 'component']) (fields/sample.hpp).
+  // The grid fields `where` (and the values of an analysis, analysis/analysis.hpp) may sample
+  // with field('name'[, 'component']) (fields/sample.hpp).
   std::vector<FieldRef> fields;
 };
 
@@ -53,6 +54,16 @@ struct QueryCounters {
   // Part files planned through a value index (query/indexed.hpp), and the rows it named.
   uint64_t id_index_parts = 0, tail_index_parts = 0, index_rows = 0;
 };
+
+// The levels of detail a read takes from a file (levels `lv`, `count` particles): those
+// [begin, end) of a quality range; for a fraction f, the round(f * count) coarsest
+// particles: the whole levels before the last one and an even sample of it (`sample`).
+struct LevelsRead {
+  uint32_t begin = 0, end = 0;
+  LevelSample sample;  // active: level end - 1 is taken in part
+};
+LevelsRead levels_read(const Levels& lv, uint64_t count, double quality_from, double quality_to,
+                       std::optional<double> fraction);
 
 class Query {
  public:
@@ -74,6 +85,19 @@ class Query {
   // The spec's token and deadline (a Selection of this query checks them too).
   const Cancellation& cancellation() const { return cancel_; }
 
+  // The parts the query reads, in part order, found through the step index alone (its
+  // nodes' ranges and bitmaps against the predicate and box; no part file is opened):
+  // every part of a collection without one. `pruned`: how many the step index rules out.
+  struct Parts {
+    std::vector<uint32_t> read;
+    uint64_t pruned = 0;
+  };
+  Parts parts_to_read() const;
+  // The levels this query reads from a part file (levels_read of its quality or fraction).
+  LevelsRead levels_read(const ParticleFile& file) const;
+  // The predicate, box included (null: every point matches).
+  const Expr* predicate() const { return predicate_.get(); }
+
  private:
   struct Task {
     uint64_t start;
@@ -90,7 +114,7 @@ class Query {
   Cancellation cancel_;
 
   bool prefetch_ = true;
-  std::vector<uint32_t> parts_to_read();
+  class PartPlanner;  // plan() phase by phase (query/plan.cpp)
   void prefetch(const ParticleFile& file, const std::vector<Task>& tasks) const;
   std::vector<Task> plan(const ParticleFile& file, QueryCounters& counters);
   size_t run_part(const ParticleFile& file, uint32_t part, const std::vector<Task>& tasks, size_t first_chunk,

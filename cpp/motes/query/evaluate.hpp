@@ -1,7 +1,7 @@
-// Exact, vectorised evaluation of a predicate over runs of points of one particle file:
-// values are read through a BlockReader (in place, or decoded blocks), comparisons are
-// made in the column's own type, and columns with quantile codes test only the points
-// whose codes admit a match.
+// Exact, vectorised evaluation of a predicate (or of a numeric expression) over runs of
+// points of one particle file: values are read through a BlockReader (in place, or decoded
+// blocks), comparisons are made in the column's own type, and columns with quantile codes
+// test only the points whose codes admit a match.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +20,8 @@ class Evaluator {
   Evaluator(const ParticleFile& f, const Expr& e);
   // mask[i] = predicate(point start + i), for i < m.
   void eval(uint64_t start, uint32_t m, uint8_t* mask) { eval_bool(e_, start, m, mask, 0); }
+  // out[i] = value of point start + i of a numeric expression (as float64), for i < m.
+  void values(uint64_t start, uint32_t m, double* out) { eval_num(e_, start, m, out, 0); }
 
  private:
   const ParticleFile& f_;

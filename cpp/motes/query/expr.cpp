@@ -48,12 +48,16 @@ class Parser {
  public:
   explicit Parser(const std::string& text) : text_(text) { tokenize(); }
 
-  ExprPtr parse() {
+  // A condition (`where`) or a value (a histogram axis), whichever is asked for.
+  ExprPtr parse(bool condition) {
     if (tokens_.size() == 1) throw UsageError("empty expression");
     ExprPtr e = parse_or();
     if (peek().type != Token::end) error(peek(), "unexpected '" + peek().text + "'");
-    if (!e->is_boolean())
+    if (condition && !e->is_boolean())
       throw UsageError("expression '" + text_ + "' is a number, not a condition (compare it, e.g. '... > 0')");
+    if (!condition && e->is_boolean())
+      throw UsageError("expression '" + text_ + "' is a condition, not a number (a value is a column, arithmetic "
+                       "or field('name'))");
     return e;
   }
 
@@ -341,6 +345,46 @@ class Parser {
     return base;
   }
 
+  // field('name'[, 'component']), after its word: the field sampled at each point's position.
+  ExprPtr parse_field() {
+    ++at_;
+    if (peek().type != Token::string) error(peek(), "field( takes a quoted field name, e.g. field('Bz')");
+    auto e = make(K::field);
+    e->name = peek().text;
+    if (!valid_name(e->name)) error(peek(), "'" + printable(e->name) + "' is not a field name");
+    ++at_;
+    if (peek().type == Token::comma) {
+      ++at_;
+      if (peek().type != Token::string) error(peek(), "field('" + e->name + "', ...) takes a quoted component");
+      e->component = peek().text;
+      if (!valid_name(e->component)) error(peek(), "'" + printable(e->component) + "' is not a component name");
+      ++at_;
+    }
+    if (peek().type != Token::rparen) error(peek(), "expected ')' to close field(");
+    ++at_;
+    for (const char* axis : {"x", "y", "z"}) {  // sampled at each point's position
+      auto c = make(K::column);
+      c->name = axis;
+      e->args.push_back(std::move(c));
+    }
+    return e;
+  }
+
+  // function(sum), after the function's name `t`.
+  ExprPtr parse_call(const Token& t) {
+    const Function* fn = find_function(t.text);
+    if (!fn) error(t, "unknown function '" + t.text + "' (functions: " + function_names() + ")");
+    ++at_;
+    ExprPtr arg = parse_sum();
+    need_number(arg, t, t.text);
+    if (peek().type != Token::rparen) error(peek(), "expected ')' to close " + t.text + "(");
+    ++at_;
+    auto e = make(K::call, std::move(arg));
+    e->name = t.text;
+    e->function = fn;
+    return e;
+  }
+
   ExprPtr parse_atom() {
     Nest guard(*this);
     const Token t = peek();
@@ -362,42 +406,8 @@ class Parser {
           e->exact = e->value;
           return e;
         }
-        if (t.text == "field" && peek().type == Token::lparen) {  // field('name'[, 'component'])
-          ++at_;
-          if (peek().type != Token::string) error(peek(), "field( takes a quoted field name, e.g. field('Bz')");
-          auto e = make(K::field);
-          e->name = peek().text;
-          if (!valid_name(e->name)) error(peek(), "'" + printable(e->name) + "' is not a field name");
-          ++at_;
-          if (peek().type == Token::comma) {
-            ++at_;
-            if (peek().type != Token::string) error(peek(), "field('" + e->name + "', ...) takes a quoted component");
-            e->component = peek().text;
-            if (!valid_name(e->component)) error(peek(), "'" + printable(e->component) + "' is not a component name");
-            ++at_;
-          }
-          if (peek().type != Token::rparen) error(peek(), "expected ')' to close field(");
-          ++at_;
-          for (const char* axis : {"x", "y", "z"}) {  // sampled at each point's position
-            auto c = make(K::column);
-            c->name = axis;
-            e->args.push_back(std::move(c));
-          }
-          return e;
-        }
-        if (peek().type == Token::lparen) {
-          const Function* fn = find_function(t.text);
-          if (!fn) error(t, "unknown function '" + t.text + "' (functions: " + function_names() + ")");
-          ++at_;
-          ExprPtr arg = parse_sum();
-          need_number(arg, t, t.text);
-          if (peek().type != Token::rparen) error(peek(), "expected ')' to close " + t.text + "(");
-          ++at_;
-          auto e = make(K::call, std::move(arg));
-          e->name = t.text;
-          e->function = fn;
-          return e;
-        }
+        if (t.text == "field" && peek().type == Token::lparen) return parse_field();
+        if (peek().type == Token::lparen) return parse_call(t);
         auto e = make(K::column);
         e->name = t.text;
         return e;
@@ -517,10 +527,16 @@ std::vector<std::pair<std::string, std::string>> referenced_fields(const Expr& e
   return out;
 }
 
-ExprPtr parse_expression(const std::string& text) {
+namespace {
+ExprPtr parse_text(const std::string& text, bool condition) {
   if (text.size() > kMaxExpressionBytes) throw UsageError("expression longer than " + std::to_string(kMaxExpressionBytes >> 20) + " MiB");
-  return Parser(text).parse();
+  return Parser(text).parse(condition);
 }
+}  // namespace
+
+ExprPtr parse_expression(const std::string& text) { return parse_text(text, true); }
+
+ExprPtr parse_value(const std::string& text) { return parse_text(text, false); }
 
 void bind_columns(Expr& e, const std::vector<std::string>& columns) {
   if (e.kind == K::column) {

@@ -65,6 +65,9 @@ using ExprPtr = std::unique_ptr<Expr>;
 
 // Parses a boolean expression; throws UsageError("... at position N: ...") on bad syntax.
 ExprPtr parse_expression(const std::string& text);
+// Parses a numeric expression (what an analysis bins or sums: "field('Bz')", "ux**2 + uy**2");
+// UsageError on bad syntax or for a condition.
+ExprPtr parse_value(const std::string& text);
 
 // Resolves column names to indexes; UsageError naming an unknown column and listing the known ones.
 void bind_columns(Expr& e, const std::vector<std::string>& columns);

@@ -9,163 +9,223 @@
 
 namespace motes {
 
-std::vector<uint32_t> Query::parts_to_read() {
+Query::Parts Query::parts_to_read() const {
   const StepIndex* index = collection_->index();
-  std::vector<uint32_t> out;
+  Parts out;
   if (quality_to_ <= 0.0 || quality_from_ >= quality_to_) return out;
   if (!index || !predicate_) {
-    for (uint32_t k = 0; k < collection_->part_count(); ++k) out.push_back(k);
+    for (uint32_t k = 0; k < collection_->part_count(); ++k) out.read.push_back(k);
     return out;
   }
   const auto& nodes = index->nodes();
   Pruner pruner(indexes_of(index->columns()));
   for (uint32_t i = 0; i < nodes.size();) {
-    if (pruner.eval(*predicate_, i) == Tri::none) {
-      counters_.parts_pruned += nodes[i].part_count;
+    if (pruner.eval(*predicate_, i) == NodeMatch::none) {
+      out.pruned += nodes[i].part_count;
       i = nodes[i].subtree_end;
       continue;
     }
-    if (nodes[i].is_leaf()) out.push_back(nodes[i].first_part);
+    if (nodes[i].is_leaf()) out.read.push_back(nodes[i].first_part);
     ++i;
   }
   return out;
 }
 
-std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& counters) {
-  const Levels& lv = f.levels();
-  const auto& nodes = f.nodes();
-  uint32_t level_begin_ = levels_for_quality(quality_from_, lv.level_count());
-  uint32_t level_end_ = levels_for_quality(quality_to_, lv.level_count());
-  sample_ = {};
-  if (fraction_ && f.particle_count() > 0) {
-    // round(f * N) particles: the whole levels before level l, and k of level l's rows.
-    const uint64_t want = std::min<uint64_t>(f.particle_count(), uint64_t(std::floor(*fraction_ * double(f.particle_count()) + 0.5)));
-    uint32_t l = 0;
-    while (l < lv.level_count() && lv.level_start[l + 1] < want) ++l;
-    level_begin_ = 0;
-    level_end_ = want == 0 ? 0 : l + 1;
-    if (want > 0) sample_ = LevelSample(lv.level_start[l], lv.level_start[l + 1] - lv.level_start[l], want - lv.level_start[l]);
+LevelsRead levels_read(const Levels& lv, uint64_t count, double quality_from, double quality_to,
+                       std::optional<double> fraction) {
+  LevelsRead out;
+  out.begin = levels_for_quality(quality_from, lv.level_count());
+  out.end = levels_for_quality(quality_to, lv.level_count());
+  if (!fraction || count == 0) return out;
+  const uint64_t want = std::min<uint64_t>(count, uint64_t(std::floor(*fraction * double(count) + 0.5)));
+  uint32_t l = 0;
+  while (l < lv.level_count() && lv.level_start[l + 1] < want) ++l;
+  out.begin = 0;
+  out.end = want == 0 ? 0 : l + 1;
+  if (want > 0) out.sample = LevelSample(lv.level_start[l], lv.level_start[l + 1] - lv.level_start[l], want - lv.level_start[l]);
+  return out;
+}
+
+LevelsRead Query::levels_read(const ParticleFile& f) const {
+  return motes::levels_read(f.levels(), f.particle_count(), quality_from_, quality_to_, fraction_);
+}
+
+// The plan of one part, phase by phase: the levels the read takes; without a predicate,
+// those levels whole; with one, a price of the tree's plan from leaves probed across it,
+// then a value index, a traversal of the tree, or a scan of the levels in order.
+class Query::PartPlanner {
+ public:
+  PartPlanner(Query& q, const ParticleFile& f, QueryCounters& counters)
+      : q_(q), f_(f), lv_(f.levels()), counters_(counters) {}
+
+  std::vector<Task> plan() {
+    choose_levels();
+    if (level_begin_ >= level_end_ || f_.particle_count() == 0) return {};
+    if (!q_.predicate_) return take_levels();
+    range_begin_ = lv_.level_start[level_begin_];
+    range_ = lv_.level_start[level_end_] - range_begin_;
+    // Two plans, priced from the index alone before any value is read: test the points of
+    // the nodes the tree cannot rule out (random access, cheap when the tree prunes well,
+    // as for a tail that sits in a few regions), or scan the selected levels in order
+    // (sequential; for columns with quantile codes the scan reads their 1-byte codes first).
+    // Leaves sampled across the tree price the first plan before any traversal: when the
+    // predicate leaves more than a quarter of their points to test (a column that does not
+    // follow space), scan at once. Otherwise traverse, and stop as soon as the points to
+    // test outnumber range / 8: past that the scan is cheaper.
+    const Pruner pruner(indexes_for(f_, *q_.predicate_));
+    const Probe p = probe_leaves(pruner);
+    if (p.probed >= 1024 && p.to_test * 4 > p.probed) return scan();
+    // The tree would leave about to_test / probed of the points to test: a value index
+    // naming 32 times fewer rows is cheaper than the traversal and those tests.
+    if (p.probed > 0)
+      if (std::optional<std::vector<Task>> t = by_index(std::min(range_ / 16, p.to_test * range_ / p.probed / 32)))
+        return std::move(*t);
+    if (std::optional<std::vector<Task>> t = traverse(pruner)) return std::move(*t);
+    return scan();
   }
-  if (level_begin_ >= level_end_ || f.particle_count() == 0) return {};
-  if (!predicate_) {
-    // Everything matches: the selected levels are one contiguous range (a sampled level, tested).
-    uint64_t b = lv.level_start[level_begin_], e = lv.level_start[level_end_];
-    if (!sample_.active()) {
-      counters.points_taken_whole = e - b;
+
+ private:
+  Query& q_;
+  const ParticleFile& f_;
+  const Levels& lv_;
+  QueryCounters& counters_;
+  uint32_t level_begin_ = 0, level_end_ = 0;  // the levels read: [begin, end)
+  uint64_t range_begin_ = 0, range_ = 0;      // their rows: one contiguous range of the file
+
+  // The levels read; a fraction's partly taken level is sampled (q_.sample_, which
+  // run_part applies).
+  void choose_levels() {
+    LevelsRead r = q_.levels_read(f_);
+    level_begin_ = r.begin, level_end_ = r.end;
+    q_.sample_ = r.sample;
+  }
+
+  // Everything matches: the selected levels are one contiguous range (a sampled level, tested).
+  std::vector<Task> take_levels() {
+    const uint64_t b = lv_.level_start[level_begin_], e = lv_.level_start[level_end_];
+    const LevelSample& sample = q_.sample_;
+    if (!sample.active()) {
+      counters_.points_taken_whole = e - b;
       return {Task{b, e - b, true}};
     }
     std::vector<Task> out;
-    if (sample_.start() > b) out.push_back({b, sample_.start() - b, true});
-    counters.points_taken_whole = sample_.start() - b;
-    for (uint64_t s = sample_.start(); s < e; s += kScanBlock) out.push_back({s, std::min(kScanBlock, e - s), false});
+    if (sample.start() > b) out.push_back({b, sample.start() - b, true});
+    counters_.points_taken_whole = sample.start() - b;
+    for (uint64_t s = sample.start(); s < e; s += kScanBlock) out.push_back({s, std::min(kScanBlock, e - s), false});
     return out;
   }
-  const uint64_t range_begin = lv.level_start[level_begin_], range = lv.level_start[level_end_] - range_begin;
-  // A value index (the id index for `id in (...)`, a tail index for a threshold in a tail)
-  // that names at most `limit` candidate rows: those rows alone, taken whole when the index
-  // answered the whole predicate, else tested. Tried instead of a scan (at most range / 16
-  // rows), and when the leaves probed below price the tree's tests at 32 times its rows;
-  // where the tree prunes well it costs about as much as the index and keeps runs whole.
-  auto by_index = [&](uint64_t limit) -> std::optional<std::vector<Task>> {
-    std::optional<IndexedRows> ix = indexed_rows(f, *predicate_, limit);
-    if (!ix) return std::nullopt;
-    counters.points_tested = counters.points_taken_whole = 0;  // a traversal given up counts nothing
-    std::vector<std::vector<Task>> tasks(1);
-    tasks[0].reserve(ix->rows.size());
-    for (uint64_t r : ix->rows) {
-      if (r < range_begin || r - range_begin >= range) continue;
-      const bool whole = ix->exact && !(sample_.active() && r >= sample_.start());
-      std::vector<Task>& t = tasks[0];
-      if (!t.empty() && t.back().all == whole && t.back().start + t.back().count == r) ++t.back().count;
-      else t.push_back({r, 1, whole});
-      (whole ? counters.points_taken_whole : counters.points_tested) += 1;
-    }
-    counters.index_rows += ix->rows.size();
-    ++(ix->index == IndexedRows::Index::id ? counters.id_index_parts : counters.tail_index_parts);
-    if (counters.points_tested == 0) return std::move(tasks[0]);  // all whole, adjacent rows joined already
-    return coalesce(tasks);
-  };
-  auto scan_all = [&] {
-    if (std::optional<std::vector<Task>> t = by_index(range / 16)) return std::move(*t);
-    counters.scanned = true;
-    counters.points_tested = range;
-    counters.points_taken_whole = 0;
-    std::vector<Task> blocks;
-    for (uint64_t b = 0; b < range; b += kScanBlock) blocks.push_back({range_begin + b, std::min(kScanBlock, range - b), false});
-    return blocks;
-  };
-  // Two plans, priced from the index alone before any value is read: test the points of
-  // the nodes the tree cannot rule out (random access, cheap when the tree prunes well,
-  // as for a tail that sits in a few regions), or scan the selected levels in order
-  // (sequential; for columns with quantile codes the scan reads their 1-byte codes first).
-  // Leaves sampled across the tree price the first plan before any traversal: when the
-  // predicate leaves more than a quarter of their points to test (a column that does not
-  // follow space), scan at once. Otherwise traverse, and stop as soon as the points to
-  // test outnumber range / 8: past that the scan is cheaper.
-  const uint64_t scan_above = range / 8;
-  Pruner pruner(indexes_for(f, *predicate_));
-  {
-    constexpr uint32_t kProbes = 128;
+
+  // Of the leaves sampled across the tree, their points and the points the predicate leaves to test.
+  struct Probe {
     uint64_t probed = 0, to_test = 0;
+  };
+  Probe probe_leaves(const Pruner& pruner) const {
+    constexpr uint32_t kProbes = 128;
+    const auto& nodes = f_.nodes();
     const uint32_t nn = uint32_t(nodes.size());
+    Probe p;
     for (uint32_t k = 0, last = UINT32_MAX; k < kProbes && nn > 0; ++k) {
       uint32_t i = uint32_t(uint64_t(k) * nn / kProbes);
       while (i < nn && !nodes[i].is_leaf()) ++i;
       if (i >= nn || i == last) continue;
       last = i;
-      probed += nodes[i].own_count;
-      if (pruner.eval(*predicate_, i) == Tri::some) to_test += nodes[i].own_count;
+      p.probed += nodes[i].own_count;
+      if (pruner.eval(*q_.predicate_, i) == NodeMatch::some) p.to_test += nodes[i].own_count;
     }
-    if (probed >= 1024 && to_test * 4 > probed) return scan_all();
-    // The tree would leave about to_test / probed of the points to test: a value index
-    // naming 32 times fewer rows is cheaper than the traversal and those tests.
-    if (probed > 0)
-      if (std::optional<std::vector<Task>> t = by_index(std::min(range / 16, to_test * range / probed / 32))) return std::move(*t);
+    return p;
   }
-  // Runs of one level are met in preorder, which is their file order, so
-  // bucketing tasks by level yields them sorted by position without a sort.
-  std::vector<std::vector<Task>> by_level(level_end_);
-  auto take_runs = [&](uint32_t node, bool all) {
-    for (uint32_t r = lv.run_begin[node]; r < lv.run_begin[node + 1]; ++r) {
-      const Run& run = lv.runs[r];
-      if (run.level < level_begin_ || run.level >= level_end_) continue;
-      const bool whole = all && !(sample_.active() && run.start >= sample_.start());  // sampled rows are tested
-      by_level[run.level].push_back({run.start, run.count, whole});
-      (whole ? counters.points_taken_whole : counters.points_tested) += run.count;
+
+  // A value index (the id index for `id in (...)`, a tail index for a threshold in a tail)
+  // that names at most `limit` candidate rows: those rows alone, taken whole when the index
+  // answered the whole predicate, else tested. Tried instead of a scan (at most range / 16
+  // rows), and when the leaves probed price the tree's tests at 32 times its rows; where
+  // the tree prunes well it costs about as much as the index and keeps runs whole.
+  std::optional<std::vector<Task>> by_index(uint64_t limit) {
+    std::optional<IndexedRows> ix = indexed_rows(f_, *q_.predicate_, limit);
+    if (!ix) return std::nullopt;
+    counters_.points_tested = counters_.points_taken_whole = 0;  // a traversal given up counts nothing
+    std::vector<std::vector<Task>> tasks(1);
+    tasks[0].reserve(ix->rows.size());
+    for (uint64_t r : ix->rows) {
+      if (r < range_begin_ || r - range_begin_ >= range_) continue;
+      const bool whole = ix->exact && !(q_.sample_.active() && r >= q_.sample_.start());
+      std::vector<Task>& t = tasks[0];
+      if (!t.empty() && t.back().all == whole && t.back().start + t.back().count == r) ++t.back().count;
+      else t.push_back({r, 1, whole});
+      (whole ? counters_.points_taken_whole : counters_.points_tested) += 1;
     }
-  };
-  for (uint32_t i = 0, visited = 0; i < nodes.size();) {
-    if ((++visited & 4095) == 0) cancel_.check();  // a tree of millions of nodes takes a while
-    if (lv.subtree_count[i] == 0 || lv.depth[i] >= level_end_) {
-      i = lv.subtree_end[i];
-      continue;
-    }
-    ++counters.nodes_visited;
-    Tri t = pruner.eval(*predicate_, i);
-    if (t == Tri::none) {
-      ++counters.nodes_pruned;
-      i = lv.subtree_end[i];
-    } else if (t == Tri::all) {
-      ++counters.nodes_all;
-      // Nodes at depth >= level_end_ hold no run of the selected levels (the test above),
-      // nor do their subtrees: skipped whole (a coarse read of a large box visits few).
-      for (uint32_t k = i; k < lv.subtree_end[i];) {
-        if (lv.depth[k] >= level_end_) {
-          k = lv.subtree_end[k];
-          continue;
-        }
-        take_runs(k, true);
-        ++k;
+    counters_.index_rows += ix->rows.size();
+    ++(ix->index == IndexedRows::Index::id ? counters_.id_index_parts : counters_.tail_index_parts);
+    if (counters_.points_tested == 0) return std::move(tasks[0]);  // all whole, adjacent rows joined already
+    return coalesce(tasks);
+  }
+
+  // Every point of the selected levels tested, in file order (unless a value index names
+  // at most range / 16 rows).
+  std::vector<Task> scan() {
+    if (std::optional<std::vector<Task>> t = by_index(range_ / 16)) return std::move(*t);
+    counters_.scanned = true;
+    counters_.points_tested = range_;
+    counters_.points_taken_whole = 0;
+    std::vector<Task> blocks;
+    for (uint64_t b = 0; b < range_; b += kScanBlock) blocks.push_back({range_begin_ + b, std::min(kScanBlock, range_ - b), false});
+    return blocks;
+  }
+
+  // The runs of the nodes the tree cannot rule out (tested) or holds whole; nullopt once
+  // the points to test outnumber range / 8 (a scan is cheaper).
+  std::optional<std::vector<Task>> traverse(const Pruner& pruner) {
+    const uint64_t scan_above = range_ / 8;
+    const auto& nodes = f_.nodes();
+    // Runs of one level are met in preorder, which is their file order, so
+    // bucketing tasks by level yields them sorted by position without a sort.
+    std::vector<std::vector<Task>> by_level(level_end_);
+    auto take_runs = [&](uint32_t node, bool all) {
+      for (uint32_t r = lv_.run_begin[node]; r < lv_.run_begin[node + 1]; ++r) {
+        const Run& run = lv_.runs[r];
+        if (run.level < level_begin_ || run.level >= level_end_) continue;
+        const bool whole = all && !(q_.sample_.active() && run.start >= q_.sample_.start());  // sampled rows are tested
+        by_level[run.level].push_back({run.start, run.count, whole});
+        (whole ? counters_.points_taken_whole : counters_.points_tested) += run.count;
       }
-      i = lv.subtree_end[i];
-    } else {
-      take_runs(i, false);
-      ++i;
+    };
+    for (uint32_t i = 0, visited = 0; i < nodes.size();) {
+      if ((++visited & 4095) == 0) q_.cancel_.check();  // a tree of millions of nodes takes a while
+      if (lv_.subtree_count[i] == 0 || lv_.depth[i] >= level_end_) {
+        i = lv_.subtree_end[i];
+        continue;
+      }
+      ++counters_.nodes_visited;
+      const NodeMatch t = pruner.eval(*q_.predicate_, i);
+      if (t == NodeMatch::none) {
+        ++counters_.nodes_pruned;
+        i = lv_.subtree_end[i];
+      } else if (t == NodeMatch::all) {
+        ++counters_.nodes_all;
+        // Nodes at depth >= level_end_ hold no run of the selected levels (the test above),
+        // nor do their subtrees: skipped whole (a coarse read of a large box visits few).
+        for (uint32_t k = i; k < lv_.subtree_end[i];) {
+          if (lv_.depth[k] >= level_end_) {
+            k = lv_.subtree_end[k];
+            continue;
+          }
+          take_runs(k, true);
+          ++k;
+        }
+        i = lv_.subtree_end[i];
+      } else {
+        take_runs(i, false);
+        ++i;
+      }
+      if (counters_.points_tested > scan_above) return std::nullopt;
     }
-    if (counters.points_tested > scan_above) return scan_all();
+    // The exact test decides every point either way: both plans give the same result.
+    return coalesce(by_level);
   }
-  // The exact test decides every point either way: both plans give the same result.
-  return coalesce(by_level);
+};
+
+std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& counters) {
+  return PartPlanner(*this, f, counters).plan();
 }
 
 // Concatenates the levels' tasks (each sorted, levels ascending: file order) and

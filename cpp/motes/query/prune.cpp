@@ -45,42 +45,42 @@ std::vector<const ColumnIndex*> indexes_of(const std::vector<ColumnIndex>& colum
   return out;
 }
 
-Tri Pruner::eval(const Expr& e, uint32_t node) const {
+NodeMatch Pruner::eval(const Expr& e, uint32_t node) const {
   switch (e.kind) {
     case K::and_: {
-      Tri a = eval(*e.args[0], node);
-      if (a == Tri::none) return a;
-      Tri b = eval(*e.args[1], node);
-      if (b == Tri::none) return b;
-      return (a == Tri::all && b == Tri::all) ? Tri::all : Tri::some;
+      NodeMatch a = eval(*e.args[0], node);
+      if (a == NodeMatch::none) return a;
+      NodeMatch b = eval(*e.args[1], node);
+      if (b == NodeMatch::none) return b;
+      return (a == NodeMatch::all && b == NodeMatch::all) ? NodeMatch::all : NodeMatch::some;
     }
     case K::or_: {
-      Tri a = eval(*e.args[0], node);
-      if (a == Tri::all) return a;
-      Tri b = eval(*e.args[1], node);
-      if (b == Tri::all) return b;
-      return (a == Tri::none && b == Tri::none) ? Tri::none : Tri::some;
+      NodeMatch a = eval(*e.args[0], node);
+      if (a == NodeMatch::all) return a;
+      NodeMatch b = eval(*e.args[1], node);
+      if (b == NodeMatch::all) return b;
+      return (a == NodeMatch::none && b == NodeMatch::none) ? NodeMatch::none : NodeMatch::some;
     }
     case K::not_: {
-      Tri a = eval(*e.args[0], node);
-      return a == Tri::all ? Tri::none : a == Tri::none ? Tri::all : Tri::some;
+      NodeMatch a = eval(*e.args[0], node);
+      return a == NodeMatch::all ? NodeMatch::none : a == NodeMatch::none ? NodeMatch::all : NodeMatch::some;
     }
     case K::in_: {
       // None when no listed value lies in the operand's range. Rounding to double is
       // monotone, so a value v in [lo, hi] rounds into [double(lo), double(hi)], and so does
       // the literal equal to it.
       const Interval a = interval(*e.args[0], node);
-      if (a.empty) return Tri::none;  // NaN only: in no list
+      if (a.empty) return NodeMatch::none;  // NaN only: in no list
       const std::vector<double>& r = e.list->rounded;
       auto it = std::lower_bound(r.begin(), r.end(), a.lo);
-      return it != r.end() && *it <= a.hi ? Tri::some : Tri::none;
+      return it != r.end() && *it <= a.hi ? NodeMatch::some : NodeMatch::none;
     }
     default:
       return compare(e, node);
   }
 }
 
-Tri Pruner::compare(const Expr& e, uint32_t node) const {
+NodeMatch Pruner::compare(const Expr& e, uint32_t node) const {
   int col;
   long double c;
   K kind;
@@ -88,7 +88,7 @@ Tri Pruner::compare(const Expr& e, uint32_t node) const {
   // the values as doubles, 64-bit integers bounded outward) still prune conservatively.
   if (is_simple_comparison(e, col, c, kind)) return simple(col, double(c), kind, node);
   Interval a = interval(*e.args[0], node), b = interval(*e.args[1], node);
-  if (a.empty || b.empty) return Tri::some;  // NaN-only inputs: let the exact test decide
+  if (a.empty || b.empty) return NodeMatch::some;  // NaN-only inputs: let the exact test decide
   bool impossible = false;
   switch (e.kind) {
     case K::lt: impossible = a.lo >= b.hi; break;
@@ -98,46 +98,46 @@ Tri Pruner::compare(const Expr& e, uint32_t node) const {
     case K::eq: impossible = a.hi < b.lo || a.lo > b.hi; break;
     default: break;
   }
-  return impossible ? Tri::none : Tri::some;
+  return impossible ? NodeMatch::none : NodeMatch::some;
 }
 
-Tri Pruner::simple(int col, double c, K kind, uint32_t node) const {
+NodeMatch Pruner::simple(int col, double c, K kind, uint32_t node) const {
   const ColumnIndex& ci = *columns_[size_t(col)];
   uint32_t bits = ci.node_bits[node];
-  if (std::isnan(c)) return kind == K::ne ? Tri::all : Tri::none;
-  if (bits == 0) return kind == K::ne ? Tri::all : Tri::none;  // only NaN values here
+  if (std::isnan(c)) return kind == K::ne ? NodeMatch::all : NodeMatch::none;
+  if (bits == 0) return kind == K::ne ? NodeMatch::all : NodeMatch::none;  // only NaN values here
   double lo = ci.node_min[node], hi = ci.node_max[node];
   const bool nan_free = ci.nan_count == 0;
   auto bins_between = [&](uint32_t b0, uint32_t b1) { return (b1 >= 31 ? ~0u : ((2u << b1) - 1)) & ~((1u << b0) - 1); };
   const double g0 = ci.global_min, g1 = ci.global_max;
   switch (kind) {
     case K::lt:
-      if (lo >= c) return Tri::none;
-      if (!(bits & bins_between(0, spec::bitmap_bin(c, g0, g1)))) return Tri::none;
-      return hi < c && nan_free ? Tri::all : Tri::some;
+      if (lo >= c) return NodeMatch::none;
+      if (!(bits & bins_between(0, spec::bitmap_bin(c, g0, g1)))) return NodeMatch::none;
+      return hi < c && nan_free ? NodeMatch::all : NodeMatch::some;
     case K::le:
-      if (lo > c) return Tri::none;
-      if (!(bits & bins_between(0, spec::bitmap_bin(c, g0, g1)))) return Tri::none;
-      return hi <= c && nan_free ? Tri::all : Tri::some;
+      if (lo > c) return NodeMatch::none;
+      if (!(bits & bins_between(0, spec::bitmap_bin(c, g0, g1)))) return NodeMatch::none;
+      return hi <= c && nan_free ? NodeMatch::all : NodeMatch::some;
     case K::gt:
-      if (hi <= c) return Tri::none;
-      if (!(bits & bins_between(spec::bitmap_bin(c, g0, g1), 31))) return Tri::none;
-      return lo > c && nan_free ? Tri::all : Tri::some;
+      if (hi <= c) return NodeMatch::none;
+      if (!(bits & bins_between(spec::bitmap_bin(c, g0, g1), 31))) return NodeMatch::none;
+      return lo > c && nan_free ? NodeMatch::all : NodeMatch::some;
     case K::ge:
-      if (hi < c) return Tri::none;
-      if (!(bits & bins_between(spec::bitmap_bin(c, g0, g1), 31))) return Tri::none;
-      return lo >= c && nan_free ? Tri::all : Tri::some;
+      if (hi < c) return NodeMatch::none;
+      if (!(bits & bins_between(spec::bitmap_bin(c, g0, g1), 31))) return NodeMatch::none;
+      return lo >= c && nan_free ? NodeMatch::all : NodeMatch::some;
     case K::eq: {
-      if (c < lo || c > hi) return Tri::none;
+      if (c < lo || c > hi) return NodeMatch::none;
       uint32_t b = spec::bitmap_bin(c, g0, g1);
-      if (!(bits & (1u << b))) return Tri::none;
-      return lo == c && hi == c && nan_free ? Tri::all : Tri::some;
+      if (!(bits & (1u << b))) return NodeMatch::none;
+      return lo == c && hi == c && nan_free ? NodeMatch::all : NodeMatch::some;
     }
     case K::ne:
-      if (c < lo || c > hi) return Tri::all;  // NaN != c holds too
-      return Tri::some;
+      if (c < lo || c > hi) return NodeMatch::all;  // NaN != c holds too
+      return NodeMatch::some;
     default:
-      return Tri::some;
+      return NodeMatch::some;
   }
 }
 

@@ -11,7 +11,8 @@
 
 namespace motes {
 
-enum class Tri : uint8_t { none, some, all };
+// How many of a node's points can satisfy a predicate: none, some (test them) or all.
+enum class NodeMatch : uint8_t { none, some, all };
 
 // `column` = index in the schema, `constant` the number it is compared with, `kind` the
 // comparison with the column on the left: true for `x OP c` and `c OP x` (flipped).
@@ -21,12 +22,12 @@ class Pruner {
  public:
   // The index of every column the predicate reads (by schema position; others may be null).
   explicit Pruner(std::vector<const ColumnIndex*> columns) : columns_(std::move(columns)) {}
-  Tri eval(const Expr& e, uint32_t node) const;
+  NodeMatch eval(const Expr& e, uint32_t node) const;
 
  private:
   std::vector<const ColumnIndex*> columns_;
-  Tri compare(const Expr& e, uint32_t node) const;
-  Tri simple(int col, double c, Expr::Kind kind, uint32_t node) const;
+  NodeMatch compare(const Expr& e, uint32_t node) const;
+  NodeMatch simple(int col, double c, Expr::Kind kind, uint32_t node) const;
   Interval interval(const Expr& e, uint32_t node) const;
 };
 

@@ -9,7 +9,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .. import _core
+from ..plan import levels_for_quality
 from .config import Limits
 from .errors import bad_request, over_limit, unprocessable
 from .params import numbers
@@ -32,12 +32,12 @@ class Ladder:
 
     @staticmethod
     def levels_of(q: float, level_count: int) -> int:
-        return _core.levels_for_quality(q, level_count)
+        return levels_for_quality(q, level_count)
 
     def estimate(self, cell_counts: Sequence[Sequence[np.ndarray]], q0s: Sequence[float]) -> np.ndarray:
         """Per ladder quality q, the estimated particles of the cells between their q0 and q:
         ``cell_counts[c][p]`` is the estimated particles per level of part p in cell c
-        (``_core.level_counts``; empty: none)."""
+        (``PartRead.levels`` of ``Dataset.plan``; empty: none)."""
         total = np.zeros(len(self.quality))
         for p, n in enumerate(self.part_levels):
             cells = [c for c in range(len(cell_counts)) if cell_counts[c][p].size]

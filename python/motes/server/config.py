@@ -11,14 +11,17 @@ import socket
 from dataclasses import dataclass, field
 from typing import Optional, Sequence, Tuple
 
+from .. import _defaults
+
 HOST = "127.0.0.1"
 PORT = 8765
 
 #: Where the viewer's build (index.html, assets/) is found; absent until it is built.
 APP_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "app")
 
-#: Histograms: bins of an axis and particles read when the request names neither.
-HISTOGRAM_BINS = 64
+#: Histograms: bins of an axis (the core's default, motes._defaults) and particles read
+#: when the request names neither.
+HISTOGRAM_BINS = _defaults.HISTOGRAM_BINS
 HISTOGRAM_BUDGET = 2_000_000
 
 #: Bodies at least this long are compressed (when the client accepts it).

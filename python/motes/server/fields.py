@@ -137,6 +137,7 @@ def index_box_of(params: Params, f: GridField) -> IndexBox:
     return tuple(lo), tuple(hi)
 
 
+# Long only as the sum of its route handlers (closures over the registry and limits), each short.
 def make_field_routes(server) -> Dict[str, Any]:
     registry: Registry = server.registry
     limits: Limits = server.config.limits

@@ -7,10 +7,12 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, List, Optional
 
+import numpy as np
+
 from starlette.requests import Request
 from starlette.responses import Response
 
-from .. import _core
+from .._defaults import histogram_range
 from .cells import Cell, Ladder, budget, parse_cells, quality
 from .config import HISTOGRAM_BINS, HISTOGRAM_BUDGET, Limits
 from .errors import bad_request, over_limit, unprocessable
@@ -43,11 +45,16 @@ def columns_of(params: Params, sp: Species) -> List[str]:
     return names
 
 
-def box_counts(sp: Species, box) -> List[Any]:
-    """Per part, the estimated particles per level inside the box (tree only)."""
-    return _core.level_counts(sp.source, box)
+def box_counts(sp: Species, box) -> List[np.ndarray]:
+    """Per part, the estimated particles per level inside the box, from the index alone
+    (``Dataset.plan``; empty for a part it leaves out)."""
+    counts = [np.zeros(0)] * sp.source.part_count
+    for p in sp.ds.plan(box=box, step=sp.step, species=sp.name, levels=True).parts:
+        counts[p.part] = p.levels
+    return counts
 
 
+# Long only as the sum of its route handlers (closures over the registry and limits), each short.
 def make_query_routes(server) -> Dict[str, Any]:
     registry: Registry = server.registry
     limits: Limits = server.config.limits
@@ -119,13 +126,9 @@ def make_query_routes(server) -> Dict[str, Any]:
         ranges = []
         for name, _bins, given in axes:
             column = sp.column(name)
-            if given is None:  # the column's range in this step
-                lo, hi = (0.0, 1.0) if column["min"] is None else (column["min"], column["max"])
-            else:
-                lo, hi = given
-                if not lo <= hi:
-                    raise unprocessable(f"range of '{name}' is empty: [{lo!r}, {hi!r}]")
-            ranges.append((lo - 0.5, hi + 0.5) if lo == hi else (lo, hi))
+            if given is not None and not given[0] <= given[1]:
+                raise unprocessable(f"range of '{name}' is empty: [{given[0]!r}, {given[1]!r}]")
+            ranges.append(histogram_range(given, column["min"], column["max"]))  # default: the column's in this step
         headers, cached = step_headers(sp, request, params)
         if cached:
             return cached

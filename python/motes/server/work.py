@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, Optional
 import anyio
 import anyio.to_thread
 
-from .. import _core
+from .. import CancelToken
 from ..errors import CancelledError, MotesError
 from .errors import HTTPError, of_motes_error
 
@@ -23,7 +23,7 @@ class Job:
     def __init__(self, limiter: anyio.CapacityLimiter, timeout: float, threads: int,
                  after_work: Callable[[], None] = lambda: None):
         self.limiter, self.timeout, self.threads, self.after_work = limiter, timeout, threads, after_work
-        self.token = _core.CancelToken()
+        self.token = CancelToken()
         self.deadline: Optional[float] = None  # set when its first step starts running
         self.disconnected = False
 

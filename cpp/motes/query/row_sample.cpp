@@ -1,4 +1,4 @@
-#include "motes/query/sample.hpp"
+#include "motes/query/row_sample.hpp"
 
 #include <algorithm>
 

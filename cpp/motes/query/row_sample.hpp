@@ -18,6 +18,7 @@ class LevelSample {
   bool active() const { return n_ > 0 && k_ < n_; }
   uint64_t start() const { return start_; }
   uint64_t end() const { return start_ + n_; }
+  uint64_t taken() const { return k_; }  // rows sampled
   // Whether file position `row` (inside [start, end)) is sampled.
   bool take(uint64_t row) const { return reverse(row - start_) < threshold_; }
   // Clears mask[j] of the unsampled rows among positions [first, first + count).

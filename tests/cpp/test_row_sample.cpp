@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "motes/query/sample.hpp"
+#include "motes/query/row_sample.hpp"
 
 using motes::LevelSample;
 
