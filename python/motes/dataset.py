@@ -15,7 +15,9 @@ from . import _args, _core, _defaults
 from ._defaults import HISTOGRAM_BINS
 from .dtypes import numpy_dtype
 from .errors import UsageError, storage_errors
-from ._support import Progress, comm_handle, on_every_rank, storage_method
+from ._progress import Progress
+from ._ranks import comm_handle, on_every_rank
+from .errors import storage_method
 from .table import Column, Table
 
 __all__ = ["open", "Dataset", "read_partition"]

@@ -17,20 +17,15 @@ the number) keeps its files.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import re
 import shutil
-import socket
-import time
 from dataclasses import dataclass, field
 from typing import List, Optional, Set, Tuple
 
 from . import _core
-from .errors import UsageError
 
-__all__ = ["Leftover", "find", "clean", "writers_lock", "TEMPORARY", "LOCK_FILE"]
+__all__ = ["Leftover", "find", "clean", "TEMPORARY"]
 
 #: The name of a writer's temporary file: the final name, the writer's pid, a counter.
 TEMPORARY = re.compile(r"^(?P<final>.+)\.tmp-(?P<pid>\d+)-(?P<counter>\d+)$")
@@ -151,49 +146,17 @@ def find(core) -> List[Leftover]:
     return out
 
 
-#: The writers' lock file of a dataset (format.md §3.6).
-LOCK_FILE = ".lock"
-
-
-@contextlib.contextmanager
-def writers_lock(dataset_dir: str, what: str, timeout: Optional[float] = None):
-    """Holds the dataset's writers' lock as the core's writers take it (format.md §3.6: an
-    exclusive flock of ``.lock``, the holder named in it), so no writer that respects it
-    runs meanwhile. Waits up to ``timeout`` seconds (default: the core's, MOTES_LOCK_TIMEOUT),
-    then UsageError naming the holder."""
-    from . import _defaults
-
-    timeout = float(_defaults.default("lock_timeout") if timeout is None else timeout)
-    path = os.path.join(dataset_dir, LOCK_FILE)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-    try:
-        deadline = time.monotonic() + max(0.0, timeout)
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    holder = os.pread(fd, 511, 0).decode("utf-8", "replace").rstrip("\n\0")
-                    raise UsageError(
-                        f"cannot {what}: another writer holds the lock '{path}'" + (f" ({holder})" if holder else "")
-                        + "; motes allows one writer per dataset at a time: wait for it to finish"
-                        + (f" (waited {timeout:g} s)" if timeout > 0 else "") + " or pass a lock timeout") from None
-                time.sleep(0.02)
-        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {when}: {what}\n".encode(), 0)
-        yield
-    finally:
-        os.close(fd)  # releases the flock
-
-
 def clean(dataset_dir: str, lock_timeout: Optional[float] = None) -> Tuple[List[Leftover], List[Leftover]]:
     """Removes, under the dataset's writers' lock, the leftovers of writers that no longer
     run (see the module docstring). Returns (removed, kept); UsageError naming the holder
     when another writer holds the lock past ``lock_timeout``."""
-    with writers_lock(dataset_dir, f"clean the leftovers of '{dataset_dir}' (motes verify --clean)", lock_timeout):
-        core = _core.DatasetCore.open(dataset_dir)  # the manifest on disk, read under the lock
+    from . import _defaults
+
+    core = _core.DatasetCore.open(dataset_dir)
+    core.lock_timeout = float(_defaults.default("lock_timeout") if lock_timeout is None else lock_timeout)
+    # The writers' lock, as the core's writers take it (format.md §3.6); the manifest on disk
+    # is read again under it.
+    with core.writing(f"clean the leftovers of '{dataset_dir}' (motes verify --clean)"):
         removed: List[Leftover] = []
         kept: List[Leftover] = []
         for item in find(core):

@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _args, _core
-from ._support import on_every_rank
+from ._ranks import on_every_rank
 from ._defaults import HISTOGRAM_BINS, histogram_range
 from .dataset import BoxLike, Dataset, Quality, _selection
 from .dataset import open as _open

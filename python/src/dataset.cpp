@@ -8,6 +8,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <memory>
+#include <optional>
 
 #include "common.hpp"
 #include "motes/dataset/dataset.hpp"
@@ -16,6 +17,11 @@
 #include "motes/particles/collection.hpp"
 
 namespace motes_py {
+
+// The lock a DatasetCore.writing() holds.
+struct DatasetWriting {
+  std::optional<motes::Dataset::Writing> writing;
+};
 
 namespace {
 
@@ -158,6 +164,18 @@ void bind_dataset_core(nb::module_& m) {
           "attributes"_a, "Replaces the dataset-level attributes (a dict of JSON values), under the lock.")
       .def_prop_ro("steps", &steps_of,
                    "Per step: index, time, attributes, species and fields (dicts by name), as the manifest holds them.")
+      .def(
+          "writing",
+          [](motes::Dataset& d, const std::string& what) {
+            auto w = std::make_unique<DatasetWriting>();
+            nb::gil_scoped_release release;  // may wait for another writer's lock
+            w->writing.emplace(d.begin_writing(what));
+            return w.release();
+          },
+          "what"_a, nb::rv_policy::take_ownership,
+          "Takes the dataset's writers' lock as a write does (`what` names it to a writer refused meanwhile; "
+          "waits up to lock_timeout, then UsageError naming the holder) and re-reads the manifest; a context "
+          "manager that releases it.")
       .def("begin_parted_step", &begin_parted_step, "index"_a, "time"_a, "attributes"_a, "species"_a,
            "options"_a = nb::none(), "fields"_a = std::vector<std::string>(), nb::keep_alive<0, 1>(),
            nb::rv_policy::take_ownership)
@@ -165,6 +183,17 @@ void bind_dataset_core(nb::module_& m) {
            "progress"_a = nb::none(), "fields"_a = std::vector<FieldTuple>(),
            "Writes a step: species are (name, columns) pairs, fields FieldTuples (write_field_file); returns "
            "(a WriteSummary per species, a FieldSummary per field).");
+}
+
+// The writers' lock of a dataset, held from DatasetCore.writing() until release() (or the
+// end of a `with` block).
+void bind_dataset_writing(nb::module_& m) {
+  nb::class_<DatasetWriting>(m, "DatasetWriting", "The dataset's writers' lock, held; a context manager.")
+      .def("release", [](DatasetWriting& w) { w.writing.reset(); }, "Releases the lock (again: nothing).")
+      .def_prop_ro("held", [](const DatasetWriting& w) { return w.writing.has_value(); })
+      .def("__enter__", [](DatasetWriting& w) -> DatasetWriting& { return w; }, nb::rv_policy::reference)
+      .def("__exit__", [](DatasetWriting& w, nb::handle, nb::handle, nb::handle) { w.writing.reset(); },
+           "type"_a.none(), "value"_a.none(), "traceback"_a.none());
 }
 
 // PartedStep: a step written part by part.
@@ -209,6 +238,7 @@ void bind_parted_step(nb::module_& m) {
 
 void bind_dataset(nb::module_& m) {
   bind_dataset_core(m);
+  bind_dataset_writing(m);
   bind_parted_step(m);
 }
 

@@ -7,6 +7,7 @@ import os
 import time
 from typing import List
 
+from .._defaults import HISTOGRAM_BINS, HISTOGRAM_BINS_2D
 from ..errors import UsageError, storage_errors
 from .common import (check_columns, describe_selection, open_dataset, output_kind, require, selected_steps,
                      selection_kwargs, species_of)
@@ -226,7 +227,7 @@ def cmd_hist(args) -> int:
     if args.output:
         output_kind(args.output, ("npz", "csv"))
     two_d = args.y is not None
-    bins = args.bins if args.bins is not None else ([64] if not two_d else [128])
+    bins = args.bins if args.bins is not None else ([HISTOGRAM_BINS] if not two_d else [HISTOGRAM_BINS_2D])
     if len(bins) > 2 or (len(bins) == 2 and not two_d):
         raise UsageError("--bins takes one number, or two (NX NY) for a 2-D histogram")
     if args.yrange is not None and not two_d:
@@ -314,7 +315,8 @@ def add_parser(subs) -> None:
     p.add_argument("y", metavar="Y", nargs="?", default=None, help="column on the y axis (2-D histogram)")
     g = p.add_argument_group("binning")
     g.add_argument("--bins", type=positive_int, nargs="+", metavar="N", default=None,
-                   help="number of bins: N, or NX NY in 2-D (default: 64 in 1-D, 128 per axis in 2-D)")
+                   help=f"number of bins: N, or NX NY in 2-D (default: {HISTOGRAM_BINS} in 1-D, "
+                        f"{HISTOGRAM_BINS_2D} per axis in 2-D)")
     g.add_argument("--range", type=float, nargs=2, metavar=("LO", "HI"), default=None,
                    help="range of X (default: min/max of the selected values)")
     g.add_argument("--yrange", type=float, nargs=2, metavar=("LO", "HI"), default=None,
