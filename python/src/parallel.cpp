@@ -13,7 +13,7 @@
 #include <cstring>
 
 #include "common.hpp"
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 #include "motes/parallel/aggregation.hpp"
 #include "motes/parallel/options.hpp"
 #ifdef MOTES_HAVE_MPI

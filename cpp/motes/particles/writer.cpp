@@ -20,7 +20,7 @@
 #include "motes/particles/column_writer.hpp"
 #include "motes/particles/id_index.hpp"
 #include "motes/particles/spec.hpp"
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 
 namespace motes {
 
