@@ -17,7 +17,7 @@
 #include "motes/parallel/aggregation.hpp"
 #include "motes/parallel/options.hpp"
 #ifdef MOTES_HAVE_MPI
-#include "motes/parallel/mpi_io.hpp"
+#include "motes/parallel/parallel.hpp"
 #endif
 
 namespace motes_py {

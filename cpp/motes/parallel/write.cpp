@@ -1,8 +1,8 @@
-// The collective write (mpi_io.hpp): ranks agree on the step and schema, summarise
+// The collective write (parallel.hpp): ranks agree on the step and schema, summarise
 // their particles for rank 0, which plans the aggregation; columns travel to the
 // aggregators, which write the part files; rank 0 writes the step index and publishes
 // the step in the manifest. Every stage's failures are agreed on (agree.hpp).
-#include "motes/parallel/mpi_io.hpp"
+#include "motes/parallel/parallel.hpp"
 
 #include <algorithm>
 #include <chrono>
