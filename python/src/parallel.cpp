@@ -13,11 +13,11 @@
 #include <cstring>
 
 #include "common.hpp"
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 #include "motes/parallel/aggregation.hpp"
 #include "motes/parallel/options.hpp"
 #ifdef MOTES_HAVE_MPI
-#include "motes/parallel/mpi_io.hpp"
+#include "motes/parallel/parallel.hpp"
 #endif
 
 namespace motes_py {

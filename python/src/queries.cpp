@@ -14,7 +14,7 @@
 
 #include "common.hpp"
 #include "motes/analysis/analysis.hpp"
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 #include "motes/particles/layout/tree.hpp"
 #include "motes/query/engine.hpp"
 #include "motes/query/estimate.hpp"

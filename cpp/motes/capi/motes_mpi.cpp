@@ -5,7 +5,7 @@
 
 #include "motes/capi/writer_state.hpp"
 #include "motes/parallel/comm.hpp"
-#include "motes/parallel/mpi_io.hpp"
+#include "motes/parallel/parallel.hpp"
 
 extern "C" {
 

@@ -11,7 +11,7 @@
 #include <unordered_map>
 
 #include "motes/core/memory.hpp"
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 #include "motes/core/types.hpp"
 #define XXH_INLINE_ALL
 #include <xxhash.h>

@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "motes/core/errors.hpp"
-#include "motes/core/parallel.hpp"
 #include "motes/core/text.hpp"
+#include "motes/core/threads.hpp"
 #include "motes/fields/file_area.hpp"
 #include "motes/io/files.hpp"
 

@@ -11,7 +11,7 @@
 #include "motes/codec/codec.hpp"
 #include "motes/codec/zfp.hpp"
 #include "motes/core/errors.hpp"
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 #include "motes/fields/file.hpp"
 #include "motes/fields/file_area.hpp"
 #include "motes/io/files.hpp"

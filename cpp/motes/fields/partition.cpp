@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "motes/core/errors.hpp"
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 #include "motes/core/types.hpp"
 
 namespace motes::fields {

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "motes/core/errors.hpp"
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 
 namespace motes::fields {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 #include "motes/core/types.hpp"
 
 namespace motes::mpi {

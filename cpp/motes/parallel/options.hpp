@@ -1,4 +1,4 @@
-// The parallel layer's options and reports (mpi_io.hpp), in a header without MPI: the
+// The parallel layer's options and reports (parallel.hpp), in a header without MPI: the
 // Python extension binds them, and the C API's writers hold them, in builds without MPI too.
 #pragma once
 

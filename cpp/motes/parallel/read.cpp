@@ -1,7 +1,7 @@
-// The collective read (mpi_io.hpp): the part files are shared out to read aggregators
+// The collective read (parallel.hpp): the part files are shared out to read aggregators
 // spread over the ranks; each serves the rows of its parts that other ranks ask for,
 // by box or as even shares of the matching particles.
-#include "motes/parallel/mpi_io.hpp"
+#include "motes/parallel/parallel.hpp"
 
 #include <algorithm>
 

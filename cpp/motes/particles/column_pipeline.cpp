@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "motes/core/memory.hpp"
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 #include "motes/particles/column_writer.hpp"
 
 namespace motes {

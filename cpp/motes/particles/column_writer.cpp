@@ -8,7 +8,7 @@
 #include <memory>
 #include <mutex>
 
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 #include "motes/particles/spec.hpp"
 
 namespace motes {

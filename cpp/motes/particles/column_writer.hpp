@@ -1,6 +1,7 @@
 // One column on its way into a particle file (internal to the writer): its global range,
 // quantile edges, codecs, and, block by block in file order, its values gathered from the
-// caller's arrays, the running per-node index, quantile codes, and the stored blocks.
+// caller's arrays, the running per-node index, quantile codes, and the stored blocks; then
+// the file's metadata sections made of them (writer_sections.cpp).
 #pragma once
 
 #include <algorithm>
@@ -13,7 +14,9 @@
 
 #include "motes/codec/codec.hpp"
 #include "motes/container/block_stream.hpp"
+#include "motes/container/container.hpp"
 #include "motes/core/types.hpp"
+#include "motes/particles/id_index.hpp"
 #include "motes/particles/layout/builder.hpp"
 #include "motes/particles/row_stage.hpp"
 #include "motes/particles/tail_index.hpp"
@@ -118,5 +121,13 @@ void write_columns(std::vector<ColumnPlan>& plans, const Layout& layout, const s
                    const std::function<void(unsigned)>& place, const std::function<void(uint64_t)>& progress);
 // After the last block: subtree ranges and bitmaps (children into parents).
 void finish_node_index(ColumnPlan& p, const Layout& layout);
+
+// The metadata sections of a file of n particles in these columns, from `base` on (small
+// sections zstd-compressed where smaller when `lossless`), once every column is written and
+// its node index finished: schema, tree, each column's streams and quantile edges, the id
+// index (null: none) and tail indexes, then the node ranges and bitmaps.
+container::SectionsBuilder metadata_sections(uint64_t base, bool lossless, uint64_t n, const std::vector<ColumnPlan>& plans,
+                                             const Layout& layout, const IdIndexSections* ids,
+                                             const std::vector<TailIndexSections>& tails);
 
 }  // namespace motes

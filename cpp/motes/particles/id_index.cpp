@@ -7,7 +7,7 @@
 
 #include "motes/codec/codec.hpp"
 #include "motes/core/errors.hpp"
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 #include "motes/particles/spec.hpp"
 
 namespace motes {

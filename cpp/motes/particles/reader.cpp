@@ -103,7 +103,7 @@ bool ParticleFile::has_column(const std::string& name) const {
 
 void ParticleFile::parse_v1() {
   const uint64_t size = source_->size();
-  spec::Header h;
+  spec::Format1Header h;
   source_->read(0, sizeof h, &h);
   if (spec::kCheckSums && spec::checksum(&h, spec::kHeaderChecksumAt) != h.header_checksum)
     fail("header checksum mismatch (corrupted header)");
@@ -122,15 +122,15 @@ void ParticleFile::parse_v1() {
   block_values_ = h.block_bytes;  // format 1: bytes per checksum block (values per block vary by dtype)
   for (int a = 0; a < 3; ++a) bounds_.lo[a] = h.bounds_lo[a], bounds_.hi[a] = h.bounds_hi[a];
   if (h.section_count > (1u << 24)) fail("implausible section count " + std::to_string(h.section_count));
-  const uint64_t table_bytes = uint64_t(h.section_count) * sizeof(spec::SectionEntry);
+  const uint64_t table_bytes = uint64_t(h.section_count) * sizeof(spec::Format1SectionEntry);
   if (h.section_table_offset < spec::kPage || h.section_table_offset > size || table_bytes > size - h.section_table_offset)
     fail("section table lies outside the file");
-  std::vector<spec::SectionEntry> raw(h.section_count);
+  std::vector<spec::Format1SectionEntry> raw(h.section_count);
   if (table_bytes) source_->read(h.section_table_offset, table_bytes, raw.data());
   if (spec::kCheckSums && spec::checksum(raw.data(), table_bytes) != h.section_table_checksum) fail("section table checksum mismatch");
   std::vector<Sec> table;
   uint64_t index_read = 0;
-  for (const spec::SectionEntry& e : raw) {
+  for (const spec::Format1SectionEntry& e : raw) {
     if (e.offset < spec::kPage || e.offset > size || e.length > size - e.offset) fail(kind_name(e.kind) + " section lies outside the file");
     const bool bulk = spec::is_bulk(e.kind);
     if (!bulk) {

@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "motes/codec/words.hpp"
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 #include "motes/particles/spec.hpp"
 
 namespace motes {

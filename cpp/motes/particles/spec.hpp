@@ -1,6 +1,6 @@
 // Byte-level constants of the particle file format (versions 1 and 2); docs/format.md is
 // the normative text. Format 2 files are containers (container/container.hpp) whose kind
-// area is ParticleArea; format 1 files have the Header below.
+// area is ParticleArea; format 1 files have the Format1Header below.
 #pragma once
 
 #include <bit>
@@ -72,7 +72,8 @@ inline constexpr uint32_t kDefaultBlockValues = 16384;
 inline constexpr uint32_t kMaxBlockValues = 1u << 17;  // and at most 1 MiB of values per block
 
 #pragma pack(push, 1)
-struct Header {
+// Format 1: the whole header (format 2 files have the container's, container::Header).
+struct Format1Header {
   char magic[8];
   uint16_t version_major;
   uint16_t version_minor;
@@ -94,7 +95,7 @@ struct Header {
   uint8_t reserved[kHeaderChecksumAt - 128];
   uint64_t header_checksum;
 };
-static_assert(sizeof(Header) == kHeaderBytes);
+static_assert(sizeof(Format1Header) == kHeaderBytes);
 
 // Format 2: the kind area of a particle file's container header (bytes 56..247).
 struct ParticleArea {
@@ -111,17 +112,15 @@ struct ParticleArea {
 };
 static_assert(sizeof(ParticleArea) == 192);
 
-
-
-// Format 1: the whole header.
-struct SectionEntry {
+// Format 1: an entry of the section table (format 2: container::SectionEntry).
+struct Format1SectionEntry {
   uint32_t kind;
   uint32_t column;
   uint64_t offset;
   uint64_t length;
   uint64_t checksum;  // XXH3 of the section bytes; 0 for bulk sections (see kBlockSums)
 };
-static_assert(sizeof(SectionEntry) == 32);
+static_assert(sizeof(Format1SectionEntry) == 32);
 
 struct BitmapsHeader {
   double global_min;

@@ -31,9 +31,8 @@ struct WriteOptions {
   // at least stage_min_bytes and their order is far from spatial, so that gathering a row
   // in file order costs one cache miss instead of one per column: one more copy of the
   // columns in memory (and two windows of rows). The file is the same either way. Below
-  // about a gigabyte the columns' gathers mostly hit the caches and the copy costs what it
-  // saves (measured on 10M and 30M VPIC-like particles: even; 250k-row parts: 11% slower;
-  // 100M: 8-15% faster).
+  // about a gigabyte the columns' gathers mostly hit the caches and the copy costs about
+  // what it saves (measured at fca791f: bench/README.md, 2026-11-27, the row stage).
   bool stage_rows = true;
   uint64_t stage_min_bytes = uint64_t(1) << 30;
   // The particle id column the id index is built on (particles/id_index.hpp): "auto" takes
@@ -103,6 +102,12 @@ struct CodecMemo {
 // Checks names (identifiers, unique), dtypes, equal lengths and the x, y, z
 // position columns (f32/f64); throws UsageError naming the problem.
 void validate_columns(const std::vector<ColumnView>& columns);
+// The column the id index is built on (WriteOptions::id_column), or -1 for none; UsageError
+// when id_column names a column that is not there or cannot have one.
+int id_column_of(const std::vector<ColumnView>& columns, const WriteOptions& options);
+// The columns that get a tail index (WriteOptions::tail_columns): those named, or by default
+// every column but the positions and the id column. UsageError naming a column that is not there.
+std::vector<int> tail_columns_of(const std::vector<ColumnView>& columns, const WriteOptions& options);
 
 // Writes `columns` to `path` (replacing it atomically). The caller's arrays are only read.
 // With a memo, codec plans are taken from it and given to it (CodecMemo).

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 #include "motes/query/evaluate.hpp"
 
 namespace motes {

@@ -6,7 +6,7 @@
 #include <type_traits>
 
 #include "motes/container/block_stream.hpp"
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 
 namespace motes {
 

@@ -9,7 +9,7 @@
 #include <thread>
 #include <string>
 
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 #include "motes/particles/layout/radix_sort.hpp"
 #include "motes/particles/layout/shallow.hpp"
 #include "motes/particles/layout/treelet.hpp"

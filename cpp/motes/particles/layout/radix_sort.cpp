@@ -4,7 +4,7 @@
 #include <array>
 #include <vector>
 
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 
 namespace motes {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "motes/core/memory.hpp"
-#include "motes/core/parallel.hpp"
+#include "motes/core/threads.hpp"
 
 namespace motes {
 

@@ -1,4 +1,5 @@
-// A minimal fork-join helper: the library's only way to use several cores.
+// Threads: a minimal fork-join helper over a process-wide pool, the library's only way to use
+// several cores (MPI, the other kind of parallelism, is parallel/).
 #pragma once
 
 #include <algorithm>
