@@ -4,7 +4,9 @@
 // quantile codes are BlockStreams, read through a BlockReader (container/block_stream.hpp).
 #pragma once
 
+#include <array>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -110,15 +112,39 @@ class ParticleFile {
     ColumnIndex index;
     int ranges = -1, bitmaps = -1, edges = -1;  // section numbers
   };
+  // Where the sections past the schema and nodes are (ParticleFile::directory).
+  struct Directory {
+    std::vector<size_t> bulk;        // column data and quantile code sections, in table order
+    std::vector<int> values, codes;  // per column: its data and codes sections, -1 without
+    int id_keys = -1, id_rows = -1, id_fences = -1;
+    std::map<uint32_t, std::array<int, 3>> tails;  // column -> values, rows, bounds sections
+    uint64_t accounted = 0;  // bytes of the file that the header and sections account for
+  };
+  struct Counts {  // what the header says the sections hold
+    uint32_t columns, nodes, levels;
+  };
+  // The formats' headers (format 1 in reader_v1.cpp), then their shared section table.
   void parse_v1();
+  void check_v1_lengths() const;
+  void parse_v2();
+  void parse_sections(std::vector<Sec> table, uint64_t table_bytes, const Counts& counts);
+  std::pair<size_t, size_t> find_structure() const;
+  void read_structure();
+  void read_schema(size_t at, uint32_t column_count);
+  void read_nodes(size_t at, uint32_t node_count, uint32_t level_count);
+  Directory directory();
+  void open_bulk(size_t ti, Directory& d);
+  void check_columns(const Directory& d);
+  void attach_quantile_contexts();
   void open_id_index(int keys, int rows, int fences);
   void open_tail_index(uint32_t column, int values, int rows, int bounds);
+  const Sec& companion(size_t bulk, uint32_t kind, const std::string& what) const;
+  uint64_t values_per_block(uint64_t value_size) const;
+  // The coded blocks of bulk section `bulk`, from its block table (named `table_name`).
+  std::vector<StoredBlock> block_table(size_t bulk, uint64_t blocks, const std::string& what,
+                                       const std::string& table_name) const;
   // The block table of bulk section `bulk`, a value index's stream of `entries` entries.
   std::vector<StoredBlock> index_blocks(int bulk, uint64_t entries, const std::string& what) const;
-  void read_structure();
-  void parse_v2();
-  void parse_common(const std::vector<Sec>& table, uint64_t table_bytes, uint32_t column_count,
-                    uint32_t node_count, uint32_t level_count);
   // The bytes of section i, checked and decoded; a zstd section may decode to at most
   // max_decoded bytes (what its kind can hold), checked before anything is allocated.
   std::string section(size_t i, uint64_t max_decoded = UINT64_MAX) const;

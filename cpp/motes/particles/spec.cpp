@@ -71,4 +71,25 @@ std::string check_schema(const std::vector<ColumnSpec>& columns) {
   return {};
 }
 
+std::string section_kind_name(uint32_t kind) {
+  switch (kind) {
+    case kSchema: return "schema";
+    case kNodes: return "nodes";
+    case kColumn: return "column data";
+    case kNodeRanges: return "node ranges";
+    case kBitmaps: return "bitmaps";
+    case kQuantileEdges: return "quantile edges";
+    case kQuantileCodes: return "quantile codes";
+    case kBlockSums: return "block checksums";
+    case kBlockTable: return "block table";
+    case kIdKeys: return "id index keys";
+    case kIdRows: return "id index rows";
+    case kIdFences: return "id index fences";
+    case kTailValues: return "tail index values";
+    case kTailRows: return "tail index rows";
+    case kTailBounds: return "tail index bounds";
+  }
+  return "section kind " + std::to_string(kind);
+}
+
 }  // namespace motes::spec

@@ -56,6 +56,8 @@ enum SectionKind : uint32_t {
   kTailRows = 14,    // 2.2, bulk: the file position of each tail value (u32, or u64 past 2^32 particles)
   kTailBounds = 15,  // 2.2: the tail's counts, flags and limits, then each block's first and last value (f64)
 };
+// A section kind as messages name it ("quantile codes"; "section kind 42" for an unknown one).
+std::string section_kind_name(uint32_t kind);
 // Bulk sections: read block by block where they lie, never as a whole at open.
 inline constexpr bool is_bulk(uint32_t kind) {
   return kind == kColumn || kind == kQuantileCodes || kind == kIdKeys || kind == kIdRows || kind == kTailValues || kind == kTailRows;

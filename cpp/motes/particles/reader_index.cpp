@@ -1,0 +1,154 @@
+// A particle file's indexes: the id and tail indexes, opened with the file; the per-column
+// indexes (node ranges, bitmaps, quantile edges), decoded on first use; and the whole-file
+// check that `verify` runs.
+#include <cmath>
+#include <cstring>
+
+#include "motes/container/container.hpp"
+#include "motes/particles/reader.hpp"
+#include "motes/particles/spec.hpp"
+
+namespace motes {
+
+namespace {
+
+// A double no larger (no smaller) than the native value, so pruning stays conservative.
+template <class T>
+double lower_double(T v) {
+  double d = double(v);
+  if constexpr (std::is_integral_v<T> && sizeof(T) == 8) {
+    if (d > -9007199254740992.0 && d < 9007199254740992.0) return d;
+    return std::nextafter(d, -INFINITY);
+  }
+  return d;
+}
+
+template <class T>
+double upper_double(T v) {
+  double d = double(v);
+  if constexpr (std::is_integral_v<T> && sizeof(T) == 8) {
+    if (d > -9007199254740992.0 && d < 9007199254740992.0) return d;
+    return std::nextafter(d, INFINITY);
+  }
+  return d;
+}
+
+}  // namespace
+
+std::vector<StoredBlock> ParticleFile::index_blocks(int bulk, uint64_t entries, const std::string& what) const {
+  const uint64_t blocks = (entries + spec::kIdBlockValues - 1) / spec::kIdBlockValues;
+  return block_table(size_t(bulk), blocks, what, "block table of the " + what);
+}
+
+void ParticleFile::open_id_index(int keys, int rows, int fences) {
+  if (keys < 0 || rows < 0 || fences < 0) fail("the id index lacks its keys, rows or fences section");
+  const Sec& k = table_[size_t(keys)];
+  const Sec& r = table_[size_t(rows)];
+  const Sec& f = table_[size_t(fences)];
+  if (k.column >= schema_.size() || r.column != k.column || f.column != k.column || !id_dtype(schema_[k.column].dtype))
+    fail("the id index names column " + std::to_string(k.column) + ", not an integer id column");
+  if (k.storage != container::kBlocks || r.storage != container::kBlocks) fail("the id index is not stored as coded blocks");
+  const uint64_t blocks = (count_ + spec::kIdBlockValues - 1) / spec::kIdBlockValues;
+  auto key_blocks = index_blocks(keys, count_, "id index keys");
+  auto row_blocks = index_blocks(rows, count_, "id index rows");
+  const std::string fb = section(size_t(fences), blocks * 16);
+  id_index_ = std::make_unique<IdIndex>(source_, source_->name(), k.column, count_, std::move(key_blocks), std::move(row_blocks), fb);
+}
+
+void ParticleFile::open_tail_index(uint32_t column, int values, int rows, int bounds) {
+  const std::string col = " of column '" + schema_[column].name + "'";
+  if (values < 0 || rows < 0 || bounds < 0) fail("the tail index" + col + " lacks its values, rows or bounds section");
+  if (table_[size_t(values)].storage != container::kBlocks || table_[size_t(rows)].storage != container::kBlocks)
+    fail("the tail index" + col + " is not stored as coded blocks");
+  // The bounds section first: it gives the entry count the block tables are checked against.
+  const std::string b = section(size_t(bounds), spec::kTailBoundsHead + (count_ / spec::kIdBlockValues + 1) * 16);
+  uint64_t counts[2] = {0, 0};
+  if (b.size() >= 16) std::memcpy(counts, b.data(), 16);
+  if (counts[0] > count_ || counts[1] > count_ - counts[0]) fail("the tail index" + col + " counts more entries than particles");
+  const uint64_t entries = counts[0] + counts[1];
+  auto value_blocks = index_blocks(values, entries, "tail index values" + col);
+  auto row_blocks = index_blocks(rows, entries, "tail index rows" + col);
+  tails_[column] = std::make_unique<TailIndex>(source_, source_->name(), column, schema_[column].dtype, count_,
+                                               std::move(value_blocks), std::move(row_blocks), b);
+}
+
+const ColumnIndex& ParticleFile::index(size_t i) const {
+  if (i >= schema_.size()) throw UsageError("column index out of range");
+  Lazy& lz = lazy_[i];
+  std::call_once(lz.once, [&] { decode_index(i, lz.index); });
+  return lz.index;
+}
+
+void ParticleFile::decode_index(size_t i, ColumnIndex& c) const {
+  c.spec = schema_[i];
+  c.index = c.spec.index;
+  const Lazy& lz = lazy_[i];
+  const size_t sz = dtype_size(c.spec.dtype);
+  const uint64_t nn = nodes_.size();
+  const std::string col = " of column '" + c.spec.name + "'";
+  {
+    const std::string s = section(size_t(lz.ranges), 2 * nn * sz);
+    if (s.size() != 2 * nn * sz) fail("node ranges" + col + " have the wrong length");
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data());
+    c.node_min.resize(nn);
+    c.node_max.resize(nn);
+    dispatch_dtype(c.spec.dtype, [&](auto v) {
+      using T = decltype(v);
+      for (uint64_t k = 0; k < nn; ++k) {
+        c.node_min[k] = lower_double(load<T>(p + k * sz));
+        c.node_max[k] = upper_double(load<T>(p + (nn + k) * sz));
+      }
+    });
+  }
+  {
+    const std::string s = section(size_t(lz.bitmaps), sizeof(spec::BitmapsHeader) + 4 * (nn + 1) + 4 * nn);
+    spec::BitmapsHeader bh;
+    if (s.size() < sizeof bh) fail("bitmaps" + col + " are truncated");
+    std::memcpy(&bh, s.data(), sizeof bh);
+    if (bh.id_width != 1 && bh.id_width != 2 && bh.id_width != 4) fail("bitmaps" + col + " have id width " + std::to_string(bh.id_width));
+    if (s.size() != sizeof bh + uint64_t(bh.dictionary_size) * 4 + nn * bh.id_width) fail("bitmaps" + col + " have the wrong length");
+    c.global_min = bh.global_min;
+    c.global_max = bh.global_max;
+    c.nan_count = bh.nan_count;
+    c.dictionary_size = bh.dictionary_size;
+    c.id_width = bh.id_width;
+    const unsigned char* dict = reinterpret_cast<const unsigned char*>(s.data()) + sizeof bh;
+    const unsigned char* ids = dict + uint64_t(bh.dictionary_size) * 4;
+    c.node_bits.resize(nn);
+    for (uint64_t k = 0; k < nn; ++k) {
+      uint32_t id = 0;
+      std::memcpy(&id, ids + k * bh.id_width, bh.id_width);
+      if (id >= bh.dictionary_size) fail("bitmaps" + col + " reference a missing dictionary entry");
+      c.node_bits[k] = load<uint32_t>(dict + uint64_t(id) * 4);
+    }
+  }
+  if (c.index == IndexKind::quantile) {
+    const std::string s = section(size_t(lz.edges), (spec::kQuantileBins + 1) * 8);
+    if (s.size() != (spec::kQuantileBins + 1) * 8) fail("quantile edges" + col + " have the wrong length");
+    c.edges.resize(spec::kQuantileBins + 1);
+    std::memcpy(c.edges.data(), s.data(), s.size());
+    for (uint32_t k = 1; k <= spec::kQuantileBins; ++k)
+      if (!(c.edges[k] >= c.edges[k - 1])) fail("quantile edges" + col + " are not sorted");
+  }
+}
+
+void ParticleFile::verify_data(const std::function<void(uint64_t, uint64_t)>& progress) const {
+  for (size_t i = 0; i < schema_.size(); ++i) index(i);
+  std::vector<const BlockStream*> streams;
+  uint64_t total = 0, done = 0;
+  for (const Streams& s : streams_) {
+    streams.push_back(&s.values);
+    if (s.has_codes) streams.push_back(&s.codes);
+  }
+  for (const BlockStream* s : streams) total += s->block_count();
+  if (id_index_) id_index_->verify();
+  for (size_t i = 0; i < tails_.size(); ++i)
+    if (tails_[i]) tails_[i]->verify(streams_[i].values);
+  for (const BlockStream* s : streams)
+    for (uint64_t b = 0; b < s->block_count(); ++b) {
+      s->verify_block(b);
+      if (progress) progress(++done, total);
+    }
+}
+
+}  // namespace motes
