@@ -44,6 +44,95 @@ size_t Selection::segment_of(uint64_t row) const {
   return size_t(std::upper_bound(offsets_.begin(), offsets_.end(), row) - offsets_.begin()) - 1;
 }
 
+// The column's values in every part the rows touch (opened already by the query): in place
+// when they are (base), else read through a BlockReader per thread (stream).
+struct Selection::ColumnParts {
+  std::vector<const char*> base;
+  std::vector<const BlockStream*> stream;
+};
+
+Selection::ColumnParts Selection::column_parts(size_t column, uint64_t row_begin, uint64_t row_end, unsigned threads) const {
+  ColumnParts c{std::vector<const char*>(collection_->part_count(), nullptr),
+                std::vector<const BlockStream*>(collection_->part_count(), nullptr)};
+  for (size_t k = segment_of(row_begin), k1 = segment_of(row_end - 1) + 1; k < k1; ++k)
+    if (!c.stream[part_of_[k]]) {
+      auto file = collection_->part(part_of_[k]);
+      file->check_unchanged();
+      c.stream[part_of_[k]] = &file->values(column);
+      c.base[part_of_[k]] = reinterpret_cast<const char*>(file->values(column).in_place());
+    }
+  // Values read in place are checked block by block before use; the blocks a large gather
+  // touches are checked first, on the query's threads.
+  if (row_end - row_begin >= 4096)
+    for (uint32_t p = 0; p < c.base.size(); ++p) {
+      if (!c.base[p] || c.stream[p]->all_checked()) continue;
+      std::vector<uint64_t> blocks;
+      for (size_t k = segment_of(row_begin), k1 = segment_of(row_end - 1) + 1; k < k1; ++k)
+        if (part_of_[k] == p) c.stream[p]->blocks_of(segments_[k].start, segments_[k].count, blocks);
+      c.stream[p]->check(std::move(blocks), threads);
+    }
+  return c;
+}
+
+// Visits rows [a, b) of the selection, on one thread: emit(values, r0, r1) per segment.
+template <class T, class Emit>
+void Selection::visit_rows(const ColumnParts& parts, uint64_t a, uint64_t b, const Emit& emit) const {
+  // Scattered rows (short segments: a filtered result) are prefetched this many segments
+  // ahead, in place or in the block held: a value per cache line, often per page, so the
+  // loads wait on memory, and most of all after an idle pause has left the caches cold.
+  constexpr uint64_t kAhead = 16;
+  if (a >= b) return;
+  BlockReader reader;
+  // The decoded values last obtained, [held_first, held_last) of part held_part: segments
+  // inside them (most, for a filtered result) need no call into the reader.
+  const T* held = nullptr;
+  uint64_t held_first = 0, held_last = 0;
+  uint32_t part = UINT32_MAX;  // the part of the segments being visited, and its values
+  const T* from_base = nullptr;
+  const BlockStream* s = nullptr;
+  uint64_t checked_first = 0, checked_last = 0;  // values of whole blocks checked, in place
+  for (size_t k = segment_of(a), k1 = segment_of(b - 1) + 1; k < k1; ++k) {
+    const uint64_t r0 = std::max(offsets_[k], a), r1 = std::min(offsets_[k + 1], b), m = r1 - r0;
+    const uint64_t first = segments_[k].start + (r0 - offsets_[k]);
+    if (part_of_[k] != part) {
+      part = part_of_[k];
+      from_base = reinterpret_cast<const T*>(parts.base[part]);
+      s = parts.stream[part];
+      held = nullptr, held_first = held_last = 0;
+      checked_first = checked_last = 0;
+    }
+    // A short segment of this part kAhead on: its values are prefetched (scattered rows).
+    const bool ahead = m < 16 && k + kAhead < k1 && part_of_[k + kAhead] == part;
+    const T* from;
+    if (from_base) {
+      // In place: each block's checksum is checked before its first value is read.
+      if (first < checked_first || first + m > checked_last) {
+        const uint64_t per = s->per_block();
+        s->check(first, m);
+        checked_first = first / per * per, checked_last = std::max(checked_first + per, (first + m + per - 1) / per * per);
+      }
+      from = from_base + first;
+      if (ahead) __builtin_prefetch(from_base + segments_[k + kAhead].start);
+    } else if (first - held_first < held_last - held_first && first + m <= held_last) {  // held is null: an empty range
+      from = held + (first - held_first);
+      if (ahead && segments_[k + kAhead].start - held_first < held_last - held_first)  // in the held block
+        __builtin_prefetch(held + (segments_[k + kAhead].start - held_first));
+    } else {
+      const uint64_t per = s->per_block(), block_first = first / per * per;
+      if (first + m <= block_first + per) {  // inside one block: hold the whole block
+        const uint64_t block_n = std::min(per, s->count() - block_first);
+        held = reader.values<T>(*s, block_first, block_n);
+        held_first = block_first, held_last = block_first + block_n;
+        from = held + (first - held_first);
+      } else {
+        held = nullptr, held_first = held_last = 0;
+        from = reader.values<T>(*s, first, m);
+      }
+    }
+    emit(from, r0, r1);
+  }
+}
+
 template <class Emit>
 void Selection::visit(size_t column, uint64_t row_begin, uint64_t row_end, unsigned threads, bool hint,
                       const Emit& emit) const {
@@ -53,87 +142,7 @@ void Selection::visit(size_t column, uint64_t row_begin, uint64_t row_end, unsig
   cancel_.check();
   const DType dtype = collection_->schema()[column].dtype;
   if (hint) prefetch({column}, row_begin, row_end);  // what is not in memory yet is asked for at once
-  // The column's values in every part the rows touch (opened already by the query): in place
-  // when they are, else read through a BlockReader per thread.
-  std::vector<const char*> base(collection_->part_count(), nullptr);
-  std::vector<const BlockStream*> stream(collection_->part_count(), nullptr);
-  for (size_t k = segment_of(row_begin), k1 = segment_of(row_end - 1) + 1; k < k1; ++k)
-    if (!stream[part_of_[k]]) {
-      auto file = collection_->part(part_of_[k]);
-      file->check_unchanged();
-      stream[part_of_[k]] = &file->values(column);
-      base[part_of_[k]] = reinterpret_cast<const char*>(file->values(column).in_place());
-    }
-  // Values read in place are checked block by block before use; the blocks a large gather
-  // touches are checked first, on the query's threads.
-  if (row_end - row_begin >= 4096)
-    for (uint32_t p = 0; p < base.size(); ++p) {
-      if (!base[p] || stream[p]->all_checked()) continue;
-      std::vector<uint64_t> blocks;
-      for (size_t k = segment_of(row_begin), k1 = segment_of(row_end - 1) + 1; k < k1; ++k)
-        if (part_of_[k] == p) stream[p]->blocks_of(segments_[k].start, segments_[k].count, blocks);
-      stream[p]->check(std::move(blocks), threads);
-    }
-  // Scattered rows (short segments: a filtered result) are prefetched this many segments
-  // ahead, in place or in the block held: a value per cache line, often per page, so the
-  // loads wait on memory, and most of all after an idle pause has left the caches cold.
-  constexpr uint64_t kAhead = 16;
-  // Visits rows [a, b) of the selection.
-  auto visit_rows = [&](uint64_t a, uint64_t b) {
-    if (a >= b) return;
-    BlockReader reader;
-    dispatch_dtype(dtype, [&](auto tag) {
-      using T = decltype(tag);
-      // The decoded values last obtained, [held_first, held_last) of part held_part: segments
-      // inside them (most, for a filtered result) need no call into the reader.
-      const T* held = nullptr;
-      uint64_t held_first = 0, held_last = 0;
-      uint32_t part = UINT32_MAX;  // the part of the segments being visited, and its values
-      const T* from_base = nullptr;
-      const BlockStream* s = nullptr;
-      uint64_t checked_first = 0, checked_last = 0;  // values of whole blocks checked, in place
-      for (size_t k = segment_of(a), k1 = segment_of(b - 1) + 1; k < k1; ++k) {
-        const uint64_t r0 = std::max(offsets_[k], a), r1 = std::min(offsets_[k + 1], b), m = r1 - r0;
-        const uint64_t first = segments_[k].start + (r0 - offsets_[k]);
-        if (part_of_[k] != part) {
-          part = part_of_[k];
-          from_base = reinterpret_cast<const T*>(base[part]);
-          s = stream[part];
-          held = nullptr, held_first = held_last = 0;
-          checked_first = checked_last = 0;
-        }
-        // A short segment of this part kAhead on: its values are prefetched (scattered rows).
-        const bool ahead = m < 16 && k + kAhead < k1 && part_of_[k + kAhead] == part;
-        const T* from;
-        if (from_base) {
-          // In place: each block's checksum is checked before its first value is read.
-          if (first < checked_first || first + m > checked_last) {
-            const uint64_t per = s->per_block();
-            s->check(first, m);
-            checked_first = first / per * per, checked_last = std::max(checked_first + per, (first + m + per - 1) / per * per);
-          }
-          from = from_base + first;
-          if (ahead) __builtin_prefetch(from_base + segments_[k + kAhead].start);
-        } else if (first - held_first < held_last - held_first && first + m <= held_last) {  // held is null: an empty range
-          from = held + (first - held_first);
-          if (ahead && segments_[k + kAhead].start - held_first < held_last - held_first)  // in the held block
-            __builtin_prefetch(held + (segments_[k + kAhead].start - held_first));
-        } else {
-          const uint64_t per = s->per_block(), block_first = first / per * per;
-          if (first + m <= block_first + per) {  // inside one block: hold the whole block
-            const uint64_t block_n = std::min(per, s->count() - block_first);
-            held = reader.values<T>(*s, block_first, block_n);
-            held_first = block_first, held_last = block_first + block_n;
-            from = held + (first - held_first);
-          } else {
-            held = nullptr, held_first = held_last = 0;
-            from = reader.values<T>(*s, first, m);
-          }
-        }
-        emit(from, r0, r1);
-      }
-    });
-  };
+  const ColumnParts parts = column_parts(column, row_begin, row_end, threads);
   // Pieces of at most kPiece rows (the cancellation is checked between them), shared
   // between threads when there are enough rows.
   constexpr uint64_t kPiece = 1 << 18;
@@ -141,9 +150,12 @@ void Selection::visit(size_t column, uint64_t row_begin, uint64_t row_end, unsig
   const unsigned t = threads <= 1 || rows < (1u << 16) ? 1 : threads;
   uint64_t pieces = (rows + kPiece - 1) / kPiece;
   if (t > 1) pieces = std::max<uint64_t>(pieces, std::min<uint64_t>(uint64_t(t) * 4, rows / (1 << 14) + 1));
-  parallel_for(pieces, t, [&](uint64_t p) {
-    cancel_.check();
-    visit_rows(row_begin + rows * p / pieces, row_begin + rows * (p + 1) / pieces);
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    parallel_for(pieces, t, [&](uint64_t p) {
+      cancel_.check();
+      visit_rows<T>(parts, row_begin + rows * p / pieces, row_begin + rows * (p + 1) / pieces, emit);
+    });
   });
 }
 

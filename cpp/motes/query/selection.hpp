@@ -40,6 +40,10 @@ class Selection {
   std::vector<uint64_t> offsets_;  // offsets_[k] = rows before segment k; back() = total
   Cancellation cancel_;            // the query's
   size_t segment_of(uint64_t row) const;
+  struct ColumnParts;
+  ColumnParts column_parts(size_t column, uint64_t row_begin, uint64_t row_end, unsigned threads) const;
+  template <class T, class Emit>
+  void visit_rows(const ColumnParts& parts, uint64_t a, uint64_t b, const Emit& emit) const;
   // Calls emit(from, r0, r1) with the values of rows [r0, r1) (a const T*, T the column's
   // type) for pieces covering [row_begin, row_end), on up to `threads` threads.
   template <class Emit>
