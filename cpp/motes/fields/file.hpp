@@ -177,6 +177,7 @@ class FieldFile {
   // Reads part `k`'s header, meta and sections; the first part sets the spec, the others
   // must agree with it.
   void open_part(size_t k, std::shared_ptr<const ByteSource> source);
+  class PartOpen;  // open_part's phases (file_open.cpp)
   const Part& part_of(uint64_t block) const;
   std::vector<Part> parts_;
   FieldSpec spec_;

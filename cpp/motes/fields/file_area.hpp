@@ -31,6 +31,7 @@ struct FieldArea {
 #pragma pack(pop)
 static_assert(sizeof(FieldArea) == container::kKindAreaBytes);
 
+// A component's range from its blocks' minima and maxima (blocks holding no valid sample,
 // min > max, left out; 0, 0 when none holds one).
 inline ComponentRange range_of_blocks(const std::vector<double>& lo, const std::vector<double>& hi) {
   ComponentRange r;
@@ -43,6 +44,5 @@ inline ComponentRange range_of_blocks(const std::vector<double>& lo, const std::
     }
   return r;
 }
-
 
 }  // namespace motes::fields
