@@ -84,14 +84,14 @@ void ParticleFile::parse_v2() {
   if (block_values_ == 0 || block_values_ > spec::kMaxBlockValues)
     fail("invalid block size of " + std::to_string(block_values_) + " values");
   for (int k = 0; k < 3; ++k) bounds_.lo[k] = a.bounds_lo[k], bounds_.hi[k] = a.bounds_hi[k];
-  std::vector<Sec> table;
+  std::vector<TableEntry> table;
   for (const container::SectionEntry& e : container_->sections())
-    table.push_back(Sec{e.kind, e.storage, e.column, e.offset, e.length, e.checksum});
+    table.push_back(TableEntry{e.kind, e.storage, e.column, e.offset, e.length, e.checksum});
   parse_sections(std::move(table), uint64_t(table.size()) * container::kEntryBytes, {a.column_count, a.node_count, a.level_count});
 }
 
 std::string ParticleFile::section(size_t i, uint64_t max_decoded) const {
-  const Sec& e = table_[i];
+  const TableEntry& e = table_[i];
   const std::string name = spec::section_kind_name(e.kind) + " section" + (e.column != spec::kNoColumn && e.kind != spec::kBlockSums && e.kind != spec::kBlockTable && e.column < schema_.size() ? " of column '" + schema_[e.column].name + "'" : "");
   const std::string* stored = i < prefetched_.size() && !prefetched_[i].empty() ? &prefetched_[i] : nullptr;
   if (container_) return container_->section(i, name, max_decoded, stored);
@@ -110,7 +110,7 @@ std::string ParticleFile::section(size_t i, uint64_t max_decoded) const {
 // Every format's section table, consumed in passes: the schema and the node tree first (the
 // rest is checked against them), then a directory of where every other section is (unknown
 // kinds ignored, duplicates and bad column numbers refused), then one consumer per kind.
-void ParticleFile::parse_sections(std::vector<Sec> table, uint64_t table_bytes, const Counts& counts) {
+void ParticleFile::parse_sections(std::vector<TableEntry> table, uint64_t table_bytes, const Counts& counts) {
   table_ = std::move(table);
   const auto [schema_at, nodes_at] = find_structure();
   read_structure();
@@ -172,23 +172,23 @@ void ParticleFile::read_nodes(size_t at, uint32_t node_count, uint32_t level_cou
 }
 
 // Where every section past the schema and nodes is: the bulk streams of the columns to open,
-// the per-column index sections remembered for later (Lazy), the id and tail indexes' parts;
+// the per-column index sections remembered for later (ColumnIndexSlot), the id and tail indexes' parts;
 // and the bytes each accounts for.
 ParticleFile::Directory ParticleFile::directory() {
   const size_t ncol = schema_.size();
-  lazy_ = std::make_unique<Lazy[]>(ncol);
+  index_slots_ = std::make_unique<ColumnIndexSlot[]>(ncol);
   streams_.resize(ncol);
   Directory d;
   d.values.assign(ncol, -1);
   d.codes.assign(ncol, -1);
   std::set<std::pair<uint32_t, uint32_t>> seen;
-  auto named_column = [&](const Sec& e) {
+  auto named_column = [&](const TableEntry& e) {
     if (e.column >= ncol) fail(spec::section_kind_name(e.kind) + " section names column " + std::to_string(e.column));
     if (!seen.insert({e.kind, e.column}).second)
       fail(spec::section_kind_name(e.kind) + " section of column '" + schema_[e.column].name + "' appears twice");
   };
   for (size_t ti = 0; ti < table_.size(); ++ti) {
-    const Sec& e = table_[ti];
+    const TableEntry& e = table_[ti];
     const bool coded = e.storage == container::kBlocks;
     if (!coded) d.accounted += e.length;
     switch (e.kind) {
@@ -225,17 +225,17 @@ ParticleFile::Directory ParticleFile::directory() {
         break;
       case spec::kNodeRanges:
         named_column(e);
-        lazy_[e.column].ranges = int(ti);
+        index_slots_[e.column].ranges = int(ti);
         stats_.index_bytes += e.length;
         break;
       case spec::kBitmaps:
         named_column(e);
-        lazy_[e.column].bitmaps = int(ti);
+        index_slots_[e.column].bitmaps = int(ti);
         stats_.index_bytes += e.length;
         break;
       case spec::kQuantileEdges:
         named_column(e);
-        lazy_[e.column].edges = int(ti);
+        index_slots_[e.column].edges = int(ti);
         stats_.quantile_bytes += e.length;
         break;
       default:
@@ -247,10 +247,10 @@ ParticleFile::Directory ParticleFile::directory() {
 
 // The one section of `kind` (a block table or block checksums) that belongs to bulk section
 // `bulk`; `what` names it in the messages.
-const ParticleFile::Sec& ParticleFile::companion(size_t bulk, uint32_t kind, const std::string& what) const {
+const ParticleFile::TableEntry& ParticleFile::companion(size_t bulk, uint32_t kind, const std::string& what) const {
   const bool plural = kind == spec::kBlockSums;
-  const Sec* found = nullptr;
-  for (const Sec& s : table_)
+  const TableEntry* found = nullptr;
+  for (const TableEntry& s : table_)
     if (s.kind == kind && s.column == bulk) {
       if (found) fail(what + (plural ? " appear twice" : " appears twice"));
       found = &s;
@@ -267,7 +267,7 @@ uint64_t ParticleFile::values_per_block(uint64_t value_size) const {
 // A column's data or quantile codes: a stream of coded blocks (through their block table)
 // or of raw ones (through their checksums).
 void ParticleFile::open_bulk(size_t ti, Directory& d) {
-  const Sec& e = table_[ti];
+  const TableEntry& e = table_[ti];
   const ColumnSpec& c = schema_[e.column];
   const bool is_codes = e.kind == spec::kQuantileCodes;
   const uint8_t dtype = is_codes ? uint8_t(DType::u8) : uint8_t(c.dtype);
@@ -290,7 +290,7 @@ void ParticleFile::open_bulk(size_t ti, Directory& d) {
     if (e.length != want) fail(what + " has " + std::to_string(e.length) + " bytes, expected " + std::to_string(want));
     if (e.offset % spec::kPage) fail(what + " is not page aligned");
     stats += e.length;
-    const Sec& sums = companion(ti, spec::kBlockSums, "block checksums of column '" + c.name + "'");
+    const TableEntry& sums = companion(ti, spec::kBlockSums, "block checksums of column '" + c.name + "'");
     const std::string sb = section(size_t(&sums - table_.data()), blocks * 8);
     if (sb.size() != blocks * 8) fail("block checksums of column '" + c.name + "' have the wrong length");
     std::vector<uint64_t> sv(blocks);
@@ -304,9 +304,9 @@ void ParticleFile::open_bulk(size_t ti, Directory& d) {
 // The coded blocks of bulk section `bulk` (`blocks` of them), from its block table.
 std::vector<StoredBlock> ParticleFile::block_table(size_t bulk, uint64_t blocks, const std::string& what,
                                                    const std::string& table_name) const {
-  const Sec& t = companion(bulk, spec::kBlockTable, table_name);
+  const TableEntry& t = companion(bulk, spec::kBlockTable, table_name);
   const std::string tb = section(size_t(&t - table_.data()), blocks * sizeof(container::BlockEntry));
-  const Sec& e = table_[bulk];
+  const TableEntry& e = table_[bulk];
   const container::SectionEntry entry{uint16_t(e.kind), e.storage, 0, e.column, e.offset, e.length, 0};
   return container::decode_block_table(tb, blocks, entry, what, *container_);
 }
@@ -321,10 +321,10 @@ void ParticleFile::check_columns(const Directory& d) {
       if (count_ > 0) fail("data" + col + " is missing");
       streams_[i].values = BlockStream::contiguous(source_, "column data" + col, uint8_t(c.dtype), 0, 1, 0, {});
     }
-    if (lazy_[i].ranges < 0) fail("node ranges" + col + " are missing");
-    if (lazy_[i].bitmaps < 0) fail("bitmaps" + col + " are missing");
+    if (index_slots_[i].ranges < 0) fail("node ranges" + col + " are missing");
+    if (index_slots_[i].bitmaps < 0) fail("bitmaps" + col + " are missing");
     if (c.index == IndexKind::quantile) {
-      if (lazy_[i].edges < 0 || (d.codes[i] < 0 && count_ > 0)) fail("quantile index" + col + " is incomplete");
+      if (index_slots_[i].edges < 0 || (d.codes[i] < 0 && count_ > 0)) fail("quantile index" + col + " is incomplete");
       streams_[i].has_codes = d.codes[i] >= 0;
     }
   }
@@ -334,7 +334,7 @@ void ParticleFile::check_columns(const Directory& d) {
 void ParticleFile::attach_quantile_contexts() {
   for (size_t i = 0; i < schema_.size(); ++i) {
     if (!streams_[i].has_codes || !streams_[i].values.is_coded()) continue;
-    const std::string eb = section(size_t(lazy_[i].edges), (spec::kQuantileBins + 1) * 8);
+    const std::string eb = section(size_t(index_slots_[i].edges), (spec::kQuantileBins + 1) * 8);
     if (eb.size() != (spec::kQuantileBins + 1) * 8) fail("quantile edges of column '" + schema_[i].name + "' have the wrong length");
     auto edges = std::make_shared<std::vector<double>>(spec::kQuantileBins + 1);
     std::memcpy(edges->data(), eb.data(), eb.size());
@@ -349,7 +349,7 @@ void ParticleFile::read_structure() {
   // The sections every read needs now (schema, nodes, block tables and checksums, quantile
   // edges), which writers put together, are read at once.
   uint64_t meta_lo = UINT64_MAX, lo = UINT64_MAX, hi = 0, bytes = 0;
-  for (const Sec& e : table_) {
+  for (const TableEntry& e : table_) {
     const bool bulk = spec::is_bulk(e.kind);
     if (bulk || !e.length) continue;
     meta_lo = std::min(meta_lo, e.offset);
@@ -363,7 +363,7 @@ void ParticleFile::read_structure() {
   const std::string span = source_->read(lo, hi - lo);
   prefetched_.assign(table_.size(), std::string());
   for (size_t i = 0; i < table_.size(); ++i) {
-    const Sec& e = table_[i];
+    const TableEntry& e = table_[i];
     const bool bulk = spec::is_bulk(e.kind);
     if (!bulk && e.length && e.offset >= lo && e.offset + e.length <= hi) prefetched_[i] = span.substr(e.offset - lo, e.length);
   }

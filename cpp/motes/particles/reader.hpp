@@ -97,7 +97,7 @@ class ParticleFile {
 
  private:
   ParticleFile() = default;
-  struct Sec {  // a section table entry, either format
+  struct TableEntry {  // a section table entry, either format
     uint32_t kind;
     uint8_t storage;
     uint32_t column;
@@ -107,7 +107,9 @@ class ParticleFile {
     BlockStream values, codes;
     bool has_codes = false;
   };
-  struct Lazy {
+  // A column's index sections (node ranges, bitmaps, quantile edges) and the index decoded
+  // from them on first use (index(i)).
+  struct ColumnIndexSlot {
     std::once_flag once;
     ColumnIndex index;
     int ranges = -1, bitmaps = -1, edges = -1;  // section numbers
@@ -127,7 +129,7 @@ class ParticleFile {
   void parse_v1();
   void check_v1_lengths() const;
   void parse_v2();
-  void parse_sections(std::vector<Sec> table, uint64_t table_bytes, const Counts& counts);
+  void parse_sections(std::vector<TableEntry> table, uint64_t table_bytes, const Counts& counts);
   std::pair<size_t, size_t> find_structure() const;
   void read_structure();
   void read_schema(size_t at, uint32_t column_count);
@@ -138,7 +140,7 @@ class ParticleFile {
   void attach_quantile_contexts();
   void open_id_index(int keys, int rows, int fences);
   void open_tail_index(uint32_t column, int values, int rows, int bounds);
-  const Sec& companion(size_t bulk, uint32_t kind, const std::string& what) const;
+  const TableEntry& companion(size_t bulk, uint32_t kind, const std::string& what) const;
   uint64_t values_per_block(uint64_t value_size) const;
   // The coded blocks of bulk section `bulk`, from its block table (named `table_name`).
   std::vector<StoredBlock> block_table(size_t bulk, uint64_t blocks, const std::string& what,
@@ -162,10 +164,10 @@ class ParticleFile {
   std::vector<ColumnSpec> schema_;
   std::vector<TreeNode> nodes_;
   Levels levels_;
-  std::vector<Sec> table_;
+  std::vector<TableEntry> table_;
   std::vector<std::string> prefetched_;  // stored bytes of the sections read at open (by section number)
   std::vector<Streams> streams_;
-  std::unique_ptr<Lazy[]> lazy_;
+  std::unique_ptr<ColumnIndexSlot[]> index_slots_;
   FileStats stats_;
   std::unique_ptr<IdIndex> id_index_;  // format 2.1, when the writer built one
   std::vector<std::unique_ptr<TailIndex>> tails_;  // format 2.2: per column, null without one

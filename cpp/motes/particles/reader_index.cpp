@@ -42,9 +42,9 @@ std::vector<StoredBlock> ParticleFile::index_blocks(int bulk, uint64_t entries, 
 
 void ParticleFile::open_id_index(int keys, int rows, int fences) {
   if (keys < 0 || rows < 0 || fences < 0) fail("the id index lacks its keys, rows or fences section");
-  const Sec& k = table_[size_t(keys)];
-  const Sec& r = table_[size_t(rows)];
-  const Sec& f = table_[size_t(fences)];
+  const TableEntry& k = table_[size_t(keys)];
+  const TableEntry& r = table_[size_t(rows)];
+  const TableEntry& f = table_[size_t(fences)];
   if (k.column >= schema_.size() || r.column != k.column || f.column != k.column || !id_dtype(schema_[k.column].dtype))
     fail("the id index names column " + std::to_string(k.column) + ", not an integer id column");
   if (k.storage != container::kBlocks || r.storage != container::kBlocks) fail("the id index is not stored as coded blocks");
@@ -74,7 +74,7 @@ void ParticleFile::open_tail_index(uint32_t column, int values, int rows, int bo
 
 const ColumnIndex& ParticleFile::index(size_t i) const {
   if (i >= schema_.size()) throw UsageError("column index out of range");
-  Lazy& lz = lazy_[i];
+  ColumnIndexSlot& lz = index_slots_[i];
   std::call_once(lz.once, [&] { decode_index(i, lz.index); });
   return lz.index;
 }
@@ -82,7 +82,7 @@ const ColumnIndex& ParticleFile::index(size_t i) const {
 void ParticleFile::decode_index(size_t i, ColumnIndex& c) const {
   c.spec = schema_[i];
   c.index = c.spec.index;
-  const Lazy& lz = lazy_[i];
+  const ColumnIndexSlot& lz = index_slots_[i];
   const size_t sz = dtype_size(c.spec.dtype);
   const uint64_t nn = nodes_.size();
   const std::string col = " of column '" + c.spec.name + "'";

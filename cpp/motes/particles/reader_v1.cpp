@@ -35,7 +35,7 @@ void ParticleFile::parse_v1() {
   std::vector<spec::Format1SectionEntry> raw(h.section_count);
   if (table_bytes) source_->read(h.section_table_offset, table_bytes, raw.data());
   if (spec::kCheckSums && spec::checksum(raw.data(), table_bytes) != h.section_table_checksum) fail("section table checksum mismatch");
-  std::vector<Sec> table;
+  std::vector<TableEntry> table;
   uint64_t index_read = 0;
   for (const spec::Format1SectionEntry& e : raw) {
     if (e.offset < spec::kPage || e.offset > size || e.length > size - e.offset) fail(spec::section_kind_name(e.kind) + " section lies outside the file");
@@ -44,7 +44,7 @@ void ParticleFile::parse_v1() {
       index_read += e.length;  // sections do not overlap: more than the file means a damaged table
       if (index_read > size) fail("index sections add up to more than the file (overlapping sections)");
     }
-    table.push_back(Sec{e.kind, container::kRaw, e.column, e.offset, e.length, e.checksum});
+    table.push_back(TableEntry{e.kind, container::kRaw, e.column, e.offset, e.length, e.checksum});
   }
   parse_sections(std::move(table), table_bytes, {h.column_count, h.node_count, h.level_count});
   check_v1_lengths();
@@ -56,7 +56,7 @@ void ParticleFile::check_v1_lengths() const {
   const uint64_t nn = nodes_.size();
   for (size_t i = 0; i < schema_.size(); ++i) {
     const std::string col = " of column '" + schema_[i].name + "'";
-    const Lazy& lz = lazy_[i];
+    const ColumnIndexSlot& lz = index_slots_[i];
     if (lz.ranges >= 0 && table_[size_t(lz.ranges)].length != 2 * nn * dtype_size(schema_[i].dtype))
       fail("node ranges" + col + " have the wrong length");
     if (lz.edges >= 0 && table_[size_t(lz.edges)].length != (spec::kQuantileBins + 1) * 8)
