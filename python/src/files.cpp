@@ -141,9 +141,12 @@ motes::WriteSummary write_file(const std::string& path, const std::vector<Column
 // The cache of decoded blocks, and write_file.
 void bind_cache_and_writer(nb::module_& m) {
   m.def("block_cache_bytes", []() { return motes::block_cache_bytes(); },
-        "Bytes the cache of decoded blocks may hold (MOTES_CACHE_MB at start, default 256 MiB).");
+        "Bytes the cache of decoded blocks may hold (MOTES_CACHE_MB at start; default 1 GiB, at most an eighth of the memory).");
   m.def("set_block_cache_bytes", [](uint64_t bytes) { motes::set_block_cache_bytes(bytes); }, "bytes"_a);
   m.def("clear_block_cache", []() { motes::clear_block_cache(); }, "Drops every decoded block (cold measurements).");
+  m.def("block_cache_used", []() { return motes::block_cache_used(); }, "Bytes the cache of decoded blocks holds now.");
+  m.def("blocks_decoded", []() { return motes::blocks_decoded(); },
+        "Coded blocks this process has decoded so far, checks included (what the cache saves).");
   m.def("write_file", &write_file, "path"_a, "columns"_a, "options"_a = nb::none(), "progress"_a = nb::none(),
         "Writes one particle file of (name, array, index kind, unit, error bound) columns; "
         "options: WriteOptions (None: the core's defaults); progress(stage, done, total).");

@@ -20,7 +20,8 @@ namespace motes {
 
 namespace {
 
-std::atomic<uint64_t> next_stream_id{1};
+std::atomic<uint64_t> next_stream_id{1};  // below 2^63: keys set by set_cache_key have that bit
+std::atomic<uint64_t> coded_blocks_decoded{0};
 
 // Least recently used decoded blocks, up to a byte budget. Blocks in use elsewhere stay
 // alive after eviction (shared_ptr); the cache only stops holding them.
@@ -247,6 +248,7 @@ std::shared_ptr<DecodedBlock> BlockStream::decode(uint64_t b) const {
 
 void BlockStream::decode_into(uint64_t b, unsigned char* dst) const {
   const uint64_t n = values_in(b);
+  if (coded_) coded_blocks_decoded.fetch_add(1, std::memory_order_relaxed);
   if (!coded_) {
     source_->read(offset_ + b * per_block_ * type_.size, n * type_.size, dst);
     check_raw(b, dst);
@@ -397,5 +399,6 @@ void set_block_cache_bytes(uint64_t bytes) { cache().set_limit(bytes); }
 uint64_t block_cache_bytes() { return cache().limit(); }
 uint64_t block_cache_used() { return cache().used(); }
 void clear_block_cache() { cache().clear(); }
+uint64_t blocks_decoded() { return coded_blocks_decoded.load(std::memory_order_relaxed); }
 
 }  // namespace motes

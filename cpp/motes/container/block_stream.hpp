@@ -66,6 +66,11 @@ class BlockStream {
   uint64_t per_block() const { return per_block_; }
   uint64_t block_count() const { return count_ ? (count_ + per_block_ - 1) / per_block_ : 0; }
   bool is_coded() const { return coded_; }
+  // Keys this stream's blocks in the cache of decoded blocks by content rather than by this
+  // object: `key` must change whenever the stream's bytes or the way they decode could
+  // (a hash of the file's identity, its header checksum and the section), so that another
+  // open of the same file finds the blocks decoded already.
+  void set_cache_key(uint64_t key) { id_ = key | (uint64_t(1) << 63); }
   uint64_t stored_bytes() const;  // in the source
   const std::vector<StoredBlock>& blocks() const { return blocks_; }
   const ByteSource& source() const { return *source_; }
@@ -162,5 +167,7 @@ void set_block_cache_bytes(uint64_t bytes);
 uint64_t block_cache_bytes();
 uint64_t block_cache_used();
 void clear_block_cache();
+// Coded blocks decoded by this process so far, checks included (the work the cache saves).
+uint64_t blocks_decoded();
 
 }  // namespace motes

@@ -10,6 +10,9 @@
 #include <cerrno>
 #include <cstring>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #include "motes/core/types.hpp"
 #include "motes/io/files.hpp"
 
@@ -26,7 +29,13 @@ std::atomic<uint64_t> next_id{1};
 
 class FileSource final : public ByteSource {
  public:
-  FileSource(std::string path, int fd, uint64_t size) : path_(std::move(path)), fd_(fd), size_(size) {}
+  FileSource(std::string path, int fd, uint64_t size) : path_(std::move(path)), fd_(fd), size_(size) {
+    struct stat st {};
+    if (::fstat(fd_, &st) == 0) {
+      const uint64_t key[2] = {uint64_t(st.st_dev), uint64_t(st.st_ino)};
+      identity_ = XXH3_64bits(key, sizeof key) | 1;  // never 0
+    }
+  }
   ~FileSource() override {
     if (map_) ::munmap(const_cast<unsigned char*>(map_), size_);
     ::close(fd_);
@@ -86,6 +95,8 @@ class FileSource final : public ByteSource {
     return true;
   }
 
+  uint64_t file_identity() const override { return identity_; }
+
   void check_unchanged() const override {
     struct stat st {};
     if (::fstat(fd_, &st) != 0) throw_errno("cannot stat", path_);
@@ -98,6 +109,7 @@ class FileSource final : public ByteSource {
   std::string path_;
   int fd_;
   uint64_t size_;
+  uint64_t identity_ = 0;
   mutable std::once_flag mapped_;
   mutable const unsigned char* map_ = nullptr;
 };

@@ -40,6 +40,10 @@ class ByteSource {
   virtual void will_need(const std::vector<ByteRange>& ranges) const { (void)ranges; }
   // FormatError when the source changed size since it was opened.
   virtual void check_unchanged() const {}
+  // Which file this is, across opens (a file: its device and inode, hashed); 0 when the
+  // source is not a file. With a checksum of the contents it keys what outlives one open
+  // (decoded blocks), so reopening a file does not decode again.
+  virtual uint64_t file_identity() const { return 0; }
 
   // Unique in the process (keys of caches): never reused, unlike addresses.
   uint64_t id() const { return id_; }

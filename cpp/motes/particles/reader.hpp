@@ -160,6 +160,7 @@ class ParticleFile {
   uint16_t major_ = 0, minor_ = 0;
   uint64_t features_ = 0;
   uint64_t header_checksum_ = 0;
+  uint64_t cache_key_ = 0;  // names the file's contents across opens (0: not a file)
   Box bounds_{};
   std::vector<ColumnSpec> schema_;
   std::vector<TreeNode> nodes_;

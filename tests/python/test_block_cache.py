@@ -1,0 +1,102 @@
+"""The cache of decoded blocks outlives one open of a file: a file opened again (a viewer or
+a notebook reopening a dataset) finds its blocks decoded already, and a file whose contents
+changed, whether replaced or rewritten in place, is decoded afresh (never answered from the
+blocks of what it held before)."""
+import gc
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import motes
+from motes import _core, synth
+
+N = 60_000
+
+
+def _write(path, seed):
+    motes.write(path, synth.vpic(N, seed=seed), sync=False)  # compressed (the default): coded blocks
+    return path
+
+
+def _all(path, where=None):
+    ds = motes.open(path)
+    got = ds.query(where)
+    out = {k: np.asarray(got[k]).copy() for k in ("x", "ux", "energy")}
+    del ds, got
+    gc.collect()
+    return out
+
+
+def _same(a, b):
+    return all(np.array_equal(a[k], b[k]) for k in a)
+
+
+def _decodes(fn):
+    before = _core.blocks_decoded()
+    out = fn()
+    return out, _core.blocks_decoded() - before
+
+
+@pytest.fixture(autouse=True)
+def _cold():
+    _core.clear_block_cache()
+    yield
+    _core.clear_block_cache()
+
+
+def test_reopening_a_file_decodes_nothing_again(tmp_path):
+    path = _write(tmp_path / "a.motes", 1)
+    first, decoded_first = _decodes(lambda: _all(path))
+    assert decoded_first > 0
+    again, decoded_again = _decodes(lambda: _all(path))
+    assert decoded_again == 0
+    assert _same(first, again)
+    # A filtered query after reopening, too: its blocks are among those decoded.
+    sub, decoded_sub = _decodes(lambda: _all(path, "energy > 2"))
+    assert decoded_sub == 0
+    keep = first["energy"] > 2
+    assert sorted(sub["ux"].tolist()) == sorted(first["ux"][keep].tolist())
+
+
+def test_a_file_replaced_at_its_path_is_decoded_afresh(tmp_path):
+    a = _write(tmp_path / "a.motes", 1)
+    b = _write(tmp_path / "b.motes", 2)
+    old = _all(a)
+    new_b = _all(b)
+    shutil.rmtree(a)
+    shutil.copytree(b, a)  # new files (new inodes) with other contents, at the same paths
+    got, decoded = _decodes(lambda: _all(a))
+    assert decoded > 0
+    assert _same(got, new_b) and not _same(got, old)
+
+
+def test_a_file_rewritten_in_place_is_decoded_afresh(tmp_path):
+    """The same inode with other contents: the key holds the header checksum, which covers
+    every section and block, so no block of the old contents is taken for the new."""
+    a = _write(tmp_path / "a.motes", 1)
+    b = _write(tmp_path / "b.motes", 2)
+    old = _all(a)
+    new_b = _all(b)
+    for src, dst in ((os.path.join(dp, f), os.path.join(str(a), os.path.relpath(os.path.join(dp, f), str(b))))
+                     for dp, _, fs in os.walk(b) for f in fs if not f.endswith(".lock")):
+        ino = os.stat(dst).st_ino
+        with open(src, "rb") as s, open(dst, "r+b") as d:  # overwrite in place: same inode
+            d.truncate(0)
+            d.write(s.read())
+        assert os.stat(dst).st_ino == ino
+    got, decoded = _decodes(lambda: _all(a))
+    assert decoded > 0
+    assert _same(got, new_b) and not _same(got, old)
+
+
+def test_two_copies_of_a_file_are_two_files(tmp_path):
+    """Identity is the file's (device, inode) with its contents: a copy is decoded on its own
+    (nothing is shared by contents alone, so a crafted file cannot stand in for another)."""
+    a = _write(tmp_path / "a.motes", 1)
+    c = tmp_path / "c.motes"
+    shutil.copytree(a, c)
+    first = _all(a)
+    copy, decoded = _decodes(lambda: _all(c))
+    assert decoded > 0 and _same(first, copy)
