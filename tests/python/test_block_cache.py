@@ -100,3 +100,35 @@ def test_two_copies_of_a_file_are_two_files(tmp_path):
     first = _all(a)
     copy, decoded = _decodes(lambda: _all(c))
     assert decoded > 0 and _same(first, copy)
+
+
+def test_value_indexes_and_fields_are_kept_across_opens(tmp_path):
+    """The id index (id in (...)), a tail index (a threshold in the tail) and a grid field's
+    blocks: each decodes on the first open and not on the next."""
+    path = tmp_path / "v.motes"
+    cols = synth.vpic(N, seed=3, with_id=True)
+    fields = synth.harris_fields((24, 12, 8))
+    motes.write(path, cols, fields=fields, tails=["ux"], sync=False)
+    ids = cols["id"][::997][:40]
+    t = float(np.quantile(cols["ux"], 0.999))
+    name = next(iter(fields))
+
+    def reads():
+        ds = motes.open(path)
+        by_id = np.sort(np.asarray(ds.query(f"id in ({', '.join(str(int(i)) for i in ids)})", columns=["id"])["id"]))
+        tail = np.sort(np.asarray(ds.query(f"ux > {t!r}", columns=["ux"])["ux"]))
+        field = np.asarray(ds.field(name).read()).copy()
+        del ds
+        gc.collect()
+        return by_id, tail, field
+
+    (by_id, tail, field), first = _decodes(reads)
+    assert first > 0
+    np.testing.assert_array_equal(by_id, np.sort(ids))
+    np.testing.assert_array_equal(tail, np.sort(cols["ux"][cols["ux"] > np.float32(t)]))
+    np.testing.assert_array_equal(field, fields[name].array)
+    (by_id2, tail2, field2), again = _decodes(reads)
+    assert again == 0
+    np.testing.assert_array_equal(by_id2, by_id)
+    np.testing.assert_array_equal(tail2, tail)
+    np.testing.assert_array_equal(field2, field)

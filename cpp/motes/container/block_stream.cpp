@@ -153,6 +153,19 @@ BlockStream BlockStream::coded(std::shared_ptr<const ByteSource> source, std::st
   return s;
 }
 
+void BlockStream::set_cache_key(uint64_t file, uint64_t section) {
+  if (!file) return;
+  const uint64_t key[2] = {file, section};
+  id_ = XXH3_64bits(key, sizeof key) | (uint64_t(1) << 63);  // per-open ids stay below 2^63
+}
+
+uint64_t content_cache_key(const ByteSource& source, uint64_t header_checksum) {
+  const uint64_t file = source.file_identity();
+  if (!file) return 0;
+  const uint64_t key[3] = {file, header_checksum, source.size()};
+  return XXH3_64bits(key, sizeof key) | 1;  // never 0
+}
+
 void BlockStream::set_quantile_context(const BlockStream* codes, std::shared_ptr<const std::vector<uint64_t>> bases,
                                        std::shared_ptr<const std::vector<double>> edges) {
   codes_ = codes;

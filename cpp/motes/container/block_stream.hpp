@@ -66,11 +66,11 @@ class BlockStream {
   uint64_t per_block() const { return per_block_; }
   uint64_t block_count() const { return count_ ? (count_ + per_block_ - 1) / per_block_ : 0; }
   bool is_coded() const { return coded_; }
-  // Keys this stream's blocks in the cache of decoded blocks by content rather than by this
-  // object: `key` must change whenever the stream's bytes or the way they decode could
-  // (a hash of the file's identity, its header checksum and the section), so that another
-  // open of the same file finds the blocks decoded already.
-  void set_cache_key(uint64_t key) { id_ = key | (uint64_t(1) << 63); }
+  // Keys this stream's blocks in the cache of decoded blocks by what they hold rather than by
+  // this object, so that another open of the same file finds them decoded already: `file` is
+  // content_cache_key of the file (nothing changes when it is 0), `section` the stream's
+  // section in it.
+  void set_cache_key(uint64_t file, uint64_t section);
   uint64_t stored_bytes() const;  // in the source
   const std::vector<StoredBlock>& blocks() const { return blocks_; }
   const ByteSource& source() const { return *source_; }
@@ -167,6 +167,10 @@ void set_block_cache_bytes(uint64_t bytes);
 uint64_t block_cache_bytes();
 uint64_t block_cache_used();
 void clear_block_cache();
+// What names a file's contents across opens, for set_cache_key: its identity (device and
+// inode) with its header checksum, which covers every section and block of a motes file; 0
+// for a source that is not a file.
+uint64_t content_cache_key(const ByteSource& source, uint64_t header_checksum);
 // Coded blocks decoded by this process so far, checks included (the work the cache saves).
 uint64_t blocks_decoded();
 

@@ -231,6 +231,7 @@ void FieldFile::PartOpen::open_values(size_t i) {
   std::string tb = part_.container->section(size_t(t - sections.data()), "block table of " + what, blocks * sizeof(container::BlockEntry));
   part_.values[e.column] = BlockStream::coded(part_.source, what, uint8_t(f_.spec_.dtype), blocks * f_.per_block_, f_.per_block_,
                                               container::decode_block_table(tb, blocks, e, what, *part_.container));
+  part_.values[e.column].set_cache_key(content_cache_key(*part_.source, part_.container->header().header_checksum), i);
   have_values_[e.column] = true;
 }
 

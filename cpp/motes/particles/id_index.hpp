@@ -49,6 +49,12 @@ void code_index_blocks(const void* values, uint64_t n, DType dtype, int zstd_lev
 // A file's id index, opened from its sections.
 class IdIndex {
  public:
+  // Keys its two streams in the cache of decoded blocks by the file's contents (BlockStream::
+  // set_cache_key): `file` from content_cache_key, and their two sections in the file.
+  void set_cache_keys(uint64_t file, uint64_t keys_section, uint64_t rows_section) {
+    keys_.set_cache_key(file, keys_section);
+    rows_.set_cache_key(file, rows_section);
+  }
   // `keys`, `rows`: the bulk sections' coded blocks; `fences` the fence section's bytes.
   // FormatError (through the file's name) when they do not agree.
   IdIndex(std::shared_ptr<const ByteSource> source, const std::string& file, uint32_t column, uint64_t count,

@@ -112,12 +112,7 @@ std::string ParticleFile::section(size_t i, uint64_t max_decoded) const {
 // kinds ignored, duplicates and bad column numbers refused), then one consumer per kind.
 void ParticleFile::parse_sections(std::vector<TableEntry> table, uint64_t table_bytes, const Counts& counts) {
   table_ = std::move(table);
-  if (const uint64_t file = source_->file_identity()) {
-    // The header checksum covers the section table, which covers every section and block
-    // table, which cover every block: with the file's identity it names these contents.
-    const uint64_t key[3] = {file, header_checksum_, source_->size()};
-    cache_key_ = XXH3_64bits(key, sizeof key);
-  }
+  cache_key_ = content_cache_key(*source_, header_checksum_);
   const auto [schema_at, nodes_at] = find_structure();
   read_structure();
   read_schema(schema_at, counts.columns);
@@ -303,10 +298,7 @@ void ParticleFile::open_bulk(size_t ti, Directory& d) {
     if (!sb.empty()) std::memcpy(sv.data(), sb.data(), sb.size());
     stream = BlockStream::contiguous(source_, what, dtype, count_, per_block, e.offset, std::move(sv));
   }
-  if (cache_key_) {
-    const uint64_t key[2] = {cache_key_, ti};
-    stream.set_cache_key(XXH3_64bits(key, sizeof key));
-  }
+  stream.set_cache_key(cache_key_, ti);
   (is_codes ? streams_[e.column].codes : streams_[e.column].values) = std::move(stream);
   if (!is_codes) stats_.raw_data_bytes += count_ * esize;
 }

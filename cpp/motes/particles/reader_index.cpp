@@ -53,6 +53,7 @@ void ParticleFile::open_id_index(int keys, int rows, int fences) {
   auto row_blocks = index_blocks(rows, count_, "id index rows");
   const std::string fb = section(size_t(fences), blocks * 16);
   id_index_ = std::make_unique<IdIndex>(source_, source_->name(), k.column, count_, std::move(key_blocks), std::move(row_blocks), fb);
+  id_index_->set_cache_keys(cache_key_, uint64_t(keys), uint64_t(rows));
 }
 
 void ParticleFile::open_tail_index(uint32_t column, int values, int rows, int bounds) {
@@ -70,6 +71,7 @@ void ParticleFile::open_tail_index(uint32_t column, int values, int rows, int bo
   auto row_blocks = index_blocks(rows, entries, "tail index rows" + col);
   tails_[column] = std::make_unique<TailIndex>(source_, source_->name(), column, schema_[column].dtype, count_,
                                                std::move(value_blocks), std::move(row_blocks), b);
+  tails_[column]->set_cache_keys(cache_key_, uint64_t(values), uint64_t(rows));
 }
 
 const ColumnIndex& ParticleFile::index(size_t i) const {

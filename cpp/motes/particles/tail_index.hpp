@@ -50,6 +50,12 @@ class TailIndex {
   TailIndex(std::shared_ptr<const ByteSource> source, const std::string& file, uint32_t column, DType dtype,
             uint64_t particle_count, std::vector<StoredBlock> value_blocks, std::vector<StoredBlock> row_blocks,
             const std::string& bounds);
+  // Keys its two streams in the cache of decoded blocks by the file's contents (BlockStream::
+  // set_cache_key): `file` from content_cache_key, and their two sections in the file.
+  void set_cache_keys(uint64_t file, uint64_t values_section, uint64_t rows_section) {
+    values_.set_cache_key(file, values_section);
+    rows_.set_cache_key(file, rows_section);
+  }
   uint32_t column() const { return column_; }
   uint64_t low_count() const { return low_count_; }
   uint64_t high_count() const { return high_count_; }
