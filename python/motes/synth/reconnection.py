@@ -77,37 +77,58 @@ def vpic(n: int, seed: int = 0, with_id: bool = False, dtype=np.float32):
     """
     n, dt = check_args(n, dtype)
     rng = np.random.default_rng(seed)
-    f32 = np.float32
-    LX, LY, LZ, Y0 = _V_LX, _V_LY, _V_LZ, SHEET_Y0
-    K = _V_NPLASMOID
-
-    # --- plasmoid parameters ------------------------------------------------
-    pcx = (np.arange(K) + 0.5) * (LX / K) + rng.uniform(-8.0, 8.0, K)
-    pcy = Y0 + rng.normal(0.0, 0.3, K)
-    pcz = rng.uniform(0.0, LZ, K)
-    psx = rng.uniform(3.0, 6.0, K)
-    psy = rng.uniform(0.8, 1.5, K)
-    psz = rng.uniform(3.0, 8.0, K)
-    pw = rng.uniform(0.5, 1.5, K)
-    pw *= _V_FRAC_PLASMOID / pw.sum()
-    # labels: 0 sheet, 1 background, 2.. plasmoids
-    probs = np.concatenate([[_V_FRAC_SHEET, _V_FRAC_BACKGROUND], pw])
-
-    # --- random draws ---------------------------------------------------------
-    labels = shuffled_labels(rng, n, probs)
-    x = uniform_pos(rng, n, LX, dt)
-    uy_rand = rng.random(n, dtype=dt)          # sheet (sech^2) / background y
-    z = uniform_pos(rng, n, LZ, dt)
+    pl = _Plasmoids(rng)
+    # Every random draw, in this order (the generator's output depends on it).
+    labels = shuffled_labels(rng, n, pl.probs)
+    x = uniform_pos(rng, n, _V_LX, dt)
+    y = rng.random(n, dtype=dt)  # the inverse CDF of the sheet's or the background's y
+    z = uniform_pos(rng, n, _V_LZ, dt)
     pl_idx = np.flatnonzero(labels >= 2)
     g = [rng.standard_normal(len(pl_idx), dtype=dt) for _ in range(3)]
-    q = rng.random(n, dtype=f32)
+    q = rng.random(n, dtype=np.float32)
     ux, uy, uz = momenta(rng, n)
-    noise = rng.standard_normal(n, dtype=f32)
+    noise = rng.standard_normal(n, dtype=np.float32)
 
-    # --- positions ------------------------------------------------------------
-    y = uy_rand
-    one = below(1.0, dt)
+    _place(x, y, z, labels, pl_idx, g, pl, dt)
+    del g, pl_idx
+    energy = np.empty(n, dtype=np.float32)
     for s in chunks(n):
+        xs, ys, zs = (a[s].astype(np.float32, copy=False) for a in (x, y, z))
+        _charge_and_flow(xs, ys, q[s], ux[s], uy[s], uz[s])
+        _energy(xs, ys, zs, noise[s], pl, out=energy[s])
+    del noise
+
+    cols = {"x": x, "y": y, "z": z, "ux": ux, "uy": uy, "uz": uz,
+            "energy": energy, "q": q}
+    return finish(cols, n, seed, with_id)
+
+
+class _Plasmoids:
+    """The plasmoids' centres, widths and weights (drawn first), and the label probabilities:
+    0 sheet, 1 background, 2.. plasmoids."""
+
+    def __init__(self, rng):
+        K = _V_NPLASMOID
+        self.cx = (np.arange(K) + 0.5) * (_V_LX / K) + rng.uniform(-8.0, 8.0, K)
+        self.cy = SHEET_Y0 + rng.normal(0.0, 0.3, K)
+        self.cz = rng.uniform(0.0, _V_LZ, K)
+        self.sx = rng.uniform(3.0, 6.0, K)
+        self.sy = rng.uniform(0.8, 1.5, K)
+        self.sz = rng.uniform(3.0, 8.0, K)
+        w = rng.uniform(0.5, 1.5, K)
+        w *= _V_FRAC_PLASMOID / w.sum()
+        self.probs = np.concatenate([[_V_FRAC_SHEET, _V_FRAC_BACKGROUND], w])
+        f32 = np.float32
+        self.cx32, self.cy32, self.cz32 = (a.astype(f32) for a in (self.cx, self.cy, self.cz))
+        # 1 / (2 s): the Gaussian heating's scale per axis
+        self.isx, self.isy, self.isz = (f32(1.0) / (f32(2.0) * a.astype(f32)) for a in (self.sx, self.sy, self.sz))
+
+
+def _place(x, y, z, labels, pl_idx, g, pl, dt):
+    """Positions: the sheet's y by the inverse CDF of sech^2 (the background's uniform), the
+    plasmoids' Gaussian clumps, wrapped in x and z and clipped in y."""
+    one = below(1.0, dt)
+    for s in chunks(len(y)):
         u = y[s]
         bgm = labels[s] == 1
         # Harris sheet: y = Y0 + L * atanh(2u - 1)  (inverse CDF of sech^2)
@@ -116,93 +137,77 @@ def vpic(n: int, seed: int = 0, with_id: bool = False, dtype=np.float32):
         np.clip(t, -one, one, out=t)
         np.arctanh(t, out=t)
         t *= dt.type(SHEET_HALF_THICKNESS)
-        t += dt.type(Y0)
-        np.copyto(t, u * dt.type(LY), where=bgm)
+        t += dt.type(SHEET_Y0)
+        np.copyto(t, u * dt.type(_V_LY), where=bgm)
         y[s] = t
     lp = labels[pl_idx] - 2
-    x[pl_idx] = (pcx[lp].astype(dt) + psx[lp].astype(dt) * g[0])
-    y[pl_idx] = (pcy[lp].astype(dt) + psy[lp].astype(dt) * g[1])
-    z[pl_idx] = (pcz[lp].astype(dt) + psz[lp].astype(dt) * g[2])
-    del g, pl_idx, lp
-    wrap(x, LX, dt)
-    wrap(z, LZ, dt)
-    np.clip(y, dt.type(0.0), below(LY, dt), out=y)
+    x[pl_idx] = (pl.cx[lp].astype(dt) + pl.sx[lp].astype(dt) * g[0])
+    y[pl_idx] = (pl.cy[lp].astype(dt) + pl.sy[lp].astype(dt) * g[1])
+    z[pl_idx] = (pl.cz[lp].astype(dt) + pl.sz[lp].astype(dt) * g[2])
+    wrap(x, _V_LX, dt)
+    wrap(z, _V_LZ, dt)
+    np.clip(y, dt.type(0.0), below(_V_LY, dt), out=y)
 
-    # --- charge, momenta, energy (chunked, float32) ----------------------------
-    pcx32, pcy32, pcz32 = (a.astype(f32) for a in (pcx, pcy, pcz))
-    pisx, pisy, pisz = (f32(1.0) / (f32(2.0) * a.astype(f32))
-                        for a in (psx, psy, psz))
-    energy = np.empty(n, dtype=f32)
-    k1x, k2y, k2z = (f32(TWO_PI * 3 / LX), f32(TWO_PI * 2 / LY),
-                     f32(TWO_PI * 2 / LZ))
-    for s in chunks(n):
-        xs = x[s].astype(f32, copy=False)
-        ys = y[s].astype(f32, copy=False)
-        zs = z[s].astype(f32, copy=False)
-        dy = ys - f32(Y0)
 
-        # charge: -1 (electron) / +1 (ion)
-        qs = q[s]
-        ele = qs < f32(0.5)
-        qs[...] = np.where(ele, f32(-1.0), f32(1.0))
-        vth = np.where(ele, f32(_V_VTH_E), f32(_V_VTH_I))
+def _charge_and_flow(xs, ys, qs, ux, uy, uz):
+    """One chunk, in place: the charge (-1 electron / +1 ion from a uniform draw) and the
+    momenta (thermal noise scaled by the species' vth, plus the smooth bulk flow)."""
+    f32 = np.float32
+    dy = ys - f32(SHEET_Y0)
+    ele = qs < f32(0.5)
+    qs[...] = np.where(ele, f32(-1.0), f32(1.0))
+    vth = np.where(ele, f32(_V_VTH_E), f32(_V_VTH_I))
+    c = np.cosh(dy * f32(1.0 / 3.0))
+    sech2_3 = f32(1.0) / (c * c)
+    c = np.cosh(dy * f32(1.0 / SHEET_HALF_THICKNESS))
+    sech2_L = f32(1.0) / (c * c)
+    dxl = xs - f32(XLINE_X)
+    ux *= vth
+    ux += f32(0.02) * np.tanh(dxl * f32(1.0 / 15.0)) * sech2_3
+    uy *= vth
+    gx = dxl * f32(1.0 / 40.0)
+    uy -= f32(0.01) * np.tanh(dy * f32(0.2)) * np.exp(-(gx * gx))
+    uz *= vth
+    uz -= f32(0.02) * qs * sech2_L
 
-        # smooth bulk flow + thermal noise
-        c = np.cosh(dy * f32(1.0 / 3.0))
-        sech2_3 = f32(1.0) / (c * c)
-        c = np.cosh(dy * f32(1.0 / SHEET_HALF_THICKNESS))
-        sech2_L = f32(1.0) / (c * c)
-        dxl = xs - f32(XLINE_X)
-        a = ux[s]
-        a *= vth
-        a += f32(0.02) * np.tanh(dxl * f32(1.0 / 15.0)) * sech2_3
-        a = uy[s]
-        a *= vth
-        gx = dxl * f32(1.0 / 40.0)
-        a -= f32(0.01) * np.tanh(dy * f32(0.2)) * np.exp(-(gx * gx))
-        a = uz[s]
-        a *= vth
-        a -= f32(0.02) * qs * sech2_L
 
-        # energy: smooth field of position
-        e = np.sin(xs * k1x)
-        e += np.sin(ys * k2y + f32(1.3))
-        e += np.cos(zs * k2z + f32(0.4))
-        e *= f32(0.01)
-        e += f32(0.05)
-        c = np.cosh(dy * f32(0.25))
-        e += f32(0.25) / (c * c)
-        for i in range(K):
-            ddx = xs - pcx32[i]                 # periodic distance in x
-            ddx -= f32(LX) * np.rint(ddx * f32(1.0 / LX))
-            ddx *= pisx[i]
-            ddz = zs - pcz32[i]                 # periodic distance in z
-            ddz -= f32(LZ) * np.rint(ddz * f32(1.0 / LZ))
-            ddz *= pisz[i]
-            ddy = (ys - pcy32[i]) * pisy[i]
-            r2 = ddx * ddx
-            r2 += ddy * ddy
-            r2 += ddz * ddz
-            np.negative(r2, out=r2)
-            np.exp(r2, out=r2)
-            r2 *= f32(0.3)
-            e += r2
-        # energetic sheet at the X-line
-        ty = dy * f32(1.0 / 0.3)
-        tx = dxl * f32(0.1)
-        tx *= tx
-        r2 = ty * ty
-        r2 += tx * tx
+def _energy(xs, ys, zs, nz, pl, out):
+    """One chunk of the energy field: background, sheet heating, the plasmoids' Gaussian
+    heating, the energetic sheet at the X-line, times (1 + 0.01 noise); `nz` is overwritten."""
+    f32 = np.float32
+    dy = ys - f32(SHEET_Y0)
+    k1x, k2y, k2z = (f32(TWO_PI * 3 / _V_LX), f32(TWO_PI * 2 / _V_LY), f32(TWO_PI * 2 / _V_LZ))
+    e = np.sin(xs * k1x)
+    e += np.sin(ys * k2y + f32(1.3))
+    e += np.cos(zs * k2z + f32(0.4))
+    e *= f32(0.01)
+    e += f32(0.05)
+    c = np.cosh(dy * f32(0.25))
+    e += f32(0.25) / (c * c)
+    for i in range(_V_NPLASMOID):
+        ddx = xs - pl.cx32[i]                 # periodic distance in x
+        ddx -= f32(_V_LX) * np.rint(ddx * f32(1.0 / _V_LX))
+        ddx *= pl.isx[i]
+        ddz = zs - pl.cz32[i]                 # periodic distance in z
+        ddz -= f32(_V_LZ) * np.rint(ddz * f32(1.0 / _V_LZ))
+        ddz *= pl.isz[i]
+        ddy = (ys - pl.cy32[i]) * pl.isy[i]
+        r2 = ddx * ddx
+        r2 += ddy * ddy
+        r2 += ddz * ddz
         np.negative(r2, out=r2)
         np.exp(r2, out=r2)
-        e += f32(3.0) * r2
-        # tiny multiplicative noise
-        nz = noise[s]
-        nz *= f32(0.01)
-        nz += f32(1.0)
-        np.multiply(e, nz, out=energy[s])
-    del noise
-
-    cols = {"x": x, "y": y, "z": z, "ux": ux, "uy": uy, "uz": uz,
-            "energy": energy, "q": q}
-    return finish(cols, n, seed, with_id)
+        r2 *= f32(0.3)
+        e += r2
+    # energetic sheet at the X-line
+    ty = dy * f32(1.0 / 0.3)
+    tx = (xs - f32(XLINE_X)) * f32(0.1)
+    tx *= tx
+    r2 = ty * ty
+    r2 += tx * tx
+    np.negative(r2, out=r2)
+    np.exp(r2, out=r2)
+    e += f32(3.0) * r2
+    nz *= f32(0.01)
+    nz += f32(1.0)
+    np.multiply(e, nz, out=out)
