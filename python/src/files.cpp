@@ -12,6 +12,7 @@
 #include "common.hpp"
 #include "motes/container/block_stream.hpp"
 #include "motes/particles/collection.hpp"
+#include "motes/particles/kept.hpp"
 #include "motes/particles/id_index.hpp"
 #include "motes/particles/track.hpp"
 #include "motes/particles/reader.hpp"
@@ -143,7 +144,10 @@ void bind_cache_and_writer(nb::module_& m) {
   m.def("block_cache_bytes", []() { return motes::block_cache_bytes(); },
         "Bytes the cache of decoded blocks may hold (MOTES_CACHE_MB at start; default 1 GiB, at most an eighth of the memory).");
   m.def("set_block_cache_bytes", [](uint64_t bytes) { motes::set_block_cache_bytes(bytes); }, "bytes"_a);
-  m.def("clear_block_cache", []() { motes::clear_block_cache(); }, "Drops every decoded block (cold measurements).");
+  m.def("clear_block_cache", []() {
+    motes::clear_block_cache();
+    motes::kept_clear();
+  }, "Drops every decoded block, and the trees and column indexes kept across opens (cold measurements).");
   m.def("block_cache_used", []() { return motes::block_cache_used(); }, "Bytes the cache of decoded blocks holds now.");
   m.def("blocks_decoded", []() { return motes::blocks_decoded(); },
         "Coded blocks this process has decoded so far, checks included (what the cache saves).");

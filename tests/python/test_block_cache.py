@@ -5,6 +5,7 @@ blocks of what it held before)."""
 import gc
 import os
 import shutil
+import struct
 
 import numpy as np
 import pytest
@@ -132,3 +133,25 @@ def test_value_indexes_and_fields_are_kept_across_opens(tmp_path):
     np.testing.assert_array_equal(by_id2, by_id)
     np.testing.assert_array_equal(tail2, tail)
     np.testing.assert_array_equal(field2, field)
+
+
+def test_verify_reads_every_section_again_after_a_reopen(tmp_path):
+    """What is kept across opens (decoded blocks, the tree, column indexes) answers queries as
+    the intact file does, but `verify` checks the bytes on disk: a section damaged in place
+    since an earlier open (the header, and so the key, unchanged) is found."""
+    path = _write(tmp_path / "a.motes", 1)
+    _all(path, "energy > 2")  # kept: the tree, the energy column's index, blocks
+    step = next(os.path.join(dp, f) for dp, _, fs in os.walk(path) for f in fs if f.endswith(".mpf"))
+    with open(step, "rb") as fh:  # the section table (docs/format.md 4.2, 4.3): find the nodes section (kind 2)
+        raw = fh.read()
+    table, count = struct.unpack_from("<QI", raw, 32)
+    entries = [struct.unpack_from("<HBBIQQQ", raw, table + 32 * k) for k in range(count)]
+    offset, length = next((e[4], e[5]) for e in entries if e[0] == 2)
+    at = offset + length // 2
+    with open(step, "r+b") as fh:  # in place: same inode, same header checksum
+        fh.seek(at)
+        b = fh.read(1)
+        fh.seek(at)
+        fh.write(bytes([b[0] ^ 0x10]))
+    with pytest.raises(motes.FormatError):
+        _core.File.open(step, True)

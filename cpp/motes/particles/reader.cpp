@@ -10,6 +10,7 @@
 #include "motes/codec/codec.hpp"
 #include "motes/container/container.hpp"
 #include "motes/core/bytes.hpp"
+#include "motes/particles/kept.hpp"
 #include "motes/particles/spec.hpp"
 
 namespace motes {
@@ -155,21 +156,34 @@ void ParticleFile::read_schema(size_t at, uint32_t column_count) {
   if (!problem.empty()) fail(problem);
 }
 
-// The node tree, and the levels derived from it (checked against the header's count).
+// The node tree, and the levels derived from it (checked against the header's count); kept
+// across opens of the same contents.
 void ParticleFile::read_nodes(size_t at, uint32_t node_count, uint32_t level_count) {
+  tree_ = kept_as<Tree>(cache_key_, kKeptTree);
+  if (!tree_) {
+    tree_ = decode_tree(at, node_count);
+    uint64_t bytes = tree_->nodes.size() * sizeof(TreeNode) + tree_->levels.runs.size() * sizeof(Run) +
+                     tree_->nodes.size() * (2 + 4 + 8 + 4) + tree_->levels.level_start.size() * 8;
+    if (tree_->levels.level_count() == level_count) kept_put(cache_key_, kKeptTree, tree_, bytes);
+  }
+  if (tree_->levels.level_count() != level_count) fail("level count does not match the node tree");
+}
+
+std::shared_ptr<const ParticleFile::Tree> ParticleFile::decode_tree(size_t at, uint32_t node_count) const {
   const std::string s = section(at, uint64_t(node_count) * sizeof(TreeNode));
   if (s.size() != uint64_t(node_count) * sizeof(TreeNode) || node_count == 0)
     fail("nodes section has " + std::to_string(s.size()) + " bytes for " + std::to_string(node_count) + " nodes");
-  nodes_.resize(node_count);
-  std::memcpy(nodes_.data(), s.data(), s.size());
+  auto t = std::make_shared<Tree>();
+  t->nodes.resize(node_count);
+  std::memcpy(t->nodes.data(), s.data(), s.size());
   try {
-    levels_ = compute_levels(nodes_, lod_count_, count_);
+    t->levels = compute_levels(t->nodes, lod_count_, count_);
   } catch (const FormatError& e) {
     fail(e.what());
   }
-  if (levels_.level_count() != level_count) fail("level count does not match the node tree");
-  for (const TreeNode& tn : nodes_)
+  for (const TreeNode& tn : t->nodes)
     if (tn.is_leaf() && tn.own_count > leaf_size_) fail("a leaf holds more points than the leaf size");
+  return t;
 }
 
 // Where every section past the schema and nodes is: the bulk streams of the columns to open,

@@ -70,8 +70,8 @@ class ParticleFile {
   // Index of column `name`; UsageError listing the columns when there is none.
   size_t column(const std::string& name) const;
   bool has_column(const std::string& name) const;
-  const std::vector<TreeNode>& nodes() const { return nodes_; }
-  const Levels& levels() const { return levels_; }
+  const std::vector<TreeNode>& nodes() const { return tree_->nodes; }
+  const Levels& levels() const { return tree_->levels; }
   uint32_t lod_count() const { return lod_count_; }
   uint32_t leaf_size() const { return leaf_size_; }
   uint32_t block_values() const { return block_values_; }
@@ -107,11 +107,15 @@ class ParticleFile {
     BlockStream values, codes;
     bool has_codes = false;
   };
+  struct Tree {  // the node tree and its levels: decoded once per contents (particles/kept.hpp)
+    std::vector<TreeNode> nodes;
+    Levels levels;
+  };
   // A column's index sections (node ranges, bitmaps, quantile edges) and the index decoded
   // from them on first use (index(i)).
   struct ColumnIndexSlot {
     std::once_flag once;
-    ColumnIndex index;
+    std::shared_ptr<const ColumnIndex> index;  // shared by the opens of the same contents
     int ranges = -1, bitmaps = -1, edges = -1;  // section numbers
   };
   // Where the sections past the schema and nodes are (ParticleFile::directory).
@@ -151,6 +155,7 @@ class ParticleFile {
   // max_decoded bytes (what its kind can hold), checked before anything is allocated.
   std::string section(size_t i, uint64_t max_decoded = UINT64_MAX) const;
   void decode_index(size_t i, ColumnIndex& c) const;
+  std::shared_ptr<const Tree> decode_tree(size_t at, uint32_t node_count) const;
   [[noreturn]] void fail(const std::string& what) const;
 
   std::shared_ptr<const ByteSource> source_;
@@ -163,8 +168,7 @@ class ParticleFile {
   uint64_t cache_key_ = 0;  // names the file's contents across opens (0: not a file)
   Box bounds_{};
   std::vector<ColumnSpec> schema_;
-  std::vector<TreeNode> nodes_;
-  Levels levels_;
+  std::shared_ptr<const Tree> tree_;
   std::vector<TableEntry> table_;
   std::vector<std::string> prefetched_;  // stored bytes of the sections read at open (by section number)
   std::vector<Streams> streams_;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "motes/container/container.hpp"
+#include "motes/particles/kept.hpp"
 #include "motes/particles/reader.hpp"
 #include "motes/particles/spec.hpp"
 
@@ -77,8 +78,16 @@ void ParticleFile::open_tail_index(uint32_t column, int values, int rows, int bo
 const ColumnIndex& ParticleFile::index(size_t i) const {
   if (i >= schema_.size()) throw UsageError("column index out of range");
   ColumnIndexSlot& lz = index_slots_[i];
-  std::call_once(lz.once, [&] { decode_index(i, lz.index); });
-  return lz.index;
+  std::call_once(lz.once, [&] {
+    // Kept across opens of the same contents (particles/kept.hpp).
+    if ((lz.index = kept_as<ColumnIndex>(cache_key_, i))) return;
+    auto c = std::make_shared<ColumnIndex>();
+    decode_index(i, *c);
+    const uint64_t bytes = (c->node_min.size() + c->node_max.size() + c->edges.size()) * 8 + c->node_bits.size() * 4 + 256;
+    kept_put(cache_key_, i, c, bytes);
+    lz.index = std::move(c);
+  });
+  return *lz.index;
 }
 
 void ParticleFile::decode_index(size_t i, ColumnIndex& c) const {
@@ -86,7 +95,7 @@ void ParticleFile::decode_index(size_t i, ColumnIndex& c) const {
   c.index = c.spec.index;
   const ColumnIndexSlot& lz = index_slots_[i];
   const size_t sz = dtype_size(c.spec.dtype);
-  const uint64_t nn = nodes_.size();
+  const uint64_t nn = nodes().size();
   const std::string col = " of column '" + c.spec.name + "'";
   {
     const std::string s = section(size_t(lz.ranges), 2 * nn * sz);
@@ -135,7 +144,13 @@ void ParticleFile::decode_index(size_t i, ColumnIndex& c) const {
 }
 
 void ParticleFile::verify_data(const std::function<void(uint64_t, uint64_t)>& progress) const {
-  for (size_t i = 0; i < schema_.size(); ++i) index(i);
+  // The tree and every column index are decoded and checked here again, whatever an earlier
+  // open of the same contents left kept (particles/kept.hpp): verify reads every byte it checks.
+  decode_tree(find_structure().second, uint32_t(nodes().size()));
+  for (size_t i = 0; i < schema_.size(); ++i) {
+    ColumnIndex c;
+    decode_index(i, c);
+  }
   std::vector<const BlockStream*> streams;
   uint64_t total = 0, done = 0;
   for (const Streams& s : streams_) {
