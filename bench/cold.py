@@ -177,6 +177,10 @@ class Bench:
                 f"({mb['h5py']:.1f} MB; {h / m:.1f}x); bytes left cached after eviction: {max(left)}")
 
         # First query after open, warm: the files are in the page cache, nothing decoded yet.
+        def open_and_count(q):
+            ds = motes.open(mp)
+            return ds.count(**q)
+
         q = queries["energy"][0]
         motes_run(q)
         times = []
@@ -184,10 +188,8 @@ class Bench:
             motes._core.clear_block_cache()
             gc.collect()
             t0 = perf()
-            ds = motes.open(mp)
-            ds.count(**q)
+            open_and_count(q)
             times.append(perf() - t0)
-            del ds
         v = statistics.median(times) * 1e3
         name = f"first_query_{n // 1_000_000}M"
         self.figures[name] = figure(name, "warm: motes.open + the first count(energy > t), nothing decoded yet", v, "ms",
@@ -199,19 +201,23 @@ class Bench:
         # and open + a query with every column, with what an earlier open of the same files
         # decoded kept (blocks; the tree and column indexes unless MOTES_KEPT_MB=0), against the
         # same with the cache emptied first (what every open cost before they were kept).
+        def reopened(q, action, rounds):
+            """Times of action(q) after an earlier open of the same files, with what that open
+            decoded kept, and with the cache emptied first."""
+            kept, emptied = [], []
+            for _ in range(rounds):
+                for cache_kept, into in ((True, kept), (False, emptied)):
+                    motes_run(q)  # the earlier open
+                    if not cache_kept:
+                        motes._core.clear_block_cache()
+                    gc.collect()
+                    t0 = perf()
+                    action(q)
+                    into.append(perf() - t0)
+            return kept, emptied
+
         q = queries["energy"][0]
-        kept, emptied = [], []
-        for _ in range(self.args.repeat * 5):
-            for cache_kept, into in ((True, kept), (False, emptied)):
-                motes_run(q)
-                if not cache_kept:
-                    motes._core.clear_block_cache()
-                gc.collect()
-                t0 = perf()
-                ds = motes.open(mp)
-                ds.count(**q)
-                into.append(perf() - t0)
-                del ds
+        kept, emptied = reopened(q, open_and_count, self.args.repeat * 5)
         k, e = statistics.median(kept) * 1e3, statistics.median(emptied) * 1e3
         name = f"reopen_count_{n // 1_000_000}M"
         self.figures[name] = figure(
@@ -224,24 +230,15 @@ class Bench:
         log(f"  {name}: {k:.2f} ms with what an earlier open decoded kept, {e:.2f} ms with the cache emptied")
         for key in ("energy", "box"):
             q = queries[key][0]
-            kept, emptied = [], []
-            for _ in range(self.args.repeat * 3):
-                for cache_kept, into in ((True, kept), (False, emptied)):
-                    motes_run(q)  # the earlier open
-                    if not cache_kept:
-                        motes._core.clear_block_cache()
-                    gc.collect()
-                    t0 = perf()
-                    motes_run(q)
-                    into.append(perf() - t0)
+            kept, emptied = reopened(q, motes_run, self.args.repeat * 3)
             k, e = statistics.median(kept) * 1e3, statistics.median(emptied) * 1e3
             name = f"reopen_{key}_{n // 1_000_000}M"
             self.figures[name] = figure(
                 name, f"warm: motes.open + query '{q}' + every column, after an earlier open of the same dataset "
-                "(its decoded blocks kept across opens)", k, "ms",
+                "(what it decoded kept across opens: blocks, the tree and column indexes)", k, "ms",
                 peers={"cache_emptied": peer(e, "ms", e / k, "time with the cache emptied / time with it kept")},
                 ratio=e / k, ratio_meaning="cache emptied / kept", runs_s={"kept": kept, "emptied": emptied})
-            log(f"  {name}: {k:.2f} ms with the decoded blocks kept, {e:.2f} ms with the cache emptied")
+            log(f"  {name}: {k:.2f} ms with what an earlier open decoded kept, {e:.2f} ms with the cache emptied")
         shutil.rmtree(mp, ignore_errors=True)
         shutil.rmtree(up, ignore_errors=True)
         os.remove(hp)
