@@ -87,7 +87,16 @@ class Bench:
         self.figures: Dict[str, dict] = {}
 
     def run_size(self, n: int):
-        import h5py
+        self._write(n)
+        self._cold()
+        self._first_query()
+        self._reopen()
+        shutil.rmtree(self.mp, ignore_errors=True)
+        shutil.rmtree(self.up, ignore_errors=True)
+        os.remove(self.hp)
+
+    def _write(self, n: int):
+        """The data of one size, lossless, uncompressed and in HDF5, and the queries on it."""
         import motes
         from motes import synth
 
@@ -97,7 +106,6 @@ class Bench:
         motes.write(mp, cols, sync=True)
         motes.write(up, cols, sync=True, compression="none")
         h5_write(hp, cols)
-        names = list(cols)
         e_t = f32(float(np.quantile(cols["energy"], 1 - 0.001)))
         u_t = f32(float(np.quantile(cols["ux"], 1 - 0.001)))
         # A box around the densest region holding about 1 % of the particles.
@@ -116,24 +124,37 @@ class Bench:
             "box": (dict(box=box), lambda c: ((c["x"] >= box[0]) & (c["x"] <= box[3]) & (c["y"] >= box[1])
                                               & (c["y"] <= box[4]) & (c["z"] >= box[2]) & (c["z"] <= box[5]))),
         }
+        self.n, self.mp, self.up, self.hp, self.names, self.queries = n, mp, up, hp, list(cols), queries
         del cols
         gc.collect()
 
-        def motes_run(q, path=mp):
-            ds = motes.open(path)
-            t = ds.query(columns=names, **q)
-            rows = len(t)
-            del ds
-            return rows, t
+    def _motes_run(self, q, path=None):
+        import motes
+        ds = motes.open(path or self.mp)
+        t = ds.query(columns=self.names, **q)
+        rows = len(t)
+        del ds
+        return rows, t
 
-        def h5_run(mask_of):
-            with h5py.File(hp, "r") as f:
-                data = {c: f[c][...] for c in names}
-            m = mask_of(data)
-            return int(m.sum()), {c: v[m] for c, v in data.items()}
+    def _h5_run(self, mask_of):
+        import h5py
+        with h5py.File(self.hp, "r") as f:
+            data = {c: f[c][...] for c in self.names}
+        m = mask_of(data)
+        return int(m.sum()), {c: v[m] for c, v in data.items()}
 
-        everything = [mp, up, hp]
-        for key, (q, mask_of) in queries.items():
+    def _open_and_count(self, q):
+        import motes
+        ds = motes.open(self.mp)
+        return ds.count(**q)
+
+    def _cold(self):
+        """Each query with the page cache evicted and the cache emptied: motes, motes
+        uncompressed, h5py + numpy."""
+        import motes
+
+        everything = [self.mp, self.up, self.hp]
+        for key, (q, mask_of) in self.queries.items():
             mt, ut, ht, left = [], [], [], []
             read = {"motes": 0, "motes_uncompressed": 0, "h5py": 0}
             rows = None
@@ -141,29 +162,29 @@ class Bench:
                 motes._core.clear_block_cache()
                 left.append(evict(everything))
                 b0, t0 = storage_bytes(), perf()
-                rows, got = motes_run(q)
+                rows, got = self._motes_run(q)
                 mt.append(perf() - t0)
                 read["motes"] = storage_bytes() - b0
                 motes._core.clear_block_cache()
                 left.append(evict(everything))
                 b0, t0 = storage_bytes(), perf()
-                urows, _ = motes_run(q, up)
+                urows, _ = self._motes_run(q, self.up)
                 ut.append(perf() - t0)
                 read["motes_uncompressed"] = storage_bytes() - b0
                 left.append(evict(everything))
                 b0, t0 = storage_bytes(), perf()
-                hrows, want = h5_run(mask_of)
+                hrows, want = self._h5_run(mask_of)
                 ht.append(perf() - t0)
                 read["h5py"] = storage_bytes() - b0
                 assert hrows == rows == urows, (key, hrows, rows, urows)
                 assert np.array_equal(np.sort(got["x"]), np.sort(want["x"]))
                 del got, want
             m, u, h = statistics.median(mt), statistics.median(ut), statistics.median(ht)
-            name = f"{key}_{n // 1_000_000}M"
+            name = f"{key}_{self.n // 1_000_000}M"
             mb = {k: v / 1e6 for k, v in read.items()}
             self.figures[name] = figure(
                 name, f"cold: open + query '{q}' + every column of the {rows:,} rows, page cache evicted before each "
-                f"run ({n:,} particles); read_mb: bytes read from storage (/proc/self/io)", m * 1e3, "ms",
+                f"run ({self.n:,} particles); read_mb: bytes read from storage (/proc/self/io)", m * 1e3, "ms",
                 peers={"h5py_numpy": peer(h * 1e3, "ms", h / m, "peer time / motes time",
                                           note="whole columns read with h5py, filtered with numpy", read_mb=mb["h5py"]),
                        "motes_uncompressed": peer(u * 1e3, "ms", h / u, "h5py time / this time",
@@ -176,50 +197,53 @@ class Bench:
                 f"{u * 1e3:.1f} ms ({mb['motes_uncompressed']:.1f} MB), h5py+numpy {h * 1e3:.1f} ms "
                 f"({mb['h5py']:.1f} MB; {h / m:.1f}x); bytes left cached after eviction: {max(left)}")
 
-        # First query after open, warm: the files are in the page cache, nothing decoded yet.
-        def open_and_count(q):
-            ds = motes.open(mp)
-            return ds.count(**q)
 
-        q = queries["energy"][0]
-        motes_run(q)
+    def _first_query(self):
+        """First query after open, warm: the files are in the page cache, nothing decoded yet."""
+        import motes
+
+        q = self.queries["energy"][0]
+        self._motes_run(q)
         times = []
         for _ in range(self.args.repeat * 3):
             motes._core.clear_block_cache()
             gc.collect()
             t0 = perf()
-            open_and_count(q)
+            self._open_and_count(q)
             times.append(perf() - t0)
         v = statistics.median(times) * 1e3
-        name = f"first_query_{n // 1_000_000}M"
+        name = f"first_query_{self.n // 1_000_000}M"
         self.figures[name] = figure(name, "warm: motes.open + the first count(energy > t), nothing decoded yet", v, "ms",
                                     ratio=v / 2.0, ratio_meaning="time / target (2 ms)", target="<= 2 ms", met=v <= 2.0,
                                     runs_s=times)
         log(f"  {name}: {v:.2f} ms")
 
-        # Reopening (a viewer or notebook opening the dataset again): open + the first count,
-        # and open + a query with every column, with what an earlier open of the same files
-        # decoded kept (blocks; the tree and column indexes unless MOTES_KEPT_MB=0), against the
-        # same with the cache emptied first (what every open cost before they were kept).
-        def reopened(q, action, rounds):
-            """Times of action(q) after an earlier open of the same files, with what that open
-            decoded kept, and with the cache emptied first."""
-            kept, emptied = [], []
-            for _ in range(rounds):
-                for cache_kept, into in ((True, kept), (False, emptied)):
-                    motes_run(q)  # the earlier open
-                    if not cache_kept:
-                        motes._core.clear_block_cache()
-                    gc.collect()
-                    t0 = perf()
-                    action(q)
-                    into.append(perf() - t0)
-            return kept, emptied
 
-        q = queries["energy"][0]
-        kept, emptied = reopened(q, open_and_count, self.args.repeat * 5)
+    def _reopened(self, q, action, rounds):
+        """Times of action(q) after an earlier open of the same files, with what that open
+        decoded kept, and with the cache emptied first."""
+        import motes
+        kept, emptied = [], []
+        for _ in range(rounds):
+            for cache_kept, into in ((True, kept), (False, emptied)):
+                self._motes_run(q)  # the earlier open
+                if not cache_kept:
+                    motes._core.clear_block_cache()
+                gc.collect()
+                t0 = perf()
+                action(q)
+                into.append(perf() - t0)
+        return kept, emptied
+
+    def _reopen(self):
+        """Reopening (a viewer or notebook opening the dataset again): open + the first count,
+        and open + a query with every column, with what an earlier open of the same files
+        decoded kept (blocks; the tree and column indexes unless MOTES_KEPT_MB=0), against the
+        same with the cache emptied first (what every open cost before they were kept)."""
+        q = self.queries["energy"][0]
+        kept, emptied = self._reopened(q, self._open_and_count, self.args.repeat * 5)
         k, e = statistics.median(kept) * 1e3, statistics.median(emptied) * 1e3
-        name = f"reopen_count_{n // 1_000_000}M"
+        name = f"reopen_count_{self.n // 1_000_000}M"
         self.figures[name] = figure(
             name, "warm: motes.open + the first count(energy > t), after an earlier open of the same dataset "
             f"(kept across opens: blocks, and the tree and column indexes within MOTES_KEPT_MB="
@@ -229,19 +253,16 @@ class Bench:
             runs_s={"kept": kept, "emptied": emptied})
         log(f"  {name}: {k:.2f} ms with what an earlier open decoded kept, {e:.2f} ms with the cache emptied")
         for key in ("energy", "box"):
-            q = queries[key][0]
-            kept, emptied = reopened(q, motes_run, self.args.repeat * 3)
+            q = self.queries[key][0]
+            kept, emptied = self._reopened(q, self._motes_run, self.args.repeat * 3)
             k, e = statistics.median(kept) * 1e3, statistics.median(emptied) * 1e3
-            name = f"reopen_{key}_{n // 1_000_000}M"
+            name = f"reopen_{key}_{self.n // 1_000_000}M"
             self.figures[name] = figure(
                 name, f"warm: motes.open + query '{q}' + every column, after an earlier open of the same dataset "
                 "(what it decoded kept across opens: blocks, the tree and column indexes)", k, "ms",
                 peers={"cache_emptied": peer(e, "ms", e / k, "time with the cache emptied / time with it kept")},
                 ratio=e / k, ratio_meaning="cache emptied / kept", runs_s={"kept": kept, "emptied": emptied})
             log(f"  {name}: {k:.2f} ms with what an earlier open decoded kept, {e:.2f} ms with the cache emptied")
-        shutil.rmtree(mp, ignore_errors=True)
-        shutil.rmtree(up, ignore_errors=True)
-        os.remove(hp)
 
 
 def main(argv=None) -> int:
