@@ -89,6 +89,15 @@ nb::dict tail_indexes(const motes::ParticleFile& f) {
       e["low_count"] = t->low_count();
       e["high_count"] = t->high_count();
       e["stored_bytes"] = t->stored_bytes();
+      if (!t->cover_streams().empty()) {  // format 2.3
+        nb::dict cover;
+        cover["low"] = t->low_covered();
+        cover["high"] = t->high_covered();
+        nb::list columns;
+        for (const auto& [c, s] : t->cover_streams()) columns.append(f.schema()[c].name);
+        cover["columns"] = columns;
+        e["cover"] = cover;
+      }
       d[f.schema()[i].name.c_str()] = e;
     }
   return d;
@@ -193,7 +202,8 @@ void bind_particle_file(nb::module_& m) {
                    "The column the file's id index is built on, or None (no index).")
       .def_prop_ro("tail_indexes", &tail_indexes,
                    "Per column with a tail index (format 2.2): its entries below the low limit and above the "
-                   "high limit, and its stored bytes.")
+                   "high limit, its stored bytes, and with a cover (format 2.3) a dict 'cover': the outermost entries "
+                   "covered per side ('low', 'high') and the columns stored beside them ('columns').")
       .def("find_ids", &find_ids, "column"_a, "ids"_a,
            "File positions of particles by id (int64 ids, cast like the column; -1 where absent): through the id "
            "index when the file has one on this column, else by reading the column. FormatError for an id held twice.")

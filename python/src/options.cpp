@@ -133,6 +133,10 @@ void bind_write_options(nb::module_& m) {
           "share of each tail-indexed column's values beyond each of its tail index's limits (0: no tail indexes)")
       .rw("tail_columns", &motes::WriteOptions::tail_columns,
           "the columns with a tail index; None: every column but x, y, z and the id column")
+      .rw("tail_cover", &motes::WriteOptions::tail_cover,
+          "share of each tail's values, per side, whose rows carry the other columns beside the index (0: none)")
+      .rw("tail_cover_columns", &motes::WriteOptions::tail_cover_columns,
+          "the columns a tail's cover holds; None: every column stored exactly")
       .done();
 
   Record<motes::fields::FieldWriteOptions>(m, "FieldWriteOptions", "How a field file is written (fields/file.hpp).")
@@ -274,6 +278,8 @@ void bind_query_results(nb::module_& m) {
       .ro("parts_pruned", &motes::QueryCounters::parts_pruned, "part files skipped through the step index")
       .ro("id_index_parts", &motes::QueryCounters::id_index_parts, "part files planned through the id index (id in (...))")
       .ro("tail_index_parts", &motes::QueryCounters::tail_index_parts, "part files planned through a tail index")
+      .ro("covered_parts", &motes::QueryCounters::covered_parts,
+          "part files whose selected rows a covering tail index holds (columns read beside it)")
       .ro("index_rows", &motes::QueryCounters::index_rows, "rows those value indexes named")
       .done();
 }

@@ -84,7 +84,8 @@ WriteOptions small_options(Compression c) {
   o.layout.treelet_size = 64;
   o.compression = c;
   o.block_values = 64;  // several blocks per stream
-  o.tail_fraction = 0.05;
+  o.tail_fraction = 0.02;
+  o.tail_cover = 0.02;  // the whole tail covered: the tail queries read the cover (kinds 16, 17)
   o.sync = false;
   return o;
 }
@@ -123,8 +124,8 @@ Answers run_suite(const std::function<std::shared_ptr<const Collection>()>& open
   queries.push_back(where("u > 0.3"));                                   // quantile codes
   queries.push_back(where("k == 4"));                                    // node ranges, bitmaps
   queries.push_back(where("", Box{{0.2, 0.2, 0.2}, {0.7, 0.7, 0.7}}));   // the tree
-  queries.push_back(where("e > 3.5"));                                   // the tail index (high)
-  queries.push_back(where("e < 0.01"));                                  // the tail index (low)
+  queries.push_back(where("e > 4.2"));                                   // the tail index (high), its cover
+  queries.push_back(where("e < 0.04"));                                  // the tail index (low), its cover
   queries.push_back(where("id in (0, 7919, 23757, 55433, 999999)"));     // the id index
   queries.push_back(where("", std::nullopt, 0.3, 0.6));                  // levels
   queries.push_back(where("x**2 + y < 0.5 and u <= 0.6"));               // arithmetic
@@ -220,8 +221,17 @@ TEST(Integrity, EveryFlippedByteOfAParticleFileIsCaughtOrHarmless) {
     }
     const std::set<uint32_t> expected = c == Compression::none
                                              ? std::set<uint32_t>{1, 2, 3, 4, 5, 6, 7, 8}
-                                             : std::set<uint32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+                                             : std::set<uint32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
     EXPECT_EQ(kinds, expected);
+    if (c == Compression::lossless)
+      for (const char* tail : {"e > 4.2", "e < 0.04"}) {  // the suite's tail queries read the cover
+        QuerySpec s;
+        s.where = tail, s.threads = 1;
+        Query q(one_file(bytes), s);
+        Selection sel(q);
+        EXPECT_EQ(q.counters().tail_index_parts, 1u) << tail;
+        EXPECT_EQ(q.counters().covered_parts, 1u) << tail;
+      }
     size_t noticed = flip_every_byte(bytes, [](const std::string& b) { return run_suite([&] { return one_file(b); }); },
                                      path, used_bytes(bytes, spec::kMagic, spec::kVersionMajor, "particle file"));
     EXPECT_GT(noticed, bytes.size() / 8) << path;  // the sections' bytes, at least

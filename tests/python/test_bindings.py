@@ -109,7 +109,7 @@ def test_results_keep_their_dict_form(tmp_path):
     t = ds.query("e > 0.5")
     assert type(t.counters) is dict and set(t.counters) == {
         "nodes_visited", "nodes_pruned", "nodes_whole", "points_tested", "points_taken_whole", "scanned",
-        "parts_read", "parts_pruned", "id_index_parts", "tail_index_parts", "index_rows"}
+        "parts_read", "parts_pruned", "id_index_parts", "tail_index_parts", "index_rows", "covered_parts"}
     sel = ds.select("e > 0.5")
     assert sel.counters == t.counters and sel.query_counters.nodes_whole == t.counters["nodes_whole"]
     st = ds.stats("e", "e > 2")

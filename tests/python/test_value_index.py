@@ -120,13 +120,15 @@ def test_in_on_values_and_expressions(data):
 def test_writer_builds_tail_indexes(data, tmp_path):
     cols, ds = data
     f = ds.file(0)
-    assert f.version == (2, 2)
+    assert f.version == (2, 3)  # covering tails (test_tail_cover.py)
     tails = f.tail_indexes
     assert set(tails) == {"ux", "e", "k", "row"}  # not x, y, z, the id column, nor w (two values)
     for name in ("ux", "e", "row"):  # about 0.5% each side; k's ties at -5 and 5 are held whole
         assert 0.006 * N < tails[name]["low_count"] + tails[name]["high_count"] < 0.014 * N, name
     assert tails["k"]["low_count"] == np.sum(cols["k"] == -5) and tails["k"]["high_count"] == np.sum(cols["k"] == 5)
     assert f.sizes["tail_index_bytes"] < 0.02 * f.sizes["file_bytes"] * 2  # small files: fixed costs weigh more
+    motes.write(tmp_path / "plain.motes", cols, sync=False, covering=False)
+    assert motes.open(tmp_path / "plain.motes").file(0).version == (2, 2)
     motes.write(tmp_path / "none.motes", cols, sync=False, tails=False)
     assert motes.open(tmp_path / "none.motes").file(0).version == (2, 1)
     assert motes.open(tmp_path / "none.motes").file(0).tail_indexes == {}

@@ -129,6 +129,7 @@ void ParticleFile::parse_sections(std::vector<TableEntry> table, uint64_t table_
   if (d.id_keys >= 0 || d.id_rows >= 0 || d.id_fences >= 0) open_id_index(d.id_keys, d.id_rows, d.id_fences);
   tails_.resize(schema_.size());
   for (auto& [column, at] : d.tails) open_tail_index(column, at[0], at[1], at[2]);
+  open_tail_covers(d);
 }
 
 // The schema and nodes sections: exactly one of each.
@@ -232,6 +233,17 @@ ParticleFile::Directory ParticleFile::directory() {
         if (coded) d.accounted += e.length;
         break;
       }
+      case spec::kTailCoverValues:  // one per covered column of each tail: listed by the tail's cover
+        if (e.column >= ncol) fail("tail cover values section names column " + std::to_string(e.column));
+        d.cover_values.push_back(ti);
+        stats_.tail_bytes += e.length;
+        if (coded) d.accounted += e.length;
+        break;
+      case spec::kTailCover:
+        named_column(e);
+        d.covers[e.column] = int(ti);
+        stats_.tail_bytes += e.length;
+        break;
       case spec::kColumn:
       case spec::kQuantileCodes:
         named_column(e);

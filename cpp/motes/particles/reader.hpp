@@ -45,7 +45,7 @@ struct FileStats {
   uint64_t raw_data_bytes = 0;  // the columns' values as numbers (count x dtype size)
   uint64_t index_bytes = 0, padding_bytes = 0;
   uint64_t quantile_bytes = 0;  // quantile codes and edges as stored
-  uint64_t tail_bytes = 0;      // tail indexes (values, rows, bounds) as stored
+  uint64_t tail_bytes = 0;      // tail indexes (values, rows, bounds, covers) as stored
 };
 
 class ParticleFile {
@@ -124,6 +124,8 @@ class ParticleFile {
     std::vector<int> values, codes;  // per column: its data and codes sections, -1 without
     int id_keys = -1, id_rows = -1, id_fences = -1;
     std::map<uint32_t, std::array<int, 3>> tails;  // column -> values, rows, bounds sections
+    std::map<uint32_t, int> covers;                 // column -> its tail's cover section (2.3)
+    std::vector<size_t> cover_values;               // the covers' kind-16 sections, in table order
     uint64_t accounted = 0;  // bytes of the file that the header and sections account for
   };
   struct Counts {  // what the header says the sections hold
@@ -144,6 +146,8 @@ class ParticleFile {
   void attach_quantile_contexts();
   void open_id_index(int keys, int rows, int fences);
   void open_tail_index(uint32_t column, int values, int rows, int bounds);
+  // The covers of the tail indexes (2.3): each listed kind-16 section once, every one listed.
+  void open_tail_covers(const Directory& d);
   const TableEntry& companion(size_t bulk, uint32_t kind, const std::string& what) const;
   uint64_t values_per_block(uint64_t value_size) const;
   // The coded blocks of bulk section `bulk`, from its block table (named `table_name`).

@@ -8,6 +8,7 @@
 #include "motes/particles/kept.hpp"
 #include "motes/particles/reader.hpp"
 #include "motes/particles/spec.hpp"
+#include "motes/particles/tail_cover.hpp"
 
 namespace motes {
 
@@ -73,6 +74,40 @@ void ParticleFile::open_tail_index(uint32_t column, int values, int rows, int bo
   tails_[column] = std::make_unique<TailIndex>(source_, source_->name(), column, schema_[column].dtype, count_,
                                                std::move(value_blocks), std::move(row_blocks), b);
   tails_[column]->set_cache_keys(cache_key_, uint64_t(values), uint64_t(rows));
+}
+
+void ParticleFile::open_tail_covers(const Directory& d) {
+  std::vector<bool> listed(table_.size(), false);
+  for (const auto& [column, at] : d.covers) {
+    const std::string col = " of column '" + schema_[column].name + "'";
+    TailIndex* tail = tails_[column].get();
+    if (!tail) fail("the tail cover" + col + " has no tail index");
+    std::string problem;
+    const TailCoverHead head = decode_tail_cover(section(size_t(at), spec::kTailCoverHead + 4 * uint64_t(schema_.size())), problem);
+    if (!problem.empty()) fail("the tail cover" + col + " " + problem);
+    if (head.low > tail->low_count() || head.high > tail->high_count())
+      fail("the tail cover" + col + " covers more entries than its tail holds");
+    std::vector<std::pair<uint32_t, BlockStream>> streams;
+    for (uint32_t k : head.sections) {
+      if (k >= table_.size() || table_[k].kind != spec::kTailCoverValues)
+        fail("the tail cover" + col + " lists section " + std::to_string(k) + ", not a tail cover values section");
+      if (listed[k]) fail("the tail cover" + col + " lists section " + std::to_string(k) + " twice, or another cover does");
+      listed[k] = true;
+      const TableEntry& e = table_[k];
+      if (e.storage != container::kBlocks) fail("the tail cover" + col + " is not stored as coded blocks");
+      if (e.column == column) fail("the tail cover" + col + " covers its own column");
+      for (const auto& [c, s] : streams)
+        if (c == e.column) fail("the tail cover" + col + " covers column " + std::to_string(c) + " twice");
+      const std::string what = "tail cover" + col + " of column '" + schema_[e.column].name + "'";
+      BlockStream s = BlockStream::coded(source_, what, uint8_t(schema_[e.column].dtype), head.low + head.high,
+                                         spec::kIdBlockValues, index_blocks(int(k), head.low + head.high, what));
+      s.set_cache_key(cache_key_, k);
+      streams.emplace_back(e.column, std::move(s));
+    }
+    tail->set_cover(head.low, head.high, std::move(streams));
+  }
+  for (size_t k : d.cover_values)
+    if (!listed[k]) fail("tail cover values section " + std::to_string(k) + " belongs to no tail cover");
 }
 
 const ColumnIndex& ParticleFile::index(size_t i) const {
@@ -160,7 +195,7 @@ void ParticleFile::verify_data(const std::function<void(uint64_t, uint64_t)>& pr
   for (const BlockStream* s : streams) total += s->block_count();
   if (id_index_) id_index_->verify();
   for (size_t i = 0; i < tails_.size(); ++i)
-    if (tails_[i]) tails_[i]->verify(streams_[i].values);
+    if (tails_[i]) tails_[i]->verify(streams_[i].values), tails_[i]->verify_cover([&](uint32_t c) -> const BlockStream& { return streams_[c].values; });
   for (const BlockStream* s : streams)
     for (uint64_t b = 0; b < s->block_count(); ++b) {
       s->verify_block(b);

@@ -88,6 +88,8 @@ std::string section_kind_name(uint32_t kind) {
     case kTailValues: return "tail index values";
     case kTailRows: return "tail index rows";
     case kTailBounds: return "tail index bounds";
+    case kTailCoverValues: return "tail cover values";
+    case kTailCover: return "tail cover";
   }
   return "section kind " + std::to_string(kind);
 }

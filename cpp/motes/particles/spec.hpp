@@ -26,9 +26,11 @@ inline constexpr bool kCheckSums = true;
 
 inline constexpr char kMagic[8] = {'M', 'O', 'T', 'E', 'S', 'P', 'R', 'T'};
 inline constexpr uint16_t kVersionMajor = 2;  // written
-// 2.1: the id index (kinds 10-12); 2.2: tail indexes (kinds 13-15). A file is written with
-// the lowest minor version that holds what it has (2.0 without either).
-inline constexpr uint16_t kVersionMinor = 2;
+// 2.1: the id index (kinds 10-12); 2.2: tail indexes (kinds 13-15); 2.3: covering tail
+// indexes (kinds 16-17). A file is written with the lowest minor version that holds what it
+// has (2.0 without any of them).
+inline constexpr uint16_t kVersionMinor = 3;
+inline constexpr uint16_t kTailVersionMinor = 2;
 inline constexpr uint16_t kIdVersionMinor = 1;
 inline constexpr uint16_t kPlainVersionMinor = 0;
 inline constexpr uint16_t kLegacyMajor = 1;   // format 1 (motes 0.1) files stay readable forever
@@ -55,18 +57,27 @@ enum SectionKind : uint32_t {
   kTailValues = 13,  // 2.2, bulk: a column's tail values, ascending, in its dtype (coded blocks)
   kTailRows = 14,    // 2.2, bulk: the file position of each tail value (u32, or u64 past 2^32 particles)
   kTailBounds = 15,  // 2.2: the tail's counts, flags and limits, then each block's first and last value (f64)
+  kTailCoverValues = 16,  // 2.3, bulk: another column's values at a tail's outermost entries, in entry order
+  kTailCover = 17,        // 2.3: a tail's covered entries per side and its kind-16 sections (table indexes)
 };
 // A section kind as messages name it ("quantile codes"; "section kind 42" for an unknown one).
 std::string section_kind_name(uint32_t kind);
 // Bulk sections: read block by block where they lie, never as a whole at open.
 inline constexpr bool is_bulk(uint32_t kind) {
-  return kind == kColumn || kind == kQuantileCodes || kind == kIdKeys || kind == kIdRows || kind == kTailValues || kind == kTailRows;
+  return kind == kColumn || kind == kQuantileCodes || kind == kIdKeys || kind == kIdRows || kind == kTailValues || kind == kTailRows ||
+         kind == kTailCoverValues;
 }
 inline constexpr uint32_t kIdBlockValues = 4096;  // entries per block of the id and tail indexes
 inline constexpr double kDefaultTailFraction = 0.005;
 // The tail bounds section: u64 low count, u64 high count, u32 flags, u32 zero, 8 B low limit,
 // 8 B high limit; then 16 B of fences per block of kIdBlockValues entries.
 inline constexpr uint32_t kTailBoundsHead = 40;  // values beyond each limit of a tail index
+// Covering tails (2.3): by default the outermost kDefaultTailCover of the values on each side
+// of a tail index carry every other column beside them. The cover section (kind 17): u64
+// entries covered on the low side, u64 on the high side, u32 K, u32 zero, then K u32 table
+// indexes of the kind-16 sections holding the covered columns.
+inline constexpr double kDefaultTailCover = 0.002;
+inline constexpr uint32_t kTailCoverHead = 24;
 
 // Values per block in format 2 (ParticleArea::block_values): the unit of coded blocks and
 // of block checksums of every bulk section, so block b covers the same rows in all of them.

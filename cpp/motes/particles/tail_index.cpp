@@ -116,6 +116,7 @@ class Collector final : public TailCollector {
       for (const auto& [v, r] : side->entries) values.push_back(v), rows.push_back(r);
     TailIndexSections s;
     s.column = column;
+    s.low = low_.entries.size(), s.high = high_.entries.size();
     const uint64_t bv = spec::kIdBlockValues, nb = (n + bv - 1) / bv;
     s.bounds.resize(kBoundsHead + 16 * nb);
     char* b = s.bounds.data();
@@ -136,6 +137,7 @@ class Collector final : public TailCollector {
     } else {
       code_index_blocks(rows.data(), n, DType::u64, zstd_level, threads, s.rows, s.row_blocks);
     }
+    s.entry_rows = std::move(rows);
     return s;
   }
 
@@ -254,8 +256,9 @@ std::optional<uint64_t> TailIndex::covers(TailTest test, const void* cv) const {
   });
 }
 
-std::vector<uint64_t> TailIndex::rows(TailTest test, const void* cv) const {
-  std::vector<uint64_t> out;
+TailHits TailIndex::hits(TailTest test, const void* cv, bool cover_order) const {
+  TailHits h;
+  h.tail = this;
   const bool wide = rows_.value_size() == 8;
   std::vector<uint32_t> narrow;  // most files: positions fit 32 bits, which sort faster
   dispatch_dtype(dtype_, [&](auto zero) {
@@ -263,9 +266,10 @@ std::vector<uint64_t> TailIndex::rows(TailTest test, const void* cv) const {
     T c;
     std::memcpy(&c, cv, sizeof(T));
     auto [begin, end] = candidates(test, double(c));
-    (wide ? out.reserve(end - begin) : narrow.reserve(end - begin));
+    (wide ? h.rows.reserve(end - begin) : narrow.reserve(end - begin));
     BlockReader values, rows;
     const uint64_t bv = spec::kIdBlockValues;
+    bool any = false;
     for (uint64_t at = begin; at < end;) {
       const uint64_t m = std::min(end, (at / bv + 1) * bv) - at;
       const T* v = values.values<T>(values_, at, m);
@@ -273,7 +277,12 @@ std::vector<uint64_t> TailIndex::rows(TailTest test, const void* cv) const {
       const uint64_t* r64 = wide ? rows.values<uint64_t>(rows_, at, m) : nullptr;
       auto take = [&](auto pass) {
         for (uint64_t i = 0; i < m; ++i)
-          if (pass(v[i])) wide ? out.push_back(r64[i]) : narrow.push_back(r32[i]);
+          if (pass(v[i])) {
+            // The passing entries are contiguous (values ascend): the first and the last bound them.
+            if (!any) h.begin = at + i, any = true;
+            h.end = at + i + 1;
+            wide ? h.rows.push_back(r64[i]) : narrow.push_back(r32[i]);
+          }
       };
       switch (test) {
         case TailTest::lt: take([&](T x) { return x < c; }); break;
@@ -285,12 +294,25 @@ std::vector<uint64_t> TailIndex::rows(TailTest test, const void* cv) const {
       at += m;
     }
   });
+  uint64_t at = 0;
+  if (cover_order && !wide && h.end > h.begin && h.end - h.begin <= UINT32_MAX && h.end - h.begin == narrow.size() &&
+      side_covered(h.begin, h.end, at)) {
+    // Positions with their entries (position in the high half, entry - begin in the low): one radix sort gives both.
+    std::vector<uint64_t> keyed(narrow.size());
+    for (size_t i = 0; i < narrow.size(); ++i) keyed[i] = uint64_t(narrow[i]) << 32 | i;
+    boost::sort::spreadsort::integer_sort(keyed.begin(), keyed.end());
+    h.rows.resize(keyed.size());
+    h.order.resize(keyed.size());
+    for (size_t i = 0; i < keyed.size(); ++i) h.rows[i] = keyed[i] >> 32, h.order[i] = uint32_t(keyed[i]);
+    return h;
+  }
   if (!wide) {  // positions: a radix sort
     boost::sort::spreadsort::integer_sort(narrow.begin(), narrow.end());
-    return std::vector<uint64_t>(narrow.begin(), narrow.end());
+    h.rows.assign(narrow.begin(), narrow.end());
+    return h;
   }
-  boost::sort::spreadsort::integer_sort(out.begin(), out.end());
-  return out;
+  boost::sort::spreadsort::integer_sort(h.rows.begin(), h.rows.end());
+  return h;
 }
 
 void TailIndex::verify(const BlockStream& column) const {

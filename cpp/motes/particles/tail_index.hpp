@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -24,6 +25,17 @@ struct TailIndexSections {
   std::string values, rows;                            // coded blocks, one after the other
   std::vector<StoredBlock> value_blocks, row_blocks;   // offsets relative to each string
   std::string bounds;                                  // the bounds section (counts, limits, fences)
+  uint64_t low = 0, high = 0;                          // entries per side
+  std::vector<uint64_t> entry_rows;  // each entry's file position (what covering reads; not stored as such)
+  // Covering (2.3, particles/tail_cover.hpp): the outermost entries of each side with the
+  // values of other columns at their rows, in entry order.
+  struct Cover {
+    uint32_t column = 0;
+    std::string values;               // coded blocks of kIdBlockValues values
+    std::vector<StoredBlock> blocks;  // offsets relative to `values`
+  };
+  uint64_t low_covered = 0, high_covered = 0;
+  std::vector<Cover> covers;
 };
 
 // Collects a column's tail while the writer streams its values in file order.
@@ -44,6 +56,23 @@ std::unique_ptr<TailCollector> make_tail_collector(const ColumnView& column, dou
 // A test of a value against a constant of the column's own type.
 enum class TailTest { lt, le, gt, ge, eq };
 
+class TailIndex;
+// The entries of a tail index that pass a test: [begin, end) in entry order (contiguous, the
+// values being sorted) and their file positions, ascending. When the tail's cover holds
+// them all, `order` gives each position's entry (begin + order[i]) and gather() reads a
+// covered column's values at those positions from beside the index, in position order.
+struct TailHits {
+  const TailIndex* tail = nullptr;
+  uint64_t begin = 0, end = 0;
+  std::vector<uint64_t> rows;
+  std::vector<uint32_t> order;  // empty: not covered
+  bool covered() const { return !order.empty(); }
+  // Whether gather() can read `column` (covered hits only): the tail's own column or one it covers.
+  bool covers(uint32_t column) const;
+  // Values of `column` at positions rows[first, first + n) into dst (the column's dtype).
+  void gather(uint32_t column, uint64_t first, uint64_t n, void* dst, BlockReader& reader) const;
+};
+
 // A file's tail index on one column, opened from its sections.
 class TailIndex {
  public:
@@ -59,16 +88,31 @@ class TailIndex {
   uint32_t column() const { return column_; }
   uint64_t low_count() const { return low_count_; }
   uint64_t high_count() const { return high_count_; }
-  uint64_t stored_bytes() const { return values_.stored_bytes() + rows_.stored_bytes() + bounds_bytes_; }
+  uint64_t stored_bytes() const;
   // Whether every value passing `value test c` is in the index (c: a constant of the
   // column's dtype); then the most entries that can pass it, from the fences alone (no read).
   std::optional<uint64_t> covers(TailTest test, const void* c) const;
   // The file positions of the values passing `value test c`, ascending. Only when covers().
-  std::vector<uint64_t> rows(TailTest test, const void* c) const;
+  std::vector<uint64_t> rows(TailTest test, const void* c) const { return hits(test, c, false).rows; }
+  // The entries passing `value test c` (only when covers()); with `order` when the cover
+  // holds them all and `cover_order` asks for it.
+  TailHits hits(TailTest test, const void* c, bool cover_order) const;
+  // Covering (2.3): the entries covered on each side and the covered columns' streams (K
+  // values each: the low side's first `low` entries, then the high side's last `high`).
+  void set_cover(uint64_t low, uint64_t high, std::vector<std::pair<uint32_t, BlockStream>> streams);
+  uint64_t low_covered() const { return low_covered_; }
+  uint64_t high_covered() const { return high_covered_; }
+  const std::vector<std::pair<uint32_t, BlockStream>>& cover_streams() const { return cover_; }
+  // The stream holding `column` at entries [begin, end) of one covered side, and the place
+  // of entry `begin` in it; null when the column is not covered there.
+  const BlockStream* covering(uint32_t column, uint64_t begin, uint64_t end, uint64_t& at) const;
   // Checks every block against its checksum, the order of values, fences and limits, and
   // against `column` (the column's values): each entry's value at its position, and as many
   // values beyond each limit as entries.
   void verify(const BlockStream& column) const;
+  // Checks every block of the cover and each covered value against the column's value at
+  // its entry's position (`column_of(c)`: column c's values), bit for bit.
+  void verify_cover(const std::function<const BlockStream&(uint32_t)>& column_of) const;
 
  private:
   std::string file_;
@@ -80,6 +124,11 @@ class TailIndex {
   uint64_t low_limit_ = 0, high_limit_ = 0;  // the limits' bytes (the column's dtype, little-endian)
   std::vector<double> fences_;               // first, last value of each block, as doubles
   BlockStream values_, rows_;
+  uint64_t low_covered_ = 0, high_covered_ = 0;
+  std::vector<std::pair<uint32_t, BlockStream>> cover_;  // covered column, its values
+  // Whether entries [begin, end) lie on one side's covered entries; then `at` is the place of
+  // entry begin in the cover streams.
+  bool side_covered(uint64_t begin, uint64_t end, uint64_t& at) const;
   // Entries [begin, end) that may satisfy the test, from the fences.
   std::pair<uint64_t, uint64_t> candidates(TailTest test, double c) const;
 };

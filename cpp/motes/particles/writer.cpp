@@ -22,6 +22,7 @@
 #include "motes/particles/column_writer.hpp"
 #include "motes/particles/id_index.hpp"
 #include "motes/particles/spec.hpp"
+#include "motes/particles/tail_cover.hpp"
 
 namespace motes {
 
@@ -341,8 +342,9 @@ void ParticleFileWriter::write_id_index() {
   phases_.lap("id index");
 }
 
-// Tail indexes (2.2), column by column.
+// Tail indexes (2.2), column by column, each with its cover (2.3) after it.
 void ParticleFileWriter::write_tail_indexes() {
+  const std::vector<int> covered = tail_cover_columns_of(columns_, options_);
   for (uint32_t i = 0; i < plans_.size(); ++i) {
     if (!plans_[i].tail) continue;
     std::optional<TailIndexSections> t = plans_[i].tail->finish(i, n_, options_.zstd_level, threads_);
@@ -350,6 +352,9 @@ void ParticleFileWriter::write_tail_indexes() {
     if (!t) continue;
     append_blocks(t->values, t->value_blocks);
     append_blocks(t->rows, t->row_blocks);
+    cover_tail(*t, columns_, covered, layout_.order.data(), n_, options_.tail_cover, options_.zstd_level, threads_);
+    for (TailIndexSections::Cover& c : t->covers) append_blocks(c.values, c.blocks);
+    t->entry_rows = {};
     tails_.push_back(std::move(*t));
   }
   phases_.lap("tail indexes");
@@ -375,7 +380,11 @@ void ParticleFileWriter::commit(container::SectionsBuilder& meta) {
   area.leaf_size = options_.layout.leaf_size;
   area.block_values = bv_;
   for (int a = 0; a < 3; ++a) area.bounds_lo[a] = layout_.bounds.lo[a], area.bounds_hi[a] = layout_.bounds.hi[a];
-  const uint16_t minor = !tails_.empty() ? spec::kVersionMinor : ids_ ? spec::kIdVersionMinor : spec::kPlainVersionMinor;
+  const bool covered = std::any_of(tails_.begin(), tails_.end(), [](const TailIndexSections& t) { return !t.covers.empty(); });
+  const uint16_t minor = covered           ? spec::kVersionMinor
+                         : !tails_.empty() ? spec::kTailVersionMinor
+                         : ids_            ? spec::kIdVersionMinor
+                                           : spec::kPlainVersionMinor;
   const container::Header h = meta.write(*file_, spec::kMagic, spec::kVersionMajor, minor, &area, sizeof area);
   phases_.lap("metadata and sync");
 

@@ -44,6 +44,11 @@ struct WriteOptions {
   // column but x, y, z and the id column. Lossless files only.
   double tail_fraction = spec::kDefaultTailFraction;
   std::optional<std::vector<std::string>> tail_columns;
+  // Covering tails (particles/tail_cover.hpp): the outermost tail_cover of the values on each
+  // side of every tail index (at most its side) carry the values of other columns beside the
+  // index (0: none). tail_cover_columns names them; unset, every column stored exactly.
+  double tail_cover = spec::kDefaultTailCover;
+  std::optional<std::vector<std::string>> tail_cover_columns;
   // Called as work advances: (stage name, units done, units total).
   std::function<void(const std::string&, uint64_t, uint64_t)> progress;
 };
@@ -108,6 +113,10 @@ int id_column_of(const std::vector<ColumnView>& columns, const WriteOptions& opt
 // The columns that get a tail index (WriteOptions::tail_columns): those named, or by default
 // every column but the positions and the id column. UsageError naming a column that is not there.
 std::vector<int> tail_columns_of(const std::vector<ColumnView>& columns, const WriteOptions& options);
+// The columns a tail index's cover holds (WriteOptions::tail_cover_columns): those named, or
+// by default every column stored exactly; none when tail_cover is 0. UsageError for a name
+// not among the columns, one with an error bound, or a share outside [0, 0.25].
+std::vector<int> tail_cover_columns_of(const std::vector<ColumnView>& columns, const WriteOptions& options);
 
 // Writes `columns` to `path` (replacing it atomically). The caller's arrays are only read.
 // With a memo, codec plans are taken from it and given to it (CodecMemo).

@@ -93,6 +93,27 @@ std::vector<int> tail_columns_of(const std::vector<ColumnView>& columns, const W
   return out;
 }
 
+std::vector<int> tail_cover_columns_of(const std::vector<ColumnView>& columns, const WriteOptions& options) {
+  std::vector<int> out;
+  if (!(options.tail_cover >= 0 && options.tail_cover <= 0.25))
+    throw UsageError("the tail cover must be in [0, 0.25] (0: no cover), got " + number_text(options.tail_cover));
+  if (options.tail_cover == 0) return out;
+  if (options.tail_cover_columns) {
+    for (const std::string& name : *options.tail_cover_columns) {
+      size_t i = 0;
+      while (i < columns.size() && columns[i].spec.name != name) ++i;
+      if (i == columns.size()) throw UsageError("tail cover column '" + name + "' is not among the columns");
+      if (columns[i].spec.error_bound > 0)
+        throw UsageError("tail cover column '" + name + "' is stored within an error bound; a cover holds exact values only");
+      if (std::find(out.begin(), out.end(), int(i)) == out.end()) out.push_back(int(i));
+    }
+    return out;
+  }
+  for (size_t i = 0; i < columns.size(); ++i)
+    if (!(columns[i].spec.error_bound > 0)) out.push_back(int(i));
+  return out;
+}
+
 const CodecMemo::Entry* CodecMemo::reusable(const Key& key, uint64_t sampled) const {
   for (const Entry& e : entries)
     if (e.key == key) return e.sampled >= sampled ? &e : nullptr;

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "motes/particles/spec.hpp"
+#include "motes/particles/tail_cover.hpp"
 
 namespace motes {
 
@@ -90,6 +91,14 @@ container::SectionsBuilder metadata_sections(uint64_t base, bool lossless, uint6
     const uint32_t r = meta.bulk(spec::kTailRows, t.column, container::kBlocks, t.row_blocks.front().offset, t.rows.size());
     meta.add(spec::kBlockTable, r, container::encode_block_table(t.row_blocks));
     meta.add(spec::kTailBounds, t.column, t.bounds);
+    if (t.covers.empty()) continue;
+    TailCoverHead head{t.low_covered, t.high_covered, {}};
+    for (const TailIndexSections::Cover& c : t.covers) {
+      const uint32_t k = meta.bulk(spec::kTailCoverValues, c.column, container::kBlocks, c.blocks.front().offset, c.values.size());
+      meta.add(spec::kBlockTable, k, container::encode_block_table(c.blocks));
+      head.sections.push_back(k);
+    }
+    meta.add(spec::kTailCover, t.column, encode_tail_cover(head));
   }
   for (uint32_t i = 0; i < plans.size(); ++i) {
     const ColumnPlan& p = plans[i];

@@ -97,6 +97,7 @@ Query::Query(std::shared_ptr<const Collection> collection, const QuerySpec& spec
 
 size_t Query::run(const Sink& sink, Schedule schedule) {
   counters_ = {};
+  covered_.assign(collection_->part_count(), nullptr);
   size_t chunks = 0;
   cancel_.check();
   const Parts parts = parts_to_read();
@@ -106,13 +107,14 @@ size_t Query::run(const Sink& sink, Schedule schedule) {
     std::shared_ptr<const ParticleFile> file = collection_->part(part);
     file->check_unchanged();  // a file truncated under us is an error here, not SIGBUS below
     QueryCounters c;
-    std::vector<Task> tasks = plan(*file, c);
+    std::vector<Task> tasks = plan(*file, c, covered_[part]);
     ++counters_.parts_read;
     counters_.nodes_visited += c.nodes_visited, counters_.nodes_pruned += c.nodes_pruned, counters_.nodes_all += c.nodes_all;
     counters_.points_tested += c.points_tested, counters_.points_taken_whole += c.points_taken_whole;
     counters_.scanned |= c.scanned;
     counters_.id_index_parts += c.id_index_parts, counters_.tail_index_parts += c.tail_index_parts;
     counters_.index_rows += c.index_rows;
+    counters_.covered_parts += covered_[part] != nullptr;
     if (prefetch_) prefetch(*file, tasks);
     chunks += run_part(*file, part, tasks, chunks, sink, schedule);
   }

@@ -53,6 +53,9 @@ struct QueryCounters {
   uint64_t parts_read = 0, parts_pruned = 0;  // part files opened / skipped through the step index
   // Part files planned through a value index (query/indexed.hpp), and the rows it named.
   uint64_t id_index_parts = 0, tail_index_parts = 0, index_rows = 0;
+  // Part files whose selected rows a covering tail index holds (their covered columns are
+  // read from beside the index: particles/tail_cover.hpp).
+  uint64_t covered_parts = 0;
 };
 
 // The levels of detail a read takes from a file (levels `lv`, `count` particles): those
@@ -97,6 +100,11 @@ class Query {
   LevelsRead levels_read(const ParticleFile& file) const;
   // The predicate, box included (null: every point matches).
   const Expr* predicate() const { return predicate_.get(); }
+  // After run(): the covered tail answer of part `part` when its selected rows are exactly
+  // those hits (query/plan.cpp), else null.
+  std::shared_ptr<const TailHits> covered(uint32_t part) const {
+    return part < covered_.size() ? covered_[part] : nullptr;
+  }
 
  private:
   struct Task {
@@ -112,11 +120,12 @@ class Query {
   LevelSample sample_;  // the partly taken level of the part being planned (fraction queries)
   QueryCounters counters_;
   Cancellation cancel_;
+  std::vector<std::shared_ptr<const TailHits>> covered_;  // by part (run())
 
   bool prefetch_ = true;
   class PartPlanner;  // plan() phase by phase (query/plan.cpp)
   void prefetch(const ParticleFile& file, const std::vector<Task>& tasks) const;
-  std::vector<Task> plan(const ParticleFile& file, QueryCounters& counters);
+  std::vector<Task> plan(const ParticleFile& file, QueryCounters& counters, std::shared_ptr<const TailHits>& cover);
   size_t run_part(const ParticleFile& file, uint32_t part, const std::vector<Task>& tasks, size_t first_chunk,
                   const Sink& sink, Schedule schedule);
   static constexpr uint64_t kScanBlock = 1 << 14;  // points per block of tested runs

@@ -77,7 +77,13 @@ std::optional<IndexedRows> indexed_rows(const ParticleFile& f, const Expr& predi
   IndexedRows out{best->index, {}, parts.size() == 1};
   if (best->none) return out;
   if (best->index == IndexedRows::Index::tail) {
-    out.rows = f.tail_index(size_t(best->column))->rows(best->test, &best->constant);
+    TailHits hits = f.tail_index(size_t(best->column))->hits(best->test, &best->constant, out.exact);
+    if (hits.covered()) {
+      out.rows = hits.rows;
+      out.cover = std::make_shared<const TailHits>(std::move(hits));
+    } else {
+      out.rows = std::move(hits.rows);
+    }
     return out;
   }
   // The listed ids the column's type can hold, as the index's keys.

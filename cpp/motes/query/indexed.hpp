@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -19,6 +20,9 @@ struct IndexedRows {
   // The predicate is the indexed test itself, so the rows need no test; otherwise they are
   // candidates for the whole predicate (a conjunct of which the index answered).
   bool exact = false;
+  // An exact tail answer whose rows the tail's cover holds (particles/tail_cover.hpp): the
+  // columns it covers are read from beside the index rather than gathered at the rows.
+  std::shared_ptr<const TailHits> cover;
 };
 
 // Of the top-level conjuncts of `predicate` that an index of `file` answers, the one with

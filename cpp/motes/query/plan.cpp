@@ -59,6 +59,7 @@ class Query::PartPlanner {
       : q_(q), f_(f), lv_(f.levels()), counters_(counters) {}
 
   std::vector<Task> plan() {
+    cover_ = nullptr;
     choose_levels();
     if (level_begin_ >= level_end_ || f_.particle_count() == 0) return {};
     if (!q_.predicate_) return take_levels();
@@ -91,6 +92,12 @@ class Query::PartPlanner {
   QueryCounters& counters_;
   uint32_t level_begin_ = 0, level_end_ = 0;  // the levels read: [begin, end)
   uint64_t range_begin_ = 0, range_ = 0;      // their rows: one contiguous range of the file
+  std::shared_ptr<const TailHits> cover_;     // the tail's covered answer, when it is the selection
+
+ public:
+  const std::shared_ptr<const TailHits>& cover() const { return cover_; }
+
+ private:
 
   // The levels read; a fraction's partly taken level is sampled (q_.sample_, which
   // run_part applies).
@@ -156,6 +163,8 @@ class Query::PartPlanner {
     }
     counters_.index_rows += ix->rows.size();
     ++(ix->index == IndexedRows::Index::id ? counters_.id_index_parts : counters_.tail_index_parts);
+    // Every row the cover holds is selected whole: the selection of this part is the cover's.
+    if (ix->cover && counters_.points_taken_whole == ix->rows.size()) cover_ = std::move(ix->cover);
     if (counters_.points_tested == 0) return std::move(tasks[0]);  // all whole, adjacent rows joined already
     return coalesce(tasks);
   }
@@ -224,8 +233,11 @@ class Query::PartPlanner {
   }
 };
 
-std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& counters) {
-  return PartPlanner(*this, f, counters).plan();
+std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& counters, std::shared_ptr<const TailHits>& cover) {
+  PartPlanner p(*this, f, counters);
+  std::vector<Task> tasks = p.plan();
+  cover = p.cover();
+  return tasks;
 }
 
 // Concatenates the levels' tasks (each sorted, levels ascending: file order) and

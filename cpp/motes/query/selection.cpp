@@ -38,6 +38,35 @@ Selection::Selection(Query& query) : collection_(query.collection_ptr()), cancel
   offsets_.resize(segments_.size() + 1);
   offsets_[0] = 0;
   for (size_t k = 0; k < segments_.size(); ++k) offsets_[k + 1] = offsets_[k] + segments_[k].count;
+  // A covered part's selection is its tail hits' rows, in order (checked: else read as any part).
+  for (size_t k = 0; k < segments_.size();) {
+    size_t end = k;
+    while (end < segments_.size() && part_of_[end] == part_of_[k]) ++end;
+    if (auto hits = query.covered(part_of_[k]); hits && offsets_[end] - offsets_[k] == hits->rows.size()) {
+      bool same = true;
+      for (size_t j = k, i = 0; same && j < end; ++j)
+        for (uint64_t r = segments_[j].start; same && r < segments_[j].start + segments_[j].count; ++r)
+          same = hits->rows[i++] == r;
+      if (same) covered_.push_back({part_of_[k], offsets_[k], std::move(hits)});
+    }
+    k = end;
+  }
+}
+
+template <class Emit>
+void Selection::visit_covered(size_t column, uint64_t row_begin, uint64_t row_end, const Emit& emit) const {
+  std::vector<uint64_t> buffer;  // 8-byte aligned for every dtype
+  BlockReader reader;
+  for (const Covered& c : covered_) {
+    const uint64_t a = std::max(row_begin, c.first), b = std::min(row_end, c.first + c.hits->rows.size());
+    if (a >= b || !c.hits->covers(uint32_t(column))) continue;
+    buffer.resize(b - a);
+    c.hits->gather(uint32_t(column), a - c.first, b - a, buffer.data(), reader);
+    dispatch_dtype(collection_->schema()[column].dtype, [&](auto tag) {
+      using T = decltype(tag);
+      emit(reinterpret_cast<const T*>(buffer.data()), a, b);
+    });
+  }
 }
 
 size_t Selection::segment_of(uint64_t row) const {
@@ -49,13 +78,16 @@ size_t Selection::segment_of(uint64_t row) const {
 struct Selection::ColumnParts {
   std::vector<const char*> base;
   std::vector<const BlockStream*> stream;
+  std::vector<bool> covered;  // read from a covering tail (visit_covered) instead
 };
 
 Selection::ColumnParts Selection::column_parts(size_t column, uint64_t row_begin, uint64_t row_end, unsigned threads) const {
   ColumnParts c{std::vector<const char*>(collection_->part_count(), nullptr),
-                std::vector<const BlockStream*>(collection_->part_count(), nullptr)};
+                std::vector<const BlockStream*>(collection_->part_count(), nullptr),
+                std::vector<bool>(collection_->part_count(), false)};
+  for (const Covered& cv : covered_) c.covered[cv.part] = cv.hits->covers(uint32_t(column));
   for (size_t k = segment_of(row_begin), k1 = segment_of(row_end - 1) + 1; k < k1; ++k)
-    if (!c.stream[part_of_[k]]) {
+    if (!c.stream[part_of_[k]] && !c.covered[part_of_[k]]) {
       auto file = collection_->part(part_of_[k]);
       file->check_unchanged();
       c.stream[part_of_[k]] = &file->values(column);
@@ -65,7 +97,7 @@ Selection::ColumnParts Selection::column_parts(size_t column, uint64_t row_begin
   // touches are checked first, on the query's threads.
   if (row_end - row_begin >= 4096)
     for (uint32_t p = 0; p < c.base.size(); ++p) {
-      if (!c.base[p] || c.stream[p]->all_checked()) continue;
+      if (!c.base[p] || c.covered[p] || c.stream[p]->all_checked()) continue;
       std::vector<uint64_t> blocks;
       for (size_t k = segment_of(row_begin), k1 = segment_of(row_end - 1) + 1; k < k1; ++k)
         if (part_of_[k] == p) c.stream[p]->blocks_of(segments_[k].start, segments_[k].count, blocks);
@@ -92,6 +124,7 @@ void Selection::visit_rows(const ColumnParts& parts, uint64_t a, uint64_t b, con
   const BlockStream* s = nullptr;
   uint64_t checked_first = 0, checked_last = 0;  // values of whole blocks checked, in place
   for (size_t k = segment_of(a), k1 = segment_of(b - 1) + 1; k < k1; ++k) {
+    if (parts.covered[part_of_[k]]) continue;  // visit_covered reads them
     const uint64_t r0 = std::max(offsets_[k], a), r1 = std::min(offsets_[k + 1], b), m = r1 - r0;
     const uint64_t first = segments_[k].start + (r0 - offsets_[k]);
     if (part_of_[k] != part) {
@@ -143,6 +176,7 @@ void Selection::visit(size_t column, uint64_t row_begin, uint64_t row_end, unsig
   const DType dtype = collection_->schema()[column].dtype;
   if (hint) prefetch({column}, row_begin, row_end);  // what is not in memory yet is asked for at once
   const ColumnParts parts = column_parts(column, row_begin, row_end, threads);
+  visit_covered(column, row_begin, row_end, emit);
   // Pieces of at most kPiece rows (the cancellation is checked between them), shared
   // between threads when there are enough rows.
   constexpr uint64_t kPiece = 1 << 18;
@@ -198,8 +232,19 @@ void Selection::prefetch(const std::vector<size_t>& columns, uint64_t row_begin,
     // Block numbers depend only on the block size, which the streams of a file share (format 2)
     // or which depends on the dtype (format 1): computed once per block size.
     std::vector<std::pair<uint64_t, std::vector<uint64_t>>> by_size;
+    const Covered* cv = nullptr;
+    for (const Covered& c : covered_)
+      if (c.part == part) cv = &c;
     for (size_t column : columns) {
       if (column >= file->schema().size()) throw UsageError("column index out of range");
+      uint64_t at = 0;
+      if (const BlockStream* cs = cv ? cv->hits->tail->covering(uint32_t(column), cv->hits->begin, cv->hits->end, at) : nullptr;
+          cs && cv->hits->covered()) {  // one contiguous run of the cover
+        std::vector<uint64_t> blocks;
+        cs->blocks_of(at, cv->hits->end - cv->hits->begin, blocks);
+        cs->block_ranges(blocks, ranges);
+        continue;
+      }
       const BlockStream& s = file->values(column);
       if (s.in_place()) {
         if (s.count() * s.value_size() < (64 << 10)) continue;  // small: not worth a hint

@@ -39,6 +39,17 @@ class Selection {
   std::vector<uint32_t> part_of_;  // part of each segment
   std::vector<uint64_t> offsets_;  // offsets_[k] = rows before segment k; back() = total
   Cancellation cancel_;            // the query's
+  // Parts whose rows a covering tail holds (Query::covered), with the selection row of each
+  // one's first row: their covered columns are read from the cover.
+  struct Covered {
+    uint32_t part;
+    uint64_t first;
+    std::shared_ptr<const TailHits> hits;
+  };
+  std::vector<Covered> covered_;
+  // Rows [row_begin, row_end) of the covered parts that cover `column`: emit(values, r0, r1).
+  template <class Emit>
+  void visit_covered(size_t column, uint64_t row_begin, uint64_t row_end, const Emit& emit) const;
   size_t segment_of(uint64_t row) const;
   struct ColumnParts;
   ColumnParts column_parts(size_t column, uint64_t row_begin, uint64_t row_end, unsigned threads) const;
