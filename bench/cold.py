@@ -12,7 +12,8 @@ with ``posix_fadvise(POSIX_FADV_DONTNEED)``, no handle or mapping of them left o
 decoded-block cache is emptied too), and the eviction is checked with ``fincore`` when it is
 installed. Each run then opens the data, answers the query and returns every column of
 the selected rows. Queries: ``energy > t`` (0.1 %, spatially coherent), ``ux > t`` (0.1 %,
-spatially random), and a box holding 1 %. motes reads the default (lossless) files; h5py
+spatially random), and a box holding 1 %. motes reads the default (lossless) files, and as
+peers the same data uncompressed and without tail covers (``covering=False``); h5py
 reads uncompressed contiguous datasets (its fastest case) and filters with numpy.
 
 The benchmark measures; it asserts only that both give the same rows.
@@ -93,6 +94,7 @@ class Bench:
         self._reopen()
         shutil.rmtree(self.mp, ignore_errors=True)
         shutil.rmtree(self.up, ignore_errors=True)
+        shutil.rmtree(self.cp, ignore_errors=True)
         os.remove(self.hp)
 
     def _write(self, n: int):
@@ -103,8 +105,10 @@ class Bench:
         cols = synth.vpic(n, seed=0)
         mp, hp = os.path.join(self.tmp, f"v{n}.motes"), os.path.join(self.tmp, f"v{n}.h5")
         up = os.path.join(self.tmp, f"v{n}-none.motes")
+        cp = os.path.join(self.tmp, f"v{n}-uncovered.motes")
         motes.write(mp, cols, sync=True)
         motes.write(up, cols, sync=True, compression="none")
+        motes.write(cp, cols, sync=True, covering=False)  # format 2.2: tails without covers
         h5_write(hp, cols)
         e_t = f32(float(np.quantile(cols["energy"], 1 - 0.001)))
         u_t = f32(float(np.quantile(cols["ux"], 1 - 0.001)))
@@ -125,6 +129,7 @@ class Bench:
                                               & (c["y"] <= box[4]) & (c["z"] >= box[2]) & (c["z"] <= box[5]))),
         }
         self.n, self.mp, self.up, self.hp, self.names, self.queries = n, mp, up, hp, list(cols), queries
+        self.cp = cp
         del cols
         gc.collect()
 
@@ -153,10 +158,10 @@ class Bench:
         uncompressed, h5py + numpy."""
         import motes
 
-        everything = [self.mp, self.up, self.hp]
+        everything = [self.mp, self.up, self.cp, self.hp]
         for key, (q, mask_of) in self.queries.items():
-            mt, ut, ht, left = [], [], [], []
-            read = {"motes": 0, "motes_uncompressed": 0, "h5py": 0}
+            mt, ut, ct, ht, left = [], [], [], [], []
+            read = {"motes": 0, "motes_uncompressed": 0, "motes_uncovered": 0, "h5py": 0}
             rows = None
             for _ in range(self.args.repeat):
                 motes._core.clear_block_cache()
@@ -171,15 +176,21 @@ class Bench:
                 urows, _ = self._motes_run(q, self.up)
                 ut.append(perf() - t0)
                 read["motes_uncompressed"] = storage_bytes() - b0
+                motes._core.clear_block_cache()
+                left.append(evict(everything))
+                b0, t0 = storage_bytes(), perf()
+                crows, _ = self._motes_run(q, self.cp)
+                ct.append(perf() - t0)
+                read["motes_uncovered"] = storage_bytes() - b0
                 left.append(evict(everything))
                 b0, t0 = storage_bytes(), perf()
                 hrows, want = self._h5_run(mask_of)
                 ht.append(perf() - t0)
                 read["h5py"] = storage_bytes() - b0
-                assert hrows == rows == urows, (key, hrows, rows, urows)
+                assert hrows == rows == urows == crows, (key, hrows, rows, urows, crows)
                 assert np.array_equal(np.sort(got["x"]), np.sort(want["x"]))
                 del got, want
-            m, u, h = statistics.median(mt), statistics.median(ut), statistics.median(ht)
+            m, u, c, h = statistics.median(mt), statistics.median(ut), statistics.median(ct), statistics.median(ht)
             name = f"{key}_{self.n // 1_000_000}M"
             mb = {k: v / 1e6 for k, v in read.items()}
             self.figures[name] = figure(
@@ -189,12 +200,17 @@ class Bench:
                                           note="whole columns read with h5py, filtered with numpy", read_mb=mb["h5py"]),
                        "motes_uncompressed": peer(u * 1e3, "ms", h / u, "h5py time / this time",
                                                   note="the same data written with compression='none'",
-                                                  read_mb=mb["motes_uncompressed"])},
+                                                  read_mb=mb["motes_uncompressed"]),
+                       "motes_uncovered": peer(c * 1e3, "ms", h / c, "h5py time / this time",
+                                               note="the same data written with covering=False (format 2.2: "
+                                                    "tail indexes without covers, columns gathered at the rows)",
+                                               read_mb=mb["motes_uncovered"])},
                 ratio=h / m, ratio_meaning="h5py time / motes time", target=">= 10x faster than h5py + numpy",
-                met=h / m >= 10, runs_s={"motes": mt, "motes_uncompressed": ut, "h5py": ht}, rows=rows,
+                met=h / m >= 10, runs_s={"motes": mt, "motes_uncompressed": ut, "motes_uncovered": ct, "h5py": ht}, rows=rows,
                 read_mb=mb["motes"], bytes_left_in_cache=max(left))
             log(f"  {name}: rows {rows:,}: motes {m * 1e3:.1f} ms ({mb['motes']:.1f} MB read), uncompressed "
-                f"{u * 1e3:.1f} ms ({mb['motes_uncompressed']:.1f} MB), h5py+numpy {h * 1e3:.1f} ms "
+                f"{u * 1e3:.1f} ms ({mb['motes_uncompressed']:.1f} MB), uncovered {c * 1e3:.1f} ms "
+                f"({mb['motes_uncovered']:.1f} MB), h5py+numpy {h * 1e3:.1f} ms "
                 f"({mb['h5py']:.1f} MB; {h / m:.1f}x); bytes left cached after eviction: {max(left)}")
 
 

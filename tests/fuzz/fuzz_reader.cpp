@@ -35,14 +35,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::vector<char> out(6 * 8);
       motes::gather_rows(file->values(ids->column()), rows.data(), 6, out.data());
     }
-    // Tail indexes (format 2.2): tests of every kind against a few constants, through the
-    // index alone and through a query the planner may answer with it.
+    // Tail indexes (format 2.2) and their covers (2.3): tests of every kind against a few
+    // constants, through the index alone and through a query the planner may answer with it.
     for (size_t c = 0; c < file->schema().size(); ++c) {
       const motes::TailIndex* tail = file->tail_index(c);
       if (!tail) continue;
       for (auto test : {motes::TailTest::lt, motes::TailTest::le, motes::TailTest::gt, motes::TailTest::ge, motes::TailTest::eq})
         for (uint64_t constant : {uint64_t(0), ~uint64_t(0), uint64_t(0x3FF0000000000000)})
-          if (tail->covers(test, &constant)) tail->rows(test, &constant);
+          if (tail->covers(test, &constant)) {
+            // Covered hits (format 2.3): every column the cover holds, read from beside the index.
+            const motes::TailHits h = tail->hits(test, &constant, true);
+            motes::BlockReader reader;
+            std::vector<uint64_t> out(h.rows.size() + 1);
+            for (uint32_t k = 0; k < file->schema().size(); ++k)
+              if (h.covers(k)) h.gather(k, 0, h.rows.size(), out.data(), reader);
+          }
       for (const char* op : {" > 1e30", " < -1e30", " == 0"}) {
         motes::QuerySpec spec;
         spec.where = file->schema()[c].name + op;
@@ -51,7 +58,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           motes::Query q(file, spec);
           motes::Selection s(q);
           std::vector<char> buf(s.size() * 8 + 8);
-          s.gather(c, 0, s.size(), buf.data(), 1);
+          for (size_t k = 0; k < file->schema().size(); ++k) s.gather(k, 0, s.size(), buf.data(), 1);
         } catch (const motes::UsageError&) {  // a column name the language reserves
         }
       }

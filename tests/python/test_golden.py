@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "golden"))
 import readback  # noqa: E402
 from make_field_geometry import fields  # noqa: E402  (the data each fixture was written from)
 from make_format2_2 import particles  # noqa: E402
+from make_format2_3 import particles as covered_particles  # noqa: E402
 
 
 @pytest.mark.parametrize("name", readback.folders())
@@ -236,6 +237,47 @@ def test_format2_2_fixture_answers_equal_numpy(golden):
     for where, mask in [("ux > 2.7", cols["ux"] > np.float32(2.7)), ("e >= 6", cols["e"] >= 6),
                         ("u8 == 0", cols["u8"] == 0), ("ux <= -2.6", cols["ux"] <= np.float32(-2.6))]:
         assert np.array_equal(np.sort(ds.query(where)["id"]), np.sort(cols["id"][mask])), where
+
+
+# --- particle format 2.3 (covering tail indexes) --------------------------------------------
+
+def test_format2_3_fixture_is_the_version_it_pins(golden):
+    folder = golden("format2_3")
+    ds = motes.open(str(folder / "particles"))
+    f = ds.file()
+    assert f.version == (2, 3)
+    names = [c.name for c in ds.schema()]
+    for tail, t in f.tail_indexes.items():  # the outermost 10 entries per side, every other column
+        assert t["cover"] == {"low": 10, "high": 10, "columns": [n for n in names if n != tail]}, tail
+    assert ds.verify()["files"] == 1
+    # Kind 17 once per tail, naming its column; kind 16 once per (tail, other column), naming the other.
+    path = folder / "particles" / "steps" / "000000" / "particles.mpf"
+    data = path.read_bytes()
+    table_at, count = struct.unpack_from("<QI", data, 32)
+    kinds = [struct.unpack_from("<HBBI", data, table_at + 32 * i) for i in range(count)]
+    assert sorted(names[e[3]] for e in kinds if e[0] == 17) == ["e", "k", "u8", "ux"]
+    assert sum(e[0] == 16 for e in kinds) == 4 * (len(names) - 1)
+    assert all(e[1] == 2 for e in kinds if e[0] == 16)  # coded blocks
+
+
+def test_format2_3_fixture_answers_equal_numpy(golden):
+    """The data the fixture was written from, queried by numpy: the same rows, every column,
+    read from the covers where the hits lie in them."""
+    folder = golden("format2_3")
+    cols = covered_particles()
+    ds = motes.open(str(folder / "particles"))
+    order = np.argsort(cols["id"])
+    covered = 0
+    for where, mask in [("ux > 2.8", cols["ux"] > np.float32(2.8)), ("e >= 6.6", cols["e"] >= 6.6),
+                        ("u8 == 255", cols["u8"] == 255), ("ux <= -2.8", cols["ux"] <= np.float32(-2.8)),
+                        ("e < 0.0018", cols["e"] < 0.0018)]:
+        t = ds.query(where)
+        covered += t.counters["covered_parts"]
+        rows = order[np.asarray(t["id"])]
+        assert np.array_equal(np.sort(rows), np.nonzero(mask)[0]), where
+        for name, values in cols.items():
+            assert np.array_equal(np.asarray(t[name]), values[rows]), (where, name)
+    assert covered == 4
 
 
 # --- field file 1.1 with field-geometry (thetaMode), manifest 1.5 ----------------------------
