@@ -88,6 +88,19 @@ bool TailIndex::side_covered(uint64_t begin, uint64_t end, uint64_t& at) const {
   return false;
 }
 
+bool TailIndex::cover_holds(TailTest test, const void* cv) const {
+  if (cover_.empty()) return false;
+  const double c = dispatch_dtype(dtype_, [&](auto zero) {
+    using T = decltype(zero);
+    T v;
+    std::memcpy(&v, cv, sizeof(T));
+    return double(v);
+  });
+  const auto [begin, end] = candidates(test, c);
+  uint64_t at;
+  return begin < end && side_covered(begin, end, at);
+}
+
 const BlockStream* TailIndex::covering(uint32_t column, uint64_t begin, uint64_t end, uint64_t& at) const {
   if (!side_covered(begin, end, at)) return nullptr;
   if (column == column_) return at = begin, &values_;  // the tail's own values, in entry order

@@ -9,6 +9,7 @@
 #include "motes/core/errors.hpp"
 #include "motes/particles/column_writer.hpp"
 #include "motes/particles/id_index.hpp"
+#include "motes/particles/layout/radix_sort.hpp"
 #include "motes/particles/spec.hpp"
 
 namespace motes {
@@ -297,10 +298,12 @@ TailHits TailIndex::hits(TailTest test, const void* cv, bool cover_order) const 
   uint64_t at = 0;
   if (cover_order && !wide && h.end > h.begin && h.end - h.begin <= UINT32_MAX && h.end - h.begin == narrow.size() &&
       side_covered(h.begin, h.end, at)) {
-    // Positions with their entries (position in the high half, entry - begin in the low): one radix sort gives both.
-    std::vector<uint64_t> keyed(narrow.size());
+    // Positions with their entries (position in the high half, entry - begin in the low): one
+    // LSD radix sort on the positions' bits gives both.
+    std::vector<uint64_t> keyed(narrow.size()), scratch(narrow.size());
     for (size_t i = 0; i < narrow.size(); ++i) keyed[i] = uint64_t(narrow[i]) << 32 | i;
-    boost::sort::spreadsort::integer_sort(keyed.begin(), keyed.end());
+    const int bits = particle_count_ > 1 ? 64 - __builtin_clzll(particle_count_ - 1) : 1;
+    sort_low_code_bits(keyed.data(), keyed.size(), scratch.data(), std::min(bits, 32), 1);
     h.rows.resize(keyed.size());
     h.order.resize(keyed.size());
     for (size_t i = 0; i < keyed.size(); ++i) h.rows[i] = keyed[i] >> 32, h.order[i] = uint32_t(keyed[i]);

@@ -92,6 +92,9 @@ class TailIndex {
   // Whether every value passing `value test c` is in the index (c: a constant of the
   // column's dtype); then the most entries that can pass it, from the fences alone (no read).
   std::optional<uint64_t> covers(TailTest test, const void* c) const;
+  // Whether the cover holds every entry that can pass `value test c`, from the fences alone
+  // (no read): then hits(test, c, true) is covered whatever it finds. Only when covers().
+  bool cover_holds(TailTest test, const void* c) const;
   // The file positions of the values passing `value test c`, ascending. Only when covers().
   std::vector<uint64_t> rows(TailTest test, const void* c) const { return hits(test, c, false).rows; }
   // The entries passing `value test c` (only when covers()); with `order` when the cover

@@ -165,13 +165,17 @@ size_t Query::run_part(const ParticleFile& file, uint32_t part, const std::vecto
   auto process = [&](unsigned worker, uint64_t c) {
     cancel_.check();
     std::vector<Segment> segs;
-    std::vector<uint8_t> mask(max_run);
-    std::unique_ptr<Evaluator> ev = pred ? std::make_unique<Evaluator>(file, *pred) : nullptr;
+    std::vector<uint8_t> mask;
+    std::unique_ptr<Evaluator> ev;  // made for the first task to test (a chunk of whole runs needs none)
     for (size_t k = chunk_begin[c]; k < chunk_begin[c + 1]; ++k) {
       const Task& t = tasks[k];
       if (t.all) {
         push_segment(segs, t.start, t.count);
         continue;
+      }
+      if (mask.empty()) {
+        mask.resize(max_run);
+        if (pred) ev = std::make_unique<Evaluator>(file, *pred);
       }
       uint32_t m = uint32_t(t.count);
       if (ev) ev->eval(t.start, m, mask.data());

@@ -30,6 +30,7 @@ struct Candidate {
   TailTest test;
   uint64_t constant;  // the tail test's constant, in the column's dtype (bytes)
   bool none;          // nothing can pass (a constant the column's type cannot reach)
+  bool covered = false;  // a tail's cover holds every candidate (TailIndex::cover_holds)
 };
 
 std::optional<Candidate> answer(const ParticleFile& f, const Expr& e) {
@@ -61,11 +62,17 @@ std::optional<Candidate> answer(const ParticleFile& f, const Expr& e) {
     if (nc.constant == 1) return std::nullopt;
     const std::optional<uint64_t> count = tail->covers(test, &nc.c);
     if (!count) return std::nullopt;
-    return Candidate{&e, *count, IndexedRows::Index::tail, col, test, bytes, false};
+    return Candidate{&e, *count, IndexedRows::Index::tail, col, test, bytes, false, tail->cover_holds(test, &nc.c)};
   });
 }
 
 }  // namespace
+
+bool covered_by_tail(const ParticleFile& f, const Expr& predicate) {
+  if (predicate.kind == K::and_) return false;
+  const std::optional<Candidate> c = answer(f, predicate);
+  return c && c->index == IndexedRows::Index::tail && c->covered;
+}
 
 std::optional<IndexedRows> indexed_rows(const ParticleFile& f, const Expr& predicate, uint64_t limit) {
   std::vector<const Expr*> parts;

@@ -25,6 +25,11 @@ struct IndexedRows {
   std::shared_ptr<const TailHits> cover;
 };
 
+// Whether `predicate` is one test that a tail index of `file` answers from its cover (from
+// the fences: no read): its rows and every covered column then cost a few contiguous runs,
+// which no traversal of the tree beats.
+bool covered_by_tail(const ParticleFile& file, const Expr& predicate);
+
 // Of the top-level conjuncts of `predicate` that an index of `file` answers, the one with
 // the fewest candidate rows, when those are at most `limit`: its rows. Nothing otherwise.
 std::optional<IndexedRows> indexed_rows(const ParticleFile& file, const Expr& predicate, uint64_t limit);

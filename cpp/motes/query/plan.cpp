@@ -73,6 +73,10 @@ class Query::PartPlanner {
     // predicate leaves more than a quarter of their points to test (a column that does not
     // follow space), scan at once. Otherwise traverse, and stop as soon as the points to
     // test outnumber range / 8: past that the scan is cheaper.
+    // A tail test its index answers from the cover reads a few contiguous runs: taken at
+    // once over a full-detail read (a part of levels or a sample would need tests).
+    if (level_begin_ == 0 && level_end_ == lv_.level_count() && !q_.sample_.active() && covered_by_tail(f_, *q_.predicate_))
+      if (std::optional<std::vector<Task>> t = by_index(range_)) return std::move(*t);
     const Pruner pruner(indexes_for(f_, *q_.predicate_));
     const Probe p = probe_leaves(pruner);
     if (p.probed >= 1024 && p.to_test * 4 > p.probed) return scan();
