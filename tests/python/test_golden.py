@@ -157,9 +157,9 @@ def test_format2_appendix_c_file_is_as_specified(golden):
     major, minor, header_bytes, features, size, table, count, entry, table_sum = struct.unpack_from("<HHIQQQIIQ", data, 8)
     assert (major, minor, header_bytes, features, size, table, count, entry) == (2, 0, 256, 0, 4752, 4304, 14, 32)
     assert table_sum == 0x511F141D0A6FB803
-    assert struct.unpack_from("<QIIIIII", data, 56) == (0, 3, 1, 0, 8, 512, 16384)
+    assert struct.unpack_from("<QIIIIII", data, 56) == (0, 3, 1, 0, 8, 512, 4096)  # the default BV since format 2.3
     assert data[88:248] == bytes(160)
-    assert struct.unpack_from("<Q", data, 248)[0] == 0xFD603F94A346CD34
+    assert struct.unpack_from("<Q", data, 248)[0] == 0x329D6F7F17CB9A97
     sections = [struct.unpack_from("<HBBIQQQ", data, table + 32 * k) for k in range(count)]
     assert sections[0] == (1, 0, 0, 0xFFFFFFFF, 4096, 51, 0x93F808234B9DB1AF)
     assert sections[1] == (2, 0, 0, 0xFFFFFFFF, 4152, 8, 0xC77B3ABB6F87ACD9)

@@ -81,7 +81,7 @@ inline constexpr uint32_t kTailCoverHead = 24;
 
 // Values per block in format 2 (ParticleArea::block_values): the unit of coded blocks and
 // of block checksums of every bulk section, so block b covers the same rows in all of them.
-inline constexpr uint32_t kDefaultBlockValues = 16384;
+inline constexpr uint32_t kDefaultBlockValues = 4096;
 inline constexpr uint32_t kMaxBlockValues = 1u << 17;  // and at most 1 MiB of values per block
 
 #pragma pack(push, 1)
