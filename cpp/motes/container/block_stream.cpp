@@ -6,10 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
-#include <list>
-#include <mutex>
-#include <unordered_map>
 
+#include "motes/core/lru.hpp"
 #include "motes/core/memory.hpp"
 #include "motes/core/threads.hpp"
 #include "motes/core/types.hpp"
@@ -23,95 +21,42 @@ namespace {
 std::atomic<uint64_t> next_stream_id{1};  // below 2^63: keys set by set_cache_key have that bit
 std::atomic<uint64_t> coded_blocks_decoded{0};
 
-// Least recently used decoded blocks, up to a byte budget. Blocks in use elsewhere stay
-// alive after eviction (shared_ptr); the cache only stops holding them.
+// Least recently used decoded blocks, up to a byte budget (core/lru.hpp). Blocks in use
+// elsewhere stay alive after eviction (shared_ptr); the cache only stops holding them.
 class Cache {
  public:
-  Cache() {
-    // Default: 1 GiB, at most an eighth of the machine's memory.
-    uint64_t mb = 1024;
-    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-    if (pages > 0 && page > 0) mb = std::min<uint64_t>(mb, uint64_t(pages) * uint64_t(page) / 8 >> 20);
-    if (const char* v = std::getenv("MOTES_CACHE_MB"); v && *v) {
-      char* end = nullptr;
-      unsigned long long m = std::strtoull(v, &end, 10);
-      if (end && !*end) mb = m;
-    }
-    limit_ = mb << 20;
-    huge_slab_keep(limit_);  // blocks evicted or cleared leave their pages for the next ones
+  Cache() : lru_(default_limit()) {
+    huge_slab_keep(lru_.limit());  // blocks evicted or cleared leave their pages for the next ones
   }
-  bool has_room(uint64_t bytes) {
-    std::lock_guard lock(m_);
-    return used_ + bytes <= limit_;
-  }
-  // Which of `blocks` of `stream` are not held (one lock for all of them).
+  bool has_room(uint64_t bytes) { return lru_.used() + bytes <= lru_.limit(); }
+  // Which of `blocks` of `stream` are not held.
   void missing(uint64_t stream, const std::vector<uint64_t>& blocks, std::vector<uint64_t>& out) {
-    std::lock_guard lock(m_);
     for (uint64_t b : blocks)
-      if (!map_.count(Key{stream, b})) out.push_back(b);
+      if (!lru_.contains({stream, b})) out.push_back(b);
   }
-  std::shared_ptr<const DecodedBlock> find(uint64_t stream, uint64_t block) {
-    std::lock_guard lock(m_);
-    auto it = map_.find(Key{stream, block});
-    if (it == map_.end()) return nullptr;
-    lru_.splice(lru_.begin(), lru_, it->second.where);
-    return it->second.block;
-  }
+  std::shared_ptr<const DecodedBlock> find(uint64_t stream, uint64_t block) { return lru_.find({stream, block}); }
   void put(uint64_t stream, uint64_t block, std::shared_ptr<const DecodedBlock> b) {
-    std::lock_guard lock(m_);
-    if (b->reserved() > limit_) return;
-    Key k{stream, block};
-    if (map_.count(k)) return;  // decoded by another thread meanwhile
-    lru_.push_front(k);
-    used_ += b->reserved();
-    map_.emplace(k, Entry{std::move(b), lru_.begin()});
-    trim();
+    const uint64_t bytes = b->reserved();
+    lru_.put({stream, block}, std::move(b), bytes);
   }
   void set_limit(uint64_t bytes) {
-    std::lock_guard lock(m_);
-    limit_ = bytes;
-    trim();
-    huge_slab_keep(limit_);
+    lru_.set_limit(bytes);
+    huge_slab_keep(bytes);
   }
-  uint64_t limit() {
-    std::lock_guard lock(m_);
-    return limit_;
-  }
-  uint64_t used() {
-    std::lock_guard lock(m_);
-    return used_;
-  }
-  void clear() {
-    std::lock_guard lock(m_);
-    map_.clear();
-    lru_.clear();
-    used_ = 0;
-  }
+  uint64_t limit() { return lru_.limit(); }
+  uint64_t used() { return lru_.used(); }
+  void clear() { lru_.clear(); }
 
  private:
-  struct Key {
-    uint64_t stream, block;
-    bool operator==(const Key& o) const { return stream == o.stream && block == o.block; }
-  };
-  struct Hash {
-    size_t operator()(const Key& k) const { return size_t(k.stream * 0x9E3779B97F4A7C15ULL ^ k.block); }
-  };
-  struct Entry {
-    std::shared_ptr<const DecodedBlock> block;
-    std::list<Key>::iterator where;
-  };
-  void trim() {
-    while (used_ > limit_ && !lru_.empty()) {
-      auto it = map_.find(lru_.back());
-      used_ -= it->second.block->reserved();
-      map_.erase(it);
-      lru_.pop_back();
-    }
+  // 1 GiB, at most an eighth of the machine's memory; MOTES_CACHE_MB overrides.
+  static uint64_t default_limit() {
+    uint64_t bytes = uint64_t(1) << 30;
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    if (pages > 0 && page > 0) bytes = std::min<uint64_t>(bytes, uint64_t(pages) * uint64_t(page) / 8 >> 20 << 20);
+    return env_megabytes("MOTES_CACHE_MB", bytes);
   }
-  std::mutex m_;
-  std::unordered_map<Key, Entry, Hash> map_;
-  std::list<Key> lru_;
-  uint64_t used_ = 0, limit_ = 0;
+  // Shards: the query's threads look up blocks side by side without waiting on one lock.
+  ShardedLru<std::shared_ptr<const DecodedBlock>, 16> lru_;
 };
 
 Cache& cache() {
