@@ -160,36 +160,28 @@ class Bench:
 
         everything = [self.mp, self.up, self.cp, self.hp]
         for key, (q, mask_of) in self.queries.items():
-            mt, ut, ct, ht, left = [], [], [], [], []
-            read = {"motes": 0, "motes_uncompressed": 0, "motes_uncovered": 0, "h5py": 0}
-            rows = None
+            runs = {"motes": [], "motes_uncompressed": [], "motes_uncovered": [], "h5py": []}
+            read = dict.fromkeys(runs, 0)
+            left: List[int] = []
+
+            def cold_run(peer_name, fn):
+                motes._core.clear_block_cache()
+                left.append(evict(everything))
+                b0, t0 = storage_bytes(), perf()
+                out = fn()
+                runs[peer_name].append(perf() - t0)
+                read[peer_name] = storage_bytes() - b0
+                return out
+
             for _ in range(self.args.repeat):
-                motes._core.clear_block_cache()
-                left.append(evict(everything))
-                b0, t0 = storage_bytes(), perf()
-                rows, got = self._motes_run(q)
-                mt.append(perf() - t0)
-                read["motes"] = storage_bytes() - b0
-                motes._core.clear_block_cache()
-                left.append(evict(everything))
-                b0, t0 = storage_bytes(), perf()
-                urows, _ = self._motes_run(q, self.up)
-                ut.append(perf() - t0)
-                read["motes_uncompressed"] = storage_bytes() - b0
-                motes._core.clear_block_cache()
-                left.append(evict(everything))
-                b0, t0 = storage_bytes(), perf()
-                crows, _ = self._motes_run(q, self.cp)
-                ct.append(perf() - t0)
-                read["motes_uncovered"] = storage_bytes() - b0
-                left.append(evict(everything))
-                b0, t0 = storage_bytes(), perf()
-                hrows, want = self._h5_run(mask_of)
-                ht.append(perf() - t0)
-                read["h5py"] = storage_bytes() - b0
+                rows, got = cold_run("motes", lambda: self._motes_run(q))
+                urows, _ = cold_run("motes_uncompressed", lambda: self._motes_run(q, self.up))
+                crows, _ = cold_run("motes_uncovered", lambda: self._motes_run(q, self.cp))
+                hrows, want = cold_run("h5py", lambda: self._h5_run(mask_of))
                 assert hrows == rows == urows == crows, (key, hrows, rows, urows, crows)
                 assert np.array_equal(np.sort(got["x"]), np.sort(want["x"]))
                 del got, want
+            mt, ut, ct, ht = (runs[k] for k in ("motes", "motes_uncompressed", "motes_uncovered", "h5py"))
             m, u, c, h = statistics.median(mt), statistics.median(ut), statistics.median(ct), statistics.median(ht)
             name = f"{key}_{self.n // 1_000_000}M"
             mb = {k: v / 1e6 for k, v in read.items()}

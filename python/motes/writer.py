@@ -32,24 +32,26 @@ def _column_tuples(columns: ColumnsLike, index: Optional[Mapping[str, str]], uni
              bounds.get(name, 0.0)) for name, values in columns.items()]
 
 
+def _share_or_names(o, name, value, share, names) -> None:
+    """A value-index option (``tails``, ``covering``) onto WriteOptions ``o``: True keeps the
+    default, False sets the share to 0, a number sets the share per side, names the columns."""
+    if value is None:
+        return
+    if isinstance(value, bool):
+        setattr(o, share, getattr(o, share) if value else 0.0)
+    elif isinstance(value, (int, float, np.integer, np.floating)):
+        setattr(o, share, _args.number(name, value))
+    else:
+        setattr(o, names, _args.names(name, value))
+
+
 def _write_options(leaf_size=None, lod_count=None, treelet_size=None, threads=None, sync=None, compression=None,
                    ids=None, tails=None, stage_rows=None, covering=None):
     """The core's WriteOptions of a writer's arguments, checked; what is None keeps the core's default."""
     o = _core.WriteOptions()
-    if tails is not None:  # True: the default; False: none; a number: the share per side; names: those columns
-        if isinstance(tails, bool):
-            o.tail_fraction = o.tail_fraction if tails else 0.0
-        elif isinstance(tails, (int, float, np.integer, np.floating)):
-            o.tail_fraction = _args.number("tails", tails)
-        else:
-            o.tail_columns = _args.names("tails", tails)
-    if covering is not None:  # True: the default; False: none; a number: the share per side; names: those columns
-        if isinstance(covering, bool):
-            o.tail_cover = o.tail_cover if covering else 0.0
-        elif isinstance(covering, (int, float, np.integer, np.floating)):
-            o.tail_cover = _args.number("covering", covering)
-        else:
-            o.tail_cover_columns = _args.names("covering", covering)
+    # True: the default; False: none; a number: the share per side; names: those columns.
+    _share_or_names(o, "tails", tails, "tail_fraction", "tail_columns")
+    _share_or_names(o, "covering", covering, "tail_cover", "tail_cover_columns")
     if ids is not None:  # True: the default ("auto"); False: no id index; a name: that column
         if isinstance(ids, bool):
             o.id_column = "auto" if ids else ""
