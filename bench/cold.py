@@ -180,6 +180,7 @@ class Bench:
                 hrows, want = cold_run("h5py", lambda: self._h5_run(mask_of))
                 assert hrows == rows == urows == crows, (key, hrows, rows, urows, crows)
                 assert np.array_equal(np.sort(got["x"]), np.sort(want["x"]))
+                planned = (got.counters["read_requests"], got.counters["read_bytes"])  # what motes asked for
                 del got, want
             mt, ut, ct, ht = (runs[k] for k in ("motes", "motes_uncompressed", "motes_uncovered", "h5py"))
             m, u, c, h = statistics.median(mt), statistics.median(ut), statistics.median(ct), statistics.median(ht)
@@ -199,8 +200,10 @@ class Bench:
                                                read_mb=mb["motes_uncovered"])},
                 ratio=h / m, ratio_meaning="h5py time / motes time", target=">= 10x faster than h5py + numpy",
                 met=h / m >= 10, runs_s={"motes": mt, "motes_uncompressed": ut, "motes_uncovered": ct, "h5py": ht}, rows=rows,
-                read_mb=mb["motes"], bytes_left_in_cache=max(left))
-            log(f"  {name}: rows {rows:,}: motes {m * 1e3:.1f} ms ({mb['motes']:.1f} MB read), uncompressed "
+                read_mb=mb["motes"], planned_requests=planned[0], planned_mb=planned[1] / 1e6,
+                bytes_left_in_cache=max(left))
+            log(f"  {name}: rows {rows:,}: motes {m * 1e3:.1f} ms ({mb['motes']:.1f} MB read, {planned[1] / 1e6:.1f} MB in "
+                f"{planned[0]} requests planned), uncompressed "
                 f"{u * 1e3:.1f} ms ({mb['motes_uncompressed']:.1f} MB), uncovered {c * 1e3:.1f} ms "
                 f"({mb['motes_uncovered']:.1f} MB), h5py+numpy {h * 1e3:.1f} ms "
                 f"({mb['h5py']:.1f} MB; {h / m:.1f}x); bytes left cached after eviction: {max(left)}")

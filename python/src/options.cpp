@@ -281,6 +281,9 @@ void bind_query_results(nb::module_& m) {
       .ro("covered_parts", &motes::QueryCounters::covered_parts,
           "part files whose selected rows a covering tail index holds (columns read beside it)")
       .ro("index_rows", &motes::QueryCounters::index_rows, "rows those value indexes named")
+      .ro("read_requests", &motes::QueryCounters::read_requests,
+          "byte ranges of values and codes asked of the sources at once, coalesced (blocks decoded already left out)")
+      .ro("read_bytes", &motes::QueryCounters::read_bytes, "their bytes")
       .done();
 }
 

@@ -28,7 +28,6 @@ namespace {
 // A query's selection (bound to its collection), gathered into numpy on demand.
 struct PySelection {
   motes::Selection selection;
-  motes::QueryCounters counters;
   unsigned threads;
 };
 
@@ -126,7 +125,6 @@ std::unique_ptr<PySelection> select(Source f, const Spec& spec) {
     nb::gil_scoped_release release;
     motes::Query q(f, s);
     out->selection = motes::Selection(q);
-    out->counters = q.counters();
     out->threads = q.threads();
   }
   return out;
@@ -142,9 +140,10 @@ void bind_expressions(nb::module_& m) {
 void bind_selection(nb::module_& m) {
   nb::class_<PySelection>(m, "Selection", "The particles a query selected, in file order; columns are gathered on demand.")
       .def_prop_ro("size", [](const PySelection& s) { return s.selection.size(); })
-      .def_prop_ro("counters", [](const PySelection& s) { return plain(nb::cast(s.counters, nb::rv_policy::copy)); },
-                   "How much the indexes pruned, as a dict (QueryCounters.to_dict()).")
-      .def_prop_ro("query_counters", [](const PySelection& s) { return s.counters; }, "The QueryCounters.")
+      .def_prop_ro("counters", [](const PySelection& s) { return plain(nb::cast(s.selection.counters(), nb::rv_policy::copy)); },
+                   "How much the indexes pruned and the reads planned so far (gathers included), as a dict "
+                   "(QueryCounters.to_dict()).")
+      .def_prop_ro("query_counters", [](const PySelection& s) { return s.selection.counters(); }, "The QueryCounters.")
       .def("gather", &gather, "column"_a, "begin"_a, "end"_a)
       .def("gather_columns", &gather_columns, "columns"_a, "begin"_a, "end"_a,
            "Gathers several columns at once (one call, GIL released once).")

@@ -164,3 +164,29 @@ def test_parts_each_read_their_own_cover(tmp_path):
         assert ta.counters["covered_parts"] >= 1 and tb.counters["covered_parts"] == 0
         for name in cols:
             assert np.array_equal(np.asarray(ta[name]), np.asarray(tb[name])), (where, name)
+
+
+def test_the_counters_tell_the_reads_planned(written):
+    """read_requests / read_bytes: the coalesced byte ranges a query and its gathers asked for,
+    blocks decoded already left out. A covered tail asks for the index and the covers' runs;
+    the same query without a cover for every block its rows touch."""
+    cols, covered, plain = written
+    where = next(w for w, _ in tails_of(cols) if covered.query(w).counters["covered_parts"])
+    sizes = {}
+    for name, ds in (("covered", covered), ("plain", plain)):
+        _core.clear_block_cache()
+        cold = motes.open(ds.path).query(where)
+        c = cold.counters
+        assert c["read_requests"] >= 1 and 0 < c["read_bytes"] <= ds.file(0).sizes["file_bytes"], (name, c)
+        hot = motes.open(ds.path).query(where)  # the coded blocks it needs are decoded already
+        if name == "covered":  # the index and the covers: coded blocks only, nothing left to ask for
+            assert hot.counters["read_requests"] == 0 and hot.counters["read_bytes"] == 0, hot.counters
+        else:  # the random positions are stored as they are (no codec shrinks them): read in place every time
+            assert 0 < hot.counters["read_bytes"] < c["read_bytes"], (c, hot.counters)
+        sizes[name] = c["read_bytes"]
+    assert sizes["covered"] * 4 < sizes["plain"], sizes
+    sel = covered.select(where)
+    before = sel.counters["read_bytes"]
+    _core.clear_block_cache()
+    sel.gather_columns(["x"], 0, sel.size)
+    assert sel.counters["read_bytes"] > before  # a gather's reads add to its selection's counters

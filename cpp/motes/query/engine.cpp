@@ -115,13 +115,13 @@ size_t Query::run(const Sink& sink, Schedule schedule) {
     counters_.id_index_parts += c.id_index_parts, counters_.tail_index_parts += c.tail_index_parts;
     counters_.index_rows += c.index_rows;
     counters_.covered_parts += covered_[part] != nullptr;
-    if (prefetch_) prefetch(*file, tasks);
+    if (prefetch_) prefetch(*file, tasks, counters_);
     chunks += run_part(*file, part, tasks, chunks, sink, schedule);
   }
   return chunks;
 }
 
-void Query::prefetch(const ParticleFile& file, const std::vector<Task>& tasks) const {
+void Query::prefetch(const ParticleFile& file, const std::vector<Task>& tasks, QueryCounters& counters) const {
   if (!predicate_) return;
   // The predicate's columns over the runs to test, as few large reads issued together.
   std::vector<ByteRange> ranges;
@@ -140,7 +140,10 @@ void Query::prefetch(const ParticleFile& file, const std::vector<Task>& tasks) c
       s.block_ranges(blocks, ranges);
     }
   }
-  file.source().will_need(motes::coalesce(std::move(ranges), 1 << 20));
+  const std::vector<ByteRange> plan = motes::coalesce(std::move(ranges), 1 << 20);
+  counters.read_requests += plan.size();
+  for (const ByteRange& r : plan) counters.read_bytes += r.length;
+  file.source().will_need(plan);
 }
 
 size_t Query::run_part(const ParticleFile& file, uint32_t part, const std::vector<Task>& tasks, size_t first_chunk,

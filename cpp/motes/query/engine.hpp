@@ -56,6 +56,11 @@ struct QueryCounters {
   // Part files whose selected rows a covering tail index holds (their covered columns are
   // read from beside the index: particles/tail_cover.hpp).
   uint64_t covered_parts = 0;
+  // The reads planned for values and codes: byte ranges asked of the sources at once,
+  // coalesced (blocks decoded already left out), and their bytes; what a cold read fetches
+  // and what a remote reader will request. The query's own (the predicate's columns over
+  // the runs it tests) and, in a Selection's counters, its gathers' too.
+  uint64_t read_requests = 0, read_bytes = 0;
 };
 
 // The levels of detail a read takes from a file (levels `lv`, `count` particles): those
@@ -124,7 +129,7 @@ class Query {
 
   bool prefetch_ = true;
   class PartPlanner;  // plan() phase by phase (query/plan.cpp)
-  void prefetch(const ParticleFile& file, const std::vector<Task>& tasks) const;
+  void prefetch(const ParticleFile& file, const std::vector<Task>& tasks, QueryCounters& counters) const;
   std::vector<Task> plan(const ParticleFile& file, QueryCounters& counters, std::shared_ptr<const TailHits>& cover);
   size_t run_part(const ParticleFile& file, uint32_t part, const std::vector<Task>& tasks, size_t first_chunk,
                   const Sink& sink, Schedule schedule);

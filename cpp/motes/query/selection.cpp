@@ -22,6 +22,7 @@ Selection::Selection(Query& query) : collection_(query.collection_ptr()), cancel
     if (chunks.size() <= chunk) chunks.resize(chunk + 1);
     chunks[chunk] = {part, segs};
   });
+  counters_ = query.counters();
   size_t total = 0;
   for (const auto& c : chunks) total += c.segments.size();
   segments_.reserve(total);
@@ -264,10 +265,22 @@ void Selection::prefetch(const std::vector<size_t>& columns, uint64_t row_begin,
       std::vector<uint64_t> copy = *blocks;
       s.block_ranges(copy, ranges);
     }
-    file->source().will_need(coalesce(std::move(ranges), kGap));
+    const std::vector<ByteRange> plan = coalesce(std::move(ranges), kGap);
+    uint64_t bytes = 0;
+    for (const ByteRange& r : plan) bytes += r.length;
+    reads_->requests.fetch_add(plan.size(), std::memory_order_relaxed);
+    reads_->bytes.fetch_add(bytes, std::memory_order_relaxed);
+    file->source().will_need(plan);
     ranges = {};
     k = end;
   }
+}
+
+QueryCounters Selection::counters() const {
+  QueryCounters c = counters_;
+  c.read_requests += reads_->requests.load(std::memory_order_relaxed);
+  c.read_bytes += reads_->bytes.load(std::memory_order_relaxed);
+  return c;
 }
 
 void Selection::positions(uint64_t row_begin, uint64_t row_end, uint64_t* dest) const {

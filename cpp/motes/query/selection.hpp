@@ -2,6 +2,7 @@
 // traversal order, and the gathering of any column's values for any range of its rows.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -30,6 +31,9 @@ class Selection {
   // (Gathering does this for its column; a caller gathering several columns may ask for all
   // of them first.)
   void prefetch(const std::vector<size_t>& columns, uint64_t row_begin = 0, uint64_t row_end = UINT64_MAX) const;
+  // The query's counters, with the reads this selection's gathers planned added
+  // (QueryCounters::read_requests, read_bytes).
+  QueryCounters counters() const;
   // Positions of rows [row_begin, row_end) in the collection (part offset + position in the part's file).
   void positions(uint64_t row_begin, uint64_t row_end, uint64_t* dest) const;
 
@@ -39,6 +43,12 @@ class Selection {
   std::vector<uint32_t> part_of_;  // part of each segment
   std::vector<uint64_t> offsets_;  // offsets_[k] = rows before segment k; back() = total
   Cancellation cancel_;            // the query's
+  QueryCounters counters_;         // the query's
+  // The reads prefetch() planned (several threads may gather at once).
+  struct ReadTally {
+    std::atomic<uint64_t> requests{0}, bytes{0};
+  };
+  std::shared_ptr<ReadTally> reads_ = std::make_shared<ReadTally>();
   // Parts whose rows a covering tail holds (Query::covered), with the selection row of each
   // one's first row: their covered columns are read from the cover.
   struct Covered {
