@@ -95,7 +95,7 @@ class Writer:
 
     ``covering`` stores, beside each tail index, the other columns' values at the rows of its
     outermost entries (by default the outermost 0.2% of the values on each side, every column
-    stored exactly, about 2% more data), so that a tail query reads each column as one
+    stored exactly, about 1% more data), so that a tail query reads each column as one
     contiguous run instead of gathering scattered rows: a number in [0, 0.25] sets the share
     per side (at most the tail's own), a list of names the columns covered, and ``False``
     none (files then read as format 2.2).
