@@ -54,6 +54,56 @@ def h5_query(path: str, names, t: float):
         return {n: f[n][:][mask] for n in names}
 
 
+def energy_tail(figs, ds, ds_unc, ds_none, cols, repeat) -> None:
+    """``energy > t`` (0.999 quantile) with every column: the covered file next to
+    covering=False and tails=False, same answers bit for bit."""
+    names = list(cols)
+    # The spatially coherent tail: energy peaks in the plasmoids, so the tree prunes well too.
+    te = float(np.quantile(cols["energy"], 0.999))
+    ewhere = f"energy > {te!r}"
+    emask = cols["energy"] > np.float32(te)
+    tqe, tabe = timed(lambda: ds.query(ewhere), repeat)
+    assert len(tabe) == int(emask.sum()) and tabe.counters["covered_parts"] == 1, tabe.counters
+    tqe_unc, tabe_unc = timed(lambda: ds_unc.query(ewhere), repeat)
+    for n in names:
+        assert np.array_equal(np.asarray(tabe[n]), np.asarray(tabe_unc[n])), n
+    tqe_none, _ = timed(lambda: ds_none.query(ewhere), repeat)
+    me = ms(tqe["median"])
+    log(f"tail_query_energy: motes {me:.3f} ms, covering=False {ms(tqe_unc['median']):.3f} ms, "
+        f"tails=False {ms(tqe_none['median']):.3f} ms")
+    figs["tail_query_energy"] = figure(
+        "tail_query_energy", f"`{ewhere}` (0.1%, spatially coherent: the plasmoids), {len(names)} columns, hot",
+        me, "ms", timing=tqe, rows=len(tabe), counters=tabe.counters,
+        peers={"motes, covering=False": peer(ms(tqe_unc["median"]), "ms", ms(tqe_unc["median"]) / me,
+                                             "peer / motes", timing_s=tqe_unc, counters=tabe_unc.counters),
+               "motes, tails=False": peer(ms(tqe_none["median"]), "ms", ms(tqe_none["median"]) / me,
+                                          "peer / motes", timing_s=tqe_none)},
+        target="<= 0.5 ms", met=me <= 0.5)
+
+
+def tail_sizes(figs, ds, ds_unc, cols, without, uncovered) -> None:
+    """The tail indexes' stored bytes with their covers, and the covers alone, over the raw columns."""
+    f = ds.file(0)
+    raw = sum(v.nbytes for v in cols.values())
+    tail_bytes = f.sizes["tail_index_bytes"]
+    share = tail_bytes / raw
+    log(f"tail_size: {tail_bytes / 1e6:.2f} MB = {100 * share:.2f}% of the raw columns "
+        f"({100 * tail_bytes / f.sizes['file_bytes']:.2f}% of the file)")
+    unc_bytes = ds_unc.file(0).sizes["tail_index_bytes"]
+    cover_share = (tail_bytes - unc_bytes) / raw
+    log(f"cover: {(tail_bytes - unc_bytes) / 1e6:.2f} MB = {100 * cover_share:.2f}% of the raw columns; file "
+        f"{100 * f.sizes['file_bytes'] / raw:.1f}% of raw (covering=False {100 * benchlib.du(uncovered) / raw:.1f}%)")
+    figs["tail_size"] = figure(
+        "tail_size", "tail indexes' stored bytes, their covers included / the columns' raw bytes", 100 * share, "%",
+        target="<= 4 %", met=share <= 0.04, tail_bytes=tail_bytes, raw_bytes=raw, file_bytes=f.sizes["file_bytes"],
+        file_bytes_without=benchlib.du(without), file_bytes_uncovered=benchlib.du(uncovered),
+        tail_bytes_uncovered=unc_bytes, tail_indexes=f.tail_indexes)
+    figs["cover_size"] = figure(
+        "cover_size", "the covers' stored bytes / the columns' raw bytes (default: outermost 0.2% per side, "
+        "every other column)", 100 * cover_share, "%", target="about 2 %", met=cover_share <= 0.025,
+        file_share=100 * f.sizes["file_bytes"] / raw, file_share_uncovered=100 * benchlib.du(uncovered) / raw)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=10_000_000)
@@ -128,27 +178,7 @@ def main() -> int:
                    "h5py + numpy (read every column, mask)": peer(ms(th["median"]), "ms", ms(th["median"]) / m, "peer / motes", timing_s=th),
                    "numpy on the arrays in memory (mask, take)": peer(ms(tnp["median"]), "ms", ms(tnp["median"]) / m, "peer / motes", timing_s=tnp)},
             target="<= 0.5 ms", met=m <= 0.5)
-        # The spatially coherent tail: energy peaks in the plasmoids, so the tree prunes well too.
-        te = float(np.quantile(cols["energy"], 0.999))
-        ewhere = f"energy > {te!r}"
-        emask = cols["energy"] > np.float32(te)
-        tqe, tabe = timed(lambda: ds.query(ewhere), args.repeat)
-        assert len(tabe) == int(emask.sum()) and tabe.counters["covered_parts"] == 1, tabe.counters
-        tqe_unc, tabe_unc = timed(lambda: ds_unc.query(ewhere), args.repeat)
-        for n in names:
-            assert np.array_equal(np.asarray(tabe[n]), np.asarray(tabe_unc[n])), n
-        tqe_none, _ = timed(lambda: ds_none.query(ewhere), args.repeat)
-        me = ms(tqe["median"])
-        log(f"tail_query_energy: motes {me:.3f} ms, covering=False {ms(tqe_unc['median']):.3f} ms, "
-            f"tails=False {ms(tqe_none['median']):.3f} ms")
-        figs["tail_query_energy"] = figure(
-            "tail_query_energy", f"`{ewhere}` (0.1%, spatially coherent: the plasmoids), {len(names)} columns, hot",
-            me, "ms", timing=tqe, rows=len(tabe), counters=tabe.counters,
-            peers={"motes, covering=False": peer(ms(tqe_unc["median"]), "ms", ms(tqe_unc["median"]) / me,
-                                                 "peer / motes", timing_s=tqe_unc, counters=tabe_unc.counters),
-                   "motes, tails=False": peer(ms(tqe_none["median"]), "ms", ms(tqe_none["median"]) / me,
-                                              "peer / motes", timing_s=tqe_none)},
-            target="<= 0.5 ms", met=me <= 0.5)
+        energy_tail(figs, ds, ds_unc, ds_none, cols, args.repeat)
         tc, c = timed(lambda: ds.count(where), args.repeat)
         assert c == expect
         tc_none, c_none = timed(lambda: ds_none.count(where), args.repeat)
@@ -160,25 +190,7 @@ def main() -> int:
             "tail_count", f"count(`{where}`), hot", mc, "ms", timing=tc,
             peers={"motes without tail indexes": peer(ms(tc_none["median"]), "ms", ms(tc_none["median"]) / mc, "peer / motes", timing_s=tc_none),
                    "numpy on the array in memory": peer(ms(tcn["median"]), "ms", ms(tcn["median"]) / mc, "peer / motes", timing_s=tcn)})
-        f = ds.file(0)
-        raw = sum(v.nbytes for v in cols.values())
-        tail_bytes = f.sizes["tail_index_bytes"]
-        share = tail_bytes / raw
-        log(f"tail_size: {tail_bytes / 1e6:.2f} MB = {100 * share:.2f}% of the raw columns "
-            f"({100 * tail_bytes / f.sizes['file_bytes']:.2f}% of the file)")
-        unc_bytes = ds_unc.file(0).sizes["tail_index_bytes"]
-        cover_share = (tail_bytes - unc_bytes) / raw
-        log(f"cover: {(tail_bytes - unc_bytes) / 1e6:.2f} MB = {100 * cover_share:.2f}% of the raw columns; file "
-            f"{100 * f.sizes['file_bytes'] / raw:.1f}% of raw (covering=False {100 * benchlib.du(uncovered) / raw:.1f}%)")
-        figs["tail_size"] = figure(
-            "tail_size", "tail indexes' stored bytes, their covers included / the columns' raw bytes", 100 * share, "%",
-            target="<= 4 %", met=share <= 0.04, tail_bytes=tail_bytes, raw_bytes=raw, file_bytes=f.sizes["file_bytes"],
-            file_bytes_without=benchlib.du(without), file_bytes_uncovered=benchlib.du(uncovered),
-            tail_bytes_uncovered=unc_bytes, tail_indexes=f.tail_indexes)
-        figs["cover_size"] = figure(
-            "cover_size", "the covers' stored bytes / the columns' raw bytes (default: outermost 0.2% per side, "
-            "every other column)", 100 * cover_share, "%", target="about 2 %", met=cover_share <= 0.025,
-            file_share=100 * f.sizes["file_bytes"] / raw, file_share_uncovered=100 * benchlib.du(uncovered) / raw)
+        tail_sizes(figs, ds, ds_unc, cols, without, uncovered)
         mw = tw["median"]
         log(f"write: with tail indexes {mw:.2f} s, without {tn['median']:.2f} s")
         figs["write"] = figure(

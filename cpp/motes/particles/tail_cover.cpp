@@ -127,14 +127,18 @@ void TailIndex::verify_cover(const std::function<const BlockStream&(uint32_t)>& 
   }
 }
 
+const BlockStream* TailHits::source(uint32_t column, uint64_t& at) const {
+  return covered() ? tail->covering(column, begin, end, at) : nullptr;
+}
+
 bool TailHits::covers(uint32_t column) const {
   uint64_t at;
-  return covered() && tail->covering(column, begin, end, at);
+  return source(column, at) != nullptr;
 }
 
 void TailHits::gather(uint32_t column, uint64_t first, uint64_t n, void* dst, BlockReader& reader) const {
   uint64_t at = 0;
-  const BlockStream* s = covered() ? tail->covering(column, begin, end, at) : nullptr;
+  const BlockStream* s = source(column, at);
   if (!s) throw UsageError("the tail does not cover column " + std::to_string(column));
   if (first > order.size() || n > order.size() - first) throw UsageError("tail rows out of range");
   const void* values = reader.span(*s, at, end - begin);

@@ -67,7 +67,10 @@ struct TailHits {
   std::vector<uint64_t> rows;
   std::vector<uint32_t> order;  // empty: not covered
   bool covered() const { return !order.empty(); }
-  // Whether gather() can read `column` (covered hits only): the tail's own column or one it covers.
+  // The stream gather() reads `column` from (covered hits only: the tail's own values or a
+  // cover stream) and the place of entry `begin` in it; null when it cannot.
+  const BlockStream* source(uint32_t column, uint64_t& at) const;
+  // Whether gather() can read `column`.
   bool covers(uint32_t column) const;
   // Values of `column` at positions rows[first, first + n) into dst (the column's dtype).
   void gather(uint32_t column, uint64_t first, uint64_t n, void* dst, BlockReader& reader) const;

@@ -101,6 +101,7 @@ class ParticleFileWriter {
   uint64_t offset_ = spec::kPage;  // where the next bytes go
   std::optional<IdIndexSections> ids_;
   std::vector<TailIndexSections> tails_;
+  std::vector<int> cover_columns_;  // the columns tail covers hold (tail_cover_columns_of)
 };
 
 ParticleFileWriter::ParticleFileWriter(const std::string& path, const std::vector<ColumnView>& given,
@@ -118,6 +119,7 @@ ParticleFileWriter::ParticleFileWriter(const std::string& path, const std::vecto
 WriteSummary ParticleFileWriter::write() {
   quantize_bounded_columns();
   check_block_options();
+  cover_columns_ = tail_cover_columns_of(columns_, options_);  // its UsageError before any work
   phases_.lap("quantize");
   lay_out();
   stage_rows();
@@ -344,7 +346,6 @@ void ParticleFileWriter::write_id_index() {
 
 // Tail indexes (2.2), column by column, each with its cover (2.3) after it.
 void ParticleFileWriter::write_tail_indexes() {
-  const std::vector<int> covered = tail_cover_columns_of(columns_, options_);
   for (uint32_t i = 0; i < plans_.size(); ++i) {
     if (!plans_[i].tail) continue;
     std::optional<TailIndexSections> t = plans_[i].tail->finish(i, n_, options_.zstd_level, threads_);
@@ -352,7 +353,7 @@ void ParticleFileWriter::write_tail_indexes() {
     if (!t) continue;
     append_blocks(t->values, t->value_blocks);
     append_blocks(t->rows, t->row_blocks);
-    cover_tail(*t, columns_, covered, layout_.order.data(), n_, options_.tail_cover, options_.zstd_level, threads_);
+    cover_tail(*t, columns_, cover_columns_, layout_.order.data(), n_, options_.tail_cover, options_.zstd_level, threads_);
     for (TailIndexSections::Cover& c : t->covers) append_blocks(c.values, c.blocks);
     t->entry_rows = {};
     tails_.push_back(std::move(*t));

@@ -239,8 +239,7 @@ void Selection::prefetch(const std::vector<size_t>& columns, uint64_t row_begin,
     for (size_t column : columns) {
       if (column >= file->schema().size()) throw UsageError("column index out of range");
       uint64_t at = 0;
-      if (const BlockStream* cs = cv ? cv->hits->tail->covering(uint32_t(column), cv->hits->begin, cv->hits->end, at) : nullptr;
-          cs && cv->hits->covered()) {  // one contiguous run of the cover
+      if (const BlockStream* cs = cv ? cv->hits->source(uint32_t(column), at) : nullptr) {  // one run of the cover
         std::vector<uint64_t> blocks;
         cs->blocks_of(at, cv->hits->end - cv->hits->begin, blocks);
         cs->block_ranges(blocks, ranges);
