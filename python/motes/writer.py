@@ -45,10 +45,21 @@ def _share_or_names(o, name, value, share, names) -> None:
         setattr(o, names, _args.names(name, value))
 
 
+def _derived(value) -> list:
+    """``derived=``: a mapping of names to expressions, as (name, expression) pairs."""
+    if not isinstance(value, Mapping):
+        raise UsageError(f"derived must map names to expressions, e.g. {{'vmag': 'sqrt(vx**2 + vy**2 + vz**2)'}}, "
+                         f"not {type(value).__name__}")
+    return [(_args.text("derived quantity name", name), _args.text(f"derived quantity '{name}'", expression))
+            for name, expression in value.items()]
+
+
 def _write_options(leaf_size=None, lod_count=None, treelet_size=None, threads=None, sync=None, compression=None,
-                   ids=None, tails=None, stage_rows=None, covering=None):
+                   ids=None, tails=None, stage_rows=None, covering=None, derived=None):
     """The core's WriteOptions of a writer's arguments, checked; what is None keeps the core's default."""
     o = _core.WriteOptions()
+    if derived is not None:
+        o.derived = _derived(derived)
     # True: the default; False: none; a number: the share per side; names: those columns.
     _share_or_names(o, "tails", tails, "tail_fraction", "tail_columns")
     _share_or_names(o, "covering", covering, "tail_cover", "tail_cover_columns")
@@ -100,6 +111,13 @@ class Writer:
     per side (at most the tail's own), a list of names the columns covered, and ``False``
     none (files then read as format 2.2).
 
+    ``derived`` declares derived quantities, named expressions over the columns
+    (``{"vmag": "sqrt(vx**2 + vy**2 + vz**2)"}``): each gets a tail index (covered as the
+    columns' are) and statistics (``File.derived``) without its values being stored, and a
+    query testing the same expression against a constant in its tail (``"sqrt(vx**2 + vy**2 +
+    vz**2) > 3000"``) is answered through that index. Every species must have the columns
+    named; columns with an error bound and fields cannot be derived from (lossless files only).
+
     One writer at a time per dataset: each step is written under the dataset's lock, against
     the manifest on disk. When another process or handle holds the lock, the writer waits up
     to ``lock_timeout`` seconds (default: the ``MOTES_LOCK_TIMEOUT`` environment variable,
@@ -113,11 +131,12 @@ class Writer:
                  best_axis: Optional[bool] = None, overfull: Optional[float] = None,
                  local_aggregators: Optional[bool] = None, lock_timeout: Optional[float] = None, compression: Optional[str] = None,
                  ids: Union[bool, str, None] = None, tails: Union[bool, float, Sequence[str], None] = None,
-                 stage_rows: Optional[bool] = None, covering: Union[bool, float, Sequence[str], None] = None):
+                 stage_rows: Optional[bool] = None, covering: Union[bool, float, Sequence[str], None] = None,
+                 derived: Optional[Mapping[str, str]] = None):
         self.path = _args.path(path)
         self._core = None  # created with the first step, once its columns passed validation
         self._options = _write_options(leaf_size, lod_count, treelet_size, threads, sync, compression, ids, tails,
-                                       stage_rows, covering)
+                                       stage_rows, covering, derived)
         self._lock_timeout = None if lock_timeout is None else _args.number("lock_timeout", lock_timeout)
         self._progress = progress
         self._comm = None if comm is None else comm_handle(comm)
@@ -282,7 +301,7 @@ def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str
           lock_timeout: Optional[float] = None, compression: Optional[str] = None,
           error_bounds: Optional[Mapping[str, float]] = None, fields: Optional[Mapping[str, Any]] = None,
           ids: Union[bool, str, None] = None, tails: Union[bool, float, Sequence[str], None] = None,
-          covering: Union[bool, float, Sequence[str], None] = None):
+          covering: Union[bool, float, Sequence[str], None] = None, derived: Optional[Mapping[str, str]] = None):
     """Writes one step of particles into the dataset directory ``path`` (created when absent).
 
     ``columns`` maps names to equal-length 1-D numpy arrays and must hold ``x``, ``y``, ``z``
@@ -290,14 +309,14 @@ def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str
     Values are stored compressed and exactly (``compression="lossless"``) or as they are
     (``"none"``); ``error_bounds`` allows an absolute error per column instead.
     With ``comm`` (mpi4py), a collective write of every rank's columns (see :class:`Writer`);
-    ``ids``, ``tails`` and ``covering`` choose the value indexes (see :class:`Writer`).
+    ``ids``, ``tails``, ``covering`` and ``derived`` choose the value indexes (see :class:`Writer`).
     ``fields`` maps names to :class:`motes.Field` grids written with the step (``columns``
     may then be None: a step of fields only).
     """
     w = Writer(path, leaf_size=leaf_size, lod_count=lod_count, treelet_size=treelet_size, threads=threads,
                sync=sync, progress=progress, comm=comm, aggregation=aggregation, target_bytes=target_bytes,
                best_axis=best_axis, lock_timeout=lock_timeout, compression=compression, ids=ids, tails=tails,
-               covering=covering)
+               covering=covering, derived=derived)
     return w.write_step(step, columns, time=time, attributes=attributes, index=index, units=units,
                         species_name=species, error_bounds=error_bounds, fields=fields)
 

@@ -17,6 +17,7 @@
 #include "motes/particles/track.hpp"
 #include "motes/particles/reader.hpp"
 #include "motes/particles/writer.hpp"
+#include "motes/query/derive.hpp"
 
 namespace motes_py {
 
@@ -81,25 +82,45 @@ nb::object read_column(const motes::ParticleFile& f, const std::string& name, ui
   return arr;
 }
 
+// A tail index's counts, bytes and cover (format 2.3) as a dict.
+nb::dict tail_dict(const motes::ParticleFile& f, const motes::TailIndex& t) {
+  nb::dict e;
+  e["low_count"] = t.low_count();
+  e["high_count"] = t.high_count();
+  e["stored_bytes"] = t.stored_bytes();
+  if (!t.cover_streams().empty()) {
+    nb::dict cover;
+    cover["low"] = t.low_covered();
+    cover["high"] = t.high_covered();
+    nb::list columns;
+    for (const auto& [c, s] : t.cover_streams()) columns.append(f.schema()[c].name);
+    cover["columns"] = columns;
+    e["cover"] = cover;
+  }
+  return e;
+}
+
 nb::dict tail_indexes(const motes::ParticleFile& f) {
   nb::dict d;
   for (size_t i = 0; i < f.schema().size(); ++i)
-    if (const motes::TailIndex* t = f.tail_index(i)) {
-      nb::dict e;
-      e["low_count"] = t->low_count();
-      e["high_count"] = t->high_count();
-      e["stored_bytes"] = t->stored_bytes();
-      if (!t->cover_streams().empty()) {  // format 2.3
-        nb::dict cover;
-        cover["low"] = t->low_covered();
-        cover["high"] = t->high_covered();
-        nb::list columns;
-        for (const auto& [c, s] : t->cover_streams()) columns.append(f.schema()[c].name);
-        cover["columns"] = columns;
-        e["cover"] = cover;
-      }
-      d[f.schema()[i].name.c_str()] = e;
-    }
+    if (const motes::TailIndex* t = f.tail_index(i)) d[f.schema()[i].name.c_str()] = tail_dict(f, *t);
+  return d;
+}
+
+// Derived quantities (format 2.4): name -> expression, statistics and tail index (or None).
+nb::dict derived_quantities(const motes::ParticleFile& f) {
+  nb::dict d;
+  for (size_t q = 0; q < f.derived().size(); ++q) {
+    const motes::DerivedQuantity& dq = f.derived()[q];
+    nb::dict e;
+    e["expression"] = dq.expression;
+    e["nan_count"] = dq.nan_count;
+    e["min"] = dq.min;
+    e["max"] = dq.max;
+    const motes::TailIndex* t = f.tail_index(f.schema().size() + q);
+    e["tail"] = t ? nb::object(tail_dict(f, *t)) : nb::none();
+    d[dq.name.c_str()] = e;
+  }
   return d;
 }
 
@@ -137,6 +158,7 @@ void verify_data(const motes::ParticleFile& f, nb::object progress) {
     };
   nb::gil_scoped_release release;
   f.verify_data(cb);
+  motes::verify_derived(f);  // what the particles layer cannot compute (query/derive.hpp)
 }
 
 motes::WriteSummary write_file(const std::string& path, const std::vector<ColumnTuple>& cols,
@@ -204,6 +226,11 @@ void bind_particle_file(nb::module_& m) {
                    "Per column with a tail index (format 2.2): its entries below the low limit and above the "
                    "high limit, its stored bytes, and with a cover (format 2.3) a dict 'cover': the outermost entries "
                    "covered per side ('low', 'high') and the columns stored beside them ('columns').")
+      .def_prop_ro("derived", &derived_quantities,
+                   "Per derived quantity (format 2.4): its 'expression' (as the query language prints it), "
+                   "'nan_count', 'min' and 'max' over the other values, and its 'tail' index (as tail_indexes "
+                   "gives one), or None. A query testing the same expression against a constant in its tail is "
+                   "answered through that index.")
       .def("find_ids", &find_ids, "column"_a, "ids"_a,
            "File positions of particles by id (int64 ids, cast like the column; -1 where absent): through the id "
            "index when the file has one on this column, else by reading the column. FormatError for an id held twice.")

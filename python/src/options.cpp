@@ -4,6 +4,7 @@
 // table (_core.dtypes).
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/vector.h>
 
@@ -22,6 +23,7 @@
 #include "motes/parallel/options.hpp"
 #include "motes/particles/layout/builder.hpp"
 #include "motes/particles/writer.hpp"
+#include "motes/query/derive.hpp"
 #include "motes/query/engine.hpp"
 
 namespace motes_py {
@@ -137,6 +139,19 @@ void bind_write_options(nb::module_& m) {
           "share of each tail's values, per side, whose rows carry the other columns beside the index (0: none)")
       .rw("tail_cover_columns", &motes::WriteOptions::tail_cover_columns,
           "the columns a tail's cover holds; None: every column stored exactly")
+      .rw_prop(
+          "derived",
+          [](const motes::WriteOptions& o) {
+            std::vector<std::pair<std::string, std::string>> out;
+            for (const motes::DerivedSpec& d : o.derived) out.emplace_back(d.name, d.expression);
+            return out;
+          },
+          [](motes::WriteOptions& o, const std::vector<std::pair<std::string, std::string>>& given) {
+            o.derived.clear();
+            for (const auto& [name, expression] : given) o.derived.push_back({name, expression});
+            o.derive = motes::derive_values;  // the query layer's arithmetic (query/derive.hpp)
+          },
+          "derived quantities, (name, expression) pairs: each gets a tail index and statistics, its values not stored")
       .done();
 
   Record<motes::fields::FieldWriteOptions>(m, "FieldWriteOptions", "How a field file is written (fields/file.hpp).")

@@ -22,6 +22,7 @@
 #include "motes/particles/reader.hpp"
 #include "motes/particles/step_index.hpp"
 #include "motes/particles/writer.hpp"
+#include "motes/query/derive.hpp"
 #include "motes/query/engine.hpp"
 #include "motes/query/selection.hpp"
 #include "test_util.hpp"
@@ -86,6 +87,8 @@ WriteOptions small_options(Compression c) {
   o.block_values = 64;  // several blocks per stream
   o.tail_fraction = 0.02;
   o.tail_cover = 0.02;  // the whole tail covered: the tail queries read the cover (kinds 16, 17)
+  o.derived = {{"r", "x**2 + y**2 + e"}};  // a derived quantity, its tail and cover (kinds 18-23)
+  o.derive = motes::derive_values;
   o.sync = false;
   return o;
 }
@@ -126,6 +129,7 @@ Answers run_suite(const std::function<std::shared_ptr<const Collection>()>& open
   queries.push_back(where("", Box{{0.2, 0.2, 0.2}, {0.7, 0.7, 0.7}}));   // the tree
   queries.push_back(where("e > 4.2"));                                   // the tail index (high), its cover
   queries.push_back(where("e < 0.04"));                                  // the tail index (low), its cover
+  queries.push_back(where("x**2 + y**2 + e > 5.2"));                     // the derived tail, its cover
   queries.push_back(where("id in (0, 7919, 23757, 55433, 999999)"));     // the id index
   queries.push_back(where("", std::nullopt, 0.3, 0.6));                  // levels
   queries.push_back(where("x**2 + y < 0.5 and u <= 0.6"));               // arithmetic
@@ -221,10 +225,11 @@ TEST(Integrity, EveryFlippedByteOfAParticleFileIsCaughtOrHarmless) {
     }
     const std::set<uint32_t> expected = c == Compression::none
                                              ? std::set<uint32_t>{1, 2, 3, 4, 5, 6, 7, 8}
-                                             : std::set<uint32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
+                                             : std::set<uint32_t>{1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12,
+                                                                  13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23};
     EXPECT_EQ(kinds, expected);
     if (c == Compression::lossless)
-      for (const char* tail : {"e > 4.2", "e < 0.04"}) {  // the suite's tail queries read the cover
+      for (const char* tail : {"e > 4.2", "e < 0.04", "x**2 + y**2 + e > 5.2"}) {  // the suite's tail queries read the cover
         QuerySpec s;
         s.where = tail, s.threads = 1;
         Query q(one_file(bytes), s);

@@ -19,6 +19,7 @@
 #include "motes/particles/id_index.hpp"
 #include "motes/particles/layout/builder.hpp"
 #include "motes/particles/row_stage.hpp"
+#include "motes/particles/derived.hpp"
 #include "motes/particles/tail_index.hpp"
 
 namespace motes {
@@ -125,9 +126,11 @@ void finish_node_index(ColumnPlan& p, const Layout& layout);
 // The metadata sections of a file of n particles in these columns, from `base` on (small
 // sections zstd-compressed where smaller when `lossless`), once every column is written and
 // its node index finished: schema, tree, each column's streams and quantile edges, the id
-// index (null: none) and tail indexes, then the node ranges and bitmaps.
+// index (null: none), the derived quantities and the tail indexes (a derived quantity's at
+// column = columns + d), then the node ranges and bitmaps.
 container::SectionsBuilder metadata_sections(uint64_t base, bool lossless, uint64_t n, const std::vector<ColumnPlan>& plans,
                                              const Layout& layout, const IdIndexSections* ids,
-                                             const std::vector<TailIndexSections>& tails);
+                                             const std::vector<TailIndexSections>& tails,
+                                             const std::vector<DerivedQuantity>& derived);
 
 }  // namespace motes

@@ -127,7 +127,8 @@ void ParticleFile::parse_sections(std::vector<TableEntry> table, uint64_t table_
   stats_.file_bytes = size;
   stats_.padding_bytes = size > d.accounted ? size - d.accounted : 0;
   if (d.id_keys >= 0 || d.id_rows >= 0 || d.id_fences >= 0) open_id_index(d.id_keys, d.id_rows, d.id_fences);
-  tails_.resize(schema_.size());
+  open_derived(d);
+  tails_.resize(schema_.size() + derived_.size());
   for (auto& [column, at] : d.tails) open_tail_index(column, at[0], at[1], at[2]);
   open_tail_covers(d);
 }
@@ -203,6 +204,7 @@ ParticleFile::Directory ParticleFile::directory() {
     if (!seen.insert({e.kind, e.column}).second)
       fail(spec::section_kind_name(e.kind) + " section of column '" + schema_[e.column].name + "' appears twice");
   };
+  auto tail_slot = [&](uint32_t i) -> std::array<int, 3>& { return d.tails.try_emplace(i, std::array<int, 3>{-1, -1, -1}).first->second; };
   for (size_t ti = 0; ti < table_.size(); ++ti) {
     const TableEntry& e = table_[ti];
     const bool coded = e.storage == container::kBlocks;
@@ -227,7 +229,7 @@ ParticleFile::Directory ParticleFile::directory() {
       case spec::kTailRows:
       case spec::kTailBounds: {
         named_column(e);
-        auto& at = d.tails[e.column];
+        auto& at = tail_slot(e.column);
         (e.kind == spec::kTailValues ? at[0] : e.kind == spec::kTailRows ? at[1] : at[2]) = int(ti);
         stats_.tail_bytes += e.length;
         if (coded) d.accounted += e.length;
@@ -242,6 +244,35 @@ ParticleFile::Directory ParticleFile::directory() {
       case spec::kTailCover:
         named_column(e);
         d.covers[e.column] = int(ti);
+        stats_.tail_bytes += e.length;
+        break;
+      case spec::kDerived:
+        if (e.column > 255 || !d.derived.emplace(e.column, int(ti)).second)
+          fail("derived quantity section " + std::to_string(e.column) + (e.column > 255 ? " is out of range" : " appears twice"));
+        stats_.tail_bytes += e.length;
+        break;
+      case spec::kDerivedTailValues:
+      case spec::kDerivedTailRows:
+      case spec::kDerivedTailBounds: {  // a derived quantity's tail, at columns + d
+        const std::string what = spec::section_kind_name(e.kind) + " section of derived quantity " + std::to_string(e.column);
+        if (e.column > 255) fail(what + " is out of range");
+        int& at = tail_slot(uint32_t(ncol) + e.column)[e.kind - spec::kDerivedTailValues];
+        if (at >= 0) fail(what + " appears twice");
+        at = int(ti);
+        stats_.tail_bytes += e.length;
+        if (coded) d.accounted += e.length;
+        break;
+      }
+      case spec::kDerivedTailCoverValues:  // listed by a derived tail's cover
+        if (e.column >= ncol) fail("derived tail cover values section names column " + std::to_string(e.column));
+        d.derived_cover_values.push_back(ti);
+        stats_.tail_bytes += e.length;
+        if (coded) d.accounted += e.length;
+        break;
+      case spec::kDerivedTailCover:
+        if (e.column > 255 || !d.covers.emplace(uint32_t(ncol) + e.column, int(ti)).second)
+          fail("derived tail cover section of derived quantity " + std::to_string(e.column) +
+               (e.column > 255 ? " is out of range" : " appears twice"));
         stats_.tail_bytes += e.length;
         break;
       case spec::kColumn:

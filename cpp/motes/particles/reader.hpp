@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "motes/particles/id_index.hpp"
+#include "motes/particles/derived.hpp"
 #include "motes/particles/tail_index.hpp"
 #include "motes/container/block_stream.hpp"
 #include "motes/core/types.hpp"
@@ -81,8 +82,15 @@ class ParticleFile {
   uint64_t required_features() const { return features_; }
   // The id index (particles/id_index.hpp), or null when the file has none.
   const IdIndex* id_index() const { return id_index_.get(); }
-  // Column i's tail index (particles/tail_index.hpp), or null when it has none.
+  // Column i's tail index (particles/tail_index.hpp), or null when it has none; i = columns
+  // + d: derived quantity d's.
   const TailIndex* tail_index(size_t i) const { return i < tails_.size() ? tails_[i].get() : nullptr; }
+  // The derived quantities (format 2.4, particles/derived.hpp), by number.
+  const std::vector<DerivedQuantity>& derived() const { return derived_; }
+  // Checks derived quantity d's tail index (every block, order, fences, limits, covers)
+  // against `values`, the quantity's values in file order, which this layer cannot compute
+  // (the query layer's verify_derived does); FormatError naming what is wrong.
+  void verify_derived_tail(size_t d, const BlockStream& values) const;
   // The header's checksum: it covers every other checksum, so it identifies the whole file.
   uint64_t header_checksum() const { return header_checksum_; }
   FileStats stats() const { return stats_; }
@@ -126,6 +134,10 @@ class ParticleFile {
     std::map<uint32_t, std::array<int, 3>> tails;  // column -> values, rows, bounds sections
     std::map<uint32_t, int> covers;                 // column -> its tail's cover section (2.3)
     std::vector<size_t> cover_values;               // the covers' kind-16 sections, in table order
+    // 2.4: derived quantity d -> its kind-18 section. Its tail and cover are in `tails` and
+    // `covers` at columns + d, the cover's kind-22 sections in derived_cover_values.
+    std::map<uint32_t, int> derived;
+    std::vector<size_t> derived_cover_values;
     uint64_t accounted = 0;  // bytes of the file that the header and sections account for
   };
   struct Counts {  // what the header says the sections hold
@@ -148,6 +160,11 @@ class ParticleFile {
   void open_tail_index(uint32_t column, int values, int rows, int bounds);
   // The covers of the tail indexes (2.3): each listed kind-16 section once, every one listed.
   void open_tail_covers(const Directory& d);
+  // The derived quantities (2.4): numbered 0 … D−1, each once, names distinct from each
+  // other's and the columns'; a derived tail or cover only for a quantity defined.
+  void open_derived(const Directory& d);
+  // " of column 'energy'" or " of derived quantity 'vmag'": tail slot i in messages.
+  std::string tail_owner(uint32_t i) const;
   const TableEntry& companion(size_t bulk, uint32_t kind, const std::string& what) const;
   uint64_t values_per_block(uint64_t value_size) const;
   // The coded blocks of bulk section `bulk`, from its block table (named `table_name`).
@@ -179,6 +196,7 @@ class ParticleFile {
   std::unique_ptr<ColumnIndexSlot[]> index_slots_;
   FileStats stats_;
   std::unique_ptr<IdIndex> id_index_;  // format 2.1, when the writer built one
+  std::vector<DerivedQuantity> derived_;           // format 2.4
   std::vector<std::unique_ptr<TailIndex>> tails_;  // format 2.2: per column, null without one
 
  public:

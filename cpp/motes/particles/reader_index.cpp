@@ -3,8 +3,10 @@
 // check that `verify` runs.
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "motes/container/container.hpp"
+#include "motes/core/text.hpp"
 #include "motes/particles/kept.hpp"
 #include "motes/particles/reader.hpp"
 #include "motes/particles/spec.hpp"
@@ -58,8 +60,31 @@ void ParticleFile::open_id_index(int keys, int rows, int fences) {
   id_index_->set_cache_keys(cache_key_, uint64_t(keys), uint64_t(rows));
 }
 
+std::string ParticleFile::tail_owner(uint32_t i) const {
+  return i < schema_.size() ? " of column '" + schema_[i].name + "'"
+                            : " of derived quantity '" + derived_[i - schema_.size()].name + "'";
+}
+
+void ParticleFile::open_derived(const Directory& d) {
+  const uint32_t ncol = uint32_t(schema_.size());
+  std::set<std::string> names;
+  for (const ColumnSpec& c : schema_) names.insert(c.name);
+  for (const auto& [q, at] : d.derived) {
+    if (q != derived_.size()) fail("derived quantity " + std::to_string(derived_.size()) + " is missing");
+    std::string problem;
+    DerivedQuantity dq = decode_derived(section(size_t(at), spec::kDerivedHead + 255 + (1u << 16)), count_, problem);
+    if (!problem.empty()) fail("derived quantity section " + std::to_string(q) + " " + problem);
+    if (!names.insert(dq.name).second) fail("derived quantity '" + printable(dq.name) + "' has the name of a column or of another one");
+    derived_.push_back(std::move(dq));
+  }
+  for (const auto& [i, at] : d.tails)
+    if (i >= ncol + derived_.size()) fail("a derived tail names derived quantity " + std::to_string(i - ncol) + ", which the file does not define");
+  for (const auto& [i, at] : d.covers)
+    if (i >= ncol + derived_.size()) fail("a derived tail cover names derived quantity " + std::to_string(i - ncol) + ", which the file does not define");
+}
+
 void ParticleFile::open_tail_index(uint32_t column, int values, int rows, int bounds) {
-  const std::string col = " of column '" + schema_[column].name + "'";
+  const std::string col = tail_owner(column);
   if (values < 0 || rows < 0 || bounds < 0) fail("the tail index" + col + " lacks its values, rows or bounds section");
   if (table_[size_t(values)].storage != container::kBlocks || table_[size_t(rows)].storage != container::kBlocks)
     fail("the tail index" + col + " is not stored as coded blocks");
@@ -71,7 +96,8 @@ void ParticleFile::open_tail_index(uint32_t column, int values, int rows, int bo
   const uint64_t entries = counts[0] + counts[1];
   auto value_blocks = index_blocks(values, entries, "tail index values" + col);
   auto row_blocks = index_blocks(rows, entries, "tail index rows" + col);
-  tails_[column] = std::make_unique<TailIndex>(source_, source_->name(), column, schema_[column].dtype, count_,
+  const DType dtype = column < schema_.size() ? schema_[column].dtype : DType::f64;  // derived quantities: float64
+  tails_[column] = std::make_unique<TailIndex>(source_, source_->name(), column, dtype, count_,
                                                std::move(value_blocks), std::move(row_blocks), b);
   tails_[column]->set_cache_keys(cache_key_, uint64_t(values), uint64_t(rows));
 }
@@ -79,7 +105,9 @@ void ParticleFile::open_tail_index(uint32_t column, int values, int rows, int bo
 void ParticleFile::open_tail_covers(const Directory& d) {
   std::vector<bool> listed(table_.size(), false);
   for (const auto& [column, at] : d.covers) {
-    const std::string col = " of column '" + schema_[column].name + "'";
+    const std::string col = tail_owner(column);
+    const bool of_derived = column >= schema_.size();
+    const uint32_t kind = of_derived ? spec::kDerivedTailCoverValues : spec::kTailCoverValues;
     TailIndex* tail = tails_[column].get();
     if (!tail) fail("the tail cover" + col + " has no tail index");
     std::string problem;
@@ -89,8 +117,8 @@ void ParticleFile::open_tail_covers(const Directory& d) {
       fail("the tail cover" + col + " covers more entries than its tail holds");
     std::vector<std::pair<uint32_t, BlockStream>> streams;
     for (uint32_t k : head.sections) {
-      if (k >= table_.size() || table_[k].kind != spec::kTailCoverValues)
-        fail("the tail cover" + col + " lists section " + std::to_string(k) + ", not a tail cover values section");
+      if (k >= table_.size() || table_[k].kind != kind)
+        fail("the tail cover" + col + " lists section " + std::to_string(k) + ", not a " + spec::section_kind_name(kind) + " section");
       if (listed[k]) fail("the tail cover" + col + " lists section " + std::to_string(k) + " twice, or another cover does");
       listed[k] = true;
       const TableEntry& e = table_[k];
@@ -106,8 +134,9 @@ void ParticleFile::open_tail_covers(const Directory& d) {
     }
     tail->set_cover(head.low, head.high, std::move(streams));
   }
-  for (size_t k : d.cover_values)
-    if (!listed[k]) fail("tail cover values section " + std::to_string(k) + " belongs to no tail cover");
+  for (const std::vector<size_t>* values : {&d.cover_values, &d.derived_cover_values})
+    for (size_t k : *values)
+      if (!listed[k]) fail(spec::section_kind_name(table_[k].kind) + " section " + std::to_string(k) + " belongs to no tail cover");
 }
 
 const ColumnIndex& ParticleFile::index(size_t i) const {
@@ -194,13 +223,20 @@ void ParticleFile::verify_data(const std::function<void(uint64_t, uint64_t)>& pr
   }
   for (const BlockStream* s : streams) total += s->block_count();
   if (id_index_) id_index_->verify();
-  for (size_t i = 0; i < tails_.size(); ++i)
+  for (size_t i = 0; i < schema_.size(); ++i)  // derived quantities' tails: verify_derived_tail
     if (tails_[i]) tails_[i]->verify(streams_[i].values), tails_[i]->verify_cover([&](uint32_t c) -> const BlockStream& { return streams_[c].values; });
   for (const BlockStream* s : streams)
     for (uint64_t b = 0; b < s->block_count(); ++b) {
       s->verify_block(b);
       if (progress) progress(++done, total);
     }
+}
+
+void ParticleFile::verify_derived_tail(size_t d, const BlockStream& values) const {
+  const TailIndex* t = tail_index(schema_.size() + d);
+  if (!t) return;
+  t->verify(values);
+  t->verify_cover([&](uint32_t c) -> const BlockStream& { return streams_[c].values; });
 }
 
 }  // namespace motes

@@ -90,6 +90,12 @@ std::string section_kind_name(uint32_t kind) {
     case kTailBounds: return "tail index bounds";
     case kTailCoverValues: return "tail cover values";
     case kTailCover: return "tail cover";
+    case kDerived: return "derived quantity";
+    case kDerivedTailValues: return "derived tail values";
+    case kDerivedTailRows: return "derived tail rows";
+    case kDerivedTailBounds: return "derived tail bounds";
+    case kDerivedTailCoverValues: return "derived tail cover values";
+    case kDerivedTailCover: return "derived tail cover";
   }
   return "section kind " + std::to_string(kind);
 }

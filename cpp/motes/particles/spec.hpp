@@ -27,9 +27,10 @@ inline constexpr bool kCheckSums = true;
 inline constexpr char kMagic[8] = {'M', 'O', 'T', 'E', 'S', 'P', 'R', 'T'};
 inline constexpr uint16_t kVersionMajor = 2;  // written
 // 2.1: the id index (kinds 10-12); 2.2: tail indexes (kinds 13-15); 2.3: covering tail
-// indexes (kinds 16-17). A file is written with the lowest minor version that holds what it
-// has (2.0 without any of them).
-inline constexpr uint16_t kVersionMinor = 3;
+// indexes (kinds 16-17); 2.4: derived quantities (kinds 18-23). A file is written with the
+// lowest minor version that holds what it has (2.0 without any of them).
+inline constexpr uint16_t kVersionMinor = 4;
+inline constexpr uint16_t kCoverVersionMinor = 3;
 inline constexpr uint16_t kTailVersionMinor = 2;
 inline constexpr uint16_t kIdVersionMinor = 1;
 inline constexpr uint16_t kPlainVersionMinor = 0;
@@ -59,13 +60,21 @@ enum SectionKind : uint32_t {
   kTailBounds = 15,  // 2.2: the tail's counts, flags and limits, then each block's first and last value (f64)
   kTailCoverValues = 16,  // 2.3, bulk: another column's values at a tail's outermost entries, in entry order
   kTailCover = 17,        // 2.3: a tail's covered entries per side and its kind-16 sections (table indexes)
+  // 2.4, derived quantities (particles/derived.hpp): `column` is the quantity's number d
+  // (kinds 18-21, 23) or, for kind 22, the covered column; kinds 19-23 are laid out as 13-17.
+  kDerived = 18,                 // a derived quantity's name, expression and statistics
+  kDerivedTailValues = 19,       // bulk: its tail's values (float64), as kind 13
+  kDerivedTailRows = 20,         // bulk: their file positions, as kind 14
+  kDerivedTailBounds = 21,       // its tail's bounds, as kind 15
+  kDerivedTailCoverValues = 22,  // bulk: a column's values at its tail's outermost entries, as kind 16
+  kDerivedTailCover = 23,        // its tail's cover, as kind 17 (listing kind-22 sections)
 };
 // A section kind as messages name it ("quantile codes"; "section kind 42" for an unknown one).
 std::string section_kind_name(uint32_t kind);
 // Bulk sections: read block by block where they lie, never as a whole at open.
 inline constexpr bool is_bulk(uint32_t kind) {
   return kind == kColumn || kind == kQuantileCodes || kind == kIdKeys || kind == kIdRows || kind == kTailValues || kind == kTailRows ||
-         kind == kTailCoverValues;
+         kind == kTailCoverValues || kind == kDerivedTailValues || kind == kDerivedTailRows || kind == kDerivedTailCoverValues;
 }
 inline constexpr uint32_t kIdBlockValues = 4096;  // entries per block of the id and tail indexes
 inline constexpr double kDefaultTailFraction = 0.005;
@@ -78,6 +87,9 @@ inline constexpr uint32_t kTailBoundsHead = 40;  // values beyond each limit of 
 // indexes of the kind-16 sections holding the covered columns.
 inline constexpr double kDefaultTailCover = 0.002;
 inline constexpr uint32_t kTailCoverHead = 24;
+// Derived quantities (2.4): the kind-18 section is u64 NaN count, f64 min, f64 max, u32 name
+// length, u32 expression length, then the name and the expression (UTF-8).
+inline constexpr uint32_t kDerivedHead = 32;
 
 // Values per block in format 2 (ParticleArea::block_values): the unit of coded blocks and
 // of block checksums of every bulk section, so block b covers the same rows in all of them.

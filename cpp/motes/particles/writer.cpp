@@ -67,6 +67,7 @@ class ParticleFileWriter {
   void write_column_streams();
   void write_id_index();
   void write_tail_indexes();
+  void write_derived();
   container::SectionsBuilder sections();
   void commit(container::SectionsBuilder& meta);
 
@@ -102,6 +103,7 @@ class ParticleFileWriter {
   std::optional<IdIndexSections> ids_;
   std::vector<TailIndexSections> tails_;
   std::vector<int> cover_columns_;  // the columns tail covers hold (tail_cover_columns_of)
+  std::vector<DerivedQuantity> derived_;
 };
 
 ParticleFileWriter::ParticleFileWriter(const std::string& path, const std::vector<ColumnView>& given,
@@ -119,7 +121,8 @@ ParticleFileWriter::ParticleFileWriter(const std::string& path, const std::vecto
 WriteSummary ParticleFileWriter::write() {
   quantize_bounded_columns();
   check_block_options();
-  cover_columns_ = tail_cover_columns_of(columns_, options_);  // its UsageError before any work
+  cover_columns_ = tail_cover_columns_of(columns_, options_);  // their UsageErrors before any work
+  check_derived(columns_, options_);
   phases_.lap("quantize");
   lay_out();
   stage_rows();
@@ -129,6 +132,7 @@ WriteSummary ParticleFileWriter::write() {
   write_column_streams();
   write_id_index();
   write_tail_indexes();
+  write_derived();
   container::SectionsBuilder meta = sections();
   commit(meta);
   return std::move(summary_);
@@ -361,12 +365,50 @@ void ParticleFileWriter::write_tail_indexes() {
   phases_.lap("tail indexes");
 }
 
+// Derived quantities (2.4): each one's values computed in the caller's order (options_.derive),
+// summarised, and streamed in file order through a tail collector; its tail is covered as
+// the columns' are, at column = columns + d. The values themselves are not stored.
+void ParticleFileWriter::write_derived() {
+  if (options_.derived.empty() || !lossless_ || n_ == 0) return;
+  const double fraction = options_.tail_fraction > 0 ? options_.tail_fraction : spec::kDefaultTailFraction;
+  const uint64_t* order = layout_.order.data();
+  std::vector<double> run;
+  for (size_t d = 0; d < options_.derived.size(); ++d) {
+    progress("derived quantities", d, options_.derived.size());
+    const DerivedSpec& spec = options_.derived[d];
+    DerivedValues v = options_.derive(spec.expression, columns_);
+    if (v.values.size() != n_) throw Error("derived quantity '" + spec.name + "': the evaluator gave the wrong number of values");
+    DerivedQuantity q{spec.name, std::move(v.canonical)};
+    summarise_derived(v.values.data(), n_, q);
+    derived_.push_back(std::move(q));
+    const ColumnView view{ColumnSpec{spec.name, DType::f64, IndexKind::none, "", 0}, v.values.data(), n_, {}};
+    std::unique_ptr<TailCollector> tail = make_tail_collector(view, fraction);
+    if (!tail) continue;
+    run.resize(std::min<uint64_t>(n_, uint64_t(1) << 16));
+    for (uint64_t at = 0; at < n_; at += run.size()) {
+      const uint64_t m = std::min<uint64_t>(run.size(), n_ - at);
+      for (uint64_t i = 0; i < m; ++i) run[i] = v.values[order[at + i]];
+      tail->add(run.data(), at, m);
+    }
+    std::optional<TailIndexSections> t = tail->finish(uint32_t(columns_.size() + d), n_, options_.zstd_level, threads_);
+    if (!t) continue;
+    append_blocks(t->values, t->value_blocks);
+    append_blocks(t->rows, t->row_blocks);
+    cover_tail(*t, columns_, cover_columns_, order, n_, options_.tail_cover, options_.zstd_level, threads_);
+    for (TailIndexSections::Cover& c : t->covers) append_blocks(c.values, c.blocks);
+    t->entry_rows = {};
+    tails_.push_back(std::move(*t));
+  }
+  progress("derived quantities", options_.derived.size(), options_.derived.size());
+  phases_.lap("derived quantities");
+}
+
 // The per-node indexes complete (subtree ranges and bitmaps), the metadata sections after
 // the bulk data (writer_sections.cpp).
 container::SectionsBuilder ParticleFileWriter::sections() {
   offset_ = spec::align_up(offset_, 8);
   for (ColumnPlan& p : plans_) finish_node_index(p, layout_);
-  return metadata_sections(offset_, lossless_, n_, plans_, layout_, ids_ ? &*ids_ : nullptr, tails_);
+  return metadata_sections(offset_, lossless_, n_, plans_, layout_, ids_ ? &*ids_ : nullptr, tails_, derived_);
 }
 
 // The sections, the section table and the header (2.0, 2.1 with an id index, 2.2 with tail
@@ -382,7 +424,8 @@ void ParticleFileWriter::commit(container::SectionsBuilder& meta) {
   area.block_values = bv_;
   for (int a = 0; a < 3; ++a) area.bounds_lo[a] = layout_.bounds.lo[a], area.bounds_hi[a] = layout_.bounds.hi[a];
   const bool covered = std::any_of(tails_.begin(), tails_.end(), [](const TailIndexSections& t) { return !t.covers.empty(); });
-  const uint16_t minor = covered           ? spec::kVersionMinor
+  const uint16_t minor = !derived_.empty() ? spec::kVersionMinor
+                         : covered         ? spec::kCoverVersionMinor
                          : !tails_.empty() ? spec::kTailVersionMinor
                          : ids_            ? spec::kIdVersionMinor
                                            : spec::kPlainVersionMinor;

@@ -13,6 +13,7 @@
 #include "motes/particles/spec.hpp"
 #include "motes/core/phases.hpp"
 #include "motes/core/types.hpp"
+#include "motes/particles/derived.hpp"
 
 namespace motes {
 
@@ -49,6 +50,12 @@ struct WriteOptions {
   // index (0: none). tail_cover_columns names them; unset, every column stored exactly.
   double tail_cover = spec::kDefaultTailCover;
   std::optional<std::vector<std::string>> tail_cover_columns;
+  // Derived quantities (particles/derived.hpp): each gets a tail index (tail_fraction, or the
+  // default when that is 0), covered as the columns' tails are, and statistics; its values
+  // are not stored. `derive` computes them (the query layer's derive_values: the bindings
+  // set it); UsageError when derived quantities are asked without it. Lossless files only.
+  std::vector<DerivedSpec> derived;
+  DeriveFn derive;
   // Called as work advances: (stage name, units done, units total).
   std::function<void(const std::string&, uint64_t, uint64_t)> progress;
 };
@@ -117,6 +124,10 @@ std::vector<int> tail_columns_of(const std::vector<ColumnView>& columns, const W
 // by default every column stored exactly; none when tail_cover is 0. UsageError for a name
 // not among the columns, one with an error bound, or a share outside [0, 0.25].
 std::vector<int> tail_cover_columns_of(const std::vector<ColumnView>& columns, const WriteOptions& options);
+// Checks the derived quantities asked (WriteOptions::derived): names that are identifiers,
+// distinct and not a column's, an expression each, and an evaluator to compute them;
+// UsageError naming the problem (the expressions themselves are checked by `derive`).
+void check_derived(const std::vector<ColumnView>& columns, const WriteOptions& options);
 
 // Writes `columns` to `path` (replacing it atomically). The caller's arrays are only read.
 // With a memo, codec plans are taken from it and given to it (CodecMemo).

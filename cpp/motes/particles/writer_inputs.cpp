@@ -114,6 +114,24 @@ std::vector<int> tail_cover_columns_of(const std::vector<ColumnView>& columns, c
   return out;
 }
 
+void check_derived(const std::vector<ColumnView>& columns, const WriteOptions& options) {
+  if (options.derived.empty()) return;
+  if (!options.derive) throw UsageError("derived quantities need an expression evaluator (WriteOptions::derive)");
+  if (options.derived.size() > 255) throw UsageError("too many derived quantities (" + std::to_string(options.derived.size()) + ", at most 255)");
+  std::set<std::string> seen;
+  for (const ColumnView& c : columns) seen.insert(c.spec.name);
+  for (const DerivedSpec& d : options.derived) {
+    if (!is_identifier(d.name))
+      throw UsageError("derived quantity name '" + printable(d.name) +
+                       "' is not an identifier (letters, digits, '_', not starting with a digit, at most 255 bytes)");
+    for (const char* word : kReservedWords)
+      if (d.name == word) throw UsageError("derived quantity name '" + d.name + "' is a reserved word of the query language");
+    if (!seen.insert(d.name).second) throw UsageError("derived quantity '" + d.name + "' has the name of a column or of another one");
+    if (d.expression.empty() || d.expression.size() > (1u << 16))
+      throw UsageError("derived quantity '" + d.name + "' needs an expression of 1 to 65536 bytes");
+  }
+}
+
 const CodecMemo::Entry* CodecMemo::reusable(const Key& key, uint64_t sampled) const {
   for (const Entry& e : entries)
     if (e.key == key) return e.sampled >= sampled ? &e : nullptr;

@@ -61,7 +61,8 @@ void add_stream(container::SectionsBuilder& meta, uint32_t kind, uint32_t column
 
 container::SectionsBuilder metadata_sections(uint64_t base, bool lossless, uint64_t n, const std::vector<ColumnPlan>& plans,
                                              const Layout& layout, const IdIndexSections* ids,
-                                             const std::vector<TailIndexSections>& tails) {
+                                             const std::vector<TailIndexSections>& tails,
+                                             const std::vector<DerivedQuantity>& derived) {
   container::SectionsBuilder meta{base, lossless, {}, {}, 0};
   std::vector<ColumnSpec> schema;
   for (const ColumnPlan& p : plans)
@@ -85,20 +86,31 @@ container::SectionsBuilder metadata_sections(uint64_t base, bool lossless, uint6
     meta.add(spec::kBlockTable, r, container::encode_block_table(ids->row_blocks));
     meta.add(spec::kIdFences, ids->column, ids->fences);
   }
+  // A column's tail, or a derived quantity's (t.column = columns + d: its own kinds, laid
+  // out as a column's, naming d).
+  const uint32_t ncol = uint32_t(plans.size());
+  for (const DerivedQuantity& q : derived) meta.add(spec::kDerived, uint32_t(&q - derived.data()), encode_derived(q));
   for (const TailIndexSections& t : tails) {
-    const uint32_t v = meta.bulk(spec::kTailValues, t.column, container::kBlocks, t.value_blocks.front().offset, t.values.size());
+    const bool of_derived = t.column >= ncol;
+    const uint32_t column = of_derived ? t.column - ncol : t.column;
+    const uint32_t kv = of_derived ? spec::kDerivedTailValues : spec::kTailValues,
+                   kr = of_derived ? spec::kDerivedTailRows : spec::kTailRows,
+                   kb = of_derived ? spec::kDerivedTailBounds : spec::kTailBounds,
+                   kcv = of_derived ? spec::kDerivedTailCoverValues : spec::kTailCoverValues,
+                   kc = of_derived ? spec::kDerivedTailCover : spec::kTailCover;
+    const uint32_t v = meta.bulk(kv, column, container::kBlocks, t.value_blocks.front().offset, t.values.size());
     meta.add(spec::kBlockTable, v, container::encode_block_table(t.value_blocks));
-    const uint32_t r = meta.bulk(spec::kTailRows, t.column, container::kBlocks, t.row_blocks.front().offset, t.rows.size());
+    const uint32_t r = meta.bulk(kr, column, container::kBlocks, t.row_blocks.front().offset, t.rows.size());
     meta.add(spec::kBlockTable, r, container::encode_block_table(t.row_blocks));
-    meta.add(spec::kTailBounds, t.column, t.bounds);
+    meta.add(kb, column, t.bounds);
     if (t.covers.empty()) continue;
     TailCoverHead head{t.low_covered, t.high_covered, {}};
     for (const TailIndexSections::Cover& c : t.covers) {
-      const uint32_t k = meta.bulk(spec::kTailCoverValues, c.column, container::kBlocks, c.blocks.front().offset, c.values.size());
+      const uint32_t k = meta.bulk(kcv, c.column, container::kBlocks, c.blocks.front().offset, c.values.size());
       meta.add(spec::kBlockTable, k, container::encode_block_table(c.blocks));
       head.sections.push_back(k);
     }
-    meta.add(spec::kTailCover, t.column, encode_tail_cover(head));
+    meta.add(kc, column, encode_tail_cover(head));
   }
   for (uint32_t i = 0; i < plans.size(); ++i) {
     const ColumnPlan& p = plans[i];

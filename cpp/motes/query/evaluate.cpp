@@ -81,11 +81,7 @@ uint8_t Evaluator::code_of(int col, double c) {
   return codes_.back().code;
 }
 
-double* Evaluator::num_buffer(size_t depth, uint32_t m) {
-  if (num_.size() <= depth) num_.resize(depth + 1);
-  if (num_[depth].size() < m) num_[depth].resize(m);
-  return num_[depth].data();
-}
+double* Evaluator::num_buffer(size_t depth, uint32_t m) { return numeric_.buffer(depth, m); }
 
 uint8_t* Evaluator::bool_buffer(size_t depth, uint32_t m) {
   if (bool_.size() <= depth) bool_.resize(depth + 1);
@@ -173,53 +169,13 @@ void Evaluator::eval_bool(const Expr& e, uint64_t start, uint32_t m, uint8_t* ou
 }
 
 void Evaluator::eval_num(const Expr& e, uint64_t start, uint32_t m, double* out, size_t depth) {
-  switch (e.kind) {
-    case K::number:
-      std::fill(out, out + m, e.value);
-      return;
-    case K::column: {
-      dispatch_dtype(f_.schema()[size_t(e.column)].dtype, [&](auto v) {
-        using T = decltype(v);
-        const T* p = reader_.values<T>(f_.values(size_t(e.column)), start, m);
-        for (uint32_t i = 0; i < m; ++i) out[i] = double(p[i]);
-      });
-      return;
-    }
-    case K::negate:
-      eval_num(*e.args[0], start, m, out, depth + 1);
-      for (uint32_t i = 0; i < m; ++i) out[i] = -out[i];
-      return;
-    case K::call:
-      eval_num(*e.args[0], start, m, out, depth + 1);
-      e.function->eval(out, m);
-      return;
-    case K::field: {  // sampled at the points' positions (NaN outside the grid)
-      double* x = num_buffer(2 * depth, m);
-      double* y = num_buffer(2 * depth + 1, m);
-      eval_num(*e.args[0], start, m, x, depth + 1);
-      eval_num(*e.args[1], start, m, y, depth + 1);
-      eval_num(*e.args[2], start, m, out, depth + 1);
-      e.sampler->sample(x, y, out, m, std::numeric_limits<double>::quiet_NaN(), out, 1);
-      return;
-    }
-    default: {
-      eval_num(*e.args[0], start, m, out, depth + 1);
-      double* b = num_buffer(depth, m);
-      if (e.args[1]->kind == K::number && e.kind == K::pow && e.args[1]->value == 2.0) {
-        for (uint32_t i = 0; i < m; ++i) out[i] *= out[i];
-        return;
-      }
-      eval_num(*e.args[1], start, m, b, depth + 1);
-      switch (e.kind) {
-        case K::add: for (uint32_t i = 0; i < m; ++i) out[i] += b[i]; break;
-        case K::sub: for (uint32_t i = 0; i < m; ++i) out[i] -= b[i]; break;
-        case K::mul: for (uint32_t i = 0; i < m; ++i) out[i] *= b[i]; break;
-        case K::div: for (uint32_t i = 0; i < m; ++i) out[i] /= b[i]; break;
-        case K::pow: for (uint32_t i = 0; i < m; ++i) out[i] = std::pow(out[i], b[i]); break;
-        default: break;
-      }
-    }
-  }
+  numeric_.eval(e, m, out, depth, [&](const Expr& c, double* values) {
+    dispatch_dtype(f_.schema()[size_t(c.column)].dtype, [&](auto v) {
+      using T = decltype(v);
+      const T* p = reader_.values<T>(f_.values(size_t(c.column)), start, m);
+      for (uint32_t i = 0; i < m; ++i) values[i] = double(p[i]);
+    });
+  });
 }
 
 // `x in (...)`: a column compared in its own type with the list's exact values; any other

@@ -12,6 +12,7 @@
 #include "motes/particles/reader.hpp"
 #include "motes/query/expr.hpp"
 #include "motes/query/native.hpp"
+#include "motes/query/numeric.hpp"
 
 namespace motes {
 
@@ -27,7 +28,7 @@ class Evaluator {
   const ParticleFile& f_;
   const Expr& e_;
   BlockReader reader_;
-  std::vector<std::vector<double>> num_;
+  NumericRuns numeric_;  // the arithmetic, shared with derived quantities (query/numeric.hpp)
   std::vector<std::vector<uint8_t>> bool_;
   // The quantile code of each (column, constant) compared, found once per evaluator
   // rather than once per run (a search of 257 edges).

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "motes/query/derive.hpp"
 #include "motes/query/native.hpp"
 #include "motes/query/prune.hpp"
 
@@ -19,6 +20,21 @@ void conjuncts(const Expr& e, std::vector<const Expr*>& out) {
   } else {
     out.push_back(&e);
   }
+}
+
+// `expr op c` or `c op expr` where expr is a derived quantity of the file (query/derive.hpp):
+// its tail's slot (columns + d), the constant and the test as `expr op c`. The constant is
+// the literal rounded to float64, as the evaluator compares any expression but a column.
+bool derived_comparison(const ParticleFile& f, const Expr& e, int& slot, long double& c, K& kind) {
+  if (!e.is_comparison() || f.derived().empty()) return false;
+  const bool left = e.args[1]->kind == K::number;
+  if (!left && e.args[0]->kind != K::number) return false;
+  const int d = derived_of(f, *e.args[left ? 0 : 1]);
+  if (d < 0) return false;
+  slot = int(f.schema().size()) + d;
+  c = e.args[left ? 1 : 0]->value;  // as the evaluator compares an expression: in float64
+  kind = left ? e.kind : e.kind == K::lt ? K::gt : e.kind == K::le ? K::ge : e.kind == K::gt ? K::lt : e.kind == K::ge ? K::le : e.kind;
+  return true;
 }
 
 // A conjunct an index answers, with its count of candidate rows (an upper bound).
@@ -42,10 +58,12 @@ std::optional<Candidate> answer(const ParticleFile& f, const Expr& e) {
   int col;
   long double c;
   K kind;
-  if (!is_simple_comparison(e, col, c, kind) || kind == K::ne) return std::nullopt;
+  if (!is_simple_comparison(e, col, c, kind) && !derived_comparison(f, e, col, c, kind)) return std::nullopt;
+  if (kind == K::ne) return std::nullopt;
   const TailIndex* tail = f.tail_index(size_t(col));
   if (!tail) return std::nullopt;
-  return dispatch_dtype(f.schema()[size_t(col)].dtype, [&](auto zero) -> std::optional<Candidate> {
+  const DType dtype = size_t(col) < f.schema().size() ? f.schema()[size_t(col)].dtype : DType::f64;
+  return dispatch_dtype(dtype, [&](auto zero) -> std::optional<Candidate> {
     using T = decltype(zero);
     const NativeCmp<T> nc = to_native<T>(kind, c);
     TailTest test;

@@ -1,0 +1,48 @@
+// Derived quantities (format 2.4, docs/format.md §4.18): named expressions over a file's
+// columns (`vmag = sqrt(vx**2 + vy**2 + vz**2)`) whose values the writer computes, indexes
+// with a tail index (and its cover) and summarises, but does not store, so that a query
+// testing the same expression against a constant in its tail (`sqrt(vx**2+vy**2+vz**2) >
+// 3000`) is answered through the index, as PostgreSQL's expression indexes are.
+//
+// This layer knows no expressions: the writer is handed a DeriveFn that computes the values
+// (the query layer's derive_values, query/derive.hpp, with the same arithmetic as queries,
+// so that both give the same bits), and the reader keeps the quantity's canonical text,
+// which the planner compares with the expressions it is asked (query/indexed.cpp).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "motes/core/types.hpp"
+
+namespace motes {
+
+// What the writer is asked for: a name (an identifier, not a column's) and an expression.
+struct DerivedSpec {
+  std::string name, expression;
+};
+
+// A derived quantity's values, one per particle in the caller's order, with the expression
+// as the query language prints it (Expr::to_string: what the planner matches).
+struct DerivedValues {
+  std::string canonical;
+  std::vector<double> values;
+};
+using DeriveFn = std::function<DerivedValues(const std::string& expression, const std::vector<ColumnView>& columns)>;
+
+// The derived quantity section (kind 18): its statistics, name and canonical expression.
+struct DerivedQuantity {
+  std::string name, expression;
+  uint64_t nan_count = 0;  // values that are NaN
+  double min = 0, max = 0;  // over the other values; NaN when every value is NaN
+};
+std::string encode_derived(const DerivedQuantity& q);
+// The section's fields, or what is wrong with its bytes (then `problem` is not empty);
+// `particle_count` bounds the NaN count.
+DerivedQuantity decode_derived(const std::string& bytes, uint64_t particle_count, std::string& problem);
+// The statistics of `n` values.
+void summarise_derived(const double* values, uint64_t n, DerivedQuantity& q);
+
+}  // namespace motes
