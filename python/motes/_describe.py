@@ -111,7 +111,22 @@ def _file_info(ds, step: int, species: str, storage: bool = True) -> Dict[str, A
         "bounds": _bounds(lo, hi),
         "sizes": sizes,
         "columns": cols,
+        "derived": _derived_info(files),
     }
+
+
+def _derived_info(files) -> Dict[str, Any]:
+    """The derived quantities (format 2.4) over the part files: name -> expression and the
+    statistics of every part's values."""
+    out: Dict[str, Any] = {}
+    for f in files:
+        for name, d in f.derived.items():
+            e = out.setdefault(name, {"expression": d["expression"], "min": None, "max": None, "nan_count": 0})
+            e["nan_count"] += int(d["nan_count"])
+            if d["min"] == d["min"]:  # not NaN: the part has values
+                e["min"] = d["min"] if e["min"] is None else min(e["min"], d["min"])
+                e["max"] = d["max"] if e["max"] is None else max(e["max"], d["max"])
+    return out
 
 
 def _field_info(ds, step: int, name: str) -> Dict[str, Any]:

@@ -10,6 +10,7 @@
 #include "motes/analysis/analysis.hpp"
 #include "motes/io/byte_source.hpp"
 #include "motes/particles/reader.hpp"
+#include "motes/query/derive.hpp"
 #include "motes/query/engine.hpp"
 #include "motes/query/selection.hpp"
 
@@ -35,9 +36,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::vector<char> out(6 * 8);
       motes::gather_rows(file->values(ids->column()), rows.data(), 6, out.data());
     }
-    // Tail indexes (format 2.2) and their covers (2.3): tests of every kind against a few
-    // constants, through the index alone and through a query the planner may answer with it.
-    for (size_t c = 0; c < file->schema().size(); ++c) {
+    // Tail indexes (format 2.2), their covers (2.3) and derived quantities' (2.4, at columns +
+    // d): tests of every kind against a few constants, through the index alone and through a
+    // query the planner may answer with it (a derived quantity's expression as the file prints it).
+    const size_t columns = file->schema().size();
+    for (size_t c = 0; c < columns + file->derived().size(); ++c) {
       const motes::TailIndex* tail = file->tail_index(c);
       if (!tail) continue;
       for (auto test : {motes::TailTest::lt, motes::TailTest::le, motes::TailTest::gt, motes::TailTest::ge, motes::TailTest::eq})
@@ -52,17 +55,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           }
       for (const char* op : {" > 1e30", " < -1e30", " == 0"}) {
         motes::QuerySpec spec;
-        spec.where = file->schema()[c].name + op;
+        spec.where = (c < columns ? file->schema()[c].name : "(" + file->derived()[c - columns].expression + ")") + op;
         spec.threads = 1;
         try {
           motes::Query q(file, spec);
           motes::Selection s(q);
           std::vector<char> buf(s.size() * 8 + 8);
           for (size_t k = 0; k < file->schema().size(); ++k) s.gather(k, 0, s.size(), buf.data(), 1);
-        } catch (const motes::UsageError&) {  // a column name the language reserves
+        } catch (const motes::UsageError&) {  // a column name the language reserves; an expression that does not parse
         }
       }
     }
+    motes::verify_derived(*file);  // derived quantities computed again (format 2.4)
   } catch (const motes::Error&) {
   }
   return 0;

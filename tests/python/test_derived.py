@@ -3,11 +3,14 @@ with a tail (and its cover) and summarises without storing their values. A query
 same expression against a constant in its tail is answered through that index and equals
 numpy's float64 evaluation of the expression, row for row and bit for bit; every other query
 of the expression answers as it did without the index."""
+import json
+
 import numpy as np
 import pytest
 
 import motes
 from motes import _core
+from motes.cli import main
 
 N = 50_000
 VMAG = "sqrt(vx**2 + vy**2 + vz**2)"
@@ -174,3 +177,17 @@ def test_bad_declarations_are_named(tmp_path):
     # Lossless files only, as every tail index: compression="none" stores none.
     motes.write(tmp_path / "raw.motes", cols, sync=False, derived={"c": "vx * 2"}, compression="none")
     assert motes.open(tmp_path / "raw.motes").file(0).derived == {}
+
+
+def test_motes_info_shows_each_quantity_over_the_parts(tmp_path, capsys):
+    cols = columns(6, 9_000)
+    cut = np.array_split(np.arange(9_000), 3)
+    with motes.Writer(tmp_path / "parts.motes", sync=False, derived={"vmag": VMAG}) as w:
+        w.write_step_chunks(0, {"particles": [{k: a[c] for k, a in cols.items()} for c in cut]})
+    v = EXPRESSIONS["vmag"][1](cols)
+    capsys.readouterr()
+    assert main(["info", str(tmp_path / "parts.motes"), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)["files"][0]["derived"]["vmag"]
+    assert d["min"] == np.nanmin(v) and d["max"] == np.nanmax(v) and d["nan_count"] == int(np.isnan(v).sum())
+    assert main(["info", str(tmp_path / "parts.motes")]) == 0
+    assert "derived  vmag = sqrt(" in capsys.readouterr().out

@@ -26,6 +26,7 @@ import readback  # noqa: E402
 from make_field_geometry import fields  # noqa: E402  (the data each fixture was written from)
 from make_format2_2 import particles  # noqa: E402
 from make_format2_3 import particles as covered_particles  # noqa: E402
+from make_format2_4 import DERIVED, particles as derived_particles  # noqa: E402
 
 
 @pytest.mark.parametrize("name", readback.folders())
@@ -278,6 +279,43 @@ def test_format2_3_fixture_answers_equal_numpy(golden):
         for name, values in cols.items():
             assert np.array_equal(np.asarray(t[name]), values[rows]), (where, name)
     assert covered == 4
+
+
+# --- particle format 2.4 (derived quantities) ---------------------------------------------------
+
+def test_format2_4_fixture_is_the_version_it_pins(golden):
+    folder = golden("format2_4")
+    ds = motes.open(str(folder / "particles"))
+    f = ds.file()
+    assert f.version == (2, 4) and set(f.derived) == set(DERIVED)
+    names = [c.name for c in ds.schema()]
+    for name, d in f.derived.items():  # 26 entries per side, the outermost 10 covered with every column
+        assert d["tail"]["cover"] == {"low": 10, "high": 10, "columns": names}, name
+    assert ds.verify()["files"] == 1
+    # Kinds 18, 19, 20, 21 and 23 once per quantity, naming its number; kind 22 once per covered column.
+    path = folder / "particles" / "steps" / "000000" / "particles.mpf"
+    data = path.read_bytes()
+    table_at, count = struct.unpack_from("<QI", data, 32)
+    kinds = [struct.unpack_from("<HBBI", data, table_at + 32 * i) for i in range(count)]
+    for kind in (18, 19, 20, 21, 23):
+        assert sorted(e[3] for e in kinds if e[0] == kind) == [0, 1], kind
+    assert sorted(names[e[3]] for e in kinds if e[0] == 22) == sorted(names * 2)
+    assert all(e[1] == 2 for e in kinds if e[0] in (19, 20, 22))  # coded blocks
+
+
+def test_format2_4_fixture_answers_equal_numpy(golden):
+    """The data the fixture was written from, evaluated by numpy in float64: the same rows,
+    through the derived tails where the constants lie in them."""
+    ds = motes.open(str(golden("format2_4") / "particles"))
+    c = {k: v.astype(np.float64) for k, v in derived_particles().items()}
+    speed, w = np.sqrt(c["ux"] ** 2 + c["uy"] ** 2), c["e"] * c["k"]
+    through = 0
+    for where, mask in [("sqrt(ux**2 + uy**2) > 3.3", speed > 3.3), ("sqrt(ux**2 + uy**2) <= 0.03", speed <= 0.03),
+                        ("sqrt(ux**2 + uy**2) > 1", speed > 1), ("e * k >= 20", w >= 20), ("e * k < -25", w < -25)]:
+        t = ds.query(where)
+        through += t.counters["tail_index_parts"]
+        assert np.array_equal(np.sort(np.asarray(t["id"])), np.sort(c["id"][mask].astype(np.int64))), where
+    assert through == 4  # every test but the middle one
 
 
 # --- field file 1.1 with field-geometry (thetaMode), manifest 1.5 ----------------------------

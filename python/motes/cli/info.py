@@ -73,6 +73,9 @@ def _print_info(info: Dict[str, Any]) -> None:
             align.insert(7, ">")
         out("  columns")
         out(text_table(head, rows, align, indent="    "))
+        for name, q in d.get("derived", {}).items():  # format 2.4: indexed, not stored
+            span = "no values" if q["min"] is None else f"[{significant(q['min'])}, {significant(q['max'])}]"
+            out(f"  derived  {name} = {q['expression']}  {span}" + (f", {thousands(q['nan_count'])} NaNs" if q["nan_count"] else ""))
     for d in info.get("field_files", []):
         out("")
         comps = f", components {', '.join(d['components'])}" if d["components"] else ""
