@@ -89,6 +89,41 @@ def zfp_accuracy_bytes(a: np.ndarray, bound: float):
     return len(comp), float(np.max(np.abs(back.astype(np.float64) - a.astype(np.float64))))
 
 
+def duckdb_alp(a: np.ndarray):
+    """DuckDB's own storage of the column (ALP, or ALP-RD where ALP does not pay: DuckDB picks
+    per segment; the float codec of DuckDB since 0.10). Returns (bytes on disk: the blocks the
+    column takes, 256 KiB each; the codec's ratio: values over bytes in the segments that fill
+    their block, or over the blocks used when none does; the codecs chosen)."""
+    import tempfile
+
+    import duckdb
+    import pyarrow as pa
+
+    with tempfile.TemporaryDirectory() as d:
+        used = []
+        for data in (a[:0], a):
+            con = duckdb.connect(os.path.join(d, f"{len(used)}.duckdb"))
+            con.register("src", pa.table({"v": data}))
+            con.execute("CREATE TABLE t AS SELECT v FROM src")
+            con.execute("CHECKPOINT")
+            size, blocks = con.execute("SELECT block_size, used_blocks FROM pragma_database_size()").fetchone()
+            used.append(size * blocks)
+            segs = con.execute("SELECT row_group_id, segment_id, count, compression, block_id, block_offset "
+                               "FROM pragma_storage_info('t') WHERE segment_type <> 'VALIDITY' "
+                               "ORDER BY row_group_id, segment_id").fetchall()
+            con.close()
+    codecs = sorted({s[3] for s in segs})
+    last = {}
+    for rg, sid, *_ in segs:
+        last[rg] = max(last.get(rg, -1), sid)
+    full = [s for s in segs if s[1] < last[s[0]] and s[5] == 0]  # a segment followed by another: its block is full
+    if full:
+        ratio = sum(s[2] for s in full) * a.itemsize / (len(full) * size)
+    else:
+        ratio = a.nbytes / (len({s[4] for s in segs}) * size)
+    return used[1] - used[0], ratio, codecs
+
+
 class Bench:
     def __init__(self, args, tmp: str):
         self.args, self.tmp = args, tmp
@@ -154,10 +189,16 @@ class Bench:
                             "1 MiB chunks"),
                 "zfp_reversible": peer(v.nbytes / zfp_lossless_bytes(v), "x", None, "whole column"),
             }
+            disk, alp, alp_codecs = duckdb_alp(v)
+            peers["duckdb_alp"] = peer(alp, "x", ours / alp, "motes ratio / peer ratio",
+                                       note="DuckDB's float codec (" + "/".join(alp_codecs) + ") on its own storage: "
+                                       "values over the bytes of the segments that fill a 256 KiB block",
+                                       on_disk=v.nbytes / disk)
             if v.dtype == np.float32:
                 met &= ours >= b
             per[c] = {"motes": ours, "codec": info[c]["codec"], "peers": peers}
-            log(f"  {c:7s} motes {ours:.3f}x ({info[c]['codec']}), Blosc2 {b:.3f}x")
+            log(f"  {c:7s} motes {ours:.3f}x ({info[c]['codec']}), Blosc2 {b:.3f}x, DuckDB {'/'.join(alp_codecs)} "
+                f"{alp:.3f}x ({v.nbytes / disk:.3f}x on disk)")
         x = per["x"]
         self.figures["columns"] = figure(
             "columns", "lossless ratio per column in motes' file order (x shown; every column under 'columns')",

@@ -117,7 +117,7 @@ std::vector<int> tail_cover_columns_of(const std::vector<ColumnView>& columns, c
 void check_derived(const std::vector<ColumnView>& columns, const WriteOptions& options) {
   if (options.derived.empty()) return;
   if (!options.derive) throw UsageError("derived quantities need an expression evaluator (WriteOptions::derive)");
-  if (options.derived.size() > 255) throw UsageError("too many derived quantities (" + std::to_string(options.derived.size()) + ", at most 255)");
+  if (options.derived.size() > 256) throw UsageError("too many derived quantities (" + std::to_string(options.derived.size()) + ", at most 256)");
   std::set<std::string> seen;
   for (const ColumnView& c : columns) seen.insert(c.spec.name);
   for (const DerivedSpec& d : options.derived) {
