@@ -54,11 +54,12 @@ Oracle oracle(const std::shared_ptr<ParticleFile>& file, const Box& box) {
   for (uint32_t l = 0; l < L; ++l)
     for (uint64_t p = lv.level_start[l]; p < lv.level_start[l + 1]; ++p) o.truth[l] += inside(p);
   const auto& nodes = file->nodes();
+  const LevelRuns& lr = lv.runs(nodes);
   for (uint32_t i = 0; i < nodes.size(); ++i) {
     // The subtree's points: the runs of nodes [i, subtree_end), found by scanning every run.
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     uint64_t points = 0;
-    for (const Run& r : lv.runs)
+    for (const Run& r : lr.runs)
       if (r.node >= i && r.node < lv.subtree_end[i])
         for (uint64_t p = r.start; p < r.start + r.count; ++p, ++points)
           for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], double(pos[a][p])), hi[a] = std::max(hi[a], double(pos[a][p]));
@@ -72,8 +73,8 @@ Oracle oracle(const std::shared_ptr<ParticleFile>& file, const Box& box) {
     }
     // (A node inside or outside the box has its descendants inside or outside too: the
     // estimate, which stops at such a node, adds what this per-node rule adds.)
-    for (uint32_t r = lv.run_begin[i]; r < lv.run_begin[i + 1]; ++r) {
-      const Run& run = lv.runs[r];
+    for (uint32_t r = lr.run_begin[i]; r < lr.run_begin[i + 1]; ++r) {
+      const Run& run = lr.runs[r];
       if (!disjoint) o.upper[run.level] += run.count;
       if (within) o.lower[run.level] += run.count;
       if (!disjoint) o.estimate[run.level] += (within ? 1.0 : fraction) * run.count;

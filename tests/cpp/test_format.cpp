@@ -88,7 +88,7 @@ TEST_P(FormatBoth, RoundTripsEveryColumnBitExactly) {
   // Node ranges bound their subtrees.
   const ColumnIndex& e = f->index(f->column("energy"));
   const std::vector<float> ev = values_of<float>(*f, "energy");
-  const Levels& lv = f->levels();
+  const LevelRuns& lv = f->levels().runs(f->nodes());
   for (uint32_t i = 0; i < f->nodes().size(); ++i)
     for (uint32_t r = lv.run_begin[i]; r < lv.run_begin[i + 1]; ++r)
       for (uint32_t k = 0; k < lv.runs[r].count; ++k) {

@@ -28,13 +28,16 @@ TEST(Tree, LevelsOfSmallTree) {
   EXPECT_EQ(lv.depth, (std::vector<uint16_t>{0, 1, 1}));
   EXPECT_EQ(lv.subtree_count, (std::vector<uint64_t>{10, 5, 3}));
   // leaf 1: 2 at level 1 (pos 2..3), 2 at level 2 (pos 6..7), 1 at level 3 (pos 9)
-  ASSERT_EQ(lv.run_begin[2] - lv.run_begin[1], 3u);
-  EXPECT_EQ(lv.runs[lv.run_begin[1]].start, 2u);
-  EXPECT_EQ(lv.runs[lv.run_begin[1] + 1].start, 6u);
-  EXPECT_EQ(lv.runs[lv.run_begin[1] + 2].start, 9u);
+  EXPECT_EQ(lv.run_count, 6u);  // the runs, derived on first use
+  const LevelRuns& r = lv.runs(nodes);
+  ASSERT_EQ(r.runs.size(), 6u);
+  ASSERT_EQ(r.run_begin[2] - r.run_begin[1], 3u);
+  EXPECT_EQ(r.runs[r.run_begin[1]].start, 2u);
+  EXPECT_EQ(r.runs[r.run_begin[1] + 1].start, 6u);
+  EXPECT_EQ(r.runs[r.run_begin[1] + 2].start, 9u);
   // leaf 2: 2 at level 1 (pos 4..5), 1 at level 2 (pos 8)
-  EXPECT_EQ(lv.runs[lv.run_begin[2]].start, 4u);
-  EXPECT_EQ(lv.runs[lv.run_begin[2] + 1].start, 8u);
+  EXPECT_EQ(r.runs[r.run_begin[2]].start, 4u);
+  EXPECT_EQ(r.runs[r.run_begin[2] + 1].start, 8u);
 }
 
 TEST(Tree, RejectsMalformedTrees) {
@@ -87,9 +90,10 @@ TEST_P(BuilderTest, OrderIsAPermutationAndTreeIsValid) {
     for (size_t i = 0; i < l.nodes.size(); ++i) {
       if (!l.nodes[i].is_leaf() || l.nodes[i].own_count < 8) continue;
       float mn = 1e9f, mx = -1e9f;
-      for (uint32_t r = l.levels.run_begin[i]; r < l.levels.run_begin[i + 1]; ++r)
-        for (uint32_t k = 0; k < l.levels.runs[r].count; ++k) {
-          float x = cols.x[l.order[l.levels.runs[r].start + k]];
+      const LevelRuns& lr = l.levels.runs(l.nodes);
+      for (uint32_t r = lr.run_begin[i]; r < lr.run_begin[i + 1]; ++r)
+        for (uint32_t k = 0; k < lr.runs[r].count; ++k) {
+          float x = cols.x[l.order[lr.runs[r].start + k]];
           mn = std::min(mn, x), mx = std::max(mx, x);
         }
       worst = std::max(worst, double(mx - mn));

@@ -110,6 +110,7 @@ void scan_global(ColumnPlan& p, unsigned threads) {
 template <class T>
 double incoherence(const ColumnPlan& p, const Layout& layout) {
   const Levels& lv = layout.levels;
+  const LevelRuns& lr = lv.runs(layout.nodes);
   const uint64_t n = p.view->count;
   std::vector<uint32_t> leaves;
   for (uint32_t i = 0; i < layout.nodes.size(); ++i)
@@ -126,9 +127,9 @@ double incoherence(const ColumnPlan& p, const Layout& layout) {
   for (size_t s = 0; s < samples; ++s) {
     uint32_t leaf = leaves[s * leaves.size() / samples];
     uint32_t leaf_bits = 0, random_bits = 0;
-    for (uint32_t r = lv.run_begin[leaf]; r < lv.run_begin[leaf + 1]; ++r)
-      for (uint32_t k = 0; k < lv.runs[r].count; ++k) {
-        bin_of_row(layout.order[lv.runs[r].start + k], leaf_bits);
+    for (uint32_t r = lr.run_begin[leaf]; r < lr.run_begin[leaf + 1]; ++r)
+      for (uint32_t k = 0; k < lr.runs[r].count; ++k) {
+        bin_of_row(layout.order[lr.runs[r].start + k], leaf_bits);
         state = state * 6364136223846793005ULL + 1442695040888963407ULL;  // LCG: a fixed pseudo-random row
         bin_of_row((state >> 11) % n, random_bits);
       }

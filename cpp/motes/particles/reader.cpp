@@ -164,7 +164,7 @@ void ParticleFile::read_nodes(size_t at, uint32_t node_count, uint32_t level_cou
   tree_ = kept_as<Tree>(cache_key_, kKeptTree);
   if (!tree_) {
     tree_ = decode_tree(at, node_count);
-    uint64_t bytes = tree_->nodes.size() * sizeof(TreeNode) + tree_->levels.runs.size() * sizeof(Run) +
+    uint64_t bytes = tree_->nodes.size() * sizeof(TreeNode) + tree_->levels.run_count * sizeof(Run) +
                      tree_->nodes.size() * (2 + 4 + 8 + 4) + tree_->levels.level_start.size() * 8;
     if (tree_->levels.level_count() == level_count) kept_put(cache_key_, kKeptTree, tree_, bytes);
   }

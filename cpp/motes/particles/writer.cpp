@@ -301,7 +301,7 @@ void ParticleFileWriter::write_column_streams() {
   FileRawWriter raw_out(*file_);
   // The runs in file order, copied: the column passes walk them in order (indexes into
   // the node-ordered runs would miss the cache once per run).
-  std::vector<Run> runs_by_start = layout_.levels.runs;
+  std::vector<Run> runs_by_start = layout_.levels.runs(layout_.nodes).runs;
   std::sort(runs_by_start.begin(), runs_by_start.end(), [](const Run& a, const Run& b) { return a.start < b.start; });
   const uint64_t blocks = (n_ + bv_ - 1) / bv_;
   const uint64_t window = std::max<uint64_t>(1, options_.window_rows / bv_);  // blocks per window

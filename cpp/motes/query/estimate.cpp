@@ -37,10 +37,11 @@ std::vector<double> level_counts(const ParticleFile& file, const std::optional<B
     return out;
   }
   if (file.particle_count() == 0) return out;
+  const LevelRuns& lr = lv.runs(file.nodes());
   const ColumnIndex* axis[3] = {&file.index(file.column("x")), &file.index(file.column("y")), &file.index(file.column("z"))};
   auto add_runs = [&](uint32_t first_node, uint32_t end_node, double scale) {
-    for (uint32_t r = lv.run_begin[first_node]; r < lv.run_begin[end_node]; ++r)
-      out[lv.runs[r].level] += scale * double(lv.runs[r].count);
+    for (uint32_t r = lr.run_begin[first_node]; r < lr.run_begin[end_node]; ++r)
+      out[lr.runs[r].level] += scale * double(lr.runs[r].count);
   };
   const uint32_t n = uint32_t(file.nodes().size());
   for (uint32_t i = 0; i < n;) {

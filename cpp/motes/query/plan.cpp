@@ -193,9 +193,10 @@ class Query::PartPlanner {
     // Runs of one level are met in preorder, which is their file order, so
     // bucketing tasks by level yields them sorted by position without a sort.
     std::vector<std::vector<Task>> by_level(level_end_);
+    const LevelRuns& lr = lv_.runs(f_.nodes());
     auto take_runs = [&](uint32_t node, bool all) {
-      for (uint32_t r = lv_.run_begin[node]; r < lv_.run_begin[node + 1]; ++r) {
-        const Run& run = lv_.runs[r];
+      for (uint32_t r = lr.run_begin[node]; r < lr.run_begin[node + 1]; ++r) {
+        const Run& run = lr.runs[r];
         if (run.level < level_begin_ || run.level >= level_end_) continue;
         const bool whole = all && !(q_.sample_.active() && run.start >= q_.sample_.start());  // sampled rows are tested
         by_level[run.level].push_back({run.start, run.count, whole});

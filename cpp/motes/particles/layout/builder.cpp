@@ -267,7 +267,7 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
   out.levels = compute_levels(out.nodes, options.lod_count, n);
   const uint64_t* own_rows = pages.data() + n;
   uint64_t* order = pages.data();
-  const Levels& lv = out.levels;
+  const LevelRuns& lv = out.levels.runs(out.nodes);
   parallel_ranges(out.nodes.size(), threads, 1024, [&](uint64_t b, uint64_t e) {
     for (uint64_t i = b; i < e; ++i) {
       uint64_t src = own_offset[i];

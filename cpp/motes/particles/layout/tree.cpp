@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <string>
 
 namespace motes {
@@ -31,6 +32,11 @@ struct ShapeChecker {
 };
 }  // namespace
 
+struct Levels::Lazy {
+  std::once_flag once;
+  LevelRuns runs;
+};
+
 Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, uint64_t particle_count) {
   if (nodes.empty()) throw FormatError("node tree is empty (a file has at least a root node)");
   if (nodes.size() > UINT32_MAX - 1) throw FormatError("too many nodes");
@@ -54,32 +60,49 @@ Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, ui
     throw FormatError("nodes hold " + std::to_string(lv.subtree_count[0]) + " points but the header says " +
                       std::to_string(particle_count));
 
-  std::vector<uint64_t> totals;
+  // Points per level: a node's pieces lie at most 33 levels below its depth (own_count <
+  // 2^32, each piece twice the last), so the totals are sized once and trimmed after.
+  const uint16_t deepest = *std::max_element(lv.depth.begin(), lv.depth.end());
+  std::vector<uint64_t> totals(size_t(deepest) + 34, 0);
   uint64_t run_total = 0;
   for (size_t i = 0; i < n; ++i) {
+    uint64_t* at = totals.data() + lv.depth[i];
     for_each_piece(nodes[i], lod_count, [&](uint32_t j, uint32_t, uint32_t count) {
-      size_t level = size_t(lv.depth[i]) + j;
-      if (level >= totals.size()) totals.resize(level + 1, 0);
-      totals[level] += count;
+      at[j] += count;
       ++run_total;
     });
   }
+  while (!totals.empty() && totals.back() == 0) totals.pop_back();
   lv.level_start.assign(totals.size() + 1, 0);
   for (size_t l = 0; l < totals.size(); ++l) lv.level_start[l + 1] = lv.level_start[l] + totals[l];
 
-  std::vector<uint64_t> cursor(lv.level_start.begin(), lv.level_start.end() - 1);
-  lv.runs.reserve(run_total);
-  lv.run_begin.resize(n + 1);
-  for (size_t i = 0; i < n; ++i) {
-    lv.run_begin[i] = uint32_t(lv.runs.size());
-    for_each_piece(nodes[i], lod_count, [&](uint32_t j, uint32_t, uint32_t count) {
-      uint16_t level = uint16_t(lv.depth[i] + j);
-      lv.runs.push_back(Run{cursor[level], count, uint32_t(i), level});
-      cursor[level] += count;
-    });
-  }
-  lv.run_begin[n] = uint32_t(lv.runs.size());
+  lv.run_count = run_total;
+  lv.lod_count = lod_count;
+  lv.lazy = std::make_shared<Levels::Lazy>();
   return lv;
+}
+
+const LevelRuns& Levels::runs(const std::vector<TreeNode>& nodes) const {
+  Lazy& z = *lazy;
+  std::call_once(z.once, [&] {
+    // Each level's runs in preorder, from the level's start: one pass over the pieces.
+    const size_t n = nodes.size();
+    if (n != depth.size()) throw Error("level runs asked of other nodes than the levels were derived from");
+    std::vector<uint64_t> cursor(level_start.begin(), level_start.end() - 1);
+    LevelRuns& out = z.runs;
+    out.runs.reserve(run_count);
+    out.run_begin.resize(n + 1);
+    for (size_t i = 0; i < n; ++i) {
+      out.run_begin[i] = uint32_t(out.runs.size());
+      for_each_piece(nodes[i], lod_count, [&](uint32_t j, uint32_t, uint32_t count) {
+        const uint16_t level = uint16_t(depth[i] + j);
+        out.runs.push_back(Run{cursor[level], count, uint32_t(i), level});
+        cursor[level] += count;
+      });
+    }
+    out.run_begin[n] = uint32_t(out.runs.size());
+  });
+  return z.runs;
 }
 
 uint32_t levels_for_quality(double q, uint32_t level_count) {
