@@ -1,5 +1,7 @@
 #include "motes/container/container.hpp"
 
+#include <algorithm>
+
 #include <zstd.h>
 
 #include <cstring>
@@ -136,7 +138,8 @@ uint64_t checksum(const void* data, size_t n) { return XXH3_64bits(data, n); }
 
 void SectionsBuilder::add(uint32_t kind, uint32_t column, const std::string& s) {
   while (bytes.size() % 8) bytes.push_back('\0');
-  Stored st = store_section(s, compress);
+  const bool raw = std::find(raw_kinds.begin(), raw_kinds.end(), kind) != raw_kinds.end();
+  Stored st = store_section(s, compress && !raw);
   if (st.storage == kZstd) features |= kFeatureZstdSections;
   table.push_back(SectionEntry{uint16_t(kind), st.storage, 0, column, base + bytes.size(), st.bytes.size(),
                                XXH3_64bits(st.bytes.data(), st.bytes.size())});

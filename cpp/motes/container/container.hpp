@@ -131,6 +131,9 @@ struct SectionsBuilder {
   std::string bytes;
   std::vector<SectionEntry> table;
   uint64_t features = 0;
+  // Kinds stored raw even when `compress`: what every open reads whole, whose zstd decoding
+  // would cost each open more than the bytes it saves (a particle file's tree and block tables).
+  std::vector<uint32_t> raw_kinds = {};
 
   void add(uint32_t kind, uint32_t column, const std::string& s);
   // A bulk section (raw values at offset, or coded blocks within [offset, offset + length));

@@ -124,7 +124,7 @@ void write_columns(std::vector<ColumnPlan>& plans, const Layout& layout, const s
 void finish_node_index(ColumnPlan& p, const Layout& layout);
 
 // The metadata sections of a file of n particles in these columns, from `base` on (small
-// sections zstd-compressed where smaller when `lossless`), once every column is written and
+// sections zstd-compressed where smaller when `lossless`, but the tree and the block tables), once every column is written and
 // its node index finished: schema, tree, each column's streams and quantile edges, the id
 // index (null: none), the derived quantities and the tail indexes (a derived quantity's at
 // column = columns + d), then the node ranges and bitmaps.
