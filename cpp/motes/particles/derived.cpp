@@ -1,9 +1,11 @@
 #include "motes/particles/derived.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
+#include "motes/core/errors.hpp"
 #include "motes/core/text.hpp"
 #include "motes/particles/spec.hpp"
 
@@ -59,6 +61,25 @@ void summarise_derived(const double* v, uint64_t n, DerivedQuantity& q) {
     q.max = std::max(q.max, v[i]);
   }
   if (q.nan_count == n) q.min = q.max = std::numeric_limits<double>::quiet_NaN();
+}
+
+DerivedSections derived_sections(const DerivedSpec& spec, const DerivedValues& v, const uint64_t* order, uint64_t n,
+                                 uint32_t slot, double fraction, int zstd_level, unsigned threads) {
+  if (v.values.size() != n) throw Error("derived quantity '" + spec.name + "': the evaluator gave the wrong number of values");
+  DerivedSections out{DerivedQuantity{spec.name, v.canonical}, std::nullopt};
+  summarise_derived(v.values.data(), n, out.quantity);
+  const ColumnView view{ColumnSpec{spec.name, DType::f64, IndexKind::none, "", 0}, v.values.data(), n, {}};
+  std::unique_ptr<TailCollector> tail = make_tail_collector(view, fraction);
+  if (!tail) return out;
+  // Streamed in file order, as a column's tail is collected.
+  std::vector<double> run(std::min<uint64_t>(n, uint64_t(1) << 16));
+  for (uint64_t at = 0; at < n; at += run.size()) {
+    const uint64_t m = std::min<uint64_t>(run.size(), n - at);
+    for (uint64_t i = 0; i < m; ++i) run[i] = v.values[order[at + i]];
+    tail->add(run.data(), at, m);
+  }
+  out.tail = tail->finish(slot, n, zstd_level, threads);
+  return out;
 }
 
 }  // namespace motes

@@ -12,10 +12,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "motes/core/types.hpp"
+#include "motes/particles/tail_index.hpp"
 
 namespace motes {
 
@@ -44,5 +46,16 @@ std::string encode_derived(const DerivedQuantity& q);
 DerivedQuantity decode_derived(const std::string& bytes, uint64_t particle_count, std::string& problem);
 // The statistics of `n` values.
 void summarise_derived(const double* values, uint64_t n, DerivedQuantity& q);
+
+// What the writer stores of derived quantity `spec`: its statistics (the expression as
+// `values` prints it), and its tail index at column `slot` (columns + d) with about
+// `fraction` of the values beyond each limit, not yet placed or covered; no tail when its
+// values have none. `values` in the caller's order; order[p]: the caller's row at position p.
+struct DerivedSections {
+  DerivedQuantity quantity;
+  std::optional<TailIndexSections> tail;
+};
+DerivedSections derived_sections(const DerivedSpec& spec, const DerivedValues& values, const uint64_t* order,
+                                 uint64_t particle_count, uint32_t slot, double fraction, int zstd_level, unsigned threads);
 
 }  // namespace motes

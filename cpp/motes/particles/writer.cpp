@@ -68,6 +68,7 @@ class ParticleFileWriter {
   void write_id_index();
   void write_tail_indexes();
   void write_derived();
+  void place_tail(TailIndexSections t);
   container::SectionsBuilder sections();
   void commit(container::SectionsBuilder& meta);
 
@@ -354,53 +355,37 @@ void ParticleFileWriter::write_tail_indexes() {
     if (!plans_[i].tail) continue;
     std::optional<TailIndexSections> t = plans_[i].tail->finish(i, n_, options_.zstd_level, threads_);
     plans_[i].tail.reset();
-    if (!t) continue;
-    append_blocks(t->values, t->value_blocks);
-    append_blocks(t->rows, t->row_blocks);
-    cover_tail(*t, columns_, cover_columns_, layout_.order.data(), n_, options_.tail_cover, options_.zstd_level, threads_);
-    for (TailIndexSections::Cover& c : t->covers) append_blocks(c.values, c.blocks);
-    t->entry_rows = {};
-    tails_.push_back(std::move(*t));
+    if (t) place_tail(std::move(*t));
   }
   phases_.lap("tail indexes");
 }
 
-// Derived quantities (2.4): each one's values computed in the caller's order (options_.derive),
-// summarised, and streamed in file order through a tail collector; its tail is covered as
-// the columns' are, at column = columns + d. The values themselves are not stored.
+// Derived quantities (2.4): each one's values computed in the caller's order (options_.derive)
+// and summarised; its tail, at column = columns + d, placed and covered as the columns' are.
+// The values themselves are not stored.
 void ParticleFileWriter::write_derived() {
   if (options_.derived.empty() || !lossless_ || n_ == 0) return;
   const double fraction = options_.tail_fraction > 0 ? options_.tail_fraction : spec::kDefaultTailFraction;
-  const uint64_t* order = layout_.order.data();
-  std::vector<double> run;
   for (size_t d = 0; d < options_.derived.size(); ++d) {
     progress("derived quantities", d, options_.derived.size());
     const DerivedSpec& spec = options_.derived[d];
-    DerivedValues v = options_.derive(spec.expression, columns_);
-    if (v.values.size() != n_) throw Error("derived quantity '" + spec.name + "': the evaluator gave the wrong number of values");
-    DerivedQuantity q{spec.name, std::move(v.canonical)};
-    summarise_derived(v.values.data(), n_, q);
-    derived_.push_back(std::move(q));
-    const ColumnView view{ColumnSpec{spec.name, DType::f64, IndexKind::none, "", 0}, v.values.data(), n_, {}};
-    std::unique_ptr<TailCollector> tail = make_tail_collector(view, fraction);
-    if (!tail) continue;
-    run.resize(std::min<uint64_t>(n_, uint64_t(1) << 16));
-    for (uint64_t at = 0; at < n_; at += run.size()) {
-      const uint64_t m = std::min<uint64_t>(run.size(), n_ - at);
-      for (uint64_t i = 0; i < m; ++i) run[i] = v.values[order[at + i]];
-      tail->add(run.data(), at, m);
-    }
-    std::optional<TailIndexSections> t = tail->finish(uint32_t(columns_.size() + d), n_, options_.zstd_level, threads_);
-    if (!t) continue;
-    append_blocks(t->values, t->value_blocks);
-    append_blocks(t->rows, t->row_blocks);
-    cover_tail(*t, columns_, cover_columns_, order, n_, options_.tail_cover, options_.zstd_level, threads_);
-    for (TailIndexSections::Cover& c : t->covers) append_blocks(c.values, c.blocks);
-    t->entry_rows = {};
-    tails_.push_back(std::move(*t));
+    DerivedSections s = derived_sections(spec, options_.derive(spec.expression, columns_), layout_.order.data(), n_,
+                                         uint32_t(columns_.size() + d), fraction, options_.zstd_level, threads_);
+    derived_.push_back(std::move(s.quantity));
+    if (s.tail) place_tail(std::move(*s.tail));
   }
   progress("derived quantities", options_.derived.size(), options_.derived.size());
   phases_.lap("derived quantities");
+}
+
+// A tail's values and rows next in the file, then its cover (2.3) after them.
+void ParticleFileWriter::place_tail(TailIndexSections t) {
+  append_blocks(t.values, t.value_blocks);
+  append_blocks(t.rows, t.row_blocks);
+  cover_tail(t, columns_, cover_columns_, layout_.order.data(), n_, options_.tail_cover, options_.zstd_level, threads_);
+  for (TailIndexSections::Cover& c : t.covers) append_blocks(c.values, c.blocks);
+  t.entry_rows = {};
+  tails_.push_back(std::move(t));
 }
 
 // The per-node indexes complete (subtree ranges and bitmaps), the metadata sections after
