@@ -191,3 +191,21 @@ def test_motes_info_shows_each_quantity_over_the_parts(tmp_path, capsys):
     assert d["min"] == np.nanmin(v) and d["max"] == np.nanmax(v) and d["nan_count"] == int(np.isnan(v).sum())
     assert main(["info", str(tmp_path / "parts.motes")]) == 0
     assert "derived  vmag = sqrt(" in capsys.readouterr().out
+
+
+def test_a_quantity_is_named_in_queries_and_analyses(written):
+    """`vmag > t` is `sqrt(vx**2 + vy**2 + vz**2) > t`: answered through the same tail, with the
+    same rows; histograms and counts take the name too."""
+    cols, ds, plain = written
+    v = EXPRESSIONS["vmag"][1](cols)
+    c = lit(np.sort(v[~np.isnan(v)])[-40])
+    by_name, by_text = ds.query(f"vmag >= {c}"), ds.query(f"{VMAG} >= {c}")
+    assert len(by_name) == 40 and by_name.counters["covered_parts"] == 1
+    for col in cols:
+        assert np.array_equal(np.asarray(by_name[col]), np.asarray(by_text[col])), col
+    assert ds.count(f"vmag >= {c} and x < 0.5") == int(((v >= float(c)) & (cols["x"] < 0.5)).sum())
+    counts, edges = ds.histogram("ek", bins=16)
+    want, _ = np.histogram(EXPRESSIONS["ek"][1](cols), bins=edges)
+    assert np.array_equal(counts, want)
+    with pytest.raises(motes.UsageError, match="unknown column 'vmag'"):
+        plain.query("vmag > 1")  # a file without the quantity

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 
+#include "motes/query/derive.hpp"
 #include "motes/query/evaluate.hpp"
 
 namespace motes {
@@ -124,6 +125,7 @@ Values values_of(const Collection& collection, const std::string& text, const st
   for (size_t c = 0; c < schema.size(); ++c)
     if (schema[c].name == text) return Values(c);
   ExprPtr e = parse_value(text);
+  expand_derived(*e, collection);  // a derived quantity's name: its expression
   if (e->kind == Expr::Kind::column) return Values(collection.column(e->name));  // UsageError listing the columns
   std::vector<std::string> names;
   for (const ColumnSpec& c : schema) names.push_back(c.name);

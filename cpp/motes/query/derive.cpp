@@ -65,6 +65,39 @@ int derived_of(const ParticleFile& file, const Expr& e) {
   return -1;
 }
 
+namespace {
+
+void unknown_names(const Expr& e, const std::vector<ColumnSpec>& schema, bool& any) {
+  if (e.kind == Expr::Kind::column &&
+      std::none_of(schema.begin(), schema.end(), [&](const ColumnSpec& c) { return c.name == e.name; }))
+    any = true;
+  for (const ExprPtr& a : e.args) unknown_names(*a, schema, any);
+}
+
+void substitute(Expr& e, const std::vector<ColumnSpec>& schema, const std::vector<DerivedQuantity>& derived) {
+  if (e.kind == Expr::Kind::column) {
+    if (std::any_of(schema.begin(), schema.end(), [&](const ColumnSpec& c) { return c.name == e.name; })) return;
+    for (const DerivedQuantity& q : derived)
+      if (q.name == e.name) {
+        ExprPtr x = parse_value(q.expression);  // a file's text: bind_columns refuses what is no column
+        e = std::move(*x);
+        return;
+      }
+    return;  // bind_columns names it
+  }
+  for (ExprPtr& a : e.args) substitute(*a, schema, derived);
+}
+
+}  // namespace
+
+void expand_derived(Expr& e, const Collection& collection) {
+  bool any = false;
+  unknown_names(e, collection.schema(), any);
+  if (!any || collection.part_count() == 0) return;
+  const std::shared_ptr<const ParticleFile> first = collection.part(0);
+  if (!first->derived().empty()) substitute(e, collection.schema(), first->derived());
+}
+
 void verify_derived(const ParticleFile& file) {
   std::vector<std::string> names;
   std::vector<double> bounds;

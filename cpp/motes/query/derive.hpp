@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "motes/particles/collection.hpp"
 #include "motes/particles/derived.hpp"
 #include "motes/particles/reader.hpp"
 #include "motes/query/expr.hpp"
@@ -20,6 +21,12 @@ DerivedValues derive_values(const std::string& expression, const std::vector<Col
 
 // The number of `file`'s derived quantity whose expression is `e` (printed alike), or -1.
 int derived_of(const ParticleFile& file, const Expr& e);
+
+// Replaces each name in `e` that is no column of `collection` but one of its derived
+// quantities (as its first part file declares them) by that quantity's expression as the file
+// prints it, so that `vmag > 3` is `sqrt(...) > 3` and is answered through its tail. A file
+// is opened only when `e` names something that is not a column.
+void expand_derived(Expr& e, const Collection& collection);
 
 // Recomputes every derived quantity of `file` from its columns and checks its statistics and
 // its tail index (entries bit for bit, counts, covers); FormatError naming what is wrong.

@@ -1,5 +1,7 @@
 #include "motes/query/engine.hpp"
 
+#include "motes/query/derive.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -90,6 +92,7 @@ Query::Query(std::shared_ptr<const Collection> collection, const QuerySpec& spec
     }
   }
   if (predicate_) {
+    expand_derived(*predicate_, *collection_);  // a derived quantity's name: its expression
     bind_columns(*predicate_, names);
     bind_fields(*predicate_, spec.fields);
   }
