@@ -209,3 +209,5 @@ def test_a_quantity_is_named_in_queries_and_analyses(written):
     assert np.array_equal(counts, want)
     with pytest.raises(motes.UsageError, match="unknown column 'vmag'"):
         plain.query("vmag > 1")  # a file without the quantity
+    with pytest.raises(motes.UsageError, match=r"unknown column 'vmeg'.*derived quantities: (\w+, ){2}\w+\)"):
+        ds.query("vmeg > 1")  # the file's quantities are named with its columns

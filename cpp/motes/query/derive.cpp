@@ -77,13 +77,17 @@ void unknown_names(const Expr& e, const std::vector<ColumnSpec>& schema, bool& a
 void substitute(Expr& e, const std::vector<ColumnSpec>& schema, const std::vector<DerivedQuantity>& derived) {
   if (e.kind == Expr::Kind::column) {
     if (std::any_of(schema.begin(), schema.end(), [&](const ColumnSpec& c) { return c.name == e.name; })) return;
-    for (const DerivedQuantity& q : derived)
+    std::string columns, names;
+    for (const DerivedQuantity& q : derived) {
       if (q.name == e.name) {
         ExprPtr x = parse_value(q.expression);  // a file's text: bind_columns refuses what is no column
         e = std::move(*x);
         return;
       }
-    return;  // bind_columns names it
+      names += (names.empty() ? "" : ", ") + q.name;
+    }
+    for (const ColumnSpec& c : schema) columns += (columns.empty() ? "" : ", ") + c.name;
+    throw UsageError("unknown column '" + e.name + "' in expression (columns: " + columns + "; derived quantities: " + names + ")");
   }
   for (ExprPtr& a : e.args) substitute(*a, schema, derived);
 }
