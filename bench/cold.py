@@ -82,6 +82,19 @@ def evict(paths: List[str]) -> int:
     return sum(int(v) for v in out.split() if v.isdigit())
 
 
+def one_percent_box(cols) -> List[float]:
+    """A box around the densest region holding about 1 % of the particles: [x0, y0, z0, x1, y1, z1]."""
+    cx, cy, cz = (float(np.median(cols[a])) for a in "xyz")
+    side = 1.0
+    while True:
+        box = [cx - side, cy - side / 4, cz - side, cx + side, cy + side / 4, cz + side]
+        inside = ((cols["x"] >= box[0]) & (cols["x"] <= box[3]) & (cols["y"] >= box[1]) & (cols["y"] <= box[4])
+                  & (cols["z"] >= box[2]) & (cols["z"] <= box[5]))
+        if inside.mean() >= 0.01 or side > 100:
+            return box
+        side *= 1.25
+
+
 class Bench:
     def __init__(self, args, tmp):
         self.args, self.tmp = args, tmp
@@ -112,16 +125,7 @@ class Bench:
         h5_write(hp, cols)
         e_t = f32(float(np.quantile(cols["energy"], 1 - 0.001)))
         u_t = f32(float(np.quantile(cols["ux"], 1 - 0.001)))
-        # A box around the densest region holding about 1 % of the particles.
-        cx, cy, cz = (float(np.median(cols[a])) for a in "xyz")
-        side = 1.0
-        while True:
-            box = [cx - side, cy - side / 4, cz - side, cx + side, cy + side / 4, cz + side]
-            inside = ((cols["x"] >= box[0]) & (cols["x"] <= box[3]) & (cols["y"] >= box[1]) & (cols["y"] <= box[4])
-                      & (cols["z"] >= box[2]) & (cols["z"] <= box[5]))
-            if inside.mean() >= 0.01 or side > 100:
-                break
-            side *= 1.25
+        box = one_percent_box(cols)
         queries = {
             "energy": (dict(where=f"energy > {e_t!r}"), lambda c: c["energy"] > np.float32(e_t)),
             "ux": (dict(where=f"ux > {u_t!r}"), lambda c: c["ux"] > np.float32(u_t)),

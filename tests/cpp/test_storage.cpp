@@ -3,6 +3,8 @@
 // only the index sections and blocks it needs.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include <atomic>
 #include <cstring>
 #include <fstream>
@@ -150,4 +152,14 @@ TEST(Storage, CoalescedRangesCoverEveryRangeOnce) {
   auto g = coalesce(r, 100);
   ASSERT_EQ(g.size(), 2u);
   EXPECT_EQ(g[0].length, 125u);
+}
+
+TEST(Storage, TheReadGapIsOneValueTheEnvironmentMayOverride) {
+  ::unsetenv("MOTES_READ_GAP_KB");
+  EXPECT_EQ(read_gap(), kReadGap);
+  ::setenv("MOTES_READ_GAP_KB", "4", 1);
+  EXPECT_EQ(read_gap(), 4096u);
+  ::setenv("MOTES_READ_GAP_KB", "4k", 1);  // not a number: the default
+  EXPECT_EQ(read_gap(), kReadGap);
+  ::unsetenv("MOTES_READ_GAP_KB");
 }

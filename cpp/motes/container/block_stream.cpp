@@ -262,7 +262,7 @@ void BlockStream::read(uint64_t start, uint64_t n, void* dst) const {
   if (n > per_block_) {  // a bulk read: its blocks asked for at once
     std::vector<ByteRange> ranges;
     byte_ranges(start, n, ranges);
-    source_->will_need(coalesce(std::move(ranges), 1 << 20));
+    source_->will_need(coalesce(std::move(ranges), read_gap()));
   }
   while (n > 0) {
     uint64_t b = start / per_block_, first = b * per_block_;

@@ -18,16 +18,18 @@
 
 namespace motes {
 
-// An environment variable holding a whole number of MiB (MOTES_CACHE_MB, MOTES_KEPT_MB), in
-// bytes; `fallback` bytes when it is unset, empty or not a number.
-inline uint64_t env_megabytes(const char* name, uint64_t fallback) {
+// An environment variable holding a whole number of units of 2^shift bytes, in bytes;
+// `fallback` bytes when it is unset, empty or not a number.
+inline uint64_t env_bytes(const char* name, unsigned shift, uint64_t fallback) {
   if (const char* v = std::getenv(name); v && *v) {
     char* end = nullptr;
     const unsigned long long m = std::strtoull(v, &end, 10);
-    if (end && !*end) return uint64_t(m) << 20;
+    if (end && !*end) return uint64_t(m) << shift;
   }
   return fallback;
 }
+// In MiB (MOTES_CACHE_MB, MOTES_KEPT_MB).
+inline uint64_t env_megabytes(const char* name, uint64_t fallback) { return env_bytes(name, 20, fallback); }
 
 template <class Value, unsigned Shards>
 class ShardedLru {

@@ -1,5 +1,7 @@
 #include "motes/io/byte_source.hpp"
 
+#include "motes/core/lru.hpp"
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -188,5 +190,7 @@ std::vector<ByteRange> coalesce(std::vector<ByteRange> ranges, uint64_t gap) {
   }
   return out;
 }
+
+uint64_t read_gap() { return env_bytes("MOTES_READ_GAP_KB", 10, kReadGap); }
 
 }  // namespace motes

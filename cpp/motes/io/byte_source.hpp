@@ -66,4 +66,11 @@ std::shared_ptr<const ByteSource> range_source(std::string name, uint64_t size,
 // Coalesces ranges (sorted by offset, merged when closer than `gap` bytes).
 std::vector<ByteRange> coalesce(std::vector<ByteRange> ranges, uint64_t gap);
 
+// The gap a read plan reads through rather than asking for the ranges on either side apart:
+// one request instead of two, at the price of the bytes between. The one value every plan
+// uses (a query's, a selection's gathers, a bulk read's), measured by bench/read_plan.py;
+// MOTES_READ_GAP_KB overrides it (read at each plan).
+inline constexpr uint64_t kReadGap = uint64_t(256) << 10;
+uint64_t read_gap();
+
 }  // namespace motes

@@ -143,7 +143,7 @@ void Query::prefetch(const ParticleFile& file, const std::vector<Task>& tasks, Q
       s.block_ranges(blocks, ranges);
     }
   }
-  const std::vector<ByteRange> plan = motes::coalesce(std::move(ranges), 1 << 20);
+  const std::vector<ByteRange> plan = motes::coalesce(std::move(ranges), read_gap());
   counters.read_requests += plan.size();
   for (const ByteRange& r : plan) counters.read_bytes += r.length;
   file.source().will_need(plan);

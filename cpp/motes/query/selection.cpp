@@ -219,9 +219,8 @@ void Selection::gather_f32(size_t column, uint64_t row_begin, uint64_t row_end, 
 void Selection::prefetch(const std::vector<size_t>& columns, uint64_t row_begin, uint64_t row_end) const {
   row_end = std::min(row_end, size());
   if (segments_.empty() || row_begin >= row_end) return;
-  // Ranges per part, coalesced (gaps under 64 KiB are read through: one larger read is
-  // cheaper than two seeks), then handed to the part's source in one call.
-  constexpr uint64_t kGap = 64 << 10;
+  // Ranges per part, coalesced (gaps under read_gap() are read through: one larger read is
+  // cheaper than two requests), then handed to the part's source in one call.
   std::vector<ByteRange> ranges;
   const size_t last = segment_of(row_end - 1) + 1;
   for (size_t k = segment_of(row_begin); k < last;) {
@@ -264,7 +263,7 @@ void Selection::prefetch(const std::vector<size_t>& columns, uint64_t row_begin,
       std::vector<uint64_t> copy = *blocks;
       s.block_ranges(copy, ranges);
     }
-    const std::vector<ByteRange> plan = coalesce(std::move(ranges), kGap);
+    const std::vector<ByteRange> plan = coalesce(std::move(ranges), read_gap());
     uint64_t bytes = 0;
     for (const ByteRange& r : plan) bytes += r.length;
     reads_->requests.fetch_add(plan.size(), std::memory_order_relaxed);
