@@ -11,6 +11,7 @@ import pytest
 import motes
 from motes import _core
 from motes.cli import main
+from tail_util import by_file_order
 
 N = 50_000
 VMAG = "sqrt(vx**2 + vy**2 + vz**2)"
@@ -54,15 +55,6 @@ def written(tmp_path_factory):
     motes.write(base / "derived.motes", cols, sync=False, derived=derived)
     motes.write(base / "plain.motes", cols, sync=False)
     return cols, motes.open(base / "derived.motes"), motes.open(base / "plain.motes")
-
-
-def in_file_order(table, cols, mask):
-    """The input rows the table holds, in its order, after checking they are numpy's."""
-    got = np.asarray(table["id"])
-    assert np.array_equal(np.sort(got), np.sort(cols["id"][np.nonzero(mask)[0]]))
-    at = np.empty(len(cols["id"]), np.int64)
-    at[cols["id"]] = np.arange(len(cols["id"]))
-    return at[got]
 
 
 def test_the_writer_records_each_quantity_with_its_statistics(written):
@@ -109,7 +101,7 @@ def test_tests_of_the_expression_equal_numpy_bit_for_bit(written):
             for where in (f"{text} {op} {lit(c)}", f"{lit(c)} {FLIP[op]} {text}"):
                 t = ds.query(where)
                 assert len(t) == int(mask.sum()), where
-                rows = in_file_order(t, cols, mask)
+                rows = by_file_order(t, cols, mask)
                 for col in cols:
                     assert np.array_equal(np.asarray(t[col]).view(np.uint8), cols[col][rows].view(np.uint8)), (where, col)
                 assert np.array_equal(np.asarray(plain.query(where)["id"]), np.asarray(t["id"])), where
@@ -133,9 +125,9 @@ def test_the_tail_is_used_for_the_same_expression_only(written):
     t = ds.query(where)
     mask = (v >= float(c)) & (cols["x"] < 0.5)
     assert t.counters["tail_index_parts"] == 1 and t.counters["covered_parts"] == 0
-    in_file_order(t, cols, mask)
+    by_file_order(t, cols, mask)
     box = ds.query(f"{VMAG} >= {c}", box=((0, 0, 0), (0.5, 1, 1)))
-    in_file_order(box, cols, (v >= float(c)) & (cols["x"] >= 0) & (cols["x"] <= 0.5))
+    by_file_order(box, cols, (v >= float(c)) & (cols["x"] >= 0) & (cols["x"] <= 0.5))
 
 
 def test_cold_and_in_parts(written, tmp_path):

@@ -7,6 +7,7 @@ import pytest
 
 import motes
 from motes import _core
+from tail_util import by_file_order
 
 N = 60_000
 
@@ -41,16 +42,6 @@ def tails_of(cols):
             out.append((f"{name} <= {lit(v[rank])}", cols[name] <= v[rank]))
     out.append((f"k == {int(np.sort(cols['k'])[-2])}", cols["k"] == np.sort(cols["k"])[-2]))
     return out
-
-
-def by_file_order(table, cols, mask):
-    """The rows numpy selects, in the table's order (positions ascend in file order: ids name them)."""
-    want = np.nonzero(mask)[0]
-    got = np.asarray(table["id"])
-    assert np.array_equal(np.sort(got), np.sort(cols["id"][want]))
-    at = np.empty(len(cols["id"]), np.int64)
-    at[cols["id"]] = np.arange(len(cols["id"]))
-    return at[got]  # input rows, in the table's order
 
 
 @pytest.fixture(scope="module")

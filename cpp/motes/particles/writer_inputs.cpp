@@ -22,17 +22,23 @@ bool is_identifier(const std::string& s) {
   return true;
 }
 
+// A column's or a derived quantity's name (`what`: "column name", "derived quantity name"):
+// an identifier that is not a reserved word of the query language; UsageError otherwise.
+void check_name(const std::string& what, const std::string& name) {
+  if (!is_identifier(name))
+    throw UsageError(what + " '" + printable(name) +
+                     "' is not an identifier (letters, digits, '_', not starting with a digit, at most 255 bytes)");
+  for (const char* word : kReservedWords)
+    if (name == word) throw UsageError(what + " '" + name + "' is a reserved word of the query language");
+}
+
 }  // namespace
 
 void validate_columns(const std::vector<ColumnView>& columns) {
   if (columns.size() > 65535) throw UsageError("too many columns (" + std::to_string(columns.size()) + ", at most 65535)");
   std::set<std::string> seen;
   for (const ColumnView& c : columns) {
-    if (!is_identifier(c.spec.name))
-      throw UsageError("column name '" + c.spec.name +
-                       "' is not an identifier (letters, digits, '_', not starting with a digit, at most 255 bytes)");
-    for (const char* word : kReservedWords)
-      if (c.spec.name == word) throw UsageError("column name '" + c.spec.name + "' is a reserved word of the query language");
+    check_name("column name", c.spec.name);
     if (!seen.insert(c.spec.name).second) throw UsageError("column '" + c.spec.name + "' is given twice");
     if (!dtype_valid(uint8_t(c.spec.dtype))) throw UsageError("column '" + c.spec.name + "' has an unknown dtype");
     if (c.count != columns[0].count)
@@ -121,11 +127,7 @@ void check_derived(const std::vector<ColumnView>& columns, const WriteOptions& o
   std::set<std::string> seen;
   for (const ColumnView& c : columns) seen.insert(c.spec.name);
   for (const DerivedSpec& d : options.derived) {
-    if (!is_identifier(d.name))
-      throw UsageError("derived quantity name '" + printable(d.name) +
-                       "' is not an identifier (letters, digits, '_', not starting with a digit, at most 255 bytes)");
-    for (const char* word : kReservedWords)
-      if (d.name == word) throw UsageError("derived quantity name '" + d.name + "' is a reserved word of the query language");
+    check_name("derived quantity name", d.name);
     if (!seen.insert(d.name).second) throw UsageError("derived quantity '" + d.name + "' has the name of a column or of another one");
     if (d.expression.empty() || d.expression.size() > (1u << 16))
       throw UsageError("derived quantity '" + d.name + "' needs an expression of 1 to 65536 bytes");

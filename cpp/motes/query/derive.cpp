@@ -67,16 +67,19 @@ int derived_of(const ParticleFile& file, const Expr& e) {
 
 namespace {
 
-void unknown_names(const Expr& e, const std::vector<ColumnSpec>& schema, bool& any) {
-  if (e.kind == Expr::Kind::column &&
-      std::none_of(schema.begin(), schema.end(), [&](const ColumnSpec& c) { return c.name == e.name; }))
-    any = true;
-  for (const ExprPtr& a : e.args) unknown_names(*a, schema, any);
+bool is_column(const std::vector<ColumnSpec>& schema, const std::string& name) {
+  return std::any_of(schema.begin(), schema.end(), [&](const ColumnSpec& c) { return c.name == name; });
+}
+
+// Whether `e` names something that is no column.
+bool names_other(const Expr& e, const std::vector<ColumnSpec>& schema) {
+  if (e.kind == Expr::Kind::column && !is_column(schema, e.name)) return true;
+  return std::any_of(e.args.begin(), e.args.end(), [&](const ExprPtr& a) { return names_other(*a, schema); });
 }
 
 void substitute(Expr& e, const std::vector<ColumnSpec>& schema, const std::vector<DerivedQuantity>& derived) {
   if (e.kind == Expr::Kind::column) {
-    if (std::any_of(schema.begin(), schema.end(), [&](const ColumnSpec& c) { return c.name == e.name; })) return;
+    if (is_column(schema, e.name)) return;
     std::string columns, names;
     for (const DerivedQuantity& q : derived) {
       if (q.name == e.name) {
@@ -95,9 +98,7 @@ void substitute(Expr& e, const std::vector<ColumnSpec>& schema, const std::vecto
 }  // namespace
 
 void expand_derived(Expr& e, const Collection& collection) {
-  bool any = false;
-  unknown_names(e, collection.schema(), any);
-  if (!any || collection.part_count() == 0) return;
+  if (!names_other(e, collection.schema()) || collection.part_count() == 0) return;
   const std::shared_ptr<const ParticleFile> first = collection.part(0);
   if (!first->derived().empty()) substitute(e, collection.schema(), first->derived());
 }

@@ -33,7 +33,7 @@ bool derived_comparison(const ParticleFile& f, const Expr& e, int& slot, long do
   if (d < 0) return false;
   slot = int(f.schema().size()) + d;
   c = e.args[left ? 1 : 0]->value;  // as the evaluator compares an expression: in float64
-  kind = left ? e.kind : e.kind == K::lt ? K::gt : e.kind == K::le ? K::ge : e.kind == K::gt ? K::lt : e.kind == K::ge ? K::le : e.kind;
+  kind = left ? e.kind : mirrored(e.kind);
   return true;
 }
 

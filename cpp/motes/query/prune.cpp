@@ -20,17 +20,20 @@ bool is_simple_comparison(const Expr& e, int& column, long double& constant, K& 
     return true;
   }
   if (a.kind == K::number && b.kind == K::column) {
-    column = b.column, constant = a.exact;
-    switch (e.kind) {  // c < x  ==  x > c
-      case K::lt: kind = K::gt; break;
-      case K::le: kind = K::ge; break;
-      case K::gt: kind = K::lt; break;
-      case K::ge: kind = K::le; break;
-      default: kind = e.kind;
-    }
+    column = b.column, constant = a.exact, kind = mirrored(e.kind);
     return true;
   }
   return false;
+}
+
+K mirrored(K kind) {
+  switch (kind) {  // c < x  ==  x > c
+    case K::lt: return K::gt;
+    case K::le: return K::ge;
+    case K::gt: return K::lt;
+    case K::ge: return K::le;
+    default: return kind;
+  }
 }
 
 std::vector<const ColumnIndex*> indexes_for(const ParticleFile& file, const Expr& predicate) {

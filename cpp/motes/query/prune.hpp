@@ -17,6 +17,8 @@ enum class NodeMatch : uint8_t { none, some, all };
 // `column` = index in the schema, `constant` the number it is compared with, `kind` the
 // comparison with the column on the left: true for `x OP c` and `c OP x` (flipped).
 bool is_simple_comparison(const Expr& e, int& column, long double& constant, Expr::Kind& kind);
+// The comparison with its operands swapped: `c < x` is `x > c` (== and != stay).
+Expr::Kind mirrored(Expr::Kind kind);
 
 class Pruner {
  public:
