@@ -14,3 +14,18 @@ def by_file_order(table, cols, mask):
     at = np.empty(len(cols["id"]), np.int64)
     at[cols["id"]] = np.arange(len(cols["id"]))
     return at[got]  # input rows, in the table's order
+
+
+def cold_equals_hot(ds, where, names):
+    """`where` answered cold (decoded blocks dropped, the dataset opened again) from its cover,
+    with every column of `names` equal to the hot answer; the cold table."""
+    import motes
+    from motes import _core
+
+    hot = ds.query(where)
+    _core.clear_block_cache()
+    cold = motes.open(ds.path).query(where)
+    assert cold.counters["covered_parts"] == 1
+    for name in names:
+        assert np.array_equal(np.asarray(hot[name]), np.asarray(cold[name])), name
+    return cold

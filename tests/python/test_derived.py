@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 import motes
-from motes import _core
 from motes.cli import main
-from tail_util import by_file_order
+from tail_util import by_file_order, cold_equals_hot
 
 N = 50_000
 VMAG = "sqrt(vx**2 + vy**2 + vz**2)"
@@ -134,19 +133,14 @@ def test_cold_and_in_parts(written, tmp_path):
     cols, ds, plain = written
     v = EXPRESSIONS["ek"][1](cols)
     where = f"0.5 * m * (vx**2 + vy**2) >= {lit(np.sort(v[~np.isnan(v)])[-50])}"
-    hot = ds.query(where)
-    _core.clear_block_cache()
-    cold = motes.open(ds.path).query(where)
-    assert cold.counters["covered_parts"] == 1
-    for name in cols:
-        assert np.array_equal(np.asarray(hot[name]), np.asarray(cold[name]))
+    one_file = cold_equals_hot(ds, where, cols)
     cut = np.array_split(np.arange(N), 3)
     with motes.Writer(tmp_path / "parts.motes", sync=False, derived={"ek": EXPRESSIONS["ek"][0]}) as w:
         w.write_step_chunks(0, {"particles": [{k: a[c] for k, a in cols.items()} for c in cut]})
     parts = motes.open(tmp_path / "parts.motes")
     t = parts.query(where)
     assert t.counters["tail_index_parts"] >= 1
-    assert np.array_equal(np.sort(np.asarray(t["id"])), np.sort(np.asarray(hot["id"])))
+    assert np.array_equal(np.sort(np.asarray(t["id"])), np.sort(np.asarray(one_file["id"])))
     parts.verify()
 
 

@@ -7,7 +7,7 @@ import pytest
 
 import motes
 from motes import _core
-from tail_util import by_file_order
+from tail_util import by_file_order, cold_equals_hot
 
 N = 60_000
 
@@ -105,12 +105,7 @@ def test_a_partial_gather_and_batches_read_the_cover_too(written):
 def test_cold_answers_equal_hot_ones(written):
     cols, covered, plain = written
     where = next(w for w, _ in tails_of(cols) if covered.query(w).counters["covered_parts"])
-    hot = covered.query(where)
-    _core.clear_block_cache()
-    cold = motes.open(covered.path).query(where)
-    assert cold.counters["covered_parts"] == 1
-    for name in cols:
-        assert np.array_equal(np.asarray(hot[name]), np.asarray(cold[name]))
+    cold_equals_hot(covered, where, cols)
 
 
 def test_chosen_columns_and_shares(tmp_path):
