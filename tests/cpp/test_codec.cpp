@@ -132,7 +132,7 @@ TEST(Codec, EveryPlanRoundTripsEveryDtypeBitForBit) {
         const Quantiles q = quantiles(code, in, n);
         for (Predictor pred : predictors) {
           for (Coder coder : {Coder::raw, Coder::zstd, Coder::lz4}) {
-            for (Layout layout : {Layout::whole, Layout::planes, Layout::bits}) {
+            for (Layout layout : {Layout::whole, Layout::planes, Layout::bits, Layout::packed}) {
               const bool planes = layout == Layout::planes;
               if (planes && t.size == 1) continue;
               Plan plan;
@@ -249,7 +249,7 @@ TEST(Codec, DamagedBlocksAreRefusedWithAMessage) {
   const size_t at = kBlockHeaderBytes + kStreamEntryBytes + (1999 + 7) / 8 - 1;  // plane 0's last byte
   b[at] = char(b[at] | 0x80);
   EXPECT_NE(decode(t, b.data(), b.size(), out.data(), 1999, {}).find("past the block's last value"), std::string::npos);
-  b[1] = 3;
+  b[1] = 4;
   EXPECT_NE(decode(t, b.data(), b.size(), out.data(), 1999, {}).find("unknown layout"), std::string::npos);
   // Random bytes after a valid header never crash.
   std::mt19937_64 rng(11);

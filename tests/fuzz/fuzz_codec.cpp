@@ -4,8 +4,12 @@
 // picks the value type, bytes 1-4 the number of values (u32, clamped to a block's 1 MiB),
 // the rest is the block. The quantile predictors get fixed codes, bases and edges.
 //
+// Blocks of packed words are also read value by value (codec::AddressableBlock): a block that
+// decodes reads every value as the decoded block holds it.
+//
 // `fuzz_codec -write_seeds=DIR` writes a seed corpus of valid blocks of every predictor
-// (zfp ones of 1-3-D boxes, hierarchical or not) into DIR and exits.
+// (zfp ones of 1-3-D boxes, hierarchical or not; packed words of each unit form) into DIR
+// and exits.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -103,7 +107,7 @@ void write_seeds(const std::string& dir) {
     }
     for (Predictor p : {Predictor::none, Predictor::delta, Predictor::xor_, Predictor::quantile, Predictor::offset,
                         Predictor::grid, Predictor::grid_delta, Predictor::grid_quantile}) {
-      for (Layout layout : {Layout::planes, Layout::bits}) {
+      for (Layout layout : {Layout::planes, Layout::bits, Layout::packed}) {
         Plan plan;
         plan.predictor = p;
         plan.layout = layout;
@@ -116,6 +120,32 @@ void write_seeds(const std::string& dir) {
         write_seed(dir, "block-" + std::to_string(count++), type, uint32_t(n), block);
       }
     }
+  }
+  // Packed words of each unit form: few distinct values (dictionaries of words) and values
+  // crossing zero (dictionaries of high parts), 1000 values in four units.
+  for (uint8_t type : {uint8_t(0), uint8_t(1), uint8_t(4)}) {
+    const ValueType t = kTypes[type];
+    const size_t n = 1000;
+    std::vector<unsigned char> values(n * t.size);
+    for (size_t i = 0; i < n; ++i) {
+      const double v = i < 500 ? double(int(i * 7919 % 5) - 2) : std::sin(double(i) * 0.37) * 100;
+      if (t.is_float && t.size == 4) {
+        const float x = float(v);
+        std::memcpy(&values[i * 4], &x, 4);
+      } else if (t.is_float) {
+        std::memcpy(&values[i * 8], &v, 8);
+      } else {
+        const int32_t x = int32_t(v);
+        std::memcpy(&values[i * 4], &x, 4);
+      }
+    }
+    Plan plan;
+    plan.predictor = Predictor::offset;
+    plan.layout = Layout::packed;
+    plan.coders = {Coder::raw};
+    std::string block;
+    encode(plan, t, values.data(), n, ctx, block);
+    write_seed(dir, "packed-" + std::to_string(count++), type, uint32_t(n), block);
   }
   std::printf("fuzz_codec: wrote %d seeds into %s\n", count, dir.c_str());
 }
@@ -133,6 +163,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Plan plan;
   const bool described = describe(block.data(), block.size(), plan);
   if (problem.empty() && !described) std::abort();  // a block that decodes describes itself
+  // A block addressable value by value reads each value as the whole block decodes it.
+  AddressableBlock view;
+  std::string why;
+  if (view.open(t, block.data(), block.size(), n, why)) {
+    unsigned char v[8];
+    for (size_t i = 0; i < n; ++i) {
+      const uint8_t code = fixed().codes[i];
+      const bool ok = view.value(i, code, fixed().bases.data(), v);
+      if (problem.empty() && (!ok || std::memcmp(v, out.data() + i * t.size, t.size) != 0)) std::abort();
+    }
+  }
   if (problem.empty() && plan.predictor == Predictor::zfp) {
     // A zfp block that decodes is f32/f64 with n = 2^bits: its values compare with themselves.
     if (max_abs_error(t, out.data(), out.data(), n) != 0 &&

@@ -27,6 +27,7 @@ from make_field_geometry import fields  # noqa: E402  (the data each fixture was
 from make_format2_2 import particles  # noqa: E402
 from make_format2_3 import particles as covered_particles  # noqa: E402
 from make_format2_4 import DERIVED, particles as derived_particles  # noqa: E402
+from make_format2_5 import particles as packed_particles  # noqa: E402
 
 
 @pytest.mark.parametrize("name", readback.folders())
@@ -316,6 +317,39 @@ def test_format2_4_fixture_answers_equal_numpy(golden):
         through += t.counters["tail_index_parts"]
         assert np.array_equal(np.sort(np.asarray(t["id"])), np.sort(c["id"][mask].astype(np.int64))), where
     assert through == 4  # every test but the middle one
+
+
+# --- particle format 2.5 (packed words) ----------------------------------------------------------
+
+def test_format2_5_fixture_is_the_version_it_pins(golden):
+    folder = golden("format2_5")
+    ds = motes.open(str(folder / "particles"))
+    f = ds.file()
+    assert f.version == (2, 5)
+    path = folder / "particles" / "steps" / "000000" / "particles.mpf"
+    data = path.read_bytes()
+    assert struct.unpack_from("<Q", data, 16)[0] & 0x20  # packed-blocks
+    # Every column packed: frames of reference, dictionaries of words and of high parts.
+    assert {c["name"]: c["codec"] for c in f.columns} == {
+        "x": "offset+packed", "y": "offset+packed", "z": "offset+packed", "ux": "offset+packed",
+        "q": "offset+packed", "k": "quantile+packed", "e": "offset+packed", "id": "offset+packed"}
+    assert ds.verify()["files"] == 1
+
+
+def test_format2_5_fixture_answers_equal_numpy(golden):
+    """The data the fixture was written from: every value, read whole and tracked one by one."""
+    ds = motes.open(str(golden("format2_5") / "particles"))
+    cols = packed_particles()
+    order = np.argsort(cols["id"])
+    t = ds.query()
+    rows = order[np.searchsorted(cols["id"], np.asarray(t["id"]), sorter=order)]
+    assert np.array_equal(np.sort(rows), np.arange(len(cols["id"])))
+    for name, values in cols.items():
+        assert np.array_equal(np.asarray(t[name]), values[rows]), name
+    ids = cols["id"][::97]
+    tr = ds.track(ids, columns=list(cols))
+    for name, values in cols.items():
+        assert np.array_equal(tr.values[name][0], values[::97]), name
 
 
 # --- field file 1.1 with field-geometry (thetaMode), manifest 1.5 ----------------------------

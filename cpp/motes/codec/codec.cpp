@@ -3,6 +3,7 @@
 #include <lz4.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -34,6 +35,7 @@ Zstd& zstd() {
 // Per-thread scratch buffers, grown on demand (a block is at most kMaxBlockBytes).
 struct Scratch {
   std::vector<unsigned char> words, planes, bits;
+  std::string packed;
 };
 Scratch& scratch() {
   thread_local Scratch s;
@@ -77,6 +79,17 @@ uint64_t prepare(Predictor pred, Layout layout, const ValueType& t, const void* 
   const uint64_t param = predict(pred, t, static_cast<const unsigned char*>(src), n, ctx, s.words.data(), ok);
   streams.clear();
   if (!ok) return 0;
+  if (layout == Layout::packed) {
+    if (!addressable_predictor(pred)) {
+      ok = false;
+      return 0;
+    }
+    s.packed.clear();
+    pack_words(s.words.data(), n, t.size, s.packed);
+    streams.push_back(reinterpret_cast<const unsigned char*>(s.packed.data()));
+    stream_bytes = s.packed.size();
+    return param;
+  }
   if (layout == Layout::whole || (layout == Layout::planes && t.size == 1)) {
     streams.push_back(s.words.data());
     stream_bytes = bytes;
@@ -129,6 +142,7 @@ std::string Plan::name(uint32_t size) const {
   if (predictor != Predictor::none) out += std::string(predictor_name(predictor)) + "+";
   if (layout == Layout::planes && size > 1) out += "shuffle+";
   if (layout == Layout::bits) out += "bitshuffle+";
+  if (layout == Layout::packed) return out + "packed";
   // The coders of the streams: "zstd" when all agree, else per stream ("raw,raw,zstd,zstd").
   bool same = true;
   for (Coder c : coders) same &= c == coders[0];
@@ -179,7 +193,7 @@ void encode(const Plan& plan, ValueType t, const void* src, size_t n, const Cont
   }
   thread_local std::string buf;
   for (size_t k = 0; k < count; ++k) {
-    Coder c = k < plan.coders.size() ? plan.coders[k] : Coder::raw;
+    Coder c = k < plan.coders.size() && plan.layout != Layout::packed ? plan.coders[k] : Coder::raw;
     const size_t at = out.size();
     if (c != Coder::raw && code_stream(c, plan.zstd_level, streams[k], stream_bytes, buf)) {
       out += buf;
@@ -225,6 +239,7 @@ struct BlockHead {
 std::string read_head(ValueType t, const unsigned char* p, size_t stored_n, const Context& ctx, BlockHead& h) {
   h.pred = p[0], h.layout = p[1], h.count = p[2], h.param_bytes = p[3];
   const size_t want_count = h.layout == uint8_t(Layout::planes) ? t.size : 1;
+  if (h.layout > kMaxLayout) return "unknown layout " + std::to_string(h.layout);
   h.bits = h.layout == uint8_t(Layout::bits);
   if (h.count != want_count) return "block has " + std::to_string(h.count) + " streams, expected " + std::to_string(want_count);
   if (h.layout == uint8_t(Layout::planes) && t.size == 1) return "byte planes of 1-byte values";
@@ -279,7 +294,47 @@ std::string decode_stream(size_t k, uint8_t coder, const unsigned char* in, uint
   return "unknown coder " + std::to_string(coder) + " in stream " + std::to_string(k);
 }
 
+// The one raw stream of a packed block (after read_head), checked, as words.
+std::string open_packed(const unsigned char* p, size_t stored_n, const BlockHead& h, size_t n, ValueType t,
+                        PackedWords& words) {
+  if (!addressable_predictor(Predictor(h.pred)))
+    return std::string("packed words with predictor ") + predictor_name(Predictor(h.pred));
+  const unsigned char* e = p + kBlockHeaderBytes;
+  if (e[0] != uint8_t(Coder::raw) || e[1] || e[2] || e[3]) return "packed stream is not stored raw";
+  if (load<uint32_t>(e + 4) != stored_n - h.pos) return "packed stream does not end where the block ends";
+  return words.open(p + h.pos, stored_n - h.pos, n, t.size);
+}
+
 }  // namespace
+
+bool AddressableBlock::open(ValueType t, const void* stored, size_t stored_n, size_t n, std::string& problem) {
+  const unsigned char* p = static_cast<const unsigned char*>(stored);
+  problem.clear();
+  if (stored_n < kBlockHeaderBytes || p[1] != uint8_t(Layout::packed) || !addressable_predictor(Predictor(p[0]))) return false;
+  if (!word_size(t.size) || n * t.size > kMaxBlockBytes) return problem = "block holds more than 1 MiB of values", false;
+  static const uint64_t no_bases[1] = {0};
+  static const uint8_t no_codes[1] = {0};
+  Context ctx;  // value() is given the codes; read_head only asks that there be some
+  ctx.codes = no_codes, ctx.bases = no_bases;
+  BlockHead h;
+  if ((problem = read_head(t, p, stored_n, ctx, h)).empty()) problem = open_packed(p, stored_n, h, n, t, words_);
+  if (!problem.empty()) return false;
+  type_ = t, pred_ = Predictor(h.pred), param_ = h.param;
+  return true;
+}
+
+bool AddressableBlock::value(size_t i, uint8_t code, const uint64_t* bases, unsigned char* dst) const {
+  uint64_t w;
+  if (!words_.word(i, w)) return false;
+  with_word(type_.size, [&](auto z) {
+    using U = decltype(z);
+    U v = U(w);
+    if (pred_ == Predictor::offset) v = unordered<U>(U(v + U(param_)), type_);
+    else if (pred_ == Predictor::quantile) v = unordered<U>(U(v + U(bases[code])), type_);
+    put<U>(dst, v);
+  });
+  return true;
+}
 
 std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, size_t n, const Context& ctx) {
   const unsigned char* p = static_cast<const unsigned char*>(stored);
@@ -291,6 +346,13 @@ std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, 
   if (p[0] == uint8_t(Predictor::zfp)) return decode_zfp(t, p, stored_n, dst, n);
   BlockHead h;
   if (std::string problem = read_head(t, p, stored_n, ctx, h); !problem.empty()) return problem;
+  if (h.layout == uint8_t(Layout::packed)) {
+    PackedWords words;
+    if (std::string problem = open_packed(p, stored_n, h, n, t, words); !problem.empty()) return problem;
+    if (std::string problem = words.unpack(static_cast<unsigned char*>(dst)); !problem.empty()) return problem;
+    unpredict(Predictor(h.pred), t, static_cast<unsigned char*>(dst), n, ctx, h.param, h.origin, h.step);
+    return {};
+  }
   const size_t count = h.count;
   const size_t stream_bytes = h.bits ? bit_stream_bytes(n, t.size) : count > 1 ? n : n * t.size;
   Scratch& s = scratch();
@@ -329,7 +391,8 @@ std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, 
   return {};
 }
 
-Plan choose(ValueType t, const std::vector<Predictor>& predictors, const std::vector<Sample>& samples, int zstd_level) {
+Plan choose(ValueType t, const std::vector<Predictor>& predictors, const std::vector<Sample>& samples, int zstd_level,
+            bool addressable) {
   Plan best;
   best.layout = stored_layout(Layout::planes, t.size);
   best.coders.assign(best.layout == Layout::planes ? t.size : 1, Coder::raw);
@@ -385,7 +448,31 @@ Plan choose(ValueType t, const std::vector<Predictor>& predictors, const std::ve
       }
     }
   }
-  if (bits_bytes != UINT64_MAX && double(bits_bytes) <= double(best_bytes) * (1.0 - kBitsSaving)) return bits_plan;
+  if (bits_bytes != UINT64_MAX && double(bits_bytes) <= double(best_bytes) * (1.0 - kBitsSaving))
+    best = bits_plan, best_bytes = bits_bytes;
+  if (!addressable || samples.empty()) return best;
+  // Packed words: offset (any type) and, where the column has codes, quantile.
+  std::vector<Predictor> packed = {Predictor::offset};
+  Predictor packed_pred = Predictor::offset;
+  uint64_t packed_bytes = UINT64_MAX;
+  if (std::find(predictors.begin(), predictors.end(), Predictor::quantile) != predictors.end()) packed.push_back(Predictor::quantile);
+  for (Predictor pred : packed) {
+    uint64_t total = 0;
+    bool ok = true;
+    for (const Sample& s : samples) {
+      if (pred == Predictor::quantile && !(s.ctx.codes && s.ctx.bases)) ok = false;
+      size_t stream_bytes = 0;
+      if (ok) prepare(pred, Layout::packed, t, s.values, s.count, s.ctx, streams, stream_bytes, ok);
+      total += stream_bytes + kBlockHeaderBytes + kStreamEntryBytes + param_size(pred, t);
+    }
+    if (ok && total < packed_bytes) packed_pred = pred, packed_bytes = total;
+  }
+  uint64_t raw_bytes = 0;
+  for (const Sample& s : samples) raw_bytes += s.count * t.size;
+  if (packed_bytes != UINT64_MAX && (double(packed_bytes) <= double(best_bytes) * (1.0 + kPackedSlack) ||
+                                     double(packed_bytes) <= double(best_bytes) + double(raw_bytes) * kPackedRawSlack)) {
+    best.predictor = packed_pred, best.layout = Layout::packed, best.coders.assign(1, Coder::raw);
+  }
   return best;
 }
 

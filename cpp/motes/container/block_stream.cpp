@@ -95,6 +95,7 @@ BlockStream BlockStream::coded(std::shared_ptr<const ByteSource> source, std::st
   BlockStream s = contiguous(std::move(source), std::move(what), dtype_code, count, per_block, 0, {});
   s.coded_ = true;
   s.blocks_ = std::move(blocks);
+  s.stored_checked_ = std::shared_ptr<std::atomic<uint64_t>[]>(new std::atomic<uint64_t>[(s.blocks_.size() + 63) / 64]());
   return s;
 }
 
@@ -241,6 +242,59 @@ void BlockStream::decode_into(uint64_t b, unsigned char* dst) const {
 #endif
   std::string problem = codec::decode(type_, stored, sb.stored, dst, n, ctx);
   if (!problem.empty()) fail(b, problem);
+}
+
+bool BlockStream::addressable(uint64_t b, codec::AddressableBlock& view, std::vector<unsigned char>& buf) const {
+  if (!coded_ || b >= block_count()) return false;
+  const StoredBlock& sb = blocks_[b];
+  const unsigned char* base = source_->data();
+  const unsigned char* stored = base ? base + sb.offset : nullptr;
+  const uint64_t bit = uint64_t(1) << (b % 64);
+  const bool checked = stored && (stored_checked_[b / 64].load(std::memory_order_acquire) & bit);
+  if (!stored) {
+    buf.resize(sb.stored);
+    source_->read(sb.offset, sb.stored, buf.data());
+    stored = buf.data();
+  }
+  if (sb.stored < 2 || stored[1] != uint8_t(codec::Layout::packed)) return false;  // a peek: decoded as usual
+  if (!checked) {
+#ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+    if (XXH3_64bits(stored, sb.stored) != sb.checksum) fail(b, "checksum mismatch (corrupted data)");
+#endif
+    if (base) stored_checked_[b / 64].fetch_or(bit, std::memory_order_acq_rel);
+  }
+  std::string problem;
+  if (view.open(type_, stored, sb.stored, values_in(b), problem)) return !view.needs_codes() || codes_;
+  if (!problem.empty()) fail(b, problem);
+  return false;
+}
+
+void BlockStream::gather(const uint64_t* pos, size_t k, void* out) const {
+  unsigned char* dst = static_cast<unsigned char*>(out);
+  const size_t size = type_.size;
+  codec::AddressableBlock view;
+  std::vector<unsigned char> buf;
+  std::vector<uint8_t> codes;
+  for (size_t i = 0; i < k;) {
+    if (pos[i] >= count_) throw UsageError(what_ + ": position " + std::to_string(pos[i]) + " is out of range");
+    const uint64_t b = pos[i] / per_block_, first = b * per_block_, end = first + values_in(b);
+    size_t j = i;
+    while (j < k && pos[j] < end) ++j;
+    if (const unsigned char* p = in_place(first, end - first)) {
+      for (size_t q = i; q < j; ++q) std::memcpy(dst + q * size, p + (pos[q] - first) * size, size);
+    } else if (addressable(b, view, buf)) {
+      codes.assign(j - i, 0);
+      if (view.needs_codes()) codes_->gather(pos + i, j - i, codes.data());
+      const uint64_t* bases = bases_ ? bases_->data() : nullptr;
+      for (size_t q = i; q < j; ++q)
+        if (!view.value(size_t(pos[q] - first), codes[q - i], bases, dst + q * size))
+          fail(b, "a packed word indexes past its dictionary");
+    } else {
+      const std::shared_ptr<const DecodedBlock> d = block(b);
+      for (size_t q = i; q < j; ++q) std::memcpy(dst + q * size, d->data() + (pos[q] - first) * size, size);
+    }
+    i = j;
+  }
 }
 
 std::shared_ptr<const DecodedBlock> BlockStream::block(uint64_t b) const {

@@ -100,6 +100,15 @@ class BlockStream {
   std::shared_ptr<const DecodedBlock> block(uint64_t b) const;
   // Copies values [start, start + n) to dst.
   void read(uint64_t start, uint64_t n, void* dst) const;
+  // The values at positions pos[0..k) (ascending, each < count()) into out, k values: a
+  // packed block's values are read where they lie, a word each (codec::AddressableBlock), any
+  // other block is decoded once (through the cache).
+  void gather(const uint64_t* pos, size_t k, void* out) const;
+  // Coded block b as values addressable one by one, its stored bytes checked (once per
+  // stream when the source is in memory or mapped; else read into `buf` and checked each
+  // time); false when the block is not packed or needs quantile codes. FormatError naming the
+  // stream and block when it is damaged.
+  bool addressable(uint64_t b, codec::AddressableBlock& view, std::vector<unsigned char>& buf) const;
   // The stored bytes holding values [start, start + n) (whole blocks when coded, leaving out
   // blocks decoded already). Spans of many small runs should go through blocks_of (below).
   void byte_ranges(uint64_t start, uint64_t n, std::vector<ByteRange>& out) const;
@@ -123,6 +132,8 @@ class BlockStream {
   std::shared_ptr<std::atomic<uint64_t>[]> checked_;
   std::shared_ptr<std::atomic<uint64_t>> checked_count_;  // bits set in checked_
   std::vector<StoredBlock> blocks_;   // coded
+  // coded: a bit per block whose stored bytes passed their check where they lie (mapped)
+  std::shared_ptr<std::atomic<uint64_t>[]> stored_checked_;
   uint64_t id_ = 0;                   // key in the cache of decoded blocks
   const BlockStream* codes_ = nullptr;
   std::shared_ptr<const std::vector<uint64_t>> bases_;

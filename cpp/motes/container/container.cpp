@@ -31,6 +31,7 @@ std::string feature_names(uint64_t bits) {
                        : bit == kFeatureFieldParts  ? "field-parts"
                        : bit == kFeatureZfpBlocks   ? "zfp-blocks"
                        : bit == kFeatureFieldGeometry ? "field-geometry"
+                       : bit == kFeaturePackedBlocks ? "packed-blocks"
                                                     : "bit " + std::to_string(k);
     out += (out.empty() ? "" : ", ") + name;
   }

@@ -249,11 +249,11 @@ void choose_typed(ColumnPlan& p, const Layout& layout, uint32_t block_values, bo
     if (code_of) predictors.push_back(codec::Predictor::grid_quantile);
     for (codec::Sample& s : samples) s.ctx.grid_origin = p.grid.origin, s.ctx.grid_step = p.grid.step, s.ctx.edges = p.edges.data();
   }
-  p.values.plan = codec::choose(type, predictors, samples, zstd_level);
+  p.values.plan = codec::choose(type, predictors, samples, zstd_level, /*addressable=*/true);
   if (code_of) {
     std::vector<codec::Sample> cs;
     for (size_t k = 0; k < codes.size(); ++k) cs.push_back({codes[k].data(), len, {}});
-    p.codes.plan = codec::choose(codec::value_type(uint8_t(DType::u8)), {codec::Predictor::none}, cs, zstd_level);
+    p.codes.plan = codec::choose(codec::value_type(uint8_t(DType::u8)), {codec::Predictor::none}, cs, zstd_level, true);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "motes/codec/codec.hpp"
+#include "motes/core/bytes.hpp"
 #include "motes/core/errors.hpp"
 #include "motes/core/threads.hpp"
 #include "motes/particles/spec.hpp"
@@ -54,7 +55,7 @@ void code_index_blocks(const void* values, uint64_t n, DType dtype, int zstd_lev
     const uint64_t b = m > 1 ? k * (nb - 1) / (m - 1) : 0;
     samples.push_back({v + b * bv * type.size, size_t(std::min(bv, n - b * bv)), {}});
   }
-  const codec::Plan plan = codec::choose(type, {codec::Predictor::none, codec::Predictor::delta}, samples, zstd_level);
+  const codec::Plan plan = codec::choose(type, {codec::Predictor::none, codec::Predictor::delta}, samples, zstd_level, true);
   std::vector<std::string> coded(nb);
   parallel_for(nb, threads, [&](uint64_t b) {
     codec::encode(plan, type, v + b * bv * type.size, size_t(std::min(bv, n - b * bv)), {}, coded[b]);
@@ -127,16 +128,49 @@ void IdIndex::find(const uint64_t* keys, size_t n, int64_t* rows) const {
   const uint64_t bv = spec::kIdBlockValues, nb = fences_.size() / 2;
   BlockReader reader;
   const bool wide = rows_.value_size() == 8;
+  // A block of packed keys is searched where it lies (a word per probe) and its row read the
+  // same way: a lookup costs a few words, not two blocks decoded.
+  codec::AddressableBlock key_view, row_view;
+  std::vector<unsigned char> key_buf, row_buf;
+  uint64_t viewed = UINT64_MAX;  // the block key_view holds
+  bool packed = false;
+  auto key_at = [&](uint64_t j) {
+    unsigned char v[8];
+    if (!key_view.value(size_t(j), 0, nullptr, v)) throw FormatError(file_ + ": id index keys: a packed word indexes past its dictionary");
+    return load<uint64_t>(v);
+  };
   for (size_t i = 0; i < n; ++i) {
     rows[i] = -1;
     const uint64_t key = keys[i];
     const uint64_t lo = first_block(key);
     if (lo == nb || fences_[2 * lo] > key) continue;
     const uint64_t first = lo * bv, m = std::min(bv, count_ - first);
+    if (viewed != lo) {
+      viewed = lo;
+      packed = keys_.addressable(lo, key_view, key_buf) && rows_.addressable(lo, row_view, row_buf);
+    }
+    uint64_t j = 0;
+    if (packed) {
+      uint64_t a = 0, b = m;  // the first key >= key
+      while (a < b) {
+        const uint64_t mid = (a + b) / 2;
+        if (key_at(mid) < key) a = mid + 1;
+        else b = mid;
+      }
+      if (a == m || key_at(a) != key) continue;
+      j = a;
+      if ((j + 1 < m && key_at(j + 1) == key) || (j + 1 == m && lo + 1 < nb && fences_[2 * (lo + 1)] == key))
+        throw FormatError(file_ + ": id " + std::to_string(key) + " (as a key) is held by two particles");
+      unsigned char r[8] = {};
+      if (!row_view.value(size_t(j), 0, nullptr, r)) throw FormatError(file_ + ": id index rows: a packed word indexes past its dictionary");
+      rows[i] = wide ? int64_t(load<uint64_t>(r)) : int64_t(load<uint32_t>(r));
+      if (uint64_t(rows[i]) >= count_) throw FormatError(file_ + ": id index block " + std::to_string(lo) + " names position " + std::to_string(rows[i]));
+      continue;
+    }
     const uint64_t* k = reader.values<uint64_t>(keys_, first, m);
     const uint64_t* at = std::lower_bound(k, k + m, key);
     if (at == k + m || *at != key) continue;
-    const uint64_t j = uint64_t(at - k);
+    j = uint64_t(at - k);
     const bool twice = (j + 1 < m && k[j + 1] == key) || (j + 1 == m && lo + 1 < nb && fences_[2 * (lo + 1)] == key);
     if (twice) throw FormatError(file_ + ": id " + std::to_string(key) + " (as a key) is held by two particles");
     rows[i] = wide ? int64_t(*reader.values<uint64_t>(rows_, first + j, 1)) : int64_t(*reader.values<uint32_t>(rows_, first + j, 1));
@@ -173,9 +207,12 @@ void gather_rows(const BlockStream& s, const int64_t* rows, size_t n, void* out)
       order.push_back(i);
     }
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rows[a] < rows[b]; });  // block by block
-  BlockReader reader;
+  std::vector<uint64_t> pos(order.size());
+  for (size_t q = 0; q < order.size(); ++q) pos[q] = uint64_t(rows[order[q]]);
+  std::vector<unsigned char> values(order.size() * size);
+  s.gather(pos.data(), pos.size(), values.data());
   unsigned char* dst = static_cast<unsigned char*>(out);
-  for (size_t i : order) std::memcpy(dst + i * size, reader.span(s, uint64_t(rows[i]), 1), size);
+  for (size_t q = 0; q < order.size(); ++q) std::memcpy(dst + order[q] * size, values.data() + q * size, size);
 }
 
 void IdIndex::verify() const {

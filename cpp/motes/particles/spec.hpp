@@ -27,9 +27,11 @@ inline constexpr bool kCheckSums = true;
 inline constexpr char kMagic[8] = {'M', 'O', 'T', 'E', 'S', 'P', 'R', 'T'};
 inline constexpr uint16_t kVersionMajor = 2;  // written
 // 2.1: the id index (kinds 10-12); 2.2: tail indexes (kinds 13-15); 2.3: covering tail
-// indexes (kinds 16-17); 2.4: derived quantities (kinds 18-23). A file is written with the
-// lowest minor version that holds what it has (2.0 without any of them).
-inline constexpr uint16_t kVersionMinor = 4;
+// indexes (kinds 16-17); 2.4: derived quantities (kinds 18-23); 2.5: packed words in coded
+// blocks (feature packed-blocks). A file is written with the lowest minor version that holds
+// what it has (2.0 without any of them).
+inline constexpr uint16_t kVersionMinor = 5;
+inline constexpr uint16_t kDerivedVersionMinor = 4;
 inline constexpr uint16_t kCoverVersionMinor = 3;
 inline constexpr uint16_t kTailVersionMinor = 2;
 inline constexpr uint16_t kIdVersionMinor = 1;

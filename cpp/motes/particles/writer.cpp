@@ -409,7 +409,8 @@ void ParticleFileWriter::commit(container::SectionsBuilder& meta) {
   area.block_values = bv_;
   for (int a = 0; a < 3; ++a) area.bounds_lo[a] = layout_.bounds.lo[a], area.bounds_hi[a] = layout_.bounds.hi[a];
   const bool covered = std::any_of(tails_.begin(), tails_.end(), [](const TailIndexSections& t) { return !t.covers.empty(); });
-  const uint16_t minor = !derived_.empty() ? spec::kVersionMinor
+  const uint16_t minor = (meta.features & container::kFeaturePackedBlocks) ? spec::kVersionMinor
+                         : !derived_.empty() ? spec::kDerivedVersionMinor
                          : covered         ? spec::kCoverVersionMinor
                          : !tails_.empty() ? spec::kTailVersionMinor
                          : ids_            ? spec::kIdVersionMinor

@@ -44,6 +44,17 @@ std::pair<uint64_t, uint64_t> extent(const StreamOut& s) {
   return {lo, hi - lo};
 }
 
+// Whether any of the coded blocks (back to back in `coded`) holds packed words, which a
+// reader must know (container::kFeaturePackedBlocks).
+bool any_packed(const std::string& coded, const std::vector<StoredBlock>& blocks) {
+  size_t at = 0;
+  for (const StoredBlock& b : blocks) {
+    if (at + 1 < coded.size() && uint8_t(coded[at + 1]) == uint8_t(codec::Layout::packed)) return true;
+    at += b.stored;
+  }
+  return false;
+}
+
 // A column's stream in the section table: raw values with their block checksums, or coded
 // blocks (within their extent) with their block table.
 void add_stream(container::SectionsBuilder& meta, uint32_t kind, uint32_t column, const StreamOut& s, uint64_t bytes) {
@@ -51,6 +62,7 @@ void add_stream(container::SectionsBuilder& meta, uint32_t kind, uint32_t column
     uint32_t at = meta.bulk(kind, column, container::kRaw, s.offset, bytes);
     meta.add(spec::kBlockSums, at, as_bytes(s.sums));
   } else {
+    if (s.plan.layout == codec::Layout::packed) meta.features |= container::kFeaturePackedBlocks;
     auto [lo, len] = extent(s);
     uint32_t at = meta.bulk(kind, column, container::kBlocks, lo, len);
     meta.add(spec::kBlockTable, at, container::encode_block_table(s.blocks));
@@ -88,6 +100,8 @@ container::SectionsBuilder metadata_sections(uint64_t base, bool lossless, uint6
     const uint32_t r = meta.bulk(spec::kIdRows, ids->column, container::kBlocks, at + ids->keys.size(), ids->rows.size());
     meta.add(spec::kBlockTable, r, container::encode_block_table(ids->row_blocks));
     meta.add(spec::kIdFences, ids->column, ids->fences);
+    if (any_packed(ids->keys, ids->key_blocks) || any_packed(ids->rows, ids->row_blocks))
+      meta.features |= container::kFeaturePackedBlocks;
   }
   // A column's tail, or a derived quantity's (t.column = columns + d: its own kinds, laid
   // out as a column's, naming d).
@@ -106,12 +120,14 @@ container::SectionsBuilder metadata_sections(uint64_t base, bool lossless, uint6
     const uint32_t r = meta.bulk(kr, column, container::kBlocks, t.row_blocks.front().offset, t.rows.size());
     meta.add(spec::kBlockTable, r, container::encode_block_table(t.row_blocks));
     meta.add(kb, column, t.bounds);
+    if (any_packed(t.values, t.value_blocks) || any_packed(t.rows, t.row_blocks)) meta.features |= container::kFeaturePackedBlocks;
     if (t.covers.empty()) continue;
     TailCoverHead head{t.low_covered, t.high_covered, {}};
     for (const TailIndexSections::Cover& c : t.covers) {
       const uint32_t k = meta.bulk(kcv, c.column, container::kBlocks, c.blocks.front().offset, c.values.size());
       meta.add(spec::kBlockTable, k, container::encode_block_table(c.blocks));
       head.sections.push_back(k);
+      if (any_packed(c.values, c.blocks)) meta.features |= container::kFeaturePackedBlocks;
     }
     meta.add(kc, column, encode_tail_cover(head));
   }

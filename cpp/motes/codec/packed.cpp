@@ -1,0 +1,275 @@
+#include "motes/codec/packed.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <utility>
+
+#include "motes/core/bytes.hpp"
+
+namespace motes::codec {
+
+namespace {
+
+constexpr uint8_t kFor = 0, kDictionary = 1;
+constexpr uint32_t kMaxDictionary = 256;
+
+uint64_t word_at(const unsigned char* p, uint32_t size) {
+  uint64_t v = 0;
+  std::memcpy(&v, p, size);  // little-endian
+  return v;
+}
+uint64_t mask_of(uint32_t w) { return w >= 64 ? ~uint64_t(0) : (uint64_t(1) << w) - 1; }
+uint32_t bits_for(uint64_t range) { return range ? 64 - uint32_t(__builtin_clzll(range)) : 0; }
+
+// Bits [bit, bit + w) of a little-endian bit string; the 8 bytes from bit / 8 must be
+// readable (the stream's padding guarantees it), and one more when the field needs it.
+inline uint64_t field(const unsigned char* p, uint64_t bit, uint32_t w) {
+  const uint64_t at = bit >> 3;
+  const uint32_t sh = uint32_t(bit & 7);
+  uint64_t v = load<uint64_t>(p + at) >> sh;
+  if (sh + w > 64) v |= uint64_t(p[at + 8]) << (64 - sh);
+  return v & mask_of(w);
+}
+
+// One unit's plan: its words as frame of reference (ref + a w-bit offset), or as a
+// dictionary of their high parts (the words >> rbits; at most 256) with each word's
+// dictionary index and low rbits bits in one w-bit field.
+struct UnitPlan {
+  uint8_t mode = kFor, width = 0, rbits = 0;
+  uint64_t ref = 0;
+  uint32_t dict_size = 0;
+  uint64_t dict[kMaxDictionary];
+  uint8_t index[4096];  // dictionary index of each word (dictionary mode)
+  size_t body_bytes(size_t m, uint32_t size) const {
+    return (mode == kFor ? size : size_t(dict_size) * size) + (m * width + 7) / 8;
+  }
+};
+
+// The distinct high parts (words >> rbits) of a unit when there are at most `most` (a small
+// open-addressing table); false as soon as there are more.
+bool dictionary(const unsigned char* words, size_t m, uint32_t size, uint32_t rbits, uint32_t most, UnitPlan& u) {
+  constexpr uint32_t slots = 1024;
+  std::array<uint64_t, slots> key;
+  std::array<int16_t, slots> at;
+  at.fill(-1);
+  u.dict_size = 0;
+  for (size_t i = 0; i < m; ++i) {
+    const uint64_t v = rbits >= 64 ? 0 : word_at(words + i * size, size) >> rbits;
+    uint32_t h = uint32_t((v * 0x9E3779B97F4A7C15ull) >> 54);
+    while (at[h] >= 0 && key[h] != v) h = (h + 1) & (slots - 1);
+    if (at[h] < 0) {
+      if (u.dict_size == most) return false;
+      key[h] = v, at[h] = int16_t(u.dict_size);
+      u.dict[u.dict_size++] = v;
+    }
+    u.index[i] = uint8_t(at[h]);
+  }
+  return true;
+}
+
+void plan_unit(const unsigned char* words, size_t m, uint32_t size, UnitPlan& u) {
+  uint64_t lo = ~uint64_t(0), hi = 0;
+  for (size_t i = 0; i < m; ++i) {
+    const uint64_t v = word_at(words + i * size, size);
+    lo = std::min(lo, v), hi = std::max(hi, v);
+  }
+  u.mode = kFor, u.ref = lo, u.width = uint8_t(bits_for(hi - lo)), u.rbits = 0, u.dict_size = 0;
+  if (u.width <= 1) return;
+  size_t best = u.body_bytes(m, size);
+  // Dictionaries of the whole words (few distinct values: flags, charges) and of their high
+  // parts above rbits = width - k low bits (the sign and exponent of floats that cross zero).
+  static thread_local UnitPlan d;
+  for (uint32_t k : {64u, 4u, 6u, 8u, 10u, 12u}) {
+    const uint32_t rbits = k >= u.width ? 0 : u.width - k;
+    if (k != 64 && (rbits == 0 || k >= u.width)) continue;
+    // Fewer entries than what would make it no smaller than the best so far.
+    uint32_t most = kMaxDictionary;
+    while (most > 1 && size_t(most) * size + (m * (bits_for(most - 1) + rbits) + 7) / 8 >= best) most /= 2;
+    if (most <= 1 || !dictionary(words, m, size, rbits, most, d)) continue;
+    d.mode = kDictionary, d.rbits = uint8_t(rbits);
+    d.width = uint8_t(bits_for(d.dict_size - 1) + rbits);
+    if (d.width <= 64 && d.body_bytes(m, size) < best) {
+      best = d.body_bytes(m, size);
+      u.mode = kDictionary, u.width = d.width, u.rbits = d.rbits, u.dict_size = d.dict_size;
+      std::copy(d.dict, d.dict + d.dict_size, u.dict);
+      std::copy(d.index, d.index + m, u.index);
+    }
+  }
+}
+
+// Appends m w-bit fields to out.
+template <class Get>
+void put_fields(size_t m, uint32_t w, Get get, std::string& out) {
+  const size_t at = out.size(), bytes = (m * w + 7) / 8;
+  out.resize(at + bytes + 8, '\0');  // 8 spare bytes for whole-word stores, cut below
+  unsigned char* p = reinterpret_cast<unsigned char*>(out.data()) + at;
+  if (w) {
+    uint64_t bit = 0;
+    for (size_t i = 0; i < m; ++i, bit += w) {
+      const uint64_t v = get(i) & mask_of(w);
+      const uint64_t byte = bit >> 3;
+      const uint32_t sh = uint32_t(bit & 7);
+      store<uint64_t>(p + byte, load<uint64_t>(p + byte) | (v << sh));
+      if (sh + w > 64) p[byte + 8] = uint8_t(p[byte + 8] | (v >> (64 - sh)));
+    }
+  }
+  out.resize(at + bytes);
+}
+
+// Unpacks m fields of W bits (a constant: the compiler unrolls each group of 8) plus ref.
+template <class U, uint32_t W>
+void unpack_for(const unsigned char* p, size_t m, uint64_t ref, unsigned char* dst) {
+  U* out = reinterpret_cast<U*>(dst);
+  size_t i = 0;
+  if constexpr (W == 0) {
+    for (; i < m; ++i) store<U>(out + i, U(ref));
+  } else {
+    for (; i + 8 <= m; i += 8, p += W) {  // 8 fields of W bits are W bytes
+#pragma GCC unroll 8
+      for (uint32_t j = 0; j < 8; ++j) store<U>(out + i + j, U(ref + field(p, j * W, W)));
+    }
+    for (uint32_t j = 0; i < m; ++i, ++j) store<U>(out + i, U(ref + field(p, j * W, W)));
+  }
+}
+
+using Unpacker = void (*)(const unsigned char*, size_t, uint64_t, unsigned char*);
+template <class U, size_t... W>
+constexpr std::array<Unpacker, sizeof...(W)> unpackers(std::index_sequence<W...>) {
+  return {&unpack_for<U, uint32_t(W)>...};
+}
+Unpacker unpacker(uint32_t size, uint32_t w) {
+  static constexpr auto u8 = unpackers<uint8_t>(std::make_index_sequence<9>{});
+  static constexpr auto u16 = unpackers<uint16_t>(std::make_index_sequence<17>{});
+  static constexpr auto u32 = unpackers<uint32_t>(std::make_index_sequence<33>{});
+  static constexpr auto u64 = unpackers<uint64_t>(std::make_index_sequence<65>{});
+  switch (size) {
+    case 1: return u8[w];
+    case 2: return u16[w];
+    case 4: return u32[w];
+    default: return u64[w];
+  }
+}
+
+}  // namespace
+
+void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string& out) {
+  const size_t units = (n + kPackedUnit - 1) / kPackedUnit;
+  const size_t start = out.size();
+  out.append(4 + units * kPackedUnitEntryBytes, '\0');
+  store<uint32_t>(out.data() + start, kPackedUnit);
+  static thread_local UnitPlan u;
+  for (size_t k = 0; k < units; ++k) {
+    const unsigned char* w = words + k * kPackedUnit * size;
+    const size_t m = std::min<size_t>(kPackedUnit, n - k * kPackedUnit);
+    plan_unit(w, m, size, u);
+    unsigned char* e = reinterpret_cast<unsigned char*>(out.data()) + start + 4 + k * kPackedUnitEntryBytes;
+    store<uint32_t>(e, uint32_t(out.size() - start));
+    e[4] = u.width, e[5] = u.mode;
+    if (u.mode == kDictionary) e[6] = uint8_t(u.dict_size - 1), e[7] = u.rbits;
+    if (u.mode == kFor) {
+      out.append(reinterpret_cast<const char*>(&u.ref), size);
+      const uint64_t ref = u.ref;
+      put_fields(m, u.width, [&](size_t i) { return word_at(w + i * size, size) - ref; }, out);
+    } else {
+      for (uint32_t j = 0; j < u.dict_size; ++j) out.append(reinterpret_cast<const char*>(&u.dict[j]), size);
+      const uint32_t r = u.rbits;
+      put_fields(m, u.width, [&](size_t i) { return uint64_t(u.index[i]) << r | (word_at(w + i * size, size) & mask_of(r)); }, out);
+    }
+  }
+  out.append(kPackedPadBytes, '\0');
+}
+
+size_t packed_size(const unsigned char* words, size_t n, uint32_t size) {
+  const size_t units = (n + kPackedUnit - 1) / kPackedUnit;
+  size_t bytes = 4 + units * kPackedUnitEntryBytes + kPackedPadBytes;
+  static thread_local UnitPlan u;
+  for (size_t k = 0; k < units; ++k) {
+    const size_t m = std::min<size_t>(kPackedUnit, n - k * kPackedUnit);
+    plan_unit(words + k * kPackedUnit * size, m, size, u);
+    bytes += u.body_bytes(m, size);
+  }
+  return bytes;
+}
+
+std::string PackedWords::open(const unsigned char* s, size_t len, size_t n, uint32_t size) {
+  if (len < 4 + kPackedPadBytes) return "packed stream is shorter than its header";
+  const uint32_t unit = load<uint32_t>(s);
+  if (unit < 64 || unit > 4096 || (unit & (unit - 1))) return "packed stream has a unit of " + std::to_string(unit) + " words";
+  const size_t units = (n + unit - 1) / unit;
+  if (units > (len - 4 - kPackedPadBytes) / kPackedUnitEntryBytes) return "packed stream is shorter than its unit table";
+  size_t at = 4 + units * kPackedUnitEntryBytes;
+  for (size_t k = 0; k < units; ++k) {
+    const unsigned char* e = s + 4 + k * kPackedUnitEntryBytes;
+    const uint32_t w = e[4], mode = e[5], d = e[6] + 1u, r = e[7];
+    const size_t m = std::min<size_t>(unit, n - k * unit);
+    auto which = [&] { return "packed unit " + std::to_string(k); };  // for errors only
+    if (load<uint32_t>(e) != at) return which() + " does not start where the one before ends";
+    if (mode == kFor) {
+      if (w > 8 * size || e[6] || e[7]) return which() + " has a width of " + std::to_string(w) + " bits or a dictionary";
+    } else if (mode == kDictionary) {
+      if (w > 64 || r >= 8 * size || w < r || w - r > 8 || (uint64_t(1) << (w - r)) < d)
+        return which() + " has a dictionary of " + std::to_string(d) + " words in fields of " + std::to_string(w) +
+               " bits with " + std::to_string(r) + " low bits";
+    } else {
+      return which() + " has an unknown mode " + std::to_string(mode);
+    }
+    const size_t body = (mode == kFor ? size : size_t(d) * size) + (m * w + 7) / 8;
+    if (body > len - kPackedPadBytes - at) return which() + " runs past the end of the stream";
+    at += body;
+  }
+  if (at + kPackedPadBytes != len) return "packed stream has " + std::to_string(len - at) + " bytes after its units, expected 8";
+  for (size_t i = at; i < len; ++i)
+    if (s[i]) return "packed stream has a nonzero padding byte";
+  s_ = s, n_ = n, size_ = size, shift_ = uint32_t(__builtin_ctz(unit));
+  return {};
+}
+
+bool PackedWords::word(size_t i, uint64_t& out) const {
+  const unsigned char* e = s_ + 4 + (i >> shift_) * kPackedUnitEntryBytes;
+  const unsigned char* body = s_ + load<uint32_t>(e);
+  const uint32_t w = e[4];
+  const size_t j = i & ((size_t(1) << shift_) - 1);
+  if (e[5] == kFor) {
+    out = (word_at(body, size_) + field(body + size_, uint64_t(j) * w, w)) & mask_of(8 * size_);
+    return true;
+  }
+  const uint32_t d = e[6] + 1u, r = e[7];
+  const uint64_t f = field(body + size_t(d) * size_, uint64_t(j) * w, w);
+  const uint64_t k = f >> r;
+  if (k >= d) return false;
+  out = ((word_at(body + k * size_, size_) << r) | (f & mask_of(r))) & mask_of(8 * size_);
+  return true;
+}
+
+std::string PackedWords::unpack(unsigned char* dst) const {
+  const size_t unit = size_t(1) << shift_, units = (n_ + unit - 1) / unit;
+  for (size_t k = 0; k < units; ++k) {
+    const unsigned char* e = s_ + 4 + k * kPackedUnitEntryBytes;
+    const unsigned char* body = s_ + load<uint32_t>(e);
+    const uint32_t w = e[4];
+    const size_t m = std::min(unit, n_ - k * unit);
+    unsigned char* out = dst + k * unit * size_;
+    if (e[5] == kFor) {
+      unpacker(size_, w)(body + size_, m, word_at(body, size_), out);
+    } else {
+      const uint32_t d = e[6] + 1u, r = e[7];
+      const unsigned char* p = body + size_t(d) * size_;
+      const uint64_t all = mask_of(8 * size_), low = mask_of(r);
+      for (size_t j = 0; j < m; ++j) {
+        const uint64_t f = field(p, uint64_t(j) * w, w);
+        const uint64_t x = f >> r;
+        if (x >= d) return "packed unit " + std::to_string(k) + " indexes past its dictionary";
+        const uint64_t v = ((word_at(body + x * size_, size_) << r) | (f & low)) & all;
+        std::memcpy(out + j * size_, &v, size_);
+      }
+    }
+    // Bits after the unit's last field are zero (a stream has one form).
+    const size_t bits = m * w;
+    if (bits % 8 && (body[(e[5] == kFor ? size_ : (e[6] + size_t(1)) * size_) + bits / 8] >> (bits % 8)))
+      return "packed unit " + std::to_string(k) + " has bits set after its last word";
+  }
+  return {};
+}
+
+}  // namespace motes::codec

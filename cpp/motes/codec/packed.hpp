@@ -1,0 +1,42 @@
+// Packed words (Layout::packed, docs/format.md §4.12.2): a block's words in units of
+// kPackedUnit, each unit frame-of-reference (a reference word plus w-bit offsets) or a
+// dictionary of the words' high parts (up to 256, with each word's index and low bits in a
+// w-bit field: ALP-RD's split, per unit), bit-packed. Any word is found
+// from its position alone, so a reader gathering k scattered values of a block decodes k
+// words, not the block (tracking, id lookups), and a whole block unpacks with no entropy
+// decoder. The stream is the block's one stream, stored raw.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace motes::codec {
+
+inline constexpr uint32_t kPackedUnit = 256;        // words per unit written
+inline constexpr uint32_t kPackedUnitEntryBytes = 8;  // u32 body offset, u8 width, u8 mode, u8 dictionary size - 1, u8 low bits
+inline constexpr uint32_t kPackedPadBytes = 8;      // zero bytes closing the stream (whole-word loads)
+
+// Appends the packed stream of n words of `size` bytes (little-endian) to out.
+void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string& out);
+// The bytes pack_words would append.
+size_t packed_size(const unsigned char* words, size_t n, uint32_t size);
+
+// A checked packed stream: word(i) reads word i (0 <= i < n) where it lies.
+class PackedWords {
+ public:
+  // Checks the stream (its unit table, sizes and padding) for n words of `size` bytes;
+  // returns what is wrong, or an empty string.
+  std::string open(const unsigned char* stream, size_t len, size_t n, uint32_t size);
+  // Word i, or false when a dictionary index is past its dictionary (a damaged stream).
+  bool word(size_t i, uint64_t& out) const;
+  // All n words, little-endian, into dst (n * size bytes); what is wrong, or empty.
+  std::string unpack(unsigned char* dst) const;
+
+ private:
+  const unsigned char* s_ = nullptr;
+  size_t n_ = 0;
+  uint32_t size_ = 0, shift_ = 0;  // unit = 1 << shift_
+};
+
+}  // namespace motes::codec

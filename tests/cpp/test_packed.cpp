@@ -1,0 +1,221 @@
+// Packed words (Layout::packed, docs/format.md §4.12.2): every unit mode round-trips every
+// dtype bit for bit, each value read where it lies equals the decoded block, the writer's
+// choice follows the sizes, and damaged streams are refused with a message, never a crash.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "motes/codec/codec.hpp"
+#include "motes/core/bytes.hpp"
+#include "motes/core/types.hpp"
+
+using namespace motes;
+using namespace motes::codec;
+
+namespace {
+
+// n values of dtype `code`: 0 smooth, 1 noise crossing zero, 2 constant, 3 two values (a
+// charge), 4 specials (NaN, inf, -0, extremes), 5 a few dozen distinct values.
+std::vector<unsigned char> values(uint8_t code, size_t n, int shape, uint64_t seed) {
+  const ValueType t = value_type(code);
+  std::vector<unsigned char> out(n * t.size);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> g;
+  for (size_t i = 0; i < n; ++i) {
+    const double v = shape == 0   ? 50 + std::sin(double(i) * 1e-3) * 10
+                     : shape == 1 ? g(rng) * 1e3
+                     : shape == 2 ? 7.0
+                     : shape == 3 ? (rng() % 2 ? -1.5 : 2.0)
+                     : shape == 5 ? double(rng() % 37) - 10
+                                  : double(i);
+    dispatch_dtype(DType(code), [&](auto tag) {
+      using T = decltype(tag);
+      T x;
+      if constexpr (std::is_floating_point_v<T>) {
+        x = T(v);
+        if (shape == 4 && i % 7 == 0) x = std::numeric_limits<T>::quiet_NaN();
+        if (shape == 4 && i % 11 == 0) x = -std::numeric_limits<T>::infinity();
+        if (shape == 4 && i % 13 == 0) x = -0.0;
+      } else {
+        x = shape == 4 ? (i % 2 ? std::numeric_limits<T>::max() : std::numeric_limits<T>::min()) : T(int64_t(v));
+        if (shape == 1) x = T(rng());
+      }
+      std::memcpy(out.data() + i * t.size, &x, t.size);
+    });
+  }
+  return out;
+}
+
+std::string packed_block(ValueType t, Predictor pred, const std::vector<unsigned char>& in, size_t n, const Context& ctx = {}) {
+  Plan plan;
+  plan.predictor = pred;
+  plan.layout = Layout::packed;
+  plan.coders = {Coder::raw};
+  std::string stored;
+  encode(plan, t, in.data(), n, ctx, stored);
+  return stored;
+}
+
+}  // namespace
+
+TEST(Packed, EveryShapeRoundTripsAndEveryValueIsReadWhereItLies) {
+  int checked = 0;
+  for (uint8_t code = 1; dtype_valid(code); ++code) {
+    const ValueType t = value_type(code);
+    for (int shape = 0; shape < 6; ++shape) {
+      for (size_t n : {1u, 17u, 255u, 256u, 257u, 1000u, 4096u}) {
+        const auto in = values(code, n, shape, code * 100 + shape + n);
+        for (Predictor pred : {Predictor::none, Predictor::offset}) {
+          const std::string stored = packed_block(t, pred, in, n);
+          ASSERT_EQ(stored[1], char(Layout::packed));
+          std::vector<unsigned char> out(in.size(), 0xAA);
+          ASSERT_EQ(decode(t, stored.data(), stored.size(), out.data(), n, {}), "")
+              << dtype_name(DType(code)) << " shape " << shape << " n " << n;
+          ASSERT_EQ(out, in) << dtype_name(DType(code)) << " shape " << shape << " n " << n << " " << predictor_name(pred);
+          AddressableBlock view;
+          std::string problem;
+          ASSERT_TRUE(view.open(t, stored.data(), stored.size(), n, problem)) << problem;
+          unsigned char v[8];
+          for (size_t i = 0; i < n; ++i) {
+            ASSERT_TRUE(view.value(i, 0, nullptr, v));
+            ASSERT_EQ(std::memcmp(v, in.data() + i * t.size, t.size), 0) << dtype_name(DType(code)) << " shape " << shape << " value " << i;
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 800);
+}
+
+TEST(Packed, QuantileResidualsAreReadWithTheirCodes) {
+  const ValueType t = value_type(uint8_t(DType::f32));
+  const size_t n = 4096;
+  const auto in = values(uint8_t(DType::f32), n, 1, 3);
+  std::vector<double> edges(257);
+  for (size_t k = 0; k <= 256; ++k) edges[k] = -4000.0 + 8000.0 * double(k) / 256;
+  const std::vector<uint64_t> bases = quantile_bases(uint8_t(DType::f32), edges.data());
+  std::vector<uint8_t> codes(n);
+  for (size_t i = 0; i < n; ++i) {
+    float x;
+    std::memcpy(&x, in.data() + 4 * i, 4);
+    uint32_t c = 0;
+    for (uint32_t k = 1; k < 256; ++k) c += edges[k] <= x;
+    codes[i] = uint8_t(c);
+  }
+  const Context ctx{codes.data(), bases.data()};
+  const std::string stored = packed_block(t, Predictor::quantile, in, n, ctx);
+  ASSERT_EQ(stored[0], char(Predictor::quantile));
+  std::vector<unsigned char> out(in.size());
+  ASSERT_EQ(decode(t, stored.data(), stored.size(), out.data(), n, ctx), "");
+  EXPECT_EQ(out, in);
+  AddressableBlock view;
+  std::string problem;
+  ASSERT_TRUE(view.open(t, stored.data(), stored.size(), n, problem));
+  ASSERT_TRUE(view.needs_codes());
+  for (size_t i = 0; i < n; i += 7) {
+    unsigned char v[4];
+    ASSERT_TRUE(view.value(i, codes[i], bases.data(), v));
+    ASSERT_EQ(std::memcmp(v, in.data() + 4 * i, 4), 0) << i;
+  }
+}
+
+TEST(Packed, UnitsTakeTheSmallestForm) {
+  const ValueType t = value_type(uint8_t(DType::f32));
+  const size_t n = 4096;
+  auto stream_bytes = [&](int shape) {
+    const auto in = values(uint8_t(DType::f32), n, shape, 9);
+    return packed_block(t, Predictor::offset, in, n).size();
+  };
+  const size_t overhead = kBlockHeaderBytes + kStreamEntryBytes + 4 + 4 + 16 * kPackedUnitEntryBytes + kPackedPadBytes;
+  EXPECT_EQ(stream_bytes(2), overhead + 16 * 4);                       // constant: a reference, no bits
+  EXPECT_LE(stream_bytes(3), overhead + 16 * (2 * 4 + 256 / 8));       // two values: 1-bit indexes
+  EXPECT_LT(stream_bytes(5), overhead + 16 * (64 * 4 + 256 * 6 / 8));  // a few dozen: at most 6-bit indexes
+  // Noise crossing zero: the high parts (sign, exponent) as a dictionary beat 32-bit offsets.
+  EXPECT_LT(stream_bytes(1), size_t(n) * 4 * 95 / 100);
+}
+
+TEST(Packed, TheWriterChoosesPackedWordsOnlyWhenAskedAndWhenTheyCostLittle) {
+  const ValueType t = value_type(uint8_t(DType::f32));
+  const size_t n = 4096;
+  // Positions within a treelet: uniform in [50, 51), as the layout leaves them.
+  std::mt19937_64 rng(1);
+  std::vector<float> smooth(n);
+  for (float& x : smooth) x = 50.0f + float(double(rng() >> 11) * 0x1.0p-53);
+  std::vector<Sample> samples{{smooth.data(), n, {}}};
+  const std::vector<Predictor> preds{Predictor::none, Predictor::delta, Predictor::xor_};
+  EXPECT_NE(choose(t, preds, samples, 1).layout, Layout::packed);
+  EXPECT_EQ(choose(t, preds, samples, 1, true).layout, Layout::packed);
+  // A column zstd shrinks far below any bit-packing (a long run of one value, then a ramp)
+  // keeps its byte planes.
+  std::vector<float> runs(n);
+  for (size_t i = 0; i < n; ++i) runs[i] = i < n / 2 ? 1.0f : float(i % 3 == 0 ? 1e6 + double(i) * 1e-3 : 2.5);
+  std::vector<Sample> rs{{runs.data(), n, {}}};
+  const Plan p = choose(t, preds, rs, 1, true);
+  std::string a, b;
+  encode(p, t, runs.data(), n, {}, a);
+  Plan packed = p;
+  packed.predictor = Predictor::offset, packed.layout = Layout::packed, packed.coders = {Coder::raw};
+  encode(packed, t, runs.data(), n, {}, b);
+  if (p.layout != Layout::packed) EXPECT_GT(double(b.size()), double(a.size()) * (1 + kPackedSlack));
+}
+
+TEST(Packed, DamagedStreamsAreRefusedWithAMessage) {
+  const ValueType t = value_type(uint8_t(DType::f32));
+  const size_t n = 1000;
+  std::vector<unsigned char> in = values(uint8_t(DType::f32), n, 3, 4);  // dictionary units
+  const std::vector<unsigned char> smooth = values(uint8_t(DType::f32), n, 0, 4);
+  in.insert(in.end(), smooth.begin(), smooth.begin() + 4 * 500);       // and frame-of-reference ones
+  const size_t m = n + 500;
+  const std::string good = packed_block(t, Predictor::offset, in, m);
+  std::vector<unsigned char> out(in.size());
+  auto problem = [&](const std::string& b) { return decode(t, b.data(), b.size(), out.data(), m, {}); };
+  ASSERT_EQ(problem(good), "");
+  const size_t s0 = kBlockHeaderBytes + kStreamEntryBytes + 4;  // the stream; its unit table at s0 + 4
+  std::string b = good;
+  b[kBlockHeaderBytes] = char(Coder::zstd);
+  EXPECT_NE(problem(b).find("not stored raw"), std::string::npos);
+  b = good;
+  b[s0] = 3;  // unit of 3 words
+  EXPECT_NE(problem(b).find("unit of"), std::string::npos);
+  b = good;
+  b[s0 + 4] = char(b[s0 + 4] + 1);  // unit 0 starts a byte late
+  EXPECT_NE(problem(b).find("does not start"), std::string::npos);
+  b = good;
+  b[s0 + 4 + 5] = 7;  // unknown mode
+  EXPECT_NE(problem(b).find("unknown mode"), std::string::npos);
+  b = good;
+  b[s0 + 4 + 4] = 40;  // a 40-bit offset of 32-bit words
+  EXPECT_FALSE(problem(b).empty());
+  b = good;
+  b[b.size() - 1] = 1;  // padding
+  EXPECT_NE(problem(b).find("padding"), std::string::npos);
+  EXPECT_FALSE(problem(good.substr(0, good.size() - 1)).empty());
+  EXPECT_FALSE(problem(good + std::string(1, '\0')).empty());
+  // Unit 0 holds 2 words in 1-bit fields: claiming 1 word moves every unit after it.
+  b = good;
+  ASSERT_EQ(b[s0 + 4 + 5], 1);
+  b[s0 + 4 + 6] = 0;
+  EXPECT_FALSE(problem(b).empty());
+  AddressableBlock view;
+  std::string why;
+  EXPECT_FALSE(view.open(t, b.data(), b.size() - 1, m, why));
+  EXPECT_FALSE(why.empty());
+  // Random damage never crashes, and never reads outside the block.
+  std::mt19937_64 rng(5);
+  for (int k = 0; k < 3000; ++k) {
+    std::string r = good;
+    for (int j = 0; j < 3; ++j) r[rng() % r.size()] = char(rng());
+    if (k % 3 == 0) r.resize(rng() % (r.size() + 1));
+    (void)problem(r);
+    AddressableBlock v;
+    std::string w;
+    if (v.open(t, r.data(), r.size(), m, w)) {
+      unsigned char x[4];
+      for (size_t i = 0; i < m; i += 37) (void)v.value(i, 0, nullptr, x);
+    }
+  }
+}
