@@ -249,7 +249,7 @@ TEST(Codec, DamagedBlocksAreRefusedWithAMessage) {
   const size_t at = kBlockHeaderBytes + kStreamEntryBytes + (1999 + 7) / 8 - 1;  // plane 0's last byte
   b[at] = char(b[at] | 0x80);
   EXPECT_NE(decode(t, b.data(), b.size(), out.data(), 1999, {}).find("past the block's last value"), std::string::npos);
-  b[1] = 4;
+  b[1] = 5;
   EXPECT_NE(decode(t, b.data(), b.size(), out.data(), 1999, {}).find("unknown layout"), std::string::npos);
   // Random bytes after a valid header never crash.
   std::mt19937_64 rng(11);

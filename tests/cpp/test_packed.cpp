@@ -49,10 +49,11 @@ std::vector<unsigned char> values(uint8_t code, size_t n, int shape, uint64_t se
   return out;
 }
 
-std::string packed_block(ValueType t, Predictor pred, const std::vector<unsigned char>& in, size_t n, const Context& ctx = {}) {
+std::string packed_block(ValueType t, Predictor pred, const std::vector<unsigned char>& in, size_t n, const Context& ctx = {},
+                         Layout layout = Layout::packed) {
   Plan plan;
   plan.predictor = pred;
-  plan.layout = Layout::packed;
+  plan.layout = layout;
   plan.coders = {Coder::raw};
   std::string stored;
   encode(plan, t, in.data(), n, ctx, stored);
@@ -80,7 +81,7 @@ TEST(Packed, EveryShapeRoundTripsAndEveryValueIsReadWhereItLies) {
           ASSERT_TRUE(view.open(t, stored.data(), stored.size(), n, problem)) << problem;
           unsigned char v[8];
           for (size_t i = 0; i < n; ++i) {
-            ASSERT_TRUE(view.value(i, 0, nullptr, v));
+            ASSERT_TRUE(view.value(i, nullptr, nullptr, v));
             ASSERT_EQ(std::memcmp(v, in.data() + i * t.size, t.size), 0) << dtype_name(DType(code)) << " shape " << shape << " value " << i;
           }
           ++checked;
@@ -91,7 +92,7 @@ TEST(Packed, EveryShapeRoundTripsAndEveryValueIsReadWhereItLies) {
   EXPECT_GT(checked, 800);
 }
 
-TEST(Packed, QuantileResidualsAreReadWithTheirCodes) {
+TEST(Packed, QuantileResidualsPackedOrBinnedAreReadWithTheirCodes) {
   const ValueType t = value_type(uint8_t(DType::f32));
   const size_t n = 4096;
   const auto in = values(uint8_t(DType::f32), n, 1, 3);
@@ -107,20 +108,54 @@ TEST(Packed, QuantileResidualsAreReadWithTheirCodes) {
     codes[i] = uint8_t(c);
   }
   const Context ctx{codes.data(), bases.data()};
-  const std::string stored = packed_block(t, Predictor::quantile, in, n, ctx);
-  ASSERT_EQ(stored[0], char(Predictor::quantile));
-  std::vector<unsigned char> out(in.size());
-  ASSERT_EQ(decode(t, stored.data(), stored.size(), out.data(), n, ctx), "");
-  EXPECT_EQ(out, in);
-  AddressableBlock view;
-  std::string problem;
-  ASSERT_TRUE(view.open(t, stored.data(), stored.size(), n, problem));
-  ASSERT_TRUE(view.needs_codes());
-  for (size_t i = 0; i < n; i += 7) {
-    unsigned char v[4];
-    ASSERT_TRUE(view.value(i, codes[i], bases.data(), v));
-    ASSERT_EQ(std::memcmp(v, in.data() + 4 * i, 4), 0) << i;
+  size_t sizes[2] = {};
+  for (Layout layout : {Layout::packed, Layout::binned}) {
+    const std::string stored = packed_block(t, Predictor::quantile, in, n, ctx, layout);
+    ASSERT_EQ(stored[0], char(Predictor::quantile));
+    ASSERT_EQ(stored[1], char(layout));
+    sizes[layout == Layout::binned] = stored.size();
+    std::vector<unsigned char> out(in.size());
+    ASSERT_EQ(decode(t, stored.data(), stored.size(), out.data(), n, ctx), "");
+    EXPECT_EQ(out, in);
+    AddressableBlock view;
+    std::string problem;
+    ASSERT_TRUE(view.open(t, stored.data(), stored.size(), n, problem)) << problem;
+    ASSERT_TRUE(view.needs_codes());
+    for (size_t i = 0; i < n; i += 7) {
+      unsigned char v[4];
+      ASSERT_TRUE(view.value(i, codes.data(), bases.data(), v));
+      ASSERT_EQ(std::memcmp(v, in.data() + 4 * i, 4), 0) << i;
+    }
+    if (layout == Layout::binned) {  // damaged: refused with a message naming what is wrong
+      std::string b = stored;
+      const size_t s0 = kBlockHeaderBytes + kStreamEntryBytes;
+      b[s0 + 4 + codes[0]] = 40;  // a 40-bit bin of 32-bit words
+      EXPECT_NE(decode(t, b.data(), b.size(), out.data(), n, ctx).find("bits"), std::string::npos);
+      b = stored;
+      b[s0 + 260 + 4] = char(b[s0 + 260 + 4] + 1);  // unit 1 a bit late
+      EXPECT_NE(decode(t, b.data(), b.size(), out.data(), n, ctx).find("does not start"), std::string::npos);
+      b = stored;
+      b[b.size() - 1] = 1;
+      EXPECT_NE(decode(t, b.data(), b.size(), out.data(), n, ctx).find("padding"), std::string::npos);
+      EXPECT_NE(decode(t, stored.data(), stored.size(), out.data(), n, {}).find("without quantile codes"), std::string::npos);
+      std::mt19937_64 rng(8);
+      for (int k = 0; k < 2000; ++k) {  // random damage: refused or decoded, never a crash
+        std::string r = stored;
+        for (int j = 0; j < 3; ++j) r[rng() % r.size()] = char(rng());
+        if (k % 3 == 0) r.resize(rng() % (r.size() + 1));
+        (void)decode(t, r.data(), r.size(), out.data(), n, ctx);
+        AddressableBlock v;
+        std::string w;
+        if (v.open(t, r.data(), r.size(), n, w))
+          for (size_t i = 0; i < n; i += 31) {
+            unsigned char x[4];
+            (void)v.value(i, codes.data(), bases.data(), x);
+          }
+      }
+    }
   }
+  // Residuals in their bins' widths: smaller than frames of reference over every bin.
+  EXPECT_LT(sizes[1], sizes[0]);
 }
 
 TEST(Packed, UnitsTakeTheSmallestForm) {
@@ -215,7 +250,7 @@ TEST(Packed, DamagedStreamsAreRefusedWithAMessage) {
     std::string w;
     if (v.open(t, r.data(), r.size(), m, w)) {
       unsigned char x[4];
-      for (size_t i = 0; i < m; i += 37) (void)v.value(i, 0, nullptr, x);
+      for (size_t i = 0; i < m; i += 37) (void)v.value(i, nullptr, nullptr, x);
     }
   }
 }

@@ -107,7 +107,7 @@ void write_seeds(const std::string& dir) {
     }
     for (Predictor p : {Predictor::none, Predictor::delta, Predictor::xor_, Predictor::quantile, Predictor::offset,
                         Predictor::grid, Predictor::grid_delta, Predictor::grid_quantile}) {
-      for (Layout layout : {Layout::planes, Layout::bits, Layout::packed}) {
+      for (Layout layout : {Layout::planes, Layout::bits, Layout::packed, Layout::binned}) {
         Plan plan;
         plan.predictor = p;
         plan.layout = layout;
@@ -169,8 +169,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (view.open(t, block.data(), block.size(), n, why)) {
     unsigned char v[8];
     for (size_t i = 0; i < n; ++i) {
-      const uint8_t code = fixed().codes[i];
-      const bool ok = view.value(i, code, fixed().bases.data(), v);
+      const bool ok = view.value(i, fixed().codes.data(), fixed().bases.data(), v);
       if (problem.empty() && (!ok || std::memcmp(v, out.data() + i * t.size, t.size) != 0)) std::abort();
     }
   }

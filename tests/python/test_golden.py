@@ -329,10 +329,11 @@ def test_format2_5_fixture_is_the_version_it_pins(golden):
     path = folder / "particles" / "steps" / "000000" / "particles.mpf"
     data = path.read_bytes()
     assert struct.unpack_from("<Q", data, 16)[0] & 0x20  # packed-blocks
-    # Every column packed: frames of reference, dictionaries of words and of high parts.
+    # Packed words (layout 3) and quantile residuals in their bins' widths (layout 4).
     assert {c["name"]: c["codec"] for c in f.columns} == {
-        "x": "offset+packed", "y": "offset+packed", "z": "offset+packed", "ux": "offset+packed",
-        "q": "offset+packed", "k": "quantile+packed", "e": "offset+packed", "id": "offset+packed"}
+        "x": "offset+packed", "y": "offset+packed", "z": "offset+packed", "ux": "quantile+binned",
+        "uy": "quantile+binned", "q": "offset+packed", "k": "offset+shuffle+zstd", "e": "offset+packed",
+        "id": "offset+packed"}
     assert ds.verify()["files"] == 1
 
 

@@ -79,13 +79,14 @@ uint64_t prepare(Predictor pred, Layout layout, const ValueType& t, const void* 
   const uint64_t param = predict(pred, t, static_cast<const unsigned char*>(src), n, ctx, s.words.data(), ok);
   streams.clear();
   if (!ok) return 0;
-  if (layout == Layout::packed) {
-    if (!addressable_predictor(pred)) {
+  if (layout == Layout::packed || layout == Layout::binned) {
+    if (!addressable_predictor(pred) || (layout == Layout::binned && (pred != Predictor::quantile || !ctx.codes))) {
       ok = false;
       return 0;
     }
     s.packed.clear();
-    pack_words(s.words.data(), n, t.size, s.packed);
+    if (layout == Layout::binned) pack_binned(s.words.data(), ctx.codes, n, t.size, s.packed);
+    else pack_words(s.words.data(), n, t.size, s.packed);
     streams.push_back(reinterpret_cast<const unsigned char*>(s.packed.data()));
     stream_bytes = s.packed.size();
     return param;
@@ -143,6 +144,7 @@ std::string Plan::name(uint32_t size) const {
   if (layout == Layout::planes && size > 1) out += "shuffle+";
   if (layout == Layout::bits) out += "bitshuffle+";
   if (layout == Layout::packed) return out + "packed";
+  if (layout == Layout::binned) return out + "binned";
   // The coders of the streams: "zstd" when all agree, else per stream ("raw,raw,zstd,zstd").
   bool same = true;
   for (Coder c : coders) same &= c == coders[0];
@@ -173,15 +175,17 @@ void encode(const Plan& plan, ValueType t, const void* src, size_t n, const Cont
   }
   bool ok = true;
   uint64_t param = prepare(pred, plan.layout, t, src, n, ctx, streams, stream_bytes, ok);
+  Layout layout = plan.layout;
   if (!ok) {  // values off the grid (or a predictor this type cannot take): this block is kept exact
     pred = Predictor::none;
-    param = prepare(pred, plan.layout, t, src, n, ctx, streams, stream_bytes, ok);
+    if (layout == Layout::binned) layout = Layout::packed;  // binned words are quantile residuals
+    param = prepare(pred, layout, t, src, n, ctx, streams, stream_bytes, ok);
   }
   const uint32_t param_bytes = param_size(pred, t);
   const size_t count = streams.size();
   out.assign(kBlockHeaderBytes + count * kStreamEntryBytes + param_bytes, '\0');
   out[0] = char(pred);
-  out[1] = char(stored_layout(plan.layout, t.size));
+  out[1] = char(stored_layout(layout, t.size));
   out[2] = char(count);
   out[3] = char(param_bytes);
   unsigned char* pp = reinterpret_cast<unsigned char*>(out.data()) + kBlockHeaderBytes + count * kStreamEntryBytes;
@@ -193,7 +197,8 @@ void encode(const Plan& plan, ValueType t, const void* src, size_t n, const Cont
   }
   thread_local std::string buf;
   for (size_t k = 0; k < count; ++k) {
-    Coder c = k < plan.coders.size() && plan.layout != Layout::packed ? plan.coders[k] : Coder::raw;
+    const bool raw_only = plan.layout == Layout::packed || plan.layout == Layout::binned;
+    Coder c = k < plan.coders.size() && !raw_only ? plan.coders[k] : Coder::raw;
     const size_t at = out.size();
     if (c != Coder::raw && code_stream(c, plan.zstd_level, streams[k], stream_bytes, buf)) {
       out += buf;
@@ -296,36 +301,51 @@ std::string decode_stream(size_t k, uint8_t coder, const unsigned char* in, uint
 
 // The one raw stream of a packed block (after read_head), checked, as words.
 std::string open_packed(const unsigned char* p, size_t stored_n, const BlockHead& h, size_t n, ValueType t,
-                        PackedWords& words) {
+                        PackedWords& words, bool checked = false) {
   if (!addressable_predictor(Predictor(h.pred)))
     return std::string("packed words with predictor ") + predictor_name(Predictor(h.pred));
   const unsigned char* e = p + kBlockHeaderBytes;
   if (e[0] != uint8_t(Coder::raw) || e[1] || e[2] || e[3]) return "packed stream is not stored raw";
   if (load<uint32_t>(e + 4) != stored_n - h.pos) return "packed stream does not end where the block ends";
-  return words.open(p + h.pos, stored_n - h.pos, n, t.size);
+  return words.open(p + h.pos, stored_n - h.pos, n, t.size, checked);
+}
+std::string open_binned(const unsigned char* p, size_t stored_n, const BlockHead& h, size_t n, ValueType t,
+                        const uint8_t* codes, BinnedWords& words) {
+  if (h.pred != uint8_t(Predictor::quantile))
+    return std::string("binned words with predictor ") + predictor_name(Predictor(h.pred));
+  const unsigned char* e = p + kBlockHeaderBytes;
+  if (e[0] != uint8_t(Coder::raw) || e[1] || e[2] || e[3]) return "binned stream is not stored raw";
+  if (load<uint32_t>(e + 4) != stored_n - h.pos) return "binned stream does not end where the block ends";
+  return words.open(p + h.pos, stored_n - h.pos, n, t.size, codes);
 }
 
 }  // namespace
 
-bool AddressableBlock::open(ValueType t, const void* stored, size_t stored_n, size_t n, std::string& problem) {
+bool AddressableBlock::open(ValueType t, const void* stored, size_t stored_n, size_t n, std::string& problem,
+                            bool checked) {
   const unsigned char* p = static_cast<const unsigned char*>(stored);
   problem.clear();
-  if (stored_n < kBlockHeaderBytes || p[1] != uint8_t(Layout::packed) || !addressable_predictor(Predictor(p[0]))) return false;
+  const bool binned = stored_n >= kBlockHeaderBytes && p[1] == uint8_t(Layout::binned);
+  if (stored_n < kBlockHeaderBytes || (p[1] != uint8_t(Layout::packed) && !binned) ||
+      !addressable_predictor(Predictor(p[0])))
+    return false;
   if (!word_size(t.size) || n * t.size > kMaxBlockBytes) return problem = "block holds more than 1 MiB of values", false;
   static const uint64_t no_bases[1] = {0};
   static const uint8_t no_codes[1] = {0};
   Context ctx;  // value() is given the codes; read_head only asks that there be some
   ctx.codes = no_codes, ctx.bases = no_bases;
   BlockHead h;
-  if ((problem = read_head(t, p, stored_n, ctx, h)).empty()) problem = open_packed(p, stored_n, h, n, t, words_);
+  if ((problem = read_head(t, p, stored_n, ctx, h)).empty())
+    problem = binned ? open_binned(p, stored_n, h, n, t, nullptr, bins_) : open_packed(p, stored_n, h, n, t, words_, checked);
   if (!problem.empty()) return false;
-  type_ = t, pred_ = Predictor(h.pred), param_ = h.param;
+  type_ = t, pred_ = Predictor(h.pred), param_ = h.param, binned_ = binned;
   return true;
 }
 
-bool AddressableBlock::value(size_t i, uint8_t code, const uint64_t* bases, unsigned char* dst) const {
+bool AddressableBlock::value(size_t i, const uint8_t* codes, const uint64_t* bases, unsigned char* dst) const {
   uint64_t w;
-  if (!words_.word(i, w)) return false;
+  if (binned_ ? !bins_.word(i, codes, w) : !words_.word(i, w)) return false;
+  const uint8_t code = codes ? codes[i] : 0;
   with_word(type_.size, [&](auto z) {
     using U = decltype(z);
     U v = U(w);
@@ -346,6 +366,13 @@ std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, 
   if (p[0] == uint8_t(Predictor::zfp)) return decode_zfp(t, p, stored_n, dst, n);
   BlockHead h;
   if (std::string problem = read_head(t, p, stored_n, ctx, h); !problem.empty()) return problem;
+  if (h.layout == uint8_t(Layout::binned)) {
+    BinnedWords words;
+    if (std::string problem = open_binned(p, stored_n, h, n, t, ctx.codes, words); !problem.empty()) return problem;
+    if (std::string problem = words.unpack(ctx.codes, static_cast<unsigned char*>(dst)); !problem.empty()) return problem;
+    unpredict(Predictor(h.pred), t, static_cast<unsigned char*>(dst), n, ctx, h.param, h.origin, h.step);
+    return {};
+  }
   if (h.layout == uint8_t(Layout::packed)) {
     PackedWords words;
     if (std::string problem = open_packed(p, stored_n, h, n, t, words); !problem.empty()) return problem;
@@ -456,22 +483,29 @@ Plan choose(ValueType t, const std::vector<Predictor>& predictors, const std::ve
   Predictor packed_pred = Predictor::offset;
   uint64_t packed_bytes = UINT64_MAX;
   if (std::find(predictors.begin(), predictors.end(), Predictor::quantile) != predictors.end()) packed.push_back(Predictor::quantile);
+  Layout packed_layout = Layout::packed;
   for (Predictor pred : packed) {
-    uint64_t total = 0;
-    bool ok = true;
-    for (const Sample& s : samples) {
-      if (pred == Predictor::quantile && !(s.ctx.codes && s.ctx.bases)) ok = false;
-      size_t stream_bytes = 0;
-      if (ok) prepare(pred, Layout::packed, t, s.values, s.count, s.ctx, streams, stream_bytes, ok);
-      total += stream_bytes + kBlockHeaderBytes + kStreamEntryBytes + param_size(pred, t);
+    for (Layout layout : {Layout::packed, Layout::binned}) {
+      if (layout == Layout::binned && pred != Predictor::quantile) continue;
+      uint64_t total = 0;
+      bool ok = true;
+      for (const Sample& s : samples) {
+        if (pred == Predictor::quantile && !(s.ctx.codes && s.ctx.bases)) ok = false;
+        size_t stream_bytes = 0;
+        if (ok) prepare(pred, layout, t, s.values, s.count, s.ctx, streams, stream_bytes, ok);
+        total += stream_bytes + kBlockHeaderBytes + kStreamEntryBytes + param_size(pred, t);
+      }
+      if (ok && total < packed_bytes) packed_pred = pred, packed_layout = layout, packed_bytes = total;
     }
-    if (ok && total < packed_bytes) packed_pred = pred, packed_bytes = total;
   }
   uint64_t raw_bytes = 0;
   for (const Sample& s : samples) raw_bytes += s.count * t.size;
-  if (packed_bytes != UINT64_MAX && (double(packed_bytes) <= double(best_bytes) * (1.0 + kPackedSlack) ||
-                                     double(packed_bytes) <= double(best_bytes) + double(raw_bytes) * kPackedRawSlack)) {
-    best.predictor = packed_pred, best.layout = Layout::packed, best.coders.assign(1, Coder::raw);
+  // Raw values are read in place, as addressable as packed ones: packed only when smaller.
+  const bool slack = !best.raw();
+  if (packed_bytes != UINT64_MAX &&
+      (packed_bytes < best_bytes || (slack && (double(packed_bytes) <= double(best_bytes) * (1.0 + kPackedSlack) ||
+                                               double(packed_bytes) <= double(best_bytes) + double(raw_bytes) * kPackedRawSlack)))) {
+    best.predictor = packed_pred, best.layout = packed_layout, best.coders.assign(1, Coder::raw);
   }
   return best;
 }

@@ -32,10 +32,11 @@ enum class Layout : uint8_t {
   planes = 1,  // `size` streams: byte k of every value (byte shuffle)
   bits = 2,    // one stream of 8 * size bit planes: bit p of every value (bit shuffle)
   packed = 3,  // one raw stream of units of bit-packed words, each word addressable (packed.hpp)
+  binned = 4,  // one raw stream of quantile residuals in their bins' widths, each addressable (packed.hpp)
 };
 enum class Coder : uint8_t { raw = 0, zstd = 1, lz4 = 2 };
 
-inline constexpr uint8_t kMaxPredictor = 8, kMaxLayout = 3, kMaxCoder = 2;
+inline constexpr uint8_t kMaxPredictor = 8, kMaxLayout = 4, kMaxCoder = 2;
 inline constexpr uint32_t kBlockHeaderBytes = 4;  // predictor, layout, stream count, parameter bytes
 inline constexpr uint32_t kStreamEntryBytes = 8;  // coder, 3 zero bytes, u32 stored length
 inline constexpr size_t kMaxBlockBytes = size_t(1) << 20;  // decoded bytes of one block
@@ -112,23 +113,28 @@ std::string decode(ValueType type, const void* stored, size_t stored_n, void* ds
 bool describe(const void* stored, size_t stored_n, Plan& plan);
 
 // A block whose values can be read one at a time, where they lie (Layout::packed with
-// predictor none, offset or quantile): a gather of k values of it costs k words, not the
-// block. The stored bytes must outlive it and be checked against their checksum first.
+// predictor none, offset or quantile; Layout::binned): a gather of k values of it costs k
+// words, not the block. The stored bytes must outlive it and be checked against their
+// checksum first.
 class AddressableBlock {
  public:
   // False when the block is not addressable (another layout or predictor); also false with
-  // `problem` set when it is but its header or unit table is damaged.
-  bool open(ValueType t, const void* stored, size_t stored_n, size_t n, std::string& problem);
-  // Whether value(i) needs value i's quantile code and the column's bases.
+  // `problem` set when it is but its header or unit table is damaged. `checked`: these bytes
+  // opened before, their tables are not walked again.
+  bool open(ValueType t, const void* stored, size_t stored_n, size_t n, std::string& problem, bool checked = false);
+  // Whether value() needs the block's quantile codes and the column's bases.
   bool needs_codes() const { return pred_ == Predictor::quantile; }
-  // Value i's bytes (t.size) into dst; false when the block is damaged there.
-  bool value(size_t i, uint8_t code, const uint64_t* bases, unsigned char* dst) const;
+  // Value i's bytes (t.size) into dst, given the block's codes (all of them) where
+  // needs_codes(); false when the block is damaged there.
+  bool value(size_t i, const uint8_t* codes, const uint64_t* bases, unsigned char* dst) const;
 
  private:
   ValueType type_{};
   Predictor pred_ = Predictor::none;
+  bool binned_ = false;
   uint64_t param_ = 0;
   PackedWords words_;
+  BinnedWords bins_;
 };
 inline constexpr bool addressable_predictor(Predictor p) {
   return p == Predictor::none || p == Predictor::offset || p == Predictor::quantile;
@@ -142,7 +148,8 @@ inline constexpr bool addressable_predictor(Predictor p) {
 // byte layout: near a tie, byte planes (whose streams are coded one by one) are kept.
 // With `addressable`, packed words (Layout::packed) are tried too, with predictors offset and
 // quantile, and taken when they give at most 1 + kPackedSlack of the best bytes, or at most
-// kPackedRawSlack of the values' raw bytes more: values read one by one are worth that much.
+// kPackedRawSlack of the values' raw bytes more: values read one by one are worth that much
+// (unless the best plan stores the values raw: those are read in place already).
 inline constexpr double kMinSaving = 0.10, kLz4Slack = 0.03, kBitsSaving = 0.05, kPackedSlack = 0.10,
                         kPackedRawSlack = 1.0 / 64;
 struct Sample {

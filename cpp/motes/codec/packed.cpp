@@ -192,10 +192,14 @@ size_t packed_size(const unsigned char* words, size_t n, uint32_t size) {
   return bytes;
 }
 
-std::string PackedWords::open(const unsigned char* s, size_t len, size_t n, uint32_t size) {
+std::string PackedWords::open(const unsigned char* s, size_t len, size_t n, uint32_t size, bool checked) {
   if (len < 4 + kPackedPadBytes) return "packed stream is shorter than its header";
   const uint32_t unit = load<uint32_t>(s);
   if (unit < 64 || unit > 4096 || (unit & (unit - 1))) return "packed stream has a unit of " + std::to_string(unit) + " words";
+  if (checked) {
+    s_ = s, n_ = n, size_ = size, shift_ = uint32_t(__builtin_ctz(unit));
+    return {};
+  }
   const size_t units = (n + unit - 1) / unit;
   if (units > (len - 4 - kPackedPadBytes) / kPackedUnitEntryBytes) return "packed stream is shorter than its unit table";
   size_t at = 4 + units * kPackedUnitEntryBytes;
@@ -268,6 +272,89 @@ std::string PackedWords::unpack(unsigned char* dst) const {
     const size_t bits = m * w;
     if (bits % 8 && (body[(e[5] == kFor ? size_ : (e[6] + size_t(1)) * size_) + bits / 8] >> (bits % 8)))
       return "packed unit " + std::to_string(k) + " has bits set after its last word";
+  }
+  return {};
+}
+
+// Stream: u32 unit, 256 u8 widths, u32 bit offset per unit, the fields, 8 zero bytes.
+void pack_binned(const unsigned char* words, const uint8_t* codes, size_t n, uint32_t size, std::string& out) {
+  uint8_t width[256] = {};
+  for (size_t i = 0; i < n; ++i)
+    width[codes[i]] = std::max<uint8_t>(width[codes[i]], uint8_t(bits_for(word_at(words + i * size, size))));
+  const size_t units = (n + kBinnedUnit - 1) / kBinnedUnit;
+  const size_t start = out.size();
+  out.append(4 + 256 + 4 * units, '\0');
+  unsigned char* head = reinterpret_cast<unsigned char*>(out.data()) + start;
+  store<uint32_t>(head, kBinnedUnit);
+  std::memcpy(head + 4, width, 256);
+  uint64_t bit = 0;
+  for (size_t u = 0; u < units; ++u) {
+    store<uint32_t>(reinterpret_cast<unsigned char*>(out.data()) + start + 260 + 4 * u, uint32_t(bit));
+    for (size_t i = u * kBinnedUnit; i < std::min(n, (u + 1) * kBinnedUnit); ++i) bit += width[codes[i]];
+  }
+  const size_t at = out.size();
+  out.resize(at + (bit + 7) / 8 + kPackedPadBytes + 8, '\0');
+  unsigned char* p = reinterpret_cast<unsigned char*>(out.data()) + at;
+  bit = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t w = width[codes[i]];
+    if (!w) continue;
+    const uint64_t v = word_at(words + i * size, size);
+    const uint64_t byte = bit >> 3;
+    const uint32_t sh = uint32_t(bit & 7);
+    store<uint64_t>(p + byte, load<uint64_t>(p + byte) | (v << sh));
+    if (sh + w > 64) p[byte + 8] = uint8_t(p[byte + 8] | (v >> (64 - sh)));
+    bit += w;
+  }
+  out.resize(at + (bit + 7) / 8 + kPackedPadBytes);
+}
+
+std::string BinnedWords::open(const unsigned char* s, size_t len, size_t n, uint32_t size, const uint8_t* codes) {
+  if (len < 4 + 256 + kPackedPadBytes) return "binned stream is shorter than its header";
+  const uint32_t unit = load<uint32_t>(s);
+  if (unit < 64 || unit > 4096 || (unit & (unit - 1))) return "binned stream has a unit of " + std::to_string(unit) + " words";
+  const size_t units = (n + unit - 1) / unit;
+  if (units > (len - 260 - kPackedPadBytes) / 4) return "binned stream is shorter than its offset table";
+  for (size_t c = 0; c < 256; ++c)
+    if (s[4 + c] > 8 * size) return "binned stream gives bin " + std::to_string(c) + " " + std::to_string(s[4 + c]) + " bits";
+  const size_t fields = 260 + 4 * units;
+  const uint64_t bit_count = uint64_t(len - fields - kPackedPadBytes) * 8;
+  for (size_t u = 0; u < units; ++u)
+    if (load<uint32_t>(s + 260 + 4 * u) > bit_count) return "binned unit " + std::to_string(u) + " starts past the stream";
+  for (size_t i = len - kPackedPadBytes; i < len; ++i)
+    if (s[i]) return "binned stream has a nonzero padding byte";
+  if (codes) {  // the offsets and the length, from the widths of the codes
+    uint64_t bit = 0;
+    for (size_t u = 0; u < units; ++u) {
+      if (load<uint32_t>(s + 260 + 4 * u) != bit) return "binned unit " + std::to_string(u) + " does not start where the one before ends";
+      for (size_t i = u * unit; i < std::min(n, (u + 1) * size_t(unit)); ++i) bit += s[4 + codes[i]];
+    }
+    if ((bit + 7) / 8 != len - fields - kPackedPadBytes) return "binned stream's fields do not end where the stream ends";
+    if (bit % 8 && (s[fields + bit / 8] >> (bit % 8))) return "binned stream has bits set after its last word";
+  }
+  widths_ = s + 4, offsets_ = s + 260, bits_ = s + fields, bit_count_ = bit_count;
+  n_ = n, size_ = size, shift_ = uint32_t(__builtin_ctz(unit));
+  return {};
+}
+
+bool BinnedWords::word(size_t i, const uint8_t* codes, uint64_t& out) const {
+  const size_t u = i >> shift_;
+  uint64_t bit = load<uint32_t>(offsets_ + 4 * u);
+  for (size_t j = u << shift_; j < i; ++j) bit += widths_[codes[j]];
+  const uint32_t w = widths_[codes[i]];
+  if (bit + w > bit_count_) return false;
+  out = w ? field(bits_, bit, w) : 0;
+  return true;
+}
+
+std::string BinnedWords::unpack(const uint8_t* codes, unsigned char* dst) const {
+  uint64_t bit = 0;
+  for (size_t i = 0; i < n_; ++i) {
+    const uint32_t w = widths_[codes[i]];
+    if (bit + w > bit_count_) return "binned word " + std::to_string(i) + " lies past the stream";
+    const uint64_t v = w ? field(bits_, bit, w) : 0;
+    std::memcpy(dst + i * size_, &v, size_);
+    bit += w;
   }
   return {};
 }

@@ -26,8 +26,9 @@ size_t packed_size(const unsigned char* words, size_t n, uint32_t size);
 class PackedWords {
  public:
   // Checks the stream (its unit table, sizes and padding) for n words of `size` bytes;
-  // returns what is wrong, or an empty string.
-  std::string open(const unsigned char* stream, size_t len, size_t n, uint32_t size);
+  // returns what is wrong, or an empty string. `checked`: the same bytes passed this check
+  // before (a reader remembers it per block), only the header is read.
+  std::string open(const unsigned char* stream, size_t len, size_t n, uint32_t size, bool checked = false);
   // Word i, or false when a dictionary index is past its dictionary (a damaged stream).
   bool word(size_t i, uint64_t& out) const;
   // All n words, little-endian, into dst (n * size bytes); what is wrong, or empty.
@@ -37,6 +38,36 @@ class PackedWords {
   const unsigned char* s_ = nullptr;
   size_t n_ = 0;
   uint32_t size_ = 0, shift_ = 0;  // unit = 1 << shift_
+};
+
+// Binned words (Layout::binned): the residuals of the quantile predictor, each in as many
+// bits as the largest of the block's residuals of its quantile bin needs (a table of 256
+// widths per block), back to back; a table of bit offsets every kBinnedUnit words makes any
+// word a short sum of widths away. The bins' codes are the column's quantile codes, stored
+// for its index anyway: a value costs about log2 of its bin's width.
+inline constexpr uint32_t kBinnedUnit = 128;
+
+// Appends the binned stream of n words of `size` bytes with their codes to out.
+void pack_binned(const unsigned char* words, const uint8_t* codes, size_t n, uint32_t size, std::string& out);
+
+class BinnedWords {
+ public:
+  // Checks the stream's header, widths and offsets for n words of `size` bytes; with
+  // `codes` (all n), also that every offset is where the widths before it end and the
+  // stream's length is exact. What is wrong, or an empty string.
+  std::string open(const unsigned char* stream, size_t len, size_t n, uint32_t size, const uint8_t* codes);
+  // Word i given the block's codes; false when it would lie past the stream (damaged).
+  bool word(size_t i, const uint8_t* codes, uint64_t& out) const;
+  // All n words into dst (n * size bytes); what is wrong, or empty.
+  std::string unpack(const uint8_t* codes, unsigned char* dst) const;
+
+ private:
+  const unsigned char* widths_ = nullptr;  // 256
+  const unsigned char* offsets_ = nullptr; // u32 per unit
+  const unsigned char* bits_ = nullptr;    // the fields
+  uint64_t bit_count_ = 0;                 // bits the fields may take
+  size_t n_ = 0;
+  uint32_t size_ = 0, shift_ = 0;
 };
 
 }  // namespace motes::codec

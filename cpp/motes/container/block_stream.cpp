@@ -257,16 +257,17 @@ bool BlockStream::addressable(uint64_t b, codec::AddressableBlock& view, std::ve
     stored = buf.data();
   }
   if (sb.stored < 2 || stored[1] != uint8_t(codec::Layout::packed)) return false;  // a peek: decoded as usual
-  if (!checked) {
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
-    if (XXH3_64bits(stored, sb.stored) != sb.checksum) fail(b, "checksum mismatch (corrupted data)");
+  if (!checked && XXH3_64bits(stored, sb.stored) != sb.checksum) fail(b, "checksum mismatch (corrupted data)");
 #endif
-    if (base) stored_checked_[b / 64].fetch_or(bit, std::memory_order_acq_rel);
-  }
   std::string problem;
-  if (view.open(type_, stored, sb.stored, values_in(b), problem)) return !view.needs_codes() || codes_;
-  if (!problem.empty()) fail(b, problem);
-  return false;
+  if (!view.open(type_, stored, sb.stored, values_in(b), problem, checked)) {
+    if (!problem.empty()) fail(b, problem);
+    return false;
+  }
+  // Checked against its checksum and its unit table walked: in place, neither is done again.
+  if (base && !checked) stored_checked_[b / 64].fetch_or(bit, std::memory_order_acq_rel);
+  return !view.needs_codes() || codes_;
 }
 
 void BlockStream::gather(const uint64_t* pos, size_t k, void* out) const {
@@ -274,7 +275,6 @@ void BlockStream::gather(const uint64_t* pos, size_t k, void* out) const {
   const size_t size = type_.size;
   codec::AddressableBlock view;
   std::vector<unsigned char> buf;
-  std::vector<uint8_t> codes;
   for (size_t i = 0; i < k;) {
     if (pos[i] >= count_) throw UsageError(what_ + ": position " + std::to_string(pos[i]) + " is out of range");
     const uint64_t b = pos[i] / per_block_, first = b * per_block_, end = first + values_in(b);
@@ -283,12 +283,16 @@ void BlockStream::gather(const uint64_t* pos, size_t k, void* out) const {
     if (const unsigned char* p = in_place(first, end - first)) {
       for (size_t q = i; q < j; ++q) std::memcpy(dst + q * size, p + (pos[q] - first) * size, size);
     } else if (addressable(b, view, buf)) {
-      codes.assign(j - i, 0);
-      if (view.needs_codes()) codes_->gather(pos + i, j - i, codes.data());
+      // The block's quantile codes where its words need them: in place, or decoded (cached).
+      const uint8_t* codes = nullptr;
+      std::shared_ptr<const DecodedBlock> held;
+      if (view.needs_codes()) {
+        codes = codes_->in_place(first, end - first);
+        if (!codes) held = codes_->block(b), codes = held->data();
+      }
       const uint64_t* bases = bases_ ? bases_->data() : nullptr;
       for (size_t q = i; q < j; ++q)
-        if (!view.value(size_t(pos[q] - first), codes[q - i], bases, dst + q * size))
-          fail(b, "a packed word indexes past its dictionary");
+        if (!view.value(size_t(pos[q] - first), codes, bases, dst + q * size)) fail(b, "a packed word lies outside its block");
     } else {
       const std::shared_ptr<const DecodedBlock> d = block(b);
       for (size_t q = i; q < j; ++q) std::memcpy(dst + q * size, d->data() + (pos[q] - first) * size, size);

@@ -45,7 +45,7 @@ uint64_t id_key(DType dtype, const void* value) {
 }
 
 void code_index_blocks(const void* values, uint64_t n, DType dtype, int zstd_level, unsigned threads, std::string& out,
-                 std::vector<StoredBlock>& blocks) {
+                       std::vector<StoredBlock>& blocks, bool lookup) {
   const codec::ValueType type = codec::value_type(uint8_t(dtype));
   const uint64_t bv = spec::kIdBlockValues, nb = (n + bv - 1) / bv;
   const unsigned char* v = static_cast<const unsigned char*>(values);
@@ -55,7 +55,9 @@ void code_index_blocks(const void* values, uint64_t n, DType dtype, int zstd_lev
     const uint64_t b = m > 1 ? k * (nb - 1) / (m - 1) : 0;
     samples.push_back({v + b * bv * type.size, size_t(std::min(bv, n - b * bv)), {}});
   }
-  const codec::Plan plan = codec::choose(type, {codec::Predictor::none, codec::Predictor::delta}, samples, zstd_level, true);
+  codec::Plan plan;
+  if (lookup) plan.predictor = codec::Predictor::offset, plan.layout = codec::Layout::packed, plan.coders = {codec::Coder::raw};
+  else plan = codec::choose(type, {codec::Predictor::none, codec::Predictor::delta}, samples, zstd_level, true);
   std::vector<std::string> coded(nb);
   parallel_for(nb, threads, [&](uint64_t b) {
     codec::encode(plan, type, v + b * bv * type.size, size_t(std::min(bv, n - b * bv)), {}, coded[b]);
@@ -86,16 +88,16 @@ IdIndexSections build_id_index(uint32_t column, DType dtype, const void* values,
   std::vector<uint64_t> fences(2 * nb);
   for (uint64_t b = 0; b < nb; ++b) fences[2 * b] = keys[b * bv], fences[2 * b + 1] = keys[std::min(n, (b + 1) * bv) - 1];
   s.fences.assign(reinterpret_cast<const char*>(fences.data()), fences.size() * 8);
-  code_index_blocks(keys.data(), n, DType::u64, zstd_level, threads, s.keys, s.key_blocks);
+  code_index_blocks(keys.data(), n, DType::u64, zstd_level, threads, s.keys, s.key_blocks, true);
   std::vector<uint64_t>().swap(keys);
   if (n <= (uint64_t(1) << 32)) {
     std::vector<uint32_t> rows(n);
     for (uint64_t i = 0; i < n; ++i) rows[i] = uint32_t(entries[i].second);
-    code_index_blocks(rows.data(), n, DType::u32, zstd_level, threads, s.rows, s.row_blocks);
+    code_index_blocks(rows.data(), n, DType::u32, zstd_level, threads, s.rows, s.row_blocks, true);
   } else {
     std::vector<uint64_t> rows(n);
     for (uint64_t i = 0; i < n; ++i) rows[i] = entries[i].second;
-    code_index_blocks(rows.data(), n, DType::u64, zstd_level, threads, s.rows, s.row_blocks);
+    code_index_blocks(rows.data(), n, DType::u64, zstd_level, threads, s.rows, s.row_blocks, true);
   }
   return s;
 }
@@ -124,72 +126,93 @@ uint64_t IdIndex::first_block(uint64_t key) const {
   return lo;
 }
 
+namespace {
+
+// One block of the id index at a time: its keys and rows read where they lie when both are
+// packed words (a lookup reads a few words), else from the decoded blocks.
+class IndexBlock {
+ public:
+  IndexBlock(const BlockStream& keys, const BlockStream& rows, const std::string& file) : keys_(keys), rows_(rows), file_(file) {}
+  // Moves to block b of m entries from entry `first`.
+  void at(uint64_t b, uint64_t first, uint64_t m) {
+    if (b == block_) return;
+    block_ = b, first_ = first, m_ = m;
+    packed_ = keys_.addressable(b, key_view_, key_buf_) && rows_.addressable(b, row_view_, row_buf_);
+    k_ = packed_ ? nullptr : key_reader_.values<uint64_t>(keys_, first, m);
+  }
+  uint64_t key(uint64_t j) {
+    if (k_) return k_[j];
+    unsigned char v[8];
+    if (!key_view_.value(size_t(j), nullptr, nullptr, v)) damaged("keys");
+    return load<uint64_t>(v);
+  }
+  uint64_t row(uint64_t j) {
+    const bool wide = rows_.value_size() == 8;
+    if (!packed_) return wide ? row_reader_.values<uint64_t>(rows_, first_ + j, 1)[0] : row_reader_.values<uint32_t>(rows_, first_ + j, 1)[0];
+    unsigned char v[8] = {};
+    if (!row_view_.value(size_t(j), nullptr, nullptr, v)) damaged("rows");
+    return wide ? load<uint64_t>(v) : load<uint32_t>(v);
+  }
+  // The first entry whose key is >= key (m when none).
+  uint64_t lower_bound(uint64_t key) {
+    uint64_t a = 0, b = m_;
+    while (a < b) {
+      const uint64_t mid = (a + b) / 2;
+      if (this->key(mid) < key) a = mid + 1;
+      else b = mid;
+    }
+    return a;
+  }
+
+ private:
+  const BlockStream &keys_, &rows_;
+  const std::string& file_;
+  uint64_t block_ = UINT64_MAX, first_ = 0, m_ = 0;
+  bool packed_ = false;
+  codec::AddressableBlock key_view_, row_view_;
+  std::vector<unsigned char> key_buf_, row_buf_;
+  BlockReader key_reader_, row_reader_;
+  const uint64_t* k_ = nullptr;
+  [[noreturn]] void damaged(const char* what) const {
+    throw FormatError(file_ + ": id index " + what + ", block " + std::to_string(block_) + ": a packed word lies outside its block");
+  }
+};
+
+}  // namespace
+
 void IdIndex::find(const uint64_t* keys, size_t n, int64_t* rows) const {
   const uint64_t bv = spec::kIdBlockValues, nb = fences_.size() / 2;
-  BlockReader reader;
-  const bool wide = rows_.value_size() == 8;
-  // A block of packed keys is searched where it lies (a word per probe) and its row read the
-  // same way: a lookup costs a few words, not two blocks decoded.
-  codec::AddressableBlock key_view, row_view;
-  std::vector<unsigned char> key_buf, row_buf;
-  uint64_t viewed = UINT64_MAX;  // the block key_view holds
-  bool packed = false;
-  auto key_at = [&](uint64_t j) {
-    unsigned char v[8];
-    if (!key_view.value(size_t(j), 0, nullptr, v)) throw FormatError(file_ + ": id index keys: a packed word indexes past its dictionary");
-    return load<uint64_t>(v);
-  };
+  IndexBlock block(keys_, rows_, file_);
   for (size_t i = 0; i < n; ++i) {
     rows[i] = -1;
     const uint64_t key = keys[i];
     const uint64_t lo = first_block(key);
     if (lo == nb || fences_[2 * lo] > key) continue;
     const uint64_t first = lo * bv, m = std::min(bv, count_ - first);
-    if (viewed != lo) {
-      viewed = lo;
-      packed = keys_.addressable(lo, key_view, key_buf) && rows_.addressable(lo, row_view, row_buf);
-    }
-    uint64_t j = 0;
-    if (packed) {
-      uint64_t a = 0, b = m;  // the first key >= key
-      while (a < b) {
-        const uint64_t mid = (a + b) / 2;
-        if (key_at(mid) < key) a = mid + 1;
-        else b = mid;
-      }
-      if (a == m || key_at(a) != key) continue;
-      j = a;
-      if ((j + 1 < m && key_at(j + 1) == key) || (j + 1 == m && lo + 1 < nb && fences_[2 * (lo + 1)] == key))
-        throw FormatError(file_ + ": id " + std::to_string(key) + " (as a key) is held by two particles");
-      unsigned char r[8] = {};
-      if (!row_view.value(size_t(j), 0, nullptr, r)) throw FormatError(file_ + ": id index rows: a packed word indexes past its dictionary");
-      rows[i] = wide ? int64_t(load<uint64_t>(r)) : int64_t(load<uint32_t>(r));
-      if (uint64_t(rows[i]) >= count_) throw FormatError(file_ + ": id index block " + std::to_string(lo) + " names position " + std::to_string(rows[i]));
-      continue;
-    }
-    const uint64_t* k = reader.values<uint64_t>(keys_, first, m);
-    const uint64_t* at = std::lower_bound(k, k + m, key);
-    if (at == k + m || *at != key) continue;
-    j = uint64_t(at - k);
-    const bool twice = (j + 1 < m && k[j + 1] == key) || (j + 1 == m && lo + 1 < nb && fences_[2 * (lo + 1)] == key);
-    if (twice) throw FormatError(file_ + ": id " + std::to_string(key) + " (as a key) is held by two particles");
-    rows[i] = wide ? int64_t(*reader.values<uint64_t>(rows_, first + j, 1)) : int64_t(*reader.values<uint32_t>(rows_, first + j, 1));
+    block.at(lo, first, m);
+    const uint64_t j = block.lower_bound(key);
+    if (j == m || block.key(j) != key) continue;
+    if ((j + 1 < m && block.key(j + 1) == key) || (j + 1 == m && lo + 1 < nb && fences_[2 * (lo + 1)] == key))
+      throw FormatError(file_ + ": id " + std::to_string(key) + " (as a key) is held by two particles");
+    const uint64_t r = block.row(j);
+    if (r >= count_) throw FormatError(file_ + ": id index block " + std::to_string(lo) + " names position " + std::to_string(r));
+    rows[i] = int64_t(r);
   }
 }
 
 std::vector<uint64_t> IdIndex::positions(const uint64_t* keys, size_t n) const {
   const uint64_t bv = spec::kIdBlockValues, nb = fences_.size() / 2;
-  BlockReader key_reader, row_reader;
-  const bool wide = rows_.value_size() == 8;
+  IndexBlock block(keys_, rows_, file_);
   std::vector<uint64_t> out;
   for (size_t i = 0; i < n; ++i) {
     const uint64_t key = keys[i];
     for (uint64_t b = first_block(key); b < nb && fences_[2 * b] <= key; ++b) {  // a key may run on into the next blocks
       const uint64_t first = b * bv, m = std::min(bv, count_ - first);
-      const uint64_t* k = key_reader.values<uint64_t>(keys_, first, m);
-      for (const uint64_t* at = std::lower_bound(k, k + m, key); at < k + m && *at == key; ++at) {
-        const uint64_t j = first + uint64_t(at - k);
-        out.push_back(wide ? row_reader.values<uint64_t>(rows_, j, 1)[0] : row_reader.values<uint32_t>(rows_, j, 1)[0]);
+      block.at(b, first, m);
+      for (uint64_t j = block.lower_bound(key); j < m && block.key(j) == key; ++j) {
+        const uint64_t r = block.row(j);
+        if (r >= count_) throw FormatError(file_ + ": id index block " + std::to_string(b) + " names position " + std::to_string(r));
+        out.push_back(r);
       }
       if (fences_[2 * b + 1] != key) break;
     }

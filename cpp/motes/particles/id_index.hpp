@@ -41,10 +41,11 @@ IdIndexSections build_id_index(uint32_t column, DType dtype, const void* values,
                                const uint64_t* order, int zstd_level, unsigned threads);
 
 // Codes `n` values of `dtype` in blocks of kIdBlockValues with a plan chosen on a few of
-// them (delta or none, then zstd), into `out` (blocks' offsets relative to its start); the
-// value indexes' streams (id and tail indexes).
+// them (delta or none, then zstd, or packed words), into `out` (blocks' offsets relative to
+// its start); the value indexes' streams (id and tail indexes). `lookup`: always packed
+// words, each read where it lies (the id index: a lookup reads a few words, not two blocks).
 void code_index_blocks(const void* values, uint64_t n, DType dtype, int zstd_level, unsigned threads, std::string& out,
-                       std::vector<StoredBlock>& blocks);
+                       std::vector<StoredBlock>& blocks, bool lookup = false);
 
 // A file's id index, opened from its sections.
 class IdIndex {

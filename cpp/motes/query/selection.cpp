@@ -113,7 +113,7 @@ void Selection::visit_rows(const ColumnParts& parts, uint64_t a, uint64_t b, con
   // Scattered rows (short segments: a filtered result) are prefetched this many segments
   // ahead, in place or in the block held: a value per cache line, often per page, so the
   // loads wait on memory, and most of all after an idle pause has left the caches cold.
-  constexpr uint64_t kAhead = 16;
+  constexpr uint64_t kAhead = 16, kSparse = 256;
   if (a >= b) return;
   BlockReader reader;
   // The decoded values last obtained, [held_first, held_last) of part held_part: segments
@@ -124,6 +124,13 @@ void Selection::visit_rows(const ColumnParts& parts, uint64_t a, uint64_t b, con
   const T* from_base = nullptr;
   const BlockStream* s = nullptr;
   uint64_t checked_first = 0, checked_last = 0;  // values of whole blocks checked, in place
+  // A block whose selected rows are few (under kSparse) is read where its values lie when it
+  // holds packed words (a word per row, codec::AddressableBlock) instead of decoded whole.
+  codec::AddressableBlock view;
+  std::vector<unsigned char> view_buf;
+  uint64_t view_block = UINT64_MAX;  // the block `view` and `sparse` are about
+  bool sparse = false;
+  T picked[16];
   for (size_t k = segment_of(a), k1 = segment_of(b - 1) + 1; k < k1; ++k) {
     if (parts.covered[part_of_[k]]) continue;  // visit_covered reads them
     const uint64_t r0 = std::max(offsets_[k], a), r1 = std::min(offsets_[k + 1], b), m = r1 - r0;
@@ -134,6 +141,7 @@ void Selection::visit_rows(const ColumnParts& parts, uint64_t a, uint64_t b, con
       s = parts.stream[part];
       held = nullptr, held_first = held_last = 0;
       checked_first = checked_last = 0;
+      view_block = UINT64_MAX;
     }
     // A short segment of this part kAhead on: its values are prefetched (scattered rows).
     const bool ahead = m < 16 && k + kAhead < k1 && part_of_[k + kAhead] == part;
@@ -153,6 +161,23 @@ void Selection::visit_rows(const ColumnParts& parts, uint64_t a, uint64_t b, con
         __builtin_prefetch(held + (segments_[k + kAhead].start - held_first));
     } else {
       const uint64_t per = s->per_block(), block_first = first / per * per;
+      if (m <= 16 && first + m <= block_first + per && s->is_coded()) {
+        if (view_block != block_first / per) {
+          view_block = block_first / per;
+          uint64_t rows = 0;  // the rows selected in this block, up to kSparse
+          for (size_t j = k; j < k1 && part_of_[j] == part && segments_[j].start < block_first + per && rows < kSparse; ++j)
+            rows += segments_[j].count;
+          sparse = rows < kSparse && s->addressable(view_block, view, view_buf) && !view.needs_codes();
+        }
+        if (sparse) {
+          for (uint64_t i = 0; i < m; ++i)
+            if (!view.value(size_t(first + i - block_first), nullptr, nullptr, reinterpret_cast<unsigned char*>(picked + i)))
+              throw FormatError(s->source().name() + ": " + s->what() + ", block " + std::to_string(view_block) +
+                                ": a packed word lies outside its block");
+          emit(static_cast<const T*>(picked), r0, r1);
+          continue;
+        }
+      }
       if (first + m <= block_first + per) {  // inside one block: hold the whole block
         const uint64_t block_n = std::min(per, s->count() - block_first);
         held = reader.values<T>(*s, block_first, block_n);
