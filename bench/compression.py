@@ -16,6 +16,8 @@ Figures (bench/README.md explains each):
                   the same order
 3. ``decode``     decoding inside reads: values per second of one thread, decoded-block cache
                   off (every block decoded), vs Blosc2 and zstd decompression of the same column
+3b. ``progressive`` quality 0.1 -> 1.0, every column, fresh open, decoded-block cache emptied:
+                  the lossless file's rate against the uncompressed file's
 4. ``write``      write rate, fsync'd, lossless vs uncompressed, same data
 5. ``positions``  positions with a 2^-17-of-box bound: bits per particle, bound held on every
                   value; peers SZ3 (pysz) and ZFP (zfpy) at the same bound, same order
@@ -205,7 +207,7 @@ class Bench:
             x["motes"], "x", peers=x["peers"], ratio=x["peers"]["blosc2_shuffle_zstd1"]["ratio"],
             ratio_meaning="motes / Blosc2 shuffle+zstd1", target=">= Blosc2 shuffle+zstd clevel 1 on every float32 "
             "column", met=met, columns=per)
-        self.lossless = lossless
+        self.lossless, self.none = lossless, none
         self.order = order
 
     def fig_decode(self):
@@ -241,9 +243,41 @@ class Bench:
                 "blosc2_x": peer(x.nbytes / tb["median"] / 1e9, "GB/s", gbs / (x.nbytes / tb["median"] / 1e9),
                                  "motes (all columns) / Blosc2 on x, nthreads=1"),
                 "zstd1_x": peer(x.nbytes / tz["median"] / 1e9, "GB/s", None, "zstd level 1 on x, one frame"),
-            }, ratio=gbs / 2.5, ratio_meaning="value / target (2.5 GB/s)", target=">= 2.5 GB/s per core",
-            met=gbs >= 2.5, columns=per)
+            }, ratio=gbs / 4.0, ratio_meaning="value / target (4 GB/s)", target=">= 4 GB/s per core",
+            met=gbs >= 4.0, columns=per)
         log(f"figure 3 (decode): {gbs:.2f} GB/s over all columns, one thread; per column {per}")
+
+    def fig_progressive(self):
+        import motes
+
+        # A viewer's progression over a file it has just opened: quality 0.1 -> 1.0 in ten
+        # slices, every column, one thread; opened afresh and the decoded-block cache emptied
+        # before every run (pages hot), the lossless file against the uncompressed one.
+        def progression(path):
+            motes._core.clear_block_cache()
+            ds = motes.open(path)
+            rows = 0
+            for k in range(10):
+                t = ds.query(quality=(k / 10, (k + 1) / 10), threads=1)
+                rows += len(t)
+                for c in self.data:
+                    np.asarray(t[c])
+            return rows
+
+        rate = {}
+        for name, path in (("lossless", self.lossless), ("none", self.none)):
+            t, rows = timed(lambda: progression(path), repeat=self.args.repeat)
+            assert rows == self.args.n
+            rate[name] = rows / t["median"] / 1e3  # points per ms
+        share = rate["lossless"] / rate["none"]
+        self.figures["progressive"] = figure(
+            "progressive", "progressive read 0.1 -> 1.0, every column, one thread, fresh open and decoded-block cache "
+            "emptied each run: lossless rate", rate["lossless"], "points/ms",
+            peers={"uncompressed": peer(rate["none"], "points/ms", share, "lossless rate / uncompressed rate")},
+            ratio=share, ratio_meaning="lossless rate / uncompressed rate", target=">= 60% of the uncompressed rate",
+            met=share >= 0.6)
+        log(f"figure 3b (progressive, fresh open): lossless {rate['lossless']:,.0f} points/ms, uncompressed "
+            f"{rate['none']:,.0f} ({100 * share:.0f}%)")
 
     def fig_write(self):
         def once(kind):
@@ -339,6 +373,7 @@ def main(argv=None) -> int:
         b.generate()
         b.fig_size_and_columns()
         b.fig_decode()
+        b.fig_progressive()
         b.fig_write()
         b.fig_lossy()
     return 0

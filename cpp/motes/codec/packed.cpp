@@ -11,13 +11,27 @@ namespace motes::codec {
 
 namespace {
 
-constexpr uint8_t kFor = 0, kDictionary = 1;
+constexpr uint8_t kFor = 0, kDictionary = 1, kLinear = 2;
+// The header words of a unit's body before its fields.
+size_t head_words(uint8_t mode, uint32_t dict_size) { return mode == kFor ? 1 : mode == kLinear ? 2 : dict_size; }
 constexpr uint32_t kMaxDictionary = 256;
 
-uint64_t word_at(const unsigned char* p, uint32_t size) {
-  uint64_t v = 0;
-  std::memcpy(&v, p, size);  // little-endian
-  return v;
+// A little-endian word of `size` bytes (1, 2, 4, 8), and back: fixed-size loads, not memcpy calls.
+inline uint64_t word_at(const unsigned char* p, uint32_t size) {
+  switch (size) {
+    case 1: return *p;
+    case 2: return load<uint16_t>(p);
+    case 4: return load<uint32_t>(p);
+    default: return load<uint64_t>(p);
+  }
+}
+inline void put_word(unsigned char* p, uint64_t v, uint32_t size) {
+  switch (size) {
+    case 1: *p = uint8_t(v); return;
+    case 2: store<uint16_t>(p, uint16_t(v)); return;
+    case 4: store<uint32_t>(p, uint32_t(v)); return;
+    default: store<uint64_t>(p, v);
+  }
 }
 uint64_t mask_of(uint32_t w) { return w >= 64 ? ~uint64_t(0) : (uint64_t(1) << w) - 1; }
 uint32_t bits_for(uint64_t range) { return range ? 64 - uint32_t(__builtin_clzll(range)) : 0; }
@@ -37,12 +51,12 @@ inline uint64_t field(const unsigned char* p, uint64_t bit, uint32_t w) {
 // dictionary index and low rbits bits in one w-bit field.
 struct UnitPlan {
   uint8_t mode = kFor, width = 0, rbits = 0;
-  uint64_t ref = 0;
+  uint64_t ref = 0, delta = 0;  // kLinear: word j = ref + j * delta + field j
   uint32_t dict_size = 0;
   uint64_t dict[kMaxDictionary];
   uint8_t index[4096];  // dictionary index of each word (dictionary mode)
   size_t body_bytes(size_t m, uint32_t size) const {
-    return (mode == kFor ? size : size_t(dict_size) * size) + (m * width + 7) / 8;
+    return head_words(mode, dict_size) * size + (m * width + 7) / 8;
   }
 };
 
@@ -77,6 +91,26 @@ void plan_unit(const unsigned char* words, size_t m, uint32_t size, UnitPlan& u)
   u.mode = kFor, u.ref = lo, u.width = uint8_t(bits_for(hi - lo)), u.rbits = 0, u.dict_size = 0;
   if (u.width <= 1) return;
   size_t best = u.body_bytes(m, size);
+  // Ascending words (sorted keys, positions, tail values): offsets from the line through the
+  // first and last word.
+  bool ascending = m > 2;
+  for (size_t i = 1; i < m && ascending; ++i) ascending = word_at(words + i * size, size) >= word_at(words + (i - 1) * size, size);
+  if (ascending) {
+    const uint64_t all = mask_of(8 * size);
+    const uint64_t delta = (word_at(words + (m - 1) * size, size) - word_at(words, size)) / (m - 1);
+    uint64_t rlo = ~uint64_t(0), rhi = 0;
+    for (size_t i = 0; i < m; ++i) {
+      const uint64_t r = (word_at(words + i * size, size) - uint64_t(i) * delta) & all;
+      rlo = std::min(rlo, r), rhi = std::max(rhi, r);
+    }
+    UnitPlan l;
+    l.mode = kLinear, l.ref = rlo, l.delta = delta, l.width = uint8_t(bits_for(rhi - rlo));
+    if (l.body_bytes(m, size) < best) {
+      best = l.body_bytes(m, size);
+      u.mode = kLinear, u.ref = rlo, u.delta = delta, u.width = l.width;
+      if (u.width == 0) return;
+    }
+  }
   // Dictionaries of the whole words (few distinct values: flags, charges) and of their high
   // parts above rbits = width - k low bits (the sign and exponent of floats that cross zero).
   static thread_local UnitPlan d;
@@ -171,6 +205,11 @@ void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string
       out.append(reinterpret_cast<const char*>(&u.ref), size);
       const uint64_t ref = u.ref;
       put_fields(m, u.width, [&](size_t i) { return word_at(w + i * size, size) - ref; }, out);
+    } else if (u.mode == kLinear) {
+      out.append(reinterpret_cast<const char*>(&u.ref), size);
+      out.append(reinterpret_cast<const char*>(&u.delta), size);
+      const uint64_t ref = u.ref, delta = u.delta;
+      put_fields(m, u.width, [&](size_t i) { return word_at(w + i * size, size) - uint64_t(i) * delta - ref; }, out);
     } else {
       for (uint32_t j = 0; j < u.dict_size; ++j) out.append(reinterpret_cast<const char*>(&u.dict[j]), size);
       const uint32_t r = u.rbits;
@@ -178,18 +217,6 @@ void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string
     }
   }
   out.append(kPackedPadBytes, '\0');
-}
-
-size_t packed_size(const unsigned char* words, size_t n, uint32_t size) {
-  const size_t units = (n + kPackedUnit - 1) / kPackedUnit;
-  size_t bytes = 4 + units * kPackedUnitEntryBytes + kPackedPadBytes;
-  static thread_local UnitPlan u;
-  for (size_t k = 0; k < units; ++k) {
-    const size_t m = std::min<size_t>(kPackedUnit, n - k * kPackedUnit);
-    plan_unit(words + k * kPackedUnit * size, m, size, u);
-    bytes += u.body_bytes(m, size);
-  }
-  return bytes;
 }
 
 std::string PackedWords::open(const unsigned char* s, size_t len, size_t n, uint32_t size, bool checked) {
@@ -209,7 +236,7 @@ std::string PackedWords::open(const unsigned char* s, size_t len, size_t n, uint
     const size_t m = std::min<size_t>(unit, n - k * unit);
     auto which = [&] { return "packed unit " + std::to_string(k); };  // for errors only
     if (load<uint32_t>(e) != at) return which() + " does not start where the one before ends";
-    if (mode == kFor) {
+    if (mode == kFor || mode == kLinear) {
       if (w > 8 * size || e[6] || e[7]) return which() + " has a width of " + std::to_string(w) + " bits or a dictionary";
     } else if (mode == kDictionary) {
       if (w > 64 || r >= 8 * size || w < r || w - r > 8 || (uint64_t(1) << (w - r)) < d)
@@ -218,7 +245,7 @@ std::string PackedWords::open(const unsigned char* s, size_t len, size_t n, uint
     } else {
       return which() + " has an unknown mode " + std::to_string(mode);
     }
-    const size_t body = (mode == kFor ? size : size_t(d) * size) + (m * w + 7) / 8;
+    const size_t body = head_words(uint8_t(mode), d) * size + (m * w + 7) / 8;
     if (body > len - kPackedPadBytes - at) return which() + " runs past the end of the stream";
     at += body;
   }
@@ -236,6 +263,11 @@ bool PackedWords::word(size_t i, uint64_t& out) const {
   const size_t j = i & ((size_t(1) << shift_) - 1);
   if (e[5] == kFor) {
     out = (word_at(body, size_) + field(body + size_, uint64_t(j) * w, w)) & mask_of(8 * size_);
+    return true;
+  }
+  if (e[5] == kLinear) {
+    out = (word_at(body, size_) + uint64_t(j) * word_at(body + size_, size_) + field(body + 2 * size_, uint64_t(j) * w, w)) &
+          mask_of(8 * size_);
     return true;
   }
   const uint32_t d = e[6] + 1u, r = e[7];
@@ -256,6 +288,10 @@ std::string PackedWords::unpack(unsigned char* dst) const {
     unsigned char* out = dst + k * unit * size_;
     if (e[5] == kFor) {
       unpacker(size_, w)(body + size_, m, word_at(body, size_), out);
+    } else if (e[5] == kLinear) {
+      unpacker(size_, w)(body + 2 * size_, m, word_at(body, size_), out);
+      const uint64_t delta = word_at(body + size_, size_);
+      for (size_t j = 0; j < m; ++j) put_word(out + j * size_, word_at(out + j * size_, size_) + uint64_t(j) * delta, size_);
     } else {
       const uint32_t d = e[6] + 1u, r = e[7];
       const unsigned char* p = body + size_t(d) * size_;
@@ -264,13 +300,12 @@ std::string PackedWords::unpack(unsigned char* dst) const {
         const uint64_t f = field(p, uint64_t(j) * w, w);
         const uint64_t x = f >> r;
         if (x >= d) return "packed unit " + std::to_string(k) + " indexes past its dictionary";
-        const uint64_t v = ((word_at(body + x * size_, size_) << r) | (f & low)) & all;
-        std::memcpy(out + j * size_, &v, size_);
+        put_word(out + j * size_, (word_at(body + x * size_, size_) << r) | (f & low), size_);
       }
     }
     // Bits after the unit's last field are zero (a stream has one form).
     const size_t bits = m * w;
-    if (bits % 8 && (body[(e[5] == kFor ? size_ : (e[6] + size_t(1)) * size_) + bits / 8] >> (bits % 8)))
+    if (bits % 8 && (body[head_words(e[5], e[6] + 1u) * size_ + bits / 8] >> (bits % 8)))
       return "packed unit " + std::to_string(k) + " has bits set after its last word";
   }
   return {};
@@ -309,12 +344,19 @@ void pack_binned(const unsigned char* words, const uint8_t* codes, size_t n, uin
   out.resize(at + (bit + 7) / 8 + kPackedPadBytes);
 }
 
-std::string BinnedWords::open(const unsigned char* s, size_t len, size_t n, uint32_t size, const uint8_t* codes) {
+std::string BinnedWords::open(const unsigned char* s, size_t len, size_t n, uint32_t size, const uint8_t* codes,
+                              bool checked) {
   if (len < 4 + 256 + kPackedPadBytes) return "binned stream is shorter than its header";
   const uint32_t unit = load<uint32_t>(s);
   if (unit < 64 || unit > 4096 || (unit & (unit - 1))) return "binned stream has a unit of " + std::to_string(unit) + " words";
   const size_t units = (n + unit - 1) / unit;
   if (units > (len - 260 - kPackedPadBytes) / 4) return "binned stream is shorter than its offset table";
+  if (checked && !codes) {  // opened before: the widths, offsets and padding passed
+    const size_t fields = 260 + 4 * units;
+    widths_ = s + 4, offsets_ = s + 260, bits_ = s + fields, bit_count_ = uint64_t(len - fields - kPackedPadBytes) * 8;
+    n_ = n, size_ = size, shift_ = uint32_t(__builtin_ctz(unit));
+    return {};
+  }
   for (size_t c = 0; c < 256; ++c)
     if (s[4 + c] > 8 * size) return "binned stream gives bin " + std::to_string(c) + " " + std::to_string(s[4 + c]) + " bits";
   const size_t fields = 260 + 4 * units;
@@ -339,8 +381,12 @@ std::string BinnedWords::open(const unsigned char* s, size_t len, size_t n, uint
 
 bool BinnedWords::word(size_t i, const uint8_t* codes, uint64_t& out) const {
   const size_t u = i >> shift_;
-  uint64_t bit = load<uint32_t>(offsets_ + 4 * u);
-  for (size_t j = u << shift_; j < i; ++j) bit += widths_[codes[j]];
+  uint64_t bit = load<uint32_t>(offsets_ + 4 * u), b1 = 0, b2 = 0, b3 = 0;
+  size_t j = u << shift_;
+  for (; j + 4 <= i; j += 4)  // four sums side by side: the loads do not wait on each other
+    bit += widths_[codes[j]], b1 += widths_[codes[j + 1]], b2 += widths_[codes[j + 2]], b3 += widths_[codes[j + 3]];
+  for (; j < i; ++j) bit += widths_[codes[j]];
+  bit += b1 + b2 + b3;
   const uint32_t w = widths_[codes[i]];
   if (bit + w > bit_count_) return false;
   out = w ? field(bits_, bit, w) : 0;
@@ -352,8 +398,7 @@ std::string BinnedWords::unpack(const uint8_t* codes, unsigned char* dst) const 
   for (size_t i = 0; i < n_; ++i) {
     const uint32_t w = widths_[codes[i]];
     if (bit + w > bit_count_) return "binned word " + std::to_string(i) + " lies past the stream";
-    const uint64_t v = w ? field(bits_, bit, w) : 0;
-    std::memcpy(dst + i * size_, &v, size_);
+    put_word(dst + i * size_, w ? field(bits_, bit, w) : 0, size_);
     bit += w;
   }
   return {};

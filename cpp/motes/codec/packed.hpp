@@ -19,8 +19,6 @@ inline constexpr uint32_t kPackedPadBytes = 8;      // zero bytes closing the st
 
 // Appends the packed stream of n words of `size` bytes (little-endian) to out.
 void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string& out);
-// The bytes pack_words would append.
-size_t packed_size(const unsigned char* words, size_t n, uint32_t size);
 
 // A checked packed stream: word(i) reads word i (0 <= i < n) where it lies.
 class PackedWords {
@@ -54,8 +52,10 @@ class BinnedWords {
  public:
   // Checks the stream's header, widths and offsets for n words of `size` bytes; with
   // `codes` (all n), also that every offset is where the widths before it end and the
-  // stream's length is exact. What is wrong, or an empty string.
-  std::string open(const unsigned char* stream, size_t len, size_t n, uint32_t size, const uint8_t* codes);
+  // stream's length is exact. `checked`: opened before, only the header is read. What is
+  // wrong, or an empty string.
+  std::string open(const unsigned char* stream, size_t len, size_t n, uint32_t size, const uint8_t* codes,
+                   bool checked = false);
   // Word i given the block's codes; false when it would lie past the stream (damaged).
   bool word(size_t i, const uint8_t* codes, uint64_t& out) const;
   // All n words into dst (n * size bytes); what is wrong, or empty.

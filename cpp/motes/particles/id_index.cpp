@@ -153,9 +153,24 @@ class IndexBlock {
     if (!row_view_.value(size_t(j), nullptr, nullptr, v)) damaged("rows");
     return wide ? load<uint64_t>(v) : load<uint32_t>(v);
   }
-  // The first entry whose key is >= key (m when none).
-  uint64_t lower_bound(uint64_t key) {
+  // The first entry whose key is >= key (m when none). `lo`, `hi`: the block's first and
+  // last keys (its fences): a search of packed keys starts where the key would lie were the
+  // keys evenly spread (ids usually are), then widens, a few words instead of a dozen.
+  uint64_t lower_bound(uint64_t key, uint64_t lo, uint64_t hi) {
     uint64_t a = 0, b = m_;
+    if (!k_ && m_ > 2 && hi > lo && key > lo && key <= hi) {
+      const uint64_t guess = std::min<uint64_t>(m_ - 1, uint64_t(double(key - lo) / double(hi - lo) * double(m_ - 1)));
+      uint64_t step = 1;
+      if (this->key(guess) < key) {  // the answer is past guess: widen upwards
+        a = guess + 1;
+        while (a + step - 1 < m_ && this->key(a + step - 1) < key) a += step, step *= 2;
+        b = std::min(m_, a + step - 1);
+      } else {  // at or before guess: widen downwards
+        b = guess;
+        while (b >= step && this->key(b - step) >= key) b -= step, step *= 2;
+        a = b >= step ? b - step + 1 : 0;
+      }
+    }
     while (a < b) {
       const uint64_t mid = (a + b) / 2;
       if (this->key(mid) < key) a = mid + 1;
@@ -190,7 +205,7 @@ void IdIndex::find(const uint64_t* keys, size_t n, int64_t* rows) const {
     if (lo == nb || fences_[2 * lo] > key) continue;
     const uint64_t first = lo * bv, m = std::min(bv, count_ - first);
     block.at(lo, first, m);
-    const uint64_t j = block.lower_bound(key);
+    const uint64_t j = block.lower_bound(key, fences_[2 * lo], fences_[2 * lo + 1]);
     if (j == m || block.key(j) != key) continue;
     if ((j + 1 < m && block.key(j + 1) == key) || (j + 1 == m && lo + 1 < nb && fences_[2 * (lo + 1)] == key))
       throw FormatError(file_ + ": id " + std::to_string(key) + " (as a key) is held by two particles");
@@ -209,7 +224,7 @@ std::vector<uint64_t> IdIndex::positions(const uint64_t* keys, size_t n) const {
     for (uint64_t b = first_block(key); b < nb && fences_[2 * b] <= key; ++b) {  // a key may run on into the next blocks
       const uint64_t first = b * bv, m = std::min(bv, count_ - first);
       block.at(b, first, m);
-      for (uint64_t j = block.lower_bound(key); j < m && block.key(j) == key; ++j) {
+      for (uint64_t j = block.lower_bound(key, fences_[2 * b], fences_[2 * b + 1]); j < m && block.key(j) == key; ++j) {
         const uint64_t r = block.row(j);
         if (r >= count_) throw FormatError(file_ + ": id index block " + std::to_string(b) + " names position " + std::to_string(r));
         out.push_back(r);
