@@ -18,7 +18,8 @@ using namespace motes::codec;
 namespace {
 
 // n values of dtype `code`: 0 smooth, 1 noise crossing zero, 2 constant, 3 two values (a
-// charge), 4 specials (NaN, inf, -0, extremes), 5 a few dozen distinct values.
+// charge), 4 specials (NaN, inf, -0, extremes), 5 a few dozen distinct values, 6 ascending
+// (0, 1, 2, ...), 7 ascending with random gaps.
 std::vector<unsigned char> values(uint8_t code, size_t n, int shape, uint64_t seed) {
   const ValueType t = value_type(code);
   std::vector<unsigned char> out(n * t.size);
@@ -30,6 +31,7 @@ std::vector<unsigned char> values(uint8_t code, size_t n, int shape, uint64_t se
                      : shape == 2 ? 7.0
                      : shape == 3 ? (rng() % 2 ? -1.5 : 2.0)
                      : shape == 5 ? double(rng() % 37) - 10
+                     : shape == 7 ? double(i * 3 + rng() % 3)
                                   : double(i);
     dispatch_dtype(DType(code), [&](auto tag) {
       using T = decltype(tag);
@@ -66,7 +68,7 @@ TEST(Packed, EveryShapeRoundTripsAndEveryValueIsReadWhereItLies) {
   int checked = 0;
   for (uint8_t code = 1; dtype_valid(code); ++code) {
     const ValueType t = value_type(code);
-    for (int shape = 0; shape < 6; ++shape) {
+    for (int shape = 0; shape < 8; ++shape) {
       for (size_t n : {1u, 17u, 255u, 256u, 257u, 1000u, 4096u}) {
         const auto in = values(code, n, shape, code * 100 + shape + n);
         for (Predictor pred : {Predictor::none, Predictor::offset}) {
@@ -89,7 +91,7 @@ TEST(Packed, EveryShapeRoundTripsAndEveryValueIsReadWhereItLies) {
       }
     }
   }
-  EXPECT_GT(checked, 800);
+  EXPECT_GT(checked, 1100);
 }
 
 TEST(Packed, QuantileResidualsPackedOrBinnedAreReadWithTheirCodes) {
@@ -171,6 +173,12 @@ TEST(Packed, UnitsTakeTheSmallestForm) {
   EXPECT_LT(stream_bytes(5), overhead + 16 * (64 * 4 + 256 * 6 / 8));  // a few dozen: at most 6-bit indexes
   // Noise crossing zero: the high parts (sign, exponent) as a dictionary beat 32-bit offsets.
   EXPECT_LT(stream_bytes(1), size_t(n) * 4 * 95 / 100);
+  // Consecutive integers (sorted ids): linear units of no bits, a reference and a step each.
+  const ValueType i32 = value_type(uint8_t(DType::i32));
+  const auto ramp = values(uint8_t(DType::i32), n, 6, 9);
+  EXPECT_EQ(packed_block(i32, Predictor::offset, ramp, n).size(), overhead + 16 * 2 * 4);
+  const auto gaps = values(uint8_t(DType::i32), n, 7, 9);  // steps of 1-5: offsets of a few bits from the line
+  EXPECT_LT(packed_block(i32, Predictor::offset, gaps, n).size(), overhead + 16 * (2 * 4 + 256 * 4 / 8));
 }
 
 TEST(Packed, TheWriterChoosesPackedWordsOnlyWhenAskedAndWhenTheyCostLittle) {

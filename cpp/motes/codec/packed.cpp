@@ -97,7 +97,7 @@ void plan_unit(const unsigned char* words, size_t m, uint32_t size, UnitPlan& u)
   for (size_t i = 1; i < m && ascending; ++i) ascending = word_at(words + i * size, size) >= word_at(words + (i - 1) * size, size);
   if (ascending) {
     const uint64_t all = mask_of(8 * size);
-    const uint64_t delta = (word_at(words + (m - 1) * size, size) - word_at(words, size)) / (m - 1);
+    const uint64_t delta = (word_at(words + (m - 1) * size, size) - word_at(words, size) + (m - 1) / 2) / (m - 1);
     uint64_t rlo = ~uint64_t(0), rhi = 0;
     for (size_t i = 0; i < m; ++i) {
       const uint64_t r = (word_at(words + i * size, size) - uint64_t(i) * delta) & all;
@@ -354,7 +354,7 @@ std::string BinnedWords::open(const unsigned char* s, size_t len, size_t n, uint
   if (checked && !codes) {  // opened before: the widths, offsets and padding passed
     const size_t fields = 260 + 4 * units;
     widths_ = s + 4, offsets_ = s + 260, bits_ = s + fields, bit_count_ = uint64_t(len - fields - kPackedPadBytes) * 8;
-    n_ = n, size_ = size, shift_ = uint32_t(__builtin_ctz(unit));
+    n_ = n, size_ = size, shift_ = uint32_t(__builtin_ctz(unit)), whole_ = false;
     return {};
   }
   for (size_t c = 0; c < 256; ++c)
@@ -375,7 +375,7 @@ std::string BinnedWords::open(const unsigned char* s, size_t len, size_t n, uint
     if (bit % 8 && (s[fields + bit / 8] >> (bit % 8))) return "binned stream has bits set after its last word";
   }
   widths_ = s + 4, offsets_ = s + 260, bits_ = s + fields, bit_count_ = bit_count;
-  n_ = n, size_ = size, shift_ = uint32_t(__builtin_ctz(unit));
+  n_ = n, size_ = size, shift_ = uint32_t(__builtin_ctz(unit)), whole_ = codes != nullptr;
   return {};
 }
 
@@ -393,13 +393,35 @@ bool BinnedWords::word(size_t i, const uint8_t* codes, uint64_t& out) const {
   return true;
 }
 
-std::string BinnedWords::unpack(const uint8_t* codes, unsigned char* dst) const {
+namespace {
+template <class U>
+void unpack_bins(const unsigned char* widths, const uint8_t* codes, const unsigned char* bits, size_t n, unsigned char* dst) {
   uint64_t bit = 0;
-  for (size_t i = 0; i < n_; ++i) {
-    const uint32_t w = widths_[codes[i]];
-    if (bit + w > bit_count_) return "binned word " + std::to_string(i) + " lies past the stream";
-    put_word(dst + i * size_, w ? field(bits_, bit, w) : 0, size_);
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t w = widths[codes[i]];
+    uint64_t v;
+    if constexpr (sizeof(U) <= 4) {  // w <= 32: one load holds the field whatever its shift
+      v = (load<uint64_t>(bits + (bit >> 3)) >> (bit & 7)) & ((uint64_t(1) << w) - 1);
+    } else {
+      v = w ? field(bits, bit, w) : 0;
+    }
+    store<U>(dst + i * sizeof(U), U(v));
     bit += w;
+  }
+}
+}  // namespace
+
+std::string BinnedWords::unpack(const uint8_t* codes, unsigned char* dst) const {
+  if (!whole_) {  // every field lies before the padding: checked once, then read unchecked
+    uint64_t total = 0;
+    for (size_t i = 0; i < n_; ++i) total += widths_[codes[i]];
+    if (total > bit_count_) return "binned words run past the stream";
+  }
+  switch (size_) {
+    case 1: unpack_bins<uint8_t>(widths_, codes, bits_, n_, dst); break;
+    case 2: unpack_bins<uint16_t>(widths_, codes, bits_, n_, dst); break;
+    case 4: unpack_bins<uint32_t>(widths_, codes, bits_, n_, dst); break;
+    default: unpack_bins<uint64_t>(widths_, codes, bits_, n_, dst);
   }
   return {};
 }

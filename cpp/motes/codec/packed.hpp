@@ -68,6 +68,7 @@ class BinnedWords {
   uint64_t bit_count_ = 0;                 // bits the fields may take
   size_t n_ = 0;
   uint32_t size_ = 0, shift_ = 0;
+  bool whole_ = false;  // opened with the codes: the fields end exactly at the padding
 };
 
 }  // namespace motes::codec

@@ -194,13 +194,21 @@ void inverse(Predictor p, const ValueType& t, unsigned char* data, size_t n, con
       }
       return;
     }
-    case Predictor::quantile:
+    case Predictor::quantile: {
+      // Local copies: stores into data could alias t and ctx, which would keep the compiler
+      // from hoisting the type's test out of the loop (and from vectorizing it).
+      const ValueType type = t;
+      const uint64_t* bases = ctx.bases;
+      const uint8_t* codes = ctx.codes;
       for (size_t i = 0; i < n; ++i)
-        put<U>(data + i * sizeof(U), unordered<U>(U(load<U>(data + i * sizeof(U)) + U(ctx.bases[ctx.codes[i]])), t));
+        put<U>(data + i * sizeof(U), unordered<U>(U(load<U>(data + i * sizeof(U)) + U(bases[codes[i]])), type));
       return;
-    case Predictor::offset:
-      for (size_t i = 0; i < n; ++i) put<U>(data + i * sizeof(U), unordered<U>(U(load<U>(data + i * sizeof(U)) + param), t));
+    }
+    case Predictor::offset: {
+      const ValueType type = t;
+      for (size_t i = 0; i < n; ++i) put<U>(data + i * sizeof(U), unordered<U>(U(load<U>(data + i * sizeof(U)) + param), type));
       return;
+    }
     case Predictor::zfp:  // decoded whole by zfp.cpp, never through here
       return;
   }
