@@ -310,13 +310,13 @@ std::string open_packed(const unsigned char* p, size_t stored_n, const BlockHead
   return words.open(p + h.pos, stored_n - h.pos, n, t.size, checked);
 }
 std::string open_binned(const unsigned char* p, size_t stored_n, const BlockHead& h, size_t n, ValueType t,
-                        const uint8_t* codes, BinnedWords& words, bool checked = false) {
+                        BinnedWords& words, bool checked = false) {
   if (h.pred != uint8_t(Predictor::quantile))
     return std::string("binned words with predictor ") + predictor_name(Predictor(h.pred));
   const unsigned char* e = p + kBlockHeaderBytes;
   if (e[0] != uint8_t(Coder::raw) || e[1] || e[2] || e[3]) return "binned stream is not stored raw";
   if (load<uint32_t>(e + 4) != stored_n - h.pos) return "binned stream does not end where the block ends";
-  return words.open(p + h.pos, stored_n - h.pos, n, t.size, codes, checked);
+  return words.open(p + h.pos, stored_n - h.pos, n, t.size, checked);
 }
 
 }  // namespace
@@ -336,7 +336,7 @@ bool AddressableBlock::open(ValueType t, const void* stored, size_t stored_n, si
   ctx.codes = no_codes, ctx.bases = no_bases;
   BlockHead h;
   if ((problem = read_head(t, p, stored_n, ctx, h)).empty())
-    problem = binned ? open_binned(p, stored_n, h, n, t, nullptr, bins_, checked)
+    problem = binned ? open_binned(p, stored_n, h, n, t, bins_, checked)
                      : open_packed(p, stored_n, h, n, t, words_, checked);
   if (!problem.empty()) return false;
   type_ = t, pred_ = Predictor(h.pred), param_ = h.param, binned_ = binned;
@@ -369,7 +369,7 @@ std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, 
   if (std::string problem = read_head(t, p, stored_n, ctx, h); !problem.empty()) return problem;
   if (h.layout == uint8_t(Layout::binned)) {
     BinnedWords words;
-    if (std::string problem = open_binned(p, stored_n, h, n, t, ctx.codes, words); !problem.empty()) return problem;
+    if (std::string problem = open_binned(p, stored_n, h, n, t, words); !problem.empty()) return problem;
     if (std::string problem = words.unpack(ctx.codes, static_cast<unsigned char*>(dst)); !problem.empty()) return problem;
     unpredict(Predictor(h.pred), t, static_cast<unsigned char*>(dst), n, ctx, h.param, h.origin, h.step);
     return {};

@@ -295,7 +295,7 @@ std::string PackedWords::unpack(unsigned char* dst) const {
     } else {
       const uint32_t d = e[6] + 1u, r = e[7];
       const unsigned char* p = body + size_t(d) * size_;
-      const uint64_t all = mask_of(8 * size_), low = mask_of(r);
+      const uint64_t low = mask_of(r);
       for (size_t j = 0; j < m; ++j) {
         const uint64_t f = field(p, uint64_t(j) * w, w);
         const uint64_t x = f >> r;
@@ -344,17 +344,16 @@ void pack_binned(const unsigned char* words, const uint8_t* codes, size_t n, uin
   out.resize(at + (bit + 7) / 8 + kPackedPadBytes);
 }
 
-std::string BinnedWords::open(const unsigned char* s, size_t len, size_t n, uint32_t size, const uint8_t* codes,
-                              bool checked) {
+std::string BinnedWords::open(const unsigned char* s, size_t len, size_t n, uint32_t size, bool checked) {
   if (len < 4 + 256 + kPackedPadBytes) return "binned stream is shorter than its header";
   const uint32_t unit = load<uint32_t>(s);
   if (unit < 64 || unit > 4096 || (unit & (unit - 1))) return "binned stream has a unit of " + std::to_string(unit) + " words";
   const size_t units = (n + unit - 1) / unit;
   if (units > (len - 260 - kPackedPadBytes) / 4) return "binned stream is shorter than its offset table";
-  if (checked && !codes) {  // opened before: the widths, offsets and padding passed
+  if (checked) {  // opened before: the widths, offsets and padding passed
     const size_t fields = 260 + 4 * units;
     widths_ = s + 4, offsets_ = s + 260, bits_ = s + fields, bit_count_ = uint64_t(len - fields - kPackedPadBytes) * 8;
-    n_ = n, size_ = size, shift_ = uint32_t(__builtin_ctz(unit)), whole_ = false;
+    n_ = n, size_ = size, shift_ = uint32_t(__builtin_ctz(unit));
     return {};
   }
   for (size_t c = 0; c < 256; ++c)
@@ -365,17 +364,8 @@ std::string BinnedWords::open(const unsigned char* s, size_t len, size_t n, uint
     if (load<uint32_t>(s + 260 + 4 * u) > bit_count) return "binned unit " + std::to_string(u) + " starts past the stream";
   for (size_t i = len - kPackedPadBytes; i < len; ++i)
     if (s[i]) return "binned stream has a nonzero padding byte";
-  if (codes) {  // the offsets and the length, from the widths of the codes
-    uint64_t bit = 0;
-    for (size_t u = 0; u < units; ++u) {
-      if (load<uint32_t>(s + 260 + 4 * u) != bit) return "binned unit " + std::to_string(u) + " does not start where the one before ends";
-      for (size_t i = u * unit; i < std::min(n, (u + 1) * size_t(unit)); ++i) bit += s[4 + codes[i]];
-    }
-    if ((bit + 7) / 8 != len - fields - kPackedPadBytes) return "binned stream's fields do not end where the stream ends";
-    if (bit % 8 && (s[fields + bit / 8] >> (bit % 8))) return "binned stream has bits set after its last word";
-  }
   widths_ = s + 4, offsets_ = s + 260, bits_ = s + fields, bit_count_ = bit_count;
-  n_ = n, size_ = size, shift_ = uint32_t(__builtin_ctz(unit)), whole_ = codes != nullptr;
+  n_ = n, size_ = size, shift_ = uint32_t(__builtin_ctz(unit));
   return {};
 }
 
@@ -395,35 +385,38 @@ bool BinnedWords::word(size_t i, const uint8_t* codes, uint64_t& out) const {
 
 namespace {
 template <class U>
-void unpack_bins(const unsigned char* widths, const uint8_t* codes, const unsigned char* bits, size_t n, unsigned char* dst) {
+std::string unpack_bins(const unsigned char* widths, const unsigned char* offsets, uint32_t shift, const uint8_t* codes,
+                        const unsigned char* bits, uint64_t bit_count, size_t n, unsigned char* dst) {
+  const size_t unit = size_t(1) << shift;
   uint64_t bit = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t w = widths[codes[i]];
-    uint64_t v;
-    if constexpr (sizeof(U) <= 4) {  // w <= 32: one load holds the field whatever its shift
-      v = (load<uint64_t>(bits + (bit >> 3)) >> (bit & 7)) & ((uint64_t(1) << w) - 1);
-    } else {
-      v = w ? field(bits, bit, w) : 0;
+  for (size_t u = 0; u * unit < n; ++u) {
+    if (load<uint32_t>(offsets + 4 * u) != bit) return "binned unit " + std::to_string(u) + " does not start where the one before ends";
+    for (size_t i = u * unit, end = std::min(n, (u + 1) * unit); i < end; ++i) {
+      const uint32_t w = widths[codes[i]];
+      if (bit + w > bit_count) return "binned words run past the stream";  // predicted: never taken
+      uint64_t v;
+      if constexpr (sizeof(U) <= 4) {  // w <= 32: one load holds the field whatever its shift
+        v = (load<uint64_t>(bits + (bit >> 3)) >> (bit & 7)) & ((uint64_t(1) << w) - 1);
+      } else {
+        v = w ? field(bits, bit, w) : 0;
+      }
+      store<U>(dst + i * sizeof(U), U(v));
+      bit += w;
     }
-    store<U>(dst + i * sizeof(U), U(v));
-    bit += w;
   }
+  if ((bit + 7) / 8 != bit_count / 8) return "binned stream's fields do not end where the stream ends";
+  if (bit % 8 && (bits[bit / 8] >> (bit % 8))) return "binned stream has bits set after its last word";
+  return {};
 }
 }  // namespace
 
 std::string BinnedWords::unpack(const uint8_t* codes, unsigned char* dst) const {
-  if (!whole_) {  // every field lies before the padding: checked once, then read unchecked
-    uint64_t total = 0;
-    for (size_t i = 0; i < n_; ++i) total += widths_[codes[i]];
-    if (total > bit_count_) return "binned words run past the stream";
-  }
   switch (size_) {
-    case 1: unpack_bins<uint8_t>(widths_, codes, bits_, n_, dst); break;
-    case 2: unpack_bins<uint16_t>(widths_, codes, bits_, n_, dst); break;
-    case 4: unpack_bins<uint32_t>(widths_, codes, bits_, n_, dst); break;
-    default: unpack_bins<uint64_t>(widths_, codes, bits_, n_, dst);
+    case 1: return unpack_bins<uint8_t>(widths_, offsets_, shift_, codes, bits_, bit_count_, n_, dst);
+    case 2: return unpack_bins<uint16_t>(widths_, offsets_, shift_, codes, bits_, bit_count_, n_, dst);
+    case 4: return unpack_bins<uint32_t>(widths_, offsets_, shift_, codes, bits_, bit_count_, n_, dst);
+    default: return unpack_bins<uint64_t>(widths_, offsets_, shift_, codes, bits_, bit_count_, n_, dst);
   }
-  return {};
 }
 
 }  // namespace motes::codec

@@ -50,15 +50,14 @@ void pack_binned(const unsigned char* words, const uint8_t* codes, size_t n, uin
 
 class BinnedWords {
  public:
-  // Checks the stream's header, widths and offsets for n words of `size` bytes; with
-  // `codes` (all n), also that every offset is where the widths before it end and the
-  // stream's length is exact. `checked`: opened before, only the header is read. What is
-  // wrong, or an empty string.
-  std::string open(const unsigned char* stream, size_t len, size_t n, uint32_t size, const uint8_t* codes,
-                   bool checked = false);
+  // Checks the stream's header, widths and offsets for n words of `size` bytes (that every
+  // offset is where the widths before it end and the stream's length is exact is checked by
+  // unpack, which has every code). `checked`: opened before, only the header is read. What
+  // is wrong, or an empty string.
+  std::string open(const unsigned char* stream, size_t len, size_t n, uint32_t size, bool checked = false);
   // Word i given the block's codes; false when it would lie past the stream (damaged).
   bool word(size_t i, const uint8_t* codes, uint64_t& out) const;
-  // All n words into dst (n * size bytes); what is wrong, or empty.
+  // All n words into dst (n * size bytes), given every code; what is wrong, or empty.
   std::string unpack(const uint8_t* codes, unsigned char* dst) const;
 
  private:
@@ -68,7 +67,6 @@ class BinnedWords {
   uint64_t bit_count_ = 0;                 // bits the fields may take
   size_t n_ = 0;
   uint32_t size_ = 0, shift_ = 0;
-  bool whole_ = false;  // opened with the codes: the fields end exactly at the padding
 };
 
 }  // namespace motes::codec
