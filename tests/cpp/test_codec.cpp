@@ -10,6 +10,7 @@
 #include "motes/codec/codec.hpp"
 #include "motes/codec/shuffle.hpp"
 #include "motes/core/types.hpp"
+#include "codec_values.hpp"
 
 using namespace motes;
 using namespace motes::codec;
@@ -18,28 +19,7 @@ namespace {
 
 // n values of dtype `code` as bytes: smooth, noisy, constant, or with NaN/inf/extremes.
 std::vector<unsigned char> values(uint8_t code, size_t n, int shape, uint64_t seed) {
-  const ValueType t = value_type(code);
-  std::vector<unsigned char> out(n * t.size);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> g;
-  for (size_t i = 0; i < n; ++i) {
-    double v = shape == 0 ? std::sin(double(i) * 1e-3) * 100 : shape == 1 ? g(rng) * 1e3 : shape == 2 ? 7.0 : double(i);
-    dispatch_dtype(DType(code), [&](auto tag) {
-      using T = decltype(tag);
-      T x;
-      if constexpr (std::is_floating_point_v<T>) {
-        x = T(v);
-        if (shape == 3 && i % 7 == 0) x = std::numeric_limits<T>::quiet_NaN();
-        if (shape == 3 && i % 11 == 0) x = -std::numeric_limits<T>::infinity();
-        if (shape == 3 && i % 13 == 0) x = -0.0;
-      } else {
-        x = shape == 3 ? (i % 2 ? std::numeric_limits<T>::max() : std::numeric_limits<T>::min()) : T(int64_t(v));
-        if (shape == 1) x = T(rng());
-      }
-      std::memcpy(out.data() + i * t.size, &x, t.size);
-    });
-  }
-  return out;
+  return test::codec_values(code, n, shape, seed);
 }
 
 // Codes and bases as the writer makes them: 256 sorted edges over the values.
