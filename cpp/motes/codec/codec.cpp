@@ -79,7 +79,7 @@ uint64_t prepare(Predictor pred, Layout layout, const ValueType& t, const void* 
   const uint64_t param = predict(pred, t, static_cast<const unsigned char*>(src), n, ctx, s.words.data(), ok);
   streams.clear();
   if (!ok) return 0;
-  if (layout == Layout::packed || layout == Layout::binned) {
+  if (addressable_layout(uint8_t(layout))) {
     if (!addressable_predictor(pred) || (layout == Layout::binned && (pred != Predictor::quantile || !ctx.codes))) {
       ok = false;
       return 0;
@@ -196,8 +196,8 @@ void encode(const Plan& plan, ValueType t, const void* src, size_t n, const Cont
     std::memcpy(pp, &param, param_bytes);
   }
   thread_local std::string buf;
+  const bool raw_only = addressable_layout(uint8_t(layout));  // words read where they lie
   for (size_t k = 0; k < count; ++k) {
-    const bool raw_only = plan.layout == Layout::packed || plan.layout == Layout::binned;
     Coder c = k < plan.coders.size() && !raw_only ? plan.coders[k] : Coder::raw;
     const size_t at = out.size();
     if (c != Coder::raw && code_stream(c, plan.zstd_level, streams[k], stream_bytes, buf)) {
@@ -299,23 +299,29 @@ std::string decode_stream(size_t k, uint8_t coder, const unsigned char* in, uint
   return "unknown coder " + std::to_string(coder) + " in stream " + std::to_string(k);
 }
 
-// The one raw stream of a packed block (after read_head), checked, as words.
+// The one stream of a block of packed or binned words (after read_head): raw, to the block's
+// end. `what`: "packed" or "binned", for the message.
+std::string addressable_stream(const unsigned char* p, size_t stored_n, const BlockHead& h, const char* what) {
+  const unsigned char* e = p + kBlockHeaderBytes;
+  if (e[0] != uint8_t(Coder::raw) || e[1] || e[2] || e[3]) return std::string(what) + " stream is not stored raw";
+  if (load<uint32_t>(e + 4) != stored_n - h.pos) return std::string(what) + " stream does not end where the block ends";
+  return {};
+}
+
+// A packed block's words (after read_head), checked.
 std::string open_packed(const unsigned char* p, size_t stored_n, const BlockHead& h, size_t n, ValueType t,
                         PackedWords& words, bool checked = false) {
   if (!addressable_predictor(Predictor(h.pred)))
     return std::string("packed words with predictor ") + predictor_name(Predictor(h.pred));
-  const unsigned char* e = p + kBlockHeaderBytes;
-  if (e[0] != uint8_t(Coder::raw) || e[1] || e[2] || e[3]) return "packed stream is not stored raw";
-  if (load<uint32_t>(e + 4) != stored_n - h.pos) return "packed stream does not end where the block ends";
+  if (std::string problem = addressable_stream(p, stored_n, h, "packed"); !problem.empty()) return problem;
   return words.open(p + h.pos, stored_n - h.pos, n, t.size, checked);
 }
+// A binned block's words (after read_head), checked.
 std::string open_binned(const unsigned char* p, size_t stored_n, const BlockHead& h, size_t n, ValueType t,
                         BinnedWords& words, bool checked = false) {
   if (h.pred != uint8_t(Predictor::quantile))
     return std::string("binned words with predictor ") + predictor_name(Predictor(h.pred));
-  const unsigned char* e = p + kBlockHeaderBytes;
-  if (e[0] != uint8_t(Coder::raw) || e[1] || e[2] || e[3]) return "binned stream is not stored raw";
-  if (load<uint32_t>(e + 4) != stored_n - h.pos) return "binned stream does not end where the block ends";
+  if (std::string problem = addressable_stream(p, stored_n, h, "binned"); !problem.empty()) return problem;
   return words.open(p + h.pos, stored_n - h.pos, n, t.size, checked);
 }
 
@@ -325,10 +331,8 @@ bool AddressableBlock::open(ValueType t, const void* stored, size_t stored_n, si
                             bool checked) {
   const unsigned char* p = static_cast<const unsigned char*>(stored);
   problem.clear();
-  const bool binned = stored_n >= kBlockHeaderBytes && p[1] == uint8_t(Layout::binned);
-  if (stored_n < kBlockHeaderBytes || (p[1] != uint8_t(Layout::packed) && !binned) ||
-      !addressable_predictor(Predictor(p[0])))
-    return false;
+  if (stored_n < kBlockHeaderBytes || !addressable_layout(p[1]) || !addressable_predictor(Predictor(p[0]))) return false;
+  const bool binned = p[1] == uint8_t(Layout::binned);
   if (!word_size(t.size) || n * t.size > kMaxBlockBytes) return problem = "block holds more than 1 MiB of values", false;
   static const uint64_t no_bases[1] = {0};
   static const uint8_t no_codes[1] = {0};

@@ -139,6 +139,10 @@ class AddressableBlock {
 inline constexpr bool addressable_predictor(Predictor p) {
   return p == Predictor::none || p == Predictor::offset || p == Predictor::quantile;
 }
+// Layouts whose words are read where they lie (one raw stream): packed and binned words.
+inline constexpr bool addressable_layout(uint8_t layout) {
+  return layout == uint8_t(Layout::packed) || layout == uint8_t(Layout::binned);
+}
 
 // Chooses the plan giving the fewest bytes on sample blocks of a column (with a
 // preference for fast decoding: a stream is coded only when that saves at least

@@ -256,8 +256,7 @@ bool BlockStream::addressable(uint64_t b, codec::AddressableBlock& view, std::ve
     source_->read(sb.offset, sb.stored, buf.data());
     stored = buf.data();
   }
-  if (sb.stored < 2 || (stored[1] != uint8_t(codec::Layout::packed) && stored[1] != uint8_t(codec::Layout::binned)))
-    return false;  // a peek: decoded as usual
+  if (sb.stored < 2 || !codec::addressable_layout(stored[1])) return false;  // a peek: decoded as usual
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
   if (!checked && XXH3_64bits(stored, sb.stored) != sb.checksum) fail(b, "checksum mismatch (corrupted data)");
 #endif

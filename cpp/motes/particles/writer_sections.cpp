@@ -49,9 +49,7 @@ std::pair<uint64_t, uint64_t> extent(const StreamOut& s) {
 bool any_packed(const std::string& coded, const std::vector<StoredBlock>& blocks) {
   size_t at = 0;
   for (const StoredBlock& b : blocks) {
-    if (at + 1 < coded.size() && (uint8_t(coded[at + 1]) == uint8_t(codec::Layout::packed) ||
-                                  uint8_t(coded[at + 1]) == uint8_t(codec::Layout::binned)))
-      return true;
+    if (at + 1 < coded.size() && codec::addressable_layout(uint8_t(coded[at + 1]))) return true;
     at += b.stored;
   }
   return false;
@@ -64,8 +62,7 @@ void add_stream(container::SectionsBuilder& meta, uint32_t kind, uint32_t column
     uint32_t at = meta.bulk(kind, column, container::kRaw, s.offset, bytes);
     meta.add(spec::kBlockSums, at, as_bytes(s.sums));
   } else {
-    if (s.plan.layout == codec::Layout::packed || s.plan.layout == codec::Layout::binned)
-      meta.features |= container::kFeaturePackedBlocks;
+    if (codec::addressable_layout(uint8_t(s.plan.layout))) meta.features |= container::kFeaturePackedBlocks;
     auto [lo, len] = extent(s);
     uint32_t at = meta.bulk(kind, column, container::kBlocks, lo, len);
     meta.add(spec::kBlockTable, at, container::encode_block_table(s.blocks));
