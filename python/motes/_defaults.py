@@ -38,6 +38,8 @@ OPTIONS: Dict[str, Tuple[type, Tuple[str, ...]]] = {
     "leaf_size": (_core.WriteOptions, ("layout", "leaf_size")),
     "lod_count": (_core.WriteOptions, ("layout", "lod_count")),
     "treelet_size": (_core.WriteOptions, ("layout", "treelet_size")),
+    "prefix_share": (_core.WriteOptions, ("layout", "prefix_share")),
+    "region_points": (_core.WriteOptions, ("layout", "region_points")),
     "threads": (_core.WriteOptions, ("layout", "threads")),
     "sync": (_core.WriteOptions, ("sync",)),
     "compression": (_core.WriteOptions, ("compression",)),

@@ -55,7 +55,8 @@ def _derived(value) -> list:
 
 
 def _write_options(leaf_size=None, lod_count=None, treelet_size=None, threads=None, sync=None, compression=None,
-                   ids=None, tails=None, stage_rows=None, covering=None, derived=None):
+                   ids=None, tails=None, stage_rows=None, covering=None, derived=None, prefix_share=None,
+                   region_points=None):
     """The core's WriteOptions of a writer's arguments, checked; what is None keeps the core's default."""
     o = _core.WriteOptions()
     if derived is not None:
@@ -71,6 +72,10 @@ def _write_options(leaf_size=None, lod_count=None, treelet_size=None, threads=No
     for name, value in (("leaf_size", leaf_size), ("lod_count", lod_count), ("treelet_size", treelet_size)):
         if value is not None:
             setattr(o.layout, name, _args.integer(name, value, 1, _args.UINT32[1]))
+    if prefix_share is not None:
+        o.layout.prefix_share = _args.number("prefix_share", prefix_share)
+    if region_points is not None:
+        o.layout.region_points = _args.integer("region_points", region_points, 1, _args.UINT64[1])
     if threads is not None:
         o.layout.threads = _args.threads(threads)
     if sync is not None:
@@ -132,11 +137,12 @@ class Writer:
                  local_aggregators: Optional[bool] = None, lock_timeout: Optional[float] = None, compression: Optional[str] = None,
                  ids: Union[bool, str, None] = None, tails: Union[bool, float, Sequence[str], None] = None,
                  stage_rows: Optional[bool] = None, covering: Union[bool, float, Sequence[str], None] = None,
-                 derived: Optional[Mapping[str, str]] = None):
+                 derived: Optional[Mapping[str, str]] = None, prefix_share: Optional[float] = None,
+                 region_points: Optional[int] = None):
         self.path = _args.path(path)
         self._core = None  # created with the first step, once its columns passed validation
         self._options = _write_options(leaf_size, lod_count, treelet_size, threads, sync, compression, ids, tails,
-                                       stage_rows, covering, derived)
+                                       stage_rows, covering, derived, prefix_share, region_points)
         self._lock_timeout = None if lock_timeout is None else _args.number("lock_timeout", lock_timeout)
         self._progress = progress
         self._comm = None if comm is None else comm_handle(comm)
@@ -301,7 +307,8 @@ def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str
           lock_timeout: Optional[float] = None, compression: Optional[str] = None,
           error_bounds: Optional[Mapping[str, float]] = None, fields: Optional[Mapping[str, Any]] = None,
           ids: Union[bool, str, None] = None, tails: Union[bool, float, Sequence[str], None] = None,
-          covering: Union[bool, float, Sequence[str], None] = None, derived: Optional[Mapping[str, str]] = None):
+          covering: Union[bool, float, Sequence[str], None] = None, derived: Optional[Mapping[str, str]] = None,
+          prefix_share: Optional[float] = None, region_points: Optional[int] = None):
     """Writes one step of particles into the dataset directory ``path`` (created when absent).
 
     ``columns`` maps names to equal-length 1-D numpy arrays and must hold ``x``, ``y``, ``z``
@@ -316,12 +323,13 @@ def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str
     w = Writer(path, leaf_size=leaf_size, lod_count=lod_count, treelet_size=treelet_size, threads=threads,
                sync=sync, progress=progress, comm=comm, aggregation=aggregation, target_bytes=target_bytes,
                best_axis=best_axis, lock_timeout=lock_timeout, compression=compression, ids=ids, tails=tails,
-               covering=covering, derived=derived)
+               covering=covering, derived=derived, prefix_share=prefix_share,
+               region_points=region_points)
     return w.write_step(step, columns, time=time, attributes=attributes, index=index, units=units,
                         species_name=species, error_bounds=error_bounds, fields=fields)
 
 
-_WRITE_OPTIONS = ("leaf_size", "lod_count", "treelet_size", "threads", "sync", "compression", "stage_rows")
+_WRITE_OPTIONS = ("leaf_size", "lod_count", "treelet_size", "prefix_share", "region_points", "threads", "sync", "compression", "stage_rows")
 _PARALLEL_OPTIONS = ("aggregation", "target_bytes", "best_axis", "overfull", "local_aggregators", "lock_timeout")
 Writer.__doc__ = Writer.__doc__.rstrip() + "\n" + _defaults.options_doc(_WRITE_OPTIONS + _PARALLEL_OPTIONS)
 write.__doc__ = write.__doc__.rstrip() + "\n" + _defaults.options_doc(

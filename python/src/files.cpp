@@ -3,6 +3,7 @@
 #include <nanobind/stl/function.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
@@ -203,6 +204,13 @@ void bind_particle_file(nb::module_& m) {
       .def_prop_ro("level_count", [](const motes::ParticleFile& f) { return f.levels().level_count(); })
       .def_prop_ro("level_starts", [](const motes::ParticleFile& f) { return f.levels().level_start; })
       .def_prop_ro("lod_count", &motes::ParticleFile::lod_count)
+      .def_prop_ro("detail_level", &motes::ParticleFile::detail_level)
+      .def_prop_ro("region_depth", &motes::ParticleFile::region_depth)
+      .def("level_positions", [](const motes::ParticleFile& f, uint32_t b, uint32_t e) {
+        std::vector<std::pair<uint64_t, uint64_t>> out;
+        for (const motes::PosRange& r : f.levels().positions(b, e)) out.emplace_back(r.begin, r.end);
+        return out;
+      }, "The file positions [begin, end) of levels [b, e), in file order.")
       .def_prop_ro("leaf_size", &motes::ParticleFile::leaf_size)
       .def_prop_ro("version", [](const motes::ParticleFile& f) { return nb::make_tuple(f.version_major(), f.version_minor()); })
       .def_prop_ro("block_values", &motes::ParticleFile::block_values)

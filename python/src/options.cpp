@@ -111,6 +111,10 @@ void bind_write_options(nb::module_& m) {
       .rw("leaf_size", &motes::LayoutOptions::leaf_size, "particles per leaf of the spatial tree, at most")
       .rw("lod_count", &motes::LayoutOptions::lod_count, "sample (level-of-detail) particles kept by each inner node")
       .rw("treelet_size", &motes::LayoutOptions::treelet_size, "the shallow tree stops splitting below this many particles")
+      .rw("prefix_share", &motes::LayoutOptions::prefix_share,
+          "the share of the particles stored level by level in the coarse prefix; the finer levels are stored region by region (1: all level by level)")
+      .rw("region_points", &motes::LayoutOptions::region_points,
+          "particles per region of the finer levels, about (the subtrees at the depth that gives them)")
       .rw("threads", &motes::LayoutOptions::threads, "worker threads, 0 for all cores")
       .done();
 

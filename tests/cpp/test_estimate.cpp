@@ -52,7 +52,8 @@ Oracle oracle(const std::shared_ptr<ParticleFile>& file, const Box& box) {
   const uint32_t L = lv.level_count();
   Oracle o{std::vector<double>(L), std::vector<double>(L), std::vector<double>(L), std::vector<double>(L)};
   for (uint32_t l = 0; l < L; ++l)
-    for (uint64_t p = lv.level_start[l]; p < lv.level_start[l + 1]; ++p) o.truth[l] += inside(p);
+    for (const PosRange& g : lv.positions(l, l + 1))  // a range, or one per region past the detail level
+      for (uint64_t p = g.begin; p < g.end; ++p) o.truth[l] += inside(p);
   const auto& nodes = file->nodes();
   const LevelRuns& lr = lv.runs(nodes);
   for (uint32_t i = 0; i < nodes.size(); ++i) {

@@ -23,6 +23,7 @@ WriteOptions small_options(Compression c = Compression::lossless) {
   o.layout.lod_count = 4;
   o.layout.treelet_size = 2048;
   o.block_values = 1024;
+  o.layout.region_points = 512;  // fine levels region by region in files of a few thousand points
   o.compression = c;
   o.sync = false;
   return o;
@@ -69,7 +70,8 @@ TEST_P(FormatBoth, RoundTripsEveryColumnBitExactly) {
   ASSERT_EQ(f->particle_count(), 20000u);
   EXPECT_EQ(f->version_major(), 2);
   if (GetParam() == Compression::none) {
-    EXPECT_EQ(f->required_features(), 0u);
+    EXPECT_EQ(f->required_features(), uint64_t(container::kFeatureRegionalDetail));  // no codec needed
+    EXPECT_GT(f->detail_level(), 0u);
     for (size_t c = 0; c < f->schema().size(); ++c) EXPECT_NE(f->values(c).in_place(), nullptr);
   } else {
     EXPECT_LT(f->stats().data_bytes, f->stats().raw_data_bytes);
@@ -223,6 +225,39 @@ TEST_P(FormatBoth, DetectsCorruptionTruncationAndVersion) {
   std::string feature = good;
   std::memcpy(feature.data(), &hh, sizeof hh);
   expect_format_error(feature, "needs features this motes does not know (bit 40)");
+  // The detail level (2.6) and its feature bit agree, and the level lies below the level count.
+  auto with_detail = [&](uint32_t level, uint64_t features) {
+    container::Header d;
+    std::memcpy(&d, good.data(), sizeof d);
+    spec::ParticleArea area;
+    std::memcpy(&area, d.kind_area, sizeof area);
+    area.detail_level = level;
+    std::memcpy(d.kind_area, &area, sizeof area);
+    d.required_features = features;
+    d.header_checksum = spec::checksum(&d, container::kHeaderChecksumAt);
+    std::string out = good;
+    std::memcpy(out.data(), &d, sizeof d);
+    return out;
+  };
+  ASSERT_GT(ParticleFile::open(path, false)->detail_level(), 0u);  // the default share: fine levels by region
+  ASSERT_TRUE(hh.required_features & container::kFeatureRegionalDetail);
+  const uint64_t without = (hh.required_features & ~(uint64_t(1) << 40)) & ~uint64_t(container::kFeatureRegionalDetail);
+  expect_format_error(with_detail(0, without | container::kFeatureRegionalDetail), "requires regional-detail but gives no detail level");
+  expect_format_error(with_detail(2, without), "header gives detail level 2 without the feature regional-detail");
+  expect_format_error(with_detail(200, without | container::kFeatureRegionalDetail), "detail level 200 is not below the level count");
+  {
+    container::Header d;  // a region depth below the detail level
+    std::memcpy(&d, good.data(), sizeof d);
+    spec::ParticleArea area;
+    std::memcpy(&area, d.kind_area, sizeof area);
+    area.region_depth = area.detail_level + 1;
+    std::memcpy(d.kind_area, &area, sizeof area);
+    d.required_features = without | container::kFeatureRegionalDetail;
+    d.header_checksum = spec::checksum(&d, container::kHeaderChecksumAt);
+    std::string out = good;
+    std::memcpy(out.data(), &d, sizeof d);
+    expect_format_error(out, "is below the detail level");
+  }
   std::string data = good;
   data[4096 + 100] ^= 0x40;  // inside the first stored block
   EXPECT_NO_THROW(ParticleFile::open((spit(test::temp_path("d.mpf"), data), test::temp_path("d.mpf")), false));

@@ -40,6 +40,99 @@ TEST(Tree, LevelsOfSmallTree) {
   EXPECT_EQ(r.runs[r.run_begin[2] + 1].start, 8u);
 }
 
+// docs/format.md section 5.5, with D = R = 1: level 0 is the coarse prefix; nodes 1 and 2
+// are the region roots, each region's fine levels together.
+TEST(Tree, RegionalDetailOfSmallTree) {
+  std::vector<TreeNode> nodes = {{2, 2}, {0, 5}, {0, 3}};
+  Levels lv = compute_levels(nodes, 2, 10, 1, 1);
+  ASSERT_TRUE(lv.regional());
+  EXPECT_EQ(lv.level_start, (std::vector<uint64_t>{0, 2, 6, 9, 10}));  // counts do not depend on D
+  EXPECT_EQ(lv.region_root, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(lv.region_at, (std::vector<uint64_t>{2, 4, 6, 7, 7, 9, 10, 10}));
+  const LevelRuns& r = lv.runs(nodes);
+  std::vector<uint64_t> starts;
+  for (const motes::Run& run : r.runs) starts.push_back(run.start);
+  EXPECT_EQ(starts, (std::vector<uint64_t>{0, 2, 4, 6, 7, 9}));
+  auto pos = [&](uint32_t b, uint32_t e) {
+    std::vector<std::pair<uint64_t, uint64_t>> out;
+    for (const PosRange& g : lv.positions(b, e)) out.emplace_back(g.begin, g.end);
+    return out;
+  };
+  using V = std::vector<std::pair<uint64_t, uint64_t>>;
+  EXPECT_EQ(pos(0, 1), (V{{0, 2}}));
+  EXPECT_EQ(pos(1, 2), (V{{2, 4}, {7, 9}}));            // level 1: a range per region
+  EXPECT_EQ(pos(0, 3), (V{{0, 6}, {7, 10}}));
+  EXPECT_EQ(pos(0, 4), (V{{0, 10}}));                   // everything: one range
+  EXPECT_EQ(pos(2, 4), (V{{4, 7}, {9, 10}}));
+  EXPECT_EQ(pos(3, 3), V{});
+  EXPECT_THROW(compute_levels(nodes, 2, 10, 4, 1), FormatError);  // D must be below L
+  EXPECT_THROW(compute_levels(nodes, 2, 10, 1, 2), FormatError);  // R at most D
+  EXPECT_THROW(compute_levels(nodes, 2, 10, 0, 1), FormatError);  // R only with D
+  // R = 0: one region, the root's: the level-major order.
+  Levels one = compute_levels(nodes, 2, 10, 1, 0);
+  EXPECT_EQ(one.region_root, (std::vector<uint32_t>{0}));
+  std::vector<uint64_t> level_major;
+  for (const motes::Run& run : one.runs(nodes).runs) level_major.push_back(run.start);
+  EXPECT_EQ(level_major, (std::vector<uint64_t>{0, 2, 6, 9, 4, 8}));
+}
+
+// Every detail level D and region depth R <= D give a one-to-one map of the positions;
+// positions(b, e) is exactly the runs of levels [b, e), and the fine levels of a subtree at
+// depth R are one range.
+TEST(Tree, EveryDetailLevelIsAPermutationOfTheLevels) {
+  auto cols = test::make_columns(20000);
+  auto v = cols.views();
+  LayoutOptions o;
+  o.leaf_size = 64;
+  o.lod_count = 4;
+  o.treelet_size = 1024;
+  o.prefix_share = 1.0;
+  Layout l = build_layout(v[0], v[1], v[2], o);
+  const uint32_t L = l.levels.level_count();
+  for (uint32_t d = 0; d < L; ++d)
+  for (uint32_t rd = (d ? 0 : 0); rd <= d; rd += (d > 3 ? 3 : 1)) {
+    Levels lv = compute_levels(l.nodes, o.lod_count, 20000, d, d ? rd : 0);
+    const LevelRuns& r = lv.runs(l.nodes);
+    for (uint32_t b = 0; b <= L; b += 3)
+      for (uint32_t e = b; e <= L; e += 2) {
+        std::vector<uint8_t> want(20000, 0), got(20000, 0);
+        for (const motes::Run& run : r.runs)
+          if (run.level >= b && run.level < e)
+            for (uint32_t k = 0; k < run.count; ++k) ASSERT_FALSE(want[run.start + k]++) << d;
+        uint64_t last = 0;
+        for (const PosRange& g : lv.positions(b, e)) {
+          ASSERT_LE(last, g.begin);
+          ASSERT_LT(g.begin, g.end);
+          last = g.end + 1;  // adjacent ranges are joined
+          for (uint64_t p = g.begin; p < g.end; ++p) got[p] = 1;
+        }
+        ASSERT_EQ(want, got) << "D " << d << " levels " << b << ".." << e;
+      }
+    if (d == 0) continue;
+    for (uint32_t i = 0; i < l.nodes.size(); ++i) {
+      if (lv.depth[i] != rd) continue;
+      uint64_t lo = UINT64_MAX, hi = 0, count = 0;
+      for (uint32_t k = i; k < lv.subtree_end[i]; ++k)
+        for (uint32_t q = r.run_begin[k]; q < r.run_begin[k + 1]; ++q) {
+          if (r.runs[q].level < d) continue;
+          lo = std::min(lo, r.runs[q].start), hi = std::max(hi, r.runs[q].start + r.runs[q].count);
+          count += r.runs[q].count;
+        }
+      if (count) ASSERT_EQ(hi - lo, count) << "the fine levels of node " << i << " at depth " << rd << " are not one range";
+    }
+  }
+  // The writer's choice: the first level whose start holds the share.
+  Levels lv0 = compute_levels(l.nodes, o.lod_count, 20000);
+  const uint32_t d = choose_detail_level(lv0, 1.0 / 16);
+  ASSERT_GT(d, 0u);
+  EXPECT_GE(lv0.level_start[d] * 16, 20000u);
+  EXPECT_LT(lv0.level_start[d - 1] * 16, 20000u);
+  EXPECT_EQ(choose_detail_level(lv0, 1.0), 0u);
+  EXPECT_EQ(choose_region_depth(lv0, d, 1), d);         // regions at most at D
+  EXPECT_EQ(choose_region_depth(lv0, d, 20000), 0u);    // one region of everything
+  EXPECT_EQ(choose_region_depth(lv0, d, 5000), 2u);     // 20000 / 4
+}
+
 TEST(Tree, RejectsMalformedTrees) {
   EXPECT_THROW(compute_levels({}, 8, 0), FormatError);
   EXPECT_THROW(compute_levels({{5, 1}}, 8, 1), FormatError);            // right child out of range

@@ -24,8 +24,10 @@ with tempfile.TemporaryDirectory() as tmp:
         for compression in ("lossless", "none"):
             path = os.path.join(tmp, f"{kind}-{compression}.motes")
             derived = {"s": "sqrt(ux**2 + uy**2) * 2"} if kind == "vpic" else None  # format 2.4 (lossless only)
+            # fine levels region by region (format 2.6): regions of about 64 points
             motes.write(path, synth.generate(kind, n, seed=1, with_id=True), leaf_size=32, lod_count=4,
-                        treelet_size=256, sync=False, compression=compression, derived=derived)
+                        treelet_size=256, sync=False, compression=compression, derived=derived,
+                        region_points=64 if kind != "wide" else 65536)
             for f in glob.glob(os.path.join(path, "steps", "*", "*.mpf")):
                 shutil.copy(f, os.path.join(out, "reader", f"{kind}-{compression}.mpf"))
         # Error-bounded columns: the grid predictors, grid_quantile where ux has quantile codes.

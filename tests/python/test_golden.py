@@ -28,6 +28,7 @@ from make_format2_2 import particles  # noqa: E402
 from make_format2_3 import particles as covered_particles  # noqa: E402
 from make_format2_4 import DERIVED, particles as derived_particles  # noqa: E402
 from make_format2_5 import particles as packed_particles  # noqa: E402
+from make_format2_6 import OPTIONS as REGIONAL_OPTIONS, particles as regional_particles  # noqa: E402
 
 
 @pytest.mark.parametrize("name", readback.folders())
@@ -351,6 +352,48 @@ def test_format2_5_fixture_answers_equal_numpy(golden):
     tr = ds.track(ids, columns=list(cols))
     for name, values in cols.items():
         assert np.array_equal(tr.values[name][0], values[::97]), name
+
+
+# --- particle format 2.6 (fine levels region by region) ----------------------------------------
+
+def test_format2_6_fixture_is_the_version_it_pins(golden):
+    folder = golden("format2_6")
+    ds = motes.open(str(folder / "particles"))
+    f = ds.file()
+    assert f.version == (2, 6)
+    data = (folder / "particles" / "steps" / "000000" / "particles.mpf").read_bytes()
+    assert struct.unpack_from("<Q", data, 16)[0] & 0x40  # regional-detail
+    detail, region = struct.unpack_from("<II", data, 136)  # docs/format.md §4.2
+    part = ds.source(0, "particles").part(0)
+    assert (detail, region) == (part.detail_level, part.region_depth) == (7, 4)
+    starts = part.level_starts
+    assert starts[detail] * 16 >= 6000 > starts[detail - 1] * 16  # the prefix holds 1/16
+    assert len(part.level_positions(detail, detail + 1)) == 16  # a region per node at depth 4
+    assert ds.verify()["files"] == 1
+
+
+def test_format2_6_fixture_answers_equal_numpy(golden):
+    """The data the fixture was written from: every value and every box, as numpy says."""
+    ds = motes.open(str(golden("format2_6") / "particles"))
+    cols = regional_particles()
+    t = ds.query()
+    rows = np.asarray(t["id"])  # ids are a permutation of the rows: the row of id v is argsort(id)[v]
+    row_of = np.argsort(cols["id"])[rows]
+    for name, values in cols.items():
+        assert np.array_equal(np.asarray(t[name]), values[row_of]), name
+    box = [0.2, 0.2, 0.2, 0.6, 0.6, 0.6]
+    inside = np.ones(len(rows), bool)
+    for a, name in enumerate("xyz"):
+        inside &= (cols[name] >= np.float32(box[a])) & (cols[name] <= np.float32(box[3 + a]))
+    assert np.array_equal(np.sort(np.asarray(ds.query(box=box)["id"])), np.sort(cols["id"][inside]))
+
+
+def test_writer_still_writes_format2_6(tmp_path):
+    """The same input and options give the fixture's bytes."""
+    motes.write(tmp_path / "p.motes", regional_particles(), sync=False, **REGIONAL_OPTIONS)
+    written = (tmp_path / "p.motes" / "steps" / "000000" / "particles.mpf").read_bytes()
+    assert written == open(os.path.join(readback.HERE, "format2_6", "particles", "steps", "000000",
+                                        "particles.mpf"), "rb").read()
 
 
 # --- field file 1.1 with field-geometry (thetaMode), manifest 1.5 ----------------------------

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import motes
-from format_util import written_version
+from format_util import PACKED_BLOCKS, written_version
 
 
 def step_columns(rng, ids):
@@ -119,7 +119,8 @@ def test_id_index_size_and_explicit_column(tmp_path):
     cols["pid"] = cols.pop("id").astype(np.int64)
     motes.write(tmp_path / "a.motes", cols, ids="pid", sync=False, tails=False)
     f = motes.open(tmp_path / "a.motes").file()
-    assert f.id_column == "pid" and f.version == written_version(f, 1) == (2, 5)  # packed ids
+    assert f.id_column == "pid" and f.version == written_version(f, 1) == (2, 6)  # regional detail
+    assert f.required_features & PACKED_BLOCKS  # packed ids
     # The index of a random permutation: 4-byte positions and compressed sorted keys.
     index_bytes = f.sizes["index_bytes"]
     assert index_bytes < 4.5 * n + 200_000, index_bytes

@@ -32,6 +32,7 @@ std::string feature_names(uint64_t bits) {
                        : bit == kFeatureZfpBlocks   ? "zfp-blocks"
                        : bit == kFeatureFieldGeometry ? "field-geometry"
                        : bit == kFeaturePackedBlocks ? "packed-blocks"
+                       : bit == kFeatureRegionalDetail ? "regional-detail"
                                                     : "bit " + std::to_string(k);
     out += (out.empty() ? "" : ", ") + name;
   }

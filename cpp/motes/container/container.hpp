@@ -44,10 +44,11 @@ enum Feature : uint64_t {
   kFeatureZfpBlocks = 1u << 3,     // a field file with blocks coded by codec::Predictor::zfp (lossy; §14.8)
   kFeatureFieldGeometry = 1u << 4, // a field file whose meta section gives a geometry other than Cartesian (§14.9)
   kFeaturePackedBlocks = 1u << 5,  // coded blocks holding packed words (codec::Layout::packed, §4.12.2)
+  kFeatureRegionalDetail = 1u << 6,  // a particle file whose levels from its detail level on are stored region by region (§5.4)
 };
 inline constexpr uint64_t kKnownFeatures =
     kFeatureZstdSections | kFeatureCodedBlocks | kFeatureFieldParts | kFeatureZfpBlocks | kFeatureFieldGeometry |
-    kFeaturePackedBlocks;
+    kFeaturePackedBlocks | kFeatureRegionalDetail;
 // The features only field files may require.
 inline constexpr uint64_t kFieldOnlyFeatures = kFeatureFieldParts | kFeatureZfpBlocks | kFeatureFieldGeometry;
 std::string feature_names(uint64_t bits);  // "zstd-sections, coded-blocks, bit 7"

@@ -81,6 +81,11 @@ void ParticleFile::parse_v2() {
     fail("node count " + std::to_string(a.node_count) + " cannot fit in the file");
   lod_count_ = a.lod_count;
   leaf_size_ = a.leaf_size;
+  detail_level_ = a.detail_level;
+  region_depth_ = a.region_depth;
+  if (bool(detail_level_) != bool(features_ & container::kFeatureRegionalDetail))
+    fail(detail_level_ ? "header gives detail level " + std::to_string(detail_level_) + " without the feature regional-detail"
+                       : "requires regional-detail but gives no detail level");
   block_values_ = a.block_values;
   if (block_values_ == 0 || block_values_ > spec::kMaxBlockValues)
     fail("invalid block size of " + std::to_string(block_values_) + " values");
@@ -179,7 +184,7 @@ std::shared_ptr<const ParticleFile::Tree> ParticleFile::decode_tree(size_t at, u
   t->nodes.resize(node_count);
   std::memcpy(t->nodes.data(), s.data(), s.size());
   try {
-    t->levels = compute_levels(t->nodes, lod_count_, count_);
+    t->levels = compute_levels(t->nodes, lod_count_, count_, detail_level_, region_depth_);
   } catch (const FormatError& e) {
     fail(e.what());
   }

@@ -75,6 +75,8 @@ class ParticleFile {
   const Levels& levels() const { return tree_->levels; }
   uint32_t lod_count() const { return lod_count_; }
   uint32_t leaf_size() const { return leaf_size_; }
+  uint32_t detail_level() const { return detail_level_; }
+  uint32_t region_depth() const { return region_depth_; }
   uint32_t block_values() const { return block_values_; }
   const Box& bounds() const { return bounds_; }
   uint16_t version_major() const { return major_; }
@@ -182,7 +184,7 @@ class ParticleFile {
   std::shared_ptr<const ByteSource> source_;
   std::unique_ptr<container::Reader> container_;  // format 2
   uint64_t count_ = 0;
-  uint32_t lod_count_ = 0, leaf_size_ = 0, block_values_ = 0;
+  uint32_t lod_count_ = 0, leaf_size_ = 0, block_values_ = 0, detail_level_ = 0, region_depth_ = 0;
   uint16_t major_ = 0, minor_ = 0;
   uint64_t features_ = 0;
   uint64_t header_checksum_ = 0;

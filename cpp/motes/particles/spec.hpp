@@ -28,9 +28,11 @@ inline constexpr char kMagic[8] = {'M', 'O', 'T', 'E', 'S', 'P', 'R', 'T'};
 inline constexpr uint16_t kVersionMajor = 2;  // written
 // 2.1: the id index (kinds 10-12); 2.2: tail indexes (kinds 13-15); 2.3: covering tail
 // indexes (kinds 16-17); 2.4: derived quantities (kinds 18-23); 2.5: packed words in coded
-// blocks (feature packed-blocks). A file is written with the lowest minor version that holds
-// what it has (2.0 without any of them).
-inline constexpr uint16_t kVersionMinor = 5;
+// blocks (feature packed-blocks); 2.6: detail stored region by region (feature
+// regional-detail). A file is written with the lowest minor version that holds what it has
+// (2.0 without any of them).
+inline constexpr uint16_t kVersionMinor = 6;
+inline constexpr uint16_t kPackedVersionMinor = 5;
 inline constexpr uint16_t kDerivedVersionMinor = 4;
 inline constexpr uint16_t kCoverVersionMinor = 3;
 inline constexpr uint16_t kTailVersionMinor = 2;
@@ -135,7 +137,9 @@ struct ParticleArea {
   uint32_t block_values;
   double bounds_lo[3];
   double bounds_hi[3];
-  uint8_t zero[192 - 80];
+  uint32_t detail_level;  // 2.6: levels from this one on are stored region by region (0: none)
+  uint32_t region_depth;  // 2.6: the depth of the regions' roots (<= detail_level)
+  uint8_t zero[192 - 88];
 };
 static_assert(sizeof(ParticleArea) == 192);
 

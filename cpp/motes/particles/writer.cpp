@@ -407,9 +407,13 @@ void ParticleFileWriter::commit(container::SectionsBuilder& meta) {
   area.lod_count = options_.layout.lod_count;
   area.leaf_size = options_.layout.leaf_size;
   area.block_values = bv_;
+  area.detail_level = layout_.levels.detail_level;
+  area.region_depth = layout_.levels.region_depth;
+  if (area.detail_level) meta.features |= container::kFeatureRegionalDetail;
   for (int a = 0; a < 3; ++a) area.bounds_lo[a] = layout_.bounds.lo[a], area.bounds_hi[a] = layout_.bounds.hi[a];
   const bool covered = std::any_of(tails_.begin(), tails_.end(), [](const TailIndexSections& t) { return !t.covers.empty(); });
-  const uint16_t minor = (meta.features & container::kFeaturePackedBlocks) ? spec::kVersionMinor
+  const uint16_t minor = (meta.features & container::kFeatureRegionalDetail) ? spec::kVersionMinor
+                         : (meta.features & container::kFeaturePackedBlocks) ? spec::kPackedVersionMinor
                          : !derived_.empty() ? spec::kDerivedVersionMinor
                          : covered         ? spec::kCoverVersionMinor
                          : !tails_.empty() ? spec::kTailVersionMinor

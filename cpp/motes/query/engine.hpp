@@ -134,7 +134,7 @@ class Query {
   size_t run_part(const ParticleFile& file, uint32_t part, const std::vector<Task>& tasks, size_t first_chunk,
                   const Sink& sink, Schedule schedule);
   static constexpr uint64_t kScanBlock = 1 << 14;  // points per block of tested runs
-  static std::vector<Task> coalesce(const std::vector<std::vector<Task>>& by_level);
+  static std::vector<Task> coalesce(const std::vector<std::vector<Task>>& by_level, const std::vector<PosRange>& read);
 };
 
 }  // namespace motes

@@ -42,7 +42,7 @@ LevelsRead levels_read(const Levels& lv, uint64_t count, double quality_from, do
   while (l < lv.level_count() && lv.level_start[l + 1] < want) ++l;
   out.begin = 0;
   out.end = want == 0 ? 0 : l + 1;
-  if (want > 0) out.sample = LevelSample(lv.level_start[l], lv.level_start[l + 1] - lv.level_start[l], want - lv.level_start[l]);
+  if (want > 0) out.sample = LevelSample(lv.positions(l, l + 1), want - lv.level_start[l]);
   return out;
 }
 
@@ -63,8 +63,8 @@ class Query::PartPlanner {
     choose_levels();
     if (level_begin_ >= level_end_ || f_.particle_count() == 0) return {};
     if (!q_.predicate_) return take_levels();
-    range_begin_ = lv_.level_start[level_begin_];
-    range_ = lv_.level_start[level_end_] - range_begin_;
+    ranges_ = lv_.positions(level_begin_, level_end_);
+    range_ = lv_.level_start[level_end_] - lv_.level_start[level_begin_];
     // Two plans, priced from the index alone before any value is read: test the points of
     // the nodes the tree cannot rule out (random access, cheap when the tree prunes well,
     // as for a tail that sits in a few regions), or scan the selected levels in order
@@ -95,7 +95,8 @@ class Query::PartPlanner {
   const Levels& lv_;
   QueryCounters& counters_;
   uint32_t level_begin_ = 0, level_end_ = 0;  // the levels read: [begin, end)
-  uint64_t range_begin_ = 0, range_ = 0;      // their rows: one contiguous range of the file
+  std::vector<PosRange> ranges_;              // their rows: one range of the file, or one per region
+  uint64_t range_ = 0;                        // and how many
   std::shared_ptr<const TailHits> cover_;     // the tail's covered answer, when it is the selection
 
  public:
@@ -111,19 +112,25 @@ class Query::PartPlanner {
     q_.sample_ = r.sample;
   }
 
-  // Everything matches: the selected levels are one contiguous range (a sampled level, tested).
+  // Everything matches: the selected levels' ranges taken whole (a sampled level, tested).
   std::vector<Task> take_levels() {
-    const uint64_t b = lv_.level_start[level_begin_], e = lv_.level_start[level_end_];
     const LevelSample& sample = q_.sample_;
-    if (!sample.active()) {
-      counters_.points_taken_whole = e - b;
-      return {Task{b, e - b, true}};
-    }
     std::vector<Task> out;
-    if (sample.start() > b) out.push_back({b, sample.start() - b, true});
-    counters_.points_taken_whole = sample.start() - b;
-    for (uint64_t s = sample.start(); s < e; s += kScanBlock) out.push_back({s, std::min(kScanBlock, e - s), false});
+    for (const PosRange& r : lv_.positions(level_begin_, sample.active() ? level_end_ - 1 : level_end_)) {
+      out.push_back({r.begin, r.end - r.begin, true});
+      counters_.points_taken_whole += r.end - r.begin;
+    }
+    if (sample.active())
+      for (const PosRange& r : sample.ranges())
+        for (uint64_t s = r.begin; s < r.end; s += kScanBlock) out.push_back({s, std::min(kScanBlock, r.end - s), false});
+    if (lv_.regional()) std::sort(out.begin(), out.end(), [](const Task& a, const Task& b) { return a.start < b.start; });
     return out;
+  }
+
+  // The range of ranges_ holding file position r, or ranges_.size() when none does.
+  size_t range_of(uint64_t r) const {
+    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), r, [](uint64_t x, const PosRange& g) { return x < g.end; });
+    return it != ranges_.end() && it->begin <= r ? size_t(it - ranges_.begin()) : ranges_.size();
   }
 
   // Of the leaves sampled across the tree, their points and the points the predicate leaves to test.
@@ -158,8 +165,8 @@ class Query::PartPlanner {
     std::vector<std::vector<Task>> tasks(1);
     tasks[0].reserve(ix->rows.size());
     for (uint64_t r : ix->rows) {
-      if (r < range_begin_ || r - range_begin_ >= range_) continue;
-      const bool whole = ix->exact && !(q_.sample_.active() && r >= q_.sample_.start());
+      if (range_of(r) == ranges_.size()) continue;
+      const bool whole = ix->exact && !(q_.sample_.active() && q_.sample_.contains(r));
       std::vector<Task>& t = tasks[0];
       if (!t.empty() && t.back().all == whole && t.back().start + t.back().count == r) ++t.back().count;
       else t.push_back({r, 1, whole});
@@ -170,7 +177,7 @@ class Query::PartPlanner {
     // Every row the cover holds is selected whole: the selection of this part is the cover's.
     if (ix->cover && counters_.points_taken_whole == ix->rows.size()) cover_ = std::move(ix->cover);
     if (counters_.points_tested == 0) return std::move(tasks[0]);  // all whole, adjacent rows joined already
-    return coalesce(tasks);
+    return coalesce(tasks, ranges_);
   }
 
   // Every point of the selected levels tested, in file order (unless a value index names
@@ -181,7 +188,8 @@ class Query::PartPlanner {
     counters_.points_tested = range_;
     counters_.points_taken_whole = 0;
     std::vector<Task> blocks;
-    for (uint64_t b = 0; b < range_; b += kScanBlock) blocks.push_back({range_begin_ + b, std::min(kScanBlock, range_ - b), false});
+    for (const PosRange& r : ranges_)
+      for (uint64_t b = r.begin; b < r.end; b += kScanBlock) blocks.push_back({b, std::min(kScanBlock, r.end - b), false});
     return blocks;
   }
 
@@ -190,16 +198,17 @@ class Query::PartPlanner {
   std::optional<std::vector<Task>> traverse(const Pruner& pruner) {
     const uint64_t scan_above = range_ / 8;
     const auto& nodes = f_.nodes();
-    // Runs of one level are met in preorder, which is their file order, so
-    // bucketing tasks by level yields them sorted by position without a sort.
-    std::vector<std::vector<Task>> by_level(level_end_);
+    // Runs of one level are met in preorder, which is their file order, so bucketing tasks
+    // by level yields them sorted by position without a sort when levels lie one after the
+    // other; levels stored region by region are sorted once at the end.
+    std::vector<std::vector<Task>> by_level(lv_.regional() ? 1 : level_end_);
     const LevelRuns& lr = lv_.runs(f_.nodes());
     auto take_runs = [&](uint32_t node, bool all) {
       for (uint32_t r = lr.run_begin[node]; r < lr.run_begin[node + 1]; ++r) {
         const Run& run = lr.runs[r];
         if (run.level < level_begin_ || run.level >= level_end_) continue;
-        const bool whole = all && !(q_.sample_.active() && run.start >= q_.sample_.start());  // sampled rows are tested
-        by_level[run.level].push_back({run.start, run.count, whole});
+        const bool whole = all && !(q_.sample_.active() && q_.sample_.contains(run.start));  // sampled rows are tested
+        by_level[lv_.regional() ? 0 : run.level].push_back({run.start, run.count, whole});
         (whole ? counters_.points_taken_whole : counters_.points_tested) += run.count;
       }
     };
@@ -234,7 +243,9 @@ class Query::PartPlanner {
       if (counters_.points_tested > scan_above) return std::nullopt;
     }
     // The exact test decides every point either way: both plans give the same result.
-    return coalesce(by_level);
+    if (lv_.regional())
+      std::sort(by_level[0].begin(), by_level[0].end(), [](const Task& a, const Task& b) { return a.start < b.start; });
+    return coalesce(by_level, ranges_);
   }
 };
 
@@ -247,18 +258,24 @@ std::vector<Query::Task> Query::plan(const ParticleFile& f, QueryCounters& count
 
 // Concatenates the levels' tasks (each sorted, levels ascending: file order) and
 // joins nearby runs that need testing into blocks: fewer, longer loops over
-// contiguous memory. Points in the gaps lie inside the selected levels (one
-// contiguous file range) in pruned nodes, so the exact test rejects them;
-// runs taken whole are joined only with adjacent whole runs.
-std::vector<Query::Task> Query::coalesce(const std::vector<std::vector<Task>>& by_level) {
+// contiguous memory. Points in the gaps lie inside the selected levels (one of the
+// ranges `read`, the same for both runs) in pruned nodes, so the exact test rejects
+// them; runs taken whole are joined only with adjacent whole runs.
+std::vector<Query::Task> Query::coalesce(const std::vector<std::vector<Task>>& by_level, const std::vector<PosRange>& read) {
   constexpr uint64_t kMaxGap = 64;
+  auto same_range = [&](uint64_t a, uint64_t b) {
+    if (read.size() == 1) return true;
+    auto it = std::upper_bound(read.begin(), read.end(), a, [](uint64_t x, const PosRange& g) { return x < g.end; });
+    return it != read.end() && it->begin <= a && b < it->end;
+  };
   std::vector<Task> out;
   for (const auto& level : by_level) {
     for (const Task& t : level) {
       if (!out.empty() && out.back().all == t.all) {
         Task& b = out.back();
         uint64_t end = b.start + b.count;
-        if (t.all ? end == t.start : (t.start - end <= kMaxGap && t.start + t.count - b.start <= kScanBlock)) {
+        if (t.all ? end == t.start
+                  : (t.start - end <= kMaxGap && t.start + t.count - b.start <= kScanBlock && same_range(end, t.start))) {
           b.count = t.start + t.count - b.start;
           continue;
         }

@@ -29,7 +29,7 @@ double rows_read(const ParticleFile& file, const Query& q, const std::vector<dou
   double rows = 0;
   for (uint32_t l = r.begin; l < r.end; ++l) {
     const bool sampled = r.sample.active() && l + 1 == r.end;
-    rows += sampled ? levels[l] * double(r.sample.taken()) / double(r.sample.end() - r.sample.start()) : levels[l];
+    rows += sampled ? levels[l] * double(r.sample.taken()) / double(r.sample.size()) : levels[l];
   }
   return rows;
 }

@@ -4,7 +4,12 @@
 
 namespace motes {
 
-LevelSample::LevelSample(uint64_t start, uint64_t n, uint64_t k) : start_(start), n_(n), k_(std::min(k, n)) {
+LevelSample::LevelSample(std::vector<PosRange> level, uint64_t k) : level_(std::move(level)) {
+  for (const PosRange& r : level_) {
+    rank_.push_back(n_);
+    n_ += r.end - r.begin;
+  }
+  k_ = std::min(k, n_);
   while (bits_ < 64 && (uint64_t(1) << bits_) < n_) ++bits_;
   // The smallest threshold t with count_below(t) >= k; count_below grows by at most one
   // per unit of t (bit reversal is a bijection), so it is exactly k there.
@@ -58,10 +63,20 @@ uint64_t LevelSample::count_below(uint64_t t) const {
   return all_below_n ? ways[lt][lt] + ways[lt][eq] + ways[lt][gt] : ways[lt][lt];
 }
 
+bool LevelSample::contains(uint64_t row) const {
+  auto it = std::upper_bound(level_.begin(), level_.end(), row, [](uint64_t r, const PosRange& g) { return r < g.end; });
+  return it != level_.end() && it->begin <= row;
+}
+
 void LevelSample::apply(uint64_t first, uint32_t count, uint8_t* mask) const {
   if (!active()) return;
-  const uint64_t a = std::max(first, start_), b = std::min(first + count, end());
-  for (uint64_t row = a; row < b; ++row) mask[row - first] &= uint8_t(take(row));
+  const uint64_t last = first + count;
+  auto it = std::upper_bound(level_.begin(), level_.end(), first, [](uint64_t r, const PosRange& g) { return r < g.end; });
+  for (; it != level_.end() && it->begin < last; ++it) {
+    const uint64_t a = std::max(first, it->begin), b = std::min(last, it->end);
+    const uint64_t rank = rank_[size_t(it - level_.begin())] - it->begin;
+    for (uint64_t row = a; row < b; ++row) mask[row - first] &= uint8_t(reverse(rank + row) < threshold_);
+  }
 }
 
 }  // namespace motes

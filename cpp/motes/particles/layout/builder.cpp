@@ -223,6 +223,9 @@ void check_layout_options(const LayoutOptions& o) {
   if (o.leaf_size < 2 * o.lod_count || o.leaf_size < 4)
     throw UsageError("leaf_size (" + std::to_string(o.leaf_size) + ") must be at least 4 and at least 2 x lod_count (" +
                      std::to_string(o.lod_count) + ")");
+  if (!(o.prefix_share > 0.0 && o.prefix_share <= 1.0))
+    throw UsageError("prefix_share must be in (0, 1], got " + number_text(o.prefix_share));
+  if (o.region_points == 0) throw UsageError("region_points must be at least 1");
   if (o.treelet_size < o.leaf_size)
     throw UsageError("treelet_size (" + std::to_string(o.treelet_size) + ") must be at least leaf_size (" +
                      std::to_string(o.leaf_size) + ")");
@@ -265,6 +268,10 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
         : build_keyed<double>(axes, options, threads, out, own_offset, pages);
 
   out.levels = compute_levels(out.nodes, options.lod_count, n);
+  // One region (depth 0) would be the level-major order: such a file stays without regions.
+  if (const uint32_t s = choose_detail_level(out.levels, options.prefix_share))
+    if (const uint32_t r = choose_region_depth(out.levels, s, options.region_points))
+      out.levels = compute_levels(out.nodes, options.lod_count, n, s, r);
   const uint64_t* own_rows = pages.data() + n;
   uint64_t* order = pages.data();
   const LevelRuns& lv = out.levels.runs(out.nodes);

@@ -16,6 +16,13 @@ struct LayoutOptions {
   uint32_t leaf_size = 512;       // max points in a leaf
   uint32_t lod_count = 8;         // LOD points per inner node
   uint32_t treelet_size = 1u << 16;  // the shallow tree stops splitting below this many points
+  // The share of the points stored level by level in the file's coarse prefix; the finer
+  // levels are stored region by region (docs/format.md section 5.4). 1: every level in one range.
+  double prefix_share = 1.0 / 64;
+  // Points per region, about: the regions are the subtrees at the depth that gives them (at
+  // most the detail level's depth). Larger regions read previews past the prefix in fewer,
+  // longer runs; smaller ones read a box's surroundings less.
+  uint64_t region_points = 1u << 16;
   unsigned threads = 0;           // 0 = all cores
 };
 

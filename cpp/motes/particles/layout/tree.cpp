@@ -37,7 +37,47 @@ struct Levels::Lazy {
   LevelRuns runs;
 };
 
-Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, uint64_t particle_count) {
+// Region roots, in preorder: nodes at depth R, and leaves above R. Every node with a piece on
+// a level >= S lies in the subtree of exactly one of them (R <= S: an inner node above R has
+// its only piece on its own level, < S).
+template <class F>
+void for_each_region(const std::vector<TreeNode>& nodes, const Levels& lv, F&& f) {
+  const uint32_t d = lv.region_depth;
+  for (uint32_t i = 0; i < nodes.size();) {
+    if (lv.depth[i] == d || (nodes[i].is_leaf() && lv.depth[i] < d)) {
+      f(i);
+      i = lv.subtree_end[i];
+    } else {
+      ++i;
+    }
+  }
+}
+
+// The regions of levels >= S and where each of their levels lies in the file.
+void compute_regions(const std::vector<TreeNode>& nodes, Levels& lv) {
+  const uint32_t s = lv.detail_level, w = lv.level_count() - s;
+  lv.region_root.clear();
+  lv.region_at.clear();
+  uint64_t at = lv.level_start[s];
+  std::vector<uint64_t> count(w);
+  for_each_region(nodes, lv, [&](uint32_t root) {
+    std::fill(count.begin(), count.end(), 0);
+    for (uint32_t i = root, end = lv.subtree_end[root]; i < end; ++i)
+      for_each_piece(nodes[i], lv.lod_count, [&](uint32_t j, uint32_t, uint32_t c) {
+        const uint32_t level = lv.depth[i] + j;
+        if (level >= s) count[level - s] += c;
+      });
+    lv.region_root.push_back(root);
+    for (uint32_t j = 0; j < w; ++j) {
+      lv.region_at.push_back(at);
+      at += count[j];
+    }
+    lv.region_at.push_back(at);
+  });
+}
+
+Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, uint64_t particle_count,
+                      uint32_t detail_level, uint32_t region_depth) {
   if (nodes.empty()) throw FormatError("node tree is empty (a file has at least a root node)");
   if (nodes.size() > UINT32_MAX - 1) throw FormatError("too many nodes");
   if (lod_count == 0) throw FormatError("LOD count is 0 (must be at least 1)");
@@ -78,6 +118,19 @@ Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, ui
 
   lv.run_count = run_total;
   lv.lod_count = lod_count;
+  if (detail_level > 0) {
+    if (detail_level >= lv.level_count())
+      throw FormatError("detail level " + std::to_string(detail_level) + " is not below the level count " +
+                        std::to_string(lv.level_count()));
+    if (region_depth > detail_level)
+      throw FormatError("region depth " + std::to_string(region_depth) + " is below the detail level " +
+                        std::to_string(detail_level));
+    lv.detail_level = detail_level;
+    lv.region_depth = region_depth;
+    compute_regions(nodes, lv);
+  } else if (region_depth) {
+    throw FormatError("region depth " + std::to_string(region_depth) + " without a detail level");
+  }
   lv.lazy = std::make_shared<Levels::Lazy>();
   return lv;
 }
@@ -88,11 +141,18 @@ const LevelRuns& Levels::runs(const std::vector<TreeNode>& nodes) const {
     // Each level's runs in preorder, from the level's start: one pass over the pieces.
     const size_t n = nodes.size();
     if (n != depth.size()) throw Error("level runs asked of other nodes than the levels were derived from");
+    // Levels >= S take their cursor from the region of the node (the level's start when S = 0).
     std::vector<uint64_t> cursor(level_start.begin(), level_start.end() - 1);
+    const uint32_t s = regional() ? detail_level : level_count(), w = level_count() - s;
     LevelRuns& out = z.runs;
     out.runs.reserve(run_count);
     out.run_begin.resize(n + 1);
+    size_t next_region = 0;
     for (size_t i = 0; i < n; ++i) {
+      if (next_region < region_root.size() && region_root[next_region] == i) {
+        std::copy_n(region_at.begin() + next_region * (w + 1), w, cursor.begin() + s);
+        ++next_region;
+      }
       out.run_begin[i] = uint32_t(out.runs.size());
       for_each_piece(nodes[i], lod_count, [&](uint32_t j, uint32_t, uint32_t count) {
         const uint16_t level = uint16_t(depth[i] + j);
@@ -103,6 +163,37 @@ const LevelRuns& Levels::runs(const std::vector<TreeNode>& nodes) const {
     out.run_begin[n] = uint32_t(out.runs.size());
   });
   return z.runs;
+}
+
+std::vector<PosRange> Levels::positions(uint32_t b, uint32_t e) const {
+  std::vector<PosRange> out;
+  e = std::min(e, level_count());
+  if (b >= e) return out;
+  auto add = [&](uint64_t x, uint64_t y) {
+    if (x == y) return;
+    if (!out.empty() && out.back().end == x) out.back().end = y;
+    else out.push_back({x, y});
+  };
+  const uint32_t s = regional() ? detail_level : level_count(), w = level_count() - s;
+  if (b < s) add(level_start[b], level_start[std::min(e, s)]);
+  if (e > s) {
+    const uint32_t jb = std::max(b, s) - s, je = e - s;
+    for (size_t r = 0; r < region_root.size(); ++r) add(region_at[r * (w + 1) + jb], region_at[r * (w + 1) + je]);
+  }
+  return out;
+}
+
+uint32_t choose_detail_level(const Levels& lv, double prefix_share) {
+  const uint64_t n = lv.level_start.back();
+  for (uint32_t s = 1; s < lv.level_count(); ++s)
+    if (double(lv.level_start[s]) >= prefix_share * double(n)) return s;
+  return 0;
+}
+
+uint32_t choose_region_depth(const Levels& lv, uint32_t detail_level, uint64_t region_points) {
+  uint32_t r = 0;
+  for (uint64_t n = lv.level_start.back(); r < detail_level && n / 2 >= std::max<uint64_t>(region_points, 1); n /= 2) ++r;
+  return r;
 }
 
 uint32_t levels_for_quality(double q, uint32_t level_count) {

@@ -33,18 +33,38 @@ struct LevelRuns {
   std::vector<Run> runs;
 };
 
-// Everything derived from (nodes, lod_count): depths, subtree extents, level boundaries,
-// and the runs of every node. The runs are derived on first use (runs(), thread-safe): they
+// A range of file positions [begin, end).
+struct PosRange {
+  uint64_t begin, end;
+};
+
+// Everything derived from (nodes, lod_count, detail_level): depths, subtree extents, level
+// sizes, regions, and the runs of every node. The runs are derived on first use (runs(), thread-safe): they
 // are most of an open's work (a 24-byte run per piece of every node: 8.7 MB at 16M
 // particles), and a query answered through a value index, or a count, never reads them.
 struct Levels {
   std::vector<uint16_t> depth;          // per node
   std::vector<uint32_t> subtree_end;    // per node: one past its last descendant (preorder)
   std::vector<uint64_t> subtree_count;  // per node: points in its subtree
-  std::vector<uint64_t> level_start;    // per level + 1: level l is file positions [level_start[l], level_start[l+1])
+  // Per level + 1: the points on levels below l. Levels below the detail level S are stored
+  // one after the other, so level l < S is file positions [level_start[l], level_start[l+1]).
+  std::vector<uint64_t> level_start;
+  // Levels from S on (docs/format.md section 5.4) are stored region by region: a region is
+  // the subtree of a node at the region depth R <= S, or of a leaf above R, and holds its
+  // subtree's points on levels >= S, level by level. S = 0 is the level-major order.
+  uint32_t detail_level = 0;
+  uint32_t region_depth = 0;
+  std::vector<uint32_t> region_root;    // per region: its root node, in preorder
+  // Per region, W + 1 positions (W = level_count() - S): where its level S + j starts, then its end.
+  std::vector<uint64_t> region_at;
   uint64_t run_count = 0;               // runs of all nodes (runs(nodes).runs.size())
   uint32_t lod_count = 0;
   uint32_t level_count() const { return uint32_t(level_start.size() - 1); }
+  // Whether some level is stored region by region (0 < S < level count).
+  bool regional() const { return detail_level > 0 && detail_level < level_count(); }
+  // The file positions of levels [b, e), in file order, adjacent ranges joined: one range when
+  // every level read is below S or the read ends at the last level and starts at or above S's start.
+  std::vector<PosRange> positions(uint32_t b, uint32_t e) const;
   // The runs, from `nodes`: the nodes these levels were derived from.
   const LevelRuns& runs(const std::vector<TreeNode>& nodes) const;
 
@@ -72,8 +92,17 @@ void for_each_piece(const TreeNode& node, uint32_t lod_count, F&& f) {
   }
 }
 
-// Validates the tree shape (throws FormatError naming the problem) and derives Levels.
-Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, uint64_t particle_count);
+// Validates the tree shape and the detail level (throws FormatError naming the problem) and
+// derives Levels.
+Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, uint64_t particle_count,
+                      uint32_t detail_level = 0, uint32_t region_depth = 0);
+
+// The writer's detail level: the first level whose start holds at least `prefix_share` of the
+// points, or 0 (level-major) when that leaves no level below it or none at or after it.
+uint32_t choose_detail_level(const Levels& levels, double prefix_share);
+// The writer's region depth for detail level S: the depth whose subtrees hold about
+// `region_points` points each (the tree halves them at every depth), at most S.
+uint32_t choose_region_depth(const Levels& levels, uint32_t detail_level, uint64_t region_points);
 
 // Maps quality q in [0,1] to the number of levels read: 0 reads nothing, 1 reads all,
 // linear in levels, hence logarithmic in points (each level holds about twice the last).
