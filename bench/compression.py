@@ -42,7 +42,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import figure, log, peer, perf, run, timed  # noqa: E402
+from benchlib import figure, log, peer, perf, progression, run, timed  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
@@ -248,25 +248,11 @@ class Bench:
         log(f"figure 3 (decode): {gbs:.2f} GB/s over all columns, one thread; per column {per}")
 
     def fig_progressive(self):
-        import motes
-
-        # A viewer's progression over a file it has just opened: quality 0.1 -> 1.0 in ten
-        # slices, every column, one thread; opened afresh and the decoded-block cache emptied
-        # before every run (pages hot), the lossless file against the uncompressed one.
-        def progression(path):
-            motes._core.clear_block_cache()
-            ds = motes.open(path)
-            rows = 0
-            for k in range(10):
-                t = ds.query(quality=(k / 10, (k + 1) / 10), threads=1)
-                rows += len(t)
-                for c in self.data:
-                    np.asarray(t[c])
-            return rows
-
+        # benchlib.progression before every run (pages hot), the lossless file against the
+        # uncompressed one.
         rate = {}
         for name, path in (("lossless", self.lossless), ("none", self.none)):
-            t, rows = timed(lambda: progression(path), repeat=self.args.repeat)
+            t, rows = timed(lambda: progression(path, self.data), repeat=self.args.repeat)
             assert rows == self.args.n
             rate[name] = rows / t["median"] / 1e3  # points per ms
         share = rate["lossless"] / rate["none"]

@@ -31,7 +31,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import du, figure, log, peer, perf, run  # noqa: E402
+from benchlib import du, figure, log, peer, perf, progression, run  # noqa: E402
 from cold import evict, one_percent_box, storage_bytes  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -94,17 +94,6 @@ def main(argv=None) -> int:
             del ds
             return perf() - t0, (storage_bytes() - b0) / 1e6, n, c["read_requests"], c["read_bytes"] / 1e6
 
-        def progression(path):
-            motes._core.clear_block_cache()
-            ds = motes.open(path)
-            rows = 0
-            for k in range(10):
-                t = ds.query(quality=(k / 10, (k + 1) / 10), threads=1)
-                rows += len(t)
-                for c in names:
-                    np.asarray(t[c])
-            return rows
-
         rows_of: Dict[str, List[int]] = {}
         results = {}
         for s in shares:
@@ -128,7 +117,7 @@ def main(argv=None) -> int:
             prog = []
             for _ in range(args.repeat):
                 t0 = perf()
-                assert progression(paths[s]) == args.n
+                assert progression(paths[s], names) == args.n
                 prog.append(perf() - t0)
             res["progressive_ms"] = statistics.median(prog) * 1e3
             results[s] = res
