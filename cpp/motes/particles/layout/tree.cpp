@@ -37,45 +37,6 @@ struct Levels::Lazy {
   LevelRuns runs;
 };
 
-// Region roots, in preorder: nodes at depth R, and leaves above R. Every node with a piece on
-// a level >= S lies in the subtree of exactly one of them (R <= S: an inner node above R has
-// its only piece on its own level, < S).
-template <class F>
-void for_each_region(const std::vector<TreeNode>& nodes, const Levels& lv, F&& f) {
-  const uint32_t d = lv.region_depth;
-  for (uint32_t i = 0; i < nodes.size();) {
-    if (lv.depth[i] == d || (nodes[i].is_leaf() && lv.depth[i] < d)) {
-      f(i);
-      i = lv.subtree_end[i];
-    } else {
-      ++i;
-    }
-  }
-}
-
-// The regions of levels >= S and where each of their levels lies in the file.
-void compute_regions(const std::vector<TreeNode>& nodes, Levels& lv) {
-  const uint32_t s = lv.detail_level, w = lv.level_count() - s;
-  lv.region_root.clear();
-  lv.region_at.clear();
-  uint64_t at = lv.level_start[s];
-  std::vector<uint64_t> count(w);
-  for_each_region(nodes, lv, [&](uint32_t root) {
-    std::fill(count.begin(), count.end(), 0);
-    for (uint32_t i = root, end = lv.subtree_end[root]; i < end; ++i)
-      for_each_piece(nodes[i], lv.lod_count, [&](uint32_t j, uint32_t, uint32_t c) {
-        const uint32_t level = lv.depth[i] + j;
-        if (level >= s) count[level - s] += c;
-      });
-    lv.region_root.push_back(root);
-    for (uint32_t j = 0; j < w; ++j) {
-      lv.region_at.push_back(at);
-      at += count[j];
-    }
-    lv.region_at.push_back(at);
-  });
-}
-
 Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, uint64_t particle_count,
                       uint32_t detail_level, uint32_t region_depth) {
   if (nodes.empty()) throw FormatError("node tree is empty (a file has at least a root node)");
@@ -100,16 +61,38 @@ Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, ui
     throw FormatError("nodes hold " + std::to_string(lv.subtree_count[0]) + " points but the header says " +
                       std::to_string(particle_count));
 
+  if (region_depth > detail_level)
+    throw FormatError(detail_level ? "region depth " + std::to_string(region_depth) + " is below the detail level " +
+                                         std::to_string(detail_level)
+                                   : "region depth " + std::to_string(region_depth) + " without a detail level");
+
   // Points per level: a node's pieces lie at most 33 levels below its depth (own_count <
   // 2^32, each piece twice the last), so the totals are sized once and trimmed after.
+  // Regions (detail_level S > 0, region depth R): the roots, in preorder, are the nodes at
+  // depth R and the leaves above R; every piece on a level >= S lies in the subtree of
+  // exactly one of them (an inner node above R has its only piece on its own level, < S).
+  // Their points per level from S on are counted in the same pass, `stride` levels a region.
   const uint16_t deepest = *std::max_element(lv.depth.begin(), lv.depth.end());
   std::vector<uint64_t> totals(size_t(deepest) + 34, 0);
+  const uint32_t s = detail_level;
+  const size_t stride = s ? totals.size() - std::min<size_t>(s, totals.size()) : 0;
+  std::vector<uint64_t> region_counts;
+  uint32_t region_end = 0;
+  size_t row = 0;
   uint64_t run_total = 0;
   for (size_t i = 0; i < n; ++i) {
+    if (s && i >= region_end && (lv.depth[i] == region_depth || (nodes[i].is_leaf() && lv.depth[i] < region_depth))) {
+      lv.region_root.push_back(uint32_t(i));
+      region_end = lv.subtree_end[i];
+      row = region_counts.size();
+      region_counts.resize(row + stride, 0);
+    }
     uint64_t* at = totals.data() + lv.depth[i];
+    const bool in_region = s && i < region_end;
     for_each_piece(nodes[i], lod_count, [&](uint32_t j, uint32_t, uint32_t count) {
       at[j] += count;
       ++run_total;
+      if (in_region && lv.depth[i] + j >= s) region_counts[row + lv.depth[i] + j - s] += count;
     });
   }
   while (!totals.empty() && totals.back() == 0) totals.pop_back();
@@ -118,18 +101,25 @@ Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, ui
 
   lv.run_count = run_total;
   lv.lod_count = lod_count;
-  if (detail_level > 0) {
-    if (detail_level >= lv.level_count())
-      throw FormatError("detail level " + std::to_string(detail_level) + " is not below the level count " +
+  if (s > 0) {
+    if (s >= lv.level_count())
+      throw FormatError("detail level " + std::to_string(s) + " is not below the level count " +
                         std::to_string(lv.level_count()));
-    if (region_depth > detail_level)
-      throw FormatError("region depth " + std::to_string(region_depth) + " is below the detail level " +
-                        std::to_string(detail_level));
-    lv.detail_level = detail_level;
+    // Where each region's levels start: the regions one after the other from the prefix's end.
+    const uint32_t w = lv.level_count() - s;
+    lv.detail_level = s;
     lv.region_depth = region_depth;
-    compute_regions(nodes, lv);
-  } else if (region_depth) {
-    throw FormatError("region depth " + std::to_string(region_depth) + " without a detail level");
+    lv.region_at.reserve(lv.region_root.size() * (w + 1));
+    uint64_t at = lv.level_start[s];
+    for (size_t r = 0; r < lv.region_root.size(); ++r) {
+      for (uint32_t j = 0; j < w; ++j) {
+        lv.region_at.push_back(at);
+        at += region_counts[r * stride + j];
+      }
+      lv.region_at.push_back(at);
+    }
+  } else {
+    lv.region_root.clear();
   }
   lv.lazy = std::make_shared<Levels::Lazy>();
   return lv;
