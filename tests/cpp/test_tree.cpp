@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <numeric>
+#include <random>
 
 #include "motes/particles/layout/builder.hpp"
 #include "motes/particles/layout/radix_sort.hpp"
@@ -131,6 +133,52 @@ TEST(Tree, EveryDetailLevelIsAPermutationOfTheLevels) {
   EXPECT_EQ(choose_region_depth(lv0, d, 1), d);         // regions at most at D
   EXPECT_EQ(choose_region_depth(lv0, d, 20000), 0u);    // one region of everything
   EXPECT_EQ(choose_region_depth(lv0, d, 5000), 2u);     // 20000 / 4
+}
+
+// compute_levels counts leaves per (depth, piece count) instead of walking their pieces: the
+// totals and the regions' counts equal the piece by piece ones on random trees of any leaf
+// sizes (0, 1, K, K + 1, powers of two, millions).
+TEST(Tree, LevelTotalsEqualThePiecesOnRandomTrees) {
+  std::mt19937_64 rng(7);
+  for (int t = 0; t < 200; ++t) {
+    const uint32_t K = 1 + uint32_t(rng() % 9);
+    std::vector<TreeNode> nodes;
+    std::function<void(int)> grow = [&](int depth) {  // a random shape, preorder
+      const size_t i = nodes.size();
+      nodes.push_back({0, 0});
+      if (depth < 12 && rng() % 3 != 0) {
+        nodes[i].own_count = rng() % 4 == 0 ? 0 : K;
+        grow(depth + 1);
+        nodes[i].right = uint32_t(nodes.size());
+        grow(depth + 1);
+      } else {
+        const uint32_t sizes[] = {0, 1, K, K + 1, 2 * K, 2 * K + 1, 64, 1000, 4096, 1u << 20};
+        nodes[i].own_count = rng() % 2 ? sizes[rng() % 10] : uint32_t(rng() % 5000);
+      }
+    };
+    grow(0);
+    uint64_t total = 0;
+    for (const TreeNode& nd : nodes) total += nd.own_count;
+    Levels lv0 = compute_levels(nodes, K, total);
+    std::vector<uint64_t> want(lv0.level_count() + 1, 0);
+    uint64_t runs = 0;
+    for (size_t i = 0; i < nodes.size(); ++i)
+      for_each_piece(nodes[i], K, [&](uint32_t j, uint32_t, uint32_t c) { want[lv0.depth[i] + j + 1] += c, ++runs; });
+    for (size_t l = 1; l < want.size(); ++l) want[l] += want[l - 1];
+    ASSERT_EQ(lv0.level_start, want) << "tree " << t;
+    ASSERT_EQ(lv0.run_count, runs);
+    const uint32_t L = lv0.level_count();
+    for (uint32_t d = 1; d < L; d += 2)
+      for (uint32_t r = 0; r <= d; r += 2) {
+        Levels lv = compute_levels(nodes, K, total, d, r);
+        std::vector<uint8_t> seen(total, 0);
+        for (const motes::Run& run : lv.runs(nodes).runs)  // the runs tile the positions
+          for (uint32_t k = 0; k < run.count; ++k) ASSERT_FALSE(seen[run.start + k]++) << t << " " << d << " " << r;
+        uint64_t fine = 0;
+        for (const PosRange& g : lv.positions(d, L)) fine += g.end - g.begin;
+        ASSERT_EQ(fine, total - lv.level_start[d]);
+      }
+  }
 }
 
 TEST(Tree, RejectsMalformedTrees) {

@@ -1,6 +1,7 @@
 #include "motes/particles/layout/tree.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <mutex>
 #include <string>
@@ -14,12 +15,14 @@ struct ShapeChecker {
   const std::vector<TreeNode>& nodes;
   Levels& out;
   uint32_t pos = 0;
+  uint32_t deepest = 0;
 
   void visit(uint32_t depth) {
     if (depth > kMaxDepth) throw FormatError("node tree deeper than " + std::to_string(kMaxDepth) + " levels");
     if (pos >= nodes.size()) throw FormatError("node tree is truncated: node " + std::to_string(pos) + " is missing");
     uint32_t i = pos++;
     out.depth[i] = uint16_t(depth);
+    deepest = std::max(deepest, depth);
     if (!nodes[i].is_leaf()) {
       visit(depth + 1);
       if (nodes[i].right != pos)
@@ -72,29 +75,73 @@ Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, ui
   // depth R and the leaves above R; every piece on a level >= S lies in the subtree of
   // exactly one of them (an inner node above R has its only piece on its own level, < S).
   // Their points per level from S on are counted in the same pass, `stride` levels a region.
-  const uint16_t deepest = *std::max_element(lv.depth.begin(), lv.depth.end());
-  std::vector<uint64_t> totals(size_t(deepest) + 34, 0);
+  //
+  // A leaf is not walked piece by piece (most of an open's time at 16M particles): its pieces
+  // but the last have the sizes K, K, 2K, 4K, ... that its depth d and piece count J fix, so
+  // leaves are counted per class (d, J) and the classes expanded once (per region: those the
+  // region holds); only the last piece's size is added per leaf.
+  const uint32_t deepest = checker.deepest;
+  constexpr uint32_t kMaxPieces = 34;
+  std::vector<uint64_t> totals(size_t(deepest) + kMaxPieces, 0);
   const uint32_t s = detail_level;
   const size_t stride = s ? totals.size() - std::min<size_t>(s, totals.size()) : 0;
+  auto full_piece = [&](uint32_t j) { return j == 0 ? uint64_t(lod_count) : uint64_t(lod_count) << (j - 1); };
+  std::vector<uint64_t> leaves(size_t(deepest + 1) * kMaxPieces, 0);    // per class (d, J): leaves
+  std::vector<uint64_t> in_region(s ? leaves.size() : 0, 0);            // the same, of the region
+  std::vector<uint32_t> classes;                                        // the region's classes met
   std::vector<uint64_t> region_counts;
   uint32_t region_end = 0;
   size_t row = 0;
   uint64_t run_total = 0;
+  auto close_region = [&] {  // the region's full pieces, from its classes
+    for (uint32_t k : classes) {
+      const uint32_t d = k / kMaxPieces, pieces = k % kMaxPieces;
+      for (uint32_t j = 0; j + 1 < pieces; ++j)
+        if (d + j >= s) region_counts[row + d + j - s] += in_region[k] * full_piece(j);
+      in_region[k] = 0;
+    }
+    classes.clear();
+  };
   for (size_t i = 0; i < n; ++i) {
-    if (s && i >= region_end && (lv.depth[i] == region_depth || (nodes[i].is_leaf() && lv.depth[i] < region_depth))) {
+    const uint32_t d = lv.depth[i];
+    if (s && i >= region_end && (d == region_depth || (nodes[i].is_leaf() && d < region_depth))) {
+      close_region();
       lv.region_root.push_back(uint32_t(i));
       region_end = lv.subtree_end[i];
       row = region_counts.size();
       region_counts.resize(row + stride, 0);
     }
-    uint64_t* at = totals.data() + lv.depth[i];
-    const bool in_region = s && i < region_end;
-    for_each_piece(nodes[i], lod_count, [&](uint32_t j, uint32_t, uint32_t count) {
-      at[j] += count;
+    const uint64_t c = nodes[i].own_count;
+    if (c == 0) continue;
+    const bool regional = s && i < region_end;
+    if (!nodes[i].is_leaf()) {  // one piece, on its own level
+      totals[d] += c;
       ++run_total;
-      if (in_region && lv.depth[i] + j >= s) region_counts[row + lv.depth[i] + j - s] += count;
-    });
+      if (regional && d >= s) region_counts[row + d - s] += c;
+      continue;
+    }
+    // The smallest J >= 1 with K * 2^(J-1) >= c (no division: K * 2^(g-1) < c for the g below,
+    // so the search starts at g and takes at most two steps), and where the last piece begins.
+    uint32_t pieces = 1;
+    if (c > lod_count) {
+      uint32_t e = uint32_t(std::max(0, int(std::bit_width(c - 1)) - int(std::bit_width(uint64_t(lod_count)))));
+      while ((uint64_t(lod_count) << e) < c) ++e;
+      pieces = 1 + e;
+    }
+    const uint64_t last = c - (pieces == 1 ? 0 : uint64_t(lod_count) << (pieces - 2));
+    const uint32_t k = d * kMaxPieces + pieces;
+    ++leaves[k];
+    totals[d + pieces - 1] += last;
+    run_total += pieces;
+    if (regional) {
+      if (in_region[k]++ == 0) classes.push_back(k);
+      if (d + pieces - 1 >= s) region_counts[row + d + pieces - 1 - s] += last;
+    }
   }
+  if (s) close_region();
+  for (uint32_t k = 0; k < leaves.size(); ++k)
+    if (leaves[k])
+      for (uint32_t j = 0; j + 1 < k % kMaxPieces; ++j) totals[k / kMaxPieces + j] += leaves[k] * full_piece(j);
   while (!totals.empty() && totals.back() == 0) totals.pop_back();
   lv.level_start.assign(totals.size() + 1, 0);
   for (size_t l = 0; l < totals.size(); ++l) lv.level_start[l + 1] = lv.level_start[l] + totals[l];
