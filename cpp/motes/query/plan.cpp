@@ -129,8 +129,8 @@ class Query::PartPlanner {
 
   // The range of ranges_ holding file position r, or ranges_.size() when none does.
   size_t range_of(uint64_t r) const {
-    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), r, [](uint64_t x, const PosRange& g) { return x < g.end; });
-    return it != ranges_.end() && it->begin <= r ? size_t(it - ranges_.begin()) : ranges_.size();
+    auto it = range_after(ranges_, r);
+    return holding(ranges_, it, r) ? size_t(it - ranges_.begin()) : ranges_.size();
   }
 
   // Of the leaves sampled across the tree, their points and the points the predicate leaves to test.
@@ -265,8 +265,8 @@ std::vector<Query::Task> Query::coalesce(const std::vector<std::vector<Task>>& b
   constexpr uint64_t kMaxGap = 64;
   auto same_range = [&](uint64_t a, uint64_t b) {
     if (read.size() == 1) return true;
-    auto it = std::upper_bound(read.begin(), read.end(), a, [](uint64_t x, const PosRange& g) { return x < g.end; });
-    return it != read.end() && it->begin <= a && b < it->end;
+    auto it = range_after(read, a);
+    return holding(read, it, a) && b < it->end;
   };
   std::vector<Task> out;
   for (const auto& level : by_level) {

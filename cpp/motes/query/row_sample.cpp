@@ -64,14 +64,13 @@ uint64_t LevelSample::count_below(uint64_t t) const {
 }
 
 bool LevelSample::contains(uint64_t row) const {
-  auto it = std::upper_bound(level_.begin(), level_.end(), row, [](uint64_t r, const PosRange& g) { return r < g.end; });
-  return it != level_.end() && it->begin <= row;
+  return holding(level_, range_after(level_, row), row);
 }
 
 void LevelSample::apply(uint64_t first, uint32_t count, uint8_t* mask) const {
   if (!active()) return;
   const uint64_t last = first + count;
-  auto it = std::upper_bound(level_.begin(), level_.end(), first, [](uint64_t r, const PosRange& g) { return r < g.end; });
+  auto it = range_after(level_, first);
   for (; it != level_.end() && it->begin < last; ++it) {
     const uint64_t a = std::max(first, it->begin), b = std::min(last, it->end);
     const uint64_t rank = rank_[size_t(it - level_.begin())] - it->begin;

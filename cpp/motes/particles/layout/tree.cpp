@@ -40,20 +40,19 @@ struct Levels::Lazy {
   LevelRuns runs;
 };
 
-Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, uint64_t particle_count,
-                      uint32_t detail_level, uint32_t region_depth) {
-  if (nodes.empty()) throw FormatError("node tree is empty (a file has at least a root node)");
-  if (nodes.size() > UINT32_MAX - 1) throw FormatError("too many nodes");
-  if (lod_count == 0) throw FormatError("LOD count is 0 (must be at least 1)");
-  Levels lv;
-  size_t n = nodes.size();
+namespace {
+constexpr uint32_t kMaxPieces = 34;  // pieces of a leaf, at most, plus one: classes (d, J) are d * 34 + J
+
+// Phase 1: the shape (FormatError naming what is wrong), depths, subtree extents and counts.
+// Returns the depth of the deepest node.
+uint32_t derive_shape(const std::vector<TreeNode>& nodes, uint64_t particle_count, Levels& lv) {
+  const size_t n = nodes.size();
   lv.depth.resize(n);
   lv.subtree_end.resize(n);
   ShapeChecker checker{nodes, lv};
   checker.visit(0);
   if (checker.pos != n)
     throw FormatError("node tree has " + std::to_string(n - checker.pos) + " nodes not reachable from the root");
-
   lv.subtree_count.resize(n);
   for (size_t k = n; k-- > 0;) {
     uint64_t c = nodes[k].own_count;
@@ -63,36 +62,41 @@ Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, ui
   if (lv.subtree_count[0] != particle_count)
     throw FormatError("nodes hold " + std::to_string(lv.subtree_count[0]) + " points but the header says " +
                       std::to_string(particle_count));
+  return checker.deepest;
+}
 
-  if (region_depth > detail_level)
-    throw FormatError(detail_level ? "region depth " + std::to_string(region_depth) + " is below the detail level " +
-                                         std::to_string(detail_level)
-                                   : "region depth " + std::to_string(region_depth) + " without a detail level");
+// What phase 2 counts: points per level (untrimmed), per region `stride` levels from S on,
+// and the runs.
+struct LevelCounts {
+  std::vector<uint64_t> totals, region_counts;
+  size_t stride = 0;
+  uint64_t runs = 0;
+};
 
-  // Points per level: a node's pieces lie at most 33 levels below its depth (own_count <
-  // 2^32, each piece twice the last), so the totals are sized once and trimmed after.
-  // Regions (detail_level S > 0, region depth R): the roots, in preorder, are the nodes at
-  // depth R and the leaves above R; every piece on a level >= S lies in the subtree of
-  // exactly one of them (an inner node above R has its only piece on its own level, < S).
-  // Their points per level from S on are counted in the same pass, `stride` levels a region.
-  //
-  // A leaf is not walked piece by piece (most of an open's time at 16M particles): its pieces
-  // but the last have the sizes K, K, 2K, 4K, ... that its depth d and piece count J fix, so
-  // leaves are counted per class (d, J) and the classes expanded once (per region: those the
-  // region holds); only the last piece's size is added per leaf.
-  const uint32_t deepest = checker.deepest;
-  constexpr uint32_t kMaxPieces = 34;
-  std::vector<uint64_t> totals(size_t(deepest) + kMaxPieces, 0);
-  const uint32_t s = detail_level;
-  const size_t stride = s ? totals.size() - std::min<size_t>(s, totals.size()) : 0;
-  auto full_piece = [&](uint32_t j) { return j == 0 ? uint64_t(lod_count) : uint64_t(lod_count) << (j - 1); };
+// Phase 2: points per level, and per region (detail level S > 0, region depth R) from S on;
+// the region roots into lv.region_root. A node's pieces lie at most 33 levels below its depth
+// (own_count < 2^32, each piece twice the last), so the totals are sized once. The roots, in
+// preorder, are the nodes at depth R and the leaves above R; every piece on a level >= S lies
+// in the subtree of exactly one of them (an inner node above R has its only piece on its own
+// level, < S).
+//
+// A leaf is not walked piece by piece (most of an open's time at 16M particles): its pieces
+// but the last have the sizes that its depth d and piece count J fix (piece_begin), so leaves
+// are counted per class (d, J) and the classes expanded once (per region: those the region
+// holds); only the last piece's size is added per leaf.
+LevelCounts count_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, uint32_t deepest, uint32_t s,
+                         uint32_t region_depth, Levels& lv) {
+  LevelCounts out;
+  out.totals.assign(size_t(deepest) + kMaxPieces, 0);
+  out.stride = s ? out.totals.size() - std::min<size_t>(s, out.totals.size()) : 0;
+  std::vector<uint64_t>& totals = out.totals;
+  std::vector<uint64_t>& region_counts = out.region_counts;
+  auto full_piece = [&](uint32_t j) { return piece_begin(j + 1, lod_count) - piece_begin(j, lod_count); };
   std::vector<uint64_t> leaves(size_t(deepest + 1) * kMaxPieces, 0);    // per class (d, J): leaves
   std::vector<uint64_t> in_region(s ? leaves.size() : 0, 0);            // the same, of the region
   std::vector<uint32_t> classes;                                        // the region's classes met
-  std::vector<uint64_t> region_counts;
   uint32_t region_end = 0;
   size_t row = 0;
-  uint64_t run_total = 0;
   auto close_region = [&] {  // the region's full pieces, from its classes
     for (uint32_t k : classes) {
       const uint32_t d = k / kMaxPieces, pieces = k % kMaxPieces;
@@ -102,37 +106,30 @@ Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, ui
     }
     classes.clear();
   };
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
     const uint32_t d = lv.depth[i];
     if (s && i >= region_end && (d == region_depth || (nodes[i].is_leaf() && d < region_depth))) {
       close_region();
       lv.region_root.push_back(uint32_t(i));
       region_end = lv.subtree_end[i];
       row = region_counts.size();
-      region_counts.resize(row + stride, 0);
+      region_counts.resize(row + out.stride, 0);
     }
     const uint64_t c = nodes[i].own_count;
     if (c == 0) continue;
     const bool regional = s && i < region_end;
     if (!nodes[i].is_leaf()) {  // one piece, on its own level
       totals[d] += c;
-      ++run_total;
+      ++out.runs;
       if (regional && d >= s) region_counts[row + d - s] += c;
       continue;
     }
-    // The smallest J >= 1 with K * 2^(J-1) >= c (no division: K * 2^(g-1) < c for the g below,
-    // so the search starts at g and takes at most two steps), and where the last piece begins.
-    uint32_t pieces = 1;
-    if (c > lod_count) {
-      uint32_t e = uint32_t(std::max(0, int(std::bit_width(c - 1)) - int(std::bit_width(uint64_t(lod_count)))));
-      while ((uint64_t(lod_count) << e) < c) ++e;
-      pieces = 1 + e;
-    }
-    const uint64_t last = c - (pieces == 1 ? 0 : uint64_t(lod_count) << (pieces - 2));
+    const uint32_t pieces = piece_count(c, lod_count);
+    const uint64_t last = c - piece_begin(pieces - 1, lod_count);
     const uint32_t k = d * kMaxPieces + pieces;
     ++leaves[k];
     totals[d + pieces - 1] += last;
-    run_total += pieces;
+    out.runs += pieces;
     if (regional) {
       if (in_region[k]++ == 0) classes.push_back(k);
       if (d + pieces - 1 >= s) region_counts[row + d + pieces - 1 - s] += last;
@@ -142,31 +139,50 @@ Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, ui
   for (uint32_t k = 0; k < leaves.size(); ++k)
     if (leaves[k])
       for (uint32_t j = 0; j + 1 < k % kMaxPieces; ++j) totals[k / kMaxPieces + j] += leaves[k] * full_piece(j);
+  return out;
+}
+
+// Phase 3: where each region's levels start: the regions one after the other from the
+// prefix's end.
+void place_regions(const LevelCounts& counts, Levels& lv) {
+  const uint32_t s = lv.detail_level, w = lv.level_count() - s;
+  lv.region_at.reserve(lv.region_root.size() * (w + 1));
+  uint64_t at = lv.level_start[s];
+  for (size_t r = 0; r < lv.region_root.size(); ++r) {
+    for (uint32_t j = 0; j < w; ++j) {
+      lv.region_at.push_back(at);
+      at += counts.region_counts[r * counts.stride + j];
+    }
+    lv.region_at.push_back(at);
+  }
+}
+}  // namespace
+
+Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, uint64_t particle_count,
+                      uint32_t detail_level, uint32_t region_depth) {
+  if (nodes.empty()) throw FormatError("node tree is empty (a file has at least a root node)");
+  if (nodes.size() > UINT32_MAX - 1) throw FormatError("too many nodes");
+  if (lod_count == 0) throw FormatError("LOD count is 0 (must be at least 1)");
+  Levels lv;
+  const uint32_t deepest = derive_shape(nodes, particle_count, lv);
+  if (region_depth > detail_level)
+    throw FormatError(detail_level ? "region depth " + std::to_string(region_depth) + " is below the detail level " +
+                                         std::to_string(detail_level)
+                                   : "region depth " + std::to_string(region_depth) + " without a detail level");
+  LevelCounts counts = count_levels(nodes, lod_count, deepest, detail_level, region_depth, lv);
+  std::vector<uint64_t>& totals = counts.totals;
   while (!totals.empty() && totals.back() == 0) totals.pop_back();
   lv.level_start.assign(totals.size() + 1, 0);
   for (size_t l = 0; l < totals.size(); ++l) lv.level_start[l + 1] = lv.level_start[l] + totals[l];
-
-  lv.run_count = run_total;
+  lv.run_count = counts.runs;
   lv.lod_count = lod_count;
-  if (s > 0) {
-    if (s >= lv.level_count())
-      throw FormatError("detail level " + std::to_string(s) + " is not below the level count " +
+  if (detail_level > 0) {
+    if (detail_level >= lv.level_count())
+      throw FormatError("detail level " + std::to_string(detail_level) + " is not below the level count " +
                         std::to_string(lv.level_count()));
-    // Where each region's levels start: the regions one after the other from the prefix's end.
-    const uint32_t w = lv.level_count() - s;
-    lv.detail_level = s;
+    lv.detail_level = detail_level;
     lv.region_depth = region_depth;
-    lv.region_at.reserve(lv.region_root.size() * (w + 1));
-    uint64_t at = lv.level_start[s];
-    for (size_t r = 0; r < lv.region_root.size(); ++r) {
-      for (uint32_t j = 0; j < w; ++j) {
-        lv.region_at.push_back(at);
-        at += region_counts[r * stride + j];
-      }
-      lv.region_at.push_back(at);
-    }
-  } else {
-    lv.region_root.clear();
+    place_regions(counts, lv);
   }
   lv.lazy = std::make_shared<Levels::Lazy>();
   return lv;

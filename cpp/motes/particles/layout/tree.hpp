@@ -2,6 +2,8 @@
 // preorder, and the rule that places each node's own points on levels.
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -38,6 +40,15 @@ struct PosRange {
   uint64_t begin, end;
 };
 
+// Of sorted, disjoint `ranges`: the first that ends after `pos` (end() when none). It holds pos
+// when its begin <= pos (holding() says so).
+inline std::vector<PosRange>::const_iterator range_after(const std::vector<PosRange>& ranges, uint64_t pos) {
+  return std::upper_bound(ranges.begin(), ranges.end(), pos, [](uint64_t p, const PosRange& g) { return p < g.end; });
+}
+inline bool holding(const std::vector<PosRange>& ranges, std::vector<PosRange>::const_iterator it, uint64_t pos) {
+  return it != ranges.end() && it->begin <= pos;
+}
+
 // Everything derived from (nodes, lod_count, detail_level): depths, subtree extents, level
 // sizes, regions, and the runs of every node. The runs are derived on first use (runs(), thread-safe): they
 // are most of an open's work (a 24-byte run per piece of every node: 8.7 MB at 16M
@@ -71,6 +82,18 @@ struct Levels {
   struct Lazy;
   std::shared_ptr<Lazy> lazy;
 };
+
+// A leaf's pieces: piece j holds own indices [piece_begin(j), piece_begin(j + 1)) (capped at
+// own_count), on the leaf's depth + j: 0, K, 2K, 4K, ... (K * 2^(j-1) for j >= 1).
+inline uint64_t piece_begin(uint32_t j, uint32_t lod_count) { return j == 0 ? 0 : uint64_t(lod_count) << (j - 1); }
+// The pieces of a leaf of c > 0 points: the smallest J >= 1 with K * 2^(J-1) >= c. No
+// division: K * 2^(g-1) < c for the g below, so the search starts at g and takes at most two steps.
+inline uint32_t piece_count(uint64_t c, uint32_t lod_count) {
+  if (c <= lod_count) return 1;
+  uint32_t e = uint32_t(std::max(0, int(std::bit_width(c - 1)) - int(std::bit_width(uint64_t(lod_count)))));
+  while ((uint64_t(lod_count) << e) < c) ++e;
+  return 1 + e;
+}
 
 // Point counts of a node's own points per level, relative to its depth:
 // an inner node puts all on its own level; a leaf continues the LOD pattern
