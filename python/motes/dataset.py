@@ -149,7 +149,7 @@ class Dataset:
             refs += _core.expression_fields(spec.where)
         texts = [v for v in values if v is not None and "field" in v]
         if texts:
-            known = [c.name for c in self.schema(step, species)]
+            known = self.column_names(step, species)
             for v in texts:
                 if v not in known:
                     refs += _core.value_fields(v, known)
@@ -202,6 +202,11 @@ class Dataset:
         """Columns of a species: name, numpy dtype, extra index kind, unit, error bound."""
         sp = self._species(step, species)
         return [Column(n, numpy_dtype(d), i, u, b) for n, d, i, u, b in sp["columns"]]
+
+    def column_names(self, step: Optional[int] = None, species: Optional[str] = None) -> List[str]:
+        """The names of a species' columns, in schema order (what :meth:`schema` names, built
+        without its Column objects: every query asks)."""
+        return [c[0] for c in self._species(step, species)["columns"]]
 
     def count_total(self, step: Optional[int] = None, species: Optional[str] = None) -> int:
         return int(self._species(step, species)["count"])
@@ -283,7 +288,7 @@ class Dataset:
                           species=species, threads=threads, cancel=cancel, timeout=timeout)
         sel = self.select(where, box, quality, fraction=fraction, step=step, species=species, threads=threads,
                           cancel=cancel, timeout=timeout)
-        known = [c.name for c in self.schema(step, species)]
+        known = self.column_names(step, species)
         if columns is not None and not isinstance(columns, str) and any(field_reference(c, known) for c in columns):
             self._columns([c for c in columns if not field_reference(c, known)], step, species)  # checks the others
             return Table(gather_with_fields(self, sel, list(columns), step, known), sel.counters)
@@ -309,7 +314,7 @@ class Dataset:
             yield Table(dict(zip(names, cols)), sel.counters)
 
     def _columns(self, columns, step, species) -> List[str]:
-        known = [c.name for c in self.schema(step, species)]
+        known = self.column_names(step, species)
         if columns is None:
             return known
         if isinstance(columns, str):
@@ -322,7 +327,7 @@ class Dataset:
     def _check_values(self, texts: Sequence[str], step, species) -> None:
         """UsageError unless each text is a column of the species or a numeric expression
         over its columns (a histogram's axis or weights, a column of stats)."""
-        known = [c.name for c in self.schema(step, species)]
+        known = self.column_names(step, species)
         for t in texts:
             if t in known:
                 continue

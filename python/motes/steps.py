@@ -179,7 +179,7 @@ def _check_columns(ds, ks: List[int], species: Optional[str], names: Sequence[st
     from .field_queries import field_reference
 
     for k in ks:
-        known = [c.name for c in ds.schema(k, species)]
+        known = ds.column_names(k, species)
         for c in names:
             if c in known or (not values and field_reference(c, known)):
                 continue
@@ -199,7 +199,7 @@ def _selected(ds, steps, species, step) -> List[int]:
 
 
 def _columns_of(ds, ks: List[int], species: Optional[str], columns: Any) -> List[str]:
-    names = [c.name for c in ds.schema(ks[0], species)] if columns is None else (
+    names = ds.column_names(ks[0], species) if columns is None else (
         [columns] if isinstance(columns, str) else list(columns))
     _check_columns(ds, ks, species, names)
     if "step" in names:

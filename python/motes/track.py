@@ -140,7 +140,7 @@ def track(ds, ids=None, *, where: Optional[str] = None, at_step: Optional[int] =
         raise UsageError("ids must be distinct")
     if not preserve_order:
         ids = np.sort(ids)
-    names = list(columns) if columns is not None else [c.name for c in ds.schema(step_list[0], species)]
+    names = list(columns) if columns is not None else ds.column_names(step_list[0], species)
     if col not in names:
         names = [col] + names
     nsteps, nids = len(step_list), len(ids)

@@ -72,10 +72,14 @@ nb::list gather_columns(const PySelection& s, const std::vector<std::string>& co
     nb::gil_scoped_release release;
     // Every column's blocks asked for at once (a cold read waits for overlapping reads,
     // not column after column); then columns go to different threads, and a column's
-    // rows are shared only when few columns are asked for.
+    // rows are shared only when few columns are asked for. Rows a covering tail holds cost
+    // a permuted copy each: under 16k of them per column, less than a round of the pool.
     s.selection.prefetch(index, begin, end);
     const uint64_t rows = end - begin;
-    const unsigned across = rows >= 1024 ? s.threads : 1;
+    uint64_t cheap = 0;
+    for (size_t c : index) cheap += std::min(rows, s.selection.covered_rows(c));
+    const uint64_t costly = rows * index.size() - cheap;
+    const unsigned across = rows >= 1024 && (costly >= 1024 || cheap >= (uint64_t(16) << 10) * index.size()) ? s.threads : 1;
     const unsigned within = index.size() >= s.threads ? 1 : s.threads;
     motes::parallel_for(index.size(), across, [&](uint64_t k) {
       s.selection.gather(index[k], begin, end, dest[k], within, false);

@@ -215,6 +215,51 @@ TEST(Analysis, CountStatsHistogramsMatchBruteForce) {
   EXPECT_THROW(histogram(q, Axis{0, 4, 1.0, 1.0}), UsageError);
 }
 
+TEST(Analysis, CountsAnIndexAnswersFromTheIndexAlone) {
+  // A count that one indexed test answers (a tail threshold on either side, ties, an id
+  // list) is the index's count, without its rows: equal to brute force and to the
+  // selection's size; counted as the plan taking those rows whole would count them.
+  Fixture fx(25000);
+  const std::vector<float>& e = fx.cols.energy;
+  std::vector<float> sorted = e;
+  std::sort(sorted.begin(), sorted.end());
+  auto text = [](float v) { return number_text(double(v)); };
+  const float hi = sorted[sorted.size() - 40], lo = sorted[30];
+  struct Case {
+    std::string where;
+    std::function<bool(uint64_t)> pass;
+    bool indexed;
+  };
+  const std::vector<Case> cases = {
+      {"energy > " + text(hi), [&](uint64_t i) { return e[i] > hi; }, true},
+      {"energy >= " + text(hi), [&](uint64_t i) { return e[i] >= hi; }, true},
+      {"energy < " + text(lo), [&](uint64_t i) { return e[i] < lo; }, true},
+      {"energy <= " + text(lo), [&](uint64_t i) { return e[i] <= lo; }, true},
+      {"energy == " + text(hi), [&](uint64_t i) { return e[i] == hi; }, true},
+      {"id in (3, 17, 24999, 40000)", [](uint64_t i) { return i == 3 || i == 17 || i == 24999; }, true},
+      {"energy > " + text(hi) + " and x < 0.5", [&](uint64_t i) { return e[i] > hi && fx.cols.x[i] < 0.5f; }, false},
+  };
+  for (const Case& c : cases) {
+    QuerySpec s;
+    s.where = c.where;
+    Query q(fx.file, s);
+    const uint64_t n = fx.brute(c.pass).size();
+    EXPECT_EQ(count(q), n) << c.where;
+    const QueryCounters counted = q.counters();
+    if (c.indexed) {
+      EXPECT_EQ(counted.tail_index_parts + counted.id_index_parts, 1u) << c.where;
+      EXPECT_EQ(counted.points_tested, 0u) << c.where;
+      EXPECT_EQ(counted.points_taken_whole, n) << c.where;
+    }
+    Query again(fx.file, s);
+    EXPECT_EQ(Selection(again).size(), n) << c.where;
+    // A sample of the rows is tested, not counted by the index: the same count as its selection.
+    s.fraction = 0.5;
+    Query half(fx.file, s), half_again(fx.file, s);
+    EXPECT_EQ(count(half), Selection(half_again).size()) << c.where;
+  }
+}
+
 TEST(Selection, GatherF32ConvertsAndSubtracts) {
   Fixture fx(30000);
   QuerySpec s;

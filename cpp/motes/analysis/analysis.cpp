@@ -142,10 +142,10 @@ Range histogram_range(std::optional<Range> given, std::optional<Range> found) {
 
 uint64_t count(Query& q) {
   std::vector<uint64_t> per(q.threads(), 0);
+  uint64_t total = 0;  // parts an index counts (Query::run's `counted`), then the rest
   q.run([&](unsigned w, size_t, uint32_t, const std::vector<Segment>& segs) {
     for (const Segment& s : segs) per[w] += s.count;
-  });
-  uint64_t total = 0;
+  }, Query::Schedule::dynamic, &total);
   for (uint64_t c : per) total += c;
   return total;
 }

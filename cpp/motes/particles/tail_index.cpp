@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 #include "motes/core/errors.hpp"
 #include "motes/particles/column_writer.hpp"
@@ -257,56 +258,72 @@ std::optional<uint64_t> TailIndex::covers(TailTest test, const void* cv) const {
   });
 }
 
-TailHits TailIndex::hits(TailTest test, const void* cv, bool cover_order) const {
-  TailHits h;
-  h.tail = this;
-  const bool wide = rows_.value_size() == 8;
-  std::vector<uint32_t> narrow;  // most files: positions fit 32 bits, which sort faster
+std::pair<uint64_t, uint64_t> TailIndex::passing(TailTest test, const void* cv) const {
+  uint64_t first = 0, last = 0;
   dispatch_dtype(dtype_, [&](auto zero) {
     using T = decltype(zero);
     T c;
     std::memcpy(&c, cv, sizeof(T));
     auto [begin, end] = candidates(test, double(c));
-    (wide ? h.rows.reserve(end - begin) : narrow.reserve(end - begin));
-    BlockReader values, rows;
+    BlockReader values;
     const uint64_t bv = spec::kIdBlockValues;
     bool any = false;
     for (uint64_t at = begin; at < end;) {
       const uint64_t m = std::min(end, (at / bv + 1) * bv) - at;
       const T* v = values.values<T>(values_, at, m);
-      const uint32_t* r32 = wide ? nullptr : rows.values<uint32_t>(rows_, at, m);
-      const uint64_t* r64 = wide ? rows.values<uint64_t>(rows_, at, m) : nullptr;
-      auto take = [&](auto pass) {
+      auto find = [&](auto pass) {
         for (uint64_t i = 0; i < m; ++i)
           if (pass(v[i])) {
             // The passing entries are contiguous (values ascend): the first and the last bound them.
-            if (!any) h.begin = at + i, any = true;
-            h.end = at + i + 1;
-            wide ? h.rows.push_back(r64[i]) : narrow.push_back(r32[i]);
+            if (!any) first = at + i, any = true;
+            last = at + i + 1;
           }
       };
       switch (test) {
-        case TailTest::lt: take([&](T x) { return x < c; }); break;
-        case TailTest::le: take([&](T x) { return x <= c; }); break;
-        case TailTest::gt: take([&](T x) { return x > c; }); break;
-        case TailTest::ge: take([&](T x) { return x >= c; }); break;
-        default: take([&](T x) { return x == c; }); break;
+        case TailTest::lt: find([&](T x) { return x < c; }); break;
+        case TailTest::le: find([&](T x) { return x <= c; }); break;
+        case TailTest::gt: find([&](T x) { return x > c; }); break;
+        case TailTest::ge: find([&](T x) { return x >= c; }); break;
+        default: find([&](T x) { return x == c; }); break;
       }
       at += m;
     }
   });
+  return {first, last};
+}
+
+TailHits TailIndex::hits(TailTest test, const void* cv, bool cover_order) const {
+  TailHits h;
+  h.tail = this;
+  std::tie(h.begin, h.end) = passing(test, cv);
+  const bool wide = rows_.value_size() == 8;
+  std::vector<uint32_t> narrow;  // most files: positions fit 32 bits, which sort faster
+  (wide ? h.rows.reserve(h.end - h.begin) : narrow.reserve(h.end - h.begin));
+  BlockReader rows;
+  for (uint64_t at = h.begin, bv = spec::kIdBlockValues; at < h.end;) {
+    const uint64_t m = std::min(h.end, (at / bv + 1) * bv) - at;
+    if (wide) {
+      const uint64_t* r = rows.values<uint64_t>(rows_, at, m);
+      h.rows.insert(h.rows.end(), r, r + m);
+    } else {
+      const uint32_t* r = rows.values<uint32_t>(rows_, at, m);
+      narrow.insert(narrow.end(), r, r + m);
+    }
+    at += m;
+  }
   uint64_t at = 0;
-  if (cover_order && !wide && h.end > h.begin && h.end - h.begin <= UINT32_MAX && h.end - h.begin == narrow.size() &&
+  if (cover_order && !wide && h.end > h.begin && h.end - h.begin <= UINT32_MAX &&
       side_covered(h.begin, h.end, at)) {
     // Positions with their entries (position in the high half, entry - begin in the low): one
     // LSD radix sort on the positions' bits gives both.
-    std::vector<uint64_t> keyed(narrow.size()), scratch(narrow.size());
-    for (size_t i = 0; i < narrow.size(); ++i) keyed[i] = uint64_t(narrow[i]) << 32 | i;
+    const size_t n = narrow.size();
+    std::unique_ptr<uint64_t[]> keyed(new uint64_t[2 * n]);  // and the sort's scratch; not zeroed
+    for (size_t i = 0; i < n; ++i) keyed[i] = uint64_t(narrow[i]) << 32 | i;
     const int bits = particle_count_ > 1 ? 64 - __builtin_clzll(particle_count_ - 1) : 1;
-    sort_low_code_bits(keyed.data(), keyed.size(), scratch.data(), std::min(bits, 32), 1);
-    h.rows.resize(keyed.size());
-    h.order.resize(keyed.size());
-    for (size_t i = 0; i < keyed.size(); ++i) h.rows[i] = keyed[i] >> 32, h.order[i] = uint32_t(keyed[i]);
+    sort_low_code_bits(keyed.get(), n, keyed.get() + n, std::min(bits, 32), 1);
+    h.rows.reserve(n);
+    h.order.reserve(n);
+    for (size_t i = 0; i < n; ++i) h.rows.push_back(keyed[i] >> 32), h.order.push_back(uint32_t(keyed[i]));
     return h;
   }
   if (!wide) {  // positions: a radix sort

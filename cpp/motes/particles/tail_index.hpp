@@ -100,6 +100,9 @@ class TailIndex {
   bool cover_holds(TailTest test, const void* c) const;
   // The file positions of the values passing `value test c`, ascending. Only when covers().
   std::vector<uint64_t> rows(TailTest test, const void* c) const { return hits(test, c, false).rows; }
+  // The entries passing `value test c`, [begin, end) (contiguous: the values ascend; only
+  // when covers()). Their count, without their rows.
+  std::pair<uint64_t, uint64_t> passing(TailTest test, const void* c) const;
   // The entries passing `value test c` (only when covers()); with `order` when the cover
   // holds them all and `cover_order` asks for it.
   TailHits hits(TailTest test, const void* c, bool cover_order) const;

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "motes/core/threads.hpp"
+#include "motes/query/indexed.hpp"
 #include "motes/query/evaluate.hpp"
 
 namespace motes {
@@ -98,7 +99,7 @@ Query::Query(std::shared_ptr<const Collection> collection, const QuerySpec& spec
   }
 }
 
-size_t Query::run(const Sink& sink, Schedule schedule) {
+size_t Query::run(const Sink& sink, Schedule schedule, uint64_t* counted) {
   counters_ = {};
   covered_.assign(collection_->part_count(), nullptr);
   size_t chunks = 0;
@@ -109,6 +110,11 @@ size_t Query::run(const Sink& sink, Schedule schedule) {
     cancel_.check();
     std::shared_ptr<const ParticleFile> file = collection_->part(part);
     file->check_unchanged();  // a file truncated under us is an error here, not SIGBUS below
+    if (counted)
+      if (std::optional<uint64_t> n = indexed_count(*file, counters_)) {
+        *counted += *n;
+        continue;
+      }
     QueryCounters c;
     std::vector<Task> tasks = plan(*file, c, covered_[part]);
     ++counters_.parts_read;
@@ -122,6 +128,20 @@ size_t Query::run(const Sink& sink, Schedule schedule) {
     chunks += run_part(*file, part, tasks, chunks, sink, schedule);
   }
   return chunks;
+}
+
+std::optional<uint64_t> Query::indexed_count(const ParticleFile& file, QueryCounters& counters) const {
+  if (!predicate_) return std::nullopt;
+  const LevelsRead r = levels_read(file);
+  if (r.begin != 0 || r.end != file.levels().level_count() || r.sample.active()) return std::nullopt;
+  const std::optional<IndexedCount> n = motes::indexed_count(file, *predicate_);
+  if (!n) return std::nullopt;
+  // As the plan taking the index's rows whole counts them (query/plan.cpp, by_index).
+  ++counters.parts_read;
+  counters.points_taken_whole += n->count;
+  counters.index_rows += n->count;
+  ++(n->index == IndexedRows::Index::id ? counters.id_index_parts : counters.tail_index_parts);
+  return n->count;
 }
 
 void Query::prefetch(const ParticleFile& file, const std::vector<Task>& tasks, QueryCounters& counters) const {
@@ -151,12 +171,14 @@ void Query::prefetch(const ParticleFile& file, const std::vector<Task>& tasks, Q
 
 size_t Query::run_part(const ParticleFile& file, uint32_t part, const std::vector<Task>& tasks, size_t first_chunk,
                        const Sink& sink, Schedule schedule) {
-  // Chunks of about equal work; whole runs cost little per point.
+  // Chunks of about equal work; whole runs cost little per point (at most as much as 64
+  // tested ones, so that an index's thousands of single rows make one chunk, not a
+  // round of the thread pool).
   std::vector<size_t> chunk_begin{0};
   uint64_t work = 0;
   const uint64_t target = 1 << 15;
   for (size_t k = 0; k < tasks.size(); ++k) {
-    work += tasks[k].all ? 64 : tasks[k].count;
+    work += tasks[k].all ? std::min<uint64_t>(tasks[k].count, 64) : tasks[k].count;
     if (work >= target) {
       chunk_begin.push_back(k + 1);
       work = 0;
@@ -171,6 +193,7 @@ size_t Query::run_part(const ParticleFile& file, uint32_t part, const std::vecto
   auto process = [&](unsigned worker, uint64_t c) {
     cancel_.check();
     std::vector<Segment> segs;
+    segs.reserve(chunk_begin[c + 1] - chunk_begin[c]);  // most tasks give one segment or none
     std::vector<uint8_t> mask;
     std::unique_ptr<Evaluator> ev;  // made for the first task to test (a chunk of whole runs needs none)
     for (size_t k = chunk_begin[c]; k < chunk_begin[c + 1]; ++k) {

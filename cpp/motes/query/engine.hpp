@@ -80,11 +80,15 @@ class Query {
 
   // Evaluates the query; calls sink(worker, chunk, part, segments) once per work chunk
   // (chunks are numbered in traversal order over all parts; workers in [0, threads())).
-  using Sink = std::function<void(unsigned worker, size_t chunk, uint32_t part, const std::vector<Segment>&)>;
+  // The segments are the sink's to keep (move them).
+  using Sink = std::function<void(unsigned worker, size_t chunk, uint32_t part, std::vector<Segment>&)>;
   // dynamic: chunks go to whichever worker is free; fixed: worker w gets chunks
   // w, w + threads, ... of each part (reproducible per-worker partial results).
   enum class Schedule { dynamic, fixed };
-  size_t run(const Sink& sink, Schedule schedule = Schedule::dynamic);  // returns the number of chunks
+  // `counted`: for a caller that wants only the number of matches (count()). A part whose
+  // matches an index counts exactly on its own (one indexed test over a full-detail read)
+  // adds that count there and delivers no segments.
+  size_t run(const Sink& sink, Schedule schedule = Schedule::dynamic, uint64_t* counted = nullptr);  // returns the number of chunks
 
   unsigned threads() const { return threads_; }
   const Collection& collection() const { return *collection_; }
@@ -130,6 +134,8 @@ class Query {
   bool prefetch_ = true;
   class PartPlanner;  // plan() phase by phase (query/plan.cpp)
   void prefetch(const ParticleFile& file, const std::vector<Task>& tasks, QueryCounters& counters) const;
+  // run()'s count of a part an index answers exactly (see counted), adding to `counters`.
+  std::optional<uint64_t> indexed_count(const ParticleFile& file, QueryCounters& counters) const;
   std::vector<Task> plan(const ParticleFile& file, QueryCounters& counters, std::shared_ptr<const TailHits>& cover);
   size_t run_part(const ParticleFile& file, uint32_t part, const std::vector<Task>& tasks, size_t first_chunk,
                   const Sink& sink, Schedule schedule);

@@ -92,6 +92,18 @@ bool covered_by_tail(const ParticleFile& f, const Expr& predicate) {
   return c && c->index == IndexedRows::Index::tail && c->covered;
 }
 
+std::optional<IndexedCount> indexed_count(const ParticleFile& f, const Expr& predicate) {
+  if (predicate.kind == K::and_) return std::nullopt;
+  const std::optional<Candidate> c = answer(f, predicate);
+  if (!c) return std::nullopt;
+  if (c->none) return IndexedCount{c->index, 0};
+  if (c->index == IndexedRows::Index::tail) {
+    const auto [begin, end] = f.tail_index(size_t(c->column))->passing(c->test, &c->constant);
+    return IndexedCount{c->index, end - begin};
+  }
+  return IndexedCount{c->index, indexed_rows(f, predicate, UINT64_MAX)->rows.size()};
+}
+
 std::optional<IndexedRows> indexed_rows(const ParticleFile& f, const Expr& predicate, uint64_t limit) {
   std::vector<const Expr*> parts;
   conjuncts(predicate, parts);

@@ -30,6 +30,15 @@ struct IndexedRows {
 // which no traversal of the tree beats.
 bool covered_by_tail(const ParticleFile& file, const Expr& predicate);
 
+// When `predicate` is one test that an index of `file` answers exactly (a tail threshold, an
+// id list): how many rows pass it, found without reading or sorting their positions where
+// the index allows (a tail: the passing entries' bounds). Nothing otherwise.
+struct IndexedCount {
+  IndexedRows::Index index;
+  uint64_t count;
+};
+std::optional<IndexedCount> indexed_count(const ParticleFile& file, const Expr& predicate);
+
 // Of the top-level conjuncts of `predicate` that an index of `file` answers, the one with
 // the fewest candidate rows, when those are at most `limit`: its rows. Nothing otherwise.
 std::optional<IndexedRows> indexed_rows(const ParticleFile& file, const Expr& predicate, uint64_t limit);

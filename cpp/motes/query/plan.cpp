@@ -163,14 +163,24 @@ class Query::PartPlanner {
     if (!ix) return std::nullopt;
     counters_.points_tested = counters_.points_taken_whole = 0;  // a traversal given up counts nothing
     std::vector<std::vector<Task>> tasks(1);
-    tasks[0].reserve(ix->rows.size());
-    for (uint64_t r : ix->rows) {
-      if (range_of(r) == ranges_.size()) continue;
-      const bool whole = ix->exact && !(q_.sample_.active() && q_.sample_.contains(r));
-      std::vector<Task>& t = tasks[0];
-      if (!t.empty() && t.back().all == whole && t.back().start + t.back().count == r) ++t.back().count;
-      else t.push_back({r, 1, whole});
-      (whole ? counters_.points_taken_whole : counters_.points_tested) += 1;
+    std::vector<Task>& t = tasks[0];
+    t.reserve(ix->rows.size());
+    const std::vector<uint64_t>& rows = ix->rows;
+    if (ix->exact && !q_.sample_.active() && ranges_.size() == 1 && !rows.empty() && ranges_[0].begin <= rows.front() &&
+        rows.back() < ranges_[0].end) {
+      // Every row read and taken whole (a full-detail read of an exact answer): its runs.
+      for (uint64_t r : rows)
+        if (!t.empty() && t.back().start + t.back().count == r) ++t.back().count;
+        else t.push_back({r, 1, true});
+      counters_.points_taken_whole += rows.size();
+    } else {
+      for (uint64_t r : rows) {
+        if (range_of(r) == ranges_.size()) continue;
+        const bool whole = ix->exact && !(q_.sample_.active() && q_.sample_.contains(r));
+        if (!t.empty() && t.back().all == whole && t.back().start + t.back().count == r) ++t.back().count;
+        else t.push_back({r, 1, whole});
+        (whole ? counters_.points_taken_whole : counters_.points_tested) += 1;
+      }
     }
     counters_.index_rows += ix->rows.size();
     ++(ix->index == IndexedRows::Index::id ? counters_.id_index_parts : counters_.tail_index_parts);

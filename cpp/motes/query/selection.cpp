@@ -17,10 +17,10 @@ Selection::Selection(Query& query) : collection_(query.collection_ptr()), cancel
   };
   std::vector<Chunk> chunks;
   std::mutex m;
-  query.run([&](unsigned, size_t chunk, uint32_t part, const std::vector<Segment>& segs) {
+  query.run([&](unsigned, size_t chunk, uint32_t part, std::vector<Segment>& segs) {
     std::lock_guard lock(m);
     if (chunks.size() <= chunk) chunks.resize(chunk + 1);
-    chunks[chunk] = {part, segs};
+    chunks[chunk] = {part, std::move(segs)};
   });
   counters_ = query.counters();
   size_t total = 0;
@@ -39,10 +39,12 @@ Selection::Selection(Query& query) : collection_(query.collection_ptr()), cancel
   offsets_.resize(segments_.size() + 1);
   offsets_[0] = 0;
   for (size_t k = 0; k < segments_.size(); ++k) offsets_[k + 1] = offsets_[k] + segments_[k].count;
+  for (size_t k = 0; k < segments_.size(); ++k)
+    if (k == 0 || part_of_[k] != part_of_[k - 1]) part_begin_.push_back(k);
+  part_begin_.push_back(segments_.size());
   // A covered part's selection is its tail hits' rows, in order (checked: else read as any part).
   for (size_t k = 0; k < segments_.size();) {
-    size_t end = k;
-    while (end < segments_.size() && part_of_[end] == part_of_[k]) ++end;
+    const size_t end = part_end(k);
     if (auto hits = query.covered(part_of_[k]); hits && offsets_[end] - offsets_[k] == hits->rows.size()) {
       bool same = true;
       for (size_t j = k, i = 0; same && j < end; ++j)
@@ -56,23 +58,33 @@ Selection::Selection(Query& query) : collection_(query.collection_ptr()), cancel
 
 template <class Emit>
 void Selection::visit_covered(size_t column, uint64_t row_begin, uint64_t row_end, const Emit& emit) const {
-  std::vector<uint64_t> buffer;  // 8-byte aligned for every dtype
+  std::unique_ptr<uint64_t[]> buffer;  // 8-byte aligned for every dtype; not zeroed
+  uint64_t held = 0;
   BlockReader reader;
   for (const Covered& c : covered_) {
     const uint64_t a = std::max(row_begin, c.first), b = std::min(row_end, c.first + c.hits->rows.size());
     if (a >= b || !c.hits->covers(uint32_t(column))) continue;
-    buffer.resize(b - a);
-    c.hits->gather(uint32_t(column), a - c.first, b - a, buffer.data(), reader);
+    if (held < b - a) buffer.reset(new uint64_t[b - a]), held = b - a;
+    c.hits->gather(uint32_t(column), a - c.first, b - a, buffer.get(), reader);
     dispatch_dtype(collection_->schema()[column].dtype, [&](auto tag) {
       using T = decltype(tag);
-      emit(reinterpret_cast<const T*>(buffer.data()), a, b);
+      emit(reinterpret_cast<const T*>(buffer.get()), a, b);
     });
   }
+}
+
+uint64_t Selection::covered_rows(size_t column) const {
+  uint64_t n = 0;
+  for (const Covered& c : covered_)
+    if (c.hits->covers(uint32_t(column))) n += c.hits->rows.size();
+  return n;
 }
 
 size_t Selection::segment_of(uint64_t row) const {
   return size_t(std::upper_bound(offsets_.begin(), offsets_.end(), row) - offsets_.begin()) - 1;
 }
+
+size_t Selection::part_end(size_t k) const { return *std::upper_bound(part_begin_.begin(), part_begin_.end(), k); }
 
 // The column's values in every part the rows touch (opened already by the query): in place
 // when they are (base), else read through a BlockReader per thread (stream).
@@ -87,12 +99,12 @@ Selection::ColumnParts Selection::column_parts(size_t column, uint64_t row_begin
                 std::vector<const BlockStream*>(collection_->part_count(), nullptr),
                 std::vector<bool>(collection_->part_count(), false)};
   for (const Covered& cv : covered_) c.covered[cv.part] = cv.hits->covers(uint32_t(column));
-  for (size_t k = segment_of(row_begin), k1 = segment_of(row_end - 1) + 1; k < k1; ++k)
-    if (!c.stream[part_of_[k]] && !c.covered[part_of_[k]]) {
-      auto file = collection_->part(part_of_[k]);
+  for (size_t k = segment_of(row_begin), k1 = segment_of(row_end - 1) + 1; k < k1; k = part_end(k))
+    if (const uint32_t p = part_of_[k]; !c.stream[p] && !c.covered[p]) {
+      auto file = collection_->part(p);
       file->check_unchanged();
-      c.stream[part_of_[k]] = &file->values(column);
-      c.base[part_of_[k]] = reinterpret_cast<const char*>(file->values(column).in_place());
+      c.stream[p] = &file->values(column);
+      c.base[p] = reinterpret_cast<const char*>(file->values(column).in_place());
     }
   // Values read in place are checked block by block before use; the blocks a large gather
   // touches are checked first, on the query's threads.
@@ -132,7 +144,10 @@ void Selection::visit_rows(const ColumnParts& parts, uint64_t a, uint64_t b, con
   bool sparse = false;
   T picked[16];
   for (size_t k = segment_of(a), k1 = segment_of(b - 1) + 1; k < k1; ++k) {
-    if (parts.covered[part_of_[k]]) continue;  // visit_covered reads them
+    if (parts.covered[part_of_[k]]) {  // visit_covered reads them
+      k = part_end(k) - 1;
+      continue;
+    }
     const uint64_t r0 = std::max(offsets_[k], a), r1 = std::min(offsets_[k + 1], b), m = r1 - r0;
     const uint64_t first = segments_[k].start + (r0 - offsets_[k]);
     if (part_of_[k] != part) {
@@ -252,8 +267,7 @@ void Selection::prefetch(const std::vector<size_t>& columns, uint64_t row_begin,
     const uint32_t part = part_of_[k];
     auto file = collection_->part(part);
     ranges.clear();
-    size_t end = k;
-    while (end < last && part_of_[end] == part) ++end;
+    const size_t end = std::min(last, part_end(k));
     // Block numbers depend only on the block size, which the streams of a file share (format 2)
     // or which depends on the dtype (format 1): computed once per block size.
     std::vector<std::pair<uint64_t, std::vector<uint64_t>>> by_size;

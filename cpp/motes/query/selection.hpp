@@ -34,6 +34,9 @@ class Selection {
   // The query's counters, with the reads this selection's gathers planned added
   // (QueryCounters::read_requests, read_bytes).
   QueryCounters counters() const;
+  // How many of the selection's rows a covering tail holds for `column` (read beside the
+  // index, a permuted copy: cheap per row).
+  uint64_t covered_rows(size_t column) const;
   // Positions of rows [row_begin, row_end) in the collection (part offset + position in the part's file).
   void positions(uint64_t row_begin, uint64_t row_end, uint64_t* dest) const;
 
@@ -41,6 +44,9 @@ class Selection {
   std::shared_ptr<const Collection> collection_;
   std::vector<Segment> segments_;
   std::vector<uint32_t> part_of_;  // part of each segment
+  // The segment where each part's segments begin (a part's are consecutive), then
+  // segments_.size(): a covered part's segments are skipped at once, not one by one.
+  std::vector<size_t> part_begin_;
   std::vector<uint64_t> offsets_;  // offsets_[k] = rows before segment k; back() = total
   Cancellation cancel_;            // the query's
   QueryCounters counters_;         // the query's
@@ -61,6 +67,8 @@ class Selection {
   template <class Emit>
   void visit_covered(size_t column, uint64_t row_begin, uint64_t row_end, const Emit& emit) const;
   size_t segment_of(uint64_t row) const;
+  // The end of the run of segments of segment k's part.
+  size_t part_end(size_t k) const;
   struct ColumnParts;
   ColumnParts column_parts(size_t column, uint64_t row_begin, uint64_t row_end, unsigned threads) const;
   template <class T, class Emit>

@@ -20,7 +20,7 @@ void sort_low_code_bits(uint64_t* keys, uint64_t n, uint64_t* scratch, int bits,
     }
     return;
   }
-  constexpr int kMaxDigitBits = 11;
+  constexpr int kMaxDigitBits = 12;  // 24-bit positions (16M rows) in two passes
   const int passes = (bits + kMaxDigitBits - 1) / kMaxDigitBits;
   const int digit_bits = (bits + passes - 1) / passes;
   const uint32_t buckets = 1u << digit_bits;

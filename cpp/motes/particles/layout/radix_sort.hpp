@@ -42,7 +42,7 @@ uint64_t place_by_digit(std::vector<Counts>& count, uint32_t digits, uint64_t* d
 }
 
 // Sorts keys[0, n) by their bits [32, 32 + bits), keeping the order of keys equal there:
-// LSD radix in passes of at most 11 bits (a pass whose digit is the same in every key is
+// LSD radix in passes of at most 12 bits (a pass whose digit is the same in every key is
 // skipped). `scratch` holds n keys; the sorted keys end in `keys`.
 void sort_low_code_bits(uint64_t* keys, uint64_t n, uint64_t* scratch, int bits, unsigned threads);
 
