@@ -84,12 +84,15 @@ Reader::Reader(std::shared_ptr<const ByteSource> source, const char (&magic)[8],
 
 void Reader::fail(const std::string& what) const { throw FormatError(source_->name() + ": " + what); }
 
-std::string Reader::section(size_t i, const std::string& name, uint64_t max_decoded, const std::string* given) const {
+std::string Reader::section(size_t i, const std::string& name, uint64_t max_decoded,
+                            std::optional<std::string_view> given) const {
   const SectionEntry& e = sections_.at(i);
   if (e.storage == kBlocks) fail(name + " is stored as coded blocks, not as one section");
-  std::string stored = given ? *given : source_->read(e.offset, e.length);
+  std::string read;
+  if (!given) read = source_->read(e.offset, e.length);
+  const std::string_view stored = given ? *given : std::string_view(read);
   if (kCheckSums && XXH3_64bits(stored.data(), stored.size()) != e.checksum) fail(name + " checksum mismatch");
-  if (e.storage == kRaw) return stored;
+  if (e.storage == kRaw) return given ? std::string(stored) : std::move(read);
   const unsigned long long n = ZSTD_getFrameContentSize(stored.data(), stored.size());
   if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN)
     fail(name + " is not a zstd frame with a declared size");

@@ -7,7 +7,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "motes/container/block_stream.hpp"
@@ -106,7 +108,7 @@ class Reader {
   // (at most max_decoded bytes). FormatError naming `name` otherwise.
   // `stored`: its stored bytes when the caller read them already.
   std::string section(size_t i, const std::string& name, uint64_t max_decoded = kMaxDecodedSection,
-                      const std::string* stored = nullptr) const;
+                      std::optional<std::string_view> stored = std::nullopt) const;
   [[noreturn]] void fail(const std::string& what) const;
 
  private:

@@ -99,12 +99,13 @@ void ParticleFile::parse_v2() {
 std::string ParticleFile::section(size_t i, uint64_t max_decoded) const {
   const TableEntry& e = table_[i];
   const std::string name = spec::section_kind_name(e.kind) + " section" + (e.column != spec::kNoColumn && e.kind != spec::kBlockSums && e.kind != spec::kBlockTable && e.column < schema_.size() ? " of column '" + schema_[e.column].name + "'" : "");
-  const std::string* stored = i < prefetched_.size() && !prefetched_[i].empty() ? &prefetched_[i] : nullptr;
+  std::optional<std::string_view> stored;
+  if (i < prefetched_.size() && prefetched_[i].data()) stored = prefetched_[i];
   if (container_) return container_->section(i, name, max_decoded, stored);
   if (stored) {
     if (spec::kCheckSums && spec::checksum(stored->data(), stored->size()) != e.checksum)
       fail(spec::section_kind_name(e.kind) + " section checksum mismatch" + (e.column != spec::kNoColumn ? " (column " + std::to_string(e.column) + ")" : ""));
-    return *stored;
+    return std::string(*stored);
   }
   std::string bytes = source_->read(e.offset, e.length);
   if (spec::kCheckSums && spec::checksum(bytes.data(), bytes.size()) != e.checksum)
@@ -163,17 +164,35 @@ void ParticleFile::read_schema(size_t at, uint32_t column_count) {
   if (!problem.empty()) fail(problem);
 }
 
-// The node tree, and the levels derived from it (checked against the header's count); kept
-// across opens of the same contents.
+// Where the node tree is; it is read when first used (load_tree), unless an earlier open of
+// the same contents kept it.
 void ParticleFile::read_nodes(size_t at, uint32_t node_count, uint32_t level_count) {
-  tree_ = kept_as<Tree>(cache_key_, kKeptTree);
-  if (!tree_) {
-    tree_ = decode_tree(at, node_count);
-    uint64_t bytes = tree_->nodes.size() * sizeof(TreeNode) + tree_->levels.run_count * sizeof(Run) +
-                     tree_->nodes.size() * (2 + 4 + 8 + 4) + tree_->levels.level_start.size() * 8;
-    if (tree_->levels.level_count() == level_count) kept_put(cache_key_, kKeptTree, tree_, bytes);
+  nodes_at_ = at, node_count_ = node_count, level_count_ = level_count;
+  try {
+    check_regions(detail_level_, region_depth_, level_count);
+  } catch (const FormatError& e) {
+    fail(e.what());
   }
-  if (tree_->levels.level_count() != level_count) fail("level count does not match the node tree");
+  if (auto kept = kept_as<Tree>(cache_key_, kKeptTree); kept && kept->levels.level_count() == level_count) {
+    tree_ = std::move(kept);
+    tree_ready_.store(tree_.get(), std::memory_order_release);
+  }
+}
+
+// The node tree and its levels (checked against the header's level count), kept across
+// opens of the same contents.
+const ParticleFile::Tree& ParticleFile::load_tree() const {
+  std::lock_guard lock(tree_mutex_);
+  if (!tree_) {
+    std::shared_ptr<const Tree> t = decode_tree(nodes_at_, node_count_);
+    if (t->levels.level_count() != level_count_) fail("level count does not match the node tree");
+    const uint64_t bytes = t->nodes.size() * sizeof(TreeNode) + t->levels.run_count * sizeof(Run) +
+                           t->nodes.size() * (2 + 4 + 8 + 4) + t->levels.level_start.size() * 8;
+    kept_put(cache_key_, kKeptTree, t, bytes);
+    tree_ = std::move(t);
+  }
+  tree_ready_.store(tree_.get(), std::memory_order_release);
+  return *tree_;
 }
 
 std::shared_ptr<const ParticleFile::Tree> ParticleFile::decode_tree(size_t at, uint32_t node_count) const {
@@ -295,30 +314,31 @@ void ParticleFile::attach_quantile_contexts() {
 void ParticleFile::read_structure() {
   // The metadata region (every section but the bulk data) is read ahead in the background:
   // the per-column indexes a query decodes later are then in memory, not a seek each.
-  // The sections every read needs now (schema, nodes, block tables and checksums, quantile
-  // edges), which writers put together, are read at once.
-  uint64_t meta_lo = UINT64_MAX, lo = UINT64_MAX, hi = 0, bytes = 0;
+  // The sections every read needs now (schema, block tables and checksums, quantile edges),
+  // which writers put together, are read at once; the node tree when first used.
+  uint64_t meta_lo = UINT64_MAX;
+  std::vector<ByteRange> needed;
   for (const TableEntry& e : table_) {
     const bool bulk = spec::is_bulk(e.kind);
     if (bulk || !e.length) continue;
     meta_lo = std::min(meta_lo, e.offset);
-    const bool needed = e.kind == spec::kSchema || e.kind == spec::kNodes || e.kind == spec::kBlockSums ||
-                        e.kind == spec::kBlockTable || e.kind == spec::kQuantileEdges;
-    if (!needed) continue;
-    lo = std::min(lo, e.offset), hi = std::max(hi, e.offset + e.length), bytes += e.length;
+    if (e.kind == spec::kSchema || e.kind == spec::kBlockSums || e.kind == spec::kBlockTable ||
+        e.kind == spec::kQuantileEdges)
+      needed.push_back({e.offset, e.length});
   }
   if (meta_lo < source_->size()) source_->will_need({{meta_lo, source_->size() - meta_lo}});
-  if (hi <= lo || hi - lo > 2 * bytes + (64 << 10) || hi - lo > (uint64_t(256) << 20)) return;
-  const std::string span = source_->read(lo, hi - lo);
-  prefetched_.assign(table_.size(), std::string());
-  for (size_t i = 0; i < table_.size(); ++i) {
-    const TableEntry& e = table_[i];
-    const bool bulk = spec::is_bulk(e.kind);
-    if (!bulk && e.length && e.offset >= lo && e.offset + e.length <= hi) prefetched_[i] = span.substr(e.offset - lo, e.length);
+  // One read per run of them (gaps under 64 KiB read through; the node tree between the
+  // schema and the block tables is a gap of its own).
+  prefetched_.assign(table_.size(), std::string_view());
+  for (const ByteRange& r : coalesce(std::move(needed), 64 << 10)) {
+    if (r.length > (uint64_t(256) << 20)) continue;
+    const std::string& span = *prefetch_spans_.emplace_back(std::make_unique<std::string>(source_->read(r.offset, r.length)));
+    for (size_t i = 0; i < table_.size(); ++i) {
+      const TableEntry& e = table_[i];
+      if (!spec::is_bulk(e.kind) && e.length && e.offset >= r.offset && e.offset + e.length <= r.offset + r.length)
+        prefetched_[i] = std::string_view(span.data() + (e.offset - r.offset), e.length);
+    }
   }
 }
-
-
-
 
 }  // namespace motes

@@ -7,9 +7,11 @@
 #include <array>
 #include <functional>
 #include <map>
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "motes/particles/id_index.hpp"
@@ -71,8 +73,14 @@ class ParticleFile {
   // Index of column `name`; UsageError listing the columns when there is none.
   size_t column(const std::string& name) const;
   bool has_column(const std::string& name) const;
-  const std::vector<TreeNode>& nodes() const { return tree_->nodes; }
-  const Levels& levels() const { return tree_->levels; }
+  // The node tree and the levels derived from it: read, derived and checked on first use
+  // (thread-safe; FormatError naming the file then), since what an index answers alone (a
+  // tail count, a covered tail query) needs neither. Kept across opens of the same contents.
+  const std::vector<TreeNode>& nodes() const { return tree().nodes; }
+  const Levels& levels() const { return tree().levels; }
+  // As the header says (the tree, once read, is checked against them).
+  uint32_t node_count() const { return node_count_; }
+  uint32_t level_count() const { return level_count_; }
   uint32_t lod_count() const { return lod_count_; }
   uint32_t leaf_size() const { return leaf_size_; }
   uint32_t detail_level() const { return detail_level_; }
@@ -179,6 +187,11 @@ class ParticleFile {
   std::string section(size_t i, uint64_t max_decoded = UINT64_MAX) const;
   void decode_index(size_t i, ColumnIndex& c) const;
   std::shared_ptr<const Tree> decode_tree(size_t at, uint32_t node_count) const;
+  const Tree& tree() const {
+    if (const Tree* t = tree_ready_.load(std::memory_order_acquire)) return *t;
+    return load_tree();
+  }
+  const Tree& load_tree() const;
   [[noreturn]] void fail(const std::string& what) const;
 
   std::shared_ptr<const ByteSource> source_;
@@ -191,9 +204,16 @@ class ParticleFile {
   uint64_t cache_key_ = 0;  // names the file's contents across opens (0: not a file)
   Box bounds_{};
   std::vector<ColumnSpec> schema_;
-  std::shared_ptr<const Tree> tree_;
+  uint32_t node_count_ = 0, level_count_ = 0;
+  size_t nodes_at_ = 0;                        // the nodes section's number
+  mutable std::mutex tree_mutex_;              // load_tree()
+  mutable std::shared_ptr<const Tree> tree_;   // once loaded
+  mutable std::atomic<const Tree*> tree_ready_{nullptr};
   std::vector<TableEntry> table_;
-  std::vector<std::string> prefetched_;  // stored bytes of the sections read at open (by section number)
+  // Stored bytes of the sections read at open (by section number; empty views for the
+  // others), in the spans read at once.
+  std::vector<std::string_view> prefetched_;
+  std::vector<std::unique_ptr<std::string>> prefetch_spans_;
   std::vector<Streams> streams_;
   std::unique_ptr<ColumnIndexSlot[]> index_slots_;
   FileStats stats_;

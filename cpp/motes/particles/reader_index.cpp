@@ -159,7 +159,7 @@ void ParticleFile::decode_index(size_t i, ColumnIndex& c) const {
   c.index = c.spec.index;
   const ColumnIndexSlot& lz = index_slots_[i];
   const size_t sz = dtype_size(c.spec.dtype);
-  const uint64_t nn = nodes().size();
+  const uint64_t nn = node_count_;
   const std::string col = " of column '" + c.spec.name + "'";
   {
     const std::string s = section(size_t(lz.ranges), 2 * nn * sz);
@@ -210,7 +210,8 @@ void ParticleFile::decode_index(size_t i, ColumnIndex& c) const {
 void ParticleFile::verify_data(const std::function<void(uint64_t, uint64_t)>& progress) const {
   // The tree and every column index are decoded and checked here again, whatever an earlier
   // open of the same contents left kept (particles/kept.hpp): verify reads every byte it checks.
-  decode_tree(find_structure().second, uint32_t(nodes().size()));
+  if (decode_tree(nodes_at_, node_count_)->levels.level_count() != level_count_)
+    fail("level count does not match the node tree");
   for (size_t i = 0; i < schema_.size(); ++i) {
     ColumnIndex c;
     decode_index(i, c);

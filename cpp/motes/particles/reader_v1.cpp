@@ -53,7 +53,7 @@ void ParticleFile::parse_v1() {
 // Format 1 stores node ranges and quantile edges raw, so their lengths are checked at open
 // (format 2's are zstd frames, checked when decoded).
 void ParticleFile::check_v1_lengths() const {
-  const uint64_t nn = nodes().size();
+  const uint64_t nn = node_count_;
   for (size_t i = 0; i < schema_.size(); ++i) {
     const std::string col = " of column '" + schema_[i].name + "'";
     const ColumnIndexSlot& lz = index_slots_[i];

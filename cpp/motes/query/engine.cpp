@@ -131,9 +131,7 @@ size_t Query::run(const Sink& sink, Schedule schedule, uint64_t* counted) {
 }
 
 std::optional<uint64_t> Query::indexed_count(const ParticleFile& file, QueryCounters& counters) const {
-  if (!predicate_) return std::nullopt;
-  const LevelsRead r = levels_read(file);
-  if (r.begin != 0 || r.end != file.levels().level_count() || r.sample.active()) return std::nullopt;
+  if (!predicate_ || !full_detail(file)) return std::nullopt;
   const std::optional<IndexedCount> n = motes::indexed_count(file, *predicate_);
   if (!n) return std::nullopt;
   // As the plan taking the index's rows whole counts them (query/plan.cpp, by_index).

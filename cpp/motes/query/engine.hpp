@@ -107,6 +107,9 @@ class Query {
   Parts parts_to_read() const;
   // The levels this query reads from a part file (levels_read of its quality or fraction).
   LevelsRead levels_read(const ParticleFile& file) const;
+  // Whether it reads every level whole (no fraction, quality up to 1 from 0): known without
+  // the file's tree.
+  bool full_detail(const ParticleFile& file) const;
   // The predicate, box included (null: every point matches).
   const Expr* predicate() const { return predicate_.get(); }
   // After run(): the covered tail answer of part `part` when its selected rows are exactly

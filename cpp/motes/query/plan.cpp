@@ -46,6 +46,11 @@ LevelsRead levels_read(const Levels& lv, uint64_t count, double quality_from, do
   return out;
 }
 
+bool Query::full_detail(const ParticleFile& f) const {
+  const uint32_t n = f.level_count();
+  return !fraction_ && levels_for_quality(quality_from_, n) == 0 && levels_for_quality(quality_to_, n) == n;
+}
+
 LevelsRead Query::levels_read(const ParticleFile& f) const {
   return motes::levels_read(f.levels(), f.particle_count(), quality_from_, quality_to_, fraction_);
 }
@@ -56,15 +61,20 @@ LevelsRead Query::levels_read(const ParticleFile& f) const {
 class Query::PartPlanner {
  public:
   PartPlanner(Query& q, const ParticleFile& f, QueryCounters& counters)
-      : q_(q), f_(f), lv_(f.levels()), counters_(counters) {}
+      : q_(q), f_(f), counters_(counters) {}
 
   std::vector<Task> plan() {
     cover_ = nullptr;
     choose_levels();
     if (level_begin_ >= level_end_ || f_.particle_count() == 0) return {};
     if (!q_.predicate_) return take_levels();
-    ranges_ = lv_.positions(level_begin_, level_end_);
-    range_ = lv_.level_start[level_end_] - lv_.level_start[level_begin_];
+    if (level_begin_ == 0 && level_end_ == f_.level_count()) {  // every level: the whole file, no tree needed
+      ranges_ = {{0, f_.particle_count()}};
+      range_ = f_.particle_count();
+    } else {
+      ranges_ = lv().positions(level_begin_, level_end_);
+      range_ = lv().level_start[level_end_] - lv().level_start[level_begin_];
+    }
     // Two plans, priced from the index alone before any value is read: test the points of
     // the nodes the tree cannot rule out (random access, cheap when the tree prunes well,
     // as for a tail that sits in a few regions), or scan the selected levels in order
@@ -75,7 +85,7 @@ class Query::PartPlanner {
     // test outnumber range / 8: past that the scan is cheaper.
     // A tail test its index answers from the cover reads a few contiguous runs: taken at
     // once over a full-detail read (a part of levels or a sample would need tests).
-    if (level_begin_ == 0 && level_end_ == lv_.level_count() && !q_.sample_.active() && covered_by_tail(f_, *q_.predicate_))
+    if (level_begin_ == 0 && level_end_ == f_.level_count() && !q_.sample_.active() && covered_by_tail(f_, *q_.predicate_))
       if (std::optional<std::vector<Task>> t = by_index(range_)) return std::move(*t);
     const Pruner pruner(indexes_for(f_, *q_.predicate_));
     const Probe p = probe_leaves(pruner);
@@ -92,7 +102,7 @@ class Query::PartPlanner {
  private:
   Query& q_;
   const ParticleFile& f_;
-  const Levels& lv_;
+  const Levels& lv() const { return f_.levels(); }  // the tree's levels: read on first use
   QueryCounters& counters_;
   uint32_t level_begin_ = 0, level_end_ = 0;  // the levels read: [begin, end)
   std::vector<PosRange> ranges_;              // their rows: one range of the file, or one per region
@@ -107,6 +117,11 @@ class Query::PartPlanner {
   // The levels read; a fraction's partly taken level is sampled (q_.sample_, which
   // run_part applies).
   void choose_levels() {
+    if (q_.full_detail(f_)) {  // without the tree
+      level_begin_ = 0, level_end_ = f_.level_count();
+      q_.sample_ = {};
+      return;
+    }
     LevelsRead r = q_.levels_read(f_);
     level_begin_ = r.begin, level_end_ = r.end;
     q_.sample_ = r.sample;
@@ -116,14 +131,14 @@ class Query::PartPlanner {
   std::vector<Task> take_levels() {
     const LevelSample& sample = q_.sample_;
     std::vector<Task> out;
-    for (const PosRange& r : lv_.positions(level_begin_, sample.active() ? level_end_ - 1 : level_end_)) {
+    for (const PosRange& r : lv().positions(level_begin_, sample.active() ? level_end_ - 1 : level_end_)) {
       out.push_back({r.begin, r.end - r.begin, true});
       counters_.points_taken_whole += r.end - r.begin;
     }
     if (sample.active())
       for (const PosRange& r : sample.ranges())
         for (uint64_t s = r.begin; s < r.end; s += kScanBlock) out.push_back({s, std::min(kScanBlock, r.end - s), false});
-    if (lv_.regional()) std::sort(out.begin(), out.end(), [](const Task& a, const Task& b) { return a.start < b.start; });
+    if (lv().regional()) std::sort(out.begin(), out.end(), [](const Task& a, const Task& b) { return a.start < b.start; });
     return out;
   }
 
@@ -211,41 +226,41 @@ class Query::PartPlanner {
     // Runs of one level are met in preorder, which is their file order, so bucketing tasks
     // by level yields them sorted by position without a sort when levels lie one after the
     // other; levels stored region by region are sorted once at the end.
-    std::vector<std::vector<Task>> by_level(lv_.regional() ? 1 : level_end_);
-    const LevelRuns& lr = lv_.runs(f_.nodes());
+    std::vector<std::vector<Task>> by_level(lv().regional() ? 1 : level_end_);
+    const LevelRuns& lr = lv().runs(f_.nodes());
     auto take_runs = [&](uint32_t node, bool all) {
       for (uint32_t r = lr.run_begin[node]; r < lr.run_begin[node + 1]; ++r) {
         const Run& run = lr.runs[r];
         if (run.level < level_begin_ || run.level >= level_end_) continue;
         const bool whole = all && !(q_.sample_.active() && q_.sample_.contains(run.start));  // sampled rows are tested
-        by_level[lv_.regional() ? 0 : run.level].push_back({run.start, run.count, whole});
+        by_level[lv().regional() ? 0 : run.level].push_back({run.start, run.count, whole});
         (whole ? counters_.points_taken_whole : counters_.points_tested) += run.count;
       }
     };
     for (uint32_t i = 0, visited = 0; i < nodes.size();) {
       if ((++visited & 4095) == 0) q_.cancel_.check();  // a tree of millions of nodes takes a while
-      if (lv_.subtree_count[i] == 0 || lv_.depth[i] >= level_end_) {
-        i = lv_.subtree_end[i];
+      if (lv().subtree_count[i] == 0 || lv().depth[i] >= level_end_) {
+        i = lv().subtree_end[i];
         continue;
       }
       ++counters_.nodes_visited;
       const NodeMatch t = pruner.eval(*q_.predicate_, i);
       if (t == NodeMatch::none) {
         ++counters_.nodes_pruned;
-        i = lv_.subtree_end[i];
+        i = lv().subtree_end[i];
       } else if (t == NodeMatch::all) {
         ++counters_.nodes_all;
         // Nodes at depth >= level_end_ hold no run of the selected levels (the test above),
         // nor do their subtrees: skipped whole (a coarse read of a large box visits few).
-        for (uint32_t k = i; k < lv_.subtree_end[i];) {
-          if (lv_.depth[k] >= level_end_) {
-            k = lv_.subtree_end[k];
+        for (uint32_t k = i; k < lv().subtree_end[i];) {
+          if (lv().depth[k] >= level_end_) {
+            k = lv().subtree_end[k];
             continue;
           }
           take_runs(k, true);
           ++k;
         }
-        i = lv_.subtree_end[i];
+        i = lv().subtree_end[i];
       } else {
         take_runs(i, false);
         ++i;
@@ -253,7 +268,7 @@ class Query::PartPlanner {
       if (counters_.points_tested > scan_above) return std::nullopt;
     }
     // The exact test decides every point either way: both plans give the same result.
-    if (lv_.regional())
+    if (lv().regional())
       std::sort(by_level[0].begin(), by_level[0].end(), [](const Task& a, const Task& b) { return a.start < b.start; });
     return coalesce(by_level, ranges_);
   }

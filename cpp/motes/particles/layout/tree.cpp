@@ -158,6 +158,16 @@ void place_regions(const LevelCounts& counts, Levels& lv) {
 }
 }  // namespace
 
+void check_regions(uint32_t detail_level, uint32_t region_depth, uint32_t level_count) {
+  if (region_depth > detail_level)
+    throw FormatError(detail_level ? "region depth " + std::to_string(region_depth) + " is below the detail level " +
+                                         std::to_string(detail_level)
+                                   : "region depth " + std::to_string(region_depth) + " without a detail level");
+  if (detail_level > 0 && detail_level >= level_count)
+    throw FormatError("detail level " + std::to_string(detail_level) + " is not below the level count " +
+                      std::to_string(level_count));
+}
+
 Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, uint64_t particle_count,
                       uint32_t detail_level, uint32_t region_depth) {
   if (nodes.empty()) throw FormatError("node tree is empty (a file has at least a root node)");
@@ -165,10 +175,7 @@ Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, ui
   if (lod_count == 0) throw FormatError("LOD count is 0 (must be at least 1)");
   Levels lv;
   const uint32_t deepest = derive_shape(nodes, particle_count, lv);
-  if (region_depth > detail_level)
-    throw FormatError(detail_level ? "region depth " + std::to_string(region_depth) + " is below the detail level " +
-                                         std::to_string(detail_level)
-                                   : "region depth " + std::to_string(region_depth) + " without a detail level");
+  check_regions(detail_level, region_depth, UINT32_MAX);
   LevelCounts counts = count_levels(nodes, lod_count, deepest, detail_level, region_depth, lv);
   std::vector<uint64_t>& totals = counts.totals;
   while (!totals.empty() && totals.back() == 0) totals.pop_back();
@@ -177,9 +184,7 @@ Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, ui
   lv.run_count = counts.runs;
   lv.lod_count = lod_count;
   if (detail_level > 0) {
-    if (detail_level >= lv.level_count())
-      throw FormatError("detail level " + std::to_string(detail_level) + " is not below the level count " +
-                        std::to_string(lv.level_count()));
+    check_regions(detail_level, region_depth, lv.level_count());
     lv.detail_level = detail_level;
     lv.region_depth = region_depth;
     place_regions(counts, lv);

@@ -115,6 +115,11 @@ void for_each_piece(const TreeNode& node, uint32_t lod_count, F&& f) {
   }
 }
 
+// FormatError unless a detail level and region depth fit a tree of `level_count` levels
+// (docs/format.md §5.4): a region depth at most the detail level, and only with one; a
+// detail level below the level count. Checked at open from the header, and by compute_levels.
+void check_regions(uint32_t detail_level, uint32_t region_depth, uint32_t level_count);
+
 // Validates the tree shape and the detail level (throws FormatError naming the problem) and
 // derives Levels.
 Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, uint64_t particle_count,
