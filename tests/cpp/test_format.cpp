@@ -5,11 +5,13 @@
 #include <fstream>
 #include <random>
 
+#include "motes/analysis/analysis.hpp"
 #include "motes/container/container.hpp"
 #include "motes/dataset/dataset.hpp"
 #include "motes/particles/reader.hpp"
 #include "motes/particles/spec.hpp"
 #include "motes/particles/writer.hpp"
+#include "motes/query/engine.hpp"
 #include "test_util.hpp"
 
 using namespace motes;
@@ -270,6 +272,40 @@ TEST_P(FormatBoth, DetectsCorruptionTruncationAndVersion) {
   std::string table = good;
   table[h.section_table_offset + 3] ^= 1;
   expect_format_error(table, "section table checksum");
+}
+
+TEST(Format, TheNodeTreeIsReadAndCheckedOnFirstUse) {
+  // Open reads what every query needs; the node tree when a query first walks it. A damaged
+  // nodes section is then refused with its name, and a count that the tail index answers
+  // alone (which needs no tree) still answers, as an undamaged file does.
+  auto cols = test::make_columns(5000);
+  const std::string path = test::temp_path("lazy-tree.mpf");
+  write_particle_file(path, cols.views(), small_options());
+  std::string bytes = slurp(path);
+  container::Header h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  const auto* table = reinterpret_cast<const container::SectionEntry*>(bytes.data() + h.section_table_offset);
+  for (uint32_t i = 0; i < h.section_count; ++i)
+    if (table[i].kind == spec::kNodes) bytes[table[i].offset + table[i].length / 2] ^= 0x04;
+  const std::string damaged = test::temp_path("lazy-tree-damaged.mpf");
+  spit(damaged, bytes);
+  std::vector<float> e = cols.energy;
+  std::sort(e.begin(), e.end());
+  QuerySpec tail;
+  tail.where = "energy > " + number_text(double(e[e.size() - 10]));
+  Query good_count(ParticleFile::open(path), tail), damaged_count(ParticleFile::open(damaged), tail);
+  EXPECT_EQ(count(damaged_count), count(good_count));
+  EXPECT_EQ(damaged_count.counters().tail_index_parts, 1u);
+  QuerySpec box;
+  box.box = Box{{0, 0, 0}, {0.5, 0.5, 0.5}};
+  Query walks(ParticleFile::open(damaged), box);
+  try {
+    count(walks);
+    FAIL() << "a damaged nodes section was used";
+  } catch (const FormatError& err) {
+    EXPECT_NE(std::string(err.what()).find("nodes section checksum mismatch"), std::string::npos) << err.what();
+  }
+  EXPECT_THROW(ParticleFile::open(damaged, true), FormatError);  // verify_data reads it too
 }
 
 TEST_P(FormatBoth, FlipEveryHeaderAndIndexByteIsCaught) {
