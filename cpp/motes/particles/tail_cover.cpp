@@ -1,6 +1,7 @@
 #include "motes/particles/tail_cover.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -136,17 +137,44 @@ bool TailHits::covers(uint32_t column) const {
   return source(column, at) != nullptr;
 }
 
-void TailHits::gather(uint32_t column, uint64_t first, uint64_t n, void* dst, BlockReader& reader) const {
+void TailHits::gather(uint32_t column, uint64_t first, uint64_t n, void* dst, BlockReader&) const {
   uint64_t at = 0;
   const BlockStream* s = source(column, at);
   if (!s) throw UsageError("the tail does not cover column " + std::to_string(column));
   if (first > order.size() || n > order.size() - first) throw UsageError("tail rows out of range");
-  const void* values = reader.span(*s, at, end - begin);
+  if (n == 0) return;
+  // The entries' values lie in a few blocks of the stream: each is read in place (checked)
+  // or decoded once (through the cache), and every value is picked where it lies, with no
+  // copy of the range first.
+  const uint64_t per = s->per_block(), b0 = at / per, b1 = (at + (end - begin) - 1) / per + 1;
+  std::vector<std::shared_ptr<const DecodedBlock>> held;
+  std::vector<const unsigned char*> base(b1 - b0);
+  for (uint64_t b = b0; b < b1; ++b) {
+    const uint64_t count = std::min(per, s->count() - b * per);
+    if (const unsigned char* p = s->in_place(b * per, count)) {
+      base[b - b0] = p;
+    } else {
+      held.push_back(s->block(b));
+      base[b - b0] = held.back()->data();
+    }
+  }
   auto copy = [&](auto zero) {
     using T = decltype(zero);
-    const T* v = static_cast<const T*>(values);
     T* out = static_cast<T*>(dst);
-    for (uint64_t i = 0; i < n; ++i) out[i] = v[order[first + i]];
+    const uint32_t* o = order.data() + first;
+    if (std::has_single_bit(per)) {
+      const int shift = std::countr_zero(per);
+      const uint64_t mask = per - 1;
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t p = at + o[i];
+        out[i] = reinterpret_cast<const T*>(base[(p >> shift) - b0])[p & mask];
+      }
+    } else {
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t p = at + o[i];
+        out[i] = reinterpret_cast<const T*>(base[p / per - b0])[p % per];
+      }
+    }
   };
   switch (s->value_size()) {
     case 1: copy(uint8_t()); break;

@@ -116,7 +116,6 @@ std::optional<IndexedRows> indexed_rows(const ParticleFile& f, const Expr& predi
   if (best->index == IndexedRows::Index::tail) {
     TailHits hits = f.tail_index(size_t(best->column))->hits(best->test, &best->constant, out.exact);
     if (hits.covered()) {
-      out.rows = hits.rows;
       out.cover = std::make_shared<const TailHits>(std::move(hits));
     } else {
       out.rows = std::move(hits.rows);

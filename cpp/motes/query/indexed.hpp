@@ -16,13 +16,14 @@ namespace motes {
 
 struct IndexedRows {
   enum class Index { id, tail } index;
-  std::vector<uint64_t> rows;  // file positions, ascending, distinct
+  std::vector<uint64_t> rows;  // file positions, ascending, distinct (empty with a cover: its rows)
   // The predicate is the indexed test itself, so the rows need no test; otherwise they are
   // candidates for the whole predicate (a conjunct of which the index answered).
   bool exact = false;
   // An exact tail answer whose rows the tail's cover holds (particles/tail_cover.hpp): the
   // columns it covers are read from beside the index rather than gathered at the rows.
   std::shared_ptr<const TailHits> cover;
+  const std::vector<uint64_t>& positions() const { return cover ? cover->rows : rows; }
 };
 
 // Whether `predicate` is one test that a tail index of `file` answers from its cover (from

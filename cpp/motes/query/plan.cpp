@@ -179,8 +179,8 @@ class Query::PartPlanner {
     counters_.points_tested = counters_.points_taken_whole = 0;  // a traversal given up counts nothing
     std::vector<std::vector<Task>> tasks(1);
     std::vector<Task>& t = tasks[0];
-    t.reserve(ix->rows.size());
-    const std::vector<uint64_t>& rows = ix->rows;
+    const std::vector<uint64_t>& rows = ix->positions();
+    t.reserve(rows.size());
     if (ix->exact && !q_.sample_.active() && ranges_.size() == 1 && !rows.empty() && ranges_[0].begin <= rows.front() &&
         rows.back() < ranges_[0].end) {
       // Every row read and taken whole (a full-detail read of an exact answer): its runs.
@@ -197,10 +197,10 @@ class Query::PartPlanner {
         (whole ? counters_.points_taken_whole : counters_.points_tested) += 1;
       }
     }
-    counters_.index_rows += ix->rows.size();
+    counters_.index_rows += rows.size();
     ++(ix->index == IndexedRows::Index::id ? counters_.id_index_parts : counters_.tail_index_parts);
     // Every row the cover holds is selected whole: the selection of this part is the cover's.
-    if (ix->cover && counters_.points_taken_whole == ix->rows.size()) cover_ = std::move(ix->cover);
+    if (ix->cover && counters_.points_taken_whole == rows.size()) cover_ = std::move(ix->cover);
     if (counters_.points_tested == 0) return std::move(tasks[0]);  // all whole, adjacent rows joined already
     return coalesce(tasks, ranges_);
   }

@@ -23,19 +23,24 @@ Selection::Selection(Query& query) : collection_(query.collection_ptr()), cancel
     chunks[chunk] = {part, std::move(segs)};
   });
   counters_ = query.counters();
-  size_t total = 0;
-  for (const auto& c : chunks) total += c.segments.size();
-  segments_.reserve(total);
-  part_of_.reserve(total);
-  for (const auto& c : chunks)
-    for (const Segment& s : c.segments) {
-      if (!part_of_.empty() && part_of_.back() == c.part && segments_.back().start + segments_.back().count == s.start) {
-        segments_.back().count += s.count;
-        continue;
+  if (chunks.size() == 1) {  // one chunk (a small selection, an index's rows): its runs, joined already
+    segments_ = std::move(chunks[0].segments);
+    part_of_.assign(segments_.size(), chunks[0].part);
+  } else {
+    size_t total = 0;
+    for (const auto& c : chunks) total += c.segments.size();
+    segments_.reserve(total);
+    part_of_.reserve(total);
+    for (const auto& c : chunks)
+      for (const Segment& s : c.segments) {
+        if (!part_of_.empty() && part_of_.back() == c.part && segments_.back().start + segments_.back().count == s.start) {
+          segments_.back().count += s.count;
+          continue;
+        }
+        segments_.push_back(s);
+        part_of_.push_back(c.part);
       }
-      segments_.push_back(s);
-      part_of_.push_back(c.part);
-    }
+  }
   offsets_.resize(segments_.size() + 1);
   offsets_[0] = 0;
   for (size_t k = 0; k < segments_.size(); ++k) offsets_[k + 1] = offsets_[k] + segments_[k].count;
