@@ -127,6 +127,8 @@ class AddressableBlock {
   // Value i's bytes (t.size) into dst, given the block's codes (all of them) where
   // needs_codes(); false when the block is damaged there.
   bool value(size_t i, const uint8_t* codes, const uint64_t* bases, unsigned char* dst) const;
+  // Asks the memory for what value(i) will read; issued a few values ahead by gathers.
+  void prefetch(size_t i, const uint8_t* codes) const { binned_ ? bins_.prefetch(i, codes) : words_.prefetch(i); }
 
  private:
   ValueType type_{};

@@ -224,7 +224,7 @@ std::string PackedWords::open(const unsigned char* s, size_t len, size_t n, uint
   const uint32_t unit = load<uint32_t>(s);
   if (unit < 64 || unit > 4096 || (unit & (unit - 1))) return "packed stream has a unit of " + std::to_string(unit) + " words";
   if (checked) {
-    s_ = s, n_ = n, size_ = size, shift_ = uint32_t(__builtin_ctz(unit));
+    s_ = s, len_ = len, n_ = n, size_ = size, shift_ = uint32_t(__builtin_ctz(unit));
     return {};
   }
   const size_t units = (n + unit - 1) / unit;
@@ -252,7 +252,7 @@ std::string PackedWords::open(const unsigned char* s, size_t len, size_t n, uint
   if (at + kPackedPadBytes != len) return "packed stream has " + std::to_string(len - at) + " bytes after its units, expected 8";
   for (size_t i = at; i < len; ++i)
     if (s[i]) return "packed stream has a nonzero padding byte";
-  s_ = s, n_ = n, size_ = size, shift_ = uint32_t(__builtin_ctz(unit));
+  s_ = s, len_ = len, n_ = n, size_ = size, shift_ = uint32_t(__builtin_ctz(unit));
   return {};
 }
 
@@ -276,6 +276,17 @@ bool PackedWords::word(size_t i, uint64_t& out) const {
   if (k >= d) return false;
   out = ((word_at(body + k * size_, size_) << r) | (f & mask_of(r))) & mask_of(8 * size_);
   return true;
+}
+
+void PackedWords::prefetch(size_t i) const {
+  if (i >= n_) return;
+  const unsigned char* e = s_ + 4 + (i >> shift_) * kPackedUnitEntryBytes;  // the unit table: small, mostly cached
+  const uint32_t at = load<uint32_t>(e);
+  if (at >= len_) return;  // damaged: word() says so
+  const unsigned char* body = s_ + at;
+  const uint64_t j = i & ((size_t(1) << shift_) - 1);
+  __builtin_prefetch(body);
+  __builtin_prefetch(body + head_words(e[5], e[6] + 1u) * size_ + (j * e[4]) / 8);
 }
 
 std::string PackedWords::unpack(unsigned char* dst) const {
@@ -381,6 +392,21 @@ bool BinnedWords::word(size_t i, const uint8_t* codes, uint64_t& out) const {
   if (bit + w > bit_count_) return false;
   out = w ? field(bits_, bit, w) : 0;
   return true;
+}
+
+void BinnedWords::prefetch(size_t i, const uint8_t* codes) const {
+  if (i >= n_) return;
+  const size_t u = i >> shift_;
+  __builtin_prefetch(codes + (u << shift_));  // the codes word(i) sums (a unit's: two lines at most)
+  __builtin_prefetch(codes + i);
+  // Its field: about where the unit's bits put it, between this unit's offset and the next's.
+  const uint64_t lo = load<uint32_t>(offsets_ + 4 * u);
+  const uint64_t hi = (u + 1) << shift_ < n_ ? load<uint32_t>(offsets_ + 4 * (u + 1)) : bit_count_;
+  const uint64_t guess = hi > lo ? lo + (hi - lo) * (i - (u << shift_)) / (size_t(1) << shift_) : lo;
+  if (guess / 8 < (bit_count_ + 7) / 8) {
+    __builtin_prefetch(bits_ + guess / 8);
+    __builtin_prefetch(bits_ + std::min<uint64_t>(guess / 8 + 64, (bit_count_ - 1) / 8));
+  }
 }
 
 namespace {

@@ -29,12 +29,15 @@ class PackedWords {
   std::string open(const unsigned char* stream, size_t len, size_t n, uint32_t size, bool checked = false);
   // Word i, or false when a dictionary index is past its dictionary (a damaged stream).
   bool word(size_t i, uint64_t& out) const;
+  // Asks the memory for what word(i) will read (its unit's base and field): a gather of
+  // scattered words issues these a few words ahead so that their cache misses overlap.
+  void prefetch(size_t i) const;
   // All n words, little-endian, into dst (n * size bytes); what is wrong, or empty.
   std::string unpack(unsigned char* dst) const;
 
  private:
   const unsigned char* s_ = nullptr;
-  size_t n_ = 0;
+  size_t len_ = 0, n_ = 0;
   uint32_t size_ = 0, shift_ = 0;  // unit = 1 << shift_
 };
 
@@ -57,6 +60,8 @@ class BinnedWords {
   std::string open(const unsigned char* stream, size_t len, size_t n, uint32_t size, bool checked = false);
   // Word i given the block's codes; false when it would lie past the stream (damaged).
   bool word(size_t i, const uint8_t* codes, uint64_t& out) const;
+  // Asks the memory for what word(i) will read (its unit's codes, offset and first bits).
+  void prefetch(size_t i, const uint8_t* codes) const;
   // All n words into dst (n * size bytes), given every code; what is wrong, or empty.
   std::string unpack(const uint8_t* codes, unsigned char* dst) const;
 

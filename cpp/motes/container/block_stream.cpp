@@ -280,6 +280,12 @@ void BlockStream::gather(const uint64_t* pos, size_t k, void* out) const {
     const uint64_t b = pos[i] / per_block_, first = b * per_block_, end = first + values_in(b);
     size_t j = i;
     while (j < k && pos[j] < end) ++j;
+    // The next block's header and unit table are asked for while this block's words are read.
+    if (const unsigned char* base = source_->data(); coded_ && base && j < k && pos[j] < count_) {
+      const StoredBlock& next = blocks_[pos[j] / per_block_];
+      __builtin_prefetch(base + next.offset);
+      __builtin_prefetch(base + next.offset + 64);
+    }
     if (const unsigned char* p = in_place(first, end - first)) {
       for (size_t q = i; q < j; ++q) std::memcpy(dst + q * size, p + (pos[q] - first) * size, size);
     } else if (addressable(b, view, buf)) {
@@ -291,8 +297,13 @@ void BlockStream::gather(const uint64_t* pos, size_t k, void* out) const {
         if (!codes) held = codes_->block(b), codes = held->data();
       }
       const uint64_t* bases = bases_ ? bases_->data() : nullptr;
-      for (size_t q = i; q < j; ++q)
+      // Scattered words miss the caches one by one: each is asked for kAhead words early.
+      constexpr size_t kAhead = 8;
+      for (size_t q = i; q < std::min(j, i + kAhead); ++q) view.prefetch(size_t(pos[q] - first), codes);
+      for (size_t q = i; q < j; ++q) {
+        if (q + kAhead < j) view.prefetch(size_t(pos[q + kAhead] - first), codes);
         if (!view.value(size_t(pos[q] - first), codes, bases, dst + q * size)) fail(b, "a packed word lies outside its block");
+      }
     } else {
       const std::shared_ptr<const DecodedBlock> d = block(b);
       for (size_t q = i; q < j; ++q) std::memcpy(dst + q * size, d->data() + (pos[q] - first) * size, size);
