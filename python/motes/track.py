@@ -169,7 +169,12 @@ def track(ds, ids=None, *, where: Optional[str] = None, at_step: Optional[int] =
         except FormatError as e:
             raise FormatError(f"step {step}: {e} (ids must be distinct within a step)") from None
         hit = rows >= 0
-        return si, step, hit, ({name: f.read_rows(name, rows) for name in names} if hit.any() else {})
+        # The found positions ascending, sorted once for every column (each reads its
+        # blocks in order), then put back in the order of the ids.
+        at = np.flatnonzero(hit)
+        order = np.argsort(rows[at], kind="stable")
+        pos = rows[at][order]
+        return si, step, hit, at[order], ({name: f.read_rows(name, pos) for name in names} if len(pos) else {})
 
     workers = min(len(tasks), os.cpu_count() or 1)
     if workers > 1:
@@ -177,14 +182,14 @@ def track(ds, ids=None, *, where: Optional[str] = None, at_step: Optional[int] =
             results = list(pool.map(lookup, tasks))
     else:
         results = [lookup(t) for t in tasks]
-    for si, step, hit, got in results:
+    for si, step, hit, where, got in results:
         twice = hit & present[si]
         if twice.any():
             raise FormatError(f"step {step}: id {ids[np.argmax(twice)]} is held by two particles "
                               f"(in two part files; ids must be distinct within a step)")
         present[si] |= hit
         for name, v in got.items():
-            values[name][si, hit] = v[hit]
+            values[name][si, where] = v
     for si, step in enumerate(step_list):
         for fname in fields or ():
             if {"x", "y", "z"} - set(values):

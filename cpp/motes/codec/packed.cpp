@@ -381,13 +381,25 @@ std::string BinnedWords::open(const unsigned char* s, size_t len, size_t n, uint
 }
 
 bool BinnedWords::word(size_t i, const uint8_t* codes, uint64_t& out) const {
-  const size_t u = i >> shift_;
-  uint64_t bit = load<uint32_t>(offsets_ + 4 * u), b1 = 0, b2 = 0, b3 = 0;
-  size_t j = u << shift_;
-  for (; j + 4 <= i; j += 4)  // four sums side by side: the loads do not wait on each other
-    bit += widths_[codes[j]], b1 += widths_[codes[j + 1]], b2 += widths_[codes[j + 2]], b3 += widths_[codes[j + 3]];
-  for (; j < i; ++j) bit += widths_[codes[j]];
-  bit += b1 + b2 + b3;
+  const size_t u = i >> shift_, first = u << shift_, next = first + (size_t(1) << shift_);
+  // The widths of the words between i and the nearer end of its unit, summed four side by
+  // side (the loads do not wait on each other): from the unit's offset forwards, or back
+  // from the next unit's.
+  auto widths = [&](size_t a, size_t b) {
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (; a + 4 <= b; a += 4)
+      s0 += widths_[codes[a]], s1 += widths_[codes[a + 1]], s2 += widths_[codes[a + 2]], s3 += widths_[codes[a + 3]];
+    for (; a < b; ++a) s0 += widths_[codes[a]];
+    return s0 + s1 + s2 + s3;
+  };
+  uint64_t bit;
+  if (next < n_ && next - i < i - first) {
+    const uint64_t end = load<uint32_t>(offsets_ + 4 * (u + 1)), back = widths(i, next);
+    if (back > end) return false;  // damaged
+    bit = end - back;
+  } else {
+    bit = load<uint32_t>(offsets_ + 4 * u) + widths(first, i);
+  }
   const uint32_t w = widths_[codes[i]];
   if (bit + w > bit_count_) return false;
   out = w ? field(bits_, bit, w) : 0;

@@ -238,6 +238,15 @@ std::vector<uint64_t> IdIndex::positions(const uint64_t* keys, size_t n) const {
 
 void gather_rows(const BlockStream& s, const int64_t* rows, size_t n, void* out) {
   const size_t size = s.value_size();
+  // Positions given ascending (a caller gathering several columns sorts them once): read
+  // block by block as they are.
+  bool ascending = true;
+  for (size_t i = 0; i < n && ascending; ++i)
+    ascending = rows[i] >= 0 && uint64_t(rows[i]) < s.count() && (i == 0 || rows[i] > rows[i - 1]);
+  if (ascending) {
+    s.gather(reinterpret_cast<const uint64_t*>(rows), n, out);  // non-negative: the same bits
+    return;
+  }
   std::vector<size_t> order;
   for (size_t i = 0; i < n; ++i)
     if (rows[i] >= 0) {
