@@ -184,8 +184,7 @@ void ParticleFile::read_nodes(size_t at, uint32_t node_count, uint32_t level_cou
 const ParticleFile::Tree& ParticleFile::load_tree() const {
   std::lock_guard lock(tree_mutex_);
   if (!tree_) {
-    std::shared_ptr<const Tree> t = decode_tree(nodes_at_, node_count_);
-    if (t->levels.level_count() != level_count_) fail("level count does not match the node tree");
+    std::shared_ptr<const Tree> t = decode_tree();
     const uint64_t bytes = t->nodes.size() * sizeof(TreeNode) + t->levels.run_count * sizeof(Run) +
                            t->nodes.size() * (2 + 4 + 8 + 4) + t->levels.level_start.size() * 8;
     kept_put(cache_key_, kKeptTree, t, bytes);
@@ -195,12 +194,12 @@ const ParticleFile::Tree& ParticleFile::load_tree() const {
   return *tree_;
 }
 
-std::shared_ptr<const ParticleFile::Tree> ParticleFile::decode_tree(size_t at, uint32_t node_count) const {
-  const std::string s = section(at, uint64_t(node_count) * sizeof(TreeNode));
-  if (s.size() != uint64_t(node_count) * sizeof(TreeNode) || node_count == 0)
-    fail("nodes section has " + std::to_string(s.size()) + " bytes for " + std::to_string(node_count) + " nodes");
+std::shared_ptr<const ParticleFile::Tree> ParticleFile::decode_tree() const {
+  const std::string s = section(nodes_at_, uint64_t(node_count_) * sizeof(TreeNode));
+  if (s.size() != uint64_t(node_count_) * sizeof(TreeNode) || node_count_ == 0)
+    fail("nodes section has " + std::to_string(s.size()) + " bytes for " + std::to_string(node_count_) + " nodes");
   auto t = std::make_shared<Tree>();
-  t->nodes.resize(node_count);
+  t->nodes.resize(node_count_);
   std::memcpy(t->nodes.data(), s.data(), s.size());
   try {
     t->levels = compute_levels(t->nodes, lod_count_, count_, detail_level_, region_depth_);
@@ -209,6 +208,7 @@ std::shared_ptr<const ParticleFile::Tree> ParticleFile::decode_tree(size_t at, u
   }
   for (const TreeNode& tn : t->nodes)
     if (tn.is_leaf() && tn.own_count > leaf_size_) fail("a leaf holds more points than the leaf size");
+  if (t->levels.level_count() != level_count_) fail("level count does not match the node tree");
   return t;
 }
 

@@ -5,9 +5,9 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <functional>
 #include <map>
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -186,7 +186,8 @@ class ParticleFile {
   // max_decoded bytes (what its kind can hold), checked before anything is allocated.
   std::string section(size_t i, uint64_t max_decoded = UINT64_MAX) const;
   void decode_index(size_t i, ColumnIndex& c) const;
-  std::shared_ptr<const Tree> decode_tree(size_t at, uint32_t node_count) const;
+  // The tree from the nodes section, checked (its shape, leaves, and the header's level count).
+  std::shared_ptr<const Tree> decode_tree() const;
   const Tree& tree() const {
     if (const Tree* t = tree_ready_.load(std::memory_order_acquire)) return *t;
     return load_tree();

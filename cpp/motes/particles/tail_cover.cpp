@@ -137,7 +137,7 @@ bool TailHits::covers(uint32_t column) const {
   return source(column, at) != nullptr;
 }
 
-void TailHits::gather(uint32_t column, uint64_t first, uint64_t n, void* dst, BlockReader&) const {
+void TailHits::gather(uint32_t column, uint64_t first, uint64_t n, void* dst) const {
   uint64_t at = 0;
   const BlockStream* s = source(column, at);
   if (!s) throw UsageError("the tail does not cover column " + std::to_string(column));
@@ -145,8 +145,12 @@ void TailHits::gather(uint32_t column, uint64_t first, uint64_t n, void* dst, Bl
   if (n == 0) return;
   // The entries' values lie in a few blocks of the stream: each is read in place (checked)
   // or decoded once (through the cache), and every value is picked where it lies, with no
-  // copy of the range first.
-  const uint64_t per = s->per_block(), b0 = at / per, b1 = (at + (end - begin) - 1) / per + 1;
+  // copy of the range first. Tail and cover streams have blocks of kIdBlockValues values
+  // (reader_index.cpp), a power of two.
+  constexpr uint64_t per = spec::kIdBlockValues;
+  static_assert(std::has_single_bit(per));
+  if (s->per_block() != per) throw UsageError("a tail stream whose blocks are not of " + std::to_string(per) + " values");
+  const uint64_t b0 = at / per, b1 = (at + (end - begin) - 1) / per + 1;
   std::vector<std::shared_ptr<const DecodedBlock>> held;
   std::vector<const unsigned char*> base(b1 - b0);
   for (uint64_t b = b0; b < b1; ++b) {
@@ -162,18 +166,9 @@ void TailHits::gather(uint32_t column, uint64_t first, uint64_t n, void* dst, Bl
     using T = decltype(zero);
     T* out = static_cast<T*>(dst);
     const uint32_t* o = order.data() + first;
-    if (std::has_single_bit(per)) {
-      const int shift = std::countr_zero(per);
-      const uint64_t mask = per - 1;
-      for (uint64_t i = 0; i < n; ++i) {
-        const uint64_t p = at + o[i];
-        out[i] = reinterpret_cast<const T*>(base[(p >> shift) - b0])[p & mask];
-      }
-    } else {
-      for (uint64_t i = 0; i < n; ++i) {
-        const uint64_t p = at + o[i];
-        out[i] = reinterpret_cast<const T*>(base[p / per - b0])[p % per];
-      }
+    for (uint64_t i = 0; i < n; ++i) {
+      const uint64_t p = at + o[i];
+      out[i] = reinterpret_cast<const T*>(base[p / per - b0])[p % per];
     }
   };
   switch (s->value_size()) {

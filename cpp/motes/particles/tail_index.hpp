@@ -73,7 +73,7 @@ struct TailHits {
   // Whether gather() can read `column`.
   bool covers(uint32_t column) const;
   // Values of `column` at positions rows[first, first + n) into dst (the column's dtype).
-  void gather(uint32_t column, uint64_t first, uint64_t n, void* dst, BlockReader& reader) const;
+  void gather(uint32_t column, uint64_t first, uint64_t n, void* dst) const;
 };
 
 // A file's tail index on one column, opened from its sections.

@@ -7,8 +7,8 @@
 #include <cstring>
 
 #include "motes/core/threads.hpp"
-#include "motes/query/indexed.hpp"
 #include "motes/query/evaluate.hpp"
+#include "motes/query/indexed.hpp"
 
 namespace motes {
 

@@ -68,7 +68,8 @@ class Query::PartPlanner {
     choose_levels();
     if (level_begin_ >= level_end_ || f_.particle_count() == 0) return {};
     if (!q_.predicate_) return take_levels();
-    if (level_begin_ == 0 && level_end_ == f_.level_count()) {  // every level: the whole file, no tree needed
+    const bool every_level = level_begin_ == 0 && level_end_ == f_.level_count();
+    if (every_level) {  // the whole file: no tree needed
       ranges_ = {{0, f_.particle_count()}};
       range_ = f_.particle_count();
     } else {
@@ -85,7 +86,7 @@ class Query::PartPlanner {
     // test outnumber range / 8: past that the scan is cheaper.
     // A tail test its index answers from the cover reads a few contiguous runs: taken at
     // once over a full-detail read (a part of levels or a sample would need tests).
-    if (level_begin_ == 0 && level_end_ == f_.level_count() && !q_.sample_.active() && covered_by_tail(f_, *q_.predicate_))
+    if (every_level && !q_.sample_.active() && covered_by_tail(f_, *q_.predicate_))
       if (std::optional<std::vector<Task>> t = by_index(range_)) return std::move(*t);
     const Pruner pruner(indexes_for(f_, *q_.predicate_));
     const Probe p = probe_leaves(pruner);

@@ -65,12 +65,11 @@ template <class Emit>
 void Selection::visit_covered(size_t column, uint64_t row_begin, uint64_t row_end, const Emit& emit) const {
   std::unique_ptr<uint64_t[]> buffer;  // 8-byte aligned for every dtype; not zeroed
   uint64_t held = 0;
-  BlockReader reader;
   for (const Covered& c : covered_) {
     const uint64_t a = std::max(row_begin, c.first), b = std::min(row_end, c.first + c.hits->rows.size());
     if (a >= b || !c.hits->covers(uint32_t(column))) continue;
     if (held < b - a) buffer.reset(new uint64_t[b - a]), held = b - a;
-    c.hits->gather(uint32_t(column), a - c.first, b - a, buffer.get(), reader);
+    c.hits->gather(uint32_t(column), a - c.first, b - a, buffer.get());
     dispatch_dtype(collection_->schema()[column].dtype, [&](auto tag) {
       using T = decltype(tag);
       emit(reinterpret_cast<const T*>(buffer.get()), a, b);

@@ -175,7 +175,6 @@ Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, ui
   if (lod_count == 0) throw FormatError("LOD count is 0 (must be at least 1)");
   Levels lv;
   const uint32_t deepest = derive_shape(nodes, particle_count, lv);
-  check_regions(detail_level, region_depth, UINT32_MAX);
   LevelCounts counts = count_levels(nodes, lod_count, deepest, detail_level, region_depth, lv);
   std::vector<uint64_t>& totals = counts.totals;
   while (!totals.empty() && totals.back() == 0) totals.pop_back();
@@ -183,8 +182,8 @@ Levels compute_levels(const std::vector<TreeNode>& nodes, uint32_t lod_count, ui
   for (size_t l = 0; l < totals.size(); ++l) lv.level_start[l + 1] = lv.level_start[l] + totals[l];
   lv.run_count = counts.runs;
   lv.lod_count = lod_count;
+  check_regions(detail_level, region_depth, lv.level_count());
   if (detail_level > 0) {
-    check_regions(detail_level, region_depth, lv.level_count());
     lv.detail_level = detail_level;
     lv.region_depth = region_depth;
     place_regions(counts, lv);
