@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 need_apt=()
 # chromium: Debian's browser, which the viewer's browser tests drive (never a downloaded one).
-for pkg in cmake ninja-build pkg-config g++ gfortran clang libclang-rt-14-dev libboost-dev nlohmann-json3-dev libxxhash-dev libzstd-dev liblz4-dev libzfp-dev libgtest-dev openmpi-bin libopenmpi-dev python3 python3-venv python3-dev locales chromium; do
+for pkg in cmake ninja-build ccache pkg-config g++ gfortran clang libclang-rt-14-dev libboost-dev nlohmann-json3-dev libxxhash-dev libzstd-dev liblz4-dev libzfp-dev libgtest-dev openmpi-bin libopenmpi-dev python3 python3-venv python3-dev locales chromium; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if ((${#need_apt[@]})); then
@@ -43,6 +43,8 @@ if ! .venv/bin/python -c "import mpi4py" 2>/dev/null; then
   echo "setup: building mpi4py against $(mpirun --version | head -1)"
   .venv/bin/python -m pip install -q --no-binary=mpi4py "mpi4py>=3.1"
 fi
+# shellcheck source=scripts/compiler_cache.sh
+. scripts/compiler_cache.sh
 echo "setup: installing motes (with its viewer app) and its Python dependencies into .venv"
 .venv/bin/python -m pip install -q ".[test,bench,plot,arrow,convert,serve,fields,dask]"
 echo "setup: done ($(.venv/bin/python -c 'import motes; print("motes", motes.__version__)'))"

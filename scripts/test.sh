@@ -37,6 +37,8 @@ fi
 stage setup "set up (scripts/setup.sh)"
 bash scripts/setup.sh
 JOBS=$(nproc)
+# shellcheck source=scripts/compiler_cache.sh
+. scripts/compiler_cache.sh  # build/cpp reuses the objects of setup's package build
 
 stage ctest "C++ tests (ctest)"
 cmake -S . -B build/cpp -G Ninja -DMOTES_BUILD_TESTS=ON -DMOTES_BUILD_DRIVERS=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
