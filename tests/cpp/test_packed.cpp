@@ -9,6 +9,9 @@
 #include <random>
 
 #include "motes/codec/codec.hpp"
+#include "motes/codec/kernels.hpp"
+#include "motes/codec/packed.hpp"
+#include "motes/codec/words.hpp"
 #include "motes/core/bytes.hpp"
 #include "motes/core/types.hpp"
 #include "codec_values.hpp"
@@ -230,6 +233,88 @@ TEST(Packed, DamagedStreamsAreRefusedWithAMessage) {
     if (v.open(t, r.data(), r.size(), m, w)) {
       unsigned char x[4];
       for (size_t i = 0; i < m; i += 37) (void)v.value(i, nullptr, nullptr, x);
+    }
+  }
+}
+
+// The unpacking kernels compiled for any x86-64 and for x86-64-v3 (kernels.hpp) give the same
+// words, and the words packed: frames of reference of every word size and width, plain
+// dictionaries, binned words of every word size with bases and the quantile predictor's map.
+TEST(Packed, BothInstructionSetsUnpackTheSameWords) {
+  using kernels::Isa;
+  std::mt19937_64 rng(11);
+  for (uint32_t size : {1u, 2u, 4u, 8u}) {
+    const uint64_t word_mask = size == 8 ? ~uint64_t(0) : (uint64_t(1) << (8 * size)) - 1;
+    for (uint32_t w = 0; w <= 8 * size; ++w) {
+      for (size_t m : {1u, 7u, 8u, 9u, 256u}) {
+        std::vector<uint64_t> f(m);
+        std::vector<unsigned char> bits((m * w + 7) / 8 + 16, 0);
+        for (size_t j = 0; j < m; ++j) {
+          f[j] = w == 64 ? rng() : rng() & ((uint64_t(1) << w) - 1);
+          for (uint32_t b = 0; b < w; ++b)
+            if (f[j] >> b & 1) bits[(j * w + b) / 8] |= uint8_t(1u << ((j * w + b) % 8));
+        }
+        const uint64_t ref = rng();
+        std::vector<unsigned char> a(m * size), b(m * size);
+        kernels::for_unpacker(size, w, Isa::plain)(bits.data(), m, ref, a.data());
+        kernels::for_unpacker(size, w, Isa::v3)(bits.data(), m, ref, b.data());
+        ASSERT_EQ(a, b) << size << " " << w << " " << m;
+        for (size_t j = 0; j < m; ++j) {
+          uint64_t v = 0;
+          std::memcpy(&v, a.data() + j * size, size);
+          ASSERT_EQ(v, (ref + f[j]) & word_mask) << size << " " << w << " " << j;
+        }
+        if (w > 8) continue;
+        // The same fields as indexes of a dictionary of d words (d = 2^w, then fewer: a field
+        // past it is refused).
+        for (uint32_t d : {1u << w, std::max(1u, (1u << w) - 1)}) {
+          std::vector<unsigned char> dict(d * size);
+          for (auto& x : dict) x = uint8_t(rng());
+          bool past = false;
+          for (size_t j = 0; j < m; ++j) past |= f[j] >= d;
+          ASSERT_EQ(kernels::dict_unpacker(size, w, Isa::plain)(bits.data(), m, dict.data(), d, a.data()), !past);
+          ASSERT_EQ(kernels::dict_unpacker(size, w, Isa::v3)(bits.data(), m, dict.data(), d, b.data()), !past);
+          if (past) continue;
+          ASSERT_EQ(a, b) << size << " " << w << " " << m << " dictionary";
+          for (size_t j = 0; j < m; ++j)
+            ASSERT_EQ(std::memcmp(a.data() + j * size, dict.data() + f[j] * size, size), 0) << size << " " << w << " " << j;
+        }
+      }
+    }
+    for (int trial = 0; trial < 20; ++trial) {
+      const size_t n = trial % 2 ? 4096 : 1 + rng() % 3000;
+      std::vector<uint8_t> codes(n);
+      uint8_t width[256];
+      for (auto& x : width) x = uint8_t(rng() % (8 * size + 1));
+      std::vector<unsigned char> words(n * size);
+      for (size_t i = 0; i < n; ++i) {
+        codes[i] = uint8_t(rng() % (trial % 3 ? 256 : 4));
+        const uint32_t cw = width[codes[i]];
+        const uint64_t v = cw == 0 ? 0 : cw == 64 ? rng() : rng() & ((uint64_t(1) << cw) - 1);
+        std::memcpy(words.data() + i * size, &v, size);
+      }
+      std::string s;
+      pack_binned(words.data(), codes.data(), n, size, s);
+      const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+      const size_t fields = 260 + 4 * ((n + load<uint32_t>(p) - 1) / load<uint32_t>(p));
+      const uint64_t bit_count = uint64_t(s.size() - fields - kPackedPadBytes) * 8;
+      std::vector<uint64_t> bases(256);
+      for (auto& x : bases) x = rng();
+      ValueType t = value_type(uint8_t(size == 4 ? DType::f32 : size == 8 ? DType::f64 : size == 2 ? DType::i16 : DType::u8));
+      const WordMap map = words::unorder_map(t, 0);
+      std::vector<unsigned char> a(n * size), b(n * size);
+      const uint32_t shift = uint32_t(__builtin_ctz(load<uint32_t>(p)));
+      ASSERT_EQ(kernels::bins_unpacker(size, Isa::plain)(p + 4, p + 260, shift, codes.data(), p + fields, bit_count, n,
+                                                          bases.data(), map, a.data()), "");
+      ASSERT_EQ(kernels::bins_unpacker(size, Isa::v3)(p + 4, p + 260, shift, codes.data(), p + fields, bit_count, n,
+                                                       bases.data(), map, b.data()), "");
+      ASSERT_EQ(a, b) << size << " " << trial;
+      words::with_word(size, [&](auto z) {  // word i + its base, then the type's unordered()
+        using U = decltype(z);
+        for (size_t i = 0; i < n; ++i)
+          ASSERT_EQ(load<U>(a.data() + i * size),
+                    words::unordered<U>(U(load<U>(words.data() + i * size) + U(bases[codes[i]])), t)) << i;
+      });
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "motes/codec/bits.hpp"
+#include "motes/codec/kernels.hpp"
 #include "motes/core/bytes.hpp"
 
 namespace motes::codec {
@@ -111,40 +112,10 @@ void BinnedWords::prefetch(size_t i, const uint8_t* codes) const {
   }
 }
 
-namespace {
-template <class U>
-std::string unpack_bins(const unsigned char* widths, const unsigned char* offsets, uint32_t shift, const uint8_t* codes,
-                        const unsigned char* bits, uint64_t bit_count, size_t n, unsigned char* dst) {
-  const size_t unit = size_t(1) << shift;
-  uint64_t bit = 0;
-  for (size_t u = 0; u * unit < n; ++u) {
-    if (load<uint32_t>(offsets + 4 * u) != bit) return "binned unit " + std::to_string(u) + " does not start where the one before ends";
-    for (size_t i = u * unit, end = std::min(n, (u + 1) * unit); i < end; ++i) {
-      const uint32_t w = widths[codes[i]];
-      if (bit + w > bit_count) return "binned words run past the stream";  // predicted: never taken
-      uint64_t v;
-      if constexpr (sizeof(U) <= 4) {  // w <= 32: one load holds the field whatever its shift
-        v = (load<uint64_t>(bits + (bit >> 3)) >> (bit & 7)) & ((uint64_t(1) << w) - 1);
-      } else {
-        v = w ? field(bits, bit, w) : 0;
-      }
-      store<U>(dst + i * sizeof(U), U(v));
-      bit += w;
-    }
-  }
-  if ((bit + 7) / 8 != bit_count / 8) return "binned stream's fields do not end where the stream ends";
-  if (bit % 8 && (bits[bit / 8] >> (bit % 8))) return "binned stream has bits set after its last word";
-  return {};
-}
-}  // namespace
-
-std::string BinnedWords::unpack(const uint8_t* codes, unsigned char* dst) const {
-  switch (size_) {
-    case 1: return unpack_bins<uint8_t>(widths_, offsets_, shift_, codes, bits_, bit_count_, n_, dst);
-    case 2: return unpack_bins<uint16_t>(widths_, offsets_, shift_, codes, bits_, bit_count_, n_, dst);
-    case 4: return unpack_bins<uint32_t>(widths_, offsets_, shift_, codes, bits_, bit_count_, n_, dst);
-    default: return unpack_bins<uint64_t>(widths_, offsets_, shift_, codes, bits_, bit_count_, n_, dst);
-  }
+std::string BinnedWords::unpack(const uint8_t* codes, unsigned char* dst, const uint64_t* bases, const WordMap& map) const {
+  static const uint64_t none[256] = {};
+  return kernels::bins_unpacker(size_)(widths_, offsets_, shift_, codes, bits_, bit_count_, n_, bases ? bases : none, map,
+                                       dst);
 }
 
 }  // namespace motes::codec

@@ -374,13 +374,13 @@ std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, 
   if (h.layout == uint8_t(Layout::binned)) {
     BinnedWords words;
     if (std::string problem = open_binned(p, stored_n, h, n, t, words); !problem.empty()) return problem;
-    if (std::string problem = words.unpack(ctx.codes, static_cast<unsigned char*>(dst)); !problem.empty()) return problem;
-    unpredict(Predictor(h.pred), t, static_cast<unsigned char*>(dst), n, ctx, h.param, h.origin, h.step);
-    return {};
+    // The quantile predictor's inverse (the only one binned words have) in the same pass.
+    return words.unpack(ctx.codes, static_cast<unsigned char*>(dst), ctx.bases, unorder_map(t, 0));
   }
   if (h.layout == uint8_t(Layout::packed)) {
     PackedWords words;
     if (std::string problem = open_packed(p, stored_n, h, n, t, words); !problem.empty()) return problem;
+    // Two passes: the predictor's inverse vectorizes, the unpacking does not.
     if (std::string problem = words.unpack(static_cast<unsigned char*>(dst)); !problem.empty()) return problem;
     unpredict(Predictor(h.pred), t, static_cast<unsigned char*>(dst), n, ctx, h.param, h.origin, h.step);
     return {};

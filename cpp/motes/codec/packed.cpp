@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "motes/codec/bits.hpp"
+#include "motes/codec/kernels.hpp"
 #include "motes/core/bytes.hpp"
 
 namespace motes::codec {
@@ -124,40 +125,6 @@ void put_fields(size_t m, uint32_t w, Get get, std::string& out) {
   out.resize(at + bytes);
 }
 
-// Unpacks m fields of W bits (a constant: the compiler unrolls each group of 8) plus ref.
-template <class U, uint32_t W>
-void unpack_for(const unsigned char* p, size_t m, uint64_t ref, unsigned char* dst) {
-  U* out = reinterpret_cast<U*>(dst);
-  size_t i = 0;
-  if constexpr (W == 0) {
-    for (; i < m; ++i) store<U>(out + i, U(ref));
-  } else {
-    for (; i + 8 <= m; i += 8, p += W) {  // 8 fields of W bits are W bytes
-#pragma GCC unroll 8
-      for (uint32_t j = 0; j < 8; ++j) store<U>(out + i + j, U(ref + field(p, j * W, W)));
-    }
-    for (uint32_t j = 0; i < m; ++i, ++j) store<U>(out + i, U(ref + field(p, j * W, W)));
-  }
-}
-
-using Unpacker = void (*)(const unsigned char*, size_t, uint64_t, unsigned char*);
-template <class U, size_t... W>
-constexpr std::array<Unpacker, sizeof...(W)> unpackers(std::index_sequence<W...>) {
-  return {&unpack_for<U, uint32_t(W)>...};
-}
-Unpacker unpacker(uint32_t size, uint32_t w) {
-  static constexpr auto u8 = unpackers<uint8_t>(std::make_index_sequence<9>{});
-  static constexpr auto u16 = unpackers<uint16_t>(std::make_index_sequence<17>{});
-  static constexpr auto u32 = unpackers<uint32_t>(std::make_index_sequence<33>{});
-  static constexpr auto u64 = unpackers<uint64_t>(std::make_index_sequence<65>{});
-  switch (size) {
-    case 1: return u8[w];
-    case 2: return u16[w];
-    case 4: return u32[w];
-    default: return u64[w];
-  }
-}
-
 }  // namespace
 
 void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string& out) {
@@ -271,11 +238,15 @@ std::string PackedWords::unpack(unsigned char* dst) const {
     const size_t m = std::min(unit, n_ - k * unit);
     unsigned char* out = dst + k * unit * size_;
     if (e[5] == kFor) {
-      unpacker(size_, w)(body + size_, m, word_at(body, size_), out);
+      kernels::for_unpacker(size_, w)(body + size_, m, word_at(body, size_), out);
     } else if (e[5] == kLinear) {
-      unpacker(size_, w)(body + 2 * size_, m, word_at(body, size_), out);
+      kernels::for_unpacker(size_, w)(body + 2 * size_, m, word_at(body, size_), out);
       const uint64_t delta = word_at(body + size_, size_);
       for (size_t j = 0; j < m; ++j) put_word(out + j * size_, word_at(out + j * size_, size_) + uint64_t(j) * delta, size_);
+    } else if (e[7] == 0 && w <= 8) {  // a plain dictionary (a few distinct words)
+      const uint32_t d = e[6] + 1u;
+      if (!kernels::dict_unpacker(size_, w)(body + size_t(d) * size_, m, body, d, out))
+        return "packed unit " + std::to_string(k) + " indexes past its dictionary";
     } else {
       const uint32_t d = e[6] + 1u, r = e[7];
       const unsigned char* p = body + size_t(d) * size_;

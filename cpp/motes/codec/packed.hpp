@@ -17,6 +17,14 @@ inline constexpr uint32_t kPackedUnit = 256;        // words per unit written
 inline constexpr uint32_t kPackedUnitEntryBytes = 8;  // u32 body offset, u8 width, u8 mode, u8 dictionary size - 1, u8 low bits
 inline constexpr uint32_t kPackedPadBytes = 8;      // zero bytes closing the stream (whole-word loads)
 
+// What BinnedWords::unpack does to each word on its way out, in the same pass (the inverse
+// of the quantile predictor, words::unordered, fused: docs/format.md §4.12): v = word + add
+// + bases[code], then v ^ ((((v >> top bit) - 1) & when_clear) |
+// always), masks cut to the word's size. The default is the identity: the words as stored.
+struct WordMap {
+  uint64_t add = 0, when_clear = 0, always = 0;
+};
+
 // Appends the packed stream of n words of `size` bytes (little-endian) to out.
 void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string& out);
 
@@ -62,8 +70,10 @@ class BinnedWords {
   bool word(size_t i, const uint8_t* codes, uint64_t& out) const;
   // Asks the memory for what word(i) will read (its unit's codes, offset and first bits).
   void prefetch(size_t i, const uint8_t* codes) const;
-  // All n words into dst (n * size bytes), given every code; what is wrong, or empty.
-  std::string unpack(const uint8_t* codes, unsigned char* dst) const;
+  // All n words into dst (n * size bytes), given every code, each word w of code c through
+  // `map` with bases[c] added (bases: null for the words as stored); what is wrong, or empty.
+  std::string unpack(const uint8_t* codes, unsigned char* dst, const uint64_t* bases = nullptr,
+                     const WordMap& map = {}) const;
 
  private:
   const unsigned char* widths_ = nullptr;  // 256

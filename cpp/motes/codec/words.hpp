@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "motes/codec/codec.hpp"
+#include "motes/codec/packed.hpp"
 #include "motes/core/bytes.hpp"
 
 namespace motes::codec::words {
@@ -36,6 +37,13 @@ U unordered(U o, const ValueType& t) {
   constexpr int shift = sizeof(U) * 8 - 1;
   if (t.is_float) return U(o ^ (U(U(o >> shift) - 1) | top));  // top set: o ^ top; clear: ~o
   return t.is_signed ? U(o ^ top) : o;
+}
+// unordered() as a WordMap (packed.hpp), with `add` before it: the offset predictor's inverse
+// (add = its parameter) or the quantile predictor's (add = 0, the bins' bases beside it),
+// fused into the unpacking of addressable words.
+inline WordMap unorder_map(const ValueType& t, uint64_t add) {
+  const uint64_t top = uint64_t(1) << (8 * t.size - 1);
+  return {add, t.is_float ? ~uint64_t(0) : 0, t.is_float || t.is_signed ? top : 0};
 }
 template <class U>
 U zigzag(U d) {

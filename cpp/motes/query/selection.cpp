@@ -204,7 +204,11 @@ void Selection::visit_rows(const ColumnParts& parts, uint64_t a, uint64_t b, con
         from = held + (first - held_first);
       } else {
         held = nullptr, held_first = held_last = 0;
-        from = reader.values<T>(*s, first, m);
+        if constexpr (requires { emit.template into<T>(r0); }) {  // a copy: straight into place
+          s->read(first, m, emit.template into<T>(r0));
+          continue;
+        }
+        from = reader.values<T>(*s, first, m);  // across blocks, in the reader's scratch
       }
     }
     emit(from, r0, r1);
@@ -238,18 +242,32 @@ void Selection::visit(size_t column, uint64_t row_begin, uint64_t row_end, unsig
   });
 }
 
-void Selection::gather(size_t column, uint64_t row_begin, uint64_t row_end, void* dest, unsigned threads,
-                       bool hint) const {
-  visit(column, row_begin, row_end, threads, hint, [&](const auto* from, uint64_t r0, uint64_t r1) {
-    using T = std::remove_cv_t<std::remove_pointer_t<decltype(from)>>;
-    T* to = static_cast<T*>(dest) + (r0 - row_begin);
+namespace {
+// gather's emit: copies each segment's values into place; into() is where a span of
+// several blocks is read (decoded) straight to, not through a reader's scratch.
+struct CopyInto {
+  void* dest;
+  uint64_t row_begin;
+  template <class T>
+  T* into(uint64_t r0) const {
+    return static_cast<T*>(dest) + (r0 - row_begin);
+  }
+  template <class T>
+  void operator()(const T* from, uint64_t r0, uint64_t r1) const {
+    T* to = into<T>(r0);
     // Short segments (typical of filtered results) are copied element by element, not by memcpy calls.
     if (r1 - r0 < 16) {
       for (uint64_t i = 0; i < r1 - r0; ++i) to[i] = from[i];
     } else {
       std::memcpy(to, from, (r1 - r0) * sizeof(T));
     }
-  });
+  }
+};
+}  // namespace
+
+void Selection::gather(size_t column, uint64_t row_begin, uint64_t row_end, void* dest, unsigned threads,
+                       bool hint) const {
+  visit(column, row_begin, row_end, threads, hint, CopyInto{dest, row_begin});
 }
 
 void Selection::gather_f32(size_t column, uint64_t row_begin, uint64_t row_end, float* dest, double subtract,

@@ -1,0 +1,64 @@
+// The kernels of kernels.hpp, compiled for any x86-64 and again for x86-64-v3 (GCC's target
+// pragma: the functions inlined into them, such as bits::field, take the wider
+// instructions too), chosen once by what the processor reports.
+#include "motes/codec/kernels.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "motes/codec/bits.hpp"
+#include "motes/core/bytes.hpp"
+
+namespace motes::codec::kernels {
+
+using namespace bits;
+
+namespace plain {
+#include "motes/codec/kernels_impl.hpp"
+}  // namespace plain
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MOTES_KERNELS_V3 1
+#pragma GCC push_options
+#pragma GCC target("arch=x86-64-v3")
+namespace v3 {
+#include "motes/codec/kernels_impl.hpp"
+}  // namespace v3
+#pragma GCC pop_options
+#endif
+
+Isa best_isa() {
+#ifdef MOTES_KERNELS_V3
+  static const Isa best = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
+                                  __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("fma")
+                              ? Isa::v3
+                              : Isa::plain;
+  return best;
+#else
+  return Isa::plain;
+#endif
+}
+
+ForUnpacker for_unpacker(uint32_t size, uint32_t w, Isa isa) {
+#ifdef MOTES_KERNELS_V3
+  if (isa == Isa::v3) return v3::for_unpacker_at(size, w);
+#endif
+  return plain::for_unpacker_at(size, w);
+}
+
+DictUnpacker dict_unpacker(uint32_t size, uint32_t w, Isa isa) {
+#ifdef MOTES_KERNELS_V3
+  if (isa == Isa::v3) return v3::dict_unpacker_at(size, w);
+#endif
+  return plain::dict_unpacker_at(size, w);
+}
+
+BinsUnpacker bins_unpacker(uint32_t size, Isa isa) {
+#ifdef MOTES_KERNELS_V3
+  if (isa == Isa::v3) return v3::bins_unpacker_at(size);
+#endif
+  return plain::bins_unpacker_at(size);
+}
+
+}  // namespace motes::codec::kernels

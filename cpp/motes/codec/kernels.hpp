@@ -1,0 +1,40 @@
+// The inner loops of unpacking addressable words (packed.cpp, binned.cpp), compiled twice
+// (kernels.cpp): for any x86-64 processor and, where the processor has them, with the
+// instructions of x86-64-v3 (AVX2, BMI2: shrx, bzhi, andn, 8-lane vectors), chosen once at
+// run time. Integer arithmetic only: either form gives the same bytes. Internal to codec/.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "motes/codec/packed.hpp"
+
+namespace motes::codec::kernels {
+
+// The instruction sets the kernels are compiled for: v3 only where the compiler can (GCC on
+// x86-64; otherwise asking for it gives the plain form).
+enum class Isa { plain, v3 };
+// v3 where it was compiled and the processor has AVX2 and BMI2, else plain (decided once).
+Isa best_isa();
+
+// m fields of w bits from `fields`, each plus ref, as words of `size` bytes into dst.
+using ForUnpacker = void (*)(const unsigned char* fields, size_t m, uint64_t ref, unsigned char* dst);
+ForUnpacker for_unpacker(uint32_t size, uint32_t w, Isa isa = best_isa());
+
+// A dictionary unit's m fields of w <= 8 bits with no low bits (docs/format.md §4.12.2) from
+// `fields`, each the index of one of the d words of `size` bytes at `dict`, as words into
+// dst; false when a field indexes past them.
+using DictUnpacker = bool (*)(const unsigned char* fields, size_t m, const unsigned char* dict, uint32_t d,
+                              unsigned char* dst);
+DictUnpacker dict_unpacker(uint32_t size, uint32_t w, Isa isa = best_isa());
+
+// A binned stream's n words of `size` bytes (widths[256], offsets per unit of 1 << shift
+// words, the fields' bits and how many there are) given every code, each through `map` with
+// bases[code] added (bases: 256 words), into dst; what is wrong, or empty.
+using BinsUnpacker = std::string (*)(const unsigned char* widths, const unsigned char* offsets, uint32_t shift,
+                                     const uint8_t* codes, const unsigned char* bits, uint64_t bit_count, size_t n,
+                                     const uint64_t* bases, const WordMap& map, unsigned char* dst);
+BinsUnpacker bins_unpacker(uint32_t size, Isa isa = best_isa());
+
+}  // namespace motes::codec::kernels
