@@ -301,7 +301,7 @@ TEST(Packed, BothInstructionSetsUnpackTheSameWords) {
       std::vector<uint64_t> bases(256);
       for (auto& x : bases) x = rng();
       ValueType t = value_type(uint8_t(size == 4 ? DType::f32 : size == 8 ? DType::f64 : size == 2 ? DType::i16 : DType::u8));
-      const WordMap map = words::unorder_map(t, 0);
+      const WordMap map = words::unorder_map(t);
       std::vector<unsigned char> a(n * size), b(n * size);
       const uint32_t shift = uint32_t(__builtin_ctz(load<uint32_t>(p)));
       ASSERT_EQ(kernels::bins_unpacker(size, Isa::plain)(p + 4, p + 260, shift, codes.data(), p + fields, bit_count, n,

@@ -113,9 +113,7 @@ void BinnedWords::prefetch(size_t i, const uint8_t* codes) const {
 }
 
 std::string BinnedWords::unpack(const uint8_t* codes, unsigned char* dst, const uint64_t* bases, const WordMap& map) const {
-  static const uint64_t none[256] = {};
-  return kernels::bins_unpacker(size_)(widths_, offsets_, shift_, codes, bits_, bit_count_, n_, bases ? bases : none, map,
-                                       dst);
+  return kernels::bins_unpacker(size_)(widths_, offsets_, shift_, codes, bits_, bit_count_, n_, bases, map, dst);
 }
 
 }  // namespace motes::codec

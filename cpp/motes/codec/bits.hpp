@@ -4,7 +4,6 @@
 
 #include <cstdint>
 
-#include "motes/codec/packed.hpp"
 #include "motes/core/bytes.hpp"
 
 namespace motes::codec::bits {
@@ -38,14 +37,5 @@ inline uint64_t field(const unsigned char* p, uint64_t bit, uint32_t w) {
   if (sh + w > 64) v |= uint64_t(p[at + 8]) << (64 - sh);
   return v & mask_of(w);
 }
-
-// A WordMap for words of type U: its masks cut to U once, applied in a decode's inner loop.
-template <class U>
-struct MapOf {
-  U add, when_clear, always;
-  explicit MapOf(const WordMap& m) : add(U(m.add)), when_clear(U(m.when_clear)), always(U(m.always)) {}
-  U operator()(U word) const { return flip(U(word + add)); }
-  U flip(U v) const { return U(v ^ ((U(U(v >> (8 * sizeof(U) - 1)) - 1) & when_clear) | always)); }
-};
 
 }  // namespace motes::codec::bits

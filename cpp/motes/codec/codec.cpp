@@ -375,7 +375,7 @@ std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, 
     BinnedWords words;
     if (std::string problem = open_binned(p, stored_n, h, n, t, words); !problem.empty()) return problem;
     // The quantile predictor's inverse (the only one binned words have) in the same pass.
-    return words.unpack(ctx.codes, static_cast<unsigned char*>(dst), ctx.bases, unorder_map(t, 0));
+    return words.unpack(ctx.codes, static_cast<unsigned char*>(dst), ctx.bases, unorder_map(t));
   }
   if (h.layout == uint8_t(Layout::packed)) {
     PackedWords words;

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "motes/codec/bits.hpp"
+#include "motes/codec/words.hpp"
 #include "motes/core/bytes.hpp"
 
 namespace motes::codec::kernels {
@@ -30,31 +31,28 @@ namespace v3 {
 
 Isa best_isa() {
 #ifdef MOTES_KERNELS_V3
-  static const Isa best = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
-                                  __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("fma")
-                              ? Isa::v3
-                              : Isa::plain;
+  static const Isa best = __builtin_cpu_supports("x86-64-v3") ? Isa::v3 : Isa::plain;
   return best;
 #else
   return Isa::plain;
 #endif
 }
 
-ForUnpacker for_unpacker(uint32_t size, uint32_t w, Isa isa) {
+ForUnpacker for_unpacker(uint32_t size, uint32_t w, [[maybe_unused]] Isa isa) {
 #ifdef MOTES_KERNELS_V3
   if (isa == Isa::v3) return v3::for_unpacker_at(size, w);
 #endif
   return plain::for_unpacker_at(size, w);
 }
 
-DictUnpacker dict_unpacker(uint32_t size, uint32_t w, Isa isa) {
+DictUnpacker dict_unpacker(uint32_t size, uint32_t w, [[maybe_unused]] Isa isa) {
 #ifdef MOTES_KERNELS_V3
   if (isa == Isa::v3) return v3::dict_unpacker_at(size, w);
 #endif
   return plain::dict_unpacker_at(size, w);
 }
 
-BinsUnpacker bins_unpacker(uint32_t size, Isa isa) {
+BinsUnpacker bins_unpacker(uint32_t size, [[maybe_unused]] Isa isa) {
 #ifdef MOTES_KERNELS_V3
   if (isa == Isa::v3) return v3::bins_unpacker_at(size);
 #endif

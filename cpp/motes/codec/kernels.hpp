@@ -15,7 +15,8 @@ namespace motes::codec::kernels {
 // The instruction sets the kernels are compiled for: v3 only where the compiler can (GCC on
 // x86-64; otherwise asking for it gives the plain form).
 enum class Isa { plain, v3 };
-// v3 where it was compiled and the processor has AVX2 and BMI2, else plain (decided once).
+// v3 where it was compiled and the processor has all of x86-64-v3 (AVX2, BMI2, FMA, ...),
+// else plain (decided once).
 Isa best_isa();
 
 // m fields of w bits from `fields`, each plus ref, as words of `size` bytes into dst.
@@ -30,8 +31,8 @@ using DictUnpacker = bool (*)(const unsigned char* fields, size_t m, const unsig
 DictUnpacker dict_unpacker(uint32_t size, uint32_t w, Isa isa = best_isa());
 
 // A binned stream's n words of `size` bytes (widths[256], offsets per unit of 1 << shift
-// words, the fields' bits and how many there are) given every code, each through `map` with
-// bases[code] added (bases: 256 words), into dst; what is wrong, or empty.
+// words, the fields' bits and how many there are) given every code, each plus bases[code]
+// (bases: 256 words) through `map`, into dst; what is wrong, or empty.
 using BinsUnpacker = std::string (*)(const unsigned char* widths, const unsigned char* offsets, uint32_t shift,
                                      const uint8_t* codes, const unsigned char* bits, uint64_t bit_count, size_t n,
                                      const uint64_t* bases, const WordMap& map, unsigned char* dst);

@@ -1,6 +1,6 @@
 // The kernels of kernels.hpp, included by kernels.cpp once per instruction set inside a
 // namespace of its own (so no include guard, and no includes: kernels.cpp includes what
-// they use before). Each defines for_unpacker_table() and bins_unpacker_table().
+// they use before). Each defines for_unpacker_at(), dict_unpacker_at() and bins_unpacker_at().
 // NOLINTBEGIN(build/namespaces)
 
 // Unpacks m fields of W bits (a constant: the compiler unrolls each group of 8) plus ref.
@@ -24,16 +24,10 @@ constexpr std::array<ForUnpacker, sizeof...(W)> for_unpackers(std::index_sequenc
   return {&unpack_for<U, uint32_t(W)>...};
 }
 inline ForUnpacker for_unpacker_at(uint32_t size, uint32_t w) {
-  static constexpr auto u8 = for_unpackers<uint8_t>(std::make_index_sequence<9>{});
-  static constexpr auto u16 = for_unpackers<uint16_t>(std::make_index_sequence<17>{});
-  static constexpr auto u32 = for_unpackers<uint32_t>(std::make_index_sequence<33>{});
-  static constexpr auto u64 = for_unpackers<uint64_t>(std::make_index_sequence<65>{});
-  switch (size) {
-    case 1: return u8[w];
-    case 2: return u16[w];
-    case 4: return u32[w];
-    default: return u64[w];
-  }
+  return words::with_word(size, [w](auto z) {  // widths 0 .. 8 * size
+    static constexpr auto table = for_unpackers<decltype(z)>(std::make_index_sequence<8 * sizeof(z) + 1>{});
+    return table[w];
+  });
 }
 
 // A dictionary unit of m fields of W bits (W <= 8) with no low bits: word j = dict[field j]
@@ -70,16 +64,10 @@ constexpr std::array<DictUnpacker, sizeof...(W)> dict_unpackers(std::index_seque
   return {&unpack_dict<U, uint32_t(W)>...};
 }
 inline DictUnpacker dict_unpacker_at(uint32_t size, uint32_t w) {
-  static constexpr auto u8 = dict_unpackers<uint8_t>(std::make_index_sequence<9>{});
-  static constexpr auto u16 = dict_unpackers<uint16_t>(std::make_index_sequence<9>{});
-  static constexpr auto u32 = dict_unpackers<uint32_t>(std::make_index_sequence<9>{});
-  static constexpr auto u64 = dict_unpackers<uint64_t>(std::make_index_sequence<9>{});
-  switch (size) {
-    case 1: return u8[w];
-    case 2: return u16[w];
-    case 4: return u32[w];
-    default: return u64[w];
-  }
+  return words::with_word(size, [w](auto z) {  // widths 0 .. 8
+    static constexpr auto table = dict_unpackers<decltype(z)>(std::make_index_sequence<9>{});
+    return table[w];
+  });
 }
 
 // A word of w bits at `bit` of the fields, and where the next begins. Words of up to 32 bits
@@ -96,11 +84,19 @@ inline U take(const unsigned char* bits, uint64_t& bit, uint32_t w) {
   return U(v);
 }
 
+// A WordMap's masks cut to U, applied in the inner loop.
+template <class U>
+struct Unorder {
+  U when_clear, always;
+  explicit Unorder(const WordMap& m) : when_clear(U(m.when_clear)), always(U(m.always)) {}
+  U operator()(U v) const { return U(v ^ ((U(U(v >> (8 * sizeof(U) - 1)) - 1) & when_clear) | always)); }
+};
+
 template <class U>
 std::string unpack_bins(const unsigned char* widths, const unsigned char* offsets, uint32_t shift, const uint8_t* codes,
                         const unsigned char* bits, uint64_t bit_count, size_t n, const uint64_t* bases,
                         const WordMap& map, unsigned char* dst) {
-  const MapOf<U> f(map);
+  const Unorder<U> f(map);
   const size_t unit = size_t(1) << shift;
   U* out = reinterpret_cast<U*>(dst);
   uint64_t bit = 0;
@@ -126,11 +122,6 @@ std::string unpack_bins(const unsigned char* widths, const unsigned char* offset
 }
 
 inline BinsUnpacker bins_unpacker_at(uint32_t size) {
-  switch (size) {
-    case 1: return &unpack_bins<uint8_t>;
-    case 2: return &unpack_bins<uint16_t>;
-    case 4: return &unpack_bins<uint32_t>;
-    default: return &unpack_bins<uint64_t>;
-  }
+  return words::with_word(size, [](auto z) -> BinsUnpacker { return &unpack_bins<decltype(z)>; });
 }
 // NOLINTEND(build/namespaces)

@@ -17,12 +17,11 @@ inline constexpr uint32_t kPackedUnit = 256;        // words per unit written
 inline constexpr uint32_t kPackedUnitEntryBytes = 8;  // u32 body offset, u8 width, u8 mode, u8 dictionary size - 1, u8 low bits
 inline constexpr uint32_t kPackedPadBytes = 8;      // zero bytes closing the stream (whole-word loads)
 
-// What BinnedWords::unpack does to each word on its way out, in the same pass (the inverse
-// of the quantile predictor, words::unordered, fused: docs/format.md §4.12): v = word + add
-// + bases[code], then v ^ ((((v >> top bit) - 1) & when_clear) |
-// always), masks cut to the word's size. The default is the identity: the words as stored.
+// words::unordered() of a value type as two masks (words::unorder_map), for the loop that
+// unpacks binned words to take the type as data: v ^ ((((v >> top bit) - 1) & when_clear) |
+// always), the masks cut to the word's size.
 struct WordMap {
-  uint64_t add = 0, when_clear = 0, always = 0;
+  uint64_t when_clear = 0, always = 0;
 };
 
 // Appends the packed stream of n words of `size` bytes (little-endian) to out.
@@ -70,10 +69,10 @@ class BinnedWords {
   bool word(size_t i, const uint8_t* codes, uint64_t& out) const;
   // Asks the memory for what word(i) will read (its unit's codes, offset and first bits).
   void prefetch(size_t i, const uint8_t* codes) const;
-  // All n words into dst (n * size bytes), given every code, each word w of code c through
-  // `map` with bases[c] added (bases: null for the words as stored); what is wrong, or empty.
-  std::string unpack(const uint8_t* codes, unsigned char* dst, const uint64_t* bases = nullptr,
-                     const WordMap& map = {}) const;
+  // All n values into dst (n * size bytes), given every code: word w of code c becomes
+  // `map` applied to w + bases[c] (bases: 256 words), the quantile predictor's inverse in the
+  // same pass; what is wrong, or empty.
+  std::string unpack(const uint8_t* codes, unsigned char* dst, const uint64_t* bases, const WordMap& map) const;
 
  private:
   const unsigned char* widths_ = nullptr;  // 256

@@ -38,12 +38,10 @@ U unordered(U o, const ValueType& t) {
   if (t.is_float) return U(o ^ (U(U(o >> shift) - 1) | top));  // top set: o ^ top; clear: ~o
   return t.is_signed ? U(o ^ top) : o;
 }
-// unordered() as a WordMap (packed.hpp), with `add` before it: the offset predictor's inverse
-// (add = its parameter) or the quantile predictor's (add = 0, the bins' bases beside it),
-// fused into the unpacking of addressable words.
-inline WordMap unorder_map(const ValueType& t, uint64_t add) {
+// unordered() as a WordMap (packed.hpp): the binned words' unpacking applies it in its loop.
+inline WordMap unorder_map(const ValueType& t) {
   const uint64_t top = uint64_t(1) << (8 * t.size - 1);
-  return {add, t.is_float ? ~uint64_t(0) : 0, t.is_float || t.is_signed ? top : 0};
+  return {t.is_float ? ~uint64_t(0) : 0, t.is_float || t.is_signed ? top : 0};
 }
 template <class U>
 U zigzag(U d) {
