@@ -246,38 +246,53 @@ TEST(Packed, BothInstructionSetsUnpackTheSameWords) {
   for (uint32_t size : {1u, 2u, 4u, 8u}) {
     const uint64_t word_mask = size == 8 ? ~uint64_t(0) : (uint64_t(1) << (8 * size)) - 1;
     for (uint32_t w = 0; w <= 8 * size; ++w) {
-      for (size_t m : {1u, 7u, 8u, 9u, 256u}) {
+      for (size_t m : {1u, 7u, 8u, 9u, 24u, 100u, 256u}) {
         std::vector<uint64_t> f(m);
-        std::vector<unsigned char> bits((m * w + 7) / 8 + 16, 0);
+        std::vector<unsigned char> bits((m * w + 7) / 8 + kPackedPadBytes, 0);
         for (size_t j = 0; j < m; ++j) {
           f[j] = w == 64 ? rng() : rng() & ((uint64_t(1) << w) - 1);
           for (uint32_t b = 0; b < w; ++b)
             if (f[j] >> b & 1) bits[(j * w + b) / 8] |= uint8_t(1u << ((j * w + b) % 8));
         }
         const uint64_t ref = rng();
-        std::vector<unsigned char> a(m * size), b(m * size);
-        kernels::for_unpacker(size, w, Isa::plain)(bits.data(), m, ref, a.data());
-        kernels::for_unpacker(size, w, Isa::v3)(bits.data(), m, ref, b.data());
-        ASSERT_EQ(a, b) << size << " " << w << " " << m;
-        for (size_t j = 0; j < m; ++j) {
-          uint64_t v = 0;
-          std::memcpy(&v, a.data() + j * size, size);
-          ASSERT_EQ(v, (ref + f[j]) & word_mask) << size << " " << w << " " << j;
-        }
-        if (w > 8) continue;
-        // The same fields as indexes of a dictionary of d words (d = 2^w, then fewer: a field
-        // past it is refused).
-        for (uint32_t d : {1u << w, std::max(1u, (1u << w) - 1)}) {
-          std::vector<unsigned char> dict(d * size);
-          for (auto& x : dict) x = uint8_t(rng());
-          bool past = false;
-          for (size_t j = 0; j < m; ++j) past |= f[j] >= d;
-          ASSERT_EQ(kernels::dict_unpacker(size, w, Isa::plain)(bits.data(), m, dict.data(), d, a.data()), !past);
-          ASSERT_EQ(kernels::dict_unpacker(size, w, Isa::v3)(bits.data(), m, dict.data(), d, b.data()), !past);
-          if (past) continue;
-          ASSERT_EQ(a, b) << size << " " << w << " " << m << " dictionary";
-          for (size_t j = 0; j < m; ++j)
-            ASSERT_EQ(std::memcmp(a.data() + j * size, dict.data() + f[j] * size, size), 0) << size << " " << w << " " << j;
+        // Words as they are, and through the float, signed and unsigned types' unordered().
+        for (DType dt : {DType::u8, DType::f32, DType::i16}) {
+          const WordMap map = dt == DType::u8 ? WordMap{} : words::unorder_map(value_type(uint8_t(dt)));
+          auto mapped = [&](uint64_t v) {
+            v &= word_mask;
+            return (v ^ (((v >> (8 * size - 1) & 1) ? 0 : map.when_clear) | map.always)) & word_mask;
+          };
+          std::vector<unsigned char> a(m * size), b(m * size);
+          kernels::for_unpacker(size, w, Isa::plain)(bits.data(), m, ref, map, a.data());
+          kernels::for_unpacker(size, w, Isa::v3)(bits.data(), m, ref, map, b.data());
+          ASSERT_EQ(a, b) << size << " " << w << " " << m;
+          for (size_t j = 0; j < m; ++j) {
+            uint64_t v = 0;
+            std::memcpy(&v, a.data() + j * size, size);
+            ASSERT_EQ(v, mapped(ref + f[j])) << size << " " << w << " " << j;
+          }
+          // The same fields as dictionary indexes in their high w - r <= 8 bits and r low bits,
+          // of d words (d = 2^(w - r), then fewer: a field past it is refused).
+          for (uint32_t r : {0u, w > 8 ? w - 8 : w / 2}) {
+            if (w - r > 8) continue;
+            for (uint32_t d : {1u << (w - r), std::max(1u, (1u << (w - r)) - 1)}) {
+              std::vector<unsigned char> dict(d * size);
+              for (auto& x : dict) x = uint8_t(rng());
+              bool past = false;
+              for (size_t j = 0; j < m; ++j) past |= (f[j] >> r) >= d;
+              ASSERT_EQ(kernels::dict_unpacker(size, w, Isa::plain)(bits.data(), m, dict.data(), d, r, ref, map, a.data()), !past);
+              ASSERT_EQ(kernels::dict_unpacker(size, w, Isa::v3)(bits.data(), m, dict.data(), d, r, ref, map, b.data()), !past);
+              if (past) continue;
+              ASSERT_EQ(a, b) << size << " " << w << " " << m << " dictionary";
+              for (size_t j = 0; j < m; ++j) {
+                uint64_t word = 0, v = 0;
+                std::memcpy(&word, dict.data() + (f[j] >> r) * size, size);
+                std::memcpy(&v, a.data() + j * size, size);
+                const uint64_t low = r ? f[j] & ((uint64_t(1) << r) - 1) : 0;
+                ASSERT_EQ(v, mapped(((r < 64 ? word << r : 0) | low) + ref)) << size << " " << w << " " << r << " " << j;
+              }
+            }
+          }
         }
       }
     }

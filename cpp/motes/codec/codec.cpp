@@ -380,9 +380,14 @@ std::string decode(ValueType t, const void* stored, size_t stored_n, void* dst, 
   if (h.layout == uint8_t(Layout::packed)) {
     PackedWords words;
     if (std::string problem = open_packed(p, stored_n, h, n, t, words); !problem.empty()) return problem;
-    // Two passes: the predictor's inverse vectorizes, the unpacking does not.
-    if (std::string problem = words.unpack(static_cast<unsigned char*>(dst)); !problem.empty()) return problem;
-    unpredict(Predictor(h.pred), t, static_cast<unsigned char*>(dst), n, ctx, h.param, h.origin, h.step);
+    // The offset predictor's inverse (plus its parameter, then unordered()) in the same pass;
+    // the quantile predictor's (a base per code) in a second one.
+    const bool offset = h.pred == uint8_t(Predictor::offset);
+    if (std::string problem = words.unpack(static_cast<unsigned char*>(dst), offset ? h.param : 0,
+                                           offset ? unorder_map(t) : WordMap{});
+        !problem.empty())
+      return problem;
+    if (!offset) unpredict(Predictor(h.pred), t, static_cast<unsigned char*>(dst), n, ctx, h.param, h.origin, h.step);
     return {};
   }
   const size_t count = h.count;

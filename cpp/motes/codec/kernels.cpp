@@ -5,7 +5,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <utility>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "motes/codec/bits.hpp"
 #include "motes/codec/words.hpp"
@@ -23,9 +27,11 @@ namespace plain {
 #define MOTES_KERNELS_V3 1
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v3")
+#define MOTES_KERNELS_AVX2 1  // kernels_impl.hpp's 8-lane forms
 namespace v3 {
 #include "motes/codec/kernels_impl.hpp"
 }  // namespace v3
+#undef MOTES_KERNELS_AVX2
 #pragma GCC pop_options
 #endif
 

@@ -7,6 +7,7 @@
 
 #include "motes/codec/bits.hpp"
 #include "motes/codec/kernels.hpp"
+#include "motes/codec/words.hpp"
 #include "motes/core/bytes.hpp"
 
 namespace motes::codec {
@@ -229,7 +230,7 @@ void PackedWords::prefetch(size_t i) const {
   __builtin_prefetch(body + head_words(e[5], e[6] + 1u) * size_ + (j * e[4]) / 8);
 }
 
-std::string PackedWords::unpack(unsigned char* dst) const {
+std::string PackedWords::unpack(unsigned char* dst, uint64_t add, const WordMap& map) const {
   const size_t unit = size_t(1) << shift_, units = (n_ + unit - 1) / unit;
   for (size_t k = 0; k < units; ++k) {
     const unsigned char* e = s_ + 4 + k * kPackedUnitEntryBytes;
@@ -238,25 +239,17 @@ std::string PackedWords::unpack(unsigned char* dst) const {
     const size_t m = std::min(unit, n_ - k * unit);
     unsigned char* out = dst + k * unit * size_;
     if (e[5] == kFor) {
-      kernels::for_unpacker(size_, w)(body + size_, m, word_at(body, size_), out);
+      kernels::for_unpacker(size_, w)(body + size_, m, word_at(body, size_) + add, map, out);
     } else if (e[5] == kLinear) {
-      kernels::for_unpacker(size_, w)(body + 2 * size_, m, word_at(body, size_), out);
+      kernels::for_unpacker(size_, w)(body + 2 * size_, m, word_at(body, size_), WordMap{}, out);
       const uint64_t delta = word_at(body + size_, size_);
-      for (size_t j = 0; j < m; ++j) put_word(out + j * size_, word_at(out + j * size_, size_) + uint64_t(j) * delta, size_);
-    } else if (e[7] == 0 && w <= 8) {  // a plain dictionary (a few distinct words)
-      const uint32_t d = e[6] + 1u;
-      if (!kernels::dict_unpacker(size_, w)(body + size_t(d) * size_, m, body, d, out))
-        return "packed unit " + std::to_string(k) + " indexes past its dictionary";
-    } else {
-      const uint32_t d = e[6] + 1u, r = e[7];
-      const unsigned char* p = body + size_t(d) * size_;
-      const uint64_t low = mask_of(r);
-      for (size_t j = 0; j < m; ++j) {
-        const uint64_t f = field(p, uint64_t(j) * w, w);
-        const uint64_t x = f >> r;
-        if (x >= d) return "packed unit " + std::to_string(k) + " indexes past its dictionary";
-        put_word(out + j * size_, (word_at(body + x * size_, size_) << r) | (f & low), size_);
-      }
+      words::with_word(size_, [&](auto z) {
+        using U = decltype(z);
+        const Unorder<U> f(map);
+        for (size_t j = 0; j < m; ++j) store<U>(out + j * size_, f(U(load<U>(out + j * size_) + uint64_t(j) * delta + add)));
+      });
+    } else if (!kernels::dict_unpacker(size_, w)(body + size_t(e[6] + 1u) * size_, m, body, e[6] + 1u, e[7], add, map, out)) {
+      return "packed unit " + std::to_string(k) + " indexes past its dictionary";
     }
     // Bits after the unit's last field are zero (a stream has one form).
     const size_t bits = m * w;

@@ -23,6 +23,13 @@ inline constexpr uint32_t kPackedPadBytes = 8;      // zero bytes closing the st
 struct WordMap {
   uint64_t when_clear = 0, always = 0;
 };
+// A WordMap's masks cut to U, as the inner loops apply them.
+template <class U>
+struct Unorder {
+  U when_clear, always;
+  explicit Unorder(const WordMap& m) : when_clear(U(m.when_clear)), always(U(m.always)) {}
+  U operator()(U v) const { return U(v ^ ((U(U(v >> (8 * sizeof(U) - 1)) - 1) & when_clear) | always)); }
+};
 
 // Appends the packed stream of n words of `size` bytes (little-endian) to out.
 void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string& out);
@@ -39,8 +46,10 @@ class PackedWords {
   // Asks the memory for what word(i) will read (its unit's base and field): a gather of
   // scattered words issues these a few words ahead so that their cache misses overlap.
   void prefetch(size_t i) const;
-  // All n words, little-endian, into dst (n * size bytes); what is wrong, or empty.
-  std::string unpack(unsigned char* dst) const;
+  // All n words, little-endian, into dst (n * size bytes), each plus `add` through `map`
+  // (the offset predictor's inverse in the same pass; 0 and {} leave the words as they are);
+  // what is wrong, or empty.
+  std::string unpack(unsigned char* dst, uint64_t add, const WordMap& map) const;
 
  private:
   const unsigned char* s_ = nullptr;
