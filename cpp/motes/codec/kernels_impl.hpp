@@ -80,12 +80,13 @@ size_t unpack_dict_avx2(const unsigned char* p, size_t m, const uint32_t* table,
   const __m256i always = _mm256_set1_epi32(int(uint32_t(map.always)));
   const __m128i rs = _mm_cvtsi32_si128(int(r));
   const __m256i small = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(table));  // entries 0-7
+  const bool few = W - r <= 3;  // indexes below 8: a permute of `small`, not a gather
   __m256i over = _mm256_setzero_si256();
   const size_t done = spread8_all<W>(p, m, [&](__m256i v, size_t g) {
     const __m256i x = Plain ? v : _mm256_srl_epi32(v, rs);
     over = _mm256_or_si256(over, _mm256_cmpgt_epi32(x, last));
     __m256i t;
-    if constexpr (W <= 3) t = _mm256_permutevar8x32_epi32(small, x);
+    if (W <= 3 || few) t = _mm256_permutevar8x32_epi32(small, x);  // (the branch is the same for every group)
     else t = _mm256_i32gather_epi32(reinterpret_cast<const int*>(table), x, 4);
     if constexpr (!Plain) t = unorder8(_mm256_add_epi32(_mm256_or_si256(t, _mm256_and_si256(v, low)), add), when_clear, always);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8 * g), t);
