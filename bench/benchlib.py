@@ -71,10 +71,10 @@ def calibration_ms() -> float:
     return best * 1e3
 
 
-def progression(path: str, columns) -> int:
+def progression(path: str, columns, threads: Optional[int] = 1) -> int:
     """A viewer's progression over a file it has just opened: quality 0.1 -> 1.0 in ten slices,
-    ``columns`` copied out, one thread; opened afresh with the decoded-block cache emptied
-    (pages as they are). Returns the rows read (every particle once)."""
+    ``columns`` copied out, on ``threads`` (None: motes' default); opened afresh with the
+    decoded-block cache emptied (pages as they are). Returns the rows read (every particle once)."""
     import motes
     import numpy as np
 
@@ -82,7 +82,7 @@ def progression(path: str, columns) -> int:
     ds = motes.open(path)
     rows = 0
     for k in range(10):
-        t = ds.query(quality=(k / 10, (k + 1) / 10), threads=1)
+        t = ds.query(quality=(k / 10, (k + 1) / 10), threads=threads)
         rows += len(t)
         for c in columns:
             np.asarray(t[c])
