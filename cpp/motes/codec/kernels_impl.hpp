@@ -236,10 +236,13 @@ std::string unpack_bins(const unsigned char* widths, const unsigned char* offset
     if (load<uint32_t>(offsets + 4 * u) != bit) return "binned unit " + std::to_string(u) + " does not start where the one before ends";
     const size_t first = u * unit, end = std::min(n, first + unit);
     if (bit + (end - first) * 8 * sizeof(U) <= bit_count) {  // the unit's words lie in the stream whatever their widths
+      // The fields plus their bases, then the map over the unit (cached; a loop the compiler
+      // vectorizes): fewer instructions per value than the map in the serial loop.
       for (size_t i = first; i < end; ++i) {
         const uint8_t c = codes[i];
-        store<U>(out + i, f(U(take<U>(bits, bit, widths[c]) + U(bases[c]))));
+        store<U>(out + i, U(take<U>(bits, bit, widths[c]) + U(bases[c])));
       }
+      for (size_t i = first; i < end; ++i) out[i] = f(out[i]);
     } else {
       for (size_t i = first; i < end; ++i) {
         const uint8_t c = codes[i];
