@@ -17,8 +17,8 @@ Figures (bench/README.md explains each):
 3. ``decode``     decoding inside reads: values per second of one thread, decoded-block cache
                   off (every block decoded), vs Blosc2 and zstd decompression of the same column
 3b. ``progressive`` quality 0.1 -> 1.0, every column, fresh open, decoded-block cache emptied:
-                  the lossless file's rate against the uncompressed file's (five runs of each;
-                  peers: runs alternating, on one thread and on the default threads)
+                  the lossless file's rate against the uncompressed file's, runs alternating
+                  (peers: five runs of each in turn; the default threads)
 4. ``write``      write rate, fsync'd, lossless vs uncompressed, same data
 5. ``positions``  positions with a 2^-17-of-box bound: bits per particle, bound held on every
                   value; peers SZ3 (pysz) and ZFP (zfpy) at the same bound, same order
@@ -250,10 +250,10 @@ class Bench:
         log(f"figure 3 (decode): {gbs:.2f} GB/s over all columns, one thread; per column {per}")
 
     def fig_progressive(self):
-        # The lossless file against the uncompressed one: five runs of one, then five of the
-        # other (the figure, as in earlier runs); then alternating runs on one thread and on the
-        # default threads (peers: this VM's speed drifts in phases of seconds, and the order
-        # moves the ratio by several points, so both are shown).
+        # The lossless file against the uncompressed one, one thread, runs alternating (the
+        # figure: this VM's speed drifts in phases of seconds, so five runs of one file and then
+        # five of the other compare two phases as much as two files; that measure, the figure
+        # before 2026-11-29 06:20, is a peer), and alternating on the default threads.
         paths = (("lossless", self.lossless), ("none", self.none))
         rate = {}
         for name, path in paths:
@@ -274,19 +274,22 @@ class Bench:
         share = {k: rate[("lossless", k)] / rate[("none", k)] for k in ("blocks", 1, None)}
         self.figures["progressive"] = figure(
             "progressive", "progressive read 0.1 -> 1.0, every column, one thread, fresh open and decoded-block cache "
-            "emptied each run: lossless rate", rate[("lossless", "blocks")], "points/ms",
-            peers={"uncompressed": peer(rate[("none", "blocks")], "points/ms", share["blocks"],
-                                        "lossless rate / uncompressed rate"),
-                   "lossless, runs alternating": peer(rate[("lossless", 1)], "points/ms", share[1],
-                                                      "lossless rate / uncompressed rate, one thread, runs alternating"),
+            "emptied each run, runs alternating with the uncompressed file's: lossless rate", rate[("lossless", 1)],
+            "points/ms",
+            peers={"uncompressed": peer(rate[("none", 1)], "points/ms", share[1],
+                                        "lossless rate / uncompressed rate, one thread, runs alternating"),
+                   "lossless, five runs then the uncompressed file's five": peer(
+                       rate[("lossless", "blocks")], "points/ms", share["blocks"],
+                       "lossless rate / uncompressed rate, one thread, five runs of each in turn (the figure before "
+                       "2026-11-29 06:20)"),
                    "lossless, default threads, runs alternating": peer(
                        rate[("lossless", None)], "points/ms", share[None],
                        "lossless rate / uncompressed rate, both on the default threads, runs alternating")},
-            ratio=share["blocks"], ratio_meaning="lossless rate / uncompressed rate", target=">= 60% of the uncompressed rate",
-            met=share["blocks"] >= 0.6)
-        log(f"figure 3b (progressive, fresh open): lossless {rate[('lossless', 'blocks')]:,.0f} points/ms, uncompressed "
-            f"{rate[('none', 'blocks')]:,.0f} ({100 * share['blocks']:.0f}%); runs alternating: one thread "
-            f"{100 * share[1]:.0f}%, default threads {100 * share[None]:.0f}%")
+            ratio=share[1], ratio_meaning="lossless rate / uncompressed rate", target=">= 60% of the uncompressed rate",
+            met=share[1] >= 0.6)
+        log(f"figure 3b (progressive, fresh open): runs alternating, one thread: lossless {rate[('lossless', 1)]:,.0f} "
+            f"points/ms, uncompressed {rate[('none', 1)]:,.0f} ({100 * share[1]:.0f}%); default threads "
+            f"{100 * share[None]:.0f}%; five runs of each in turn {100 * share['blocks']:.0f}%")
 
     def fig_write(self):
         def once(kind):
