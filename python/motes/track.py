@@ -159,7 +159,8 @@ def track(ds, ids=None, *, where: Optional[str] = None, at_step: Optional[int] =
             raise UsageError(f"step {step} has no column {missing[0]!r} (columns: {', '.join(schema)})")
         keys = _ids_for(schema[col], ids, col)
         for name in names:
-            values.setdefault(name, np.zeros((nsteps, nids), dtype=schema[name]))
+            if name not in values:  # (setdefault would build, and zero, a discarded array per step)
+                values[name] = np.zeros((nsteps, nids), dtype=schema[name])
         tasks += [(si, step, src.part(k), keys) for k in range(src.part_count)]
 
     def lookup(task):
@@ -195,7 +196,10 @@ def track(ds, ids=None, *, where: Optional[str] = None, at_step: Optional[int] =
             if {"x", "y", "z"} - set(values):
                 raise UsageError("sampling fields along tracks needs the x, y, z columns")
             sel = present[si]
-            v = values.setdefault(f"field('{fname}')", np.zeros((nsteps, nids), dtype=np.float64))
+            key = f"field('{fname}')"
+            if key not in values:
+                values[key] = np.zeros((nsteps, nids), dtype=np.float64)
+            v = values[key]
             if sel.any():
                 v[si, sel] = ds.sample(fname, values["x"][si, sel], values["y"][si, sel], values["z"][si, sel], step=step)
     return Track(ids=ids, steps=step_list, present=present, values=values, id_column=col)
