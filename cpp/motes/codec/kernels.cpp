@@ -1,6 +1,6 @@
 // The kernels of kernels.hpp, compiled for any x86-64 and again for x86-64-v3 (GCC's target
-// pragma: the functions inlined into them, such as bits::field, take the wider
-// instructions too), chosen once by what the processor reports.
+// pragma, clang's target attribute: the functions inlined into them, such as bits::field,
+// take the wider instructions too), chosen once by what the processor reports.
 #include "motes/codec/kernels.hpp"
 
 #include <algorithm>
@@ -23,21 +23,41 @@ namespace plain {
 #include "motes/codec/kernels_impl.hpp"
 }  // namespace plain
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// GCC: its target pragma; clang (the fuzzers' builds, so that they reach the AVX2 forms
+// too): the instructions the copy uses (AVX2, BMI, BMI2, FMA, POPCNT), as a target attribute
+// on every function of it.
+#if defined(__x86_64__) && defined(__clang__)
+#define MOTES_KERNELS_V3 1
+#pragma clang attribute push(__attribute__((target("avx2,bmi,bmi2,fma,popcnt"))), apply_to = function)
+#elif defined(__x86_64__) && defined(__GNUC__)
 #define MOTES_KERNELS_V3 1
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v3")
+#endif
+#ifdef MOTES_KERNELS_V3
 #define MOTES_KERNELS_AVX2 1  // kernels_impl.hpp's 8-lane forms
 namespace v3 {
 #include "motes/codec/kernels_impl.hpp"
 }  // namespace v3
 #undef MOTES_KERNELS_AVX2
+#endif
+#if defined(__x86_64__) && defined(__clang__)
+#pragma clang attribute pop
+#elif defined(__x86_64__) && defined(__GNUC__)
 #pragma GCC pop_options
 #endif
 
 Isa best_isa() {
 #ifdef MOTES_KERNELS_V3
+#ifdef __clang__  // clang 14 knows no feature levels here: the features its copy is built with
+  static const Isa best = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
+                                  __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("fma") &&
+                                  __builtin_cpu_supports("popcnt")
+                              ? Isa::v3
+                              : Isa::plain;
+#else
   static const Isa best = __builtin_cpu_supports("x86-64-v3") ? Isa::v3 : Isa::plain;
+#endif
   return best;
 #else
   return Isa::plain;

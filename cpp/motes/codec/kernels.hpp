@@ -13,11 +13,11 @@
 
 namespace motes::codec::kernels {
 
-// The instruction sets the kernels are compiled for: v3 only where the compiler can (GCC on
-// x86-64; otherwise asking for it gives the plain form).
+// The instruction sets the kernels are compiled for: v3 only where the compiler can (GCC or
+// clang on x86-64; otherwise asking for it gives the plain form).
 enum class Isa { plain, v3 };
-// v3 where it was compiled and the processor has all of x86-64-v3 (AVX2, BMI2, FMA, ...),
-// else plain (decided once).
+// v3 where it was compiled and the processor has what that copy uses (GCC: all of x86-64-v3;
+// clang: AVX2, BMI, BMI2, FMA, POPCNT), else plain (decided once).
 Isa best_isa();
 
 // m fields of w bits from `fields` (followed by kPackedPadBytes readable bytes), each plus
