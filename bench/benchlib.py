@@ -56,6 +56,33 @@ def timed(fn: Callable[[], Any], repeat: int, warmup: int = 1,
     return {"best": min(times), "median": statistics.median(times), "runs": times}, result
 
 
+def alternated(fns: Dict[str, Callable[[], Any]], repeat: int, warmup: int = 0,
+               after: Optional[Callable[[str, Any], None]] = None) -> Dict[str, List[float]]:
+    """Runs every one of ``fns`` in turn, ``warmup`` + ``repeat`` rounds, the garbage collector
+    paused: this VM's speed drifts in phases of seconds, and alternating puts each round of
+    every side in the same phase, where runs of one side and then of the other compare phases
+    as much as sides. ``after(name, result)`` runs untimed after each call. Returns the timed
+    seconds of each name."""
+    runs: Dict[str, List[float]] = {name: [] for name in fns}
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for i in range(warmup + repeat):
+            for name, fn in fns.items():
+                t0 = perf()
+                result = fn()
+                dt = perf() - t0
+                if after:
+                    after(name, result)
+                if i >= warmup:
+                    runs[name].append(dt)
+    finally:
+        if was_enabled:
+            gc.enable()
+    return runs
+
+
 _CAL = np.random.default_rng(12345).random(2_000_000).astype(np.float32)
 
 

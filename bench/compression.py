@@ -44,7 +44,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import figure, log, peer, perf, progression, run, timed  # noqa: E402
+from benchlib import alternated, figure, log, peer, progression, run, timed  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
@@ -260,15 +260,13 @@ class Bench:
             t, rows = timed(lambda: progression(path, self.data), repeat=self.args.repeat)
             assert rows == self.args.n
             rate[(name, "blocks")] = self.args.n / t["median"] / 1e3  # points per ms
+
+        def all_rows(name, rows):
+            assert rows == self.args.n, name
+
         for threads in (1, None):
-            runs = {name: [] for name, _ in paths}
-            for i in range(1 + self.args.repeat):
-                for name, path in paths:
-                    t0 = perf()
-                    rows = progression(path, self.data, threads=threads)
-                    if i:
-                        runs[name].append(perf() - t0)
-                    assert rows == self.args.n
+            runs = alternated({name: (lambda path=path, threads=threads: progression(path, self.data, threads=threads))
+                               for name, path in paths}, self.args.repeat, warmup=1, after=all_rows)
             for name, _ in paths:
                 rate[(name, threads)] = self.args.n / statistics.median(runs[name]) / 1e3
         share = {k: rate[("lossless", k)] / rate[("none", k)] for k in ("blocks", 1, None)}
@@ -292,15 +290,8 @@ class Bench:
             f"{100 * share[None]:.0f}%; five runs of each in turn {100 * share['blocks']:.0f}%")
 
     def fig_write(self):
-        def once(kind):
-            return lambda: self.write("w-" + kind, compression=kind)
-
-        runs = {"lossless": [], "none": []}
-        for _ in range(self.args.write_repeat):
-            for kind in runs:
-                t0 = perf()
-                once(kind)()
-                runs[kind].append(perf() - t0)
+        runs = alternated({kind: (lambda kind=kind: self.write("w-" + kind, compression=kind))
+                           for kind in ("lossless", "none")}, self.args.write_repeat)
         med = {k: float(np.median(v)) for k, v in runs.items()}
         rate = {k: self.args.n / v / 1e6 for k, v in med.items()}
         self.figures["write"] = figure(
