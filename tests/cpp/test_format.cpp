@@ -308,6 +308,39 @@ TEST(Format, TheNodeTreeIsReadAndCheckedOnFirstUse) {
   EXPECT_THROW(ParticleFile::open(damaged, true), FormatError);  // verify_data reads it too
 }
 
+TEST(Format, ThePositionsNodeRangesAreStoredRaw) {
+  // Every box query reads the node ranges of x, y and z first: the writer stores them raw
+  // (docs/format.md §9, step 4); another column's are a zstd frame where that is smaller.
+  auto cols = test::make_columns(20000);
+  const std::string path = test::temp_path("raw-ranges.mpf");
+  write_particle_file(path, cols.views(), small_options());
+  const std::string bytes = slurp(path);
+  container::Header h;
+  std::memcpy(&h, bytes.data(), sizeof h);
+  const auto* table = reinterpret_cast<const container::SectionEntry*>(bytes.data() + h.section_table_offset);
+  const auto f = ParticleFile::open(path);
+  int positions = 0, zstd = 0;
+  for (uint32_t i = 0; i < h.section_count; ++i) {
+    if (table[i].kind != spec::kNodeRanges) continue;
+    if (is_position_column(f->schema()[table[i].column].name)) {
+      EXPECT_EQ(table[i].storage, container::kRaw) << f->schema()[table[i].column].name;
+      ++positions;
+    } else {
+      zstd += table[i].storage == container::kZstd;
+    }
+  }
+  EXPECT_EQ(positions, 3);
+  EXPECT_GT(zstd, 0);
+  QuerySpec box;
+  box.box = Box{{0.1, 0.2, 0.3}, {0.6, 0.5, 0.9}};
+  Query q(f, box);
+  uint64_t want = 0;
+  for (size_t r = 0; r < cols.x.size(); ++r)
+    want += cols.x[r] >= 0.1f && cols.x[r] <= 0.6f && cols.y[r] >= 0.2f && cols.y[r] <= 0.5f && cols.z[r] >= 0.3f &&
+            cols.z[r] <= 0.9f;
+  EXPECT_EQ(count(q), want);
+}
+
 TEST_P(FormatBoth, FlipEveryHeaderAndIndexByteIsCaught) {
   auto cols = test::make_columns(300);
   std::string path = test::temp_path("flip.mpf");

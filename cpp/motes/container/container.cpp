@@ -141,9 +141,9 @@ Header make_header(const char (&magic)[8], uint16_t major, uint16_t minor, uint6
 
 uint64_t checksum(const void* data, size_t n) { return XXH3_64bits(data, n); }
 
-void SectionsBuilder::add(uint32_t kind, uint32_t column, const std::string& s) {
+void SectionsBuilder::add(uint32_t kind, uint32_t column, const std::string& s, bool raw) {
   while (bytes.size() % 8) bytes.push_back('\0');
-  const bool raw = std::find(raw_kinds.begin(), raw_kinds.end(), kind) != raw_kinds.end();
+  raw = raw || std::find(raw_kinds.begin(), raw_kinds.end(), kind) != raw_kinds.end();
   Stored st = store_section(s, compress && !raw);
   if (st.storage == kZstd) features |= kFeatureZstdSections;
   table.push_back(SectionEntry{uint16_t(kind), st.storage, 0, column, base + bytes.size(), st.bytes.size(),

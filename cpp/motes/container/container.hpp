@@ -140,7 +140,8 @@ struct SectionsBuilder {
   // would cost each open more than the bytes it saves (a particle file's tree and block tables).
   std::vector<uint32_t> raw_kinds = {};
 
-  void add(uint32_t kind, uint32_t column, const std::string& s);
+  // `raw`: stored raw whatever `compress` says (as raw_kinds, for one section of a kind).
+  void add(uint32_t kind, uint32_t column, const std::string& s, bool raw = false);
   // A bulk section (raw values at offset, or coded blocks within [offset, offset + length));
   // returns its index in the table (the `column` of its block table or checksums).
   uint32_t bulk(uint32_t kind, uint32_t column, uint8_t storage, uint64_t offset, uint64_t length);

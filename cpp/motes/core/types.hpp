@@ -128,6 +128,11 @@ enum class IndexKind : uint8_t {
   automatic = 255,  // writer decides from the data (never stored on disk)
 };
 
+// The position columns every particle schema has, in axis order (the tree splits on them, a
+// box tests them); f32 or f64.
+inline constexpr const char* kPositionColumns[3] = {"x", "y", "z"};
+constexpr bool is_position_column(std::string_view name) { return name == "x" || name == "y" || name == "z"; }
+
 struct ColumnSpec {
   std::string name;
   DType dtype;

@@ -190,12 +190,22 @@ void ParticleFile::decode_index(size_t i, ColumnIndex& c) const {
     const unsigned char* dict = reinterpret_cast<const unsigned char*>(s.data()) + sizeof bh;
     const unsigned char* ids = dict + uint64_t(bh.dictionary_size) * 4;
     c.node_bits.resize(nn);
-    for (uint64_t k = 0; k < nn; ++k) {
-      uint32_t id = 0;
-      std::memcpy(&id, ids + k * bh.id_width, bh.id_width);
-      if (id >= bh.dictionary_size) fail("bitmaps" + col + " reference a missing dictionary entry");
-      c.node_bits[k] = load<uint32_t>(dict + uint64_t(id) * 4);
-    }
+    // One loop per id width: a load of the id's own size (a copy of a run-time width into a
+    // wider word stalled every node on its store), ids checked once after the loop.
+    uint32_t top = 0;
+    auto fill = [&](auto w) {
+      using W = decltype(w);
+      for (uint64_t k = 0; k < nn; ++k) {
+        const uint32_t id = load<W>(ids + k * sizeof(W));
+        top = std::max(top, id);
+        c.node_bits[k] = load<uint32_t>(dict + uint64_t(std::min(id, bh.dictionary_size - 1)) * 4);
+      }
+    };
+    if (nn && !bh.dictionary_size) fail("bitmaps" + col + " reference a missing dictionary entry");
+    if (bh.id_width == 1) fill(uint8_t{});
+    else if (bh.id_width == 2) fill(uint16_t{});
+    else fill(uint32_t{});
+    if (nn && top >= bh.dictionary_size) fail("bitmaps" + col + " reference a missing dictionary entry");
   }
   if (c.index == IndexKind::quantile) {
     const std::string s = section(size_t(lz.edges), (spec::kQuantileBins + 1) * 8);

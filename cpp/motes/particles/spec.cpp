@@ -60,7 +60,7 @@ std::string check_schema(const std::vector<ColumnSpec>& columns) {
   for (size_t i = 0; i < columns.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (columns[j].name == columns[i].name) return "schema names column '" + columns[i].name + "' twice";
-  for (const char* axis : {"x", "y", "z"}) {
+  for (const char* axis : kPositionColumns) {
     const ColumnSpec* found = nullptr;
     for (const ColumnSpec& c : columns)
       if (c.name == axis) found = &c;

@@ -225,10 +225,8 @@ void ParticleFileWriter::scan_columns() {
     p.size = dtype_size(columns_[i].spec.dtype);
     p.grid = grids_[i];
     scan_column(p, threads_);
-    const std::string& name = columns_[i].spec.name;
-    const bool is_position = name == "x" || name == "y" || name == "z";
     p.index = columns_[i].spec.index;
-    if (is_position || p.size == 1 || n_ == 0) p.index = IndexKind::none;
+    if (is_position_column(columns_[i].spec.name) || p.size == 1 || n_ == 0) p.index = IndexKind::none;
   }
   phases_.lap("scan");
 }

@@ -51,12 +51,12 @@ void validate_columns(const std::vector<ColumnView>& columns) {
       throw UsageError("unit of column '" + c.spec.name + "' is not UTF-8 text: '" + printable(c.spec.unit) + "'");
   }
   for (const ColumnView& c : columns) {
-    bool position = c.spec.name == "x" || c.spec.name == "y" || c.spec.name == "z";
+    const bool position = is_position_column(c.spec.name);
     if (c.spec.index == IndexKind::quantile && (position || dtype_size(c.spec.dtype) == 1))
       throw UsageError("column '" + c.spec.name + "' cannot have a quantile index (" +
                        (position ? "positions are indexed by the tree itself" : "1-byte values are their own codes") + ")");
   }
-  for (const char* axis : {"x", "y", "z"}) {
+  for (const char* axis : kPositionColumns) {
     if (!seen.count(axis))
       throw UsageError(std::string("position column '") + axis + "' is missing (need x, y and z)");
   }

@@ -23,18 +23,17 @@ void push_segment(std::vector<Segment>& out, uint64_t start, uint64_t count) {
 }
 
 ExprPtr box_expression(const Box& b) {
-  static const char* axes[3] = {"x", "y", "z"};
   ExprPtr all;
   for (int a = 0; a < 3; ++a) {
     if (!(b.lo[a] <= b.hi[a]))
-      throw UsageError(std::string("box is empty or invalid on ") + axes[a] + ": [" + number_text(b.lo[a]) + ", " +
+      throw UsageError(std::string("box is empty or invalid on ") + kPositionColumns[a] + ": [" + number_text(b.lo[a]) + ", " +
                        number_text(b.hi[a]) + "]");
     for (int side = 0; side < 2; ++side) {
       auto cmp = std::make_unique<Expr>();
       cmp->kind = side == 0 ? K::ge : K::le;
       auto col = std::make_unique<Expr>();
       col->kind = K::column;
-      col->name = axes[a];
+      col->name = kPositionColumns[a];
       auto num = std::make_unique<Expr>();
       num->kind = K::number;
       num->value = side == 0 ? b.lo[a] : b.hi[a];

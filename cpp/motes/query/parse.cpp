@@ -356,7 +356,7 @@ class Parser {
     }
     if (peek().type != Token::rparen) error(peek(), "expected ')' to close field(");
     ++at_;
-    for (const char* axis : {"x", "y", "z"}) {  // sampled at each point's position
+    for (const char* axis : kPositionColumns) {  // sampled at each point's position
       auto c = make(K::column);
       c->name = axis;
       e->args.push_back(std::move(c));

@@ -234,13 +234,12 @@ void check_layout_options(const LayoutOptions& o) {
 Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& z, const LayoutOptions& options) {
   check_layout_options(options);
   const ColumnView* axes[3] = {&x, &y, &z};
-  const char* names[3] = {"x", "y", "z"};
   for (int a = 0; a < 3; ++a) {
     if (axes[a]->spec.dtype != DType::f32 && axes[a]->spec.dtype != DType::f64)
-      throw UsageError(std::string("position column '") + names[a] + "' must be f32 or f64, got " +
+      throw UsageError(std::string("position column '") + kPositionColumns[a] + "' must be f32 or f64, got " +
                        dtype_name(axes[a]->spec.dtype));
     if (axes[a]->count != x.count)
-      throw UsageError("position columns have different lengths (x: " + std::to_string(x.count) + ", " + names[a] +
+      throw UsageError("position columns have different lengths (x: " + std::to_string(x.count) + ", " + kPositionColumns[a] +
                        ": " + std::to_string(axes[a]->count) + ")");
   }
   unsigned threads = options.threads ? options.threads : default_threads();
@@ -249,7 +248,7 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
   out.phases.restart();
   for (int a = 0; a < 3; ++a) {
     double lo = 0, hi = 0;
-    position_bounds(*axes[a], names[a], threads, lo, hi);
+    position_bounds(*axes[a], kPositionColumns[a], threads, lo, hi);
     out.bounds.lo[a] = n ? lo : 0.0;
     out.bounds.hi[a] = n ? hi : 0.0;
   }
