@@ -57,12 +57,13 @@ def timed(fn: Callable[[], Any], repeat: int, warmup: int = 1,
 
 
 def alternated(fns: Dict[str, Callable[[], Any]], repeat: int, warmup: int = 0,
-               after: Optional[Callable[[str, Any], None]] = None) -> Dict[str, List[float]]:
+               after: Optional[Callable[[str, Any], None]] = None,
+               before: Optional[Callable[[str], None]] = None) -> Dict[str, List[float]]:
     """Runs every one of ``fns`` in turn, ``warmup`` + ``repeat`` rounds, the garbage collector
     paused: this VM's speed drifts in phases of seconds, and alternating puts each round of
     every side in the same phase, where runs of one side and then of the other compare phases
-    as much as sides. ``after(name, result)`` runs untimed after each call. Returns the timed
-    seconds of each name."""
+    as much as sides. ``before(name)`` and ``after(name, result)`` run untimed around each
+    call (emptying caches, checking answers). Returns the timed seconds of each name."""
     runs: Dict[str, List[float]] = {name: [] for name in fns}
     gc.collect()
     was_enabled = gc.isenabled()
@@ -70,6 +71,8 @@ def alternated(fns: Dict[str, Callable[[], Any]], repeat: int, warmup: int = 0,
     try:
         for i in range(warmup + repeat):
             for name, fn in fns.items():
+                if before:
+                    before(name)
                 t0 = perf()
                 result = fn()
                 dt = perf() - t0
