@@ -21,7 +21,8 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["ColumnTypes", "arrow_filter", "arrow_filter_columns", "conjunction", "duckdb_filter"]
+__all__ = ["ColumnTypes", "arrow_filter", "arrow_filter_columns", "conjunction", "duckdb_columns", "duckdb_filter",
+           "duckdb_integer_test"]
 
 # name -> (numpy dtype, whether it holds a NaN)
 ColumnTypes = Dict[str, Tuple[np.dtype, bool]]
@@ -253,6 +254,58 @@ def duckdb_filter(predicate, types: ColumnTypes) -> Optional[str]:
     node of ``duckdb._sources.nodes``) true, or None."""
     try:
         return _from_duckdb(predicate, types)
+    except _Untranslatable:
+        return None
+
+
+def duckdb_columns(predicate) -> set:
+    """The column names a DuckDB predicate tree reads."""
+    out, pending = set(), [predicate]
+    while pending:
+        node = pending.pop()
+        if type(node).__name__ == "Col":
+            out.add(node.parts[0])
+        pending.extend(node._children())
+    return out
+
+
+def duckdb_integer_test(predicate, name: str):
+    """A predicate over one integer column ``name`` (a dataset's ``step`` column, which no
+    file stores) as a Python test of its value, or None when it is not one."""
+    _COMPARE_PY = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
+                   "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+    def value(node) -> int:
+        if type(node).__name__ != "Lit" or not isinstance(node.value, int) or isinstance(node.value, bool):
+            raise _Untranslatable("not an integer constant")
+        return node.value
+
+    def column(node) -> None:
+        if type(node).__name__ != "Col" or tuple(node.parts) != (name,):
+            raise _Untranslatable(f"not the column {name}")
+
+    def test(node):
+        kind = type(node).__name__
+        if kind == "Binary":
+            op = node.op.upper()
+            if op in ("AND", "OR"):
+                a, b = test(node.left), test(node.right)
+                return (lambda v: a(v) and b(v)) if op == "AND" else (lambda v: a(v) or b(v))
+            if op in _DUCK_COMPARE:
+                column(node.left)
+                c, f = value(node.right), _COMPARE_PY[_DUCK_COMPARE[op]]
+                return lambda v: f(v, c)
+        if kind == "Unary" and node.op.upper() == "NOT":
+            a = test(node.operand)
+            return lambda v: not a(v)
+        if kind == "In":
+            column(node.operand)
+            values = {value(v) for v in node.values}
+            return lambda v: v in values
+        raise _Untranslatable(f"a {kind} node")
+
+    try:
+        return test(predicate)
     except _Untranslatable:
         return None
 

@@ -192,3 +192,28 @@ def test_polars_scans_the_arrow_dataset_with_its_filter_pushed(data, monkeypatch
     m = (cols["energy"] > np.float32(1.3)) & (cols["x"] < 100)
     assert got.row(0) == (int(m.sum()), int(cols["id"][m].min()), int(cols["id"][m].max()))
     assert scans and scans[-1].where is not None and "energy >" in scans[-1].where and "x < 100" in scans[-1].where
+
+
+def test_duckdb_steps_table_has_a_step_column_and_reads_only_the_steps_asked(tmp_path):
+    path = tmp_path / "series.motes"
+    steps = {}
+    with motes.Writer(path, sync=False) as w:
+        for k, s in enumerate((0, 10, 20)):
+            cols = particles(seed=20 + k)
+            w.write_step(s, cols, time=0.1 * k)
+            steps[s] = cols
+    mem = pa.concat_tables([pa.table({"step": np.full(N, s, np.int64), **cols}) for s, cols in steps.items()])
+    c = duckdb.connect()
+    src = motes.duckdb.register(c, "series", str(path), steps="all")
+    c.register("mem", mem)
+    assert c.sql("SELECT count(*) FROM series").fetchall() == [(3 * N,)]
+    for where in ("step >= 10 AND energy > 3", "step IN (0, 20) AND x BETWEEN 20 AND 60", "x < 30 OR step = 10",
+                  "NOT (step = 10) AND y > 50"):
+        q = "SELECT step, count(*), min(id), max(energy) FROM {} WHERE " + where + " GROUP BY step ORDER BY step"
+        assert c.sql(q.format("series")).fetchall() == c.sql(q.format("mem")).fetchall(), where
+    if motes.duckdb.pushes_filters():
+        c.sql("SELECT count(*) FROM series WHERE step >= 10 AND energy > 3").fetchall()
+        assert src.steps_read == [10, 20] and src.filters == ["(energy > 3.0)"]
+        assert src.last["parts_read"] == 2
+    with pytest.raises(motes.UsageError, match="either step= or steps="):
+        motes.duckdb.register(c, "bad", str(path), step=0, steps="all")
