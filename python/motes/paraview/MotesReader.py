@@ -1,0 +1,93 @@
+"""motes' ParaView plugin: load this file in ParaView (Tools > Manage Plugins > Load New, or
+``LoadPlugin(path, ns=globals())`` in pvpython/pvbatch); ``motes paraview-plugin`` prints its
+path and prepares ParaView's Python for it. It registers the reader "Motes Particles"
+(``MotesParticles(FileName=...)``): one species of a motes dataset as points with every
+chosen column, its time steps, and the level of detail, box and ``where`` expression as
+properties, each update one motes query.
+
+ParaView runs on its own Python (Debian: the system python3), not on the environment motes
+was installed into. The lines before the reader make motes importable there without putting
+that environment's site-packages on ParaView's path (its pip ``vtk`` would shadow ParaView's
+and crash it): the ``motes`` package is loaded from the folder this file lies in.
+"""
+
+import importlib.util
+import os
+import sys
+
+
+def _import_motes():
+    """The motes package this file belongs to, imported by its location."""
+    try:
+        import motes  # already importable (ParaView started from motes' environment, or a .pth)
+        return motes
+    except ImportError:
+        pass
+    folder = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location("motes", os.path.join(folder, "__init__.py"),
+                                                  submodule_search_locations=[folder])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["motes"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_import_motes()
+
+from motes.paraview.reader import MotesParticleReader  # noqa: E402
+
+try:
+    from paraview.util.vtkAlgorithm import smdomain, smhint, smproperty, smproxy
+except ImportError:  # the pip vtk wheel alone: the decorators do nothing
+    class _Inert:
+        def __getattr__(self, name):
+            return lambda *args, **kwargs: (lambda f: f)
+
+    smdomain = smhint = smproperty = smproxy = _Inert()
+
+
+@smproxy.reader(name="MotesParticles", label="Motes Particles", extensions="motes",
+                file_description="motes particle dataset")
+class MotesParticles(MotesParticleReader):
+    """ParaView's face of :class:`motes.paraview.reader.MotesParticleReader`."""
+
+    @smproperty.stringvector(name="FileName")
+    @smdomain.filelist()
+    @smhint.filechooser(extensions="motes", file_description="motes particle dataset")
+    def SetFileName(self, name):
+        MotesParticleReader.SetFileName(self, name)
+
+    @smproperty.stringvector(name="Species", default_values="")
+    def SetSpecies(self, species):
+        MotesParticleReader.SetSpecies(self, species)
+
+    @smproperty.stringvector(name="Columns", default_values="")
+    def SetColumns(self, columns):
+        MotesParticleReader.SetColumns(self, columns)
+
+    @smproperty.doublevector(name="Quality", default_values=1.0)
+    @smdomain.doublerange(min=0.0, max=1.0)
+    def SetQuality(self, quality):
+        MotesParticleReader.SetQuality(self, quality)
+
+    @smproperty.doublevector(name="Fraction", default_values=0.0)
+    @smdomain.doublerange(min=0.0, max=1.0)
+    def SetFraction(self, fraction):
+        MotesParticleReader.SetFraction(self, fraction)
+
+    @smproperty.intvector(name="UseBox", default_values=0)
+    @smdomain.xml('<BooleanDomain name="bool"/>')
+    def SetUseBox(self, use):
+        MotesParticleReader.SetUseBox(self, use)
+
+    @smproperty.doublevector(name="Box", default_values=[0.0, 0.0, 0.0, 1.0, 1.0, 1.0])
+    def SetBox(self, x0, y0, z0, x1, y1, z1):
+        MotesParticleReader.SetBox(self, x0, y0, z0, x1, y1, z1)
+
+    @smproperty.stringvector(name="Where", default_values="")
+    def SetWhere(self, where):
+        MotesParticleReader.SetWhere(self, where)
+
+    @smproperty.doublevector(name="TimestepValues", information_only="1", si_class="vtkSITimeStepsProperty")
+    def GetTimestepValues(self):
+        return self.time_values() if self._path else None
