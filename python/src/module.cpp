@@ -24,4 +24,8 @@ NB_MODULE(_core, m) {
   motes_py::bind_dataset(m);
   motes_py::bind_parallel(m);
   motes_py::bind_grid_fields(m);
+  // A host that ends without finalizing Python (ParaView's pvbatch) leaves our objects alive,
+  // and nanobind would report them as leaks; the ParaView plugin turns the report off.
+  m.def("set_leak_warnings", [](bool on) { nanobind::set_leak_warnings(on); },
+        "Whether nanobind reports objects still alive when the interpreter ends (default True).");
 }

@@ -32,7 +32,9 @@ def _import_motes():
     return module
 
 
-_import_motes()
+# ParaView ends without finalizing Python: the objects its pipeline holds are alive then,
+# which nanobind would report as leaks.
+_import_motes()._core.set_leak_warnings(False)
 
 from motes.paraview.reader import MotesParticleReader  # noqa: E402
 
