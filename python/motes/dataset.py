@@ -411,6 +411,14 @@ class Dataset:
         return (h, *edges)
 
     @storage_method("cannot read")
+    def view(self, *, step: Optional[int] = None, species: Optional[str] = None, where: Optional[str] = None,
+             color: Optional[str] = None, width: Union[int, str] = "100%", height: int = 480):
+        """The browser viewer of this dataset inline in a notebook, starting at ``step``,
+        ``species``, ``where`` and ``color`` (:func:`motes.notebook.view`)."""
+        from .notebook import view
+
+        return view(self, step=step, species=species, where=where, color=color, width=width, height=height)
+
     def describe(self, step: Optional[int] = None, species: Optional[str] = None, *,
                  all_steps: bool = False, storage: bool = True) -> Dict[str, Any]:
         """What the dataset holds, as a plain dict that ``json.dumps`` takes as is (what

@@ -278,3 +278,19 @@ def test_a_missing_field_file_is_not_found(tmp_path):
             r = c.get(url)
             assert r.status_code == 404 and r.json()["error"]["kind"] == "not_found", (url, r.text)
             assert "rho" in r.json()["error"]["message"]
+
+
+def test_no_other_page_may_frame_the_viewer_but_a_notebooks(dataset, tmp_path):
+    """The app page's CSP: frame-ancestors 'none' for `motes serve`; the notebook's server
+    (motes.notebook) lets pages of this machine frame it, and no others."""
+    from motes.notebook import FRAME_ANCESTORS
+
+    app_dir = tmp_path / "app"
+    app_dir.mkdir()
+    (app_dir / "index.html").write_text("<!doctype html><title>viewer</title>")
+    for frames, expected in ((None, "frame-ancestors 'none';"), (FRAME_ANCESTORS, f"frame-ancestors {FRAME_ANCESTORS};")):
+        extra = {} if frames is None else {"frame_ancestors": frames}
+        client = make_client(create_app(Config(datasets=[(None, dataset)], app_dir=str(app_dir), **extra)))
+        csp = client.get("/").headers["content-security-policy"]
+        assert expected in csp and "default-src 'self'" in csp
+    assert "*" not in FRAME_ANCESTORS.replace(":*", "")  # ports of local hosts only, no other host

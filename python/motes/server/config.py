@@ -106,7 +106,11 @@ class Config:
     directory of the viewer's build.
 
     ``cors="*"`` hands every dataset to every web page unless requests need a token: it is
-    refused without one, unless ``cors_any_origin_without_token`` says it is meant."""
+    refused without one, unless ``cors_any_origin_without_token`` says it is meant.
+
+    ``frame_ancestors`` is the CSP source list of the pages that may show the viewer in a
+    frame: none by default (no other page can overlay it to steal clicks); the notebook's
+    server (motes.notebook) lets pages of this machine do it."""
 
     datasets: Sequence[Tuple[Optional[str], str]]
     token: Optional[str] = None
@@ -118,6 +122,7 @@ class Config:
     limits: Limits = field(default_factory=Limits)
     connections: Connections = field(default_factory=Connections)
     app_dir: str = APP_DIR
+    frame_ancestors: str = "'none'"
 
     def __post_init__(self):
         from ..errors import UsageError

@@ -21,9 +21,10 @@ from .registry import Registry, Species, bounds_json, finite
 from .responses import etag, json_response, not_modified
 from .work import Job
 
-#: The app page may load only from its own origin.
+#: The app page may load only from its own origin; the pages that may frame it are the
+#: server's (Config.frame_ancestors, none by default).
 CSP = ("default-src 'self'; img-src 'self' data: blob:; worker-src 'self' blob:; object-src 'none'; "
-       "base-uri 'none'; frame-ancestors 'none'; form-action 'none'")
+       "base-uri 'none'; frame-ancestors {frame_ancestors}; form-action 'none'")
 
 BUILD_HINT = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>motes serve</title></head>
@@ -117,7 +118,8 @@ def make_routes(server) -> Dict[str, Any]:
                                 path="/")
             return response
         index = os.path.join(server.config.app_dir, "index.html")
-        headers = {"Content-Security-Policy": CSP, "Cache-Control": "no-cache"}
+        headers = {"Content-Security-Policy": CSP.format(frame_ancestors=server.config.frame_ancestors),
+                   "Cache-Control": "no-cache"}
         if not os.path.isfile(index):
             return HTMLResponse(BUILD_HINT.format(app_dir=html.escape(server.config.app_dir)), headers=headers)
         return FileResponse(index, media_type="text/html; charset=utf-8", headers=headers)
