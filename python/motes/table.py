@@ -39,7 +39,8 @@ class Column:
 class Table(dict):
     """Query result: column name -> numpy array (all of equal length).
 
-    Converts to pandas (:meth:`to_pandas`) and Arrow (:meth:`to_arrow`).
+    Converts to pandas (:meth:`to_pandas`), Arrow (:meth:`to_arrow`) and pyvista
+    (:meth:`to_pyvista`).
     ``counters`` tells how much the indexes pruned.
     """
 
@@ -67,3 +68,16 @@ class Table(dict):
         import pyarrow as pa
 
         return pa.table({k: pa.array(v) for k, v in self.items()})
+
+    def to_pyvista(self):
+        """The rows as a ``pyvista.PolyData`` (needs pyvista): points from x, y, z with a
+        vertex each, the other columns as point data (copied); ``.plot(scalars="energy")``
+        draws them. The same conversion as motes' ParaView reader."""
+        import pyvista
+
+        from .errors import UsageError
+        from .paraview.reader import polydata
+
+        if not {"x", "y", "z"} <= set(self):
+            raise UsageError("to_pyvista needs the columns x, y and z (query them too)")
+        return pyvista.wrap(polydata(self, [c for c in self if c not in ("x", "y", "z")]))

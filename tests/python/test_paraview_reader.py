@@ -164,3 +164,21 @@ def test_offscreen_render_shows_the_particles(series):
     everything, corner = lit(), lit([0, 0, 0, 50, 100, 50])
     assert everything > 2000  # the particles fill the view
     assert 100 < corner < everything * 0.6  # a quarter of the domain lights less of it
+
+
+def test_table_to_pyvista_and_an_offscreen_plot(series):
+    pv = pytest.importorskip("pyvista")
+    t = motes.open(series).query("energy > 1", columns=["x", "y", "z", "energy", "ux"], step=STEPS[0])
+    mesh = t.to_pyvista()
+    assert isinstance(mesh, pv.PolyData) and mesh.n_points == len(t) == mesh.n_verts
+    assert np.array_equal(mesh.points, np.column_stack([t["x"], t["y"], t["z"]]))
+    assert sorted(mesh.point_data.keys()) == ["energy", "ux"]
+    assert np.array_equal(mesh.point_data["energy"], t["energy"])
+    plotter = pv.Plotter(off_screen=True, window_size=(160, 120))
+    plotter.set_background("black")
+    plotter.add_points(mesh, scalars="energy", point_size=3, show_scalar_bar=False)
+    image = plotter.screenshot(return_img=True)
+    plotter.close()
+    assert (image[..., :3].max(axis=2) > 30).sum() > 200
+    with pytest.raises(motes.UsageError, match="x, y and z"):
+        motes.Table({"energy": np.zeros(3)}).to_pyvista()
