@@ -182,3 +182,38 @@ def test_table_to_pyvista_and_an_offscreen_plot(series):
     assert (image[..., :3].max(axis=2) > 30).sum() > 200
     with pytest.raises(motes.UsageError, match="x, y and z"):
         motes.Table({"energy": np.zeros(3)}).to_pyvista()
+
+
+def test_field_reader_gives_the_field_at_a_level(tmp_path):
+    from motes.paraview.reader import MotesFieldReader
+
+    path = str(tmp_path / "fields.motes")
+    rng = np.random.default_rng(1)
+    rho = {s: rng.random((9, 12, 20)).astype(np.float32) for s in (0, 2)}
+    b = rng.random((9, 12, 20, 3)).astype(np.float32)
+    for s in (0, 2):
+        fields = {"rho": motes.Field(rho[s], origin=(1.0, 2.0, 3.0), spacing=(0.5, 0.25, 2.0))}
+        if s == 2:
+            fields["B"] = motes.Field(b, origin=(0.0, 0.0, 0.0), spacing=(1.0, 1.0, 1.0), components=("x", "y", "z"))
+        motes.write(path, motes.synth.vpic(2000, seed=s), step=s, time=float(s), fields=fields)
+    r = MotesFieldReader()
+    r.SetFileName(path)
+    r.SetField("rho")
+    for level, t, s in ((0, 0.0, 0), (1, 2.5, 2), (2, 2.0, 2)):
+        r.SetLevel(level)
+        r.UpdateTimeStep(t)
+        image = r.GetOutputDataObject(0)
+        want = motes.open(path).field("rho", s).read(level=level)
+        assert r.last_step == s and image.GetDimensions() == want.shape[::-1]
+        assert image.GetSpacing() == (0.5 * 2**level, 0.25 * 2**level, 2.0 * 2**level)
+        assert image.GetOrigin() == (1.0, 2.0, 3.0)
+        assert np.array_equal(vtk_to_numpy(image.GetPointData().GetScalars()), want.ravel())
+    r.SetField("B")
+    r.SetLevel(0)
+    r.UpdateTimeStep(2.0)
+    vectors = vtk_to_numpy(r.GetOutputDataObject(0).GetPointData().GetScalars())
+    assert vectors.shape == (9 * 12 * 20, 3) and np.array_equal(vectors, b.reshape(-1, 3))
+    r.SetComponent("y")
+    r.Update()
+    assert np.array_equal(vtk_to_numpy(r.GetOutputDataObject(0).GetPointData().GetScalars()), b[..., 1].ravel())
+    assert r.time_values() == [2.0]  # the steps that hold B

@@ -1,6 +1,7 @@
 """motes' ParaView plugin: load this file in ParaView (Tools > Manage Plugins > Load New, or
 ``LoadPlugin(path, ns=globals())`` in pvpython/pvbatch); ``motes paraview-plugin`` prints its
-path and prepares ParaView's Python for it. It registers the reader "Motes Particles"
+path and prepares ParaView's Python for it. It registers the readers "Motes Particles" and
+"Motes Field" (a grid field as an image at a level of detail); "Motes Particles"
 (``MotesParticles(FileName=...)``): one species of a motes dataset as points with every
 chosen column, its time steps, and the level of detail, box and ``where`` expression as
 properties, each update one motes query.
@@ -36,7 +37,7 @@ def _import_motes():
 # which nanobind would report as leaks.
 _import_motes()._core.set_leak_warnings(False)
 
-from motes.paraview.reader import MotesParticleReader  # noqa: E402
+from motes.paraview.reader import MotesFieldReader, MotesParticleReader  # noqa: E402
 
 try:
     from paraview.util.vtkAlgorithm import smdomain, smhint, smproperty, smproxy
@@ -89,6 +90,36 @@ class MotesParticles(MotesParticleReader):
     @smproperty.stringvector(name="Where", default_values="")
     def SetWhere(self, where):
         MotesParticleReader.SetWhere(self, where)
+
+    @smproperty.doublevector(name="TimestepValues", information_only="1", si_class="vtkSITimeStepsProperty")
+    def GetTimestepValues(self):
+        return self.time_values() if self._path else None
+
+
+@smproxy.reader(name="MotesField", label="Motes Field", extensions="motes",
+                file_description="motes grid field")
+class MotesField(MotesFieldReader):
+    """ParaView's face of :class:`motes.paraview.reader.MotesFieldReader`: a grid field of a
+    motes dataset as an image, at a level of detail."""
+
+    @smproperty.stringvector(name="FileName")
+    @smdomain.filelist()
+    @smhint.filechooser(extensions="motes", file_description="motes grid field")
+    def SetFileName(self, name):
+        MotesFieldReader.SetFileName(self, name)
+
+    @smproperty.stringvector(name="Field", default_values="")
+    def SetField(self, name):
+        MotesFieldReader.SetField(self, name)
+
+    @smproperty.intvector(name="Level", default_values=0)
+    @smdomain.intrange(min=0, max=16)
+    def SetLevel(self, level):
+        MotesFieldReader.SetLevel(self, level)
+
+    @smproperty.stringvector(name="Component", default_values="")
+    def SetComponent(self, component):
+        MotesFieldReader.SetComponent(self, component)
 
     @smproperty.doublevector(name="TimestepValues", information_only="1", si_class="vtkSITimeStepsProperty")
     def GetTimestepValues(self):

@@ -20,9 +20,9 @@ import numpy as np
 from vtkmodules.util.numpy_support import numpy_to_vtk, numpy_to_vtkIdTypeArray
 from vtkmodules.util.vtkAlgorithm import VTKPythonAlgorithmBase
 from vtkmodules.vtkCommonCore import vtkPoints
-from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkPolyData
+from vtkmodules.vtkCommonDataModel import vtkCellArray, vtkImageData, vtkPolyData
 
-__all__ = ["MotesParticleReader", "polydata", "step_times"]
+__all__ = ["MotesFieldReader", "MotesParticleReader", "polydata", "step_times"]
 
 
 def step_times(times: Sequence[float], steps: Sequence[int]) -> List[float]:
@@ -181,4 +181,117 @@ class MotesParticleReader(VTKPythonAlgorithmBase):
         out = vtkPolyData.GetData(outInfo, 0)
         out.ShallowCopy(polydata(table, columns))
         out.GetInformation().Set(out.DATA_TIME_STEP(), self.time_values()[ds.steps.index(step)])
+        return 1
+
+
+class MotesFieldReader(VTKPythonAlgorithmBase):
+    """One grid field of a motes dataset as ``vtkImageData`` at a level of detail: ``FileName``,
+    ``Field``, ``Level`` (0: every sample; level k keeps every 2^k-th along each axis, a prefix
+    of the file), ``Component`` (empty: every component of a vector field); time steps are
+    the steps that hold the field. Cartesian 3-D fields on a uniform grid (rectilinear and
+    thetaMode fields: ``motes convert``)."""
+
+    def __init__(self):
+        VTKPythonAlgorithmBase.__init__(self, nInputPorts=0, nOutputPorts=1, outputType="vtkImageData")
+        self._path: Optional[str] = None
+        self._dataset = None
+        self._field = ""
+        self._level = 0
+        self._component = ""
+        self.last_step: Optional[int] = None
+
+    def _set(self, attr: str, value) -> None:
+        if getattr(self, attr) != value:
+            setattr(self, attr, value)
+            self.Modified()
+
+    def SetFileName(self, name: str) -> None:
+        if name and os.path.basename(str(name)) == "manifest.json":
+            name = os.path.dirname(str(name))
+        if name != self._path:
+            self._path, self._dataset = (str(name) if name else None), None
+            self.Modified()
+
+    def SetField(self, name: str) -> None:
+        self._set("_field", name or "")
+
+    def SetLevel(self, level: int) -> None:
+        self._set("_level", max(0, int(level)))
+
+    def SetComponent(self, component: str) -> None:
+        self._set("_component", component or "")
+
+    def dataset(self):
+        import motes
+
+        if self._dataset is None:
+            if not self._path:
+                raise motes.UsageError("the motes field reader has no FileName")
+            self._dataset = motes.open(self._path)
+        return self._dataset
+
+    def steps(self) -> List[int]:
+        """The steps that hold the field (every field of the dataset's first step when none is set)."""
+        ds = self.dataset()
+        name = self._field or next((f for s in ds.steps for f in ds.field_names(s)), "")
+        return [s for s in ds.steps if name in ds.field_names(s)]
+
+    def time_values(self) -> List[float]:
+        ds = self.dataset()
+        steps = self.steps()
+        return step_times([ds.times[ds.steps.index(s)] for s in steps], steps)
+
+    def _stored(self, step: int):
+        import motes
+
+        ds = self.dataset()
+        name = self._field or ds.field_names(step)[0]
+        f = ds.field(name, step)
+        if f.geometry != "cartesian" or f.ndim != 3 or f.origin is None:
+            raise motes.UsageError(f"field '{name}' is not on a uniform 3-D Cartesian grid: convert it "
+                                   "(motes convert) to read it in VTK")
+        return f
+
+    def _geometry(self, f):
+        level = min(self._level, f.levels)
+        dims = [(n + (1 << level) - 1) >> level for n in f.dims]
+        spacing = [d * (1 << level) for d in f.spacing]
+        return level, dims, spacing
+
+    def RequestInformation(self, request, inInfo, outInfo):
+        executive = self.GetExecutive()
+        info = outInfo.GetInformationObject(0)
+        steps, times = self.steps(), self.time_values()
+        info.Remove(executive.TIME_STEPS())
+        info.Remove(executive.TIME_RANGE())
+        for t in times:
+            info.Append(executive.TIME_STEPS(), t)
+        if times:
+            info.Append(executive.TIME_RANGE(), times[0])
+            info.Append(executive.TIME_RANGE(), times[-1])
+            _, dims, spacing = self._geometry(self._stored(steps[0]))
+            info.Set(executive.WHOLE_EXTENT(), 0, dims[0] - 1, 0, dims[1] - 1, 0, dims[2] - 1)
+        return 1
+
+    def RequestData(self, request, inInfo, outInfo):
+        info = outInfo.GetInformationObject(0)
+        steps, times = self.steps(), self.time_values()
+        executive = self.GetExecutive()
+        k = 0
+        if info.Has(executive.UPDATE_TIME_STEP()):
+            k = max(int(np.searchsorted(times, info.Get(executive.UPDATE_TIME_STEP()), side="right")) - 1, 0)
+        f = self._stored(steps[k])
+        level, dims, spacing = self._geometry(f)
+        values = f.read(level=level, component=self._component or None)
+        image = vtkImageData()
+        image.SetDimensions(*dims)
+        image.SetOrigin(*f.origin)
+        image.SetSpacing(*spacing)
+        flat = np.ascontiguousarray(values).reshape(int(np.prod(dims)), -1)  # x fastest, as VTK's points
+        array = numpy_to_vtk(flat if flat.shape[1] > 1 else flat[:, 0], deep=True)
+        array.SetName(f.name if not self._component else f"{f.name}_{self._component}")
+        image.GetPointData().SetScalars(array)
+        out = vtkImageData.GetData(outInfo, 0)
+        out.ShallowCopy(image)
+        self.last_step = steps[k]
         return 1
