@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import operator
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -208,6 +209,8 @@ def arrow_filter_columns(expression) -> Optional[List[str]]:
 # --- DuckDB predicate trees ------------------------------------------------------------------
 
 _DUCK_COMPARE = {"=": "==", "==": "==", "!=": "!=", "<>": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+_PY_COMPARE = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+               ">=": operator.ge}
 _DUCK_NUMERIC = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT",
                  "FLOAT", "DOUBLE"}
 
@@ -272,9 +275,6 @@ def duckdb_columns(predicate) -> set:
 def duckdb_integer_test(predicate, name: str):
     """A predicate over one integer column ``name`` (a dataset's ``step`` column, which no
     file stores) as a Python test of its value, or None when it is not one."""
-    _COMPARE_PY = {"==": lambda a, b: a == b, "!=": lambda a, b: a != b, "<": lambda a, b: a < b,
-                   "<=": lambda a, b: a <= b, ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
-
     def value(node) -> int:
         if type(node).__name__ != "Lit" or not isinstance(node.value, int) or isinstance(node.value, bool):
             raise _Untranslatable("not an integer constant")
@@ -293,7 +293,7 @@ def duckdb_integer_test(predicate, name: str):
                 return (lambda v: a(v) and b(v)) if op == "AND" else (lambda v: a(v) or b(v))
             if op in _DUCK_COMPARE:
                 column(node.left)
-                c, f = value(node.right), _COMPARE_PY[_DUCK_COMPARE[op]]
+                c, f = value(node.right), _PY_COMPARE[_DUCK_COMPARE[op]]
                 return lambda v: f(v, c)
         if kind == "Unary" and node.op.upper() == "NOT":
             a = test(node.operand)

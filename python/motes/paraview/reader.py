@@ -60,28 +60,19 @@ def polydata(table, columns: Sequence[str]) -> vtkPolyData:
     return poly
 
 
-class MotesParticleReader(VTKPythonAlgorithmBase):
-    """See the module. Settings: ``FileName`` (the dataset folder), ``Species`` (empty: the
-    only one), ``Columns`` (names; empty: all), ``Quality`` in [0, 1] (1: every particle) or
-    ``Fraction`` in (0, 1] (a share of the particles spread over space; 0: unused), ``Box``
-    (x0, y0, z0, x1, y1, z1; unused while ``UseBox`` is off) and ``Where`` (a motes
-    expression; empty: none)."""
+class _DatasetReader(VTKPythonAlgorithmBase):
+    """What both readers share: the dataset (``FileName``), settings that mark the pipeline
+    modified when they change, and the time steps (those of :meth:`steps`) published to VTK
+    and chosen by the time VTK asks for."""
 
-    def __init__(self):
-        VTKPythonAlgorithmBase.__init__(self, nInputPorts=0, nOutputPorts=1, outputType="vtkPolyData")
+    _what = "the motes reader"
+
+    def __init__(self, output_type: str):
+        VTKPythonAlgorithmBase.__init__(self, nInputPorts=0, nOutputPorts=1, outputType=output_type)
         self._path: Optional[str] = None
         self._dataset = None
-        self._species = ""
-        self._columns: List[str] = []
-        self._quality = 1.0
-        self._fraction = 0.0
-        self._box = [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
-        self._use_box = False
-        self._where = ""
-        self.last_counters: dict = {}
         self.last_step: Optional[int] = None
 
-    # --- settings ----------------------------------------------------------------------
     def _set(self, attr: str, value) -> None:
         if getattr(self, attr) != value:
             setattr(self, attr, value)
@@ -98,6 +89,67 @@ class MotesParticleReader(VTKPythonAlgorithmBase):
     def GetFileName(self) -> Optional[str]:
         return self._path
 
+    def dataset(self):
+        import motes
+
+        if self._dataset is None:
+            if not self._path:
+                raise motes.UsageError(f"{self._what} has no FileName")
+            self._dataset = motes.open(self._path)
+        return self._dataset
+
+    def steps(self) -> List[int]:
+        """The steps this reader reads (every step of the dataset)."""
+        return self.dataset().steps
+
+    def time_values(self) -> List[float]:
+        ds = self.dataset()
+        steps = self.steps()
+        return step_times([ds.times[ds.steps.index(s)] for s in steps], steps)
+
+    def _publish_times(self, info) -> List[float]:
+        """Puts the time steps into VTK's output information; returns them."""
+        executive = self.GetExecutive()
+        info.Remove(executive.TIME_STEPS())
+        info.Remove(executive.TIME_RANGE())
+        times = self.time_values()
+        for t in times:
+            info.Append(executive.TIME_STEPS(), t)
+        if times:
+            info.Append(executive.TIME_RANGE(), times[0])
+            info.Append(executive.TIME_RANGE(), times[-1])
+        return times
+
+    def _step_at(self, info) -> int:
+        """The step whose time is the last at or before the time asked for (the first when
+        none is asked, or the time comes before every step)."""
+        steps = self.steps()
+        executive = self.GetExecutive()
+        if not info.Has(executive.UPDATE_TIME_STEP()):
+            return steps[0]
+        k = int(np.searchsorted(self.time_values(), info.Get(executive.UPDATE_TIME_STEP()), side="right")) - 1
+        return steps[max(k, 0)]
+
+
+class MotesParticleReader(_DatasetReader):
+    """See the module. Settings: ``FileName`` (the dataset folder), ``Species`` (empty: the
+    only one), ``Columns`` (names; empty: all), ``Quality`` in [0, 1] (1: every particle) or
+    ``Fraction`` in (0, 1] (a share of the particles spread over space; 0: unused), ``Box``
+    (x0, y0, z0, x1, y1, z1; unused while ``UseBox`` is off) and ``Where`` (a motes
+    expression; empty: none)."""
+
+    def __init__(self):
+        _DatasetReader.__init__(self, "vtkPolyData")
+        self._species = ""
+        self._columns: List[str] = []
+        self._quality = 1.0
+        self._fraction = 0.0
+        self._box = [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]
+        self._use_box = False
+        self._where = ""
+        self.last_counters: dict = {}
+
+    # --- settings ----------------------------------------------------------------------
     def SetSpecies(self, species: str) -> None:
         self._set("_species", species or "")
 
@@ -123,48 +175,15 @@ class MotesParticleReader(VTKPythonAlgorithmBase):
         self._set("_where", (where or "").strip())
 
     # --- what the dataset offers -------------------------------------------------------
-    def dataset(self):
-        import motes
-
-        if self._dataset is None:
-            if not self._path:
-                raise motes.UsageError("the motes reader has no FileName")
-            self._dataset = motes.open(self._path)
-        return self._dataset
-
     def species(self) -> Optional[str]:
         return self._species or None
 
     def column_names(self) -> List[str]:
         return self.dataset().column_names(species=self.species())
 
-    def time_values(self) -> List[float]:
-        ds = self.dataset()
-        return step_times(ds.times, ds.steps)
-
-    def _step_at(self, info) -> int:
-        """The step whose time is the last at or before the time asked for (the first when
-        none is asked, or the time comes before every step)."""
-        ds = self.dataset()
-        steps, times = ds.steps, self.time_values()
-        executive = self.GetExecutive()
-        if not info.Has(executive.UPDATE_TIME_STEP()):
-            return steps[0]
-        t = info.Get(executive.UPDATE_TIME_STEP())
-        k = int(np.searchsorted(times, t, side="right")) - 1
-        return steps[max(k, 0)]
-
     # --- the pipeline ------------------------------------------------------------------
     def RequestInformation(self, request, inInfo, outInfo):
-        executive = self.GetExecutive()
-        info = outInfo.GetInformationObject(0)
-        info.Remove(executive.TIME_STEPS())
-        info.Remove(executive.TIME_RANGE())
-        times = self.time_values()
-        for t in times:
-            info.Append(executive.TIME_STEPS(), t)
-        info.Append(executive.TIME_RANGE(), times[0])
-        info.Append(executive.TIME_RANGE(), times[-1])
+        self._publish_times(outInfo.GetInformationObject(0))
         return 1
 
     def RequestData(self, request, inInfo, outInfo):
@@ -184,33 +203,20 @@ class MotesParticleReader(VTKPythonAlgorithmBase):
         return 1
 
 
-class MotesFieldReader(VTKPythonAlgorithmBase):
+class MotesFieldReader(_DatasetReader):
     """One grid field of a motes dataset as ``vtkImageData`` at a level of detail: ``FileName``,
     ``Field``, ``Level`` (0: every sample; level k keeps every 2^k-th along each axis, a prefix
     of the file), ``Component`` (empty: every component of a vector field); time steps are
     the steps that hold the field. Cartesian 3-D fields on a uniform grid (rectilinear and
     thetaMode fields: ``motes convert``)."""
 
+    _what = "the motes field reader"
+
     def __init__(self):
-        VTKPythonAlgorithmBase.__init__(self, nInputPorts=0, nOutputPorts=1, outputType="vtkImageData")
-        self._path: Optional[str] = None
-        self._dataset = None
+        _DatasetReader.__init__(self, "vtkImageData")
         self._field = ""
         self._level = 0
         self._component = ""
-        self.last_step: Optional[int] = None
-
-    def _set(self, attr: str, value) -> None:
-        if getattr(self, attr) != value:
-            setattr(self, attr, value)
-            self.Modified()
-
-    def SetFileName(self, name: str) -> None:
-        if name and os.path.basename(str(name)) == "manifest.json":
-            name = os.path.dirname(str(name))
-        if name != self._path:
-            self._path, self._dataset = (str(name) if name else None), None
-            self.Modified()
 
     def SetField(self, name: str) -> None:
         self._set("_field", name or "")
@@ -221,25 +227,11 @@ class MotesFieldReader(VTKPythonAlgorithmBase):
     def SetComponent(self, component: str) -> None:
         self._set("_component", component or "")
 
-    def dataset(self):
-        import motes
-
-        if self._dataset is None:
-            if not self._path:
-                raise motes.UsageError("the motes field reader has no FileName")
-            self._dataset = motes.open(self._path)
-        return self._dataset
-
     def steps(self) -> List[int]:
         """The steps that hold the field (every field of the dataset's first step when none is set)."""
         ds = self.dataset()
         name = self._field or next((f for s in ds.steps for f in ds.field_names(s)), "")
         return [s for s in ds.steps if name in ds.field_names(s)]
-
-    def time_values(self) -> List[float]:
-        ds = self.dataset()
-        steps = self.steps()
-        return step_times([ds.times[ds.steps.index(s)] for s in steps], steps)
 
     def _stored(self, step: int):
         import motes
@@ -259,28 +251,15 @@ class MotesFieldReader(VTKPythonAlgorithmBase):
         return level, dims, spacing
 
     def RequestInformation(self, request, inInfo, outInfo):
-        executive = self.GetExecutive()
         info = outInfo.GetInformationObject(0)
-        steps, times = self.steps(), self.time_values()
-        info.Remove(executive.TIME_STEPS())
-        info.Remove(executive.TIME_RANGE())
-        for t in times:
-            info.Append(executive.TIME_STEPS(), t)
-        if times:
-            info.Append(executive.TIME_RANGE(), times[0])
-            info.Append(executive.TIME_RANGE(), times[-1])
-            _, dims, spacing = self._geometry(self._stored(steps[0]))
-            info.Set(executive.WHOLE_EXTENT(), 0, dims[0] - 1, 0, dims[1] - 1, 0, dims[2] - 1)
+        if self._publish_times(info):
+            _, dims, _ = self._geometry(self._stored(self.steps()[0]))
+            info.Set(self.GetExecutive().WHOLE_EXTENT(), 0, dims[0] - 1, 0, dims[1] - 1, 0, dims[2] - 1)
         return 1
 
     def RequestData(self, request, inInfo, outInfo):
-        info = outInfo.GetInformationObject(0)
-        steps, times = self.steps(), self.time_values()
-        executive = self.GetExecutive()
-        k = 0
-        if info.Has(executive.UPDATE_TIME_STEP()):
-            k = max(int(np.searchsorted(times, info.Get(executive.UPDATE_TIME_STEP()), side="right")) - 1, 0)
-        f = self._stored(steps[k])
+        step = self._step_at(outInfo.GetInformationObject(0))
+        f = self._stored(step)
         level, dims, spacing = self._geometry(f)
         values = f.read(level=level, component=self._component or None)
         image = vtkImageData()
@@ -293,5 +272,5 @@ class MotesFieldReader(VTKPythonAlgorithmBase):
         image.GetPointData().SetScalars(array)
         out = vtkImageData.GetData(outInfo, 0)
         out.ShallowCopy(image)
-        self.last_step = steps[k]
+        self.last_step = step
         return 1
