@@ -31,17 +31,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import du, figure, log, peer, perf, progression, run  # noqa: E402
+from benchlib import du, figure, log, peer, perf, progression, run, touch_memory  # noqa: E402
 from cold import evict, one_percent_box, storage_bytes  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
-
-
-def touch_memory(gib: float = 2.0) -> None:
-    """This VM hands idle memory back to its host: touch and free ~2 GiB before timed work."""
-    a = np.ones(int(gib * (1 << 30)) // 8)
-    del a
 
 
 def share_name(c) -> str:

@@ -2,7 +2,10 @@
 served from 127.0.0.1 as Jupyter's are and rendered in Chromium, holds the viewer of the
 dataset, drawn with the view's colour and expression; the server behind it is in this
 process, on 127.0.0.1, and stops with motes.notebook.stop(). A page of another origin may
-not frame it (the default of `motes serve` too)."""
+not frame it (the default of `motes serve` too). MOTES_SCREENSHOTS=1 also writes the guide's
+picture of it (docs/images/notebook-view.png)."""
+import html as html_text
+import os
 import urllib.error
 import urllib.request
 
@@ -37,8 +40,11 @@ class Notebook:
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
-    def show(self, html: str) -> None:
-        self.html = f"<html><body style='margin:0'>{html}</body></html>".encode()
+    def show(self, html: str, code: str = "") -> None:
+        """Shows ``html`` as a cell's output, below the cell's ``code`` when given."""
+        cell = (f"<pre style='margin:0 0 8px;padding:8px;background:#f5f5f5;border:1px solid #ddd;font-size:14px'>"
+                f"In [1]: {html_text.escape(code)}</pre>" if code else "")
+        self.html = f"<html><body style='margin:0;padding:{8 if code else 0}px'>{cell}{html}</body></html>".encode()
         self.page.goto(f"http://127.0.0.1:{self.httpd.server_address[1]}/")
 
     def close(self):
@@ -95,10 +101,17 @@ def test_view_renders_inline_with_its_expression(notebook, data_dir):
     where = f"x < {x1!r}"
     part = ds.view(where=where, color=column, height=400)
     assert part.url.split("#")[0] == everything.url.split("#")[0]  # one server per dataset
-    notebook.show(part._repr_html_())
+    code = f'ds.view(where="{where}", color="{column}", height=400)'
+    notebook.show(part._repr_html_(), code=code)
     frame = frame_ready(notebook.page)
     assert frame.eval_on_selector("#where", "e => e.value") == where
     assert int(frame.eval_on_selector("#status", "e => e.dataset.loaded")) == ds.count(where)
+    if os.environ.get("MOTES_SCREENSHOTS") == "1":
+        from conftest import ROOT
+
+        notebook.page.set_viewport_size({"width": 1000, "height": 480})
+        notebook.page.wait_for_timeout(1000)
+        notebook.page.screenshot(path=str(ROOT / "docs" / "images" / "notebook-view.png"))
 
     base = everything.url.split("#")[0]
     motes.notebook.stop()
