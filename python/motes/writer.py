@@ -123,6 +123,14 @@ class Writer:
     vz**2) > 3000"``) is answered through that index. Every species must have the columns
     named; columns with an error bound and fields cannot be derived from (lossless files only).
 
+    ``background=True`` writes the steps on a thread of the core while the caller goes on
+    (:mod:`motes.background`): :meth:`write_step` copies the step's arrays (``borrow=True``:
+    keeps references instead; the arrays must then not change until the step is done), queues
+    it and returns a ``concurrent.futures.Future`` of its summaries. A step is acknowledged,
+    published and durable, when its future completes; at most ``max_pending`` steps are queued
+    or being written (``write_step`` waits for room). A step's error is set on its future and
+    raised again by the next ``write_step``, :meth:`flush` or :meth:`close`.
+
     One writer at a time per dataset: each step is written under the dataset's lock, against
     the manifest on disk. When another process or handle holds the lock, the writer waits up
     to ``lock_timeout`` seconds (default: the ``MOTES_LOCK_TIMEOUT`` environment variable,
@@ -138,8 +146,16 @@ class Writer:
                  ids: Union[bool, str, None] = None, tails: Union[bool, float, Sequence[str], None] = None,
                  stage_rows: Optional[bool] = None, covering: Union[bool, float, Sequence[str], None] = None,
                  derived: Optional[Mapping[str, str]] = None, prefix_share: Optional[float] = None,
-                 region_points: Optional[int] = None):
+                 region_points: Optional[int] = None, background: bool = False, max_pending: int = 2,
+                 borrow: bool = False):
         self.path = _args.path(path)
+        self._background = None  # motes.background.BackgroundSteps, from the first background step
+        self._max_pending = _args.integer("max_pending", max_pending, 1, 1 << 20)
+        self._borrow = bool(borrow)
+        if background and comm is not None:
+            raise UsageError("background=True is for serial writers: an MPI writer's steps are collective, and "
+                             "background collective writes are not supported yet")
+        self._background_wanted = bool(background)
         self._core = None  # created with the first step, once its columns passed validation
         self._options = _write_options(leaf_size, lod_count, treelet_size, threads, sync, compression, ids, tails,
                                        stage_rows, covering, derived, prefix_share, region_points)
@@ -216,6 +232,8 @@ class Writer:
         if fields is not None and not isinstance(fields, Mapping):
             raise UsageError(f"fields must map names to motes.Field, got {type(fields).__name__}")
         field_payload = [field_tuple(_args.text("field name", n), f) for n, f in (fields or {}).items()]
+        if self._background_wanted:
+            return self._submit(step, time, attrs, payload, field_payload)
         bar = Progress(self._progress, f"step {step}")
         with self._writing():
             try:
@@ -223,10 +241,29 @@ class Writer:
                                                                     progress=bar.callback(), fields=field_payload)
             finally:
                 bar.close()
-            return [s.to_dict() for s in summaries] + [
-                {"field": name, "file_bytes": f.file_bytes, "data_bytes": f.data_bytes, "stored_bytes": f.stored_bytes,
-                 "bitmask": f.bitmask, "ranges": f.ranges}
-                for (name, *_), f in zip(field_payload, field_summaries)]
+            return _summary_dicts(field_payload, (summaries, field_summaries))
+
+    def _submit(self, step, time, attrs, payload, field_payload):
+        """Queues a step on the background writer (created with the first); its future."""
+        from .background import BackgroundSteps
+
+        if self._background is None:
+            if self._core is None:
+                self._core = _core.DatasetCore.create(self.path, lock_timeout=self._lock_timeout)
+            self._background = BackgroundSteps(self._core, self._max_pending)
+        return self._background.submit(step, time, attrs, payload, self._options, field_payload, self._borrow,
+                                       lambda outcome: _summary_dicts(field_payload, outcome))
+
+    def flush(self) -> None:
+        """Waits until every step given is written (background writers; others write each step
+        before returning); raises the first error of a step not yet raised."""
+        if self._background is not None:
+            self._background.flush()
+
+    @property
+    def pending(self) -> int:
+        """Steps queued or being written (0 for a writer that is not in the background)."""
+        return self._background.pending if self._background is not None else 0
 
     @contextlib.contextmanager
     def _writing(self):
@@ -263,6 +300,7 @@ class Writer:
 
         if self._comm is not None:
             raise UsageError("write_step_chunks is serial; parallel writers use write_step")
+        self.flush()  # a background writer's steps in flight come first: this one is written now
         attrs = _args.attributes("step attributes", attributes)
         step, time = _args.step(step), _args.number("step time", time)
         fields = dict(fields or {})
@@ -288,13 +326,35 @@ class Writer:
             return summaries
 
     def close(self) -> None:
-        pass
+        """Waits for the steps in flight (background writers), raising the first error not yet
+        raised. A writer that created the dataset and published no step removes it."""
+        if self._background is None:
+            return
+        background, self._background = self._background, None
+        try:
+            background.close()
+        finally:
+            core = self._core
+            if core is not None and core.created:
+                try:
+                    core.remove_if_unused()
+                except (MotesError, OSError):
+                    pass
 
     def __enter__(self) -> "Writer":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _summary_dicts(field_payload, outcome) -> List[dict]:
+    """A written step's summaries as dicts: one per species, then one per field."""
+    summaries, field_summaries = outcome
+    return [s.to_dict() for s in summaries] + [
+        {"field": name, "file_bytes": f.file_bytes, "data_bytes": f.data_bytes, "stored_bytes": f.stored_bytes,
+         "bitmask": f.bitmask, "ranges": f.ranges}
+        for (name, *_), f in zip(field_payload, field_summaries)]
 
 
 def write(path: Union[str, os.PathLike], columns: Union[ColumnsLike, Mapping[str, ColumnsLike], None], *,

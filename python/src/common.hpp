@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "motes/core/types.hpp"
+#include "motes/dataset/background.hpp"
 #include "motes/dataset/dataset.hpp"
 
 namespace motes_py {
@@ -76,6 +77,12 @@ using FieldTuple = std::tuple<std::string, std::vector<GridArray>, int, std::vec
 // grid's (x, y, z) dims and the block's (x, y, z) offset in it.
 using FieldBlockTuple = std::tuple<FieldTuple, std::vector<uint64_t>, std::vector<uint64_t>>;
 motes::FieldInput field_input_of(const FieldTuple& t);
+
+// A step to write (Dataset::append_step's arguments, the arrays borrowed) from the tuples
+// DatasetCore.append_step and BackgroundWriter.submit take: species are (name, columns).
+using SpeciesTuples = std::vector<std::pair<std::string, std::vector<ColumnTuple>>>;
+motes::StepJob step_job_of(int64_t index, double time, nb::handle attributes, const SpeciesTuples& species,
+                           std::optional<motes::WriteOptions> options, const std::vector<FieldTuple>& fields);
 
 // ---- boxes --------------------------------------------------------------------------------
 
@@ -176,6 +183,7 @@ void bind_options(nb::module_& m);      // options.cpp: option and result struct
 void bind_files(nb::module_& m);        // files.cpp: write_file, File, Collection, block cache
 void bind_queries(nb::module_& m);      // queries.cpp: Selection, select, plan_reads, count, stats, histogram
 void bind_dataset(nb::module_& m);      // dataset.cpp: DatasetCore, PartedStep
+void bind_background(nb::module_& m);   // background.cpp: BackgroundWriter
 void bind_parallel(nb::module_& m);     // parallel.cpp: MPI writes and reads, simulate_aggregation
 void bind_grid_fields(nb::module_& m);  // fields.cpp: field files, samplers, the HZ order
 

@@ -18,6 +18,18 @@
 
 namespace motes_py {
 
+motes::StepJob step_job_of(int64_t index, double time, nb::handle attributes, const SpeciesTuples& species,
+                           std::optional<motes::WriteOptions> options, const std::vector<FieldTuple>& fields) {
+  motes::StepJob job;
+  job.index = index;
+  job.time = time;
+  job.attributes = attributes_of(attributes, "step attributes");
+  for (const auto& [name, cols] : species) job.species.emplace_back(name, views_of(cols));
+  for (const FieldTuple& f : fields) job.fields.push_back(field_input_of(f));
+  job.options = options.value_or(motes::WriteOptions{});
+  return job;
+}
+
 // The lock a DatasetCore.writing() holds.
 struct DatasetWriting {
   std::optional<motes::Dataset::Writing> writing;
@@ -33,8 +45,6 @@ struct PyPartedStep {
     return *writer;
   }
 };
-
-using SpeciesTuples = std::vector<std::pair<std::string, std::vector<ColumnTuple>>>;
 
 // A species of a step as the Python layer reads it (path, parts, checksum, count, bounds,
 // columns as (name, dtype, index, unit, error bound)).
@@ -98,18 +108,13 @@ PyPartedStep* begin_parted_step(motes::Dataset& d, int64_t index, double time, n
 nb::tuple append_step(motes::Dataset& d, int64_t index, double time, nb::handle attributes, const SpeciesTuples& species,
                       std::optional<motes::WriteOptions> options, nb::object progress,
                       const std::vector<FieldTuple>& fields) {
-  nlohmann::json attrs = attributes_of(attributes, "step attributes");
-  std::vector<motes::SpeciesColumns> sp;
-  for (const auto& [name, cols] : species) sp.emplace_back(name, views_of(cols));
-  std::vector<motes::FieldInput> fs;
-  for (const FieldTuple& f : fields) fs.push_back(field_input_of(f));
-  motes::WriteOptions o = options.value_or(motes::WriteOptions{});
-  o.progress = progress_of(progress);
+  motes::StepJob job = step_job_of(index, time, attributes, species, options, fields);
+  job.options.progress = progress_of(progress);
   std::vector<motes::WriteSummary> summaries;
   std::vector<motes::fields::FieldSummary> field_summaries;
   {
     nb::gil_scoped_release release;
-    d.append_step(index, time, attrs, sp, o, &summaries, fs, &field_summaries);
+    d.append_step(index, time, job.attributes, job.species, job.options, &summaries, job.fields, &field_summaries);
   }
   return nb::make_tuple(summaries, field_summaries);
 }

@@ -81,6 +81,49 @@ int main(void) {
   CHECK(motes_writer_set_column(w, "electrons", "q", 42, id, N, 0) == MOTES_ERROR_USAGE, "unknown dtype refused");
   CHECK(motes_writer_close(w) == MOTES_OK, "close");
   CHECK(motes_writer_close(NULL) == MOTES_OK, "close NULL");
+
+  /* Background writes: write_step copies the arrays and returns; the values written are those
+   * given (the caller changes them at once); flush waits; an error comes back once. */
+  char bpath[300];
+  snprintf(bpath, sizeof bpath, "%s.background", path);
+  CHECK(motes_writer_open(bpath, &w) == MOTES_OK, "open background");
+  CHECK(motes_writer_set_options(w, 64, 4, 0, 0) == MOTES_OK, "options");
+  CHECK(motes_writer_set_background(w, 0, 0) == MOTES_ERROR_USAGE, "max_pending 0 refused");
+  CHECK(motes_writer_set_background(w, 2, 0) == MOTES_OK, "background");
+  p[10].y = 0.5;
+  for (int s = 0; s < 4; ++s) {
+    for (int i = 0; i < N; ++i) p[i].energy = (float)(100 * s + i % 7);
+    CHECK(motes_writer_begin_step(w, s, s) == MOTES_OK, "begin");
+    motes_writer_set_column(w, "e", "x", MOTES_F64, &p[0].x, N, sizeof(struct particle));
+    motes_writer_set_column(w, "e", "y", MOTES_F64, &p[0].y, N, sizeof(struct particle));
+    motes_writer_set_column(w, "e", "z", MOTES_F64, &p[0].z, N, sizeof(struct particle));
+    motes_writer_set_column(w, "e", "energy", MOTES_F32, &p[0].energy, N, sizeof(struct particle));
+    motes_writer_set_column(w, "e", "id", MOTES_U64, id, N, 0);
+    CHECK(motes_writer_write_step(w) == MOTES_OK, "background step queued");
+  }
+  for (int i = 0; i < N; ++i) p[i].energy = -1.0f;
+  CHECK(motes_writer_flush(w) == MOTES_OK, "flush");
+  int64_t last = -1;
+  int written = 0;
+  CHECK(motes_writer_last_written(w, &last, &written) == MOTES_OK && written == 1 && last == 3, "last written");
+  for (int s = 0; s < 4; ++s) {
+    int64_t ids[3] = {0, 9, 4999};
+    double got[3];
+    uint8_t found[3];
+    CHECK(motes_track(bpath, s, "e", NULL, ids, 3, "energy", got, found) == MOTES_OK, "track");
+    for (int k = 0; k < 3; ++k)
+      CHECK(found[k] && got[k] == 100.0 * s + ids[k] % 7, "the values given, not those changed after write_step");
+  }
+  CHECK(motes_writer_begin_step(w, 3, 9.0) == MOTES_OK, "begin step 3 again");
+  motes_writer_set_column(w, "e", "x", MOTES_F64, &p[0].x, N, sizeof(struct particle));
+  motes_writer_set_column(w, "e", "y", MOTES_F64, &p[0].y, N, sizeof(struct particle));
+  motes_writer_set_column(w, "e", "z", MOTES_F64, &p[0].z, N, sizeof(struct particle));
+  CHECK(motes_writer_write_step(w) == MOTES_OK, "queued (refused by the writer thread)");
+  CHECK(motes_writer_close(w) == MOTES_ERROR_USAGE, "close returns the queued step's error");
+  CHECK(strstr(motes_last_error(), "step 3 already exists") != NULL, "message names the step");
+  char bcleanup[400];
+  snprintf(bcleanup, sizeof bcleanup, "rm -rf '%s'", bpath);
+  CHECK(system(bcleanup) == 0, "remove the background dataset");
   CHECK(motes_writer_open(NULL, &w) == MOTES_ERROR_USAGE, "NULL path refused");
 
   free(p);

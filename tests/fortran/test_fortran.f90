@@ -10,6 +10,8 @@ program test_fortran
   real(real32), target :: rho(6, 5, 4), bx(6, 5, 4), by(6, 5, 4)
   type(c_ptr) :: w
   integer :: i, failures
+  integer(int64) :: last
+  logical :: written
   character(len=256) :: path
 
   failures = 0
@@ -58,6 +60,29 @@ program test_fortran
     print *, 'FAILED: message was: ', motes_last_error()
     failures = failures + 1
   end if
+  ! background writes: write_step copies and returns; flush waits; a failed step's error
+  ! comes back from the next call
+  call expect(motes_writer_set_background(w, 2, .false.), MOTES_OK, 'background')
+  do i = 4, 6
+    call expect(motes_writer_begin_step(w, int(i, int64), 0.5d0 * i), MOTES_OK, 'begin background step')
+    call expect(motes_writer_set_column(w, 'ions', 'x', MOTES_F64, c_loc(x), int(n, int64), 0_int64), MOTES_OK, 'bx')
+    call expect(motes_writer_set_column(w, 'ions', 'y', MOTES_F64, c_loc(y), int(n, int64), 0_int64), MOTES_OK, 'by')
+    call expect(motes_writer_set_column(w, 'ions', 'z', MOTES_F64, c_loc(z), int(n, int64), 0_int64), MOTES_OK, 'bz')
+    call expect(motes_writer_write_step(w), MOTES_OK, 'background step queued')
+    x = x + 1.0d0  ! the caller's arrays are its own again
+  end do
+  call expect(motes_writer_flush(w), MOTES_OK, 'flush')
+  call expect(motes_writer_last_written(w, last, written), MOTES_OK, 'last written')
+  if (.not. written .or. last /= 6) then
+    print *, 'FAILED: last written step ', last, written
+    failures = failures + 1
+  end if
+  call expect(motes_writer_begin_step(w, 6_int64, 9.0d0), MOTES_OK, 'begin step 6 again')
+  call expect(motes_writer_set_column(w, 'ions', 'x', MOTES_F64, c_loc(x), int(n, int64), 0_int64), MOTES_OK, 'x')
+  call expect(motes_writer_set_column(w, 'ions', 'y', MOTES_F64, c_loc(y), int(n, int64), 0_int64), MOTES_OK, 'y')
+  call expect(motes_writer_set_column(w, 'ions', 'z', MOTES_F64, c_loc(z), int(n, int64), 0_int64), MOTES_OK, 'z')
+  call expect(motes_writer_write_step(w), MOTES_OK, 'queued, refused later')
+  call expect(motes_writer_flush(w), MOTES_ERROR_USAGE, 'the queued step 6 fails on flush')
   call expect(motes_writer_close(w), MOTES_OK, 'close')
   call execute_command_line('rm -rf ' // trim(path))
   if (failures > 0) error stop 1

@@ -258,8 +258,21 @@ motes_status motes_writer_write_step(motes_writer* w) {
     if (!w) return fail(MOTES_ERROR_USAGE, "motes_writer_write_step: writer is NULL");
     if (!w->in_step) return fail(MOTES_ERROR_USAGE, "no step begun: call motes_writer_begin_step first");
     complete_declared_columns(w);
-    if (w->write_collective) w->write_collective(*w);
-    else w->dataset->append_step(w->step, w->time, w->attributes, w->species, w->options.write, nullptr, w->fields);
+    if (w->write_collective) {
+      w->write_collective(*w);
+    } else if (w->background) {
+      motes::StepJob job;
+      job.index = w->step;
+      job.time = w->time;
+      job.attributes = w->attributes;
+      job.species = w->species;
+      job.fields = w->fields;
+      job.options = w->options.write;
+      if (!w->borrow) job.copy_arrays();
+      w->background->submit(std::move(job), false);
+    } else {
+      w->dataset->append_step(w->step, w->time, w->attributes, w->species, w->options.write, nullptr, w->fields);
+    }
     w->in_step = false;
     w->species.clear();
     w->fields.clear();
@@ -268,9 +281,43 @@ motes_status motes_writer_write_step(motes_writer* w) {
   });
 }
 
+motes_status motes_writer_set_background(motes_writer* w, uint32_t max_pending, int borrow) {
+  return guarded([&] {
+    if (!w) return fail(MOTES_ERROR_USAGE, "motes_writer_set_background: writer is NULL");
+    if (w->write_collective)
+      return fail(MOTES_ERROR_USAGE, "background writes are for serial writers: a parallel writer's steps are collective");
+    if (w->background) w->background->flush();  // the steps queued so far, under the old settings
+    w->background.reset();
+    w->background = std::make_unique<motes::BackgroundWriter>(*w->dataset, max_pending);
+    w->borrow = borrow != 0;
+    return MOTES_OK;
+  });
+}
+
+motes_status motes_writer_flush(motes_writer* w) {
+  return guarded([&] {
+    if (!w) return fail(MOTES_ERROR_USAGE, "motes_writer_flush: writer is NULL");
+    if (w->background) w->background->flush();
+    return MOTES_OK;
+  });
+}
+
+motes_status motes_writer_last_written(motes_writer* w, int64_t* step, int* written) {
+  return guarded([&] {
+    if (!w) return fail(MOTES_ERROR_USAGE, "motes_writer_last_written: writer is NULL");
+    int64_t s = 0;
+    const bool any = w->background ? w->background->last_written(&s) : w->dataset && !w->dataset->steps().empty();
+    if (!w->background && any) s = w->dataset->steps().back().index;
+    if (written) *written = any ? 1 : 0;
+    if (step && any) *step = s;
+    return MOTES_OK;
+  });
+}
+
 motes_status motes_writer_close(motes_writer* w) {
   return guarded([&] {
-    delete w;
+    std::unique_ptr<motes_writer> owned(w);
+    if (w && w->background) w->background->flush();  // the queued steps; their first error is returned
     return MOTES_OK;
   });
 }

@@ -28,7 +28,7 @@ module motes
   public :: motes_writer_open, motes_writer_set_options, motes_writer_define_column, motes_writer_begin_step, &
             motes_writer_set_step_attributes, &
             motes_writer_set_column, motes_writer_set_unit, motes_writer_set_field, motes_writer_set_field_tolerance, &
-            motes_writer_write_step, &
+            motes_writer_write_step, motes_writer_set_background, motes_writer_flush, motes_writer_last_written, &
             motes_writer_close, motes_last_error
 
   interface
@@ -103,6 +103,25 @@ module motes
     function c_write_step(writer) bind(c, name="motes_writer_write_step") result(s)
       import :: c_ptr, c_int
       type(c_ptr), value :: writer
+      integer(c_int) :: s
+    end function
+    function c_set_background(writer, max_pending, borrow) bind(c, name="motes_writer_set_background") result(s)
+      import :: c_ptr, c_int, c_int32_t
+      type(c_ptr), value :: writer
+      integer(c_int32_t), value :: max_pending
+      integer(c_int), value :: borrow
+      integer(c_int) :: s
+    end function
+    function c_flush(writer) bind(c, name="motes_writer_flush") result(s)
+      import :: c_ptr, c_int
+      type(c_ptr), value :: writer
+      integer(c_int) :: s
+    end function
+    function c_last_written(writer, step, written) bind(c, name="motes_writer_last_written") result(s)
+      import :: c_ptr, c_int, c_int64_t
+      type(c_ptr), value :: writer
+      integer(c_int64_t), intent(out) :: step
+      integer(c_int), intent(out) :: written
       integer(c_int) :: s
     end function
     function c_close(writer) bind(c, name="motes_writer_close") result(s)
@@ -213,6 +232,38 @@ contains
   integer function motes_writer_write_step(writer) result(s)
     type(c_ptr), intent(in) :: writer
     s = c_write_step(writer)
+  end function
+
+  ! Background writes: motes_writer_write_step copies the step's arrays (borrow .false.; with
+  ! .true. they must not change until the step is acknowledged), queues it and returns; at
+  ! most max_pending steps are in flight. See motes.h.
+  integer function motes_writer_set_background(writer, max_pending, borrow) result(s)
+    type(c_ptr), intent(in) :: writer
+    integer, intent(in) :: max_pending
+    logical, intent(in) :: borrow
+    integer(c_int) :: b
+    b = 0
+    if (borrow) b = 1
+    s = c_set_background(writer, int(max_pending, c_int32_t), b)
+  end function
+
+  ! Waits until every step given is written; the first error not returned yet.
+  integer function motes_writer_flush(writer) result(s)
+    type(c_ptr), intent(in) :: writer
+    s = c_flush(writer)
+  end function
+
+  ! The last step acknowledged (written and published); written is .false. when none yet.
+  integer function motes_writer_last_written(writer, step, written) result(s)
+    type(c_ptr), intent(in) :: writer
+    integer(int64), intent(out) :: step
+    logical, intent(out) :: written
+    integer(c_int64_t) :: st
+    integer(c_int) :: w
+    st = 0
+    s = c_last_written(writer, st, w)
+    step = st
+    written = w /= 0
   end function
 
   integer function motes_writer_close(writer) result(s)

@@ -100,6 +100,25 @@ motes_status motes_writer_set_field_tolerance(motes_writer* writer, const char* 
 /* Writes every species and field of the step, then publishes it in the manifest. */
 motes_status motes_writer_write_step(motes_writer* writer);
 
+/* Background writes (serial writers): from now on motes_writer_write_step copies the step's
+ * arrays (borrow = 0) or keeps their pointers (borrow = 1: the arrays must then not change
+ * until the step is acknowledged), queues the step and returns; a thread of the writer
+ * writes the queued steps in order (layout, indexes, compression, I/O), overlapping the
+ * caller's next compute phase. At most max_pending (>= 1) steps are queued or being written:
+ * write_step waits for room. A step is acknowledged once published in the manifest (durable
+ * when the writer syncs): see motes_writer_last_written and motes_writer_flush; a crash loses
+ * only unacknowledged steps, never a part of one. A failed step's error is returned by the
+ * next write_step, flush or close (once); the steps after it are still written. */
+motes_status motes_writer_set_background(motes_writer* writer, uint32_t max_pending, int borrow);
+
+/* Waits until every step given is written (background writers; others write each step before
+ * motes_writer_write_step returns); returns the first error not returned yet. */
+motes_status motes_writer_flush(motes_writer* writer);
+
+/* The last step acknowledged (written and published): *written = 1 and *step its index, or
+ * *written = 0 when none has been yet. Either pointer may be NULL. */
+motes_status motes_writer_last_written(motes_writer* writer, int64_t* step, int* written);
+
 /* In-situ tracking: finds particles by id in step `step` of species `species` (NULL: the
  * step's only species) of the dataset at `path`, through the files' id index: for each of
  * the n ids (int64: the id, or a uint64 id's bits), out[i] is the particle's value of
@@ -109,7 +128,8 @@ motes_status motes_writer_write_step(motes_writer* writer);
 motes_status motes_track(const char* path, int64_t step, const char* species, const char* id_column,
                          const int64_t* ids, uint64_t n, const char* column, double* out, uint8_t* found);
 
-/* Releases the writer (an unwritten step is discarded). Accepts NULL. */
+/* Releases the writer (an unwritten step is discarded; a background writer's queued steps
+ * are written first, and the first error not returned yet is returned). Accepts NULL. */
 motes_status motes_writer_close(motes_writer* writer);
 
 #ifdef __cplusplus

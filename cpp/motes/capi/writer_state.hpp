@@ -4,12 +4,14 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "motes/capi/motes.h"
 #include "motes/core/errors.hpp"
+#include "motes/dataset/background.hpp"
 #include "motes/dataset/dataset.hpp"
 #include "motes/parallel/options.hpp"
 
@@ -36,6 +38,10 @@ struct motes_writer {
   std::vector<std::pair<std::string, motes::ColumnSpec>> declared;
   // Set by motes_writer_open_parallel: writes the step collectively instead.
   std::function<void(motes_writer&)> write_collective;
+  // Set by motes_writer_set_background: the steps are queued here (destroyed before the
+  // dataset it writes, which is declared first).
+  std::unique_ptr<motes::BackgroundWriter> background;
+  bool borrow = false;
 };
 
 inline thread_local std::string last_error;

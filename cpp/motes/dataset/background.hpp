@@ -1,0 +1,115 @@
+// Writes the steps of a dataset on a thread of its own, so that a simulation is blocked only
+// while a step's arrays are copied (or not at all, when it lends them): its layout, indexes,
+// compression and I/O overlap the next compute phase. Steps are written one after another in
+// the order given, each by Dataset::append_step, so each is published atomically with its
+// manifest as before: a crash loses only the steps not yet acknowledged, never a part of one.
+//
+//   BackgroundWriter bg(dataset, 2);             // at most 2 steps queued or being written
+//   Ticket t = bg.submit(StepJob::copied(...));  // returns once the arrays are copied
+//   bg.wait(t);                                  // acknowledged: the step is on disk
+//   bg.flush();                                  // every step submitted; the first error
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "motes/dataset/dataset.hpp"
+
+namespace motes {
+
+// One step to write: append_step's arguments, with the arrays the views point into when
+// the job owns copies of them (copy_arrays) rather than borrowing the caller's.
+struct StepJob {
+  int64_t index = 0;
+  double time = 0;
+  nlohmann::json attributes = nlohmann::json::object();
+  std::vector<SpeciesColumns> species;
+  std::vector<FieldInput> fields;
+  WriteOptions options;
+
+  // Copies every column and field array into memory the job owns (a strided column becomes
+  // contiguous) and points the views there: the caller may reuse its arrays at once. The
+  // copies are made by `threads` threads (0: every core); returns the bytes copied.
+  uint64_t copy_arrays(unsigned threads = 0);
+  bool owns_arrays() const { return !owned_.empty(); }
+
+ private:
+  std::vector<std::unique_ptr<unsigned char[]>> owned_;
+};
+
+// What became of a submitted step.
+struct StepOutcome {
+  bool done = false;                     // written, or failed
+  std::exception_ptr error;              // set when the step failed (nothing of it published)
+  std::vector<WriteSummary> summaries;   // per species, when written
+  std::vector<fields::FieldSummary> field_summaries;
+};
+
+class BackgroundWriter {
+ public:
+  using Ticket = uint64_t;
+
+  // Writes into `dataset`, which must outlive the writer and not be written through anything
+  // else while it is open. max_pending >= 1: submit blocks while that many steps are queued
+  // or being written (bounded memory).
+  BackgroundWriter(Dataset& dataset, size_t max_pending);
+  // Writes what is queued, then stops (errors left unreported are dropped: call flush first).
+  ~BackgroundWriter();
+  BackgroundWriter(const BackgroundWriter&) = delete;
+  BackgroundWriter& operator=(const BackgroundWriter&) = delete;
+
+  // Queues a step and returns at once unless max_pending steps are in flight (then it waits
+  // for room). Rethrows the error of an earlier step that no submit or flush has raised yet
+  // (once; the job is then not queued), so a failure surfaces on the next call whether or
+  // not its outcome was read. With keep, the step's outcome is kept until outcome() reads it.
+  Ticket submit(StepJob job, bool keep = true);
+  // Waits up to timeout_s seconds (< 0: without limit) for the step; true when it is done.
+  bool wait(Ticket t, double timeout_s = -1) const;
+  // The outcome of a kept step (done false while it is in flight), forgotten once read when
+  // done. UsageError for a ticket not kept or already read.
+  StepOutcome outcome(Ticket t);
+  // Waits for every step submitted; rethrows the first error not yet reported.
+  void flush();
+  // Steps queued or being written.
+  size_t pending() const;
+  size_t max_pending() const { return max_pending_; }
+  // The last step written (acknowledged), or false when none has been yet.
+  bool last_written(int64_t* step) const;
+
+ private:
+  void run();
+  void rethrow_unreported_locked();
+
+  Dataset& dataset_;
+  const size_t max_pending_;
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  struct Queued {
+    Ticket ticket;
+    bool keep;
+    StepJob job;
+  };
+  std::deque<Queued> queue_;
+  struct Slot {
+    bool keep = true;
+    StepOutcome out;
+  };
+  std::map<Ticket, Slot> outcomes_;  // in flight, or kept and not read yet
+  std::deque<std::exception_ptr> unreported_;  // errors of failed steps no submit or flush has raised yet
+  Ticket next_ = 1;
+  size_t in_flight_ = 0;  // queued + being written
+  bool stopping_ = false;
+  bool any_written_ = false;
+  int64_t last_written_ = 0;
+  std::thread worker_;
+};
+
+}  // namespace motes

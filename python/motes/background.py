@@ -1,0 +1,113 @@
+"""Background writes (``motes.Writer(..., background=True)``): the steps of a writer written on
+a thread of the core, in the order given, while the caller goes on computing.
+
+``write_step`` checks the step, copies its arrays (or borrows them: ``borrow=True``), queues
+it and returns a :class:`concurrent.futures.Future`; the layout, indexes, compression and I/O
+run on background threads. A step is *acknowledged* when its future completes: it is then
+published in the manifest (synced when the writer syncs), so a crash loses only steps whose
+futures had not completed, and never a part of one. At most ``max_pending`` steps are queued
+or being written: ``write_step`` waits for room rather than letting memory grow. A step's
+error is set on its future and raised again by the next ``write_step``, ``flush`` or
+``close``. Borrowed arrays must not change until the step's future completes. Steps still
+in flight when the interpreter exits are written first, as a file's buffer is flushed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures
+import sys
+import threading
+import weakref
+from typing import Any, Callable, List, Optional, Tuple
+
+from . import _core
+
+__all__ = ["BackgroundSteps"]
+
+_OPEN: "weakref.WeakSet[BackgroundSteps]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    """Writes what open background writers still hold before the interpreter goes."""
+    for steps in list(_OPEN):
+        try:
+            steps.close()
+        except BaseException as e:  # noqa: BLE001 (nobody is left to raise it to)
+            print(f"motes: a background step failed before exit: {type(e).__name__}: {e}", file=sys.stderr)
+
+
+class BackgroundSteps:
+    """The queue of a writer's steps: the core's BackgroundWriter, and one watcher thread that
+    completes each step's future (steps finish in the order submitted)."""
+
+    def __init__(self, core, max_pending: int):
+        self._bg = _core.BackgroundWriter(core, max_pending)
+        self._lock = threading.Lock()
+        self._waiting: List[Tuple[int, concurrent.futures.Future, Callable[[Any], Any], Any]] = []
+        self._wake = threading.Condition(self._lock)
+        self._closed = False
+        self._watcher = threading.Thread(target=self._watch, name="motes-background-steps", daemon=True)
+        self._watcher.start()
+        _OPEN.add(self)
+
+    def submit(self, step: int, time: float, attributes, payload, options, fields, borrow: bool,
+               to_result: Callable[[Any], Any], threads: int = 0) -> concurrent.futures.Future:
+        """Queues a step (the core's append_step arguments); its future's result is
+        ``to_result((summaries, field summaries))``."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        future.set_running_or_notify_cancel()
+        ticket, copied = self._bg.submit(step, time, attributes, payload, options, fields, copy=not borrow,
+                                         threads=threads)
+        future.step, future.bytes_copied = step, copied
+        with self._wake:  # borrowed arrays stay referenced until the step is done
+            self._waiting.append((ticket, future, to_result, (payload, fields) if borrow else None))
+            self._wake.notify()
+        return future
+
+    def _watch(self) -> None:
+        while True:
+            with self._wake:
+                while not self._waiting and not self._closed:
+                    self._wake.wait()
+                if not self._waiting:
+                    return
+                ticket, future, to_result, _ = self._waiting[0]
+            self._bg.wait(ticket)
+            try:
+                result = to_result(self._bg.result(ticket))
+            except BaseException as e:  # noqa: BLE001 (the step's error belongs to its future)
+                future.set_exception(e)
+            else:
+                future.set_result(result)
+            with self._wake:
+                self._waiting.pop(0)
+                self._wake.notify_all()
+
+    @property
+    def pending(self) -> int:
+        return self._bg.pending
+
+    @property
+    def last_written(self) -> Optional[int]:
+        return self._bg.last_written
+
+    def flush(self) -> None:
+        """Waits for every step and its future; raises the first error not yet raised."""
+        try:
+            self._bg.flush()
+        finally:
+            with self._wake:
+                while self._waiting:
+                    self._wake.wait()
+
+    def close(self) -> None:
+        _OPEN.discard(self)
+        try:
+            self.flush()
+        finally:
+            with self._wake:
+                self._closed = True
+                self._wake.notify_all()
+            self._watcher.join()
