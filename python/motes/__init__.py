@@ -14,10 +14,11 @@ from .errors import (CancelledError, FormatError, InternalError, MotesError, Not
 from .dataset import Dataset, open, read_partition
 from .expressions import isin
 from .field import Field
+from .live import follow
 from .table import Column, Table
 from .writer import Writer, write
 
-__all__ = ["open", "write", "read_partition", "Writer", "Dataset", "Table", "Column", "Field", "synth",
+__all__ = ["open", "write", "read_partition", "follow", "Writer", "Dataset", "Table", "Column", "Field", "synth",
            "parse_expression", "isin", "CancelToken",
            "MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "OutOfMemoryError",
            "InternalError", "CancelledError", "__version__"]

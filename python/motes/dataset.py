@@ -78,6 +78,7 @@ class Step:
     attributes: Dict[str, Any]
     species: Dict[str, dict] = field(repr=False)
     fields: Dict[str, dict] = field(default_factory=dict, repr=False)
+    dataset: Optional["Dataset"] = field(default=None, repr=False, compare=False)
 
 
 class Dataset:
@@ -87,9 +88,33 @@ class Dataset:
         self.path = _args.path(path)
         with storage_errors(self.path, "cannot open the dataset"):
             self._core = _core.DatasetCore.open(self.path)
-        self._steps = [Step(s["index"], s["time"], s["attributes"], s["species"], s["fields"])
-                       for s in self._core.steps]
+        self._load_steps()
         self._files: Dict[str, Any] = {}
+
+    def _load_steps(self) -> None:
+        self._steps = [Step(s["index"], s["time"], s["attributes"], s["species"], s["fields"], self)
+                       for s in self._core.steps]
+
+    # --- a dataset being written -------------------------------------------------------------
+    @storage_method("cannot re-read the manifest")
+    def refresh(self) -> List[int]:
+        """Re-reads the manifest: the steps published since this handle was opened (or last
+        refreshed) appear, whole (a writer publishes a step atomically, after its files).
+        Returns the indexes of the new steps. Steps already seen never change."""
+        before = set(self.steps)
+        self._core.reload()
+        self._load_steps()
+        return [s for s in self.steps if s not in before]
+
+    def wait_for_step(self, after: Optional[int] = None, timeout: Optional[float] = None,
+                      poll: float = 0.05) -> Step:
+        """Waits until a step with an index above ``after`` (default: the last step this handle
+        knows) is published, and returns it (the handle refreshed); ``TimeoutError`` after
+        ``timeout`` seconds (None: waits without limit). Woken by inotify where the kernel has
+        it, else by polling the manifest every ``poll`` seconds (:mod:`motes.live`)."""
+        from .live import wait_for_step
+
+        return wait_for_step(self, after, timeout, poll)
 
     def __repr__(self) -> str:
         names = sorted({n for st in self._steps for n in st.species})

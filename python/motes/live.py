@@ -1,0 +1,155 @@
+"""Following a dataset that is still being written: :meth:`Dataset.refresh`,
+:meth:`Dataset.wait_for_step` and :func:`follow`.
+
+A writer publishes a step by replacing the manifest atomically (a new file renamed over the
+old one) once every file of the step is written, so a reader sees a step whole or not at
+all. A reader learns of a new manifest from inotify where the kernel has it (an event on the
+dataset's directory when a file is renamed into it), else by polling the manifest's identity
+(inode, size, modification time) every ``poll`` seconds, then re-reads it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import select
+import time
+from typing import Iterator, Optional
+
+from . import _args
+from .errors import UsageError
+
+__all__ = ["ManifestWatch", "follow"]
+
+_IN_NONBLOCK, _IN_CLOEXEC = 0o4000, 0o2000000
+_IN_CLOSE_WRITE, _IN_MOVED_TO, _IN_CREATE = 0x8, 0x80, 0x100
+_MANIFEST = "manifest.json"
+
+
+def _libc():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        libc.inotify_init1, libc.inotify_add_watch  # noqa: B018 (Linux only)
+        return libc
+    except (OSError, AttributeError):
+        return None
+
+
+class ManifestWatch:
+    """Tells when a dataset's manifest may have changed: :meth:`wait` returns at the next
+    change (inotify) or after ``poll`` seconds (without inotify), at the latest at the timeout."""
+
+    def __init__(self, path: str, poll: float = 0.05):
+        self.path, self.poll = path, float(poll)
+        self.fd: Optional[int] = None
+        libc = _libc()
+        if libc is not None:
+            fd = libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
+            if fd >= 0:
+                if libc.inotify_add_watch(fd, os.fsencode(path), _IN_MOVED_TO | _IN_CLOSE_WRITE | _IN_CREATE) >= 0:
+                    self.fd = fd
+                else:
+                    os.close(fd)
+
+    @property
+    def kind(self) -> str:
+        return "inotify" if self.fd is not None else "polling"
+
+    def wait(self, timeout: Optional[float]) -> None:
+        """Returns when the directory changed, after ``poll`` seconds without inotify, or after
+        ``timeout`` seconds (None: no limit)."""
+        if self.fd is None:
+            time.sleep(self.poll if timeout is None else max(0.0, min(self.poll, timeout)))
+            return
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if ready:
+            try:
+                while os.read(self.fd, 1 << 16):  # drain the events
+                    pass
+            except BlockingIOError:
+                pass
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __del__(self):
+        self.close()
+
+
+def manifest_identity(path: str):
+    """What changes when a manifest is replaced: (inode, size, modification time)."""
+    try:
+        st = os.stat(os.path.join(path, _MANIFEST))
+    except FileNotFoundError:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def wait_until(ds, ready, timeout: Optional[float], poll: float, what: str):
+    """Refreshes ``ds`` at each change of its manifest until ``ready()`` returns something
+    other than None, and returns it; TimeoutError naming ``what`` after ``timeout`` seconds."""
+    if timeout is not None and not _args.number("timeout", timeout) >= 0:
+        raise UsageError(f"timeout must be >= 0 seconds or None, got {timeout}")
+    found = ready()
+    if found is not None:
+        return found
+    deadline = None if timeout is None else time.monotonic() + timeout
+    watch = ManifestWatch(ds.path, poll)  # before the identity is read: no change slips between
+    try:
+        seen = None
+        while True:
+            now = manifest_identity(ds.path)
+            if now != seen:
+                seen = now
+                ds.refresh()
+                found = ready()
+                if found is not None:
+                    return found
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                raise TimeoutError(f"{what} in '{ds.path}' within {timeout:g} s")
+            watch.wait(left)
+    finally:
+        watch.close()
+
+
+def wait_for_step(ds, after: Optional[int], timeout: Optional[float], poll: float):
+    """:meth:`Dataset.wait_for_step`."""
+    if after is None:
+        after = max(ds.steps) if ds.steps else None
+    else:
+        after = _args.step(after)
+    return wait_until(ds, lambda: next((s for s in ds._steps if after is None or s.index > after), None),
+                      timeout, poll, "no step" + ("" if after is None else f" after {after}"))
+
+
+def follow(path, *, start: Optional[int] = None, timeout: Optional[float] = None, poll: float = 0.05) -> Iterator:
+    """Yields the steps of a dataset as they are published: those already there (from index
+    ``start`` on, default all), then each new one as soon as the manifest that publishes it is
+    written, until no new step arrives for ``timeout`` seconds (None: never stops). Each is a
+    :class:`motes.dataset.Step` whose ``dataset`` is the one handle, refreshed:
+
+    >>> for step in motes.follow("run.motes", timeout=600):
+    ...     t = step.dataset.query("energy > 2", step=step.index)
+    """
+    from .dataset import Dataset
+
+    ds = Dataset(path)
+    start = None if start is None else _args.step(start)
+    done = set()
+
+    def fresh():
+        new = [s for s in ds._steps if s.index not in done and (start is None or s.index >= start)]
+        return new or None
+
+    while True:
+        try:
+            new = wait_until(ds, fresh, timeout, poll, "no new step")
+        except TimeoutError:
+            return
+        for s in new:
+            done.add(s.index)
+            yield s
