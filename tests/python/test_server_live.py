@@ -114,3 +114,42 @@ def test_fifty_viewer_clients_get_no_error(datasets):
     errors = [r for r in results if r[1] != 200]
     assert len(results) > 50 and not errors, errors[:5]
     assert {k for k, _, _ in results} == {"describe", "points", "histogram", "histogram2d"}
+
+
+def test_updates_long_poll_answers_when_a_step_is_published(tmp_path):
+    """/updates: at once without after= or when a newer step exists; else held until a writer
+    publishes one (answered within the poll interval), or answered empty after wait=."""
+    import json
+    import threading
+    import urllib.request
+
+    import motes
+    from server_util import SMALL, lattice_data
+
+    path = tmp_path / "run.motes"
+    motes.write(path, lattice_data(1000, 1), **SMALL)
+    with LiveServer(create_app(Config(datasets=[("run", str(path))]))) as live:
+        def get(query):
+            t0 = time.monotonic()
+            with urllib.request.urlopen(f"{live.url}/api/v1/datasets/run/updates{query}", timeout=30) as r:
+                return json.loads(r.read()), time.monotonic() - t0
+
+        body, _ = get("")
+        assert body == {"name": "run", "steps": [0], "newer": True}
+        body, took = get("?after=0&wait=0.4")
+        assert body["newer"] is False and body["steps"] == [0] and took >= 0.35
+
+        def later():
+            time.sleep(0.5)
+            with motes.Writer(path, **SMALL) as w:
+                w.write_step(4, lattice_data(1000, 2))
+
+        t = threading.Thread(target=later)
+        t.start()
+        body, took = get("?after=0&wait=20")
+        t.join()
+        assert body == {"name": "run", "steps": [0, 4], "newer": True} and 0.4 < took < 10
+        for query, message in (("?wait=61", b"wait must be in"), ("?after=x", b"not an integer"),
+                               ("?since=0", b"unknown parameter")):
+            status, _, text = raw_request(live.port, "/api/v1/datasets/run/updates" + query)
+            assert status == 400 and message in text, query

@@ -162,6 +162,11 @@ export class Api {
     return this.json(`datasets/${encodeURIComponent(ds)}`);
   }
 
+  /** Long poll: answered when the dataset has a step above `after`, or after `wait` seconds. */
+  updates(ds: string, after: number, wait: number, signal?: AbortSignal): Promise<{ steps: number[]; newer: boolean }> {
+    return this.json(`datasets/${encodeURIComponent(ds)}/updates`, { after: String(after), wait: String(wait) }, signal);
+  }
+
   speciesPath(ds: string, step: number, sp: string): string {
     return `datasets/${encodeURIComponent(ds)}/steps/${step}/species/${encodeURIComponent(sp)}`;
   }

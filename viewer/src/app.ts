@@ -51,6 +51,8 @@ export class App {
   private hashTimer: ReturnType<typeof setTimeout> | null = null;
   private lastHash = "";
   private failed = false;
+  /** stops the long poll of the dataset's new steps (follow) */
+  private following: AbortController | null = null;
   /** called when what the panel shows changed (panel.ts syncs its controls) */
   onUpdate: () => void = () => {};
 
@@ -104,6 +106,7 @@ export class App {
       this.datasetNames = names;
       await this.openDataset(this.view.ds && names.includes(this.view.ds) ? this.view.ds : names[0]);
     });
+    if (this.view.follow) this.setFollow(true);
   }
 
   async openDataset(name: string): Promise<void> {
@@ -315,6 +318,43 @@ export class App {
     this.view.range = range;
     this.legend();
     this.changed();
+  }
+
+  /** Follows the newest step: each step the server publishes is opened as it comes. */
+  setFollow(on: boolean): void {
+    this.view.follow = on;
+    this.following?.abort();
+    this.following = null;
+    if (on) void this.follow((this.following = new AbortController()).signal);
+    this.changed();
+  }
+
+  private async follow(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted && this.view.follow) {
+      const ds = this.view.ds;
+      const steps = this.dataset?.steps ?? [];
+      if (!ds) return;
+      const newest = steps.length ? Math.max(...steps.map((s) => s.index)) : -1;
+      try {
+        if (newest >= 0 && this.view.step !== newest) {
+          await this.openStep(newest); // following starts at the newest step
+          this.changed();
+          continue;
+        }
+        const u = await this.api.updates(ds, newest, 25, signal);
+        if (signal.aborted) return;
+        if (ds !== this.view.ds) continue; // another dataset was opened meanwhile: follow it
+        if (u.newer) {
+          this.dataset = await this.api.dataset(ds);
+          const last = Math.max(...this.dataset.steps.map((s) => s.index));
+          await this.openStep(last);
+          this.changed();
+        }
+      } catch (e) {
+        if (isAbort(e)) return;
+        await new Promise((r) => setTimeout(r, 2000)); // the server restarting: try again
+      }
+    }
   }
 
   setLogScale(log: boolean): void {

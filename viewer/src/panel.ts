@@ -12,6 +12,7 @@ export function bindPanel(app: App): () => void {
   const species = $<HTMLSelectElement>("species");
   const step = $<HTMLInputElement>("step");
   const stepLabel = $("step-label");
+  const follow = $<HTMLInputElement>("follow");
   const color = $<HTMLSelectElement>("color");
   const colormap = $<HTMLSelectElement>("colormap");
   const lo = $<HTMLInputElement>("range-lo");
@@ -47,6 +48,7 @@ export function bindPanel(app: App): () => void {
     const s = steps()[Number(step.value)];
     if (s) void app.openStep(s.index);
   });
+  follow.addEventListener("change", () => app.setFollow(follow.checked));
   color.addEventListener("change", () => app.setColor(color.value));
   colormap.addEventListener("change", () => app.setColormap(colormap.value));
   const range = () => {
@@ -110,6 +112,7 @@ export function bindPanel(app: App): () => void {
     step.max = String(Math.max(0, ss.length - 1));
     step.value = String(Math.max(0, ss.findIndex((s) => s.index === v.step)));
     step.disabled = ss.length < 2;
+    follow.checked = v.follow;
     showStep(Number(step.value));
     const st = ss.find((s) => s.index === v.step);
     setOptions(species, st ? Object.keys(st.species) : [], v.species);

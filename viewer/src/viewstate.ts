@@ -2,8 +2,9 @@
 //   #ds=run&step=0&species=electrons&color=energy&map=viridis&range=0,2&scale=log
 //    &filter=energy:0.5:2&filter=ux:-0.1:0.1&where=ux%20%3C%200
 //    &cam=100,50,25,300,30,20&size=2&bg=dark&budget=3000000&first=200000&hist=ux,uy
-//    &slice=E&scomp=x&saxis=z&spos=12.5&smap=magma
-// step left out: the last step. range left out: the default range (colorrange.ts: the 1st to
+//    &slice=E&scomp=x&saxis=z&spos=12.5&smap=magma&follow=1
+// step left out: the last step. follow=1: the viewer opens each new step as the server
+// publishes it (a running simulation). range left out: the default range (colorrange.ts: the 1st to
 // the 99th percentile); scale=log: a log colour scale (linear when left out).
 // cam is target x,y,z, distance, yaw and pitch in degrees (camera.ts: yaw turns about the
 // y axis, pitch up from the x-z plane, within ±90); slice names a grid field drawn as
@@ -41,6 +42,8 @@ export interface ViewState {
   first: number;
   hist?: [string, string];
   slice?: SliceState;
+  /** open each new step of the dataset as it is published */
+  follow: boolean;
 }
 
 export const DEFAULT_VIEW: ViewState = {
@@ -52,6 +55,7 @@ export const DEFAULT_VIEW: ViewState = {
   bg: "dark",
   budget: 3_000_000,
   first: 200_000,
+  follow: false,
 };
 
 function numbers(text: string | null, n: number): number[] | undefined {
@@ -85,6 +89,7 @@ export function decodeView(hash: string): ViewState {
     if (i > 0 && Number.isFinite(lo) && Number.isFinite(hi)) v.filters.push({ column: f.slice(0, i), lo, hi });
   }
   v.where = p.get("where") ?? "";
+  v.follow = p.get("follow") === "1";
   const cam = numbers(p.get("cam"), 6);
   if (cam && cam[3] > 0) v.cam = { target: [cam[0], cam[1], cam[2]], distance: cam[3], yaw: cam[4], pitch: clampPitch(cam[5]) };
   v.size = positive(p.get("size"), DEFAULT_VIEW.size);
@@ -127,6 +132,7 @@ export function encodeView(v: ViewState): string {
   if (v.budget !== DEFAULT_VIEW.budget) p.set("budget", String(v.budget));
   if (v.first !== DEFAULT_VIEW.first) p.set("first", String(v.first));
   if (v.hist) p.set("hist", v.hist.join(","));
+  if (v.follow) p.set("follow", "1");
   if (v.slice) {
     p.set("slice", v.slice.field);
     if (v.slice.component !== undefined) p.set("scomp", v.slice.component);

@@ -20,8 +20,11 @@ describe("view in the fragment", () => {
       budget: 1_000_000,
       first: 5000,
       hist: ["ux", "uy"] as [string, string],
+      follow: true,
     };
+    expect(encodeView(v)).toContain("follow=1");
     expect(decodeView(encodeView(v))).toEqual(v);
+    expect(encodeView({ ...v, follow: false })).not.toContain("follow");
   });
 
   it("takes defaults for what is missing or wrong", () => {

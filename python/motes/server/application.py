@@ -75,6 +75,7 @@ def create_app(config: Config) -> Starlette:
         route(API + "/health", "health"),
         route(API + "/datasets", "datasets"),
         route(API + "/datasets/{ds}", "dataset"),
+        route(API + "/datasets/{ds}/updates", "updates"),
         route(SPECIES, "species"),
         route(SPECIES + "/points", "points"),
         route(SPECIES + "/histogram", "histogram"),

@@ -6,20 +6,25 @@ from __future__ import annotations
 
 import html
 import os
+import time
 from urllib.parse import urlencode
 from typing import Any, Dict
 
+import anyio
 import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 from .. import __version__
 from .config import CACHE_DATASET, CACHE_STEP, cookie_name
-from .errors import not_found
+from .errors import bad_request, not_found
 from .params import Params
 from .registry import Registry, Species, bounds_json, finite
 from .responses import etag, json_response, not_modified
 from .work import Job
+
+#: The longest a long poll of /updates waits (seconds), and how often it looks at the manifest.
+MAX_WAIT, POLL = 60.0, 0.05
 
 #: The app page may load only from its own origin; the pages that may frame it are the
 #: server's (Config.frame_ancestors, none by default).
@@ -99,6 +104,26 @@ def make_routes(server) -> Dict[str, Any]:
         return json_response({"name": entry.name, "attributes": ds.attributes, "steps": steps},
                              {"ETag": tag, "Cache-Control": CACHE_DATASET})
 
+    async def updates(request: Request, job: Job) -> Response:
+        """Long poll: the dataset's step indexes, answered at once when it has a step above
+        ``after`` (default: answered at once), else when one is published or after ``wait``
+        seconds (default 25, at most MAX_WAIT). The viewer follows a running simulation so."""
+        params = Params(request.query_params.multi_items(), ("after", "wait"))
+        entry = registry.entry(request.path_params["ds"])
+        after = params.integer("after")
+        wait = params.number("wait", 25.0)
+        if not 0 <= wait <= MAX_WAIT:
+            raise bad_request(f"wait must be in [0, {MAX_WAIT:g}] seconds, got {wait:g}")
+        deadline = time.monotonic() + wait
+        while True:
+            ds = await light(entry.dataset)
+            steps = ds.steps
+            newer = after is None or any(s > after for s in steps)
+            if newer or time.monotonic() >= deadline or job.disconnected:
+                return json_response({"name": entry.name, "steps": steps, "newer": newer},
+                                     {"Cache-Control": "no-store"})
+            await anyio.sleep(POLL)
+
     async def species(request: Request, job: Job) -> Response:
         params = Params(request.query_params.multi_items(), ())
         sp = await species_of(registry, request)
@@ -127,5 +152,5 @@ def make_routes(server) -> Dict[str, Any]:
     async def missing(request: Request, job: Job) -> Response:
         raise not_found(f"no such path: {request.url.path} (the API is under /api/v1/: docs/http-api.md)")
 
-    return {"health": health, "datasets": datasets, "dataset": dataset, "species": species,
+    return {"health": health, "datasets": datasets, "dataset": dataset, "updates": updates, "species": species,
             "app_page": app_page, "missing": missing}
