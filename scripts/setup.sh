@@ -8,7 +8,7 @@ need_apt=()
 # chromium: Debian's browser, which the viewer's browser tests drive (never a downloaded one).
 # paraview, python3-paraview, xvfb: Debian's ParaView, which loads motes' reader plugin in the
 # tests (pvbatch under xvfb-run).
-for pkg in cmake ninja-build ccache pkg-config g++ gfortran clang libclang-rt-14-dev libboost-dev nlohmann-json3-dev libxxhash-dev libzstd-dev liblz4-dev libzfp-dev libgtest-dev openmpi-bin libopenmpi-dev python3 python3-venv python3-dev locales chromium paraview python3-paraview xvfb; do
+for pkg in cmake ninja-build ccache pkg-config g++ gfortran clang libclang-rt-14-dev libboost-dev nlohmann-json3-dev libxxhash-dev libzstd-dev liblz4-dev libzfp-dev libgtest-dev openmpi-bin libopenmpi-dev python3 python3-venv python3-dev locales chromium paraview python3-paraview xvfb nginx-light; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if ((${#need_apt[@]})); then

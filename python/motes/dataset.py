@@ -86,8 +86,12 @@ class Dataset:
 
     def __init__(self, path: Union[str, os.PathLike]):
         self.path = _args.path(path)
+        from .remote import core_path, is_remote
+
+        self.remote = is_remote(self.path)  # an object store or a web server (motes.remote)
+        self._core_path = core_path(self.path) if self.remote else self.path
         with storage_errors(self.path, "cannot open the dataset"):
-            self._core = _core.DatasetCore.open(self.path)
+            self._core = _core.DatasetCore.open(self._core_path)
         self._load_steps()
         self._files: Dict[str, Any] = {}
 
@@ -482,7 +486,7 @@ class Dataset:
         host: a write in progress looks the same). See :mod:`motes.leftovers`."""
         from . import leftovers
 
-        core = _core.DatasetCore.open(self.path)  # the manifest on disk now, not this handle's snapshot
+        core = _core.DatasetCore.open(self._core_path)  # the manifest on disk now, not this handle's snapshot
         return leftovers.find(core)
 
     @storage_method("cannot clean the dataset's folder")

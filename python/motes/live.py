@@ -5,7 +5,9 @@ A writer publishes a step by replacing the manifest atomically (a new file renam
 old one) once every file of the step is written, so a reader sees a step whole or not at
 all. A reader learns of a new manifest from inotify where the kernel has it (an event on the
 dataset's directory when a file is renamed into it), else by polling the manifest's identity
-(inode, size, modification time) every ``poll`` seconds, then re-reads it.
+(inode, size, modification time) every ``poll`` seconds, then re-reads it. A remote dataset
+(an object store, a web server) is polled by fetching its manifest again, at most every
+REMOTE_POLL seconds.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ __all__ = ["ManifestWatch", "follow"]
 _IN_NONBLOCK, _IN_CLOEXEC = 0o4000, 0o2000000
 _IN_CLOSE_WRITE, _IN_MOVED_TO, _IN_CREATE = 0x8, 0x80, 0x100
 _MANIFEST = "manifest.json"
+#: The shortest interval between two fetches of a remote dataset's manifest (seconds).
+REMOTE_POLL = 0.5
 
 
 def _libc():
@@ -43,7 +47,7 @@ class ManifestWatch:
     def __init__(self, path: str, poll: float = 0.05):
         self.path, self.poll = path, float(poll)
         self.fd: Optional[int] = None
-        libc = _libc()
+        libc = _libc() if os.path.isdir(path) else None  # a URL: polling
         if libc is not None:
             fd = libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
             if fd >= 0:
@@ -97,11 +101,13 @@ def wait_until(ds, ready, timeout: Optional[float], poll: float, what: str):
     if found is not None:
         return found
     deadline = None if timeout is None else time.monotonic() + timeout
-    watch = ManifestWatch(ds.path, poll)  # before the identity is read: no change slips between
+    remote = getattr(ds, "remote", False)
+    # a remote manifest is fetched again at each look: at most twice a second
+    watch = ManifestWatch(ds.path, max(poll, REMOTE_POLL) if remote else poll)  # before the identity is read
     try:
         seen = None
         while True:
-            now = manifest_identity(ds.path)
+            now = object() if remote else manifest_identity(ds.path)
             if now != seen:
                 seen = now
                 ds.refresh()

@@ -23,6 +23,7 @@ NB_MODULE(_core, m) {
   motes_py::bind_queries(m);
   motes_py::bind_dataset(m);
   motes_py::bind_background(m);
+  motes_py::bind_remote(m);
   motes_py::bind_parallel(m);
   motes_py::bind_grid_fields(m);
   // A host that ends without finalizing Python (ParaView's pvbatch) leaves our objects alive,

@@ -1,5 +1,7 @@
 #include "motes/dataset/dataset.hpp"
 
+#include "motes/io/remote.hpp"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -44,6 +46,10 @@ Dataset Dataset::open(const std::string& dir) {
   check_path(dir);
   Dataset d;
   d.dir_ = dir;
+  if (is_remote(dir)) {  // an object store or a web server: its manifest, read through the store
+    d.manifest_ = Manifest::read(dir);
+    return d;
+  }
   std::error_code ec;
   if (!fs::exists(dir, ec)) throw NotFoundError("no such dataset: '" + dir + "' does not exist", ENOENT);
   if (!fs::is_directory(dir, ec)) throw UsageError("'" + dir + "' is a file, not a dataset directory (NAME.motes/)");
@@ -104,6 +110,10 @@ Dataset Dataset::create(const std::string& dir, double lock_timeout) {
 }
 
 void Dataset::reload() {
+  if (is_remote(dir_)) {
+    manifest_ = Manifest::read(dir_);
+    return;
+  }
   if (!fs::exists(fs::path(dir_) / kManifest))
     throw UsageError("'" + dir_ + "' is no longer a motes dataset (its manifest was removed)");
   manifest_ = Manifest::read(dir_);

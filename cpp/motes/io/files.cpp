@@ -1,5 +1,7 @@
 #include "motes/io/files.hpp"
 
+#include "motes/io/remote.hpp"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -137,6 +139,10 @@ int open_regular_file(const std::string& path, const std::string& what, uint64_t
 }
 
 std::string read_regular_file(const std::string& path, const std::string& what, uint64_t max_bytes) {
+  if (is_remote(path)) {  // an object of a remote store, whole
+    auto source = open_remote_source(path, what, max_bytes);
+    return source->read(0, source->size());
+  }
   uint64_t size = 0;
   int fd = open_regular_file(path, what, max_bytes, &size);
   std::string out(size, '\0');

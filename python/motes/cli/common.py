@@ -67,7 +67,10 @@ def show_progress(args) -> bool:
 def open_dataset(path: str):
     """Opens a dataset, with a clear message for a missing path."""
     from ..dataset import open as open_path
+    from ..remote import is_remote
 
+    if is_remote(path):  # an object store or a web server: its errors name the URL
+        return open_path(path)
     if not os.path.exists(path):
         raise NotFoundError(f"no such dataset: '{path}'", filename=path)
     if not os.path.isdir(path):

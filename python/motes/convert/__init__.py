@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 
 from ..errors import FormatError, MotesError, NotFoundError, StorageError, UsageError, storage_error, storage_errors
+from ..remote import is_remote
 from . import destination, sources
 from .input_files import check_regular
 from .base import DEFAULT_CHUNK_ROWS, ConversionWarning, Species, Step
@@ -124,7 +125,7 @@ def read(path: str, format: Optional[str] = None, *, chunk_rows: int = DEFAULT_C
     """The steps of ``path``, streaming chunks of ``chunk_rows`` rows (see
     :mod:`motes.convert.base`); ``options`` go to the format's reader."""
     p = os.fspath(path)
-    if "%" not in p and not os.path.exists(p):
+    if "%" not in p and not is_remote(p) and not os.path.exists(p):
         raise NotFoundError(f"no such file or dataset: '{p}'", filename=p)
     _check_source(p)
     return _reading(p, _format(format, p, False).load().read(p, chunk_rows=chunk_rows, **options))
@@ -132,7 +133,10 @@ def read(path: str, format: Optional[str] = None, *, chunk_rows: int = DEFAULT_C
 
 def _check_source(path: str) -> None:
     """A source that is a file must be a regular one: opening a FIFO blocks until something
-    writes to it, a device never ends (a folder is a dataset, a %T path an openPMD series)."""
+    writes to it, a device never ends (a folder is a dataset, a %T path an openPMD series; a
+    URL a remote dataset)."""
+    if is_remote(path):
+        return
     if not os.path.isdir(path) and not sources.PATTERN.search(os.path.basename(path)):
         check_regular(path, "source", UsageError)
 
@@ -233,7 +237,7 @@ def _files(src: str, fmt: str) -> List[Tuple[str, Optional[int]]]:
     if fmt != "openpmd" and sources.is_many(src):
         files = sources.expand(src)
     else:
-        if not sources.PATTERN.search(src) and not os.path.exists(src):
+        if not sources.PATTERN.search(src) and not is_remote(src) and not os.path.exists(src):
             raise NotFoundError(f"no such file or dataset: '{src}'", filename=src)
         files = [(src, None)]
     for path, _ in files:

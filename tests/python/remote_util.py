@@ -1,0 +1,176 @@
+"""Real remote stores for the tests, started on 127.0.0.1 by the tests themselves: an S3 API
+(moto's server mode, a subprocess), a web server (Debian's nginx serving a folder), and a
+proxy that adds latency and counts the requests it forwards."""
+
+from __future__ import annotations
+
+import http.client
+import http.server
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+from needs import missing, need
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except urllib.error.HTTPError:
+            return  # it answers
+        except (urllib.error.URLError, ConnectionError, OSError):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{url} did not answer within {timeout:g} s")
+            time.sleep(0.1)
+
+
+class MotoS3:
+    """moto's S3 server on 127.0.0.1 with one bucket; env() gives the variables obstore reads."""
+
+    def __init__(self, bucket: str = "data"):
+        need("moto.server", "moto's server mode: pip install 'moto[server]'")
+        self.port, self.bucket = free_port(), bucket
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_http(self.url + "/")
+        urllib.request.urlopen(urllib.request.Request(f"{self.url}/{bucket}", method="PUT"), timeout=10)
+
+    def env(self) -> dict:
+        return {"AWS_ENDPOINT_URL": self.url, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+                "AWS_REGION": "us-east-1"}
+
+    def upload(self, local: str, name: str) -> str:
+        """Copies the folder `local` to s3://bucket/name; returns that URL."""
+        import obstore
+        import obstore.store
+
+        store = obstore.store.from_url(f"s3://{self.bucket}", client_options={"allow_http": True},
+                                       config={"endpoint": self.url, "access_key_id": "test",
+                                               "secret_access_key": "test", "region": "us-east-1"})
+        for d, _, files in os.walk(local):
+            for f in files:
+                p = os.path.join(d, f)
+                with open(p, "rb") as fh:
+                    obstore.put(store, name + "/" + os.path.relpath(p, local), fh.read())
+        return f"s3://{self.bucket}/{name}"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+NGINX_CONF = """
+{user}
+daemon off;
+worker_processes 1;
+pid {root}/nginx.pid;
+error_log {root}/error.log;
+events {{ worker_connections 64; }}
+http {{
+  access_log off;
+  client_body_temp_path {root}/tmp;
+  proxy_temp_path {root}/tmp;
+  fastcgi_temp_path {root}/tmp;
+  uwsgi_temp_path {root}/tmp;
+  scgi_temp_path {root}/tmp;
+  types {{ application/json json; }}
+  default_type application/octet-stream;
+  server {{
+    listen 127.0.0.1:{port};
+    root {www};
+  }}
+}}
+"""
+
+
+class Nginx:
+    """Debian's nginx serving the folder `www` on 127.0.0.1 (HTTP range requests, as any
+    static web server)."""
+
+    def __init__(self, www: str):
+        binary = shutil.which("nginx") or ("/usr/sbin/nginx" if os.path.exists("/usr/sbin/nginx") else None)
+        if binary is None:
+            missing("nginx (Debian's nginx-light; scripts/setup.sh installs it)")
+        self.root = tempfile.mkdtemp(prefix="motes-nginx-")
+        os.makedirs(os.path.join(self.root, "tmp"))
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        conf = os.path.join(self.root, "nginx.conf")
+        with open(conf, "w") as fh:
+            # as root, its worker would be nobody, who may not enter pytest's private folders
+            user = "user root;" if os.geteuid() == 0 else ""
+            fh.write(NGINX_CONF.format(user=user, root=self.root, port=self.port, www=os.path.abspath(www)))
+        self.proc = subprocess.Popen([binary, "-c", conf, "-p", self.root], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        wait_http(self.url + "/")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class LatencyProxy:
+    """Forwards GET and HEAD to `upstream` (http://host:port) after `delay` seconds, and counts
+    the requests and the bytes of their answers."""
+
+    def __init__(self, upstream: str, delay: float):
+        host, port = upstream.removeprefix("http://").split(":")
+        self.delay, self.requests, self.bytes = delay, 0, 0
+        owner = self
+        lock = threading.Lock()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def forward(self, body: bool):
+                time.sleep(owner.delay)
+                conn = http.client.HTTPConnection(host, int(port), timeout=30)
+                headers = {k: v for k, v in self.headers.items()
+                           if k.lower() not in ("host", "connection", "keep-alive", "proxy-connection")}
+                conn.request(self.command, self.path, headers=headers)
+                r = conn.getresponse()
+                data = r.read()
+                with lock:
+                    owner.requests += 1
+                    owner.bytes += len(data)
+                self.send_response(r.status)
+                for k, v in r.getheaders():
+                    if k.lower() not in ("connection", "transfer-encoding", "keep-alive"):
+                        self.send_header(k, v)
+                self.end_headers()
+                if body:
+                    self.wfile.write(data)
+                conn.close()
+
+            def do_GET(self):
+                self.forward(True)
+
+            def do_HEAD(self):
+                self.forward(False)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
