@@ -3,10 +3,12 @@
 requests). Read only.
 
 The core reads every file of a remote dataset through one byte-range source: it plans each
-query's reads (object, offset, length), coalesces them across small gaps itself, and asks
-for all the ranges of an object at once; this module answers with obstore's ``get_ranges``
-(parallel ranged GETs) and ``head``. Headers, directories and indexes are fetched in blocks
-of 64 KiB and kept with the open files, so a second query asks only for data. Credentials
+query's reads (object, offset, length), coalesces them across gaps of 256 KiB itself (where
+a request costs a round trip), and asks for all the ranges of an object at once; this module
+sends them as concurrent ranged GETs (obstore's ``get_range_async``, up to PARALLEL at once)
+and answers sizes with ``head``. A file's first read fetches its header and its end (the
+directory and indexes) together; other misses fetch aligned blocks of 512 KiB; what was
+fetched is kept with the open files, so a second query asks only for data. Credentials
 and endpoints come from the environment as obstore reads them (``AWS_ACCESS_KEY_ID``,
 ``AWS_ENDPOINT_URL``, ``AWS_REGION``, ``GOOGLE_SERVICE_ACCOUNT``, ``AZURE_STORAGE_...``);
 plain ``http://`` endpoints are allowed (a test's server on 127.0.0.1, a site behind a proxy).
@@ -15,6 +17,7 @@ Nothing is logged.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import threading
@@ -68,9 +71,38 @@ def _functions(store):
         if len(ranges) == 1:
             offset, length = ranges[0]
             return [obstore.get_range(store, key, start=offset, length=length)]
-        return obstore.get_ranges(store, key, starts=[o for o, _ in ranges], lengths=[n for _, n in ranges])
+        return _in_loop(_gather(store, key, ranges))
 
     return size, read
+
+
+#: Ranged GETs in flight at once for one call of the core (each range its own request: the
+#: core coalesced them across its gap already). obstore's get_ranges sends at most 10.
+PARALLEL = 64
+_loop: Optional[asyncio.AbstractEventLoop] = None
+
+
+def _in_loop(coroutine):
+    """Runs ``coroutine`` in motes' own event loop (a daemon thread), from any thread: the
+    caller may be a query thread, or a thread whose loop runs already (Jupyter)."""
+    global _loop
+    with _lock:
+        if _loop is None:
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="motes-remote", daemon=True).start()
+    return asyncio.run_coroutine_threadsafe(coroutine, _loop).result()
+
+
+async def _gather(store, key: str, ranges: List[Tuple[int, int]]):
+    import obstore
+
+    gate = asyncio.Semaphore(PARALLEL)
+
+    async def one(offset: int, length: int):
+        async with gate:
+            return await obstore.get_range_async(store, key, start=offset, length=length)
+
+    return await asyncio.gather(*(one(o, n) for o, n in ranges))
 
 
 def core_path(url: str) -> str:

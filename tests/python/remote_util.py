@@ -16,7 +16,9 @@ import threading
 import time
 import urllib.request
 
-from needs import missing, need
+if __name__ == "__main__":  # the proxy's process: tests/needs.py beside tests/python
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from needs import missing, need  # noqa: E402
 
 
 def free_port() -> int:
@@ -128,49 +130,83 @@ class Nginx:
 
 class LatencyProxy:
     """Forwards GET and HEAD to `upstream` (http://host:port) after `delay` seconds, and counts
-    the requests and the bytes of their answers."""
+    the requests and the bytes of their answers. It runs in a process of its own (this file
+    as a script), so that its work never shares a core or a GIL with the client measured;
+    ``requests`` and ``bytes`` ask it (GET /__counts, never forwarded)."""
 
     def __init__(self, upstream: str, delay: float):
-        host, port = upstream.removeprefix("http://").split(":")
-        self.delay, self.requests, self.bytes = delay, 0, 0
-        owner = self
-        lock = threading.Lock()
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "proxy", upstream, repr(delay),
+                                      str(self.port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_http(self.url + "/__counts")
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    def _counts(self):
+        with urllib.request.urlopen(self.url + "/__counts", timeout=10) as r:
+            return [int(v) for v in r.read().split()]
 
-            def forward(self, body: bool):
-                time.sleep(owner.delay)
-                conn = http.client.HTTPConnection(host, int(port), timeout=30)
-                headers = {k: v for k, v in self.headers.items()
-                           if k.lower() not in ("host", "connection", "keep-alive", "proxy-connection")}
-                conn.request(self.command, self.path, headers=headers)
-                r = conn.getresponse()
-                data = r.read()
-                with lock:
-                    owner.requests += 1
-                    owner.bytes += len(data)
-                self.send_response(r.status)
-                for k, v in r.getheaders():
-                    if k.lower() not in ("connection", "transfer-encoding", "keep-alive"):
-                        self.send_header(k, v)
-                self.end_headers()
-                if body:
-                    self.wfile.write(data)
-                conn.close()
+    @property
+    def requests(self) -> int:
+        return self._counts()[0]
 
-            def do_GET(self):
-                self.forward(True)
-
-            def do_HEAD(self):
-                self.forward(False)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+    @property
+    def bytes(self) -> int:
+        return self._counts()[1]
 
     def stop(self) -> None:
-        self.httpd.shutdown()
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+def serve_proxy(upstream: str, delay: float, port: int) -> None:
+    """The proxy's process: a threaded HTTP server forwarding to upstream."""
+    host, uport = upstream.removeprefix("http://").split(":")
+    counts = [0, 0]
+    lock = threading.Lock()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def forward(self, body: bool):
+            if self.path == "/__counts":
+                with lock:
+                    data = f"{counts[0]} {counts[1]}".encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
+            time.sleep(delay)
+            conn = http.client.HTTPConnection(host, int(uport), timeout=30)
+            headers = {k: v for k, v in self.headers.items()
+                       if k.lower() not in ("host", "connection", "keep-alive", "proxy-connection")}
+            conn.request(self.command, self.path, headers=headers)
+            r = conn.getresponse()
+            data = r.read()
+            with lock:
+                counts[0] += 1
+                counts[1] += len(data)
+            self.send_response(r.status)
+            for k, v in r.getheaders():
+                if k.lower() not in ("connection", "transfer-encoding", "keep-alive"):
+                    self.send_header(k, v)
+            self.end_headers()
+            if body:
+                self.wfile.write(data)
+            conn.close()
+
+        def do_GET(self):
+            self.forward(True)
+
+        def do_HEAD(self):
+            self.forward(False)
+
+        def log_message(self, *args):
+            pass
+
+    http.server.ThreadingHTTPServer.daemon_threads = True
+    http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler).serve_forever()
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["proxy"]:
+    serve_proxy(sys.argv[2], float(sys.argv[3]), int(sys.argv[4]))

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "motes/core/errors.hpp"
+#include "motes/core/lru.hpp"
 
 namespace motes {
 
@@ -77,7 +78,7 @@ class RemoteSource final : public ByteSource {
         if (!covered(c.offset, c.length)) wanted.push_back(c);
       }
     }
-    wanted = coalesce(std::move(wanted), read_gap());
+    wanted = coalesce(std::move(wanted), remote_read_gap());
     if (wanted.empty()) return;
     std::vector<std::string> bytes(wanted.size());
     std::vector<void*> dst;
@@ -171,6 +172,8 @@ std::shared_ptr<const ByteSource> open_remote_source(const std::string& path, co
                       std::to_string(max_bytes) + " a " + what + " may be");
   return std::make_shared<RemoteSource>(std::move(store), std::move(key), size);
 }
+
+uint64_t remote_read_gap() { return env_bytes("MOTES_REMOTE_READ_GAP_KB", 10, kRemoteReadGap); }
 
 RemoteCounters remote_counters() { return {calls.load(), ranges_asked.load(), bytes_asked.load()}; }
 

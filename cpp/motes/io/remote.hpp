@@ -32,7 +32,11 @@ class RemoteStore {
 
 // Bytes a remote read fetches at least (a miss reads the aligned blocks it covers), and the
 // bytes a RemoteSource keeps.
-inline constexpr uint64_t kRemoteBlock = uint64_t(64) << 10;
+inline constexpr uint64_t kRemoteBlock = uint64_t(512) << 10;
+// The gap a remote read plan reads through (where a request costs a round trip, not a seek):
+// measured by bench/remote_read.py's box at 20 ms; MOTES_REMOTE_READ_GAP_KB overrides it.
+inline constexpr uint64_t kRemoteReadGap = uint64_t(256) << 10;
+uint64_t remote_read_gap();
 inline constexpr uint64_t kRemoteKeep = uint64_t(256) << 20;
 
 // Registers `store` for the paths that begin with `prefix` (replacing one registered there).
