@@ -43,6 +43,7 @@ class BackgroundSteps:
     completes each step's future (steps finish in the order submitted)."""
 
     def __init__(self, core, max_pending: int):
+        """``core``: the DatasetCore the steps are appended to; None for collective MPI writes."""
         self._bg = _core.BackgroundWriter(core, max_pending)
         self._lock = threading.Lock()
         self._waiting: List[Tuple[int, concurrent.futures.Future, Callable[[Any], Any], Any]] = []
@@ -56,13 +57,26 @@ class BackgroundSteps:
                to_result: Callable[[Any], Any], threads: int = 0) -> concurrent.futures.Future:
         """Queues a step (the core's append_step arguments); its future's result is
         ``to_result((summaries, field summaries))``."""
+        return self._queued(step, lambda: self._bg.submit(step, time, attributes, payload, options, fields,
+                                                         copy=not borrow, threads=threads),
+                            to_result, (payload, fields) if borrow else None)
+
+    def submit_parallel(self, comm: int, path: str, step: int, time: float, attributes, payload, options, fields,
+                        blocks, borrow: bool) -> concurrent.futures.Future:
+        """Queues a collective step (write_step_parallel's arguments, on ``comm``: a communicator
+        of this queue alone); its future's result is None (every rank's future completes once
+        the step is published)."""
+        return self._queued(step, lambda: _core.submit_parallel(self._bg, comm, path, step, time, attributes, payload,
+                                                                options, fields, blocks, copy=not borrow),
+                            lambda outcome: None, (payload, fields, blocks) if borrow else None)
+
+    def _queued(self, step: int, submit, to_result, borrowed) -> concurrent.futures.Future:
         future: concurrent.futures.Future = concurrent.futures.Future()
         future.set_running_or_notify_cancel()
-        ticket, copied = self._bg.submit(step, time, attributes, payload, options, fields, copy=not borrow,
-                                         threads=threads)
+        ticket, copied = submit()
         future.step, future.bytes_copied = step, copied
         with self._wake:  # borrowed arrays stay referenced until the step is done
-            self._waiting.append((ticket, future, to_result, (payload, fields) if borrow else None))
+            self._waiting.append((ticket, future, to_result, borrowed))
             self._wake.notify()
         return future
 

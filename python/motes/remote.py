@@ -7,7 +7,7 @@ query's reads (object, offset, length), coalesces them across gaps of 256 KiB it
 a request costs a round trip), and asks for all the ranges of an object at once; this module
 sends them as concurrent ranged GETs (obstore's ``get_range_async``, up to PARALLEL at once)
 and answers sizes with ``head``. A file's first read fetches its header and its end (the
-directory and indexes) together; other misses fetch aligned blocks of 512 KiB; what was
+directory and indexes) together; other misses fetch aligned blocks (kRemoteBlock); what was
 fetched is kept with the open files, so a second query asks only for data. Credentials
 and endpoints come from the environment as obstore reads them (``AWS_ACCESS_KEY_ID``,
 ``AWS_ENDPOINT_URL``, ``AWS_REGION``, ``GOOGLE_SERVICE_ACCOUNT``, ``AZURE_STORAGE_...``);

@@ -129,7 +129,10 @@ class Writer:
     it and returns a ``concurrent.futures.Future`` of its summaries. A step is acknowledged,
     published and durable, when its future completes; at most ``max_pending`` steps are queued
     or being written (``write_step`` waits for room). A step's error is set on its future and
-    raised again by the next ``write_step``, :meth:`flush` or :meth:`close`.
+    raised again by the next ``write_step``, :meth:`flush` or :meth:`close`. With ``comm``
+    every rank calls ``write_step`` as before and the collective write runs on each rank's
+    writer thread, on a duplicate of ``comm`` (MPI must allow MPI_THREAD_MULTIPLE, mpi4py's
+    default); each rank's future completes, with None, once the step is published.
 
     One writer at a time per dataset: each step is written under the dataset's lock, against
     the manifest on disk. When another process or handle holds the lock, the writer waits up
@@ -152,10 +155,9 @@ class Writer:
         self._background = None  # motes.background.BackgroundSteps, from the first background step
         self._max_pending = _args.integer("max_pending", max_pending, 1, 1 << 20)
         self._borrow = bool(borrow)
-        if background and comm is not None:
-            raise UsageError("background=True is for serial writers: an MPI writer's steps are collective, and "
-                             "background collective writes are not supported yet")
         self._background_wanted = bool(background)
+        if background and comm is not None:
+            _check_thread_level()
         self._core = None  # created with the first step, once its columns passed validation
         self._options = _write_options(leaf_size, lod_count, treelet_size, threads, sync, compression, ids, tails,
                                        stage_rows, covering, derived, prefix_share, region_points)
@@ -226,6 +228,8 @@ class Writer:
             from .field_blocks import split_fields
 
             whole, blocks = split_fields(self._comm_obj, fields)  # whole grids on rank 0; every rank's blocks
+            if self._background_wanted:
+                return self._submit_parallel(step, time, attrs, payload, whole, blocks)
             return _core.write_step_parallel(self._comm, self.path, step, time, attrs, payload,
                                              self._parallel_options(), fields=whole, field_blocks=blocks).to_dict()
 
@@ -253,6 +257,17 @@ class Writer:
             self._background = BackgroundSteps(self._core, self._max_pending)
         return self._background.submit(step, time, attrs, payload, self._options, field_payload, self._borrow,
                                        lambda outcome: _summary_dicts(field_payload, outcome))
+
+    def _submit_parallel(self, step, time, attrs, payload, whole, blocks):
+        """Queues a collective step on the background writer: its MPI calls go through a
+        communicator of its own (a duplicate of the writer's), beside the simulation's."""
+        from .background import BackgroundSteps
+
+        if self._background is None:
+            self._background_comm = self._comm_obj.Dup()
+            self._background = BackgroundSteps(None, self._max_pending)
+        return self._background.submit_parallel(comm_handle(self._background_comm), self.path, step, time, attrs,
+                                                payload, self._parallel_options(), whole, blocks, self._borrow)
 
     def flush(self) -> None:
         """Waits until every step given is written (background writers; others write each step
@@ -334,6 +349,10 @@ class Writer:
         try:
             background.close()
         finally:
+            comm = getattr(self, "_background_comm", None)
+            if comm is not None:
+                self._background_comm = None
+                comm.Free()
             core = self._core
             if core is not None and core.created:
                 try:
@@ -346,6 +365,17 @@ class Writer:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _check_thread_level() -> None:
+    """Background collective writes call MPI from a thread of their own while the simulation
+    calls it from its own: MPI must run with MPI_THREAD_MULTIPLE (mpi4py asks for it unless
+    mpi4py.rc.thread_level says otherwise)."""
+    from mpi4py import MPI
+
+    if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+        raise UsageError("background=True with comm= needs MPI initialised with MPI_THREAD_MULTIPLE (mpi4py's "
+                         "default; this process has a lower level: see mpi4py.rc.thread_level)")
 
 
 def _summary_dicts(field_payload, outcome) -> List[dict]:

@@ -14,7 +14,8 @@ namespace motes_py {
 void bind_background(nb::module_& m) {
   nb::class_<motes::BackgroundWriter>(m, "BackgroundWriter",
                                       "Writes a dataset's steps on a thread of its own, in the order submitted.")
-      .def(nb::init<motes::Dataset&, size_t>(), "dataset"_a, "max_pending"_a, nb::keep_alive<1, 2>())
+      .def(nb::init<motes::Dataset*, size_t>(), "dataset"_a.none(), "max_pending"_a, nb::keep_alive<1, 2>(),
+           "dataset None: every step is submitted with submit_parallel (collective MPI writes).")
       .def(
           "submit",
           [](motes::BackgroundWriter& w, int64_t index, double time, nb::handle attributes, const SpeciesTuples& species,

@@ -134,17 +134,20 @@ nb::dict simulate_aggregation(InputArray x, InputArray y, InputArray z, std::vec
 }
 
 #ifdef MOTES_HAVE_MPI
-motes::ParallelWriteReport write_step_parallel(int comm_f, const std::string& dir, int64_t index, double time,
-                                               nb::handle attributes, const SpeciesTuples& species,
-                                               std::optional<motes::ParallelWriteOptions> options,
-                                               const std::vector<FieldTuple>& fields,
-                                               const std::vector<FieldBlockTuple>& field_blocks) {
-  nlohmann::json attrs = attributes_of(attributes, "step attributes");
-  std::vector<motes::SpeciesColumns> sp;
-  for (const auto& [name, cols] : species) sp.emplace_back(name, views_of(cols));
-  std::vector<motes::FieldInput> fs;
-  for (const FieldTuple& f : fields) fs.push_back(field_input_of(f));
-  std::vector<motes::FieldBlockInput> bs;
+// A collective write's inputs from the tuples: species, whole fields (rank 0), this rank's blocks.
+struct ParallelInputs {
+  nlohmann::json attrs;
+  std::vector<motes::SpeciesColumns> species;
+  std::vector<motes::FieldInput> fields;
+  std::vector<motes::FieldBlockInput> blocks;
+};
+
+ParallelInputs parallel_inputs(nb::handle attributes, const SpeciesTuples& species, const std::vector<FieldTuple>& fields,
+                               const std::vector<FieldBlockTuple>& field_blocks) {
+  ParallelInputs in;
+  in.attrs = attributes_of(attributes, "step attributes");
+  for (const auto& [name, cols] : species) in.species.emplace_back(name, views_of(cols));
+  for (const FieldTuple& f : fields) in.fields.push_back(field_input_of(f));
   for (const auto& [t, dims, offset] : field_blocks) {
     motes::FieldInput block = field_input_of(t);
     motes::FieldBlockInput b;
@@ -156,11 +159,56 @@ motes::ParallelWriteReport write_step_parallel(int comm_f, const std::string& di
       b.spec.dims[a] = a < dims.size() ? dims[a] : 1;
       b.offset[a] = a < offset.size() ? offset[a] : 0;
     }
-    bs.push_back(std::move(b));
+    in.blocks.push_back(std::move(b));
   }
+  return in;
+}
+
+motes::ParallelWriteReport write_step_parallel(int comm_f, const std::string& dir, int64_t index, double time,
+                                               nb::handle attributes, const SpeciesTuples& species,
+                                               std::optional<motes::ParallelWriteOptions> options,
+                                               const std::vector<FieldTuple>& fields,
+                                               const std::vector<FieldBlockTuple>& field_blocks) {
+  ParallelInputs in = parallel_inputs(attributes, species, fields, field_blocks);
   const motes::ParallelWriteOptions o = options.value_or(motes::ParallelWriteOptions{});
   nb::gil_scoped_release release;
-  return motes::write_step_parallel(MPI_Comm_f2c(comm_f), dir, index, time, attrs, sp, o, fs, bs);
+  return motes::write_step_parallel(MPI_Comm_f2c(comm_f), dir, index, time, in.attrs, in.species, o, in.fields,
+                                    in.blocks);
+}
+
+// The same collective write, queued on a background writer (every rank queues the same steps
+// in the same order; comm_f a communicator of the writer alone, duplicated by the caller).
+std::pair<uint64_t, uint64_t> submit_parallel(motes::BackgroundWriter& w, int comm_f, const std::string& dir,
+                                              int64_t index, double time, nb::handle attributes,
+                                              const SpeciesTuples& species,
+                                              std::optional<motes::ParallelWriteOptions> options,
+                                              const std::vector<FieldTuple>& fields,
+                                              const std::vector<FieldBlockTuple>& field_blocks, bool copy) {
+  ParallelInputs in = parallel_inputs(attributes, species, fields, field_blocks);
+  const motes::ParallelWriteOptions o = options.value_or(motes::ParallelWriteOptions{});
+  nb::gil_scoped_release release;
+  motes::StepJob job;
+  job.index = index;
+  job.time = time;
+  job.species = std::move(in.species);
+  job.fields = std::move(in.fields);
+  uint64_t copied = copy ? job.copy_arrays() : 0;
+  if (copy) {
+    for (motes::FieldBlockInput& b : in.blocks) {
+      const uint64_t bytes = b.array_dims[0] * b.array_dims[1] * b.array_dims[2] * motes::dtype_size(b.spec.dtype);
+      for (const void*& v : b.values) v = job.keep_copy(v, bytes), copied += bytes;
+    }
+  }
+  auto shared = std::make_shared<ParallelInputs>(std::move(in));
+  const MPI_Comm comm = MPI_Comm_f2c(comm_f);
+  // The views of the job (copied or borrowed) are what the write reads.
+  auto species_views = std::make_shared<std::vector<motes::SpeciesColumns>>(job.species);
+  auto field_views = std::make_shared<std::vector<motes::FieldInput>>(job.fields);
+  job.custom = [comm, dir, index, time, o, shared, species_views, field_views](motes::StepOutcome&) {
+    motes::write_step_parallel(comm, dir, index, time, shared->attrs, *species_views, o, *field_views,
+                               shared->blocks);
+  };
+  return {w.submit(std::move(job), true), copied};
 }
 
 nb::dict read_partition(int comm_f, const std::string& path, std::optional<motes::PartitionRequest> request) {
@@ -192,6 +240,11 @@ void bind_parallel(nb::module_& m) {
         "(moved). method: an AggregationMethod or its name; what is None: the core's defaults.");
 #ifdef MOTES_HAVE_MPI
   m.attr("has_mpi") = true;
+  m.def("submit_parallel", &submit_parallel, "writer"_a, "comm"_a, "dir"_a, "index"_a, "time"_a, "attributes"_a,
+        "species"_a, "options"_a = nb::none(), "fields"_a = std::vector<FieldTuple>(),
+        "field_blocks"_a = std::vector<FieldBlockTuple>(), "copy"_a = true,
+        "write_step_parallel's collective write queued on a BackgroundWriter (copying the arrays first unless "
+        "copy is False): (ticket, bytes copied). comm: a communicator of that writer alone.");
   m.def("write_step_parallel", &write_step_parallel, "comm"_a, "dir"_a, "index"_a, "time"_a, "attributes"_a,
         "species"_a, "options"_a = nb::none(), "fields"_a = std::vector<FieldTuple>(),
         "field_blocks"_a = std::vector<FieldBlockTuple>(),

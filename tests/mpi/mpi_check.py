@@ -154,6 +154,39 @@ def cmd_write(args, comm):
         print("write checks passed", flush=True)
 
 
+def cmd_background(args, comm):
+    """Background collective writes: every rank's write_step returns at once (its arrays
+    copied, then changed by the "simulation"), the steps read back as written, a duplicated
+    step's error reaches every rank's future and next call, and the simulation's own MPI
+    calls go on meanwhile."""
+    w = motes.Writer(args.dir, comm=comm, background=True, max_pending=2, target_bytes=args.target, sync=False)
+    futures = []
+    for step in range(3):
+        d = global_data(step)
+        mine = {k: v.copy() for k, v in local(d, comm, args.scenario).items()}  # the simulation's own arrays
+        futures.append(w.write_step(step, {"electrons": mine}, time=0.5 * step))
+        for v in mine.values():
+            v[...] = 0  # the next time step's compute overwrites the arrays at once
+        assert comm.allreduce(1) == comm.size  # the simulation's collectives, beside the writer's
+    w.flush()
+    assert all(f.done() and f.exception() is None for f in futures)
+    bad = w.write_step(1, {"electrons": local(global_data(1), comm, args.scenario)})
+    assert isinstance(bad.exception(timeout=120), motes.UsageError), bad.exception()
+    try:
+        w.flush()
+        raise AssertionError("the failed step's error was not raised by flush")
+    except motes.UsageError as e:
+        assert "already exists" in str(e), e
+    w.close()
+    comm.Barrier()
+    if comm.rank == 0:
+        ds = motes.open(args.dir)
+        assert ds.steps == [0, 1, 2], ds.steps
+        for step in range(3):
+            same_rows(dict(ds.query(step=step)), global_data(step), f"background step {step}")
+        print("background checks passed", flush=True)
+
+
 def cmd_read(args, comm):
     ds = motes.open(args.dir)
     # Step 2's empty species: an empty particle file, read on every rank as nothing.
@@ -546,7 +579,8 @@ def cmd_analysis(args, comm):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("command", choices=["write", "read", "errors", "crash", "lossy", "fields", "fields_read", "analysis"])
+    p.add_argument("command", choices=["write", "read", "errors", "crash", "lossy", "fields", "fields_read", "analysis",
+                                       "background"])
     p.add_argument("dir")
     p.add_argument("--scenario", default="grid", choices=["grid", "empty", "one", "overlap"])
     p.add_argument("--method", default="adaptive", choices=["adaptive", "aug"])
@@ -557,7 +591,7 @@ def main():
     try:
         {"write": cmd_write, "read": cmd_read, "errors": cmd_errors, "crash": cmd_crash,
          "lossy": cmd_lossy, "fields": cmd_fields,
-     "fields_read": cmd_fields_read, "analysis": cmd_analysis}[args.command](args, comm)
+     "fields_read": cmd_fields_read, "analysis": cmd_analysis, "background": cmd_background}[args.command](args, comm)
     except BaseException:
         import traceback
 

@@ -107,8 +107,6 @@ def test_what_the_core_refuses_before_queueing_is_raised_at_once(tmp_path):
         w.write_step(0, {})
     with pytest.raises(motes.UsageError, match="max_pending"):
         motes.Writer(tmp_path / "s.motes", background=True, max_pending=0)
-    with pytest.raises(motes.UsageError, match="serial writers"):
-        motes.Writer(tmp_path / "t.motes", background=True, comm=object())
     w.close()
     assert not (tmp_path / "r.motes").exists()  # created for nothing: removed
 

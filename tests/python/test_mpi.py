@@ -117,3 +117,9 @@ def test_rank_dying_mid_write_leaves_the_step_invisible(tmp_path):
 def test_analysis_collective_count_stats_histograms_equal_the_serial_calls(tmp_path, ranks):
     out = mpirun(ranks, "analysis", tmp_path / "run.motes", "--target", 300_000)
     assert "analysis checks passed" in out.stdout
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_background_collective_writes(tmp_path, ranks):
+    out = mpirun(ranks, "background", tmp_path / "run.motes", "--target", 300_000)
+    assert "background checks passed" in out.stdout

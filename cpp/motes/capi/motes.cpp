@@ -258,9 +258,7 @@ motes_status motes_writer_write_step(motes_writer* w) {
     if (!w) return fail(MOTES_ERROR_USAGE, "motes_writer_write_step: writer is NULL");
     if (!w->in_step) return fail(MOTES_ERROR_USAGE, "no step begun: call motes_writer_begin_step first");
     complete_declared_columns(w);
-    if (w->write_collective) {
-      w->write_collective(*w);
-    } else if (w->background) {
+    if (w->background) {
       motes::StepJob job;
       job.index = w->step;
       job.time = w->time;
@@ -269,7 +267,22 @@ motes_status motes_writer_write_step(motes_writer* w) {
       job.fields = w->fields;
       job.options = w->options.write;
       if (!w->borrow) job.copy_arrays();
+      if (w->write_collective) {  // every rank queues the same steps in the same order
+        auto blocks = std::make_shared<std::vector<motes::FieldBlockInput>>(w->field_blocks);
+        for (motes::FieldBlockInput& b : *blocks)
+          for (const void*& v : b.values)
+            if (!w->borrow)
+              v = job.keep_copy(v, b.array_dims[0] * b.array_dims[1] * b.array_dims[2] * motes::dtype_size(b.spec.dtype));
+        auto species = std::make_shared<std::vector<motes::SpeciesColumns>>(job.species);
+        auto fields = std::make_shared<std::vector<motes::FieldInput>>(job.fields);
+        job.custom = [collective = w->write_collective, options = w->options, attrs = job.attributes, index = job.index,
+                      time = job.time, species, fields, blocks](motes::StepOutcome&) {
+          collective({index, time, attrs, *species, *fields, *blocks}, options);
+        };
+      }
       w->background->submit(std::move(job), false);
+    } else if (w->write_collective) {
+      w->write_collective({w->step, w->time, w->attributes, w->species, w->fields, w->field_blocks}, w->options);
     } else {
       w->dataset->append_step(w->step, w->time, w->attributes, w->species, w->options.write, nullptr, w->fields);
     }
@@ -284,11 +297,10 @@ motes_status motes_writer_write_step(motes_writer* w) {
 motes_status motes_writer_set_background(motes_writer* w, uint32_t max_pending, int borrow) {
   return guarded([&] {
     if (!w) return fail(MOTES_ERROR_USAGE, "motes_writer_set_background: writer is NULL");
-    if (w->write_collective)
-      return fail(MOTES_ERROR_USAGE, "background writes are for serial writers: a parallel writer's steps are collective");
+    if (w->check_background) w->check_background();  // a parallel writer: MPI_THREAD_MULTIPLE
     if (w->background) w->background->flush();  // the steps queued so far, under the old settings
     w->background.reset();
-    w->background = std::make_unique<motes::BackgroundWriter>(*w->dataset, max_pending);
+    w->background = std::make_unique<motes::BackgroundWriter>(w->dataset ? &*w->dataset : nullptr, max_pending);
     w->borrow = borrow != 0;
     return MOTES_OK;
   });

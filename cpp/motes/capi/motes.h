@@ -100,7 +100,7 @@ motes_status motes_writer_set_field_tolerance(motes_writer* writer, const char* 
 /* Writes every species and field of the step, then publishes it in the manifest. */
 motes_status motes_writer_write_step(motes_writer* writer);
 
-/* Background writes (serial writers): from now on motes_writer_write_step copies the step's
+/* Background writes: from now on motes_writer_write_step copies the step's
  * arrays (borrow = 0) or keeps their pointers (borrow = 1: the arrays must then not change
  * until the step is acknowledged), queues the step and returns; a thread of the writer
  * writes the queued steps in order (layout, indexes, compression, I/O), overlapping the
@@ -108,7 +108,10 @@ motes_status motes_writer_write_step(motes_writer* writer);
  * write_step waits for room. A step is acknowledged once published in the manifest (durable
  * when the writer syncs): see motes_writer_last_written and motes_writer_flush; a crash loses
  * only unacknowledged steps, never a part of one. A failed step's error is returned by the
- * next write_step, flush or close (once); the steps after it are still written. */
+ * next write_step, flush or close (once); the steps after it are still written. A parallel
+ * writer's ranks call it together, and MPI must provide MPI_THREAD_MULTIPLE (the collective
+ * writes run on each rank's writer thread, on the writer's own communicator); MOTES_ERROR_USAGE
+ * otherwise. */
 motes_status motes_writer_set_background(motes_writer* writer, uint32_t max_pending, int borrow);
 
 /* Waits until every step given is written (background writers; others write each step before

@@ -19,9 +19,16 @@ motes_status motes_writer_open_parallel(const char* path, MPI_Comm comm, motes_w
     std::string dir = path;
     motes::open_dataset_parallel(own, dir);
     auto w = std::make_unique<motes_writer>();
-    w->write_collective = [dir, comm_holder](motes_writer& self) {
-      motes::write_step_parallel(*comm_holder, dir, self.step, self.time, self.attributes, self.species, self.options,
-                                 self.fields, self.field_blocks);
+    w->write_collective = [dir, comm_holder](const motes_writer::Step& s, const motes::ParallelWriteOptions& o) {
+      motes::write_step_parallel(*comm_holder, dir, s.index, s.time, s.attributes, s.species, o, s.fields,
+                                 s.field_blocks);
+    };
+    w->check_background = [] {
+      int level = 0;
+      MPI_Query_thread(&level);
+      if (level < MPI_THREAD_MULTIPLE)
+        throw motes::UsageError("background writes of a parallel writer run MPI on a thread of their own: initialise "
+                                "MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...)");
     };
     *writer = w.release();
     return MOTES_OK;

@@ -37,7 +37,19 @@ struct motes_writer {
   // The schema declared with motes_writer_define_column: (species, column), in order.
   std::vector<std::pair<std::string, motes::ColumnSpec>> declared;
   // Set by motes_writer_open_parallel: writes the step collectively instead.
-  std::function<void(motes_writer&)> write_collective;
+  // The step's inputs a collective write takes (the writer's own, or a background job's copies).
+  struct Step {
+    int64_t index;
+    double time;
+    const nlohmann::json& attributes;
+    const std::vector<motes::SpeciesColumns>& species;
+    const std::vector<motes::FieldInput>& fields;
+    const std::vector<motes::FieldBlockInput>& field_blocks;
+  };
+  std::function<void(const Step&, const motes::ParallelWriteOptions&)> write_collective;
+  // Set by motes_writer_open_parallel: UsageError unless MPI allows background collective
+  // writes (MPI_THREAD_MULTIPLE).
+  std::function<void()> check_background;
   // Set by motes_writer_set_background: the steps are queued here (destroyed before the
   // dataset it writes, which is declared first).
   std::unique_ptr<motes::BackgroundWriter> background;

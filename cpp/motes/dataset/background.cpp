@@ -90,7 +90,13 @@ uint64_t StepJob::copy_arrays(unsigned threads) {
   return bytes;
 }
 
-BackgroundWriter::BackgroundWriter(Dataset& dataset, size_t max_pending)
+const void* StepJob::keep_copy(const void* src, uint64_t bytes) {
+  owned_.emplace_back(new unsigned char[std::max<uint64_t>(bytes, 1)]);
+  if (bytes) std::memcpy(owned_.back().get(), src, bytes);
+  return owned_.back().get();
+}
+
+BackgroundWriter::BackgroundWriter(Dataset* dataset, size_t max_pending)
     : dataset_(dataset), max_pending_(max_pending) {
   if (max_pending == 0) throw UsageError("max_pending must be at least 1 (steps queued or being written)");
   worker_ = std::thread([this] { run(); });
@@ -136,8 +142,13 @@ void BackgroundWriter::run() {
     lock.unlock();
     StepOutcome out;
     try {
-      dataset_.append_step(q.job.index, q.job.time, q.job.attributes, q.job.species, q.job.options, &out.summaries,
-                           q.job.fields, &out.field_summaries);
+      if (q.job.custom)
+        q.job.custom(out);
+      else if (dataset_)
+        dataset_->append_step(q.job.index, q.job.time, q.job.attributes, q.job.species, q.job.options,
+                              &out.summaries, q.job.fields, &out.field_summaries);
+      else
+        throw InternalError("a background writer without a dataset was given a step to append");
     } catch (...) {
       out.error = std::current_exception();
     }

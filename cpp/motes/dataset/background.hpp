@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,8 @@
 #include "motes/dataset/dataset.hpp"
 
 namespace motes {
+
+struct StepOutcome;
 
 // One step to write: append_step's arguments, with the arrays the views point into when
 // the job owns copies of them (copy_arrays) rather than borrowing the caller's.
@@ -40,6 +43,12 @@ struct StepJob {
   // copies are made by `threads` threads (0: every core); returns the bytes copied.
   uint64_t copy_arrays(unsigned threads = 0);
   bool owns_arrays() const { return !owned_.empty(); }
+  // A copy of `bytes` bytes at `src` that the job owns (arrays a custom write reads).
+  const void* keep_copy(const void* src, uint64_t bytes);
+
+  // When set, the writer thread runs this instead of Dataset::append_step (a collective MPI
+  // write: every rank's writer runs the same steps in the same order).
+  std::function<void(StepOutcome&)> custom;
 
  private:
   std::vector<std::unique_ptr<unsigned char[]>> owned_;
@@ -57,10 +66,10 @@ class BackgroundWriter {
  public:
   using Ticket = uint64_t;
 
-  // Writes into `dataset`, which must outlive the writer and not be written through anything
-  // else while it is open. max_pending >= 1: submit blocks while that many steps are queued
-  // or being written (bounded memory).
-  BackgroundWriter(Dataset& dataset, size_t max_pending);
+  // Writes into `dataset` (nullptr when every job is custom), which must outlive the writer
+  // and not be written through anything else while it is open. max_pending >= 1: submit
+  // blocks while that many steps are queued or being written (bounded memory).
+  BackgroundWriter(Dataset* dataset, size_t max_pending);
   // Writes what is queued, then stops (errors left unreported are dropped: call flush first).
   ~BackgroundWriter();
   BackgroundWriter(const BackgroundWriter&) = delete;
@@ -88,7 +97,7 @@ class BackgroundWriter {
   void run();
   void rethrow_unreported_locked();
 
-  Dataset& dataset_;
+  Dataset* dataset_;
   const size_t max_pending_;
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
