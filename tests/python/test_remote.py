@@ -191,3 +191,35 @@ def test_a_remote_dataset_is_followed_by_polling(tmp_path):
         assert step.index == 1 and ds.count_total(1) == 500
     finally:
         server.stop()
+
+
+def test_motes_serve_sees_steps_published_on_the_web_server(tmp_path):
+    """The server's long poll over a remote dataset answers when a step appears behind nginx."""
+    import json
+    import threading
+    import time
+    import urllib.request
+
+    need("starlette")
+    need("uvicorn")
+    from motes.server import Config, create_app
+    from server_util import LiveServer
+
+    www = tmp_path / "www"
+    www.mkdir()
+    motes.write(www / "live.motes", motes.synth.uniform(1000, seed=0), sync=False)
+    server = Nginx(str(www))
+    try:
+        with LiveServer(create_app(Config(datasets=[("live", server.url + "/live.motes")]))) as live:
+            def later():
+                time.sleep(0.5)
+                motes.write(www / "live.motes", motes.synth.uniform(500, seed=1), step=1, sync=False)
+
+            t = threading.Thread(target=later)
+            t.start()
+            with urllib.request.urlopen(f"{live.url}/api/v1/datasets/live/updates?after=0&wait=20", timeout=30) as r:
+                body = json.loads(r.read())
+            t.join()
+            assert body["steps"] == [0, 1] and body["newer"] is True
+    finally:
+        server.stop()

@@ -1,6 +1,7 @@
 """The datasets a server serves, by name, and what it knows about each species of each
 step. Names and paths are fixed at start-up: no part of a request ever becomes a path.
-A dataset's manifest is read again when it changed (a writer appended a step); a step,
+A dataset's manifest is read again when it changed (a writer appended a step; a remote
+dataset's is fetched again at most every live.REMOTE_POLL seconds); a step,
 once published, never changes, so what is known about its species is kept."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import hashlib
 import math
 import os
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -16,6 +18,7 @@ from .. import _args
 from ..dataset import Dataset
 from ..dataset import open as open_dataset
 from ..errors import MotesError, UsageError
+from ..live import REMOTE_POLL
 from .cells import Ladder
 from .errors import HTTPError, not_found
 from .params import integer
@@ -105,10 +108,13 @@ class Entry:
     def __init__(self, name: str, path: str):
         self.name, self.path = name, path
         self._lock = threading.Lock()
-        self._signature = self._stat()
         self._ds = open_dataset(path)
+        self._checked = time.monotonic()
+        self._signature = self._stat()
 
     def _stat(self):
+        if self._ds.remote:  # an object store or a web server: the steps its manifest lists
+            return tuple(self._ds.steps)
         try:
             st = os.stat(os.path.join(self.path, "manifest.json"))
         except OSError:
@@ -116,7 +122,18 @@ class Entry:
         return (st.st_ino, st.st_size, st.st_mtime_ns)
 
     def dataset(self) -> Dataset:
-        """The dataset, read again when its manifest changed."""
+        """The dataset, read again when its manifest changed (a remote one: its manifest
+        fetched again at most every REMOTE_POLL seconds, its open files kept)."""
+        if self._ds.remote:
+            with self._lock:
+                if time.monotonic() - self._checked >= REMOTE_POLL:
+                    self._checked = time.monotonic()
+                    try:
+                        self._ds.refresh()
+                    except MotesError:
+                        pass  # unreachable for now: the steps known stay
+                    self._signature = self._stat()
+                return self._ds
         sig = self._stat()
         with self._lock:
             if sig != self._signature:
