@@ -48,5 +48,5 @@ fi
 # shellcheck source=scripts/compiler_cache.sh
 . scripts/compiler_cache.sh
 echo "setup: installing motes (with its viewer app) and its Python dependencies into .venv"
-.venv/bin/python -m pip install -q ".[test,bench,plot,arrow,convert,serve,fields,dask]"
+.venv/bin/python -m pip install -q ".[test,bench,plot,arrow,convert,serve,fields,dask,remote]"
 echo "setup: done ($(.venv/bin/python -c 'import motes; print("motes", motes.__version__)'))"
