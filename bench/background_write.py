@@ -27,7 +27,6 @@ import os
 import shutil
 import statistics
 import sys
-import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 

@@ -86,6 +86,16 @@ def alternated(fns: Dict[str, Callable[[], Any]], repeat: int, warmup: int = 0,
     return runs
 
 
+#: What a benchmark's child process (pvbatch, a fresh interpreter) prints before the JSON of
+#: its figures, one line per result.
+RESULT = "RESULT "
+
+
+def child_results(stdout: str) -> List[dict]:
+    """The results a child process printed (lines ``RESULT {json}``), in order."""
+    return [json.loads(ln[len(RESULT):]) for ln in stdout.splitlines() if ln.startswith(RESULT)]
+
+
 def touch_memory(gib: float = 2.0) -> None:
     """This VM hands idle memory back to its host: touch and free ~2 GiB before timed work."""
     a = np.ones(int(gib * (1 << 30)) // 8)

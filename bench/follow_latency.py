@@ -39,7 +39,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import figure, log, peer, run, touch_memory  # noqa: E402
+from benchlib import child_results, figure, log, peer, run, touch_memory  # noqa: E402
 
 COMMON = r'''
 import json, sys, time
@@ -148,10 +148,6 @@ else:
 '''
 
 
-def results(proc_out: str):
-    return [json.loads(ln[len("RESULT "):]) for ln in proc_out.splitlines() if ln.startswith("RESULT ")]
-
-
 def one(engine, want, scratch, args, box):
     path = os.path.join(scratch, f"{engine}-{want}" + (".motes" if engine == "motes" else ".bp"))
     argv = [engine if engine != "BP5-file" else "BP5", path, str(args.steps), str(args.n), str(args.interval),
@@ -167,7 +163,7 @@ def one(engine, want, scratch, args, box):
     if writer.returncode or reader.returncode:
         raise RuntimeError(f"{engine} {want}: writer {writer.returncode} {writer.stderr[-2000:]}; reader "
                            f"{reader.returncode}")
-    w, r = {o["step"]: o for o in results(writer.stdout)}, {o["step"]: o for o in results(out)}
+    w, r = {o["step"]: o for o in child_results(writer.stdout)}, {o["step"]: o for o in child_results(out)}
     if sorted(r) != list(range(args.steps)):
         raise AssertionError(f"{engine} {want}: the reader saw steps {sorted(r)}")
     lat = np.array([r[s]["seen"] - w[s]["commit"] for s in range(args.steps)]) * 1e3

@@ -22,7 +22,6 @@ asserts only that both images show particles.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -71,9 +70,9 @@ def pvbatch(script: str, args, env) -> dict:
         run = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1280x1024x24", "pvbatch", script, *args],
                              capture_output=True, text=True, env=env, timeout=900)
         wall = benchlib.perf() - t0
-        lines = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")]
-        if lines and os.path.exists(args[2]):
-            out = json.loads(lines[-1][len("RESULT "):])
+        results = benchlib.child_results(run.stdout)
+        if results and os.path.exists(args[2]):
+            out = results[-1]
             out["wall_s"] = wall
             return out
     raise RuntimeError("pvbatch failed three times:\n" + (run.stdout + run.stderr)[-3000:])

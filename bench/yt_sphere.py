@@ -43,7 +43,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import figure, log, peer, run, touch_memory  # noqa: E402
+from benchlib import child_results, figure, log, peer, run, touch_memory  # noqa: E402
 from cold import evict, files_under  # noqa: E402
 
 PATCH = ('yt.frontends.open_pmd.data_structures.OpenPMDHierarchy._count_grids: species["/position"] -> '
@@ -85,10 +85,10 @@ def child(script, side, path, c, r) -> dict:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "PYTHONWARNINGS": "ignore"}
     out = subprocess.run([sys.executable, script, side, path, json.dumps(c), repr(r)], capture_output=True,
                          text=True, env=env, timeout=1800)
-    lines = [ln for ln in out.stdout.splitlines() if ln.startswith("RESULT ")]
-    if out.returncode or not lines:
+    results = child_results(out.stdout)
+    if out.returncode or not results:
         raise RuntimeError(f"{side} failed:\n{(out.stdout + out.stderr)[-3000:]}")
-    return json.loads(lines[-1][len("RESULT "):])
+    return results[-1]
 
 
 def main() -> int:
@@ -159,7 +159,7 @@ def main() -> int:
                     peer_sphere_s=med("open_pmd", how, "sphere_s"))
                 ms, os_ = med("motes", how, "sphere_s"), med("open_pmd", how, "sphere_s")
                 r.figures[f"{name}_{how}_selection"] = figure(
-                    f"{name}_{how}_selection", f"the same runs: the sphere's selection and read alone, after "
+                    f"{name}_{how}_selection", "the same runs: the sphere's selection and read alone, after "
                     "yt.load, ds.index and ds.field_list (yt's own set-up, the same for both)", ms, "s",
                     peers={"open_pmd": peer(os_, "s", os_ / ms, "open_pmd time / motes time")},
                     ratio=os_ / ms, ratio_meaning="open_pmd time / motes time", target=">= 10x faster",

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import os
-import weakref
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np

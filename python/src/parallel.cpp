@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "common.hpp"
+#include "motes/parallel/background_job.hpp"
 #include "motes/core/threads.hpp"
 #include "motes/parallel/aggregation.hpp"
 #include "motes/parallel/options.hpp"
@@ -190,24 +191,17 @@ std::pair<uint64_t, uint64_t> submit_parallel(motes::BackgroundWriter& w, int co
   motes::StepJob job;
   job.index = index;
   job.time = time;
+  job.attributes = std::move(in.attrs);
   job.species = std::move(in.species);
   job.fields = std::move(in.fields);
-  uint64_t copied = copy ? job.copy_arrays() : 0;
-  if (copy) {
-    for (motes::FieldBlockInput& b : in.blocks) {
-      const uint64_t bytes = b.array_dims[0] * b.array_dims[1] * b.array_dims[2] * motes::dtype_size(b.spec.dtype);
-      for (const void*& v : b.values) v = job.keep_copy(v, bytes), copied += bytes;
-    }
-  }
-  auto shared = std::make_shared<ParallelInputs>(std::move(in));
   const MPI_Comm comm = MPI_Comm_f2c(comm_f);
-  // The views of the job (copied or borrowed) are what the write reads.
-  auto species_views = std::make_shared<std::vector<motes::SpeciesColumns>>(job.species);
-  auto field_views = std::make_shared<std::vector<motes::FieldInput>>(job.fields);
-  job.custom = [comm, dir, index, time, o, shared, species_views, field_views](motes::StepOutcome&) {
-    motes::write_step_parallel(comm, dir, index, time, shared->attrs, *species_views, o, *field_views,
-                               shared->blocks);
-  };
+  const uint64_t copied = motes::make_collective_job(
+      job, std::move(in.blocks), !copy,
+      [comm, dir, index, time, o](const nlohmann::json& attrs, const std::vector<motes::SpeciesColumns>& sp,
+                                  const std::vector<motes::FieldInput>& fs,
+                                  const std::vector<motes::FieldBlockInput>& bs) {
+        motes::write_step_parallel(comm, dir, index, time, attrs, sp, o, fs, bs);
+      });
   return {w.submit(std::move(job), true), copied};
 }
 

@@ -163,6 +163,51 @@ static void check_field_blocks(const char* base) {
   free(b);
 }
 
+/* Background collective writes: write_step copies and returns on every rank; the arrays
+ * change at once; flush waits; the energies read back are those given. */
+static void check_background(const char* path, int provided) {
+  motes_writer* w = NULL;
+  CHECK(provided >= MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE provided (Open MPI gives it)");
+  if (provided >= MPI_THREAD_MULTIPLE) {
+    char bpath[300];
+    snprintf(bpath, sizeof bpath, "%s.background", path);
+    CHECK(motes_writer_open_parallel(bpath, MPI_COMM_WORLD, &w) == MOTES_OK, "open a background parallel writer");
+    CHECK(motes_writer_set_background(w, 2, 0) == MOTES_OK, "background");
+    for (int step = 0; step < 3; ++step) {
+      struct particle* p;
+      uint64_t* id;
+      uint64_t n = make_particles(rank, size, 0, &p, &id);
+      for (uint64_t i = 0; i < n; ++i) p[i].energy = (float)(100 * step + (int)(i % 13));
+      CHECK(motes_writer_begin_step(w, step, step) == MOTES_OK, "begin a background step");
+      set_columns(w, p, id, n, MOTES_F32);
+      CHECK(motes_writer_write_step(w) == MOTES_OK, "queue a background step");
+      for (uint64_t i = 0; i < n; ++i) p[i].energy = -1.0f; /* the simulation goes on */
+      free(p);
+      free(id);
+    }
+    CHECK(motes_writer_flush(w) == MOTES_OK, "flush the background steps");
+    int64_t last = -1;
+    int written = 0;
+    CHECK(motes_writer_last_written(w, &last, &written) == MOTES_OK && written && last == 2, "last written step");
+    CHECK(motes_writer_close(w) == MOTES_OK, "close the background writer");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 0) {
+      for (int step = 0; step < 3; ++step) {
+        int64_t ids[2] = {(int64_t)(((uint64_t)2 << 32) | 5), 7};
+        double got[2];
+        uint8_t found[2];
+        CHECK(motes_track(bpath, step, "e", NULL, ids, 2, "energy", got, found) == MOTES_OK, "track");
+        for (int k = 0; k < 2; ++k)
+          CHECK(!found[k] || got[k] == 100.0 * step + (double)((ids[k] & 0xffffffff) % 13), "the energies given");
+        CHECK(found[0] || found[1], "a particle found");
+      }
+      char cleanup[400];
+      snprintf(cleanup, sizeof cleanup, "rm -rf '%s'", bpath);
+      CHECK(system(cleanup) == 0, "remove the background dataset");
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   int provided = 0;  /* background writes run MPI on a thread of the writer's */
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -320,47 +365,7 @@ int main(int argc, char** argv) {
     CHECK(strstr(text, "\"unit\": \"m\"") != NULL, "the declared unit is stored");
   }
 
-  /* Background collective writes: write_step copies and returns on every rank; the arrays
-   * change at once; flush waits; the energies read back are those given. */
-  CHECK(provided >= MPI_THREAD_MULTIPLE, "MPI_THREAD_MULTIPLE provided (Open MPI gives it)");
-  if (provided >= MPI_THREAD_MULTIPLE) {
-    char bpath[300];
-    snprintf(bpath, sizeof bpath, "%s.background", path);
-    CHECK(motes_writer_open_parallel(bpath, MPI_COMM_WORLD, &w) == MOTES_OK, "open a background parallel writer");
-    CHECK(motes_writer_set_background(w, 2, 0) == MOTES_OK, "background");
-    for (int step = 0; step < 3; ++step) {
-      struct particle* p;
-      uint64_t* id;
-      uint64_t n = make_particles(rank, size, 0, &p, &id);
-      for (uint64_t i = 0; i < n; ++i) p[i].energy = (float)(100 * step + (int)(i % 13));
-      CHECK(motes_writer_begin_step(w, step, step) == MOTES_OK, "begin a background step");
-      set_columns(w, p, id, n, MOTES_F32);
-      CHECK(motes_writer_write_step(w) == MOTES_OK, "queue a background step");
-      for (uint64_t i = 0; i < n; ++i) p[i].energy = -1.0f; /* the simulation goes on */
-      free(p);
-      free(id);
-    }
-    CHECK(motes_writer_flush(w) == MOTES_OK, "flush the background steps");
-    int64_t last = -1;
-    int written = 0;
-    CHECK(motes_writer_last_written(w, &last, &written) == MOTES_OK && written && last == 2, "last written step");
-    CHECK(motes_writer_close(w) == MOTES_OK, "close the background writer");
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0) {
-      for (int step = 0; step < 3; ++step) {
-        int64_t ids[2] = {(int64_t)(((uint64_t)2 << 32) | 5), 7};
-        double got[2];
-        uint8_t found[2];
-        CHECK(motes_track(bpath, step, "e", NULL, ids, 2, "energy", got, found) == MOTES_OK, "track");
-        for (int k = 0; k < 2; ++k)
-          CHECK(!found[k] || got[k] == 100.0 * step + (double)((ids[k] & 0xffffffff) % 13), "the energies given");
-        CHECK(found[0] || found[1], "a particle found");
-      }
-      char cleanup[400];
-      snprintf(cleanup, sizeof cleanup, "rm -rf '%s'", bpath);
-      CHECK(system(cleanup) == 0, "remove the background dataset");
-    }
-  }
+  check_background(path, provided);
 
   int total = 0;
   MPI_Allreduce(&failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

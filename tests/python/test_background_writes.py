@@ -175,21 +175,26 @@ def test_a_killed_writer_loses_no_acknowledged_step_and_tears_none(tmp_path, del
     whole; the steps present are exactly a prefix, each read back whole."""
     path = tmp_path / "k.motes"
     script = KILLED.format(path_list=sys.path, here=os.path.dirname(__file__), dataset=str(path))
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    acked = []
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+    acked, partial = [], ""
+
+    def take(text):  # whole lines only: a non-blocking read may end inside one
+        nonlocal partial
+        *lines, partial = (partial + text).split("\n")
+        acked.extend(int(ln.split()[1]) for ln in lines if ln.startswith("ack"))
+
+    fd = proc.stdout.fileno()
     start = time.monotonic()
-    os.set_blocking(proc.stdout.fileno(), False)
+    os.set_blocking(fd, False)
     while time.monotonic() - start < delay + 30 and (len(acked) < 1 or time.monotonic() - start < delay):
-        line = proc.stdout.readline()
-        if line.startswith("ack"):
-            acked.append(int(line.split()[1]))
-        else:
+        try:
+            take(os.read(fd, 1 << 16).decode())
+        except BlockingIOError:
             time.sleep(0.01)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    for line in proc.stdout.read().splitlines():
-        if line.startswith("ack"):
-            acked.append(int(line.split()[1]))
+    os.set_blocking(fd, True)
+    take(os.read(fd, 1 << 20).decode() + "\n")
     assert acked, "the writer acknowledged no step before the kill"
     ds = motes.open(path)
     assert set(acked) <= set(ds.steps) and ds.steps == list(range(len(ds.steps)))

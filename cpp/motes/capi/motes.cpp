@@ -9,6 +9,7 @@
 #include "motes/capi/writer_state.hpp"
 #include "motes/core/version.hpp"
 #include "motes/dataset/species.hpp"
+#include "motes/parallel/background_job.hpp"
 #include "motes/particles/track.hpp"
 
 // Every dtype of the core's table (core/types.hpp) is a motes_dtype of motes.h, with the
@@ -266,20 +267,17 @@ motes_status motes_writer_write_step(motes_writer* w) {
       job.species = w->species;
       job.fields = w->fields;
       job.options = w->options.write;
-      if (!w->borrow) job.copy_arrays();
-      if (w->write_collective) {  // every rank queues the same steps in the same order
-        auto blocks = std::make_shared<std::vector<motes::FieldBlockInput>>(w->field_blocks);
-        for (motes::FieldBlockInput& b : *blocks)
-          for (const void*& v : b.values)
-            if (!w->borrow)
-              v = job.keep_copy(v, b.array_dims[0] * b.array_dims[1] * b.array_dims[2] * motes::dtype_size(b.spec.dtype));
-        auto species = std::make_shared<std::vector<motes::SpeciesColumns>>(job.species);
-        auto fields = std::make_shared<std::vector<motes::FieldInput>>(job.fields);
-        job.custom = [collective = w->write_collective, options = w->options, attrs = job.attributes, index = job.index,
-                      time = job.time, species, fields, blocks](motes::StepOutcome&) {
-          collective({index, time, attrs, *species, *fields, *blocks}, options);
-        };
-      }
+      if (w->write_collective)  // every rank queues the same steps in the same order
+        motes::make_collective_job(job, w->field_blocks, w->borrow,
+                                   [collective = w->write_collective, options = w->options, index = job.index,
+                                    time = job.time](const nlohmann::json& attrs,
+                                                     const std::vector<motes::SpeciesColumns>& species,
+                                                     const std::vector<motes::FieldInput>& fields,
+                                                     const std::vector<motes::FieldBlockInput>& blocks) {
+                                     collective({index, time, attrs, species, fields, blocks}, options);
+                                   });
+      else if (!w->borrow)
+        job.copy_arrays();
       w->background->submit(std::move(job), false);
     } else if (w->write_collective) {
       w->write_collective({w->step, w->time, w->attributes, w->species, w->fields, w->field_blocks}, w->options);

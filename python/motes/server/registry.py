@@ -18,7 +18,7 @@ from .. import _args
 from ..dataset import Dataset
 from ..dataset import open as open_dataset
 from ..errors import MotesError, UsageError
-from ..live import REMOTE_POLL
+from ..live import REMOTE_POLL, manifest_identity
 from .cells import Ladder
 from .errors import HTTPError, not_found
 from .params import integer
@@ -116,10 +116,9 @@ class Entry:
         if self._ds.remote:  # an object store or a web server: the steps its manifest lists
             return tuple(self._ds.steps)
         try:
-            st = os.stat(os.path.join(self.path, "manifest.json"))
-        except OSError:
+            return manifest_identity(self.path)
+        except OSError:  # not readable now: the last manifest read is kept
             return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns)
 
     def dataset(self) -> Dataset:
         """The dataset, read again when its manifest changed (a remote one: its manifest
