@@ -5,6 +5,7 @@
 import { Analysis } from "./analysis";
 import { Api, ApiError, type DatasetInfo, isAbort, type SpeciesInfo } from "./api";
 import { Camera } from "./camera";
+import { type ColorChoice, columnKind, defaultColor, suggestLog } from "./colorchoice";
 import { colormapTable } from "./colormap";
 import { AutoRange, type HistogramFetch, percentileRange, RANGE_BINS, RANGE_BUDGET, scaleEnds, shaderScale } from "./colorrange";
 import { SliceLoader } from "./fieldslice";
@@ -43,6 +44,8 @@ export class App {
   readonly slicer: SliceLoader;
   /** the filters in the scene's server-side `where` (the GPU narrows within them) */
   private serverFilters: RangeFilter[] = [];
+  /** the colour column and scale chosen by default (colorchoice.ts), until the user changes them */
+  colorChoice: ColorChoice | null = null;
   /** the default colour range of the view's column and scale (the robust percentiles) */
   private readonly autoRange = new AutoRange();
   private bytesTotal = 0;
@@ -233,13 +236,10 @@ export class App {
       this.info = await this.api.species(this.view.ds!, this.view.step!, name);
       this.view.species = name;
       const cols = this.columnNames();
-      if (!this.view.color || !cols.includes(this.view.color)) {
-        this.view.color = ["energy", ...cols.filter((c) => !(POSITION_COLUMNS as readonly string[]).includes(c)), "z"].find((c) => cols.includes(c));
-        this.view.range = undefined;
-      }
+      if (!this.view.color || !cols.includes(this.view.color)) this.chooseColor(); // a link's column wins
       this.view.filters = this.view.filters.filter((f) => cols.includes(f.column));
       if (!this.view.hist || !this.view.hist.every((c) => cols.includes(c))) {
-        const others = cols.filter((c) => !(POSITION_COLUMNS as readonly string[]).includes(c));
+        const others = this.info.columns.filter((c) => !["position", "id"].includes(columnKind(c))).map((c) => c.name);
         this.view.hist = cols.includes("ux") && cols.includes("uy") ? ["ux", "uy"] : [others[0] ?? "x", others[1] ?? "y"];
       }
       this.sizeCamera();
@@ -253,6 +253,15 @@ export class App {
       this.analysis.histograms();
       this.changed();
     });
+  }
+
+  /** The default colour column and scale of the species (colorchoice.ts), shown in the panel until the user changes either. */
+  private chooseColor(): void {
+    const choice = defaultColor(this.info!.columns);
+    this.view.color = choice.column;
+    this.view.log = choice.log;
+    this.view.range = undefined;
+    this.colorChoice = choice;
   }
 
   columnNames(): string[] {
@@ -298,9 +307,12 @@ export class App {
   }
 
   // --- controls --------------------------------------------------------------------------
+  /** Colours by `column`, on the scale that suits it (log when it spans more than three decades: colorchoice.ts). */
   setColor(column: string): void {
     this.view.color = column;
+    this.view.log = suggestLog(this.info?.columns.find((c) => c.name === column));
     this.view.range = undefined;
+    this.colorChoice = null;
     this.rebuild();
     this.legend();
     this.changed();
@@ -359,6 +371,7 @@ export class App {
 
   setLogScale(log: boolean): void {
     this.view.log = log;
+    this.colorChoice = null;
     this.legend();
     this.changed();
   }
@@ -602,6 +615,7 @@ export class App {
     if (window.location.hash === this.lastHash) return;
     this.view = decodeView(window.location.hash);
     this.info = null;
+    this.colorChoice = null;
     this.renderer.setColormap(colormapTable(this.view.map));
     this.sliceInfo = null;
     this.applyBackground();

@@ -2,7 +2,18 @@
 
 import type { App } from "./app";
 import { COLORMAPS, DEFAULT_COLORMAP, colormapTable } from "./colormap";
+import { type ColumnKind, decades } from "./colorchoice";
 import { axisPositions } from "./slice";
+
+/** How the panel's note names the kind of column chosen by default. */
+const KIND_TEXT: Record<ColumnKind, string> = {
+  density: "a density",
+  energy: "an energy",
+  other: "the first column that is not a position, an id or a velocity",
+  velocity: "a velocity (the species has no density, energy or other column)",
+  position: "a position (the species has no other column to colour by)",
+  id: "an id",
+};
 import { attachControls } from "./controls";
 import { byId, num, setOptions } from "./ui/dom";
 
@@ -18,6 +29,7 @@ export function bindPanel(app: App): () => void {
   const lo = $<HTMLInputElement>("range-lo");
   const hi = $<HTMLInputElement>("range-hi");
   const log = $<HTMLInputElement>("range-log");
+  const colorAuto = $("color-auto");
   const size = $<HTMLInputElement>("size");
   const budget = $<HTMLSelectElement>("budget");
   const background = $<HTMLButtonElement>("background");
@@ -123,6 +135,7 @@ export function bindPanel(app: App): () => void {
     setOptions(color, cols, v.color, labels);
     colormap.value = v.map;
     log.checked = v.log;
+    syncChoice();
     const [a, b] = app.colorRange();
     if (document.activeElement !== lo) lo.value = String(Number(a.toPrecision(6)));
     if (document.activeElement !== hi) hi.value = String(Number(b.toPrecision(6)));
@@ -139,6 +152,20 @@ export function bindPanel(app: App): () => void {
     setOptions(histY, cols, v.hist?.[1]);
     syncSlice();
   };
+
+  /** The note under the colour controls while the column and scale are the ones chosen by default. */
+  function syncChoice(): void {
+    const choice = app.view.color === app.colorChoice?.column ? app.colorChoice : null;
+    const c = app.info?.columns.find((x) => x.name === choice?.column);
+    colorAuto.hidden = !choice?.kind || !c;
+    colorAuto.dataset.kind = choice?.kind ?? "";
+    colorAuto.textContent =
+      choice?.kind && c
+        ? `Chosen for this data: ${c.name}, ${KIND_TEXT[choice.kind]}` +
+          (choice.log ? `, on a log scale (it spans ${(decades(c) ?? 0).toFixed(1)} decades)` : "") +
+          ". Pick another column or untick log scale to change it."
+        : "";
+  }
 
   function syncSlice(): void {
     const s = app.view.slice;
