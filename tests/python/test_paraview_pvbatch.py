@@ -1,24 +1,16 @@
-"""motes' reader in Debian's real ParaView (5.11, ``pvbatch`` under ``xvfb-run``), loaded as a
-user would: ``motes paraview-plugin --install`` prepares ParaView's Python (a .pth in its user
-site folder, here a temporary PYTHONUSERBASE), then ``LoadPlugin`` of the printed path. The
-script steps through time (counts equal motes' own), renders and saves a PNG (checked by
-pixels). Xvfb runs with a 24-bit screen: on xvfb-run's default 8-bit one, pvbatch aborted
-making its window in about a third of the runs. It may still abort while exiting: a run is
-judged by what the script printed and wrote, and tried up to three times."""
-import json
-import os
-import shutil
-import subprocess
-import sys
-
+"""motes' particle reader in Debian's real ParaView (5.11, ``pvbatch`` under ``xvfb-run``),
+loaded as a user would: ``motes paraview-plugin --install`` prepares ParaView's Python (a .pth
+in its user site folder, here a temporary PYTHONUSERBASE), then ``LoadPlugin`` of the printed
+path (tests/python/paraview_util.py runs it). The script steps through time (counts equal
+motes' own), renders and saves a PNG (checked by pixels). File > Open: a dataset's
+manifest.json is offered to motes' readers by the reader factory the dialog asks, and
+``OpenDataFile`` of it gives the particles. Grid fields: test_paraview_field_pvbatch.py."""
 import numpy as np
-import pytest
+from paraview_util import require_pvbatch, run_pvbatch
 
 import motes
 
-if not (shutil.which("pvbatch") and shutil.which("xvfb-run")):
-    pytest.skip("Debian's paraview (pvbatch) and xvfb are not installed (scripts/setup.sh installs them)",
-                allow_module_level=True)
+require_pvbatch()
 
 SCRIPT = r'''
 import json, sys
@@ -62,24 +54,8 @@ def test_pvbatch_loads_the_plugin_steps_through_time_and_renders(tmp_path):
         for k, s in enumerate((0, 3, 7)):
             w.write_step(s, motes.synth.vpic(60_000, seed=40 + k), time=0.5 * s)
     where = "energy > 0.3"
-    env = {**os.environ, "PYTHONUSERBASE": str(tmp_path / "user")}
-    env.pop("PYTHONPATH", None)  # ParaView's Python sees none of motes' environment
-    out = subprocess.run([sys.executable, "-m", "motes", "paraview-plugin", "--install"], capture_output=True,
-                         text=True, check=True, env={**env, "PYTHONPATH": os.pathsep.join(sys.path)}).stdout
-    plugin = out.strip().splitlines()[-1]
-    assert os.path.exists(plugin)
-    script, png = tmp_path / "script.py", tmp_path / "motes.png"
-    script.write_text(SCRIPT)
-    result, log = None, ""
-    for _ in range(3):
-        run = subprocess.run(["xvfb-run", "-a", "-s", "-screen 0 1280x1024x24", "pvbatch", str(script), plugin, path,
-                              str(png), where], capture_output=True, text=True, env=env, timeout=300)
-        log = run.stdout + run.stderr
-        lines = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")]
-        if lines and png.exists():
-            result = json.loads(lines[-1][len("RESULT "):])
-            break
-    assert result is not None, log[-3000:]
+    png = tmp_path / "motes.png"
+    result, _, _ = run_pvbatch(tmp_path, SCRIPT, [path, png, where], needs=[png])
     ds = motes.open(path)
     assert result["times"] == ds.times
     assert result["counts"] == [len(ds.query(where, quality=0.8, step=s, columns=["x"])) for s in ds.steps]
@@ -90,3 +66,34 @@ def test_pvbatch_loads_the_plugin_steps_through_time_and_renders(tmp_path):
     lit = rgb.max(axis=2) > 30
     assert lit.sum() > 500  # the particles, coloured by energy
     assert len({tuple(p) for p in rgb[lit][:: max(1, lit.sum() // 500)]}) > 5  # a colour map, not one colour
+
+
+OPEN = r'''
+import json, sys
+from paraview.simple import *
+plugin, manifest = sys.argv[1:3]
+LoadPlugin(plugin, ns=globals())
+session = servermanager.ActiveConnection.Session
+factory = servermanager.vtkSMProxyManager.GetProxyManager().GetReaderFactory()
+found = factory.GetReaders(manifest, session)  # File > Open asks this; more than one: "Open Data With..."
+r = OpenDataFile(manifest)                     # the factory's first reader for the file
+r.UpdatePipeline()
+r.UpdatePropertyInformation()
+print("RESULT " + json.dumps({"readers": [found.GetString(i) for i in range(found.GetNumberOfStrings())],
+                              "filters": factory.GetSupportedFileTypes(session), "opened": r.GetXMLName(),
+                              "points": r.GetDataInformation().GetNumberOfPoints(),
+                              "arrays": sorted(r.PointData.keys()), "error": r.GetPropertyValue("ErrorMessage")}), flush=True)
+'''
+
+
+def test_file_open_of_the_manifest_offers_the_motes_readers_and_gives_the_particles(tmp_path):
+    path = str(tmp_path / "run.motes")
+    motes.write(path, motes.synth.vpic(30_000, seed=3), step=4, time=1.5)
+    result, log, _ = run_pvbatch(tmp_path, OPEN, [f"{path}/manifest.json"])
+    assert result["readers"] == ["sources", "MotesParticles", "Motes Particles",  # group, name, label
+                                 "sources", "MotesStructuredField", "Motes Field"]
+    assert "motes dataset: particles (manifest.json)" in result["filters"]  # a filter of the dialog
+    ds = motes.open(path)
+    assert result["opened"] == "MotesParticles" and result["points"] == ds.count(step=4) == 30_000
+    assert result["arrays"] == sorted(ds.column_names(4)) and result["error"] == ""
+    assert "Traceback" not in log

@@ -1,6 +1,7 @@
 """motes' VTK reader (motes.paraview) with the pip vtk wheel: its output is ds.query's for
 random boxes, levels, shares, steps and expressions; it publishes the dataset's time steps;
-the ParaView plugin file loads without ParaView; an offscreen render shows the particles.
+the ParaView plugin file loads without ParaView; an offscreen render shows the particles; a
+bad expression is a message, not an exception. Grid fields: test_paraview_field_reader.py;
 Debian's ParaView itself: test_paraview_pvbatch.py."""
 import os
 import subprocess
@@ -184,36 +185,27 @@ def test_table_to_pyvista_and_an_offscreen_plot(series):
         motes.Table({"energy": np.zeros(3)}).to_pyvista()
 
 
-def test_field_reader_gives_the_field_at_a_level(tmp_path):
-    from motes.paraview.reader import MotesFieldReader
 
-    path = str(tmp_path / "fields.motes")
-    rng = np.random.default_rng(1)
-    rho = {s: rng.random((9, 12, 20)).astype(np.float32) for s in (0, 2)}
-    b = rng.random((9, 12, 20, 3)).astype(np.float32)
-    for s in (0, 2):
-        fields = {"rho": motes.Field(rho[s], origin=(1.0, 2.0, 3.0), spacing=(0.5, 0.25, 2.0))}
-        if s == 2:
-            fields["B"] = motes.Field(b, origin=(0.0, 0.0, 0.0), spacing=(1.0, 1.0, 1.0), components=("x", "y", "z"))
-        motes.write(path, motes.synth.vpic(2000, seed=s), step=s, time=float(s), fields=fields)
-    r = MotesFieldReader()
-    r.SetFileName(path)
-    r.SetField("rho")
-    for level, t, s in ((0, 0.0, 0), (1, 2.5, 2), (2, 2.0, 2)):
-        r.SetLevel(level)
-        r.UpdateTimeStep(t)
-        image = r.GetOutputDataObject(0)
-        want = motes.open(path).field("rho", s).read(level=level)
-        assert r.last_step == s and image.GetDimensions() == want.shape[::-1]
-        assert image.GetSpacing() == (0.5 * 2**level, 0.25 * 2**level, 2.0 * 2**level)
-        assert image.GetOrigin() == (1.0, 2.0, 3.0)
-        assert np.array_equal(vtk_to_numpy(image.GetPointData().GetScalars()), want.ravel())
-    r.SetField("B")
-    r.SetLevel(0)
-    r.UpdateTimeStep(2.0)
-    vectors = vtk_to_numpy(r.GetOutputDataObject(0).GetPointData().GetScalars())
-    assert vectors.shape == (9 * 12 * 20, 3) and np.array_equal(vectors, b.reshape(-1, 3))
-    r.SetComponent("y")
+def test_a_bad_expression_is_a_message_not_an_exception(series):
+    from vtkmodules.vtkCommonCore import vtkCommand
+
+    seen = []
+
+    def observe(obj, event, text):
+        seen.append(text)
+
+    observe.CallDataType = "string0"
+    r = MotesParticleReader()
+    r.AddObserver(vtkCommand.ErrorEvent, observe)
+    r.SetFileName(os.path.join(series, "manifest.json"))  # what File > Open picks
+    r.SetWhere("energy >")
+    r.Update()  # no exception: the request fails
+    assert r.GetOutputDataObject(0).GetNumberOfPoints() == 0
+    assert len(seen) == 1 and seen[0].startswith(f"Motes Particles ({series}): ") and r.GetErrorMessage() in seen[0]
+    with pytest.raises(motes.UsageError) as raised:
+        motes.open(series).query("energy >")
+    assert r.GetErrorMessage() == str(raised.value)  # motes' own message
+    r.SetWhere("energy > 1.5")
     r.Update()
-    assert np.array_equal(vtk_to_numpy(r.GetOutputDataObject(0).GetPointData().GetScalars()), b[..., 1].ravel())
-    assert r.time_values() == [2.0]  # the steps that hold B
+    assert r.GetErrorMessage() == "" and r.GetOutputDataObject(0).GetNumberOfPoints() == motes.open(series).count(
+        "energy > 1.5", step=STEPS[0])

@@ -1,16 +1,19 @@
 """motes' ParaView plugin: load this file in ParaView (Tools > Manage Plugins > Load New, or
 ``LoadPlugin(path, ns=globals())`` in pvpython/pvbatch); ``motes paraview-plugin`` prints its
-path and prepares ParaView's Python for it. It registers the readers "Motes Particles" and
-"Motes Field" (a grid field as an image at a level of detail); "Motes Particles"
-(``MotesParticles(FileName=...)``): one species of a motes dataset as points with every
-chosen column, its time steps, and the level of detail, box and ``where`` expression as
-properties, each update one motes query.
+path and prepares ParaView's Python for it. It registers two readers of a dataset's
+``manifest.json`` (what File > Open picks in a ``.motes`` folder; ParaView asks which, and
+``OpenDataFile`` takes the first): "Motes Particles" (``MotesParticles(FileName=...)``): one
+species as points with every chosen column, its time steps, and the level of detail, box and
+``where`` expression as properties, each update one motes query; and "Motes Field"
+(``MotesField(FileName=..., Field=...)``): a grid field at a level of detail as an image, a
+rectilinear grid, or a thetaMode field resampled on a Cartesian image at ``Resolution``.
+A failure is a message in the Output Messages window, kept in the ``ErrorMessage``
+information property (empty after an update that succeeded).
 
 ParaView runs on its own Python (Debian: the system python3), not on the environment motes
-was installed into. The lines before the reader make motes importable there without putting
+was installed into. The lines before the readers make motes importable there without putting
 that environment's site-packages on ParaView's path (its pip ``vtk`` would shadow ParaView's
-and crash it): the ``motes`` package is loaded from the folder this file lies in.
-"""
+and crash it): the ``motes`` package is loaded from the folder this file lies in."""
 
 import importlib.util
 import os
@@ -37,7 +40,8 @@ def _import_motes():
 # which nanobind would report as leaks.
 _import_motes()._core.set_leak_warnings(False)
 
-from motes.paraview.reader import MotesFieldReader, MotesParticleReader  # noqa: E402
+from motes.paraview.field_reader import MotesFieldReader  # noqa: E402
+from motes.paraview.reader import MotesParticleReader  # noqa: E402
 
 try:
     from paraview.util.vtkAlgorithm import smdomain, smhint, smproperty, smproxy
@@ -48,15 +52,18 @@ except ImportError:  # the pip vtk wheel alone: the decorators do nothing
 
     smdomain = smhint = smproperty = smproxy = _Inert()
 
+#: The file of a dataset that File > Open picks (a dataset is a folder).
+MANIFEST = "manifest.json"
 
-@smproxy.reader(name="MotesParticles", label="Motes Particles", extensions="motes",
-                file_description="motes particle dataset")
+
+@smproxy.reader(name="MotesParticles", label="Motes Particles", filename_patterns=MANIFEST,
+                file_description="motes dataset: particles")
 class MotesParticles(MotesParticleReader):
     """ParaView's face of :class:`motes.paraview.reader.MotesParticleReader`."""
 
     @smproperty.stringvector(name="FileName")
     @smdomain.filelist()
-    @smhint.filechooser(extensions="motes", file_description="motes particle dataset")
+    @smhint.filechooser(extensions="json", file_description="motes dataset (manifest.json)")
     def SetFileName(self, name):
         MotesParticleReader.SetFileName(self, name)
 
@@ -93,22 +100,34 @@ class MotesParticles(MotesParticleReader):
 
     @smproperty.doublevector(name="TimestepValues", information_only="1", si_class="vtkSITimeStepsProperty")
     def GetTimestepValues(self):
-        return self.time_values() if self._path else None
+        return self.published_times()
+
+    @smproperty.stringvector(name="ErrorMessage", information_only="1")
+    def GetErrorMessage(self):
+        return MotesParticleReader.GetErrorMessage(self)
 
 
-@smproxy.reader(name="MotesField", label="Motes Field", extensions="motes",
-                file_description="motes grid field")
+# Named to sort after "MotesParticles": of the readers that take a file, OpenDataFile uses the first
+# by name. The label makes the scripts' name, MotesField(...).
+@smproxy.reader(name="MotesStructuredField", label="Motes Field", filename_patterns=MANIFEST,
+                file_description="motes dataset: a grid field")
 class MotesField(MotesFieldReader):
-    """ParaView's face of :class:`motes.paraview.reader.MotesFieldReader`: a grid field of a
-    motes dataset as an image, at a level of detail."""
+    """ParaView's face of :class:`motes.paraview.field_reader.MotesFieldReader`: a grid field
+    of a motes dataset at a level of detail (Field: a list of the dataset's fields)."""
 
     @smproperty.stringvector(name="FileName")
     @smdomain.filelist()
-    @smhint.filechooser(extensions="motes", file_description="motes grid field")
+    @smhint.filechooser(extensions="json", file_description="motes dataset (manifest.json)")
     def SetFileName(self, name):
         MotesFieldReader.SetFileName(self, name)
 
+    @smproperty.stringvector(name="FieldNames", information_only="1")
+    def GetFieldNames(self):
+        return self.field_names_or_none()
+
     @smproperty.stringvector(name="Field", default_values="")
+    @smdomain.xml('<StringListDomain name="list"><RequiredProperties>'
+                  '<Property name="FieldNames" function="StringInfo"/></RequiredProperties></StringListDomain>')
     def SetField(self, name):
         MotesFieldReader.SetField(self, name)
 
@@ -121,6 +140,14 @@ class MotesField(MotesFieldReader):
     def SetComponent(self, component):
         MotesFieldReader.SetComponent(self, component)
 
+    @smproperty.intvector(name="Resolution", default_values=[0, 0, 0])
+    def SetResolution(self, nx, ny, nz):
+        MotesFieldReader.SetResolution(self, nx, ny, nz)
+
     @smproperty.doublevector(name="TimestepValues", information_only="1", si_class="vtkSITimeStepsProperty")
     def GetTimestepValues(self):
-        return self.time_values() if self._path else None
+        return self.published_times()
+
+    @smproperty.stringvector(name="ErrorMessage", information_only="1")
+    def GetErrorMessage(self):
+        return MotesFieldReader.GetErrorMessage(self)
