@@ -1,8 +1,9 @@
 """What motes serve promises about who may use it (docs/http-api.md, "Security"): it answers
 only the host names it was started for and no other site's pages (no DNS rebinding, no
-cross-site reads), refuses --cors '*' without a token, keeps tokens out of its logs and
-links, times out half-sent requests and caps its connections, and reads integers in URLs in
-one spelling only. The attacks are sent to real servers (motes serve, uvicorn) on 127.0.0.1."""
+cross-site reads), parses Host strictly, refuses --cors '*' without a token, keeps tokens
+out of its logs and links, times out half-sent requests, drops clients that stop reading,
+caps its connections, stops on Ctrl-C whatever its clients do, and reads integers in URLs
+in one spelling only. The attacks are sent to real servers (motes serve, uvicorn) on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import logging
 import os
 import socket
 import time
+from typing import Optional
 
 import numpy as np
 import pytest
@@ -84,6 +86,26 @@ def test_dns_rebinding_is_refused_on_every_route(cli_server):
     for host in ("127.0.0.1.attacker.example", "localhost.attacker.example", "", "[::1", "127.0.0.2"):
         status, _, body = raw_request(port, SP, headers={"Host": host})
         assert status in (400, 403), (host, status)
+
+
+def test_the_host_is_parsed_strictly(cli_server):
+    """A Host that is not host[:port] or [IPv6][:port] is refused (400), however a loose
+    parser would read it (the name before the '@', the first of a list), and so are two."""
+    port = cli_server
+    for host in (f"localhost:{port}@attacker.example", f"127.0.0.1:{port}, attacker.example",
+                 f"127.0.0.1:{port} attacker.example", f"attacker.example@localhost:{port}", f"localhost:{port}/x",
+                 f"localhost:{port}:{port}", f"[::1]:{port}@attacker.example", "localhost:http", f"[::1]x:{port}",
+                 f"[127.0.0.1]:{port}", f"localhost:{port}#x", f"localhost:{port}?x", "localhost,127.0.0.1",
+                 f"user:pass@127.0.0.1:{port}", f"127.0.0.1:{port}.attacker.example"):
+        status, _, body = raw_request(port, SP, headers={"Host": host})
+        assert status == 400 and b"energy" not in body, (host, status, body[:200])
+        error = json.loads(body)["error"]
+        assert error["kind"] == "usage" and "Host" in error["message"], (host, error)
+    status, _, body = raw_request(port, SP, headers={"Host": f"127.0.0.1:{port}", "host": "attacker.example"})
+    assert status == 400 and b"energy" not in body, (status, body[:200])
+    for host in (f"127.0.0.1:{port}", "localhost", f"[::1]:{port}", f"[0:0:0:0:0:0:0:1]:{port}", f"localhost.:{port}"):
+        assert raw_request(port, SP, headers={"Host": host})[0] in (200, 403), host
+    assert raw_request(port, SP, headers={"Host": f"[0:0:0:0:0:0:0:1]:{port}"})[0] == 200
 
 
 def test_other_sites_pages_are_refused(dataset):
@@ -165,6 +187,36 @@ def test_the_access_log_never_shows_a_token(dataset, caplog):
     assert TOKEN not in caplog.text, caplog.text
 
 
+@pytest.mark.parametrize("query", ["tok%65n=S", "a=1&%74%6F%6B%65%6E=S", "TOKEN=S", "x=1&token=S&token=T",
+                                   "tok%2565n=S", "tok+en=S", "b?token=S", "a=1;token=S"])
+def test_a_token_parameter_is_redacted_wherever_it_is_taken(query):
+    """One rule names the token parameter, for taking it and for redacting it: a value taken
+    as the token never reaches the log (tok%65n= is token=)."""
+    from motes.server.security import redact, token_parameters
+
+    shown = redact(f"/api/v1/health?{query}")
+    for value in token_parameters(query):
+        assert f"={value}" not in shown, shown
+    assert token_parameters("tok%65n=S") == ["S"]
+
+
+def test_a_percent_encoded_token_name_is_taken_and_redacted(dataset, caplog):
+    app = create_app(Config(datasets=[(None, dataset)], token=TOKEN))
+    access = logging.getLogger("uvicorn.access")
+    targets = [f"{SP}?tok%65n={TOKEN}", f"{SP}/points?budget=10&%74%6F%6B%65%6E={TOKEN}"]
+    with caplog.at_level(logging.INFO, logger="uvicorn.access"), LiveServer(app, log_level="info") as live:
+        access.addHandler(caplog.handler)
+        try:
+            assert [raw_request(live.port, t)[0] for t in targets] == [200, 200]
+            deadline = time.monotonic() + 5
+            while caplog.text.count('HTTP/1.1" ') < len(targets):
+                assert time.monotonic() < deadline, caplog.text
+                time.sleep(0.05)
+        finally:
+            access.removeHandler(caplog.handler)
+    assert "tok%65n=[redacted]" in caplog.text and TOKEN not in caplog.text, caplog.text
+
+
 def test_the_cli_log_never_shows_a_token(dataset, tmp_path):
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
@@ -242,6 +294,103 @@ def test_connections_are_capped(dataset):
             s.close()
         time.sleep(0.2)
         assert raw_request(live.port, SP)[0] == 200
+
+
+# ---- clients that ask for an export and stop reading ----------------------------------------------
+@pytest.fixture(scope="module")
+def big(tmp_path_factory):
+    """A dataset whose CSV export (about 15 MB) outgrows the sockets' buffers."""
+    path = tmp_path_factory.mktemp("big") / "lat.motes"
+    write_lattice(path, n=200_000)
+    return str(path)
+
+
+def _stalled_export(port: int) -> socket.socket:
+    """A client that asks for an export, reads the status line, and reads no more."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", port))
+    s.sendall(f"GET {SP}/export?format=csv HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+    s.settimeout(60)
+    head = b""
+    while len(head) < 12:
+        chunk = s.recv(12 - len(head))
+        assert chunk, head
+        head += chunk
+    assert head == b"HTTP/1.1 200", head
+    return s
+
+
+def _closed(s: socket.socket, timeout: float) -> bool:
+    """Whether the server closed the connection (what it had sent read first)."""
+    s.settimeout(timeout)
+    try:
+        while s.recv(1 << 20):
+            pass
+        return True
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def _full(port: int) -> bool:
+    """Whether a new connection is refused (503) for want of room."""
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        return _read_all(s, 5.0).startswith(b"HTTP/1.1 503")
+
+
+def _status(port: int) -> Optional[int]:
+    """A request's status; None when the server refused the connection before reading it."""
+    try:
+        return raw_request(port, SP)[0]
+    except ConnectionResetError:
+        return None
+
+
+def test_clients_that_stop_reading_are_dropped(big):
+    """Three clients hold every connection of --max-connections 3 with exports they do not
+    read: each is dropped once it has taken no byte for --idle-timeout, and others are served."""
+    proc, base = start_cli_server([big, "--max-connections", "3", "--idle-timeout", "2", "--header-timeout", "1"])
+    port = int(base.rsplit(":", 1)[1])
+    held = []
+    try:
+        held = [_stalled_export(port) for _ in range(3)]
+        assert _full(port)  # meanwhile
+        deadline = time.monotonic() + 60
+        while _status(port) != 200:
+            assert time.monotonic() < deadline, "the stalled clients were never dropped"
+            time.sleep(0.25)
+        assert all(_closed(s, 10.0) for s in held)
+    finally:
+        for s in held:
+            s.close()
+        proc.kill()
+        proc.communicate(timeout=10)
+
+
+def test_ctrl_c_stops_a_server_whose_clients_stopped_reading(big):
+    import signal
+    import subprocess
+
+    proc, base = start_cli_server([big, "--max-connections", "3", "--idle-timeout", "300"])
+    port = int(base.rsplit(":", 1)[1])
+    held = []
+    try:
+        held = [_stalled_export(port) for _ in range(3)]
+        assert _full(port)
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.communicate(timeout=20)  # SHUTDOWN_GRACE (2 s) and the exit
+        except subprocess.TimeoutExpired:
+            pytest.fail("motes serve did not stop on SIGINT while clients held stalled exports")
+        assert all(_closed(s, 10.0) for s in held)
+    finally:
+        for s in held:
+            s.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
 
 
 # ---- integers in URLs: one spelling --------------------------------------------------------------

@@ -5,6 +5,7 @@ these fields, and the server's messages name the option of the limit a request e
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import re
 import socket
@@ -56,6 +57,16 @@ def _is_origin(text: str) -> bool:
     return bool(_ORIGIN.match(text))
 
 
+def _host(name: str) -> str:
+    """A host name as a request's Host is compared with it: lower case, an IPv6 address
+    without brackets, in its short form."""
+    name = name.lower().strip("[]")
+    try:
+        return str(ipaddress.IPv6Address(name)) if ":" in name else name
+    except ValueError:
+        return name
+
+
 def _limit(default, option: str, what: str, status: int = 413):
     """A limit: its default, its option of `motes serve` ("" when fixed), what it counts."""
     return field(default=default, metadata={"option": option, "what": what, "status": status})
@@ -90,11 +101,19 @@ class Connections:
     """What one connection may cost. A client that has not sent a whole request head within
     ``header_timeout`` seconds (of connecting, or of its previous response) is answered 408
     and disconnected; an idle kept-alive connection is closed after ``idle_timeout``; past
-    ``max_connections`` open connections, a new one is answered 503 and closed."""
+    ``max_connections`` open connections, a new one is answered 503 and closed. A response
+    whose unsent bytes the client takes none of for ``idle_timeout`` seconds (a client that
+    asked for an export and stopped reading) is dropped with its connection."""
 
     header_timeout: float = _setting(10.0, "--header-timeout", "seconds to send a request's head (line and headers)")
-    idle_timeout: float = _setting(30.0, "--idle-timeout", "seconds a kept-alive connection may wait for its next request")
+    idle_timeout: float = _setting(30.0, "--idle-timeout", "seconds a kept-alive connection may wait for its next "
+                                                         "request, and a response for its client to read")
     max_connections: int = _setting(128, "--max-connections", "connections open at once")
+
+
+#: Seconds a stopping server (Ctrl-C) lets responses in progress finish before it drops
+#: their connections (their queries stop).
+SHUTDOWN_GRACE = 2.0
 
 
 @dataclass(frozen=True)
@@ -143,8 +162,8 @@ class Config:
         """The names a request's Host may give (lower case, IPv6 without brackets); None: any."""
         if "*" in self.allow_hosts:
             return None
-        names = {*LOOPBACK_HOSTS, *(h.lower().strip("[]") for h in self.allow_hosts)}
-        host = self.host.lower().strip("[]")
+        names = {*LOOPBACK_HOSTS, *(_host(h) for h in self.allow_hosts)}
+        host = _host(self.host)
         if host in WILDCARD_HOSTS:
             names.update(n.lower() for n in (socket.gethostname(), socket.getfqdn()) if n)
         else:

@@ -1,25 +1,21 @@
 """Running the app on a listening socket: uvicorn with the connection rules of
 ``Config.connections`` (a deadline on every request head, an idle timeout between kept-alive
-requests, a cap on open connections) and an access log that never shows a token.
+requests and on a response the client does not read, a cap on open connections, a shutdown
+that does not wait for stalled clients) and an access log that never shows a token.
 ``motes serve`` and the tests' live servers both start servers through ``server()``."""
 
 from __future__ import annotations
 
 import logging
-import re
 import socket
+import time
 from typing import Optional
 
-from .config import WILDCARD_HOSTS, Config, Connections
+from .config import SHUTDOWN_GRACE, WILDCARD_HOSTS, Config, Connections
 from .errors import error_body
+from .security import redact
 
-_TOKEN_IN_URL = re.compile(r"((?:^|[?&;])token=)[^&;\s]*", re.IGNORECASE)
-REDACTED = "[redacted]"
-
-
-def redact(text: str) -> str:
-    """``text`` with the value of every ``token=`` parameter replaced."""
-    return _TOKEN_IN_URL.sub(r"\1" + REDACTED, text)
+log = logging.getLogger("motes.server")
 
 
 class RedactTokens(logging.Filter):
@@ -40,9 +36,33 @@ def _plain_response(status: int, reason: str, kind: str, message: str) -> bytes:
             f"cache-control: no-store\r\nconnection: close\r\ncontent-length: {len(body)}\r\n\r\n").encode() + body
 
 
+class _CountingTransport:
+    """A transport that counts the bytes written to it: with what it still holds
+    (``get_write_buffer_size``), the bytes the client took so far."""
+
+    def __init__(self, transport, written):
+        self._transport, self._written = transport, written
+        self.bytes_written = 0
+
+    def write(self, data) -> None:
+        self._transport.write(data)
+        self.bytes_written += len(data)
+        self._written()
+
+    def writelines(self, lines) -> None:
+        for data in lines:
+            self.write(data)
+
+    def __getattr__(self, name):
+        return getattr(self._transport, name)
+
+
 def protocol_class(rules: Connections):
     """uvicorn's HTTP protocol (httptools when installed, as uvicorn picks it, else h11) with
-    a deadline on each request head and a cap on open connections."""
+    a deadline on each request head, a cap on open connections, an idle timeout on sending
+    (a connection whose unsent bytes make no progress for ``idle_timeout`` seconds is
+    dropped: a client that asked for an export and never reads it) and a shutdown that drops
+    the connections still open SHUTDOWN_GRACE seconds after it began."""
     try:
         import httptools  # noqa: F401
 
@@ -56,12 +76,18 @@ def protocol_class(rules: Connections):
                            f"the server has {rules.max_connections} connections open, its limit "
                            "(--max-connections); try again later")
 
+    check_every = max(0.05, rules.idle_timeout / 4)
+
     class Protocol(Base):
         _head_timer = None
         _head_cycle = None
+        _send_timer = None
+        _shutdown_timer = None
+        _flushed = 0  # bytes the client took, when last seen to grow
+        _flushed_at = 0.0
 
         def connection_made(self, transport) -> None:
-            super().connection_made(transport)
+            super().connection_made(_CountingTransport(transport, self._written))
             if len(self.connections) > rules.max_connections:
                 transport.write(full)
                 transport.close()
@@ -79,7 +105,45 @@ def protocol_class(rules: Connections):
 
         def connection_lost(self, exc) -> None:
             self._cancel_head_timer()
+            for timer in (self._send_timer, self._shutdown_timer):
+                if timer is not None:
+                    timer.cancel()
+            self._send_timer = self._shutdown_timer = None
             super().connection_lost(exc)
+
+        def shutdown(self) -> None:
+            super().shutdown()  # closes an idle connection, lets a response in progress end
+            if self._shutdown_timer is None:
+                self._shutdown_timer = self.loop.call_later(SHUTDOWN_GRACE, self._drop, "the server is stopping")
+
+        def _drop(self, why: str) -> None:
+            """Closes the connection at once, unsent bytes and all; its request's work stops
+            (the endpoint sees the disconnect)."""
+            self._shutdown_timer = None
+            log.info("%s: connection dropped: %s", self.client, why)
+            self.transport.abort()
+
+        # Sending: while unsent bytes wait, the bytes the client took are checked every
+        # check_every seconds; none for idle_timeout seconds drops the connection.
+        def _written(self) -> None:
+            if self._send_timer is None and self.transport.get_write_buffer_size() > 0:
+                self._flushed, self._flushed_at = self._sent(), time.monotonic()
+                self._send_timer = self.loop.call_later(check_every, self._check_send)
+
+        def _sent(self) -> int:
+            return self.transport.bytes_written - self.transport.get_write_buffer_size()
+
+        def _check_send(self) -> None:
+            self._send_timer = None
+            if self.transport.get_write_buffer_size() == 0:
+                return
+            sent, now = self._sent(), time.monotonic()
+            if sent > self._flushed:
+                self._flushed, self._flushed_at = sent, now
+            elif now - self._flushed_at >= rules.idle_timeout:
+                self._drop(f"the client took no byte of the response for {rules.idle_timeout:g} s (--idle-timeout)")
+                return
+            self._send_timer = self.loop.call_later(check_every, self._check_send)
 
         def _arm_head_timer(self) -> None:
             self._head_cycle = self.cycle
@@ -107,6 +171,7 @@ def server(app, config: Config, log_level: str = "warning"):
     rules = config.connections
     conf = uvicorn.Config(app, log_level=log_level, lifespan="off", server_header=False,
                           http=protocol_class(rules), timeout_keep_alive=max(1, int(round(rules.idle_timeout))),
+                          timeout_graceful_shutdown=2 * SHUTDOWN_GRACE,
                           backlog=min(2048, 4 * rules.max_connections))
     access = logging.getLogger("uvicorn.access")
     if not any(isinstance(f, RedactTokens) for f in access.filters):

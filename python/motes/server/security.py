@@ -1,16 +1,18 @@
-"""The guard in front of every request (ASGI middleware): the Host one of the names the
-server was started for and no other site's Origin (no DNS rebinding, no cross-site reads),
-only GET and HEAD, no request body, URLs of bounded length, the token when the server has
-one (header, parameter or cookie, compared in constant time), and the headers every
-response carries."""
+"""The guard in front of every request (ASGI middleware): one well-formed Host, one of the
+names the server was started for, and no other site's Origin (no DNS rebinding, no
+cross-site reads), only GET and HEAD, no request body, URLs of bounded length, the token
+when the server has one (header, parameter or cookie, compared in constant time; the
+parameter found by the rule that also keeps it out of the access log), and the headers
+every response carries."""
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
 from http.cookies import SimpleCookie
-from typing import Optional
-from urllib.parse import parse_qsl
+from typing import List, Optional
+from urllib.parse import parse_qsl, unquote_plus
 
 from .config import Config, cookie_name
 from .errors import HTTPError, over_limit
@@ -25,13 +27,25 @@ def _header(scope, name: bytes) -> Optional[bytes]:
     return None
 
 
-def host_name(authority: str) -> str:
-    """The host of ``host[:port]`` or ``[v6]:port``, lower case, without brackets."""
-    authority = authority.strip().lower()
-    if authority.startswith("["):
-        name, close, port = authority[1:].partition("]")
-        return name if close and (not port or port[:1] == ":") else authority
-    return authority.rpartition(":")[0] if authority.count(":") == 1 else authority
+#: A Host field (RFC 9110, 7.2) as the server takes it: a name or IPv4 address, or an IPv6
+#: address in brackets, then optionally ':' and a port; nothing else (no userinfo '@', no
+#: list, no spaces, no path).
+_HOST = re.compile(r"(?:(?P<name>[a-z0-9_](?:[a-z0-9_.-]*[a-z0-9_])?\.?)|\[(?P<v6>[0-9a-f:.]+)\])(?::[0-9]{1,5})?\Z",
+                   re.ASCII | re.IGNORECASE)
+
+
+def host_name(authority: str) -> Optional[str]:
+    """The host of ``host[:port]`` or ``[v6][:port]``, lower case, without brackets; None
+    when ``authority`` is anything else."""
+    m = _HOST.match(authority)
+    if m is None:
+        return None
+    if m["v6"] is not None:
+        try:
+            return str(ipaddress.IPv6Address(m["v6"])) if ":" in m["v6"] else None
+        except ValueError:
+            return None
+    return m["name"].lower()
 
 
 def _is_ip(name: str) -> bool:
@@ -42,6 +56,29 @@ def _is_ip(name: str) -> bool:
         return False
 
 
+# ---- the token parameter: one rule for taking it and for keeping it out of logs ----------------
+TOKEN_PARAMETER = "token"
+REDACTED = "[redacted]"
+_PARAMETER = re.compile(r"(^|[?&;])([^=&;?\s]*)=([^&;\s]*)")
+
+
+def token_parameters(query: str) -> List[str]:
+    """The values of the query string's token parameters, its names decoded as every
+    parameter's (``tok%65n=`` is ``token=``)."""
+    return [v for k, v in parse_qsl(query, keep_blank_values=True) if k == TOKEN_PARAMETER]
+
+
+def redact(text: str) -> str:
+    """``text`` with the value of every parameter that is, decoded as :func:`token_parameters`
+    decodes names, ``token`` (in any case) replaced by [redacted]."""
+    def one(m: re.Match) -> str:
+        if unquote_plus(m[2]).lower() != TOKEN_PARAMETER:
+            return m[0]
+        return f"{m[1]}{m[2]}={REDACTED}"
+
+    return _PARAMETER.sub(one, text)
+
+
 def request_token(scope) -> Optional[str]:
     """The token a request carries: ``Authorization: Bearer``, else ``token=``, else the cookie."""
     auth = _header(scope, b"authorization")
@@ -49,9 +86,8 @@ def request_token(scope) -> Optional[str]:
         scheme, _, value = auth.decode("latin-1").partition(" ")
         if scheme.lower() == "bearer":
             return value.strip()
-    for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True):
-        if k == "token":
-            return v
+    for v in token_parameters(scope.get("query_string", b"").decode("latin-1")):
+        return v
     cookie = _header(scope, b"cookie")
     if cookie is not None:
         jar = SimpleCookie()
@@ -116,13 +152,18 @@ class GuardMiddleware:
                             {"WWW-Authenticate": 'Bearer realm="motes"'})
 
     def check_site(self, scope) -> None:
-        """403 unless the Host is one of the server's names and the Origin, when a browser
-        sends one, is the server's own (or the one --cors names)."""
-        host = _header(scope, b"host")
-        if host is None:
-            raise HTTPError(403, "forbidden", "a request must name its Host (HTTP/1.1)")
-        host = host.decode("latin-1")
-        if self.hosts is not None and not self._known_host(host_name(host)):
+        """400 unless the request has one Host, host[:port] or [IPv6][:port]; 403 unless it is
+        one of the server's names and the Origin, when a browser sends one, is the server's
+        own (or the one --cors names)."""
+        hosts = [v for k, v in scope["headers"] if k == b"host"]
+        if len(hosts) != 1:
+            raise HTTPError(400, "usage", "a request must name its Host (HTTP/1.1), once" if hosts else
+                                          "a request must name its Host (HTTP/1.1)")
+        host = hosts[0].decode("latin-1").strip()
+        name = host_name(host)
+        if name is None:
+            raise HTTPError(400, "usage", f"Host '{_shown(host)}' is not host[:port] or [IPv6][:port]")
+        if self.hosts is not None and not self._known_host(name):
             raise HTTPError(403, "forbidden",
                             f"Host '{_shown(host)}' is not a name this server was started for "
                             f"({', '.join(sorted(self.hosts))}); a web page under another name may be reading it "
@@ -136,7 +177,7 @@ class GuardMiddleware:
         if cors == "*" or origin == cors:
             return
         scheme, sep, authority = origin.partition("://")
-        if not (sep and scheme.lower() in ("http", "https") and authority.lower() == host.strip().lower()):
+        if not (sep and scheme.lower() in ("http", "https") and authority.lower() == host.lower()):
             raise HTTPError(403, "forbidden",
                             f"a page of another site (Origin '{_shown(origin)}') may not use this server; "
                             "to let one origin call it from a browser, start the server with --cors ORIGIN")
