@@ -13,21 +13,34 @@ and endpoints come from the environment as obstore reads them (``AWS_ACCESS_KEY_
 ``AWS_ENDPOINT_URL``, ``AWS_REGION``, ``GOOGLE_SERVICE_ACCOUNT``, ``AZURE_STORAGE_...``);
 plain ``http://`` endpoints are allowed (a test's server on 127.0.0.1, a site behind a proxy).
 Nothing is logged.
+
+A request gives up when it cannot connect within ``MOTES_REMOTE_CONNECT_TIMEOUT`` seconds or
+gets no bytes for ``MOTES_REMOTE_READ_TIMEOUT`` seconds (its answer's head, or more of its
+body), retries (a 5xx answer, a dropped connection) included: a server that stalls costs one
+timeout, and the error (a StorageError) names the object, the byte range and the timeout.
+Reads made inside :func:`bounded` (the server's queries) also stop at its deadline or when its
+token is cancelled.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import itertools
+import math
 import os
+import re
 import threading
-from typing import Dict, List, Optional, Tuple
+import time
+from datetime import timedelta
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 from urllib.parse import urlsplit
 
 from . import _core
-from .errors import UsageError
+from .errors import CancelledError, StorageError, UsageError
 
-__all__ = ["SCHEMES", "is_remote", "core_path", "counters"]
+__all__ = ["SCHEMES", "is_remote", "core_path", "counters", "timeouts", "bounded"]
 
 #: The URL schemes motes reads remotely.
 SCHEMES = ("s3", "s3a", "gs", "az", "abfs", "abfss", "azure", "http", "https")
@@ -41,39 +54,98 @@ def is_remote(path) -> bool:
     return isinstance(path, str) and urlsplit(path).scheme.lower() in SCHEMES and "://" in path
 
 
+class Timeouts(NamedTuple):
+    """Seconds a remote request may take to connect, and may wait for its next bytes."""
+
+    connect: float
+    read: float
+
+
+#: The timeouts' environment variables and defaults.
+TIMEOUTS = {"connect": ("MOTES_REMOTE_CONNECT_TIMEOUT", 5.0), "read": ("MOTES_REMOTE_READ_TIMEOUT", 30.0)}
+
+
+def timeouts() -> Timeouts:
+    """The timeouts of the stores made from now on: the environment's (TIMEOUTS), else the defaults."""
+    values = {}
+    for name, (variable, default) in TIMEOUTS.items():
+        text = os.environ.get(variable, "").strip()
+        try:
+            value = float(text) if text else default
+        except ValueError:
+            value = math.nan
+        if not (0 < value < math.inf):
+            raise UsageError(f"{variable}={text!r} is not a number of seconds > 0")
+        values[name] = value
+    return Timeouts(**values)
+
+
 def _store(url: str):
     try:
         import obstore.store
     except ImportError:
         raise UsageError(f"reading '{url}' needs obstore: pip install 'motes[remote]' (or pip install obstore)") \
             from None
-    options = {}
+    limits = timeouts()
+    # No bound on a request's whole time (a large range on a slow link takes what it takes): it
+    # stops when no bytes come for the read timeout; retries stop when that much time has passed.
+    options = {"connect_timeout": timedelta(seconds=limits.connect), "read_timeout": timedelta(seconds=limits.read),
+               "timeout": timedelta(days=1)}
     endpoint = os.environ.get("AWS_ENDPOINT_URL", "") if url.startswith("s3") else ""
     if url.startswith("http://") or endpoint.startswith("http://"):
         options["allow_http"] = True
     try:
-        return obstore.store.from_url(url, client_options=options or None)
+        store = obstore.store.from_url(url, client_options=options,
+                                       retry_config={"retry_timeout": timedelta(seconds=limits.read)})
     except Exception as e:  # noqa: BLE001 (obstore raises several kinds for a URL it cannot use)
         raise UsageError(f"cannot read '{url}': {e}") from None
+    return store, limits
 
 
-def _functions(store):
+def _functions(store, limits: Timeouts):
     import obstore
     from obstore.exceptions import NotFoundError
 
     def size(key: str) -> Optional[int]:
-        try:
-            return int(obstore.head(store, key)["size"])
-        except (NotFoundError, FileNotFoundError):
-            return None
+        async def head():
+            try:
+                return int((await obstore.head_async(store, key))["size"])
+            except (NotFoundError, FileNotFoundError):
+                return None
+            except Exception as e:  # noqa: BLE001 (obstore's errors, each a Rust error's text)
+                raise StorageError(f"its size (HEAD): {_reason(e, limits)}") from None
+
+        return _wait(head(), "its size (HEAD)")
 
     def read(key: str, ranges: List[Tuple[int, int]]):
-        if len(ranges) == 1:
-            offset, length = ranges[0]
-            return [obstore.get_range(store, key, start=offset, length=length)]
-        return _in_loop(_gather(store, key, ranges))
+        return _wait(_gather(store, key, ranges, limits), _bytes(*ranges[0]) if len(ranges) == 1 else
+                     f"{len(ranges)} ranges, {_bytes(*ranges[0])} first")
 
     return size, read
+
+
+def _bytes(offset: int, length: int) -> str:
+    return f"bytes {offset}-{offset + length - 1}" if length else f"0 bytes at {offset}"
+
+
+def _reason(e: Exception, limits: Timeouts) -> str:
+    """What went wrong, in words, from an obstore error (whose text ends in the Rust error's
+    debug dump)."""
+    text = str(e)
+    summary, _, debug = text.partition("\n\nDebug source:")
+    connect = "kind: Connect" in debug
+    if connect and ("TimedOut" in debug or "timed out" in debug):
+        return f"no connection within {limits.connect:g} s (MOTES_REMOTE_CONNECT_TIMEOUT)"
+    if connect:
+        os_error = re.search(r'message: "([^"]*)"', debug)
+        return "cannot connect" + (f" ({os_error[1]})" if os_error else "")
+    if "kind: Timeout" in debug or "TimedOut" in debug:
+        return f"no bytes came for {limits.read:g} s (MOTES_REMOTE_READ_TIMEOUT)"
+    status = re.search(r"status code: (\d{3}[^:\n]*)", summary)
+    if status:
+        return f"the server answered {status[1].strip()}"
+    summary = summary.strip().splitlines()[0] if summary.strip() else type(e).__name__
+    return re.sub(r"^Generic \w+ error: ", "", summary)[:300]
 
 
 #: Ranged GETs in flight at once for one call of the core (each range its own request: the
@@ -82,27 +154,73 @@ PARALLEL = 64
 _loop: Optional[asyncio.AbstractEventLoop] = None
 
 
-def _in_loop(coroutine):
-    """Runs ``coroutine`` in motes' own event loop (a daemon thread), from any thread: the
-    caller may be a query thread, or a thread whose loop runs already (Jupyter)."""
-    global _loop
-    with _lock:
-        if _loop is None:
-            _loop = asyncio.new_event_loop()
-            threading.Thread(target=_loop.run_forever, name="motes-remote", daemon=True).start()
-    return asyncio.run_coroutine_threadsafe(coroutine, _loop).result()
-
-
-async def _gather(store, key: str, ranges: List[Tuple[int, int]]):
+async def _gather(store, key: str, ranges: List[Tuple[int, int]], limits: Timeouts):
     import obstore
 
     gate = asyncio.Semaphore(PARALLEL)
 
     async def one(offset: int, length: int):
         async with gate:
-            return await obstore.get_range_async(store, key, start=offset, length=length)
+            try:
+                return await obstore.get_range_async(store, key, start=offset, length=length)
+            except Exception as e:  # noqa: BLE001 (obstore's errors, each a Rust error's text)
+                raise StorageError(f"{_bytes(offset, length)}: {_reason(e, limits)}") from None
 
-    return await asyncio.gather(*(one(o, n) for o, n in ranges))
+    tasks = [asyncio.ensure_future(one(o, n)) for o, n in ranges]
+    try:
+        return await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:  # after a failure, the others are not waited for
+            t.cancel()
+
+
+# ---- a query's deadline and cancellation, for the reads it makes -----------------------------------
+_bounds = threading.local()
+#: Seconds between two looks at a bound's cancellation token while a read waits.
+POLL = 0.05
+
+
+@contextlib.contextmanager
+def bounded(deadline: Optional[float] = None, cancel=None) -> Iterator[None]:
+    """Remote reads made by this thread inside the block stop, raising CancelledError, at
+    ``deadline`` (a ``time.monotonic()`` time) or once ``cancel`` (a CancelToken) is
+    cancelled; blocks nest (the earlier deadline, any token). Reads the core makes on its
+    other threads (a query with threads > 1) are bounded by the timeouts only."""
+    outer = getattr(_bounds, "current", (None, ()))
+    deadlines = [d for d in (outer[0], deadline) if d is not None]
+    _bounds.current = (min(deadlines) if deadlines else None, outer[1] + ((cancel,) if cancel is not None else ()))
+    try:
+        yield
+    finally:
+        _bounds.current = outer
+
+
+def _wait(coroutine, what: str):
+    """Runs ``coroutine`` in motes' own event loop (a daemon thread), from any thread (the
+    caller may be a query thread, or a thread whose loop runs already: Jupyter), and waits
+    for it within this thread's bound (:func:`bounded`)."""
+    global _loop
+    with _lock:
+        if _loop is None:
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, name="motes-remote", daemon=True).start()
+    future = asyncio.run_coroutine_threadsafe(coroutine, _loop)
+    deadline, tokens = getattr(_bounds, "current", (None, ()))
+    while True:
+        wait = POLL if tokens else None
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                future.cancel()
+                raise CancelledError(f"{what}: the query was stopped at its deadline (it ran longer than its "
+                                     "time limit) while waiting for the store")
+            wait = left if wait is None else min(wait, left)
+        try:
+            return future.result(wait)
+        except concurrent.futures.TimeoutError:
+            if any(t.cancelled for t in tokens):
+                future.cancel()
+                raise CancelledError(f"{what}: the query was cancelled while waiting for the store") from None
 
 
 def core_path(url: str) -> str:
@@ -116,7 +234,7 @@ def core_path(url: str) -> str:
     with _lock:
         prefix = _prefixes.get(head)
         if prefix is None:
-            size, read = _functions(_store(head))
+            size, read = _functions(*_store(head))
             prefix = f"remote://{next(_ids)}/"
             _core.register_remote_store(prefix, size, read, head + "/")
             _prefixes[head] = prefix

@@ -1,6 +1,7 @@
 """Real remote stores for the tests, started on 127.0.0.1 by the tests themselves: an S3 API
-(moto's server mode, a subprocess), a web server (Debian's nginx serving a folder), and a
-proxy that adds latency and counts the requests it forwards."""
+(moto's server mode, a subprocess), a web server (Debian's nginx serving a folder), a web
+server that stalls after the head of its answers, and a proxy that adds latency and counts
+the requests it forwards."""
 
 from __future__ import annotations
 
@@ -126,6 +127,74 @@ class Nginx:
         self.proc.terminate()
         self.proc.wait(10)
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+class StallingServer:
+    """A web server on 127.0.0.1 serving the folder ``www`` as nginx does (HEAD, range
+    requests, an ETag), in threads of this process. Once ``stall`` is set, a GET is answered
+    with its head (its ETag too, when ``etag``) and then nothing, until the server stops;
+    ``stalled`` counts those GETs. With ``status``, every GET is answered that status."""
+
+    def __init__(self, www: str, etag: bool = True):
+        self.www, self.etag = os.path.abspath(www), etag
+        self.stall, self.released = threading.Event(), threading.Event()
+        self.status = None
+        self.stalled = 0
+        owner = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def answer(self, body: bool):
+                path = os.path.join(owner.www, self.path.split("?")[0].lstrip("/"))
+                if not os.path.isfile(path) or (body and owner.status):
+                    self.send_response(owner.status if body and owner.status else 404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                with open(path, "rb") as fh:
+                    data = fh.read()
+                lo, hi = 0, len(data) - 1
+                asked = self.headers.get("Range")
+                self.send_response(206 if asked else 200)
+                if asked:
+                    a, _, b = asked.split("=", 1)[1].partition("-")
+                    lo, hi = int(a), min(int(b), len(data) - 1) if b else len(data) - 1
+                    self.send_header("Content-Range", f"bytes {lo}-{hi}/{len(data)}")
+                self.send_header("Content-Length", str(hi - lo + 1))
+                self.send_header("Accept-Ranges", "bytes")
+                if owner.etag:
+                    self.send_header("ETag", f'"{len(data):x}-{int(os.path.getmtime(path)):x}"')
+                self.end_headers()
+                if not body:
+                    return
+                if owner.stall.is_set():
+                    self.wfile.flush()
+                    owner.stalled += 1
+                    owner.released.wait(300)
+                    self.close_connection = True
+                    return
+                self.wfile.write(data[lo:hi + 1])
+
+            def do_GET(self):
+                self.answer(True)
+
+            def do_HEAD(self):
+                self.answer(False)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.released.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 class LatencyProxy:

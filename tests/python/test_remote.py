@@ -1,12 +1,16 @@
 """Datasets read in place from an S3 API (moto's server mode) and from a web server (Debian's
 nginx), both started here on 127.0.0.1, nginx also behind a proxy that adds 20 ms per request:
 every query, progressive read, histogram, field read, track and verify answers exactly as on
-the local copy; a query's requests come in a few round trips; errors name the URL."""
+the local copy; a query's requests come in a few round trips; errors name the URL. A server
+that stalls costs one read timeout, and a query's deadline or cancellation stops its reads."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -223,3 +227,130 @@ def test_motes_serve_sees_steps_published_on_the_web_server(tmp_path):
             assert body["steps"] == [0, 1] and body["newer"] is True
     finally:
         server.stop()
+
+
+# ---- servers that stall or refuse: timeouts, deadlines, cancellation, clear errors ----------------
+@pytest.fixture
+def stalling(local, monkeypatch):
+    """A web server over the local copy that stalls once told to, its dataset open; remote
+    reads time out after 1 s unless a test says otherwise (a new server: a new store)."""
+    from remote_util import StallingServer
+
+    monkeypatch.setenv("MOTES_REMOTE_READ_TIMEOUT", "1")
+    servers = []
+
+    def start(etag=True):
+        server = StallingServer(os.path.dirname(local), etag=etag)
+        servers.append(server)
+        return server, server.url + "/run.motes"
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+@pytest.mark.parametrize("etag", [True, False])
+def test_a_server_that_stalls_costs_one_read_timeout(stalling, etag):
+    """A server that sends an answer's head (with an ETag, as nginx and S3 do, or without)
+    and then nothing: the read fails after the read timeout, not after obstore's retries
+    (181 s with an ETag, 30 s without), and its error names the URL, the range, the timeout."""
+    server, url = stalling(etag)
+    ds = motes.open(url)
+    server.stall.set()
+    t0 = time.monotonic()
+    with pytest.raises(motes.StorageError) as caught:
+        ds.query("energy > 2", step=1)
+    elapsed = time.monotonic() - t0
+    message = str(caught.value)
+    assert server.stalled >= 1
+    assert re.search(re.escape(url) + r"/\S+: .*bytes \d+-\d+: no bytes came for 1 s \(MOTES_REMOTE_READ_TIMEOUT\)",
+                     message), message
+    assert "Debug" not in message and "reqwest" not in message and "{" not in message, message
+    assert elapsed < 20, elapsed  # one timeout of 1 s, a few at most; never obstore's 30 s or 3 min
+    with pytest.raises(motes.StorageError, match=re.escape(url) + r"/manifest.json: .*bytes 0-\d+: no bytes came"):
+        motes.open(url)
+
+
+def test_a_refusing_server_is_named_in_words(stalling):
+    server, url = stalling()
+    server.status = 403
+    with pytest.raises(motes.StorageError) as caught:
+        motes.open(url)
+    message = str(caught.value)
+    assert re.search(re.escape(url) + r"/manifest.json: .*bytes 0-\d+: the server answered 403 Forbidden", message)
+    assert "Debug" not in message and "{" not in message, message
+
+
+def test_a_deadline_and_a_cancel_token_reach_remote_reads(stalling, monkeypatch):
+    """Reads inside motes.remote.bounded stop at its deadline or when its token is cancelled,
+    long before the read timeout (120 s here)."""
+    monkeypatch.setenv("MOTES_REMOTE_READ_TIMEOUT", "120")
+    server, url = stalling()
+    ds = motes.open(url)
+    server.stall.set()
+    t0 = time.monotonic()
+    with pytest.raises(motes.MotesError, match=r"bytes \d+-\d+.*stopped at its deadline"):
+        with motes.remote.bounded(deadline=time.monotonic() + 1):
+            ds.query("energy > 2", step=1, threads=1)
+    assert server.stalled >= 1 and time.monotonic() - t0 < 60
+
+    token, outcome = motes.CancelToken(), {}
+
+    def run():
+        try:
+            with motes.remote.bounded(cancel=token):
+                ds.query("ux < 0", step=0, threads=1)
+        except motes.MotesError as e:
+            outcome["error"] = e
+
+    stalled = server.stalled
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while server.stalled == stalled:
+        assert time.monotonic() < deadline and thread.is_alive(), outcome
+        time.sleep(0.05)
+    token.cancel()
+    thread.join(60)
+    assert not thread.is_alive() and "cancelled" in str(outcome.get("error")), outcome
+
+
+def test_the_servers_query_timeout_reaches_remote_reads(stalling, monkeypatch):
+    """motes serve over a stalling server answers 408 at --query-timeout (1 s: the manifest's
+    fetch, then the query, each stopped so), not after the read timeout (120 s)."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    need("starlette")
+    need("uvicorn")
+    from motes.live import REMOTE_POLL
+    from motes.server import Config, Limits, create_app
+    from server_util import LiveServer
+
+    monkeypatch.setenv("MOTES_REMOTE_READ_TIMEOUT", "120")
+    server, url = stalling()
+    # One query thread per query (workers = cores): the query's reads are made in its own thread.
+    config = Config(datasets=[("run", url)], workers=os.cpu_count() or 1, limits=Limits(query_timeout=1.0))
+    with LiveServer(create_app(config)) as live:
+        species = f"{live.url}/api/v1/datasets/run/steps/1/species/particles"
+        with urllib.request.urlopen(species, timeout=60) as r:
+            assert json.loads(r.read())["count"] == N
+        server.stall.set()
+        time.sleep(REMOTE_POLL + 0.1)  # the server fetches the manifest again first: that read is bounded too
+        t0 = time.monotonic()
+        with pytest.raises(urllib.error.HTTPError) as caught:
+            urllib.request.urlopen(species + "/histogram?x=energy&bins=16", timeout=100)
+        assert caught.value.code == 408, caught.value.read()
+        assert json.loads(caught.value.read())["error"]["kind"] == "timeout"
+        assert server.stalled >= 1 and time.monotonic() - t0 < 60
+
+
+def test_remote_timeouts_come_from_the_environment(monkeypatch):
+    monkeypatch.setenv("MOTES_REMOTE_CONNECT_TIMEOUT", "2.5")
+    monkeypatch.delenv("MOTES_REMOTE_READ_TIMEOUT", raising=False)
+    assert motes.remote.timeouts() == (2.5, motes.remote.TIMEOUTS["read"][1])
+    for bad in ("0", "-1", "soon", "inf", "nan"):
+        monkeypatch.setenv("MOTES_REMOTE_READ_TIMEOUT", bad)
+        with pytest.raises(motes.UsageError, match="MOTES_REMOTE_READ_TIMEOUT"):
+            motes.remote.timeouts()

@@ -97,7 +97,7 @@ def make_export_routes(server) -> Dict[str, Any]:
         where = where_of(params, limits)
         box = params.numbers("box", 6)
         q = quality("quality", params.number("quality"))
-        sp = await species_of(registry, request)
+        sp = await species_of(registry, request, job)
         names = columns_of(params, sp)
         headers, cached = step_headers(sp, request, params)
         if cached:
@@ -112,18 +112,18 @@ def make_export_routes(server) -> Dict[str, Any]:
             # The count ran under --query-timeout; the transfer may take longer (the client's
             # pace, up to --max-export-rows): its batches stop only when the client leaves.
             batches = await job.run(lambda: sp.ds.query_batches(columns=names, batch_size=EXPORT_BATCH_ROWS, **kw,
-                                                                **job.query(limited=False)))
+                                                                **job.query(limited=False)), limited=False)
             encoder = _Encoder(form)
             while True:
-                data = await job.run(_next_encoded, batches, encoder)
+                data = await job.run(_next_encoded, batches, encoder, limited=False)
                 if data is None:
                     break
                 if data:
                     yield data
             if encoder.first:  # no row: still a CSV header, or a Parquet file with the schema
                 yield await job.run(encoder.batch, Table({n: np.empty(0, numpy_dtype(sp.column(n)["dtype"]))
-                                                          for n in names}))
-            tail = await job.run(encoder.end)
+                                                          for n in names}), limited=False)
+            tail = await job.run(encoder.end, limited=False)
             if tail:
                 yield tail
 

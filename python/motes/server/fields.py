@@ -20,7 +20,6 @@ from .frames import ARROW_MEDIA_TYPE, MEDIA_TYPE, Arrays, arrow, frame
 from .params import Params, integer
 from .registry import GridField, Registry, finite
 from .responses import etag, json_response, not_modified
-from .routes import light
 from .work import Job
 
 SAMPLES_PARAMS = ("box", "index_box", "level", "budget", "component", "dtype", "format")
@@ -29,10 +28,10 @@ AXES = "xyz"
 IndexBox = Tuple[Tuple[int, ...], Tuple[int, ...]]
 
 
-async def field_of(registry: Registry, request: Request) -> GridField:
+async def field_of(registry: Registry, request: Request, job: Job) -> GridField:
     p = request.path_params
     found = registry.cached_field(p["ds"], p["step"], p["field"])
-    return found if found is not None else await light(registry.field, p["ds"], p["step"], p["field"])
+    return found if found is not None else await job.light(registry.field, p["ds"], p["step"], p["field"])
 
 
 def field_headers(f: GridField, request: Request, params: Params):
@@ -145,7 +144,7 @@ def make_field_routes(server) -> Dict[str, Any]:
     async def fields(request: Request, job: Job) -> Response:
         Params(request.query_params.multi_items(), ())
         p = request.path_params
-        entry, _ds, st = await light(registry.step_of, p["ds"], p["step"])
+        entry, _ds, st = await job.light(registry.step_of, p["ds"], p["step"])
         tag = etag("fields", entry.tag(), st.index)
         cached = not_modified(request, tag, CACHE_STEP)
         if cached:
@@ -156,7 +155,7 @@ def make_field_routes(server) -> Dict[str, Any]:
                 out.append({"name": n, "dtype": d["dtype"], "ndim": d["ndim"], "dims": list(d["dims"])[:d["ndim"]],
                             "components": list(d["components"]) or None})
                 continue
-            view = (await light(registry.field, p["ds"], p["step"], n)).stored   # served resampled: its grid
+            view = (await job.light(registry.field, p["ds"], p["step"], n)).stored   # served resampled: its grid
             out.append({"name": n, "dtype": name_of(view.dtype), "ndim": view.ndim, "dims": list(view.dims),
                         "components": list(view.components) if view.components else None,
                         "geometry": d["geometry"]})
@@ -165,7 +164,7 @@ def make_field_routes(server) -> Dict[str, Any]:
 
     async def field(request: Request, job: Job) -> Response:
         params = Params(request.query_params.multi_items(), ())
-        f = await field_of(registry, request)
+        f = await field_of(registry, request, job)
         headers, cached = field_headers(f, request, params)
         return cached or json_response(describe(f), headers)
 
@@ -178,7 +177,7 @@ def make_field_routes(server) -> Dict[str, Any]:
         dtype = params.choice("dtype", ("f32", "native"))
         form = params.choice("format", ("frame", "arrow"))
         component = params.text("component")
-        f = await field_of(registry, request)
+        f = await field_of(registry, request, job)
         s = f.stored
         names = s.components
         if component is not None and (not names or component not in names):

@@ -71,7 +71,7 @@ def make_query_routes(server) -> Dict[str, Any]:
         origin = params.numbers("origin", 3)
         if origin is not None and dtype != "f32":
             raise bad_request("origin needs dtype=f32 (native columns are sent as stored)")
-        sp = await species_of(registry, request)
+        sp = await species_of(registry, request, job)
         names = columns_of(params, sp)
         cells = parse_cells(params.text("cells"), sp.bounds, limits)
         headers, cached = step_headers(sp, request, params)
@@ -122,7 +122,7 @@ def make_query_routes(server) -> Dict[str, Any]:
         wanted = budget("budget", params.integer("budget"))
         if q is not None and wanted is not None:
             raise bad_request("pass quality= or budget=, not both")
-        sp = await species_of(registry, request)
+        sp = await species_of(registry, request, job)
         ranges = []
         for name, _bins, given in axes:
             column = sp.column(name)

@@ -11,7 +11,6 @@ from urllib.parse import urlencode
 from typing import Any, Dict
 
 import anyio
-import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
@@ -46,15 +45,10 @@ first), then restart the server.</p>
 """
 
 
-async def light(fn, *args):
-    """A short piece of I/O (a manifest, opening a species): a thread, not a query worker."""
-    return await anyio.to_thread.run_sync(fn, *args)
-
-
-async def species_of(registry: Registry, request: Request) -> Species:
+async def species_of(registry: Registry, request: Request, job: Job) -> Species:
     p = request.path_params
     found = registry.cached(p["ds"], p["step"], p["sp"])
-    return found if found is not None else await light(registry.species, p["ds"], p["step"], p["sp"])
+    return found if found is not None else await job.light(registry.species, p["ds"], p["step"], p["sp"])
 
 
 def step_headers(sp: Species, request: Request, params: Params):
@@ -74,7 +68,7 @@ def make_routes(server) -> Dict[str, Any]:
     async def datasets(request: Request, job: Job) -> Response:
         Params(request.query_params.multi_items(), ())
         entries = list(registry.entries.values())
-        found = await light(lambda: [(e, e.dataset()) for e in entries])
+        found = await job.light(lambda: [(e, e.dataset()) for e in entries])
         tag = etag("datasets", [e.tag() for e, _ in found])
         cached = not_modified(request, tag, CACHE_DATASET)
         if cached:
@@ -90,7 +84,7 @@ def make_routes(server) -> Dict[str, Any]:
     async def dataset(request: Request, job: Job) -> Response:
         Params(request.query_params.multi_items(), ())
         entry = registry.entry(request.path_params["ds"])
-        ds = await light(entry.dataset)
+        ds = await job.light(entry.dataset)
         tag = etag("dataset", entry.tag())
         cached = not_modified(request, tag, CACHE_DATASET)
         if cached:
@@ -116,7 +110,7 @@ def make_routes(server) -> Dict[str, Any]:
             raise bad_request(f"wait must be in [0, {MAX_WAIT:g}] seconds, got {wait:g}")
         deadline = time.monotonic() + wait
         while True:
-            ds = await light(entry.dataset)
+            ds = await job.light(entry.dataset)
             steps = ds.steps
             newer = after is None or any(s > after for s in steps)
             if newer or time.monotonic() >= deadline or job.disconnected:
@@ -126,7 +120,7 @@ def make_routes(server) -> Dict[str, Any]:
 
     async def species(request: Request, job: Job) -> Response:
         params = Params(request.query_params.multi_items(), ())
-        sp = await species_of(registry, request)
+        sp = await species_of(registry, request, job)
         headers, cached = step_headers(sp, request, params)
         return cached or json_response(sp.describe(), headers)
 
