@@ -133,6 +133,33 @@ def test_write_npz_csv_parquet_then_info(tmp_path, capsys):
     assert "ions" in out and "of the values as numbers" in out and "codec" in out and "levels" in out and "dtype" in out
 
 
+def test_write_prints_its_sizes_against_the_raw_values(tmp_path, capsys):
+    """`motes write` says what the file takes as shares of the raw values, from the write's
+    own summary: the file, the columns as stored, the index (the rest). Compressible columns
+    make the file smaller than the raw values: no negative 'overhead' (it printed -37%)."""
+    import re
+
+    rng = np.random.default_rng(0)
+    n = 50_000
+    cols = {"x": rng.random(n), "y": rng.random(n), "z": rng.random(n), "q": np.zeros(n),
+            "id": np.arange(n, dtype=np.uint64)}
+    np.savez(tmp_path / "c.npz", time=np.float64(1.0), **cols)
+    status, out, err = run(capsys, "write", tmp_path / "w.motes", tmp_path / "c.npz")
+    assert status == 0, err
+    line = next(l for l in out.splitlines() if l.strip().startswith("bytes"))
+    m = re.fullmatch(r"\s*bytes\s+\S+ \S+ on disk, ([\d.]+)% of the \S+ \S+ raw values: "
+                     r"columns \S+ \S+ \(([\d.]+)%\), index \S+ \S+ \(([\d.]+)%\)", line)
+    assert m, line
+    assert "overhead" not in out and "-" not in line
+    sizes = motes.open(tmp_path / "w.motes").describe()["files"][0]
+    raw = sum(v.nbytes for v in cols.values())                          # the oracle: the arrays given
+    on_disk = os.path.getsize(sizes["path"])
+    stored = sizes["sizes"]["data_bytes"]                                # the columns as stored
+    assert float(m.group(1)) == pytest.approx(100.0 * on_disk / raw, abs=0.051) and float(m.group(1)) < 100
+    assert float(m.group(2)) == pytest.approx(100.0 * stored / raw, abs=0.051)
+    assert float(m.group(3)) == pytest.approx(100.0 * (on_disk - stored) / raw, abs=0.051)
+
+
 def test_write_rejects_bad_inputs(tmp_path, capsys):
     pd = need("pandas")
     n = 100

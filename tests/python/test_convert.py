@@ -46,7 +46,9 @@ def test_table_round_trip(tmp_path, source, ext):
     assert ds.source().part_count == 1  # small enough to gather: one file, the best layout
     if ext in ("parquet", "arrow", "npz"):
         assert ds.steps == [0] and ds.times == [0.5]
-        assert ds.step().attributes == {"dt": 0.25, "code": "synth"}
+        attributes = ds.step().attributes
+        assert attributes.pop("motes_source")["file"] == f"e.{ext}"  # the file it came from
+        assert attributes == {"dt": 0.25, "code": "synth"}
         assert ds.species_names() == ["electrons"]
     if ext in ("parquet", "arrow"):
         units = {c.name: c.unit for c in ds.schema()}
@@ -107,7 +109,7 @@ def test_errors_name_the_problem_and_leave_nothing(tmp_path, source):
     assert not os.path.exists(tmp_path / "bad.motes")
     with pytest.raises(motes.UsageError, match="cannot tell the format"):
         convert.convert(src, tmp_path / "out.xyz")
-    with pytest.raises(motes.UsageError, match="choose with to="):
+    with pytest.raises(motes.UsageError, match="choose with dst_format='openpmd' or dst_format='h5part'"):
         convert.convert(src, tmp_path / "out.h5")
     with pytest.raises(FileNotFoundError):
         convert.convert(tmp_path / "missing.parquet", tmp_path / "m.motes")
@@ -175,7 +177,7 @@ def test_convert_keeps_the_steps_queries_name(tmp_path, source, capsys):
     assert cli(["convert", src, str(tmp_path / "x.parquet"), "--step", "0", "--step", "7"]) == 2
     assert "--step is given once; several steps: --steps" in capsys.readouterr().err
     assert cli(["convert", src, str(tmp_path / "x.parquet"), "--step", "0", "--steps", "all"]) == 2
-    assert "either step= or steps=" in capsys.readouterr().err
+    assert "either --step or --steps" in capsys.readouterr().err  # the command line's spelling
     convert.convert(src, tmp_path / "one.parquet", step=7)  # one index, as queries take step=
     assert motes.open(tmp_path / "s.motes").count() == need("pyarrow.parquet").read_metadata(
         tmp_path / "one.parquet").num_rows

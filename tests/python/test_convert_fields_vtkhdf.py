@@ -135,11 +135,11 @@ def _particles(n=5):
 
 def test_particles_and_fields_go_to_separate_files(tmp_path):
     step = Step(0, 0.0, {}, _particles(), {"rho": RHO})
-    with pytest.warns(ConversionWarning, match="hold fields, which this VTKHDF file leaves out"):
+    with pytest.warns(ConversionWarning, match=r"hold fields \(rho\), which this VTKHDF file leaves out"):
         vtkhdf.write(tmp_path / "p.vtkhdf", [step])
     with h5py.File(tmp_path / "p.vtkhdf") as f:
         assert f["VTKHDF"].attrs["Type"] == b"PolyData" and f["VTKHDF/Points"].shape == (5, 3)
-    with pytest.warns(ConversionWarning, match="hold particles, which this VTKHDF file leaves out"):
+    with pytest.warns(ConversionWarning, match=r"hold particles \(e\), which this VTKHDF file leaves out"):
         vtkhdf.write(tmp_path / "f.vtkhdf", [step], fields=True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -172,3 +172,51 @@ def test_series_must_keep_its_arrays(tmp_path):
     steps = [Step(0, 0.0, {}, {}, {"rho": RHO}), Step(1, 1.0, {}, {}, {"rho": RHO, "E": E})]
     with pytest.raises(motes.UsageError, match="step 1: fields rho, E differ from the first step's"):
         vtkhdf.write(tmp_path / "y.vtkhdf", steps, fields=True)
+
+
+def test_the_command_line_writes_fields_with_fields_and_says_so_in_its_own_words(tmp_path, capsys):
+    """`motes convert run.motes out.vtkhdf` warns about the fields it leaves out naming the
+    destination (never the private staging folder) and the CLI option, --fields, which exists
+    and writes them; thetaMode fields, which no VTKHDF image holds, are not offered --fields.
+    Python callers read the Python spelling (write_options=...), which works as said."""
+    from motes.cli import main
+    from motes.convert import convert
+
+    src = tmp_path / "run.motes"
+    rng = np.random.default_rng(2)
+    motes.write(src, {a: rng.random(50) for a in "xyz"}, step=0, fields={"rho": RHO, "E": E})
+    out = tmp_path / "p.vtkhdf"
+    assert main(["convert", str(src), str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"motes: warning: {out}: the steps hold fields (" in err and "rho" in err, err
+    assert "write them to a second file with --fields" in err and ".motes-convert" not in err, err
+    assert "fields=True" not in err and "write_options" not in err
+    assert main(["convert", str(src), str(tmp_path / "f.vtkhdf"), "--fields"]) == 0
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'f.vtkhdf'}: the steps hold particles (particles)" in err and "without --fields" in err
+    _, image = _read(tmp_path / "f.vtkhdf")
+    _check(image, "rho", RHO)
+    _check(image, "E", E)
+    assert main(["convert", str(src), str(tmp_path / "rho.vtkhdf"), "--fields", "rho"]) == 0
+    with h5py.File(tmp_path / "rho.vtkhdf") as f:
+        assert list(f["VTKHDF/PointData"]) == [] and list(f["VTKHDF/CellData"]) == ["rho"]
+    assert main(["convert", str(src), str(tmp_path / "x.parquet"), "--fields"]) == 2
+    assert "--fields applies to VTKHDF exports" in capsys.readouterr().err
+    # Python: the spelling that works
+    with pytest.warns(ConversionWarning, match=r"with write_options=\{'fields': True\}") as caught:
+        convert(src, tmp_path / "q.vtkhdf")
+    assert all(".motes-convert" not in str(w.message) for w in caught)
+    with pytest.warns(ConversionWarning, match=r"without write_options\['fields'\]"):
+        convert(src, tmp_path / "g.vtkhdf", write_options={"fields": True})
+    _, image = _read(tmp_path / "g.vtkhdf")
+    _check(image, "rho", RHO)
+
+    # a thetaMode field: no VTKHDF image holds it; the warning says what does
+    theta = tmp_path / "theta.motes"
+    modes = Field(rng.standard_normal((3, 4, 6)), geometry="thetaMode", origin=(0.0, 0.0), spacing=(0.5, 0.25),
+                  centering="cell", imag="+")
+    motes.write(theta, {a: rng.random(50) for a in "xyz"}, step=0, fields={"Er": modes, "rho": RHO})
+    assert main(["convert", str(theta), str(tmp_path / "t.vtkhdf")]) == 0
+    err = capsys.readouterr().err
+    assert "write rho to a second file with --fields rho" in err, err
+    assert "not Er (thetaMode)" in err and ".cartesian().to_field()" in err and "write_image" in err, err

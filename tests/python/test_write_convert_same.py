@@ -2,6 +2,8 @@
 import path, motes.convert): the same file gives identical datasets (schema, dtypes, units,
 step, time, attributes, values bit for bit) or the same error message and exit status."""
 
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -90,7 +92,10 @@ def test_npz_with_a_position_array_scalars_and_float16(tmp_path, capsys):
     (w, werr), (c, cerr) = both(capsys, tmp_path, tmp_path / "in.npz", "--time-from", "aexp")
     assert (w, c) == (0, 0), werr + cerr
     ds = same_dataset(tmp_path / "w.motes", tmp_path / "c.motes")
-    assert ds.steps == [12] and ds.times == [0.5] and ds.step().attributes == {"aexp": 0.5, "step": 12}
+    source = {"file": "in.npz", "sha256": hashlib.sha256((tmp_path / "in.npz").read_bytes()).hexdigest(),
+              "step": 12, "species": ["particles"]}  # the file each step came from, recorded alike
+    assert ds.steps == [12] and ds.times == [0.5]
+    assert ds.step().attributes == {"aexp": 0.5, "step": 12, "motes_source": source}
     check_widened(ds, {**cols, "x": pos[:, 0], "y": pos[:, 1], "z": pos[:, 2]})
 
 

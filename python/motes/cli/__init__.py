@@ -29,6 +29,7 @@ from typing import Optional, Sequence
 
 from .. import __version__
 from .._core import error_kinds
+from ..convert.spelling import command_line
 from ..errors import MotesError, storage_error
 from . import convert, generate, hist, info, paraview, query, serve, track, verify, version, write
 from .common import CliError, warnings_to_stderr
@@ -88,7 +89,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        with warnings_to_stderr():
+        with warnings_to_stderr(), command_line():  # messages spell options as the CLI takes them
             return int(args.func(args) or 0)
     except BrokenPipeError:  # e.g. `motes query ... | head`
         try:

@@ -34,15 +34,28 @@ def cmd_convert(args) -> int:
         if dst_fmt not in ("h5part", "vtkhdf"):
             raise UsageError(f"--h5-compression applies to H5Part and VTKHDF exports; the destination is {dst_fmt}")
         write_options["compression"] = args.h5_compression
+    if args.fields is not None:
+        dst_fmt = args.dst_format or conv.detect_format(args.dst, True)
+        if dst_fmt != "vtkhdf":
+            raise UsageError(f"--fields applies to VTKHDF exports (other formats write the fields with the "
+                             f"particles); the destination is {dst_fmt}")
+        write_options["fields"] = True if args.fields is True else _names(args.fields)
     t0 = time.perf_counter()
     conv.convert(args.src, args.dst, src_format=args.src_format, dst_format=args.dst_format,
                  step=args.step, steps=args.steps, species=args.species, chunk_rows=args.chunk_rows, overwrite=args.overwrite,
                  append=args.append, as_step=args.as_step, time=args.time,
                  attributes=dict(args.attr) if args.attr else None, progress=show_progress(args),
-                 read_options=read_options, write_options=write_options)
+                 read_options=read_options, write_options=write_options, allow_duplicate=args.allow_duplicate)
     verb = "appended" if args.append else "converted"
     out(f"{verb} {args.src} -> {args.dst} in {time.perf_counter() - t0:.2f} s")
     return 0
+
+
+def _names(text: str) -> list:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise UsageError("--fields NAMES needs at least one field name (or --fields alone for every field)")
+    return names
 
 
 DESCRIPTION = """\
@@ -58,6 +71,7 @@ EXAMPLES = """\
   motes convert sim.h5part run.motes
   motes convert run.motes out.h5 --to openpmd           # openPMD with particle patches
   motes convert run.motes preview.vtkhdf --fraction 0.01 # a 1% preview for ParaView
+  motes convert run.motes fields.vtkhdf --fields        # the grid fields, as a VTKHDF image
   motes convert run.motes hot.parquet --step 10 --where 'energy > 1.3'
   motes convert sim.h5part every10.motes --steps 0:100:10  # steps as 'motes query --steps' takes them
   motes convert dump.h5 run.motes --from hdf5 --group /particles --map x=px --map y=py --map z=pz
@@ -88,6 +102,9 @@ def add_parser(subs) -> None:
     p.add_argument("--map", type=key_value, action="append", metavar="COL=DATASET",
                    help="plain HDF5 source: motes column from a dataset of the group (repeatable)")
     p.add_argument("--chunk-rows", type=positive_int, default=1 << 20, help="rows per chunk")
+    p.add_argument("--fields", nargs="?", const=True, default=None, metavar="NAMES",
+                   help="VTKHDF destination: write the steps' grid fields (uniform Cartesian ones) as an image "
+                        "instead of the particles: every field, or the NAMES given (comma-separated)")
     p.add_argument("--h5-compression", choices=["none", "gzip", "zstd", "blosc2"], default=None,
                    help="H5Part and VTKHDF exports: an HDF5 filter on chunked datasets (gzip: every HDF5 "
                         "reads it; zstd, blosc2: readers need hdf5plugin); default none")
@@ -96,8 +113,10 @@ def add_parser(subs) -> None:
     g = p.add_argument_group("building a time series")
     g.add_argument("--append", action="store_true",
                    help="add the steps of SRC to the motes dataset DST (created when absent); each step is "
-                        "published whole; a step DST has already is an error; a step that does not give its "
-                        "index (no %%T, no 'step' or 'iteration' in the file) continues after DST's last step")
+                        "published whole; a step DST has already is an error, and so is a file DST holds a step "
+                        "of already (same name and content); a step that does not give its index (no %%T, no "
+                        "'step' or 'iteration' in the file) continues after DST's last step")
+    add_option(g, "allow_duplicate")
     g.add_argument("--as-step", type=int, default=None, metavar="N",
                    help="the index of the step written (SRC must give one step)")
     g.add_argument("--time", type=float, default=None, metavar="T",

@@ -161,6 +161,10 @@ OPTIONS: Dict[str, Option] = {
     "attr": Option(("--attr",), dict(type=attribute, action="append", metavar="KEY=VALUE",
                                      help="a step attribute for every step written (repeatable); VALUE is JSON when it "
                                           "parses (2.5, [1, 2], true), else text")),
+    "allow_duplicate": Option(("--allow-duplicate",), dict(
+        action="store_true",
+        help="write a step read from a file even when the dataset already holds one read from a file of the "
+             "same name and content (refused by default: each step records its file's name and SHA-256)")),
     "time_from": Option(("--time-from",), dict(metavar="NAME", default=None,
                                                help=".npz input: the scalar that holds the step time (default: one "
                                                     "named time)")),

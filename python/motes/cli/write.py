@@ -18,9 +18,12 @@ from .writing import Input, add_write_options, write_step
 
 def read_input(path: str, time_from: Optional[str] = None) -> Input:
     """The one step of one species of ``path``, read the way ``motes convert`` reads it,
-    gathered in memory."""
+    gathered in memory, with the record of the file it came from (as ``motes convert``
+    records it: :mod:`motes.convert.provenance`)."""
+    import inspect
+
     from .. import convert
-    from ..convert import motes_format
+    from ..convert import motes_format, provenance
 
     options = {} if time_from is None else {"time_from": time_from}
     chosen = None
@@ -33,13 +36,23 @@ def read_input(path: str, time_from: Optional[str] = None) -> Input:
     if chosen is None:
         raise UsageError(f"{path}: holds no particles (no step with a species)")
     st, sp = chosen
+    attributes = motes_format.step_attributes(st)
+    record = provenance.Recorder().record(st, [sp.name])
+    if record is not None:
+        attributes[provenance.KEY] = record
+    reader = convert.FORMATS[convert.detect_format(path, False)].load().read
     sp = motes_format.for_motes(sp)
-    return Input(motes_format.gather(sp), motes_format.step_attributes(st), st.time, st.index, sp.name,
-                 dict(sp.units))
+    return Input(motes_format.gather(sp), attributes, st.time, st.index, sp.name, dict(sp.units),
+                 time_missing=st.time_missing, time_from="time_from" in inspect.signature(reader).parameters)
 
 
 def cmd_write(args) -> int:
-    return write_step(args, read_input(args.input, args.time_from), args.input)
+    from ..convert import provenance
+
+    inp = read_input(args.input, args.time_from)
+    provenance.check(args.dataset, inp.attributes.get(provenance.KEY), args.input,
+                     allow_duplicate=args.allow_duplicate)
+    return write_step(args, inp, args.input)
 
 
 DESCRIPTION = """\
@@ -67,4 +80,5 @@ def add_parser(subs) -> None:
     p.add_argument("input", metavar="INPUT", help="input file, in any format motes convert reads")
     add_option(p, "time_from")
     add_write_options(p)
+    add_option(p, "allow_duplicate")
     p.set_defaults(func=cmd_write)

@@ -27,12 +27,14 @@ class Input:
     step: Optional[int] = None
     species: Optional[str] = None
     units: Dict[str, str] = field(default_factory=dict)
+    time_missing: str = ""   # why the input gives no time (see motes.convert.base.Step)
+    time_from: bool = False  # whether --time-from can take its time from the input
 
 
-def _next_step(path: str) -> int:
-    from ..convert.motes_format import next_step
+def _last_step(path: str):
+    from ..convert.motes_format import last_step
 
-    return next_step(path)
+    return last_step(path)
 
 
 def write_step(args, inp: Input, source: str) -> int:
@@ -52,8 +54,16 @@ def write_step(args, inp: Input, source: str) -> int:
         if kind not in ("auto", "none", "quantile"):
             raise UsageError(f"--index {name}={kind}: kind must be auto, none or quantile")
     # The command line wins over what the file says, which wins over the defaults.
-    step = args.step if args.step is not None else inp.step if inp.step is not None else _next_step(args.dataset)
+    last = _last_step(args.dataset)
+    step = args.step if args.step is not None else inp.step if inp.step is not None else \
+        0 if last is None else last[0] + 1
     t = args.time if args.time is not None else inp.time if inp.time is not None else 0.0
+    if args.time is None and inp.time_missing:  # a step added at time 0: say so, once per step
+        from ..convert.base import warn
+        from ..convert.series import untimed_warning
+
+        warn(untimed_warning(source, inp.time_missing, step, one_file=True, time_from=inp.time_from,
+                             again=last is not None and last[1] == 0))
     species = args.species or inp.species or "particles"
     attributes = {**inp.attributes, **dict(getattr(args, "attr", None) or [])}
     n = len(next(iter(cols.values())))
@@ -64,19 +74,37 @@ def write_step(args, inp: Input, source: str) -> int:
                       threads=args.threads, progress=show_progress(args))
     seconds = time.perf_counter() - t0
     s = summaries[0] if summaries else {}
-    data = s.get("data_bytes", in_bytes)
-    fbytes = s.get("file_bytes", 0)
     out(f"wrote step {step} (time {significant(t)}) of {args.dataset}, species '{species}', from {source}")
-    if attributes:
-        out(f"  attributes {json.dumps(attributes)}")
+    from ..convert.provenance import KEY
+
+    shown = {k: v for k, v in attributes.items() if k != KEY}  # the source file: the line above
+    if shown:
+        out(f"  attributes {json.dumps(shown)}")
     out(f"  particles  {thousands(n)} x {len(cols)} columns ({', '.join(cols)})")
-    ov = f", overhead {100.0 * (fbytes - data) / data:.1f}%" if data else ""
-    out(f"  bytes      {byte_size(fbytes)} on disk ({byte_size(data)} data{ov}), "
-        f"{s.get('level_count', '?')} levels, {thousands(s.get('node_count', 0))} nodes")
+    out(f"  bytes      {sizes_text(s, in_bytes)}")
+    out(f"  tree       {s.get('level_count', '?')} levels, {thousands(s.get('node_count', 0))} nodes")
     out(f"  seconds    {seconds:.3f} (layout {s.get('layout_seconds', 0):.3f}, "
         f"write {s.get('write_seconds', 0):.3f})")
     out(f"  rate       {rate(n, seconds, 'particles')}, {rate(in_bytes, seconds, 'B')}")
     return 0
+
+
+def sizes_text(summary: Dict[str, Any], raw: int) -> str:
+    """What a written file takes against the raw bytes of its values (the summary's
+    ``data_bytes``, else ``raw``): the file, its columns as stored (``stored_bytes``, after
+    compression) and the rest, the index (tree, value indexes, headers, padding), e.g.
+    ``85 MiB on disk, 111.4% of the 76.3 MiB raw values: columns 70 MiB (91.7%), index 15 MiB (19.7%)``."""
+    raw = summary.get("data_bytes", raw)
+    total = summary.get("file_bytes", 0)
+    stored = summary.get("stored_bytes", total)
+    if not raw:
+        return f"{byte_size(total)} on disk"
+
+    def share(n: int) -> str:
+        return f"{100.0 * n / raw:.1f}%"
+
+    return (f"{byte_size(total)} on disk, {share(total)} of the {byte_size(raw)} raw values: columns "
+            f"{byte_size(stored)} ({share(stored)}), index {byte_size(total - stored)} ({share(total - stored)})")
 
 
 def add_write_options(p) -> None:

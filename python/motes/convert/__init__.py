@@ -17,19 +17,16 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
-import numbers
 import os
 import shutil
-import warnings
-from dataclasses import replace
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, Optional, Sequence, Union
 
 
 from ..errors import FormatError, MotesError, NotFoundError, StorageError, UsageError, storage_error, storage_errors
 from ..remote import is_remote
-from . import destination, sources
-from .input_files import check_regular
+from . import destination, provenance, series, sources
 from .base import DEFAULT_CHUNK_ROWS, ConversionWarning, Species, Step
+from .spelling import option
 
 __all__ = ["convert", "read", "write", "FORMATS", "detect_format", "Step", "Species", "ConversionWarning"]
 
@@ -98,8 +95,8 @@ def detect_format(path: str, for_writing: bool) -> str:
     if not for_writing and os.path.isfile(p) and low.endswith((".h5", ".hdf5", ".hdf", ".he5")):
         return _sniff_hdf5(p)
     if for_writing and low.endswith((".h5", ".hdf5")):
-        raise UsageError(f"{p}: an .h5 destination can be openPMD or H5Part; choose with to='openpmd' or "
-                         "to='h5part' (CLI: --to)")
+        choose = option("dst_format='openpmd' or dst_format='h5part'", "--to openpmd or --to h5part")
+        raise UsageError(f"{p}: an .h5 destination can be openPMD or H5Part; choose with {choose}")
     for f in FORMATS.values():
         if low.endswith(f.extensions) and (f.can_write if for_writing else f.can_read):
             return f.name
@@ -127,34 +124,8 @@ def read(path: str, format: Optional[str] = None, *, chunk_rows: int = DEFAULT_C
     p = os.fspath(path)
     if "%" not in p and not is_remote(p) and not os.path.exists(p):
         raise NotFoundError(f"no such file or dataset: '{p}'", filename=p)
-    _check_source(p)
-    return _reading(p, _format(format, p, False).load().read(p, chunk_rows=chunk_rows, **options))
-
-
-def _check_source(path: str) -> None:
-    """A source that is a file must be a regular one: opening a FIFO blocks until something
-    writes to it, a device never ends (a folder is a dataset, a %T path an openPMD series; a
-    URL a remote dataset)."""
-    if is_remote(path):
-        return
-    if not os.path.isdir(path) and not sources.PATTERN.search(os.path.basename(path)):
-        check_regular(path, "source", UsageError)
-
-
-def _reading(path: str, steps: Iterable[Step]) -> Iterator[Step]:
-    """The steps of a source, its OSErrors (reading steps and chunks) raised as motes
-    StorageError naming the file (see motes.errors)."""
-    with storage_errors(path, "cannot read"):
-        for st in steps:
-            yield replace(st, species={k: replace(sp, chunks=_read_chunks(path, sp.chunks), source=path)
-                                       for k, sp in st.species.items()})
-
-
-def _read_chunks(path: str, chunks):
-    def gen():
-        with storage_errors(path, "cannot read"):
-            yield from chunks()
-    return gen
+    series.check_source(p)
+    return series.reading(p, _format(format, p, False).load().read(p, chunk_rows=chunk_rows, **options))
 
 
 def write(path: str, steps: Iterable[Step], format: Optional[str] = None, **options) -> None:
@@ -164,142 +135,26 @@ def write(path: str, steps: Iterable[Step], format: Optional[str] = None, **opti
         _format(format, p, True).load().write(p, steps, **options)
 
 
-def _select(steps: Iterable[Step], step: Optional[Sequence[int]], species: Optional[Sequence[str]],
-            progress) -> Iterator[Step]:
-    """Keeps the chosen steps and species; counts rows into the progress bar."""
-    wanted_steps = None if step is None else {int(s) for s in step}
-    seen_steps = set()
-    for st in steps:
-        if wanted_steps is not None and st.index not in wanted_steps:
-            continue
-        seen_steps.add(st.index)
-        chosen = st.species
-        if species is not None:
-            missing = [s for s in species if s not in st.species]
-            if missing:
-                raise UsageError(f"step {st.index} has no species {', '.join(map(repr, missing))} "
-                                 f"(species: {', '.join(st.species)})")
-            chosen = {s: st.species[s] for s in species}
-        if progress is not None:
-            progress.total = (progress.total or 0) + sum(int(v.count) for v in chosen.values())
-            progress.refresh()
-            chosen = {k: replace(v, chunks=_counted(v.chunks, progress)) for k, v in chosen.items()}
-        yield replace(st, species=chosen)
-    if wanted_steps is not None and wanted_steps - seen_steps:
-        raise UsageError(f"the source has no step {', '.join(map(str, sorted(wanted_steps - seen_steps)))}")
-
-
-class _SourceSteps:
-    """The steps of a conversion's source, as motes.steps.resolve reads a dataset's."""
-
-    def __init__(self, path: str, listed: List[Step]):
-        self.path = path
-        self._steps = listed
-        self.steps = [st.index for st in listed]
-
-
-def _wanted_steps(fmt: str, files: List[Tuple[str, Optional[int]]], numbered: Callable[[], Iterator[Step]],
-                  step, steps, species: Optional[Sequence[str]]) -> Optional[List[int]]:
-    """The step indexes that ``step`` or ``steps`` name among the source's (None: every step),
-    through motes.steps.resolve: a motes dataset's from its manifest, another source's listed
-    by reading its steps without their rows."""
-    if step is None and steps is None:
-        return None
-    if step is not None and steps is not None:
-        raise UsageError("pass either step= or steps=, not both")
-    if steps is None:
-        steps = [step] if isinstance(step, numbers.Integral) else list(step)
-    from ..steps import resolve
-
-    one = species[0] if species is not None and len(species) == 1 else None  # 'all': the steps holding it
-    if fmt == "motes" and len(files) == 1:
-        from ..dataset import open as open_dataset
-
-        return resolve(open_dataset(files[0][0]), steps, one)
-    with warnings.catch_warnings():  # what the conversion itself warns about
-        warnings.simplefilter("ignore", ConversionWarning)
-        listed = list(numbered())
-    return resolve(_SourceSteps(files[0][0] if len(files) == 1 else "the source", listed), steps, one)
-
-
-def _counted(chunks, bar):
-    def gen():
-        for c in chunks():
-            n = len(next(iter(c.values()))) if c else 0
-            bar.update(n)
-            yield c
-    return gen
-
-
-def _files(src: str, fmt: str) -> List[Tuple[str, Optional[int]]]:
-    """The source files: one, or one per step for a glob or a %T pattern (openPMD series
-    excepted: openpmd-api reads those itself)."""
-    if fmt != "openpmd" and sources.is_many(src):
-        files = sources.expand(src)
-    else:
-        if not sources.PATTERN.search(src) and not is_remote(src) and not os.path.exists(src):
-            raise NotFoundError(f"no such file or dataset: '{src}'", filename=src)
-        files = [(src, None)]
-    for path, _ in files:
-        _check_source(path)
-    return files
-
-
-def _numbered(source, files: List[Tuple[str, Optional[int]]], chunk_rows: int, options: Dict[str, Any],
-              as_step: Optional[int], time: Optional[float], attributes: Optional[Dict[str, Any]],
-              first: int = 0, series: bool = False) -> Iterator[Step]:
-    """The steps of every file, with their indexes settled (see convert.sources) and the
-    caller's index, time and attributes applied. A step that does not give its index is
-    numbered by its file's position after ``first`` (an append: the index after the
-    dataset's last step). ``series``: the steps are one time series (several files, or an
-    append), so steps without a time get one warning."""
-    seen: Dict[int, str] = {}
-    warned = False
-    for k, (path, from_name) in enumerate(files):
-        for st in _reading(path, source.read(path, chunk_rows=chunk_rows, **options)):
-            index = from_name if from_name is not None else st.index if st.index is not None else first + k
-            if as_step is not None or time is not None:
-                if seen:
-                    raise UsageError("--as-step and --time set the index and time of one step; the source has "
-                                     "several (keep one with --step)")
-                index = as_step if as_step is not None else index
-            if index in seen:
-                raise UsageError(f"{path} and {seen[index]} both give step {index}")
-            if time is None and st.time_missing and (series or len(files) > 1) and not warned:
-                warned = True
-                hint = "time_from=NAME (CLI: --time-from NAME) takes each step's time from a scalar of its file"
-                if len(files) == 1:
-                    hint += ", time=T (CLI: --time T) sets it"
-                warnings.warn(ConversionWarning(
-                    f"{path}: {st.time_missing}: step {index} is written at time 0, as is every step of this "
-                    f"series that gives no time; {hint}"), stacklevel=2)
-            seen[index] = path
-            yield replace(st, index=int(index), time=st.time if time is None else float(time),
-                          attributes={**st.attributes, **(attributes or {})})
-
-
 @contextlib.contextmanager
 def _staged(dst: str, tmp: str):
-    """Errors of writing into the staging folder name the destination, not the staging folder
-    (an implementation detail); OSErrors surface as motes StorageErrors."""
-    staged = os.path.abspath(tmp) + os.sep
-    final = os.path.join(os.path.dirname(dst), "")  # as the caller named it ("" for the current folder)
-
-    def unstaged(text):
-        return None if text is None else os.fspath(text).replace(staged, final)
-
-    try:
-        yield
-    except StorageError as e:
-        raise type(e)(unstaged(str(e)), errno=e.errno, strerror=e.strerror, filename=unstaged(e.filename)) from e
-    except MotesError as e:
-        if staged not in str(e) or type(e) not in (UsageError, FormatError, MotesError):
-            raise
-        raise type(e)(unstaged(str(e))) from e
-    except OSError as e:
-        if e.filename is not None:
-            e.filename = unstaged(e.filename)
-        raise storage_error(e, dst, "cannot write") from e
+    """Warnings and errors of writing into the staging folder name the destination, not the
+    staging folder (an implementation detail); OSErrors surface as motes StorageErrors."""
+    unstaged = destination.shown
+    with destination.shown_as(tmp, dst):
+        staged = os.path.abspath(tmp) + os.sep
+        try:
+            yield
+        except StorageError as e:
+            raise type(e)(unstaged(str(e)), errno=e.errno, strerror=e.strerror,
+                          filename=unstaged(e.filename)) from e
+        except MotesError as e:
+            if staged not in str(e) or type(e) not in (UsageError, FormatError, MotesError):
+                raise
+            raise type(e)(unstaged(str(e))) from e
+        except OSError as e:
+            if e.filename is not None:
+                e.filename = unstaged(e.filename)
+            raise storage_error(e, dst, "cannot write") from e
 
 
 def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format: Optional[str] = None,
@@ -308,7 +163,8 @@ def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format:
             chunk_rows: int = DEFAULT_CHUNK_ROWS, overwrite: bool = False, append: bool = False,
             as_step: Optional[int] = None, time: Optional[float] = None,
             attributes: Optional[Dict[str, Any]] = None, progress: bool = False,
-            read_options: Optional[Dict[str, Any]] = None, write_options: Optional[Dict[str, Any]] = None) -> str:
+            read_options: Optional[Dict[str, Any]] = None, write_options: Optional[Dict[str, Any]] = None,
+            allow_duplicate: bool = False) -> str:
     """Converts ``src`` into ``dst`` (formats from the names or content unless given), in
     bounded memory: chunks of ``chunk_rows`` rows. ``species`` keeps only those species;
     ``step`` (one step index, or a list of them) or ``steps`` (any form of
@@ -325,8 +181,12 @@ def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format:
 
     The destination must not exist unless ``overwrite`` (output of the same kind only), or
     ``append``: the steps are added to the motes dataset ``dst`` (created when absent), each
-    published whole or not at all; a step index it already has is an error naming it.
-    Otherwise the destination appears only once complete. Returns the destination path."""
+    published whole or not at all; a step index it already has is an error naming it, and so
+    is a step read from a file the dataset already holds a step of, with the same content
+    (see :mod:`motes.convert.provenance`) unless ``allow_duplicate``. Steps written without a
+    time (their files give none) get one warning when they make a series (several files,
+    or an append). Otherwise the destination appears only once complete. Returns the
+    destination path."""
     src, dst = os.fspath(src), os.fspath(dst)
     if chunk_rows < 1:
         raise UsageError("chunk_rows must be at least 1")
@@ -335,9 +195,9 @@ def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format:
         probe = sources.expand(src)[0][0]
     fin = _format(src_format, probe, False)
     fout = _format(dst_format, dst, True)
-    files = _files(src, fin.name)
+    files = series.files(src, fin.name)
     if append and overwrite:
-        raise UsageError("append and overwrite exclude each other")
+        raise UsageError(f"{option('append and overwrite', '--append and --overwrite')} exclude each other")
     if append:
         if fout.name != "motes":
             raise UsageError(f"append adds steps to a motes dataset; {dst} is {fout.name}")
@@ -345,7 +205,7 @@ def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format:
             destination.check_overwrite(dst, "motes")  # an existing dataset, nothing else
     elif os.path.lexists(dst):
         if not overwrite:
-            raise UsageError(f"{dst} exists; pass overwrite=True (CLI: --overwrite) to replace it")
+            raise UsageError(f"{dst} exists; pass {option('overwrite=True', '--overwrite')} to replace it")
         destination.check_overwrite(dst, fout.name)
     parent = os.path.dirname(os.path.abspath(dst)) or "."
     if not os.path.isdir(parent):
@@ -357,22 +217,28 @@ def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format:
         bar = tqdm(desc=f"{os.path.basename(src)} -> {os.path.basename(dst)}", unit=" rows", unit_scale=True)
     source = fin.load()
     options = dict(read_options or {})
-    first = 0
-    if append and as_step is None:  # steps that do not give their index go after the dataset's last
-        from .motes_format import next_step
+    last = None
+    if append:  # steps that do not give their index go after the dataset's last
+        from .motes_format import last_step
 
-        first = next_step(dst)
+        last = last_step(dst)
+    first = 0 if last is None or as_step is not None else last[0] + 1
 
-    def numbered():
-        return _numbered(source, files, chunk_rows, options, as_step, time, attributes, first,
-                         series=append and first > 0)
+    def numbered(keep=None, settled=True):  # settled: with the index and time the caller gives
+        return series.numbered(source, files, chunk_rows, options, as_step if settled else None,
+                               time if settled else None, attributes, first, series=append,
+                               again=last is not None and last[1] == 0, keep=keep)
 
-    wanted = _wanted_steps(fin.name, files, numbered, step, steps, species)
+    # step= and steps= name the source's steps, as it numbers them (before as_step)
+    wanted = series.wanted_steps(fin.name, files, lambda: numbered(settled=False), step, steps, species)
     if wanted is not None and "steps" in inspect.signature(source.read).parameters:
         # Sources that can skip steps do so before preparing them (a motes source plans
-        # spatial blocks per species); _select still filters what others yield.
+        # spatial blocks per species); numbered and select still filter what others yield.
         options.setdefault("steps", wanted)
-    steps = _select(numbered(), wanted, species, bar)
+    steps = series.select(numbered(keep=wanted), wanted if as_step is None else None, species, bar)
+    if fout.name == "motes":  # each step records the file it came from; an append refuses one it has
+        steps = provenance.stamped(steps, provenance.Recorder(read_options), dst if append else None,
+                                   allow_duplicate)
     if append:  # into the dataset itself: each step is published atomically by the writer
         try:
             with storage_errors(dst, "cannot write"):
@@ -395,7 +261,7 @@ def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format:
             target = os.path.join(parent, name)
             if os.path.lexists(target) and os.path.abspath(target) != os.path.abspath(dst):
                 if not overwrite:
-                    raise UsageError(f"{target} exists; pass overwrite=True (CLI: --overwrite) to replace it")
+                    raise UsageError(f"{target} exists; pass {option('overwrite=True', '--overwrite')} to replace it")
                 destination.check_overwrite(target, fout.name)
         with storage_errors(dst, "cannot write"):
             for name in produced:

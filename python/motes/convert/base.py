@@ -14,6 +14,7 @@ JSON text ``{"unitSI": <float>, "unitDimension": [7 floats]}`` (see :func:`openp
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
 
@@ -22,6 +23,8 @@ import numpy as np
 from ..dtypes import SUMMARY, SUPPORTED
 from ..field import Field
 from ..errors import UsageError
+from .destination import shown
+from .spelling import option
 
 Chunk = Dict[str, np.ndarray]
 
@@ -29,6 +32,14 @@ Chunk = Dict[str, np.ndarray]
 class ConversionWarning(UserWarning):
     """Something of the source that a conversion leaves out (a record motes cannot hold as
     columns, say), with the reason. The CLI prints these as ``motes: warning: ...``."""
+
+
+def warn(message: str, stacklevel: int = 1) -> None:
+    """Warns ``message`` as a :class:`ConversionWarning` (``stacklevel`` as
+    :func:`warnings.warn` counts it from the caller), naming paths as the user named them:
+    never a staging folder's (see :func:`motes.convert.destination.shown`). Options in it are
+    spelled with :func:`motes.convert.spelling.option`."""
+    warnings.warn(ConversionWarning(shown(message)), stacklevel=stacklevel + 1)
 
 DEFAULT_CHUNK_ROWS = 1 << 20
 
@@ -60,6 +71,10 @@ class Step:
     # why the source gives no time, when it does not (the step is then at time 0): convert()
     # warns once when a series is written so, naming how to give the times
     time_missing: str = ""
+    # the file it was read from and the index the file gives it (None: the file does not
+    # say), set by motes.convert.read: what motes.convert.provenance records
+    source: str = ""
+    source_index: Optional[int] = None
 
 
 class LazyFields(Mapping):
@@ -68,10 +83,18 @@ class LazyFields(Mapping):
     you work with rather than looking it up again), so a conversion that does not want
     the fields never reads them and one that does holds one at a time.
 
-    loaders: field name -> a function without arguments that reads the field."""
+    loaders: field name -> a function without arguments that reads the field.
+    kind: field name -> its grid's kind (see :func:`grid_kind`), found without reading the
+    values (None, or a name it does not know: not known before reading)."""
 
-    def __init__(self, loaders: Dict[str, Callable[[], Field]]):
+    def __init__(self, loaders: Dict[str, Callable[[], Field]],
+                 kind: Optional[Callable[[str], Optional[str]]] = None):
         self._loaders = dict(loaders)
+        self._kind = kind
+
+    def kind(self, name: str) -> Optional[str]:
+        """The kind of field ``name``'s grid when the source knows it without reading it."""
+        return self._kind(name) if self._kind is not None else None
 
     def __getitem__(self, name: str) -> Field:
         return self._loaders[name]()
@@ -84,6 +107,18 @@ class LazyFields(Mapping):
 
     def __repr__(self) -> str:
         return f"LazyFields({list(self._loaders)})"
+
+
+def grid_kind(fields: Mapping[str, Field], name: str) -> Optional[str]:
+    """What grid field ``name`` of a step's ``fields`` lies on: "cartesian" (uniform),
+    "rectilinear" (coordinates per axis) or "thetaMode"; None when a source's
+    :class:`LazyFields` cannot tell without reading the field."""
+    if isinstance(fields, LazyFields):
+        return fields.kind(name)
+    f = fields[name]
+    if getattr(f, "geometry", "cartesian") != "cartesian":
+        return f.geometry
+    return "cartesian" if f.uniform else "rectilinear"
 
 
 def openpmd_unit(unit_si: float, unit_dimension: Sequence[float]) -> str:
@@ -167,7 +202,7 @@ def single_species(steps: Iterable[Step], path: str) -> Tuple[Step, Species]:
         for sp in st.species.values():
             if chosen is not None:
                 raise UsageError(f"{path}: a table holds one species of one step; the source has more "
-                                 "(choose with step= and species=, CLI: --step, --species)")
+                                 f"(choose with {option('step= and species=', '--step and --species')})")
             chosen = (st, sp)
     if chosen is None:
         raise UsageError(f"{path}: nothing to write (no step or species selected)")

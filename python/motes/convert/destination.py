@@ -10,10 +10,14 @@ recognition of what an existing destination is, and the atomic replacement of it
 * The replacement is atomic: a file with ``rename``; a directory with
   ``renameat2(RENAME_EXCHANGE)`` where the kernel has it (so the destination is at every
   instant the complete old or the complete new output), else rename-aside-then-rename.
+* The staging folder is an implementation detail: inside :func:`shown_as`, :func:`shown`
+  writes its paths as the destination's folder, for every warning and error.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import ctypes
 import ctypes.util
 import errno
@@ -23,7 +27,7 @@ import socket
 import tempfile
 import time
 import zipfile
-from typing import Optional
+from typing import Iterator, Optional
 
 from ..errors import UsageError
 from ..leftovers import process_alive
@@ -41,6 +45,29 @@ def staging_folder(parent: str) -> str:
     """A new private folder in ``parent`` (after removing stale ones of killed conversions)."""
     remove_stale(parent)
     return tempfile.mkdtemp(prefix=f"{PREFIX}{_host()}-{os.getpid()}-", dir=parent)
+
+
+_SHOWN: contextvars.ContextVar = contextvars.ContextVar("motes_staging_shown", default=None)
+
+
+@contextlib.contextmanager
+def shown_as(staging: str, dst: str) -> Iterator[None]:
+    """Inside, :func:`shown` writes paths under the staging folder as under the folder of
+    ``dst``, as the caller named it (nothing for the current folder)."""
+    token = _SHOWN.set((os.path.abspath(staging) + os.sep, os.path.join(os.path.dirname(dst), "")))
+    try:
+        yield
+    finally:
+        _SHOWN.reset(token)
+
+
+def shown(text):
+    """``text`` with the staging folder of :func:`shown_as` replaced by the destination's
+    folder (None stays None)."""
+    mapping = _SHOWN.get()
+    if text is None or mapping is None:
+        return text
+    return os.fspath(text).replace(*mapping)
 
 
 def remove_stale(parent: str) -> list:

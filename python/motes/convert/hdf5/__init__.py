@@ -21,14 +21,14 @@ import contextlib
 import json
 import os
 import re
-import warnings
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import numpy as np
 
 from ...dtypes import SUMMARY
 from ...errors import FormatError, MotesError, NotFoundError, UsageError, storage_error
-from ..base import DEFAULT_CHUNK_ROWS, POSITION_NAMES, Species, Step, check_dtype, chunked_arrays
+from ..base import DEFAULT_CHUNK_ROWS, POSITION_NAMES, Species, Step, check_dtype, chunked_arrays, warn
+from ..spelling import option
 from . import links as hdf5_links
 from ..input_files import check_regular
 
@@ -313,6 +313,11 @@ def check_chunk_rows(chunk_rows) -> int:
 _COLUMN_SUFFIX = re.compile(r"^(.*)\[(\d+)\]$")
 
 
+def _map_option() -> str:
+    """How the reader's caller maps columns to datasets."""
+    return option("columns=", "--map COL=DATASET")
+
+
 def _auto_sources(path: str, gname: str, g) -> List[Tuple[str, str, Optional[int], np.dtype, Any]]:
     where = f"{path}:{gname}"
     out, skipped = [], []
@@ -341,13 +346,13 @@ def _auto_sources(path: str, gname: str, g) -> List[Tuple[str, str, Optional[int
         else:
             skipped.append(f"{name} (shape {shape})")
     if skipped:
-        warnings.warn(f"{where}: skipped datasets that are not 1-D numeric columns: {', '.join(skipped)} "
-                      "(pass columns= to choose datasets explicitly)", stacklevel=3)
+        warn(f"{where}: skipped datasets that are not 1-D numeric columns: {', '.join(skipped)} "
+             f"(pass {_map_option()} to choose datasets explicitly)", stacklevel=3)
     names = [c for c, *_ in out]
     dup = sorted({c for c in names if names.count(c) > 1})
     if dup:
         raise UsageError(f"{where}: column name(s) {', '.join(dup)} come from more than one dataset "
-                         "(an (n, 3) position dataset is split into x, y, z); pass columns= to choose")
+                         f"(an (n, 3) position dataset is split into x, y, z); pass {_map_option()} to choose")
     return out
 
 
@@ -418,18 +423,19 @@ def read(path, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, group: str = "/",
             sources = _auto_sources(path, gname, g)
         else:
             if not columns:
-                raise UsageError(f"{where}: columns= maps nothing; give at least one column")
+                raise UsageError(f"{where}: {_map_option()} maps nothing; give at least one column")
             sources = _mapped_sources(path, gname, g, columns)
         if not sources:
             raise UsageError(f"{where}: nothing to import: the group holds no 1-D numeric datasets "
-                             "(pass group= to point at the particle group, or columns= to map datasets)")
+                             f"(pass {option('group=', '--group')} to point at the particle group, or "
+                             f"{_map_option()} to map datasets)")
         lengths = {}
         for col, ds, k, dt, obj in sources:
             lengths[ds if k is None else f"{ds}[{k}]"] = int(obj.shape[0])
         if len(set(lengths.values())) > 1:
             detail = ", ".join(f"{d}: {n}" for d, n in lengths.items())
             raise UsageError(f"{where}: datasets have unequal lengths ({detail}); "
-                             "pass columns= to choose datasets of one length")
+                             f"pass {_map_option()} to choose datasets of one length")
         count = next(iter(lengths.values()))
         units = {}
         for col, ds, k, dt, obj in sources:

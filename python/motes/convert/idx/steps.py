@@ -5,12 +5,11 @@ reads back as steps of fields, each read whole when it is looked up."""
 
 from __future__ import annotations
 
-import warnings
 from typing import Iterable, Iterator
 
 from ...errors import UsageError
 from .. import idx
-from ..base import ConversionWarning, LazyFields, Step
+from ..base import LazyFields, Step, warn
 
 
 def read(path: str, *, chunk_rows: int = 0, steps=None, **_options) -> Iterator[Step]:
@@ -31,8 +30,7 @@ def write(path: str, steps: Iterable[Step], *, compression: str = "zip", layout:
     for n, st in enumerate(steps):
         if st.species and not warned:
             warned = True
-            warnings.warn(ConversionWarning(f"{path}: IDX holds grid fields only: the particles are left out"),
-                          stacklevel=2)
+            warn(f"{path}: IDX holds grid fields only: the particles are left out", stacklevel=2)
         if st.fields:
             out.append((st.index if st.index is not None else n, {name: st.fields[name] for name in st.fields}))
     if not out:

@@ -35,16 +35,23 @@ POSITIONS = ("x", "y", "z")
 EXACT_INTEGERS = 2 ** 53  # float64 holds every integer up to this magnitude exactly
 
 
+def last_step(path: str) -> Optional[Tuple[int, float]]:
+    """The index and time of the last step of the motes dataset at ``path`` (None when it
+    does not exist or has no step)."""
+    from ..._core import DatasetCore
+
+    if os.path.isdir(path) and DatasetCore.exists(path):
+        steps = [(int(s["index"]), float(s["time"])) for s in DatasetCore.open(path).steps]
+        return max(steps) if steps else None
+    return None
+
+
 def next_step(path: str) -> int:
     """The index after the last step of the motes dataset at ``path`` (0 when it does not
     exist or has no step): where an append of a step that does not give its index goes
     (``motes convert --append``, ``motes write``)."""
-    from ..._core import DatasetCore
-
-    if os.path.isdir(path) and DatasetCore.exists(path):
-        steps = [s["index"] for s in DatasetCore.open(path).steps]
-        return max(steps) + 1 if steps else 0
-    return 0
+    last = last_step(path)
+    return 0 if last is None else last[0] + 1
 
 
 def for_motes(sp: Species) -> Species:
@@ -181,7 +188,12 @@ def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, where: Optional[str
 
 def _fields_of(ds: Dataset, index: int):
     """The fields of a step, each read whole when looked up."""
-    return LazyFields({name: (lambda name=name: ds.field(name, index).to_field()) for name in ds.field_names(index)})
+    def kind(name: str) -> str:  # from the field file's header, without its values
+        f = ds.field(name, index)
+        return f.geometry if f.geometry != "cartesian" else "rectilinear" if f.coords is not None else "cartesian"
+
+    return LazyFields({name: (lambda name=name: ds.field(name, index).to_field()) for name in ds.field_names(index)},
+                      kind)
 
 
 def write(path: str, steps: Iterable[Step], *, leaf_size: Optional[int] = None, lod_count: Optional[int] = None,

@@ -24,7 +24,6 @@ import contextlib
 import errno
 import json
 import math
-import warnings
 import zipfile
 import zlib
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
 import numpy as np
 
 from ...errors import FormatError, UsageError, storage_error
-from ..base import POSITION_NAMES, ConversionWarning, Species, Step, check_dtype, single_species, table_metadata
+from ..base import POSITION_NAMES, Species, Step, check_dtype, single_species, table_metadata, warn
 
 META_MEMBER = "__motes__"
 STEP_NAMES = ("step", "iteration")  # scalars that give the step index, in this order
@@ -67,12 +66,10 @@ def _json_scalar(path: str, name: str, value: np.ndarray) -> Any:
     if isinstance(v, bytes):
         v = v.decode("utf-8", "replace")
     if isinstance(v, float) and not math.isfinite(v):
-        warnings.warn(ConversionWarning(f"{path}: scalar '{name}' is {v}, which JSON attributes cannot hold; "
-                                        f"kept as the string '{v}'"))
+        warn(f"{path}: scalar '{name}' is {v}, which JSON attributes cannot hold; kept as the string '{v}'")
         return str(v)
     if v is None or isinstance(v, complex) or not isinstance(v, (bool, int, float, str)):
-        warnings.warn(ConversionWarning(f"{path}: scalar '{name}' of dtype {value.dtype} skipped: not a number "
-                                        "or text"))
+        warn(f"{path}: scalar '{name}' of dtype {value.dtype} skipped: not a number or text")
         return None
     return v
 
@@ -151,8 +148,7 @@ def _contents(path: str) -> Contents:
             else:
                 skipped.append(f"{name} (shape {list(shape)}, dtype {dt})")
     if skipped:
-        warnings.warn(ConversionWarning(f"{path}: skipped members that are neither columns nor scalars: "
-                                        f"{', '.join(skipped)}"))
+        warn(f"{path}: skipped members that are neither columns nor scalars: {', '.join(skipped)}")
     if len(set(lengths.values())) > 1:
         detail = ", ".join(f"{k}: {n}" for k, n in lengths.items())
         raise UsageError(f"{path}: columns have unequal lengths ({detail})")

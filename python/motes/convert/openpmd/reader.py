@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import warnings
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
 from ...field import Field
 from ...errors import FormatError, NotFoundError, UsageError
-from ..base import DEFAULT_CHUNK_ROWS, ConversionWarning, LazyFields, Species, Step
+from ..base import DEFAULT_CHUNK_ROWS, LazyFields, Species, Step, warn
 from ..hdf5 import links as hdf5_links
 from ..input_files import check_regular
 from ..sources import PATTERN as _PATTERN
@@ -130,7 +129,7 @@ def _species_from(io, handle: "_Handle", path: str, index: int, name: str, sp, c
             if rname in ("position", "positionOffset"):
                 raise FormatError(f"{where_of(path, index, name, rname)}: {problem}")
             skipped[rname] = problem  # a record motes cannot hold as columns: said, not silent
-            warnings.warn(ConversionWarning(f"{where_of(path, index, name, rname)}: skipped: {problem}"))
+            warn(f"{where_of(path, index, name, rname)}: skipped: {problem}")
             continue
         is_scalar = bool(rec.scalar)
         rmeta: Dict[str, Any] = {
@@ -211,21 +210,23 @@ def _mesh(name: str, m, where: str) -> Mesh:
         raise FormatError(f"{where}: cannot read the mesh's attributes ({why(e)})") from None
 
 
-def _fields(handle: "_Handle", path: str, index: int, it) -> Dict[str, Callable[[], Field]]:
-    """Loaders of the fields of an iteration's meshes, their layout checked now."""
+def _fields(handle: "_Handle", path: str, index: int, it) -> LazyFields:
+    """The fields of an iteration's meshes, their layout checked now, each read when looked up."""
     loaders: Dict[str, Callable[[], Field]] = {}
+    kinds: Dict[str, str] = {}
     for name in it.meshes:
         where = f"{path}: iteration {index}, mesh '{name}'"
         mesh = _mesh(name, it.meshes[name], where)
         problem = skip_reason(mesh)
         if problem:  # a mesh motes cannot hold as a field: said, not silent
-            warnings.warn(ConversionWarning(f"{where}: skipped: {problem}"))
+            warn(f"{where}: skipped: {problem}")
             continue
         for plan in plan_fields(where, mesh):
             if plan.name in loaders:
                 raise UsageError(f"{where}: makes field '{plan.name}', which another mesh makes too")
             loaders[plan.name] = _field_loader(handle, index, where, plan)
-    return loaders
+            kinds[plan.name] = mesh.geometry   # openPMD meshes are uniform: cartesian or thetaMode
+    return LazyFields(loaders, kinds.get)
 
 
 def _field_loader(handle: "_Handle", index: int, where: str, plan: FieldPlan) -> Callable[[], Field]:
@@ -329,7 +330,7 @@ def _iterate(io, series, path: str, selected: List[int], info: Dict[str, Any], c
             found.add(name)
             out[name] = _species_from(io, handle, path, index, name, it.particles[name], chunk_rows)
         yield Step(index=index, time=float(it.time) * unit, attributes=attributes, species=out,
-                   fields=LazyFields(_fields(handle, path, index, it)))
+                   fields=_fields(handle, path, index, it))
     if species is not None:
         missing = [s for s in species if s not in found]
         if missing and selected:

@@ -43,8 +43,9 @@ def _meta_step(meta: Dict[str, Any], species_columns, count, chunks, units) -> S
     name = meta.get("species", "particles")
     sp = Species(name, species_columns, count, chunks, units, meta.get("species_attributes", {}))
     index = meta.get("step")  # None: the file does not say (convert numbers it)
+    missing = "" if "time" in meta else "no motes metadata (a table records no time)"
     return Step(None if index is None else int(index), float(meta.get("time", 0.0)), meta.get("attributes", {}),
-                {name: sp})
+                {name: sp}, time_missing=missing)
 
 
 def _pyarrow():

@@ -36,13 +36,13 @@ With ``fields=`` the file is an ImageData of the steps' grid fields instead: see
 from __future__ import annotations
 
 import os
-import warnings
 from typing import Dict, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 
 from ...errors import UsageError
-from ..base import ConversionWarning, Species, Step, check_dtype, chunk_column, one_species, pick_species
+from ..base import Species, Step, check_dtype, chunk_column, grid_kind, one_species, pick_species, warn
+from ..spelling import option
 from .steps import StepLog
 from ..hdf5 import created_file, h5_filter
 from .image import write_fields, write_image
@@ -245,14 +245,14 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
         if species is not None:
             raise UsageError(f"{path}: species= and fields= exclude each other: a VTKHDF file holds particles "
                              "(PolyData) or fields (ImageData); write one file each")
-        write_fields(path, _left_out(path, steps, "species", "particles", "fields=None"), fields, compression)
+        write_fields(path, _left_out(path, steps, "species", "particles"), fields, compression)
         return
     filters = h5_filter(compression)
     wanted = one_species(species, "a VTKHDF PolyData file")
     with created_file(path) as f:
         w = _PolyDataWriter(path, f, filters)
         chosen = wanted
-        for step in _left_out(path, steps, "fields", "fields", "fields=True"):
+        for step in _left_out(path, steps, "fields", "fields"):
             sp = pick_species(path, step, wanted, chosen, "a VTKHDF PolyData file")
             if sp is not None:
                 if chosen is None:
@@ -263,13 +263,36 @@ def write(path, steps: Iterable[Step], *, species: Optional[Union[str, Sequence[
         w.finish(chosen)
 
 
-def _left_out(path: str, steps: Iterable[Step], attr: str, what: str, option: str) -> Iterable[Step]:
-    """The steps, with one ConversionWarning when some hold ``what`` (their ``attr``) that this
-    file leaves out."""
+def _left_out(path: str, steps: Iterable[Step], attr: str, what: str) -> Iterable[Step]:
+    """The steps, with one ConversionWarning when some hold ``what`` (their ``attr``: "species"
+    or "fields") that this file leaves out, saying how to write them to a second file."""
     warned = False
     for step in steps:
         if not warned and getattr(step, attr):
             warned = True
-            warnings.warn(ConversionWarning(f"{path}: the steps hold {what}, which this VTKHDF file leaves out "
-                                            f"(write them to a second file with {option})"), stacklevel=3)
+            names = ", ".join(getattr(step, attr))
+            how = _fields_file(step.fields) if attr == "fields" else \
+                "write them to a second file without " + option("write_options['fields']", "--fields")
+            warn(f"{path}: the steps hold {what} ({names}), which this VTKHDF file leaves out (a VTKHDF file holds "
+                 f"particles or fields): {how}", stacklevel=3)
         yield step
+
+
+def _fields_file(fields) -> str:
+    """How to write a step's fields to a VTKHDF image: the uniform Cartesian ones with the
+    fields option (all of them, or those named); what other grids need."""
+    kinds = {name: grid_kind(fields, name) for name in fields}
+    images = [n for n, k in kinds.items() if k in (None, "cartesian")]   # None: the source cannot tell
+    others = [n for n in kinds if n not in images]
+    if not others:
+        return "write them to a second file with " + option("write_options={'fields': True}", "--fields")
+    out = []
+    if images:
+        out.append("write " + ", ".join(images) + " to a second file with " + option(
+            f"write_options={{'fields': {images!r}}}", "--fields " + ",".join(images)))
+    out.append("a VTKHDF image takes uniform Cartesian grids, not " + ", ".join(f"{n} ({kinds[n]})" for n in others))
+    if any(kinds[n] == "thetaMode" for n in others):
+        out.append("resample a thetaMode field first, in Python: motes.open(DATASET).field(NAME, step)"
+                   ".cartesian().to_field() is a Cartesian motes.Field, which motes.convert.vtkhdf.write_image "
+                   "writes")
+    return "; ".join(out)

@@ -5,13 +5,12 @@ of a time series (``NSteps``, ``Values``) and motes' own record of them."""
 from __future__ import annotations
 
 import json
-import warnings
 from typing import List
 
 import numpy as np
 
 from ...errors import UsageError
-from ..base import Step
+from ..base import Step, warn
 
 
 class StepLog:
@@ -36,8 +35,8 @@ class StepLog:
         """The ``Steps`` group of a time series with ``NSteps`` and ``Values`` (the times),
         warning when the times do not increase (ParaView expects them to)."""
         if any(b <= a for a, b in zip(self.times, self.times[1:])):
-            warnings.warn(f"{self.path}: step times are not strictly increasing ({self.times[:8]}...); "
-                          "ParaView expects increasing time values", stacklevel=stacklevel + 1)
+            warn(f"{self.path}: step times are not strictly increasing ({self.times[:8]}...); "
+                 "ParaView expects increasing time values", stacklevel=stacklevel + 1)
         s = root.create_group("Steps")
         s.attrs.create("NSteps", np.int64(len(self.times)))
         s.create_dataset("Values", data=np.asarray(self.times, dtype=np.float64))
