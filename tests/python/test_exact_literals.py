@@ -84,6 +84,29 @@ def test_a_float_column_against_an_integer_literal_is_exact(data):
     assert ds.count("f == 9007199254740993.0") == int(np.sum(f == 2.0**53))
 
 
+def test_isin_writes_python_and_numpy_integers_exactly(data):
+    """motes.isin of a Python list (ints past 2**53, numpy integer scalars, ints mixed with
+    floats) writes each value exactly, never through float64, as it does an integer array."""
+    cols, ds = data
+    ids = cols["id"]
+    asked = [2**64 - 1, 2**53 + 1]
+    assert motes.isin("id", asked) == "id in (18446744073709551615, 9007199254740993)"
+    for values in (asked, tuple(asked), [np.uint64(v) for v in asked], np.array(asked, np.uint64)):
+        got = ds.query(motes.isin("id", values), columns=["id"])["id"]
+        want = int(np.isin(ids, np.array(asked, np.uint64)).sum())  # a uint64 array: np.isin would round the list
+        assert sorted(set(got.tolist())) == sorted(asked) and len(got) == want, values
+    big = [np.int64(-2**63), -2**53 - 1, 2**63 - 1]
+    assert ds.count(motes.isin("big", big)) == int(np.isin(cols["big"], np.array(big, np.int64)).sum()) > 0
+    # A list mixing ints and floats keeps each as it is: 2.5 equals no integer, 2**53 + 1 only itself.
+    assert motes.isin("id", [2**53 + 1, 2.5]) == "id in (9007199254740993, 2.5)"
+    assert ds.count(motes.isin("id", [2**53 + 1, 2.5])) == int(np.sum(ids == np.uint64(2**53 + 1))) > 0
+    assert motes.isin("f", [np.float32(0.1), 2.0**53]) == "f in (0.10000000149011612, 9007199254740992.0)"
+    with pytest.raises(motes.UsageError, match="boolean"):
+        motes.isin("id", [1, True])
+    with pytest.raises(motes.UsageError, match="NaN"):
+        motes.isin("f", [1, float("nan")])
+
+
 def test_printed_expressions_keep_the_literal():
     from motes import _core
 
