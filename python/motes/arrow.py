@@ -10,10 +10,11 @@ It behaves as a ``pyarrow.dataset.Dataset`` (``schema``, ``scanner(columns=, fil
 ``to_table``, ``to_batches``, ``count_rows``, ``head``, ``get_fragments``, and the Arrow
 stream protocol), without being one: pyarrow's dataset classes cannot be extended from
 Python. A filter is translated into a motes ``where`` expression where that selects exactly
-the same rows (:mod:`motes.pushdown`); then the tree, the indexes and the tails prune, and
-only the matching rows are gathered. What does not translate is applied by pyarrow to the
-rows motes returns (with the translatable conjuncts still pushed), so every answer is the
-one pyarrow's own evaluation of the filter gives. Fragments are the part files of the step
+the rows pyarrow's own evaluation keeps, with pyarrow's semantics (:mod:`motes._arrow_pushdown`);
+then the tree, the indexes and the tails prune, and only the matching rows are gathered.
+What does not translate, and what pyarrow refuses for some values, is applied by pyarrow to
+the rows motes returns (with the translatable conjuncts still pushed), so every answer is
+the one pyarrow's own evaluation of the filter gives. Fragments are the part files of the step
 (one for a step written serially), found by :meth:`motes.Dataset.plan`.
 """
 
@@ -143,6 +144,10 @@ class Scanner:
         # What motes cannot answer exactly pyarrow applies to the rows motes returns (a superset:
         # the conjuncts it can are pushed), which then carry the columns the filter reads.
         self.residual = None if exact else filter
+        if self.residual is not None:
+            # A filter pyarrow refuses whatever the rows (an unknown column, a constant it cannot
+            # cast to the column's type) is refused here, even when motes selects no row.
+            dataset.schema.empty_table().filter(filter)
         self.where = pushdown.conjunction([t for t in (where, pushed) if t])
         read = list(self.columns)
         if self.residual is not None:

@@ -99,8 +99,15 @@ def test_arrow_filters_are_pushed_where_exact(data):
     half = d.scanner(filter=(f("x") > 50) & (pc.abs(f("ux")) > 0.1))
     assert half.where == "(x > 50)" and half.residual is not None
     assert d.scanner(filter=f("x") * 2 > 3).where is None
-    assert d.scanner(filter=f("id") > 1.5).where is None  # a fraction against integers
-    assert pushdown.arrow_filter(f("id") > float(1 << 60), {"id": (np.dtype(np.int64), False)}) == (None, False)
+    # pyarrow compares these ids with 1.5 as float32s and refuses ids past 2**24: the term is
+    # pushed, and pyarrow checks (and refuses) the rows motes returns, as it refuses the table.
+    ids = d.scanner(filter=f("id") > 1.5)
+    assert ids.where == "(id > 1.5)" and ids.residual is not None
+    for run in (ids.to_table, lambda: pa.table(cols).filter(f("id") > 1.5)):
+        with pytest.raises(pa.ArrowInvalid, match="not in range"):
+            run()
+    assert pushdown.arrow_filter(f("id") > float(1 << 60), {"id": (np.dtype(np.int64), False)}) == \
+        ("(id > 1.152921504606847e+18)", False)
     assert pushdown.arrow_filter(f("x") > pa.scalar(np.float32(0.1)), {"x": (np.dtype(np.float32), False)}) == \
         ("(x > 0.10000000149011612)", True)
 
@@ -116,6 +123,42 @@ def test_arrow_head_fragments_and_stream(data):
     assert pa.table(d).num_rows == N  # the Arrow stream protocol: every row
     with pytest.raises(motes.UsageError, match="unknown column 'nope'"):
         d.to_table(columns=["nope"])
+
+
+def test_arrow_pushes_is_in_and_comparisons_with_pyarrows_semantics(tmp_path):
+    """pyarrow's is_in tells 0.0 from -0.0, matches NaN and casts its set to the column's type
+    (float32(0.1) on a float32 column, inf for 1e300); its comparisons are IEEE. motes pushes
+    each as pyarrow decides it (tests/python/test_pushdown_random.py tries thousands)."""
+    e = np.array([-0.0, 0.0, np.float32(0.1), 0.5, np.nan, 1.0, np.inf, -2.5], np.float32)
+    w = np.array([-0.0, 0.0, 0.1, float(np.float32(0.1)), np.nan, 1.0, np.inf, 2.0**53], np.float64)
+    cols = {"x": np.arange(8, dtype=np.float32), "y": np.zeros(8, np.float32), "z": np.zeros(8, np.float32),
+            "e": e, "w": w, "id": np.array([0, 1, 2**53, 2**53 + 1, 2**63, 2**64 - 1, 7, 8], np.uint64),
+            "row": np.arange(8, dtype=np.int32)}
+    motes.write(tmp_path / "edge.motes", cols, sync=False)
+    d, table, f = motes.arrow.dataset(tmp_path / "edge.motes"), pa.table(cols), pads.field
+    for flt, where, rows in [
+        (f("w").isin([0.0]), "(w == 0 and 1 / w > 0)", [1]),
+        (f("e").isin([-0.0]), "(e == 0 and 1 / e < 0)", [0]),
+        (f("e").isin([0.0, -0.0]), "(e == 0)", [0, 1]),
+        (f("w") == 0.0, "(w == 0.0)", [0, 1]),
+        (f("e").isin([0.1, 0.5]), "(e in (0.10000000149011612, 0.5))", [2, 3]),
+        (f("e") == 0.1, "(e == 0.1)", []),
+        (f("w").isin([np.nan, 1.0]), "(w in (1.0) or w != w)", [4, 5]),
+        (f("e").isin([1e300]), "(e in (inf))", [6]),
+        (f("w") != np.nan, "(w != nan)", list(range(8))),
+        (f("id").isin(pa.array([2**64 - 1, 2**53 + 1], pa.uint64())),
+         "(id in (9007199254740993, 18446744073709551615))", [3, 5]),
+    ]:
+        s = d.scanner(columns=["row"], filter=flt)
+        assert (s.where, s.residual) == (where, None), str(flt)
+        got = sorted(s.to_table().column("row").to_pylist())
+        assert got == table.filter(flt).column("row").to_pylist() == rows, str(flt)
+    # A filter pyarrow refuses whatever the rows is refused, though motes would select no row.
+    for flt in (f("e") == 16777217, (f("w") == 2**53 + 1) & (f("row") < 0)):
+        with pytest.raises(pa.ArrowInvalid):
+            table.filter(flt)
+        with pytest.raises(pa.ArrowInvalid):
+            d.to_table(filter=flt)
 
 
 @pytest.fixture(scope="module")
@@ -217,3 +260,4 @@ def test_duckdb_steps_table_has_a_step_column_and_reads_only_the_steps_asked(tmp
         assert src.last["parts_read"] == 2
     with pytest.raises(motes.UsageError, match="either step= or steps="):
         motes.duckdb.register(c, "bad", str(path), step=0, steps="all")
+
