@@ -64,6 +64,9 @@ class StepTables:
             if not t.schema.equals(first):
                 raise UsageError(f"step {s} has other columns than step {tables[0][0]}: register them apart")
         self.with_step = tables[0][0] is not None
+        if self.with_step and STEP in first.names:
+            raise UsageError(f"column '{STEP}' would be hidden by the step column of a table across steps: "
+                             "register one step with step=")
         self.schema = pa.schema(([pa.field(STEP, pa.int64(), nullable=False)] if self.with_step else []) + list(first))
         self._types: Optional[pushdown.ColumnTypes] = None
         self.filters: List[str] = []
@@ -122,7 +125,8 @@ class StepTables:
         self.filters = terms
         names = self.schema.names
         chosen = names if columns is None else [names[i] for i in columns]
-        read = [c for c in chosen if c != STEP]
+        made = STEP if self.with_step else None  # the column the table adds (a stored one is read)
+        read = [c for c in chosen if c != made]
         where = pushdown.conjunction([f"({t})" for t in terms])
         out_schema = pa.schema([self.schema.field(c) for c in chosen])
         picked = [(s, t) for s, t in self.tables if all(test(s) for test in tests)]
@@ -132,7 +136,7 @@ class StepTables:
         def batches():
             for (s, _), scanner in zip(picked, self._scanners):
                 for b in scanner.to_batches():
-                    arrays = [pa.array(np.full(b.num_rows, s, dtype=np.int64)) if c == STEP else b.column(c)
+                    arrays = [pa.array(np.full(b.num_rows, s, dtype=np.int64)) if c == made else b.column(c)
                               for c in chosen]
                     yield pa.RecordBatch.from_arrays(arrays, schema=out_schema)
 

@@ -261,3 +261,20 @@ def test_duckdb_steps_table_has_a_step_column_and_reads_only_the_steps_asked(tmp
     with pytest.raises(motes.UsageError, match="either step= or steps="):
         motes.duckdb.register(c, "bad", str(path), step=0, steps="all")
 
+
+def test_duckdb_steps_table_refuses_a_stored_step_column(tmp_path):
+    """A stored column named step would be hidden by the table's step column: register(steps=)
+    says so (as ds.query(steps=) does), and one step registers with its own step column."""
+    path = tmp_path / "stepcol.motes"
+    with motes.Writer(path, sync=False) as w:
+        for s in (0, 10):
+            cols = particles(seed=30 + s)
+            cols["step"] = np.full(N, 7 + s, np.int64)
+            w.write_step(s, cols)
+    c = duckdb.connect()
+    with pytest.raises(motes.UsageError, match="column 'step' would be hidden by the step column"):
+        motes.duckdb.register(c, "series", str(path), steps="all")
+    with pytest.raises(motes.UsageError, match="column 'step' would be hidden by the step column"):
+        motes.open(path).query(steps="all")
+    motes.duckdb.register(c, "one", str(path), step=10)
+    assert c.sql("SELECT min(step), count(*) FROM one WHERE step = 17").fetchall() == [(17, N)]
