@@ -9,8 +9,8 @@
 
 from ._core import CancelToken, parse_expression
 from ._core import version as __version__  # project(motes VERSION ...) of CMakeLists.txt
-from .errors import (CancelledError, FormatError, InternalError, MotesError, NotFoundError, OutOfMemoryError,
-                     StorageError, UsageError)
+from .errors import (CancelledError, DatasetReplacedError, FormatError, InternalError, MotesError, NotFoundError,
+                     OutOfMemoryError, StorageError, UsageError)
 from .dataset import Dataset, open, read_partition
 from .expressions import isin
 from .field import Field
@@ -21,7 +21,7 @@ from .writer import Writer, write
 __all__ = ["open", "write", "read_partition", "follow", "Writer", "Dataset", "Table", "Column", "Field", "synth",
            "parse_expression", "isin", "CancelToken",
            "MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "OutOfMemoryError",
-           "InternalError", "CancelledError", "__version__"]
+           "InternalError", "CancelledError", "DatasetReplacedError", "__version__"]
 
 
 def __getattr__(name):

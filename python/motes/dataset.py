@@ -104,7 +104,10 @@ class Dataset:
     def refresh(self) -> List[int]:
         """Re-reads the manifest: the steps published since this handle was opened (or last
         refreshed) appear, whole (a writer publishes a step atomically, after its files).
-        Returns the indexes of the new steps. Steps already seen never change."""
+        Returns the indexes of the new steps. Steps already seen never change: a dataset
+        deleted and written again since (another identity, or a step seen gone or changed)
+        raises :class:`motes.DatasetReplacedError` and the handle keeps the run it read;
+        open the path again to read the new run."""
         before = set(self.steps)
         self._core.reload()
         self._load_steps()
@@ -128,6 +131,13 @@ class Dataset:
     @property
     def steps(self) -> List[int]:
         return [s.index for s in self._steps]
+
+    @property
+    def id(self) -> str:
+        """The dataset's identity: 32 hex digits drawn when it was created and kept by every
+        append, so a dataset deleted and written again under the same path has another one
+        ('' for a dataset of an older motes that has not been written to since)."""
+        return self._core.id
 
     @property
     def times(self) -> List[float]:

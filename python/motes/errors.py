@@ -9,6 +9,8 @@
   ``errno``, ``strerror`` and ``filename`` are those of the failure; status 1;
 * :class:`NotFoundError`, a :class:`StorageError` that is also a ``FileNotFoundError``:
   the file or dataset does not exist;
+* :class:`DatasetReplacedError`: a dataset was deleted and written again (or its published
+  steps changed) since a handle read it; open it again to read the new run;
 * :class:`CancelledError`: a query stopped before it finished, by the ``CancelToken`` or
   the ``timeout`` it was given.
 
@@ -28,11 +30,11 @@ import functools
 import os
 from typing import Iterator, Optional, Union
 
-from ._core import (CancelledError, FormatError, InternalError, MotesError, NotFoundError, OutOfMemoryError,
-                    StorageError, UsageError)
+from ._core import (CancelledError, DatasetReplacedError, FormatError, InternalError, MotesError, NotFoundError,
+                    OutOfMemoryError, StorageError, UsageError)
 
 __all__ = ["MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "OutOfMemoryError",
-           "InternalError", "CancelledError", "storage_error", "storage_errors"]
+           "InternalError", "CancelledError", "DatasetReplacedError", "storage_error", "storage_errors"]
 
 
 

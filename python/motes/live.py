@@ -29,6 +29,9 @@ _IN_CLOSE_WRITE, _IN_MOVED_TO, _IN_CREATE = 0x8, 0x80, 0x100
 _MANIFEST = "manifest.json"
 #: The shortest interval between two fetches of a remote dataset's manifest (seconds).
 REMOTE_POLL = 0.5
+#: The longest single wait for a change (seconds): a longer timeout (1e308, say) waits in
+#: such slices, as select() and sleep() take no longer one.
+_LONGEST_WAIT = 3600.0
 
 
 def _libc():
@@ -95,8 +98,10 @@ def manifest_identity(path: str):
 def wait_until(ds, ready, timeout: Optional[float], poll: float, what: str):
     """Refreshes ``ds`` at each change of its manifest until ``ready()`` returns something
     other than None, and returns it; TimeoutError naming ``what`` after ``timeout`` seconds."""
-    if timeout is not None and not _args.number("timeout", timeout) >= 0:
+    if timeout is not None and not _args.number("timeout", timeout, finite=False) >= 0:
         raise UsageError(f"timeout must be >= 0 seconds or None, got {timeout}")
+    if timeout is not None and timeout == float("inf"):
+        timeout = None  # no limit
     found = ready()
     if found is not None:
         return found
@@ -117,7 +122,7 @@ def wait_until(ds, ready, timeout: Optional[float], poll: float, what: str):
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 raise TimeoutError(f"{what} in '{ds.path}' within {timeout:g} s")
-            watch.wait(left)
+            watch.wait(_LONGEST_WAIT if left is None else min(left, _LONGEST_WAIT))
     finally:
         watch.close()
 

@@ -126,6 +126,9 @@ void bind_dataset_core(nb::module_& m) {
       "attributes"_a, "what"_a,
       "Raises UsageError naming `what` unless attributes (a dict) can be stored: JSON values (dict with str "
       "keys, list, tuple, str, int, finite float, bool, None), nested at most as deep as the core allows.");
+  m.def("seal_manifest", &motes::seal_manifest_text, "text"_a,
+        "A manifest's JSON text with its checksum made anew (docs/format.md, \"The manifest's checksum\"): for "
+        "tools and tests that edit a manifest on purpose. The text is written again as motes writes manifests.");
 
   nb::class_<motes::Dataset>(m, "DatasetCore", "A dataset directory: its manifest, read and written under its lock.")
       .def_static("open", &motes::Dataset::open, "dir"_a)
@@ -139,7 +142,10 @@ void bind_dataset_core(nb::module_& m) {
       .def_prop_ro("dir", &motes::Dataset::dir)
       .def_prop_ro("created", &motes::Dataset::created, "Whether create() made the directory.")
       .def_prop_rw("lock_timeout", &motes::Dataset::lock_timeout, &motes::Dataset::set_lock_timeout)
-      .def("reload", &motes::Dataset::reload, "Re-reads the manifest from disk.")
+      .def("reload", &motes::Dataset::reload,
+           "Re-reads the manifest from disk; DatasetReplacedError when it is another run's.")
+      .def_prop_ro("id", &motes::Dataset::id,
+                   "The dataset's identity (32 hex digits, kept by appends); '' for a dataset of an older motes.")
       .def("remove_if_unused",
            [](motes::Dataset& d) {
              nb::gil_scoped_release release;

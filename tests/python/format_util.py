@@ -13,3 +13,32 @@ def written_version(f, minor):
     if f.required_features & REGIONAL_DETAIL:
         return (2, 6)
     return (2, 5) if f.required_features & PACKED_BLOCKS else (2, minor)
+
+
+def write_manifest(path, manifest) -> None:
+    """Writes `manifest` (a dict) as dataset `path`'s manifest, an edit made on purpose: sealed
+    (docs/format.md §3.3.9: its checksum made anew) when the core can parse the JSON, as it is
+    otherwise (text a reader must refuse before any value is checked)."""
+    import json
+    import os
+
+    from motes import UsageError, _core
+
+    text = json.dumps(manifest)
+    try:
+        text = _core.seal_manifest(text)
+    except UsageError:
+        pass
+    with open(os.path.join(os.fspath(path), "manifest.json"), "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def reseal(raw: bytes) -> bytes:
+    """A sealed manifest's bytes edited on purpose, sealed again as docs/format.md §3.3.9 says
+    (written from the spec, not from the core): its first line holds the XXH3-64 of the rest."""
+    import xxhash
+
+    head, tail = b'{\n "checksum": "', b'",\n'
+    assert raw.startswith(head) and raw[32:35] == tail, "not a sealed manifest"
+    rest = raw[35:]
+    return head + xxhash.xxh3_64_hexdigest(rest).encode() + tail + rest

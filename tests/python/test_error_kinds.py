@@ -20,7 +20,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # What each kind's class derives from besides MotesError (the table's python_bases).
 BASES = {"usage": (ValueError,), "format": (ValueError,), "io": (OSError,), "memory": (MemoryError,),
-         "internal": (), "not_found": (motes.StorageError, FileNotFoundError), "cancelled": ()}
+         "internal": (), "not_found": (motes.StorageError, FileNotFoundError), "cancelled": (), "replaced": ()}
 
 
 def test_every_kind_has_a_motes_class():

@@ -45,7 +45,7 @@ def test_steps_with_particles_and_fields_and_fields_only(tmp_path):
     with pytest.raises(motes.UsageError, match="no field 'B'"):
         ds.field("B", step=0)
     manifest = json.loads((path / "manifest.json").read_text())
-    assert manifest["version"] == [1, 5]
+    assert manifest["version"] == [1, 6]
     assert manifest["steps"][1]["species"] == {} and manifest["steps"][1]["fields"]["Bz"]["dims"] == [13, 9, 6]
 
 

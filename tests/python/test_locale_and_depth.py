@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import motes
+from format_util import reseal
 
 SMALL = dict(leaf_size=64, lod_count=4, treelet_size=2048, sync=False)
 LOCALE = "de_DE.UTF-8"  # decimal comma; scripts/setup.sh generates it
@@ -117,7 +118,8 @@ def test_manifest_nested_100000_levels_is_a_format_error(tmp_path):
     motes.write(p, {"x": x, "y": x, "z": x}, **SMALL)
     text = (p / "manifest.json").read_text()
     deep = "[" * 100_000 + "]" * 100_000
-    (p / "manifest.json").write_text(text.replace('"attributes": {}', '"attributes": {"deep": ' + deep + "}", 1))
+    edited = text.replace('"attributes": {}', '"attributes": {"deep": ' + deep + "}", 1)
+    (p / "manifest.json").write_bytes(reseal(edited.encode()))  # its checksum right: the nesting is refused
     r = _run(f"""
         import motes
         from motes.cli import main

@@ -10,6 +10,7 @@ import pytest
 
 import motes
 from motes.cli import main
+from format_util import reseal, write_manifest
 
 SMALL = dict(leaf_size=64, lod_count=4, treelet_size=2048, sync=False)
 
@@ -34,12 +35,12 @@ def manifest(p):
 
 
 def save(p, m):
-    (p / "manifest.json").write_text(json.dumps(m))
+    write_manifest(p, m)  # sealed anew: the edit, not its checksum, is what a reader must refuse
 
 
 def test_manifest_pins_every_file_by_checksum(series):
     m = manifest(series)
-    assert m["version"] == [1, 5]
+    assert m["version"] == [1, 6]
     for st in m["steps"]:
         sp = st["species"]["particles"]
         assert len(sp["checksum"]) == 16
@@ -112,7 +113,7 @@ def test_manifest_fields_are_checked(series, edit, on_open, needle):
 
 def test_non_utf8_manifest_is_a_format_error(series, capsys):
     raw = (series / "manifest.json").read_bytes()
-    (series / "manifest.json").write_bytes(raw.replace(b'"attributes": {}', b'"attributes": {"k": "\xff\xfe"}', 1))
+    (series / "manifest.json").write_bytes(reseal(raw.replace(b'"attributes": {}', b'"attributes": {"k": "\xff\xfe"}', 1)))
     with pytest.raises(motes.FormatError, match=r"manifest.json: invalid manifest.*\\xff"):
         motes.open(series)
     assert main(["info", str(series)]) == 1
@@ -126,14 +127,15 @@ def test_manifest_of_version_1_0_without_checksums_still_reads(series):
         sp = st["species"]["particles"]
         sp.pop("checksum")
         sp.pop("part_checksums", None)
-    save(series, m)
+    m.pop("checksum"), m.pop("id")
+    (series / "manifest.json").write_text(json.dumps(m))  # as motes 0.1 wrote it: no checksum
     ds = motes.open(series)
     assert ds.count(step=0) == 1000 and ds.count(step=2) == 2400
     assert ds.verify() == {"files": 5, "steps": 3, "species": 3, "fields": 0, "pinned": 0}
     # ...and the next write upgrades the manifest, keeping the old entries as they are
     motes.write(series, cols(100, 9), step=3, **SMALL)
     m = manifest(series)
-    assert m["version"] == [1, 5] and "checksum" not in m["steps"][0]["species"]["particles"]
+    assert m["version"] == [1, 6] and "checksum" not in m["steps"][0]["species"]["particles"]
     assert "checksum" in m["steps"][3]["species"]["particles"]
 
 

@@ -20,7 +20,8 @@ module motes
 
   integer(c_int), parameter, public :: MOTES_OK = 0, MOTES_ERROR_USAGE = 1, MOTES_ERROR_FORMAT = 2, &
                                        MOTES_ERROR_IO = 3, MOTES_ERROR_MEMORY = 4, MOTES_ERROR_INTERNAL = 5, &
-                                       MOTES_ERROR_NOT_FOUND = 6, MOTES_ERROR_CANCELLED = 7
+                                       MOTES_ERROR_NOT_FOUND = 6, MOTES_ERROR_CANCELLED = 7, &
+                                       MOTES_ERROR_REPLACED = 8
   integer(c_int), parameter, public :: MOTES_F32 = 1, MOTES_F64 = 2, MOTES_I8 = 3, MOTES_I16 = 4, MOTES_I32 = 5, &
                                        MOTES_I64 = 6, MOTES_U8 = 7, MOTES_U16 = 8, MOTES_U32 = 9, MOTES_U64 = 10
 

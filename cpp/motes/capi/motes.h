@@ -32,7 +32,8 @@ typedef enum motes_status {
   MOTES_ERROR_MEMORY = 4,    /* out of memory */
   MOTES_ERROR_INTERNAL = 5,  /* a bug: please report it with the message */
   MOTES_ERROR_NOT_FOUND = 6, /* a dataset or file does not exist */
-  MOTES_ERROR_CANCELLED = 7  /* a query was stopped: cancelled by its caller, or past its deadline */
+  MOTES_ERROR_CANCELLED = 7, /* a query was stopped: cancelled by its caller, or past its deadline */
+  MOTES_ERROR_REPLACED = 8   /* a dataset was deleted and written again since the handle read it */
 } motes_status;
 
 /* Column types; the values are those of the file format. */

@@ -31,7 +31,9 @@
   X(not_found, NotFoundError, MOTES_ERROR_NOT_FOUND, 6, "NotFoundError", "StorageError, FileNotFoundError", 1,  \
     "a dataset or file does not exist")                                                                         \
   X(cancelled, CancelledError, MOTES_ERROR_CANCELLED, 7, "CancelledError", "", 1,                                \
-    "a query was stopped before it finished: cancelled by its caller, or past its deadline")
+    "a query was stopped before it finished: cancelled by its caller, or past its deadline")                    \
+  X(replaced, ReplacedError, MOTES_ERROR_REPLACED, 8, "DatasetReplacedError", "", 1,                             \
+    "a dataset was deleted and written again (or its steps changed) since a handle read it: open it again")
 
 namespace motes {
 
@@ -86,7 +88,8 @@ class Error : public std::runtime_error {
   int error_number_;
 };
 
-// UsageError, FormatError, IOError, OutOfMemoryError, InternalError, NotFoundError, CancelledError.
+// UsageError, FormatError, IOError, OutOfMemoryError, InternalError, NotFoundError, CancelledError,
+// ReplacedError.
 #define MOTES_ERROR_KIND_CLASS(kind, cls, ...)                                                 \
   struct cls : Error {                                                                         \
     explicit cls(const std::string& message, int error_number = 0)                             \

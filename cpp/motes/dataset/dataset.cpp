@@ -110,13 +110,58 @@ Dataset Dataset::create(const std::string& dir, double lock_timeout) {
 }
 
 void Dataset::reload() {
-  if (is_remote(dir_)) {
-    manifest_ = Manifest::read(dir_);
-    return;
-  }
-  if (!fs::exists(fs::path(dir_) / kManifest))
+  if (!is_remote(dir_) && !fs::exists(fs::path(dir_) / kManifest))
     throw UsageError("'" + dir_ + "' is no longer a motes dataset (its manifest was removed)");
-  manifest_ = Manifest::read(dir_);
+  Manifest now = Manifest::read(dir_);
+  check_same_run(now);
+  manifest_ = std::move(now);
+}
+
+namespace {
+
+// Whether a published step is as it was: its time, attributes and the files of its species
+// and fields (their checksums pin their contents).
+bool same_step(const StepEntry& a, const StepEntry& b) {
+  if (a.time != b.time || a.attributes != b.attributes || a.species.size() != b.species.size() ||
+      a.fields.size() != b.fields.size())
+    return false;
+  for (size_t k = 0; k < a.species.size(); ++k) {
+    const SpeciesEntry &x = a.species[k], &y = b.species[k];
+    if (x.name != y.name || x.file != y.file || x.count != y.count || x.checksum != y.checksum ||
+        x.part_checksums != y.part_checksums)
+      return false;
+  }
+  for (size_t k = 0; k < a.fields.size(); ++k) {
+    const FieldEntry &x = a.fields[k], &y = b.fields[k];
+    if (x.name != y.name || x.checksum != y.checksum || x.part_checksums != y.part_checksums) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void Dataset::check_same_run(const Manifest& now) const {
+  std::string why;
+  if (!manifest_.id.empty() && now.id != manifest_.id) {
+    why = "its identity was " + manifest_.id + ", it is " + (now.id.empty() ? std::string("none") : now.id) + " now";
+  } else {
+    // Steps are only ever appended: every step known is still there, as it was.
+    auto it = now.steps.begin();
+    for (const StepEntry& s : manifest_.steps) {
+      it = std::lower_bound(it, now.steps.end(), s.index, [](const StepEntry& e, int64_t i) { return e.index < i; });
+      if (it == now.steps.end() || it->index != s.index) {
+        why = "step " + std::to_string(s.index) + " is gone";
+        break;
+      }
+      if (!same_step(s, *it)) {
+        why = "step " + std::to_string(s.index) + " is not the step it was";
+        break;
+      }
+    }
+  }
+  if (!why.empty())
+    throw ReplacedError("dataset '" + dir_ + "' was replaced since this handle read it (" + why +
+                        "): it holds another run now; open it again to read that run");
 }
 
 Dataset::Writing Dataset::begin_writing(const std::string& what) {
@@ -289,8 +334,17 @@ void Dataset::commit_step(const Writing&, StepEntry st, bool sync) {
   }
 }
 
-void Dataset::save(bool sync) const {
-  write_file_atomic((fs::path(dir_) / kManifest).string(), manifest_.encode(), sync);
+void Dataset::save(bool sync) {
+  // A dataset gets its identity when created, or at the first change by a motes that writes
+  // identities (manifests before 1.6 have none); every later change keeps it.
+  const bool new_id = manifest_.id.empty();
+  if (new_id) manifest_.id = new_dataset_id();
+  try {
+    write_file_atomic((fs::path(dir_) / kManifest).string(), manifest_.encode(), sync);
+  } catch (...) {
+    if (new_id) manifest_.id.clear();  // as on disk
+    throw;
+  }
 }
 
 SpeciesEntry Dataset::finish_species(const Writing&, int64_t index, const std::string& name,

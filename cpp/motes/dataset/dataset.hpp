@@ -55,7 +55,12 @@ class Dataset {
   const StepEntry& step(int64_t index) const;  // UsageError listing the steps present
   std::string path_of(const SpeciesEntry& s) const { return dir_ + "/" + s.file; }
   const nlohmann::json& attributes() const { return manifest_.attributes; }
-  // Re-reads the manifest from disk (a snapshot refreshed).
+  // The dataset's identity (manifest 1.6, "id"): drawn at creation, kept by every change;
+  // empty for a dataset of an older motes not changed since.
+  const std::string& id() const { return manifest_.id; }
+  // Re-reads the manifest from disk (a snapshot refreshed). ReplacedError when the manifest
+  // is not a later state of the one this handle read: another identity (the dataset was
+  // deleted and written again), or a step the handle knew gone or changed.
   void reload();
 
   // An exclusive write: holds the dataset's lock while it lives; the manifest is re-read
@@ -121,7 +126,9 @@ class Dataset {
   Manifest manifest_;
   bool created_ = false;
   double lock_timeout_ = 0;
-  void save(bool sync) const;
+  void save(bool sync);
+  // ReplacedError unless `now` is a later state of manifest_ (reload()).
+  void check_same_run(const Manifest& now) const;
 };
 
 // Writes one step part by part, for writers that cannot hold a species in memory at

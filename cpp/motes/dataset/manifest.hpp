@@ -60,18 +60,36 @@ struct Manifest {
   static constexpr const char* kFileName = "manifest.json";
   static constexpr int kMajor = 1;
   // 1.1: checksums of the files; 1.2: "index" (was "fine"), "error_bound"; 1.3: fields;
-  // 1.4: fields in parts ("parts", "part_checksums" of a field); 1.5: a field's "geometry"
-  static constexpr int kMinor = 5;
+  // 1.4: fields in parts ("parts", "part_checksums" of a field); 1.5: a field's "geometry";
+  // 1.6: the manifest's own checksum (its first member) and the dataset's identity ("id")
+  static constexpr int kMinor = 6;
+  static constexpr int kSealedMinor = 6;  // from this minor on, a manifest carries its checksum
   static constexpr uint64_t kMaxBytes = uint64_t(1) << 30;  // a larger manifest is refused, not read
 
   nlohmann::json attributes = nlohmann::json::object();
   std::vector<StepEntry> steps;  // sorted by index, indexes distinct
+  // The dataset's identity: 32 lowercase hex digits drawn when the dataset is created, kept by
+  // every later change (appends, attributes). A dataset deleted and written again gets a new
+  // one, so readers holding the old can tell. Empty in manifests before 1.6 (given one at the
+  // next change).
+  std::string id;
 
   // Reads and validates dir/manifest.json; FormatError naming the file, the step and the
   // species at fault. A missing manifest is NotFoundError.
   static Manifest read(const std::string& dir);
+  // Reads and validates a manifest's text (`path` names it in errors).
+  static Manifest parse(const std::string& text, const std::string& path);
+  // The manifest's text, sealed: its first member is "checksum", the XXH3-64 of every byte
+  // after that member's line (docs/format.md, "The manifest's checksum").
   std::string encode() const;
 };
+
+// A new dataset identity: 32 lowercase hex digits from the system's random source.
+std::string new_dataset_id();
+
+// `text` (a manifest's JSON, sealed or not) with its checksum member made anew: the text of
+// every other member kept byte for byte. For tools and tests that edit a manifest on purpose.
+std::string seal_manifest_text(const std::string& text);
 
 // Attributes (of a dataset or a step) are a JSON object nested at most this deep.
 inline constexpr int kMaxAttributeDepth = 64;

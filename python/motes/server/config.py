@@ -31,8 +31,11 @@ COMPRESS_MIN_BYTES = 1024
 #: Rows per batch of an export.
 EXPORT_BATCH_ROWS = 1 << 18
 
-#: Cache-Control of responses about one step (which never changes) and about a dataset.
-CACHE_STEP = "private, max-age=86400"
+#: Cache-Control of responses about one step and about a dataset. A step never changes within
+#: a run, but a dataset may be deleted and written again under the same name (a new run):
+#: clients keep step answers and revalidate them by ETag (the run's identity is in it), a
+#: 304 costing no query.
+CACHE_STEP = "private, no-cache"
 CACHE_DATASET = "no-cache"
 
 #: The cookie that carries the token after the app page's first load; one per port, so that

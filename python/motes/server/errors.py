@@ -13,7 +13,7 @@ from .config import Limits
 #: The status of each error kind of motes (the core's table) when a query raised it: a
 #: usage error is a request the data cannot answer, a missing thing (a field's file) is not
 #: found; the others are the server's trouble.
-_STATUS_OF_KIND = {"usage": 422, "not_found": 404, "memory": 503}
+_STATUS_OF_KIND = {"usage": 422, "not_found": 404, "memory": 503, "replaced": 409}
 
 
 class HTTPError(Exception):

@@ -2,7 +2,9 @@
 step. Names and paths are fixed at start-up: no part of a request ever becomes a path.
 A dataset's manifest is read again when it changed (a writer appended a step; a remote
 dataset's is fetched again at most every live.REMOTE_POLL seconds); a step,
-once published, never changes, so what is known about its species is kept."""
+once published, never changes within a run, so what is known about its species is kept
+for that run. A dataset deleted and written again (another identity: DatasetReplacedError
+from refresh) is opened again as a new run, and what was kept of the old one is dropped."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from .. import _args
 from ..dataset import Dataset
 from ..dataset import open as open_dataset
-from ..errors import MotesError, UsageError
+from ..errors import DatasetReplacedError, MotesError, UsageError
 from ..live import REMOTE_POLL, manifest_identity
 from .cells import Ladder
 from .errors import HTTPError, not_found
@@ -103,14 +105,44 @@ _COLUMN_KEYS = ("name", "dtype", "unit", "unit_label", "index", "error_bound", "
 
 
 class Entry:
-    """One dataset: its name, path, and the Dataset opened on its current manifest."""
+    """One dataset: its name, path, and the Dataset opened on its current manifest; ``run``
+    names the run read (the dataset's identity and how many times it was opened anew)."""
 
     def __init__(self, name: str, path: str):
         self.name, self.path = name, path
         self._lock = threading.Lock()
         self._ds = open_dataset(path)
+        self._opened = 1
         self._checked = time.monotonic()
         self._signature = self._stat()
+
+    @property
+    def run(self) -> str:
+        return f"{self._ds.id or 'no-id'}.{self._opened}"
+
+    def changed(self) -> bool:
+        """Whether the manifest may have changed since it was read (a stat; a remote
+        dataset: whether it is time to fetch it again). No lock, no read."""
+        if self._ds.remote:
+            return time.monotonic() - self._checked >= REMOTE_POLL
+        try:
+            return manifest_identity(self.path) != self._signature
+        except OSError:
+            return False
+
+    def _refresh(self) -> None:
+        """Reads the manifest again: new steps appear; a replaced dataset is opened anew as
+        another run. A manifest that cannot be read now keeps the last one read."""
+        try:
+            self._ds.refresh()
+        except DatasetReplacedError:
+            try:
+                self._ds = open_dataset(self.path)
+                self._opened += 1
+            except MotesError:
+                pass  # being replaced right now: the next change opens it
+        except MotesError:
+            pass  # unreachable or being replaced: the steps known stay
 
     def _stat(self):
         if self._ds.remote:  # an object store or a web server: the steps its manifest lists
@@ -127,24 +159,20 @@ class Entry:
             with self._lock:
                 if time.monotonic() - self._checked >= REMOTE_POLL:
                     self._checked = time.monotonic()
-                    try:
-                        self._ds.refresh()
-                    except MotesError:
-                        pass  # unreachable for now: the steps known stay
+                    self._refresh()
                     self._signature = self._stat()
                 return self._ds
         sig = self._stat()
         with self._lock:
             if sig != self._signature:
-                try:
-                    self._ds, self._signature = open_dataset(self.path), sig
-                except MotesError:
-                    pass  # a manifest being replaced: keep the last one read
+                self._refresh()
+                self._signature = sig
             return self._ds
 
     def tag(self) -> str:
         """Identifies the manifest read (an ETag's base for dataset-level answers)."""
-        return hashlib.blake2b(repr((self.name, self.path, self._signature)).encode(), digest_size=12).hexdigest()
+        return hashlib.blake2b(repr((self.name, self.path, self.run, self._signature)).encode(),
+                               digest_size=12).hexdigest()
 
 
 class Registry:
@@ -175,35 +203,50 @@ class Registry:
             except Exception:  # noqa: BLE001 (reported by the requests themselves)
                 continue
 
+    def _current(self, name: str) -> Optional[Entry]:
+        """The entry when its manifest is as last read (a stat: callable from the event
+        loop); None when it may have changed (or is unknown): the slow path reads it."""
+        entry = self.entries.get(name)
+        return None if entry is None or entry.changed() else entry
+
+    def _kept(self, table: Dict, name: str, run: str, step: int, what: str):
+        """What is kept of (step, what) for this run of dataset `name`; what was kept of its
+        earlier runs is dropped (their files closed with them)."""
+        with self._lock:
+            stale = [k for k in table if k[0] == name and k[1] != run]
+            for k in stale:
+                del table[k]
+            return table.get((name, run, step, what))
+
     def cached(self, name: str, step_text: str, species: str) -> Optional[Species]:
-        """The species when it is open already (no I/O: callable from the event loop)."""
+        """The species when it is open already for the run read last (no read: callable
+        from the event loop)."""
+        entry = self._current(name)
         try:
-            key = (name, integer("step", step_text), species)
+            step = integer("step", step_text)
         except HTTPError:  # the slow path reports it
             return None
-        with self._lock:
-            return self._species.get(key)
+        return None if entry is None else self._kept(self._species, name, entry.run, step, species)
 
     def species(self, name: str, step_text: str, species: str) -> Species:
         """The species of a step (opened on first use: call from a worker thread); 404 when
         the dataset, step or species is not there."""
         step = integer("step", step_text)
-        key = (name, step, species)
-        with self._lock:
-            found = self._species.get(key)
-        if found is not None:
-            return found
         entry = self.entry(name)
         ds = entry.dataset()
+        found = self._kept(self._species, name, entry.run, step, species)
+        if found is not None:
+            return found
         if step not in ds.steps:
             shown = ", ".join(map(str, ds.steps[:20])) + (", ..." if len(ds.steps) > 20 else "")
             raise not_found(f"dataset '{name}' has no step {step} (steps: {shown})")
         st = ds.step(step)
         if species not in st.species:
             raise not_found(f"step {step} of '{name}' has no species '{species}' (species: {', '.join(st.species)})")
+        run = entry.run
         found = self._open(entry, ds, step, species)
         with self._lock:
-            return self._species.setdefault(key, found)
+            return self._species.setdefault((name, run, step, species), found)
 
     def step_of(self, name: str, step_text: str):
         """(entry, dataset, step): 404 when the dataset or step is not there (no I/O beyond
@@ -217,13 +260,14 @@ class Registry:
         return entry, ds, ds.step(step)
 
     def cached_field(self, name: str, step_text: str, field: str) -> Optional[GridField]:
-        """The grid field when it is open already (no I/O: callable from the event loop)."""
+        """The grid field when it is open already for the run read last (no read: callable
+        from the event loop)."""
+        entry = self._current(name)
         try:
-            key = (name, integer("step", step_text), field)
+            step = integer("step", step_text)
         except HTTPError:
             return None
-        with self._lock:
-            return self._fields.get(key)
+        return None if entry is None else self._kept(self._fields, name, entry.run, step, field)
 
     def field(self, name: str, step_text: str, field: str) -> GridField:
         """A grid field of a step (its file opened on first use: call from a worker thread);
@@ -241,12 +285,13 @@ class Registry:
             theta, stored = stored, stored.cartesian()
             # its ranges reconstructed here, in a worker thread (descriptions answer from the event loop)
             stored.ranges  # noqa: B018
-        tag = hashlib.blake2b(repr((entry.name, entry.path, st.index, "field", field,
+        run = entry.run
+        tag = hashlib.blake2b(repr((entry.name, entry.path, ds.id, st.index, "field", field,
                                     st.fields[field].get("checksum"))).encode(), digest_size=12).hexdigest()
         found = GridField(dataset=entry.name, step=st.index, name=field, time=st.time, stored=stored,
                           axes=[stored.axis(k) for k in range(stored.ndim)], tag=tag, theta=theta)
         with self._lock:
-            return self._fields.setdefault((name, st.index, field), found)
+            return self._fields.setdefault((name, run, st.index, field), found)
 
     def _open(self, entry: Entry, ds: Dataset, step: int, species: str) -> Species:
         src = ds.source(step, species)
@@ -256,7 +301,7 @@ class Registry:
         # What identifies the step's files: the checksums the manifest pins (a dataset of
         # motes 0.1 has none: then the files' sizes and times).
         pins = [(n, s.get("checksum") or _file_stamp(s["path"])) for n, s in sorted(ds.step(step).species.items())]
-        tag = hashlib.blake2b(repr((entry.name, entry.path, step, pins)).encode(), digest_size=12).hexdigest()
+        tag = hashlib.blake2b(repr((entry.name, entry.path, ds.id, step, pins)).encode(), digest_size=12).hexdigest()
         return Species(
             dataset=entry.name, step=step, name=species, time=ds.step(step).time, source=src, ds=ds,
             count=int(sp["count"]), bounds=src.bounds,

@@ -95,7 +95,7 @@ def make_routes(server) -> Dict[str, Any]:
             steps.append({"index": st.index, "time": finite(st.time), "attributes": st.attributes,
                           "species": {n: {"count": int(sp["count"]), "bounds": bounds_json(*sp["bounds"])}
                                       for n, sp in st.species.items()}})
-        return json_response({"name": entry.name, "attributes": ds.attributes, "steps": steps},
+        return json_response({"name": entry.name, "id": ds.id, "attributes": ds.attributes, "steps": steps},
                              {"ETag": tag, "Cache-Control": CACHE_DATASET})
 
     async def updates(request: Request, job: Job) -> Response:
