@@ -177,3 +177,59 @@ def test_the_counters_tell_the_reads_planned(written):
     _core.clear_block_cache()
     sel.gather_columns(["x"], 0, sel.size)
     assert sel.counters["read_bytes"] > before  # a gather's reads add to its selection's counters
+
+
+def boxes(cols, seed=5):
+    """Boxes of several sizes, some with a face on a particle's coordinate (a tie the native
+    comparison decides), and the numpy mask of each."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for side in (0.05, 0.2, 0.5, 1.0):
+        lo = rng.random(3) * (1 - side)
+        lo[0] = cols["x"][int(rng.integers(len(cols["x"])))]  # exactly a stored float32
+        hi = lo + side
+        mask = np.ones(len(cols["x"]), bool)
+        for a, name in enumerate("xyz"):
+            mask &= (cols[name] >= np.float64(lo[a])) & (cols[name] <= np.float64(hi[a]))
+        out.append(([float(v) for v in lo] + [float(v) for v in hi], mask))
+    return out
+
+
+def test_a_tail_in_a_box_is_answered_from_the_cover(written):
+    """Issue 42, item 4: `e > t` with a box reads the tail's cover and tests the box on its
+    values (no traversal, no point of the file's columns tested), and answers exactly what the
+    file without a cover and numpy answer."""
+    cols, covered, plain = written
+    used = 0
+    for where, tail in tails_of(cols):
+        for box, inside in boxes(cols):
+            a, b = covered.query(where, box=box), plain.query(where, box=box)
+            mask = tail & inside
+            assert len(a) == int(mask.sum()) == len(b), (where, box)
+            rows = by_file_order(a, cols, mask)
+            for name in cols:
+                assert np.array_equal(np.asarray(a[name]).view(np.uint8), cols[name][rows].view(np.uint8)), (where, name)
+                assert np.array_equal(np.asarray(a[name]), np.asarray(b[name])), (where, name)
+            c = a.counters
+            if covered.query(where).counters["covered_parts"]:  # the tail alone is in the cover: so is the box
+                used += 1
+                assert c["tail_index_parts"] == 1 and c["nodes_visited"] == 0 and c["points_tested"] == 0, (where, c)
+                assert c["covered_parts"] == (len(a) > 0), (where, box, c)
+            assert covered.count(where, box=box) == len(a)
+    assert used >= 20
+
+
+def test_more_tests_of_covered_columns_and_what_falls_back(written):
+    cols, covered, plain = written
+    v = np.sort(cols["e"])
+    t = lit(v[-60])
+    for where, mask in ((f"e > {t} and ux < 0 and k >= -500", (cols["e"] > v[-60]) & (cols["ux"] < 0) & (cols["k"] >= -500)),
+                        (f"e > {t} and e < {lit(v[-5])}", (cols["e"] > v[-60]) & (cols["e"] < v[-5])),
+                        (f"e > {t} and x > 2", np.zeros(len(cols["e"]), bool)),
+                        (f"e > {t} and ux * 2 < 0", (cols["e"] > v[-60]) & (cols["ux"] * 2 < 0))):
+        a, b = covered.query(where), plain.query(where)
+        assert len(a) == int(mask.sum()) == len(b), where
+        for name in cols:
+            assert np.array_equal(np.asarray(a[name]), np.asarray(b[name])), (where, name)
+    # arithmetic in a conjunct: not decided on the cover (the tree, or the index's rows tested)
+    assert covered.query(f"e > {t} and ux * 2 < 0").counters["points_tested"] > 0

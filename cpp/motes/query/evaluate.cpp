@@ -40,23 +40,6 @@ uint64_t codes_in_range(const uint8_t* codes, uint8_t lo, uint8_t span) {
 #endif
 }
 
-template <class T>
-void compare_typed(const T* __restrict p, uint32_t m, const NativeCmp<T>& nc, uint8_t* __restrict out) {
-  if (nc.constant >= 0) {
-    std::memset(out, nc.constant, m);
-    return;
-  }
-  const T c = nc.c;
-  switch (nc.kind) {
-    case K::lt: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] < c; break;
-    case K::le: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] <= c; break;
-    case K::gt: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] > c; break;
-    case K::ge: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] >= c; break;
-    case K::eq: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] == c; break;
-    default: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] != c; break;
-  }
-}
-
 template <class F>
 void with_cmp(K kind, F&& f) {
   switch (kind) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 
 #include "motes/query/derive.hpp"
 #include "motes/query/native.hpp"
@@ -84,7 +85,87 @@ std::optional<Candidate> answer(const ParticleFile& f, const Expr& e) {
   });
 }
 
+// The covered tail conjunct of a conjunction and its other conjuncts, each a comparison of
+// a column the cover holds with a constant; nothing when the predicate is not so.
+struct CoverPlan {
+  Candidate tail;
+  uint64_t begin = 0, end = 0;  // the tail's passing entries
+  struct Test {
+    int column;
+    long double c;
+    K kind;
+  };
+  std::vector<Test> tests;
+};
+
+std::optional<CoverPlan> cover_plan(const ParticleFile& f, const Expr& predicate) {
+  if (predicate.kind != K::and_) return std::nullopt;
+  std::vector<const Expr*> parts;
+  conjuncts(predicate, parts);
+  // The tail conjunct (of a stored column: a derived tail is left to the tree) with the fewest
+  // candidates; its passing entries, which its cover must hold (cover_holds is conservative,
+  // by blocks of the fences: the entries themselves decide).
+  std::optional<Candidate> best;
+  for (const Expr* e : parts)
+    if (std::optional<Candidate> c = answer(f, *e); c && c->index == IndexedRows::Index::tail && !c->none &&
+                                                    size_t(c->column) < f.schema().size() && (!best || c->count < best->count))
+      best = c;
+  if (!best) return std::nullopt;
+  CoverPlan plan{*best};
+  const TailIndex* tail = f.tail_index(size_t(best->column));
+  std::tie(plan.begin, plan.end) = tail->passing(best->test, &best->constant);
+  uint64_t at = 0;
+  if (!tail->covering(uint32_t(best->column), plan.begin, plan.end, at)) return std::nullopt;
+  for (const Expr* e : parts) {
+    if (e == best->e) continue;
+    CoverPlan::Test t;
+    if (!is_simple_comparison(*e, t.column, t.c, t.kind) ||
+        !tail->covering(uint32_t(t.column), plan.begin, plan.end, at))
+      return std::nullopt;
+    plan.tests.push_back(t);
+  }
+  return plan;
+}
+
 }  // namespace
+
+std::optional<CoveredConjunction> covered_conjunction_cost(const ParticleFile& f, const Expr& predicate) {
+  const std::optional<CoverPlan> plan = cover_plan(f, predicate);
+  if (!plan) return std::nullopt;
+  CoveredConjunction out;
+  out.rows = plan->end - plan->begin;
+  uint64_t per_row = f.particle_count() > UINT32_MAX ? 8 : 4;  // the tail's rows
+  for (const CoverPlan::Test& t : plan->tests) per_row += dtype_size(f.schema()[size_t(t.column)].dtype);
+  out.bytes = out.rows * per_row;
+  return out;
+}
+
+std::optional<IndexedRows> covered_conjunction(const ParticleFile& f, const Expr& predicate) {
+  const std::optional<CoverPlan> plan = cover_plan(f, predicate);
+  if (!plan) return std::nullopt;
+  const TailIndex* tail = f.tail_index(size_t(plan->tail.column));
+  TailHits hits = tail->hits(plan->tail.test, &plan->tail.constant, true);
+  if (!hits.covered()) return std::nullopt;
+  const size_t n = hits.rows.size();
+  std::vector<uint8_t> keep(n, 1), pass(n);
+  std::unique_ptr<uint64_t[]> values(new uint64_t[std::max<size_t>(n, 1)]);  // aligned for every dtype
+  for (const CoverPlan::Test& t : plan->tests) {
+    hits.gather(uint32_t(t.column), 0, n, values.get());
+    dispatch_dtype(f.schema()[size_t(t.column)].dtype, [&](auto zero) {
+      using T = decltype(zero);
+      compare_typed(reinterpret_cast<const T*>(values.get()), uint32_t(n), to_native<T>(t.kind, t.c), pass.data());
+    });
+    for (size_t i = 0; i < n; ++i) keep[i] &= pass[i];
+  }
+  auto sub = std::make_shared<TailHits>();
+  sub->tail = hits.tail, sub->begin = hits.begin, sub->end = hits.end;
+  for (size_t i = 0; i < n; ++i)
+    if (keep[i]) sub->rows.push_back(hits.rows[i]), sub->order.push_back(hits.order[i]);
+  IndexedRows out{IndexedRows::Index::tail, {}, true};
+  if (sub->rows.empty()) return out;  // nothing passes: no rows, no cover to read
+  out.cover = std::move(sub);
+  return out;
+}
 
 bool covered_by_tail(const ParticleFile& f, const Expr& predicate) {
   if (predicate.kind == K::and_) return false;

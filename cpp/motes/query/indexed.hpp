@@ -40,6 +40,20 @@ struct IndexedCount {
 };
 std::optional<IndexedCount> indexed_count(const ParticleFile& file, const Expr& predicate);
 
+// A conjunction answered from a tail's cover: one conjunct a tail index of `file` answers
+// from its cover (energy > t), every other a comparison of a column with a constant
+// (a box: x >= a and x < b ...) whose column that cover holds. The tail's rows are tested
+// on the cover's values (a few contiguous runs; no read of the file's columns, no tree),
+// and those passing are the exact answer, as covered hits. Nothing when the predicate is
+// not of that form, or when the cover's estimated bytes (its rows and the tested columns)
+// exceed `max_bytes`.
+struct CoveredConjunction {
+  uint64_t rows = 0;   // the tail's rows, before the other tests (from its fences: no read)
+  uint64_t bytes = 0;  // bytes of the cover read: the rows and each tested column at them
+};
+std::optional<CoveredConjunction> covered_conjunction_cost(const ParticleFile& file, const Expr& predicate);
+std::optional<IndexedRows> covered_conjunction(const ParticleFile& file, const Expr& predicate);
+
 // Of the top-level conjuncts of `predicate` that an index of `file` answers, the one with
 // the fewest candidate rows, when those are at most `limit`: its rows. Nothing otherwise.
 std::optional<IndexedRows> indexed_rows(const ParticleFile& file, const Expr& predicate, uint64_t limit);

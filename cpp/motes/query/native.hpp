@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -50,6 +52,25 @@ NativeCmp<T> to_native(Expr::Kind kind, long double c) {
     case Expr::Kind::ge: return above_ok ? NativeCmp<T>{Expr::Kind::ge, above} : NativeCmp<T>{kind, T{}, 0};
     case Expr::Kind::eq: return exact ? NativeCmp<T>{Expr::Kind::eq, below} : NativeCmp<T>{kind, T{}, 0};
     default: return exact ? NativeCmp<T>{Expr::Kind::ne, below} : NativeCmp<T>{kind, T{}, 1};
+  }
+}
+
+// out[i] = p[i] OP c for a comparison made native (to_native): a loop that vectorises.
+template <class T>
+void compare_typed(const T* __restrict p, uint32_t m, const NativeCmp<T>& nc, uint8_t* __restrict out) {
+  using K = Expr::Kind;
+  if (nc.constant >= 0) {
+    std::memset(out, nc.constant, m);
+    return;
+  }
+  const T c = nc.c;
+  switch (nc.kind) {
+    case K::lt: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] < c; break;
+    case K::le: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] <= c; break;
+    case K::gt: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] > c; break;
+    case K::ge: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] >= c; break;
+    case K::eq: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] == c; break;
+    default: for (uint32_t i = 0; i < m; ++i) out[i] = p[i] != c; break;
   }
 }
 

@@ -88,6 +88,13 @@ class Query::PartPlanner {
     // once over a full-detail read (a part of levels or a sample would need tests).
     if (every_level && !q_.sample_.active() && covered_by_tail(f_, *q_.predicate_))
       if (std::optional<std::vector<Task>> t = by_index(range_)) return std::move(*t);
+    // A tail test with other tests that its cover decides (a tail in a box): the cover's
+    // rows tested on its values, when that reads fewer bytes than any traversal must (the
+    // node ranges of the tested columns) or the tail is tiny, and names at most range / 16.
+    if (every_level && !q_.sample_.active())
+      if (std::optional<CoveredConjunction> cost = covered_conjunction_cost(f_, *q_.predicate_);
+          cost && cost->rows <= range_ / 16 && (cost->bytes <= traversal_floor() || cost->rows <= range_ / 256))
+        if (std::optional<IndexedRows> ix = covered_conjunction(f_, *q_.predicate_)) return take(std::move(*ix));
     const Pruner pruner(indexes_for(f_, *q_.predicate_));
     const Probe p = probe_leaves(pruner);
     if (p.probed >= 1024 && p.to_test * 4 > p.probed) return scan();
@@ -177,6 +184,21 @@ class Query::PartPlanner {
   std::optional<std::vector<Task>> by_index(uint64_t limit) {
     std::optional<IndexedRows> ix = indexed_rows(f_, *q_.predicate_, limit);
     if (!ix) return std::nullopt;
+    return take(std::move(*ix));
+  }
+
+  // The least a traversal reads on a fresh open: the node ranges (min and max per node) of
+  // every column the predicate tests.
+  uint64_t traversal_floor() const {
+    uint64_t per_node = 0;
+    for (int c : referenced_columns(*q_.predicate_))
+      if (size_t(c) < f_.schema().size()) per_node += 2 * dtype_size(f_.schema()[size_t(c)].dtype);
+    return uint64_t(f_.node_count()) * per_node;
+  }
+
+  // The rows a value index found: taken whole when they are the exact answer, else tested.
+  std::vector<Task> take(IndexedRows&& found) {
+    std::optional<IndexedRows> ix(std::move(found));
     counters_.points_tested = counters_.points_taken_whole = 0;  // a traversal given up counts nothing
     std::vector<std::vector<Task>> tasks(1);
     std::vector<Task>& t = tasks[0];
