@@ -10,22 +10,47 @@ or being written: ``write_step`` waits for room rather than letting memory grow.
 error is set on its future and raised again by the next ``write_step``, ``flush`` or
 ``close``. Borrowed arrays must not change until the step's future completes. Steps still
 in flight when the interpreter exits are written first, as a file's buffer is flushed.
+
+A process forked while a writer has steps in flight (``os.fork``, multiprocessing's fork
+start method) does not have the writer's threads: in the child, the writer's steps are the
+parent's to write, ``close``/``flush`` and the exit return at once, and ``write_step`` raises
+a :class:`UsageError` saying to open a new writer in the child.
 """
 
 from __future__ import annotations
 
 import atexit
 import concurrent.futures
+import os
 import sys
 import threading
 import weakref
 from typing import Any, Callable, List, Optional, Tuple
 
 from . import _core
+from .errors import UsageError
 
 __all__ = ["BackgroundSteps"]
 
 _OPEN: "weakref.WeakSet[BackgroundSteps]" = weakref.WeakSet()
+#: In a forked child: the parent's writers, never destroyed here (their core object would
+#: wait for a writer thread that this process does not have).
+_ORPHANS: list = []
+
+
+def _after_fork_in_child() -> None:
+    """The child of a fork has none of the writers' threads: each writer open in the parent
+    is left to the parent (its steps are written there), unusable here."""
+    orphans = list(_OPEN)
+    for steps in orphans:
+        steps._orphan()
+    _OPEN.clear()
+    if orphans:  # kept on purpose until the child ends: nanobind is not to call them leaks
+        _core.set_leak_warnings(False)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 @atexit.register
@@ -49,6 +74,7 @@ class BackgroundSteps:
         self._waiting: List[Tuple[int, concurrent.futures.Future, Callable[[Any], Any], Any]] = []
         self._wake = threading.Condition(self._lock)
         self._closed = False
+        self._pid = os.getpid()  # the process whose threads write the steps
         self._watcher = threading.Thread(target=self._watch, name="motes-background-steps", daemon=True)
         self._watcher.start()
         _OPEN.add(self)
@@ -70,7 +96,20 @@ class BackgroundSteps:
                                                                 options, fields, blocks, copy=not borrow),
                             lambda outcome: None, (payload, fields, blocks) if borrow else None)
 
+    def _orphan(self) -> None:
+        """In a forked child: the writer is the parent's. Its core object and locks (which the
+        parent's threads may have held at the fork) are never used or destroyed here."""
+        _ORPHANS.append(self._bg)
+        self._closed = True
+
+    def _check_process(self) -> None:
+        if self._pid != os.getpid():
+            raise UsageError(f"this background writer belongs to process {self._pid}, of which process {os.getpid()} "
+                             "is a fork: its writer thread is the parent's, and its steps are written there. "
+                             "Open a new motes.Writer in this process to write from it")
+
     def _queued(self, step: int, submit, to_result, borrowed) -> concurrent.futures.Future:
+        self._check_process()
         future: concurrent.futures.Future = concurrent.futures.Future()
         future.set_running_or_notify_cancel()
         ticket, copied = submit()
@@ -101,14 +140,18 @@ class BackgroundSteps:
 
     @property
     def pending(self) -> int:
-        return self._bg.pending
+        return 0 if self._pid != os.getpid() else self._bg.pending
 
     @property
     def last_written(self) -> Optional[int]:
+        self._check_process()
         return self._bg.last_written
 
     def flush(self) -> None:
-        """Waits for every step and its future; raises the first error not yet raised."""
+        """Waits for every step and its future; raises the first error not yet raised. In a
+        forked child, returns at once (the steps are the parent's)."""
+        if self._pid != os.getpid():
+            return
         try:
             self._bg.flush()
         finally:
@@ -118,6 +161,8 @@ class BackgroundSteps:
 
     def close(self) -> None:
         _OPEN.discard(self)
+        if self._pid != os.getpid():
+            return  # a forked child: the parent writes its steps and stops its threads
         try:
             self.flush()
         finally:

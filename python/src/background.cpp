@@ -23,6 +23,7 @@ void bind_background(nb::module_& m) {
              unsigned threads) {
             motes::StepJob job = step_job_of(index, time, attributes, species, options, fields);
             nb::gil_scoped_release release;
+            job.check();  // at once, as a synchronous write checks first: not on the future
             uint64_t copied = copy ? job.copy_arrays(threads) : 0;
             return std::make_pair(w.submit(std::move(job)), copied);
           },

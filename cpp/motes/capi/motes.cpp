@@ -276,7 +276,7 @@ motes_status motes_writer_write_step(motes_writer* w) {
                                                      const std::vector<motes::FieldBlockInput>& blocks) {
                                      collective({index, time, attrs, species, fields, blocks}, options);
                                    });
-      else if (!w->borrow)
+      else if (job.check(); !w->borrow)  // checked at once, as a synchronous write is
         job.copy_arrays();
       w->background->submit(std::move(job), false);
     } else if (w->write_collective) {

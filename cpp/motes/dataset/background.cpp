@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "motes/core/errors.hpp"
+#include "motes/core/text.hpp"
 
 namespace motes {
 
@@ -55,6 +57,18 @@ void copy_all(const std::vector<Copy>& copies, unsigned threads) {
 }
 
 }  // namespace
+
+void StepJob::check() const {
+  for (const auto& [name, columns] : species) {
+    try {
+      validate_columns(columns);
+    } catch (const UsageError& e) {
+      throw UsageError("step " + std::to_string(index) + ", species '" + name + "': " + e.what());
+    }
+  }
+  check_attributes(attributes, "step attributes");
+  if (!std::isfinite(time)) throw UsageError("step time must be a finite number, got " + number_text(time));
+}
 
 uint64_t StepJob::copy_arrays(unsigned threads) {
   std::vector<Copy> copies;

@@ -38,6 +38,11 @@ struct StepJob {
   std::vector<FieldInput> fields;
   WriteOptions options;
 
+  // Checks what can be checked before the step is queued (as a synchronous write checks it
+  // first): each species' columns (names, dtypes, equal lengths, positions), the attributes
+  // and the time; UsageError naming the problem. The checks against the dataset (a new
+  // index) wait for the steps before it.
+  void check() const;
   // Copies every column and field array into memory the job owns (a strided column becomes
   // contiguous) and points the views there: the caller may reuse its arrays at once. The
   // copies are made by `threads` threads (0: every core); returns the bytes copied.
