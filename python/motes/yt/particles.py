@@ -1,28 +1,28 @@
-"""A yt frontend for motes datasets: ``yt.load("run.motes")`` (the last step; ``step=`` any
-other), ``motes.yt.series(path)`` (every step as a ``yt.DatasetSeries``), and
-``motes.yt.grid(path)`` (a step's uniform grid fields as a yt grid dataset). motes registers
-this module in the entry point group ``yt.frontends``, which yt (>= 4.2) imports before it
-identifies a path; ``import motes.yt`` does the same by hand.
+"""The particles of a step as a yt dataset (:class:`MotesDataset`, what ``yt.load`` gives).
 
 The particles of each species are one yt particle type with every column as a field (``x``,
-``y``, ``z`` as positions in code length; a column's unit where yt understands motes' text
-for it). yt sees a step as cells of a uniform grid over its bounds (a power of two a side,
-at most 16, for CELL_PARTICLES or fewer each: a step of 16M particles is one cell), each a "data file" whose rows are those
-of a motes query of the cell (a half-open box). The cells' faces lie on those of yt's coarse
-index cells, and yt's particle index is built from the coarse cells each covers, never from
-the particles' coordinates, so it knows which cells a
-region or a sphere touches; each cell it reads is then a motes query of the cell cut to the
-selector's bounding box (for regions and spheres), and yt's selector keeps the exact rows.
+``y``, ``z`` as positions in code length, whose unit is the positions' own: see
+:mod:`.meta`). yt sees a step as cells of a uniform grid over its domain (a power of two a
+side, at most 16, for ``motes.yt.CELL_PARTICLES`` or fewer each: a step of 16M particles is
+one cell), each a "data file" whose rows are those of a motes query of the cell (a half-open
+box). The cells' faces lie on those of yt's coarse index cells, and yt's particle index is
+built from the coarse cells each covers, never from the particles' coordinates, so it knows
+which cells a region or a sphere touches; each cell it reads is then a motes query of the
+cell cut to the selector's bounding box (for regions and spheres; the whole width of a
+periodic axis the box wraps around), and yt's selector keeps the exact rows.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 from yt.data_objects.static_output import ParticleDataset, ParticleFile
+from yt.fields.derived_field import FieldValidator
+from yt.fields.field_detector import FieldDetector
 from yt.fields.field_info_container import FieldInfoContainer
 from yt.funcs import setdefaultattr
 from yt.geometry.particle_geometry_handler import ParticleIndex, validate_index_order
@@ -30,28 +30,13 @@ from yt.utilities.io_handler import BaseParticleIOHandler
 
 import motes
 
-__all__ = ["MotesDataset", "series", "grid"]
+from ..errors import UsageError
+from . import meta
 
-#: At most about this many particles per cell of the grid yt sees (at most 16 cells a side):
-#: yt reads a cell's rows at once, and each cell costs an exact count when yt loads the
-#: step (a step in one cell costs none). Cells do not make reads selective: a cell is read
-#: as a motes query cut to the selector's box. Measured with bench/yt_sphere.py's 16M
-#: particles (load and a small sphere, fresh processes): 0.43 s in 64 cells of 1M, 0.36 s
-#: in 8, 0.34 s in one.
-CELL_PARTICLES = 1 << 24
-
-
-def _yt_unit(text: str) -> str:
-    """motes' unit text where yt (unyt) parses it, else dimensionless."""
-    if not text:
-        return ""
-    try:
-        from unyt import Unit
-
-        Unit(text)
-        return text
-    except Exception:  # noqa: BLE001 (unyt raises several kinds for text it does not know)
-        return ""
+#: What to use instead of a grid field of a particle dataset (a deposit), said by its errors.
+GRID_HINT = ("deposit it on a grid: ds.arbitrary_grid(ds.domain_left_edge, ds.domain_right_edge, (64, 64, 64))"
+             "[field] (or ds.r[::64j, ::64j, ::64j][field]); or draw the particles: yt.ParticleProjectionPlot("
+             "ds, 'z', ('all', 'particle_ones')) counts them per pixel, ('all', 'particle_mass') sums their mass")
 
 
 class MotesFieldInfo(FieldInfoContainer):
@@ -63,6 +48,36 @@ class MotesFieldInfo(FieldInfoContainer):
         ("id", ("", ["particle_index"], None)),
         ("mass", ("code_mass", ["particle_mass"], None)),
     )
+
+    def setup_particle_fields(self, ptype, *args, **kwargs):
+        mass = self.ds._species_mass.get(ptype)
+        if mass is not None and (ptype, "mass") not in self.field_list:
+            # One mass for every particle of the species (pysco's mpart, an openPMD constant).
+            def particle_mass(field, data, _kg=mass):
+                return data.ds.arr(np.full(data[ptype, "particle_position_x"].shape, _kg), "kg")
+
+            self.add_field((ptype, "particle_mass"), sampling_type="particle", function=particle_mass,
+                           units=self.ds.unit_system["mass"])
+        super().setup_particle_fields(ptype, *args, **kwargs)
+        for key in [k for k in self if k[0] == "deposit"]:
+            if not any(isinstance(v, GridOnly) for v in self[key].validators):
+                self[key].validators.insert(0, GridOnly(key))
+
+
+class GridOnly(FieldValidator):
+    """A deposit field's validator that names the problem where yt would raise that a particle
+    container is not indexed: yt deposits particles only onto grids (arbitrary grids,
+    ``ds.r[::Nj, ...]``), not onto regions, spheres, slices or all_data of particles."""
+
+    def __init__(self, key):
+        super().__init__()
+        self.key = key
+
+    def __call__(self, data):
+        if isinstance(data, FieldDetector) or getattr(data, "_spatial", False):
+            return True
+        raise UsageError(f"{self.key} is a grid field: yt deposits particles only onto a grid, not onto a "
+                         f"region, a sphere, a slice or all_data of a particle dataset; {GRID_HINT}")
 
 
 class MotesCell(ParticleFile):
@@ -103,8 +118,9 @@ class IOHandlerMotes(BaseParticleIOHandler):
         for p in ds.particle_types_raw:
             for c in ds.motes.schema(ds.step, p):
                 fields.append((p, c.name))
-                if c.name not in ("x", "y", "z") and _yt_unit(c.unit):
-                    units[p, c.name] = _yt_unit(c.unit)
+                unit = meta.yt_unit(c.unit, ds.unit_registry)
+                if c.name not in ("x", "y", "z") and unit:
+                    units[p, c.name] = unit
         return fields, units
 
     def _yield_coordinates(self, data_file):
@@ -123,7 +139,7 @@ class IOHandlerMotes(BaseParticleIOHandler):
 
     def _query(self, data_file, ptype, columns, selector=None):
         ds = data_file.ds
-        where, box = data_file.where or None, _selector_box(selector)
+        where, box = data_file.where or None, _selector_box(selector, ds)
         ds.cells_read.append(data_file.cell)
         return ds.motes.query(where, box=box, columns=columns, step=ds.step, species=ptype)
 
@@ -146,21 +162,27 @@ class IOHandlerMotes(BaseParticleIOHandler):
         return out
 
 
-def _selector_box(selector) -> Optional[List[float]]:
-    """The box around what a region or a sphere selector keeps (None for any other)."""
+def _selector_box(selector, ds) -> Optional[List[float]]:
+    """The box around what a region or a sphere selector keeps (None for any other). On a
+    periodic axis it crosses the domain's faces, the box takes the whole axis (yt's selector
+    keeps the images across the faces)."""
     if selector is None:
         return None
     name = type(selector).__name__
     try:
         if name == "RegionSelector":
             lo, hi = np.asarray(selector.left_edge, float), np.asarray(selector.right_edge, float)
-            return [*lo, *hi]
-        if name == "SphereSelector":
+        elif name == "SphereSelector":
             c, r = np.asarray(selector.center, float), float(selector.radius)
-            return [*(c - r), *(c + r)]
+            lo, hi = c - r, c + r
+        else:
+            return None
     except AttributeError:
         return None
-    return None
+    left, right = ds.domain_left_edge.d, ds.domain_right_edge.d
+    wraps = np.asarray(ds.periodicity, bool) & ((lo < left) | (hi > right))
+    lo, hi = np.where(wraps, left, lo), np.where(wraps, right, hi)
+    return [*lo, *hi]
 
 
 class MotesDataset(ParticleDataset):
@@ -185,27 +207,40 @@ class MotesDataset(ParticleDataset):
         ds, st = self.motes, self.motes.step(self.step)
         self.unique_identifier = f"{os.path.abspath(self.parameter_filename)}#{self.step}"
         self.current_time = float(st.time)
-        self.parameters.update(st.attributes)
+        attrs = dict(st.attributes)
+        self.parameters.update(attrs)
         species = [p for p in st.species if ds.count_total(self.step, p) > 0] or list(st.species)
         self.particle_types = self.particle_types_raw = tuple(species)
-        lo = np.full(3, np.inf)
-        hi = np.full(3, -np.inf)
+        lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
         for p in species:
             (l, h) = ds.bounds(self.step, p)
             lo, hi = np.minimum(lo, l), np.maximum(hi, h)
         if not np.all(np.isfinite(lo)):
             lo, hi = np.zeros(3), np.ones(3)
         hi = np.where(hi > lo, hi, lo + 1.0)
-        width = hi - lo
-        # A little room around the particles: yt's index wants them strictly inside.
-        self.domain_left_edge, self.domain_right_edge = lo - 1e-6 * width, hi + 1e-6 * width
+        cosmo = meta.cosmology(attrs)
+        self.cosmological_simulation = int(cosmo.cosmological)
+        self.current_redshift = cosmo.redshift if cosmo.redshift is not None else 0.0
+        self.hubble_constant = cosmo.h if cosmo.cosmological else 0.0
+        self.omega_matter, self.omega_lambda = cosmo.omega_matter, cosmo.omega_lambda
+        units = meta.position_unit({p: [c.unit for c in ds.schema(self.step, p) if c.name in ("x", "y", "z")]
+                                    for p in species})
+        self._geometry = geo = meta.geometry(lo, hi, units, attrs, cosmo)
+        meta.warn(geo.notes, f"{self.parameter_filename} step {self.step}")
+        self.domain_left_edge, self.domain_right_edge = geo.left, geo.right
+        self._periodicity = (geo.periodic,) * 3
         self.domain_dimensions = np.ones(3, "int32")
         self.dimensionality, self.refine_by = 3, 2
-        self._periodicity = (False, False, False)
-        self.cosmological_simulation = 0
-        self.current_redshift = self.omega_lambda = self.omega_matter = self.hubble_constant = 0.0
-        n = sum(ds.count_total(self.step, p) for p in species)
-        # k a power of two, so that the cells' faces lie on those of yt's coarse index cells.
+        self._species_mass = {p: m for p in species if (m := meta.species_mass(attrs, p)) is not None
+                              and "mass" not in [c.name for c in ds.schema(self.step, p)]}
+        if len(set(self._species_mass.values())) == 1 and len(self._species_mass) == len(species):
+            self._species_mass["all"] = next(iter(self._species_mass.values()))  # yt's union of the types
+        self._make_cells(sum(ds.count_total(self.step, p) for p in species))
+
+    def _make_cells(self, n: int) -> None:
+        """The cells yt sees: k a side, a power of two (their faces on yt's coarse index cells)."""
+        from . import CELL_PARTICLES
+
         wanted = max(1.0, (n / CELL_PARTICLES) ** (1 / 3))
         k = int(min(16, self._coarse, 1 << math.ceil(math.log2(wanted) - 1e-9)))
         edges = [np.linspace(self.domain_left_edge[a], self.domain_right_edge[a], k + 1) for a in range(3)]
@@ -225,10 +260,28 @@ class MotesDataset(ParticleDataset):
         self.filename_template = f"{self.parameter_filename}#cell%(num)i"
 
     def _set_code_unit_attributes(self):
-        setdefaultattr(self, "length_unit", self.quan(1.0, "cm"))
+        if not hasattr(self, "length_unit"):  # else units_override chose it
+            value, unit = self._geometry.length
+            try:
+                from unyt.dimensions import length
+
+                self.length_unit = self.quan(value, unit)
+                ok = self.length_unit.units.dimensions == length
+            except Exception:  # noqa: BLE001 (unyt raises several kinds for text it does not know)
+                ok = False
+            if not ok:
+                meta.warn([f"the positions' unit {unit!r} is not a length yt knows: code_length is 1 cm "
+                           f"(yt.load(path, units_override={{'length_unit': (1.0, 'Mpc')}}) chooses one)"],
+                          f"{self.parameter_filename} step {self.step}")
+                self.length_unit = self.quan(1.0, "cm")
         setdefaultattr(self, "mass_unit", self.quan(1.0, "g"))
         setdefaultattr(self, "time_unit", self.quan(1.0, "s"))
         setdefaultattr(self, "velocity_unit", self.quan(1.0, "cm/s"))
+
+    def _add_object_class(self, name, base):
+        super()._add_object_class(name, base)
+        if "proj" in name and callable(getattr(self, "proj", None)):
+            self.proj = _no_grid_projection(self.proj, self)
 
     @classmethod
     def _is_valid(cls, filename, *args, **kwargs) -> bool:
@@ -237,6 +290,26 @@ class MotesDataset(ParticleDataset):
     @property
     def _skip_cache(self):
         return True
+
+
+def _no_grid_projection(proj, ds):
+    """ds.proj refusing, with the reason, the grid fields yt cannot project from particles
+    (it would fail later with a bare NotImplementedError); particle fields go on to yt's own
+    refusal, which names ParticleProjectionPlot."""
+
+    @functools.wraps(proj)
+    def refusing(field, *args, **kwargs):
+        for f in field if isinstance(field, list) else [field]:
+            try:
+                finfo = ds._get_field_info(f)
+            except Exception:  # noqa: BLE001 (yt's own error for an unknown field comes from proj)
+                continue
+            if finfo.sampling_type == "cell":
+                raise UsageError(f"{finfo.name} is a grid field: yt projects grid and SPH fields, and a motes "
+                                 f"step holds particles (not SPH); {GRID_HINT}")
+        return proj(field, *args, **kwargs)
+
+    return refusing
 
 
 def _is_motes(path: str) -> bool:
@@ -252,73 +325,8 @@ def series(path, steps=None):
     motes dataset as a ``yt.DatasetSeries``."""
     import yt
 
-    from .steps import resolve
+    from ..steps import resolve
 
     ds = motes.open(path)
     chosen = ds.steps if steps is None else resolve(ds, steps)
     return yt.DatasetSeries([MotesDataset(str(path), step=s) for s in chosen])
-
-
-def grid(path, step: Optional[int] = None, level: int = 0, fields: Optional[List[str]] = None):
-    """The uniform 3-D Cartesian grid fields of a step (default: the last) as a yt dataset
-    (``yt.load_uniform_grid``), read at ``level`` (every 2^level-th sample along each axis, a
-    prefix of the field's file) only when yt first asks for each field. ``fields`` names the
-    fields (default: every field of the step on the same grid as the first such field); they
-    must share one grid. A sample is the centre of a cell one (level) spacing wide, so a
-    node-centred field's domain reaches half a spacing past its first and last samples.
-    Components of a vector field are the yt fields ``name_x``, ``name_y``... (its component
-    names). Particles stay in :class:`MotesDataset` (``yt.load``): yt's grid datasets keep
-    their particles in memory."""
-    import yt
-
-    from .errors import UsageError
-
-    ds = motes.open(path)
-    st = ds.step(step)
-    level = int(level)
-    names = list(fields) if fields is not None else list(st.fields)
-    chosen, geometry = [], None
-    for name in names:
-        f = ds.field(name, st.index)
-        usable = f.geometry == "cartesian" and f.ndim == 3 and f.origin is not None
-        if not usable:
-            if fields is not None:
-                raise UsageError(f"field '{name}' is not on a uniform 3-D Cartesian grid ({f.geometry}, {f.ndim}-D"
-                                 f"{', rectilinear' if f.origin is None else ''}): yt's uniform grids cannot hold it")
-            continue
-        if not 0 <= level <= f.levels:
-            raise UsageError(f"field '{name}' has levels 0 to {f.levels}, not {level}")
-        here = (f.dims, f.origin, f.spacing, f.centering)
-        if geometry is None:
-            geometry = here
-        elif here != geometry:
-            if fields is not None:
-                raise UsageError(f"field '{name}' is on another grid than '{chosen[0].name}' ({here} against "
-                                 f"{geometry}); load them with separate calls")
-            continue
-        chosen.append(f)
-    if not chosen:
-        raise UsageError(f"step {st.index} has no uniform 3-D Cartesian grid field (fields: "
-                         f"{', '.join(st.fields) or 'none'})")
-    dims, origin, spacing, centering = geometry
-    stride = 1 << level
-    n = np.array([(d + stride - 1) // stride for d in dims])
-    width = np.array(spacing, float) * stride
-    first = np.array(origin, float) + (0.5 if centering == "cell" else 0.0) * np.array(spacing, float)
-    bbox = np.stack([first - width / 2, first - width / 2 + n * width], axis=1)
-
-    def reader(f, component):
-        def read(grid_object, field_name):  # yt's (grid, field) callable: x, y, z index order
-            a = f.read(level=level, component=component)
-            return np.ascontiguousarray(np.transpose(a)).astype("float64", copy=False)
-        return read
-
-    data = {}
-    for f in chosen:
-        unit = _yt_unit(f.unit)
-        for comp in (f.components or (None,)):
-            key = f.name if comp is None else f"{f.name}_{comp}"
-            data[key] = (reader(f, comp), unit) if unit else reader(f, comp)
-    return yt.load_uniform_grid(data, tuple(int(v) for v in n), bbox=bbox, sim_time=float(st.time),
-                                periodicity=(False, False, False), length_unit="cm",
-                                parameters=dict(st.attributes), dataset_name=f"{os.fspath(path)}#{st.index}")
