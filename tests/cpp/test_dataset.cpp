@@ -108,6 +108,53 @@ TEST(Dataset, StaleHandleSeesTheManifestOnDisk) {
   EXPECT_EQ(c.attributes()["k"], 1);
 }
 
+TEST(Dataset, ManifestIsSealedAndEveryByteChecked) {
+  std::string dir = fresh_dir("sealed.motes");
+  auto cols = test::make_columns(300);
+  Dataset d = Dataset::create(dir);
+  d.append_step(0, 0.5, {{"a", 1.25}}, {{"p", cols.views()}}, quick());
+  d.append_step(1, 1.5, {{"s", "t"}}, {{"q", cols.views()}, {"p", cols.views()}}, quick());
+  const std::string text = d.steps().empty() ? "" : Manifest::read(dir).encode();
+  ASSERT_EQ(text.rfind("{\n \"checksum\": \"", 0), 0u);
+  EXPECT_EQ(Manifest::parse(text, "m").id, d.id());
+  EXPECT_EQ(d.id().size(), 32u);
+  // One bit of each byte: refused before any value is used (the checksum, its line, or JSON).
+  for (size_t i = 0; i < text.size(); ++i) {
+    std::string flipped = text;
+    flipped[i] = char(flipped[i] ^ (1 << (i % 8)));
+    EXPECT_NE(error_of([&] { Manifest::parse(flipped, "m"); }), "") << "byte " << i;
+  }
+  // An edit sealed again reads; the edit is kept.
+  std::string edited = text;
+  edited.replace(edited.find("0.5"), 3, "0.7");
+  EXPECT_NE(error_of([&] { Manifest::parse(edited, "m"); }).find("contents hash to"), std::string::npos);
+  EXPECT_EQ(Manifest::parse(seal_manifest_text(edited), "m").steps[0].time, 0.7);
+}
+
+TEST(Dataset, ReloadRefusesAnotherRun) {
+  std::string dir = fresh_dir("rerun.motes");
+  auto cols = test::make_columns(300);
+  Dataset a = Dataset::create(dir);
+  a.append_step(0, 0, nlohmann::json::object(), {{"p", cols.views()}, {"e", cols.views()}}, quick());
+  Dataset b = Dataset::open(dir);
+  a.append_step(1, 0, nlohmann::json::object(), {{"p", cols.views()}}, quick());
+  b.reload();  // an append: the same run (species listed by name on disk, as written in a)
+  a.reload();
+  EXPECT_EQ(b.steps().size(), 2u);
+  fs::remove_all(dir);
+  Dataset c = Dataset::create(dir);
+  c.append_step(0, 0, nlohmann::json::object(), {{"p", cols.views()}}, quick());
+  EXPECT_NE(c.id(), b.id());
+  try {
+    b.reload();
+    FAIL() << "a re-created dataset was reloaded";
+  } catch (const ReplacedError& e) {
+    EXPECT_NE(std::string(e.what()).find("its identity was " + b.id()), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(b.steps().size(), 2u);  // the run it read
+  EXPECT_THROW(a.append_step(2, 0, nlohmann::json::object(), {{"p", cols.views()}}, quick()), ReplacedError);
+}
+
 TEST(Expressions, DecimalCommaLocaleDoesNotChangeNumbers) {
   const char* old = std::setlocale(LC_ALL, nullptr);
   std::string saved = old ? old : "C";

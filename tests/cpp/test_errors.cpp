@@ -116,7 +116,7 @@ TEST(Errors, CApiStatusOfEveryKind) {
       {MOTES_ERROR_USAGE, "MOTES_ERROR_USAGE"},   {MOTES_ERROR_FORMAT, "MOTES_ERROR_FORMAT"},
       {MOTES_ERROR_IO, "MOTES_ERROR_IO"},         {MOTES_ERROR_MEMORY, "MOTES_ERROR_MEMORY"},
       {MOTES_ERROR_INTERNAL, "MOTES_ERROR_INTERNAL"}, {MOTES_ERROR_NOT_FOUND, "MOTES_ERROR_NOT_FOUND"},
-      {MOTES_ERROR_CANCELLED, "MOTES_ERROR_CANCELLED"}};
+      {MOTES_ERROR_CANCELLED, "MOTES_ERROR_CANCELLED"}, {MOTES_ERROR_REPLACED, "MOTES_ERROR_REPLACED"}};
   ASSERT_EQ(std::size(header), std::size(error_kinds));
   for (auto [status, name] : header) {
     const ErrorKindInfo* k = find_error_kind(int(status));

@@ -120,20 +120,21 @@ void Dataset::reload() {
 namespace {
 
 // Whether a published step is as it was: its time, attributes and the files of its species
-// and fields (their checksums pin their contents).
+// and fields (their checksums pin their contents), whatever their order (a handle lists them
+// as written, a manifest read from disk by name).
 bool same_step(const StepEntry& a, const StepEntry& b) {
   if (a.time != b.time || a.attributes != b.attributes || a.species.size() != b.species.size() ||
       a.fields.size() != b.fields.size())
     return false;
-  for (size_t k = 0; k < a.species.size(); ++k) {
-    const SpeciesEntry &x = a.species[k], &y = b.species[k];
-    if (x.name != y.name || x.file != y.file || x.count != y.count || x.checksum != y.checksum ||
-        x.part_checksums != y.part_checksums)
+  for (const SpeciesEntry& x : a.species) {
+    auto y = std::find_if(b.species.begin(), b.species.end(), [&](const SpeciesEntry& e) { return e.name == x.name; });
+    if (y == b.species.end() || x.file != y->file || x.count != y->count || x.checksum != y->checksum ||
+        x.part_checksums != y->part_checksums)
       return false;
   }
-  for (size_t k = 0; k < a.fields.size(); ++k) {
-    const FieldEntry &x = a.fields[k], &y = b.fields[k];
-    if (x.name != y.name || x.checksum != y.checksum || x.part_checksums != y.part_checksums) return false;
+  for (const FieldEntry& x : a.fields) {
+    auto y = std::find_if(b.fields.begin(), b.fields.end(), [&](const FieldEntry& e) { return e.name == x.name; });
+    if (y == b.fields.end() || x.checksum != y->checksum || x.part_checksums != y->part_checksums) return false;
   }
   return true;
 }
