@@ -253,6 +253,16 @@ class Dataset:
     def bounds(self, step: Optional[int] = None, species: Optional[str] = None):
         return self._species(step, species)["bounds"]
 
+    def _source_for(self, spec, step: Optional[int], species: Optional[str]):
+        """:meth:`source` for a query of ``spec``: over a remote dataset, the reads that open
+        its files (their heads) stop at the query's deadline or token, as its own reads do."""
+        if not self.remote or (spec.deadline is None and spec.cancel is None):
+            return self.source(step, species)
+        from .remote import bounded
+
+        with bounded(spec.deadline, spec.cancel):
+            return self.source(step, species)
+
     @storage_method("cannot open the particle files")
     def source(self, step: Optional[int] = None, species: Optional[str] = None):
         """The particles of one species in one step (cached): one particle file, or the part
@@ -296,8 +306,8 @@ class Dataset:
                timeout: Optional[float] = None):
         """The selection (file positions) matching the query, without copying any column.
         ``cancel`` and ``timeout`` hold for its gathers too (see :meth:`query`)."""
-        return _core.select(self.source(step, species),
-                            self._fields_for(_selection(where, box, quality, fraction, threads, cancel, timeout), step))
+        spec = self._fields_for(_selection(where, box, quality, fraction, threads, cancel, timeout), step)
+        return _core.select(self._source_for(spec, step, species), spec)
 
     @storage_method("cannot read")
     def query(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
@@ -385,8 +395,8 @@ class Dataset:
             from .steps import count as across
             return across(self, steps, step, where=where, box=box, quality=quality, fraction=fraction, species=species,
                           threads=threads, cancel=cancel, timeout=timeout)
-        return int(_core.count(self.source(step, species), self._fields_for(
-            _selection(where, box, quality, fraction, threads, cancel, timeout), step)))
+        spec = self._fields_for(_selection(where, box, quality, fraction, threads, cancel, timeout), step)
+        return int(_core.count(self._source_for(spec, step, species), spec))
 
     @storage_method("cannot read")
     def stats(self, column: str, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
@@ -402,8 +412,9 @@ class Dataset:
             return across(self, steps, column, step, where=where, box=box, quality=quality, fraction=fraction,
                           species=species, threads=threads, cancel=cancel, timeout=timeout)
         column = _args.text("column", column)
-        return _core.stats(self.source(step, species), column, self._fields_for(
-            _selection(where, box, quality, fraction, threads, cancel, timeout), step, [column], species)).to_dict()
+        spec = self._fields_for(_selection(where, box, quality, fraction, threads, cancel, timeout), step, [column],
+                                species)
+        return _core.stats(self._source_for(spec, step, species), column, spec).to_dict()
 
     @storage_method("cannot read")
     def histogram(self, x: str, y: Optional[str] = None, *, bins: Union[int, Tuple[int, int]] = HISTOGRAM_BINS,
@@ -429,12 +440,13 @@ class Dataset:
             return across(self, steps, x, y, step, bins=bins, range=range, weights=weights, where=where, box=box,
                           quality=quality, fraction=fraction, species=species, threads=threads, cancel=cancel,
                           timeout=timeout)
-        f = self.source(step, species)
+        self._resolve(step, species)  # a missing step or species is named before the axes are checked
         axes, nbins, given = _args.histogram_axes(x, y, bins, range)  # given: (min, max) or None per axis
         if weights is not None:
             weights = _args.text("weights", weights)
         sel = self._fields_for(_selection(where, box, quality, fraction, threads, cancel, timeout), step,
                                axes + [weights], species)
+        f = self._source_for(sel, step, species)
         resolved = []
         for name, r in zip(axes, given):
             s = _core.stats(f, name, sel) if r is None else None

@@ -106,7 +106,7 @@ def _functions(store, limits: Timeouts):
     import obstore
     from obstore.exceptions import NotFoundError
 
-    def size(key: str) -> Optional[int]:
+    def size(key: str, deadline: Optional[float] = None, cancelled=None) -> Optional[int]:
         async def head():
             try:
                 return int((await obstore.head_async(store, key))["size"])
@@ -115,13 +115,32 @@ def _functions(store, limits: Timeouts):
             except Exception as e:  # noqa: BLE001 (obstore's errors, each a Rust error's text)
                 raise StorageError(f"its size (HEAD): {_reason(e, limits)}") from None
 
-        return _wait(head(), "its size (HEAD)")
+        with _job(deadline, cancelled):
+            return _wait(head(), "its size (HEAD)")
 
-    def read(key: str, ranges: List[Tuple[int, int]]):
-        return _wait(_gather(store, key, ranges, limits), _bytes(*ranges[0]) if len(ranges) == 1 else
-                     f"{len(ranges)} ranges, {_bytes(*ranges[0])} first")
+    def read(key: str, ranges: List[Tuple[int, int]], deadline: Optional[float] = None, cancelled=None):
+        with _job(deadline, cancelled):
+            return _wait(_gather(store, key, ranges, limits), _bytes(*ranges[0]) if len(ranges) == 1 else
+                         f"{len(ranges)} ranges, {_bytes(*ranges[0])} first")
 
     return size, read
+
+
+class _Cancelled:
+    """The core's test of a job's token, as bounded() asks a CancelToken (``.cancelled``)."""
+
+    def __init__(self, test):
+        self._test = test
+
+    @property
+    def cancelled(self) -> bool:
+        return bool(self._test())
+
+
+def _job(deadline: Optional[float], cancelled):
+    """The bounds the core gives a read: those of the query (or gather) it reads for, on
+    whichever of its threads (the core's current cancellation)."""
+    return bounded(deadline, None if cancelled is None else _Cancelled(cancelled))
 
 
 def _bytes(offset: int, length: int) -> str:
@@ -184,8 +203,9 @@ POLL = 0.05
 def bounded(deadline: Optional[float] = None, cancel=None) -> Iterator[None]:
     """Remote reads made by this thread inside the block stop, raising CancelledError, at
     ``deadline`` (a ``time.monotonic()`` time) or once ``cancel`` (a CancelToken) is
-    cancelled; blocks nest (the earlier deadline, any token). Reads the core makes on its
-    other threads (a query with threads > 1) are bounded by the timeouts only."""
+    cancelled; blocks nest (the earlier deadline, any token). A query's own timeout= and
+    cancel= bound its reads without it, on each of its threads (the core passes them to
+    every read: :func:`_job`)."""
     outer = getattr(_bounds, "current", (None, ()))
     deadlines = [d for d in (outer[0], deadline) if d is not None]
     _bounds.current = (min(deadlines) if deadlines else None, outer[1] + ((cancel,) if cancel is not None else ()))

@@ -4,7 +4,10 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
 #include <cstring>
+
+#include "motes/core/cancel.hpp"
 
 #include "common.hpp"
 #include "motes/io/remote.hpp"
@@ -13,7 +16,10 @@ namespace motes_py {
 
 namespace {
 
-// size(key) -> int or None (absent); read(key, [(offset, length), ...]) -> [bytes-like, ...].
+// size(key) -> int or None (absent); read(key, [(offset, length), ...]) -> [bytes-like, ...];
+// both with the keywords deadline (time.monotonic() seconds, or None) and cancelled (a
+// function telling whether the job was cancelled, or None): the bounds of the job this
+// thread works for (motes::current_cancellation: a query's, also on its helper threads).
 class PythonStore final : public motes::RemoteStore {
  public:
   PythonStore(nb::object size, nb::object read, std::string base) : size_(size), read_(read), base_(std::move(base)) {}
@@ -30,7 +36,7 @@ class PythonStore final : public motes::RemoteStore {
 
   uint64_t size(const std::string& key) const override {
     nb::gil_scoped_acquire gil;
-    nb::object got = call([&] { return size_(key); }, key);
+    nb::object got = call([&] { return size_(key, "deadline"_a = deadline(), "cancelled"_a = cancelled()); }, key);
     if (got.is_none()) throw motes::NotFoundError(url(key) + ": no such object", ENOENT);
     return nb::cast<uint64_t>(got);
   }
@@ -40,7 +46,8 @@ class PythonStore final : public motes::RemoteStore {
     nb::gil_scoped_acquire gil;
     nb::list asked;
     for (const motes::ByteRange& r : ranges) asked.append(nb::make_tuple(r.offset, r.length));
-    nb::object got = call([&] { return read_(key, asked); }, key);
+    nb::object got =
+        call([&] { return read_(key, asked, "deadline"_a = deadline(), "cancelled"_a = cancelled()); }, key);
     size_t i = 0;
     for (nb::handle piece : got) {
       if (i == ranges.size()) break;
@@ -62,7 +69,22 @@ class PythonStore final : public motes::RemoteStore {
   std::string url(const std::string& key) const override { return base_ + key; }
 
  private:
-  // A Python failure of the store becomes the core's I/O error naming the object.
+  // The deadline of this thread's job, as time.monotonic() seconds (both CLOCK_MONOTONIC).
+  static nb::object deadline() {
+    const motes::Cancellation* c = motes::current_cancellation();
+    if (!c || !c->deadline()) return nb::none();
+    return nb::float_(std::chrono::duration<double>(c->deadline()->time_since_epoch()).count());
+  }
+  // Whether this thread's job was cancelled (a copy of its token: the function may outlive it).
+  static nb::object cancelled() {
+    const motes::Cancellation* c = motes::current_cancellation();
+    if (!c) return nb::none();
+    return nb::cpp_function([job = *c]() { return job.cancelled(); });
+  }
+
+  // A Python failure of the store becomes the core's error naming the object: a motes error
+  // (a read stopped at its deadline: CancelledError; a missing object: NotFoundError) keeps
+  // its kind and message, anything else is an I/O error with its type's name.
   template <class F>
   nb::object call(F&& f, const std::string& key) const {
     try {
@@ -70,8 +92,14 @@ class PythonStore final : public motes::RemoteStore {
     } catch (nb::python_error& e) {
       // The exception's type and message (its traceback stays out of the core's message).
       std::string kind = nb::cast<std::string>(nb::str(e.type().attr("__name__")));
-      std::string text = nb::cast<std::string>(nb::str(e.value()));
-      throw motes::IOError(url(key) + ": " + kind + ": " + text.substr(0, 2000));
+      std::string text = nb::cast<std::string>(nb::str(e.value())).substr(0, 2000);
+      const std::string where = url(key);
+      if (nb::hasattr(e.value(), "kind"))
+        for (const motes::ErrorKindInfo& k : motes::error_kinds)
+          if (nb::isinstance<nb::str>(e.value().attr("kind")) && nb::cast<std::string>(e.value().attr("kind")) == k.name &&
+              kind == k.python_class)
+            motes::throw_error(k.kind, text.rfind(where, 0) == 0 ? text : where + ": " + text);
+      throw motes::IOError(where + ": " + kind + ": " + text);
     }
   }
 

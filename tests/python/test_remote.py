@@ -315,6 +315,40 @@ def test_a_deadline_and_a_cancel_token_reach_remote_reads(stalling, monkeypatch)
     assert not thread.is_alive() and "cancelled" in str(outcome.get("error")), outcome
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_querys_own_timeout_and_token_reach_its_remote_reads(stalling, monkeypatch, threads):
+    """ds.query(timeout=) and cancel= stop the query's remote reads, on its helper threads
+    too (the core hands each read its query's bounds), with CancelledError naming the URL,
+    long before the read timeout (120 s here)."""
+    monkeypatch.setenv("MOTES_REMOTE_READ_TIMEOUT", "120")
+    server, url = stalling()
+    ds = motes.open(url)
+    server.stall.set()
+    t0 = time.monotonic()
+    with pytest.raises(motes.CancelledError, match=re.escape(url) + r"/\S+: .*stopped at its deadline"):
+        ds.query("energy > 2", step=1, threads=threads, timeout=1)
+    assert server.stalled >= 1 and time.monotonic() - t0 < 30
+
+    token, outcome = motes.CancelToken(), {}
+
+    def run():
+        try:
+            ds.count("ux < 0", step=0, threads=threads, cancel=token)
+        except motes.MotesError as e:
+            outcome["error"] = e
+
+    stalled = server.stalled
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while server.stalled == stalled:
+        assert time.monotonic() < deadline and thread.is_alive(), outcome
+        time.sleep(0.05)
+    token.cancel()
+    thread.join(60)
+    assert not thread.is_alive() and isinstance(outcome.get("error"), motes.CancelledError), outcome
+
+
 def test_the_servers_query_timeout_reaches_remote_reads(stalling, monkeypatch):
     """motes serve over a stalling server answers 408 at --query-timeout (1 s: the manifest's
     fetch, then the query, each stopped so), not after the read timeout (120 s)."""

@@ -33,6 +33,8 @@ class Cancellation {
   Cancellation(std::shared_ptr<const CancelToken> token, std::optional<Deadline> deadline)
       : token_(std::move(token)), deadline_(deadline) {}
   bool active() const { return token_ || deadline_; }
+  bool cancelled() const noexcept { return token_ && token_->cancelled(); }
+  const std::optional<Deadline>& deadline() const { return deadline_; }
   // Throws CancelledError when the token was cancelled or the deadline has passed.
   void check() const {
     if (token_ && token_->cancelled()) throw CancelledError("the query was cancelled");
@@ -43,6 +45,30 @@ class Cancellation {
  private:
   std::shared_ptr<const CancelToken> token_;
   std::optional<Deadline> deadline_;
+};
+
+namespace detail {
+inline thread_local const Cancellation* current_cancellation = nullptr;
+}
+
+// The cancellation of the job this thread works for (null: none), for the layers below that
+// wait on others and cannot check between chunks of work (a remote store's reads): set by a
+// CancelScope around a query's work and its gathers, and carried into the helper threads of
+// parallel_for (core/threads.hpp).
+inline const Cancellation* current_cancellation() noexcept { return detail::current_cancellation; }
+
+class CancelScope {
+ public:
+  // An inactive cancellation (no token, no deadline) leaves the current one as it is.
+  explicit CancelScope(const Cancellation* c) noexcept : previous_(detail::current_cancellation) {
+    if (c && c->active()) detail::current_cancellation = c;
+  }
+  ~CancelScope() { detail::current_cancellation = previous_; }
+  CancelScope(const CancelScope&) = delete;
+  CancelScope& operator=(const CancelScope&) = delete;
+
+ private:
+  const Cancellation* previous_;
 };
 
 }  // namespace motes

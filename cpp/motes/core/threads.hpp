@@ -14,6 +14,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "motes/core/cancel.hpp"
+
 namespace motes {
 
 inline unsigned default_threads() {
@@ -107,7 +109,9 @@ void parallel_for_worker(uint64_t n, unsigned threads, F&& body) {
   std::atomic<uint64_t> next{0};
   std::exception_ptr error;
   std::mutex error_mutex;
+  const Cancellation* cancel = current_cancellation();  // the caller's job: its helpers' too
   auto worker = [&](unsigned w) {
+    CancelScope scope(cancel);
     try {
       for (uint64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < n;) body(w, i);
     } catch (...) {

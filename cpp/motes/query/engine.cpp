@@ -99,6 +99,7 @@ Query::Query(std::shared_ptr<const Collection> collection, const QuerySpec& spec
 }
 
 size_t Query::run(const Sink& sink, Schedule schedule, uint64_t* counted) {
+  CancelScope scope(&cancel_);  // reads that wait on a store stop with the query
   counters_ = {};
   covered_.assign(collection_->part_count(), nullptr);
   size_t chunks = 0;

@@ -221,6 +221,7 @@ void Selection::visit(size_t column, uint64_t row_begin, uint64_t row_end, unsig
   if (row_end > size() || row_begin > row_end) throw UsageError("selection rows out of range");
   if (row_begin == row_end) return;
   if (column >= collection_->schema().size()) throw UsageError("column index out of range");
+  CancelScope scope(&cancel_);  // reads that wait on a store stop with the gather
   cancel_.check();
   const DType dtype = collection_->schema()[column].dtype;
   if (hint) prefetch({column}, row_begin, row_end);  // what is not in memory yet is asked for at once
