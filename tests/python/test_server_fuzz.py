@@ -83,3 +83,62 @@ def test_random_parameters_never_fail_the_server(client, endpoint, params):
                           st.text(max_size=12).map(lambda s: quote(s, safe=""))), max_size=9))
 def test_random_paths_never_fail_the_server(client, parts):
     check(client.get("/" + "/".join(parts).lstrip("/")))  # (httpx takes no URL that starts with //)
+
+
+# ---- the Host field and the token parameter (issue 42, item 6) ---------------------------------
+HOST_PIECES = st.sampled_from(["127.0.0.1", "localhost", "LOCALHOST", "[::1]", "[::ffff:127.0.0.1]", "8765", ":",
+                               "@", ",", " ", "\t", "attacker.example", "/", "?", "#", "%40", "..", "[", "]", "_",
+                               "-", "xn--d1acpjx3f.xn--p1ai", "\x00", "é", "1" * 6])
+HOSTS = st.one_of(st.lists(HOST_PIECES, min_size=0, max_size=6).map("".join), st.text(max_size=30))
+SHAPE = __import__("re").compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(:[0-9]{1,5})?\Z")
+
+
+@settings(max_examples=EXAMPLES * 3, deadline=None)
+@given(HOSTS)
+def test_host_is_parsed_strictly(host):
+    """A Host is taken only as host[:port] or [IPv6][:port]: anything with userinfo, a list,
+    spaces, a path or other bytes names no host, so no such Host passes for a known one."""
+    from motes.server.security import host_name
+
+    name = host_name(host)
+    if name is not None:
+        assert SHAPE.match(host), host
+        assert not any(c in host for c in "@, \t/?#%\x00"), host
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(HOSTS)
+def test_random_host_fields_are_answered_or_refused(client, host):
+    """The server answers a random Host with 200 only when it names the loopback server
+    (127.0.0.1, localhost, ::1) in the strict form, else a 4xx; never a 5xx."""
+    from motes.server.security import host_name
+
+    if not host.isascii() or any(c in host for c in "\r\n"):
+        return  # not sendable as an HTTP header by the client
+    r = client.get("/api/v1/health", headers={"Host": host})
+    assert r.status_code < 500, (host, r.status_code)
+    if r.status_code == 200:
+        # the names of a loopback server (HTTP drops the spaces around a field value)
+        assert host_name(host.strip(" \t")) in ("127.0.0.1", "localhost", "::1"), host
+
+
+@settings(max_examples=EXAMPLES * 3, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["token", "tok%65n", "TOKEN", "t%6Fken", "to+ken", "tokens", "x", "%74oken",
+                                           "token%00", ""]),
+                          st.text(alphabet="abcXYZ019%-_.~", min_size=1, max_size=12)), max_size=5))
+def test_every_token_parameter_is_redacted(pairs):
+    """Whatever spelling names the token parameter when the server takes it, redaction takes
+    its value out of a logged URL too."""
+    from motes.server.security import redact, token_parameters
+
+    from urllib.parse import unquote_plus
+
+    query = "&".join(f"{k}={v}" for k, v in pairs)
+    logged = redact("GET /api/v1/health?" + query + " HTTP/1.1").split("?", 1)[1].rsplit(" ", 1)[0]
+    taken = token_parameters(query)
+    kept = [p.partition("=") for p in logged.split("&")] if pairs else []
+    assert len(kept) == len(pairs)
+    assert sum(unquote_plus(k) == "token" for k, _, _ in kept) == len(taken), (query, logged)
+    for k, _, v in kept:
+        if unquote_plus(k).lower() == "token":
+            assert v == "[redacted]", (query, logged)
