@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-__all__ = ["Unit", "parse", "label"]
+__all__ = ["Unit", "parse", "label", "si_of_text"]
 
 # SI base units in openPMD's order of unitDimension, and the order they are written in.
 _BASE = ("m", "kg", "s", "A", "K", "mol", "cd")
@@ -72,6 +72,38 @@ def parse(text: Optional[str]) -> Unit:
         except (ValueError, KeyError, TypeError):
             pass
     return Unit(text)
+
+
+def si_of_text(text: Optional[str]) -> Optional[Tuple[float, Tuple[float, ...]]]:
+    """(unitSI, unitDimension) of a free-text unit that names an SI quantity ("cm", "km",
+    "keV", "g/cm**3", "c"), parsed by unyt; None for text unyt does not know ("d_i", "Mpc/h":
+    what h is the data says, not the text), for CGS electromagnetic units (their dimensions are
+    not SI's), angles, counts and anything else openPMD's seven base dimensions cannot hold,
+    and when unyt is not installed."""
+    text = (text or "").strip()
+    if not text or text.startswith("{"):
+        return None
+    try:
+        import unyt
+        from unyt import dimensions as d
+    except ImportError:
+        return None
+    try:
+        unit = unyt.Unit(text)
+        powers = unit.dimensions.as_powers_dict()
+        si = float(unit.base_value)
+    except Exception:  # noqa: BLE001 (unyt raises several kinds for text it cannot read)
+        return None
+    order = (d.length, d.mass, d.time, d.current_mks, d.temperature, None, d.luminous_intensity)
+    if any(k not in order for k in powers) or not math.isfinite(si) or si <= 0:
+        return None
+    dims = []
+    for base in order:
+        p = powers.get(base, 0) if base is not None else 0
+        if not float(p).is_integer():
+            return None
+        dims.append(float(p))
+    return si, tuple(dims)
 
 
 def label(text: Optional[str]) -> str:

@@ -406,6 +406,9 @@ def test_motes_columns_to_openpmd_and_back(tmp_path):
     assert e["position"]["x"].unit_SI == 1e-6 and e["position"]["x"].dtype == np.float32
     assert e["momentum"].unit_dimension == [1, 1, -1, 0, 0, 0, 0]
     assert e["kinetic_energy"].get_attribute("motesUnit") == "keV"
+    # free text naming an SI unit is written as its unitSI and dimension: openPMD readers scale it
+    assert abs(e["kinetic_energy"][io.Record_Component.SCALAR].unit_SI / 1.602176634e-16 - 1) < 1e-7
+    assert e["kinetic_energy"].unit_dimension == [2, 1, -2, 0, 0, 0, 0]
     assert e["positionOffset"]["y"].constant
     s.close()
     (back,) = list(op.read(out))
@@ -418,6 +421,27 @@ def test_motes_columns_to_openpmd_and_back(tmp_path):
     for c, v in cols.items():
         assert got[c].dtype == v.dtype
         np.testing.assert_array_equal(got[c], v)
+
+
+def test_positions_in_cm_are_centimetres_to_openpmd_readers(tmp_path):
+    """Issue 42, item 7: a dataset whose positions are in "cm" exports them with unitSI 0.01 (a
+    reader multiplying by unitSI gets metres), and reads back as "cm"."""
+    n = 500
+    rng = np.random.default_rng(3)
+    cols = {a: rng.random(n) * 100 for a in "xyz"}
+    sp = Species("dm", [(k, v.dtype) for k, v in cols.items()], n, chunked_arrays(cols, n, 200),
+                 units={a: "cm" for a in "xyz"})
+    out = str(tmp_path / "cm.h5")
+    op.write(out, [Step(index=0, time=0.0, attributes={}, species={"dm": sp})])
+    s = io.Series(out, io.Access.read_only)
+    pos = s.iterations[0].particles["dm"]["position"]
+    assert pos["x"].unit_SI == 0.01 and pos.unit_dimension == [1, 0, 0, 0, 0, 0, 0]
+    x = pos["x"].load_chunk()
+    s.flush()
+    np.testing.assert_array_equal(x, cols["x"])  # the values as stored, their unit beside them
+    s.close()
+    (back,) = list(op.read(out))
+    assert back.species["dm"].units["x"] == "cm"
 
 
 def test_motes_patches_are_written(tmp_path):

@@ -4,6 +4,7 @@ positionOffset, constant components, FBPIC's constants of shape [1], empty speci
 Nothing here needs openpmd-api: the first test proves the module imports without it."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -56,9 +57,15 @@ def test_mapping_needs_no_openpmd_api():
 # ---------------------------------------------------------------------------------------------
 
 def test_unit_of_reads_openpmd_unit_texts_and_falls_back_on_metadata():
-    units = {"x": openpmd_unit(1e-6, LENGTH), "e": "keV", "w": ""}
+    units = {"x": openpmd_unit(1e-6, LENGTH), "e": "d_i", "w": "", "c": "cm", "k": "keV", "h": "Mpc/h"}
     assert m.unit_of(units, "x", 5.0, [0.0] * 7, m.DIMENSIONLESS) == (1e-6, LENGTH, None)  # the text wins
-    assert m.unit_of(units, "e", None, None, m.DIMENSIONLESS) == (1.0, [0.0] * 7, "keV")   # free text kept
+    assert m.unit_of(units, "e", None, None, m.DIMENSIONLESS) == (1.0, [0.0] * 7, "d_i")   # free text kept
+    # free text naming an SI quantity: its unitSI and dimension, so openPMD readers scale it; the text kept
+    assert m.unit_of(units, "c", None, None, m.DIMENSIONLESS) == (0.01, LENGTH, "cm")
+    si, dim, text = m.unit_of(units, "k", None, None, m.DIMENSIONLESS)
+    # (unyt's electronvolt: CODATA 2010, 5e-8 from the exact 2019 value; yt reads it the same)
+    assert math.isclose(si, 1.602176634e-16, rel_tol=1e-7) and dim == [2.0, 1.0, -2.0, 0, 0, 0, 0] and text == "keV"
+    assert m.unit_of(units, "h", None, None, LENGTH) == (1.0, LENGTH, "Mpc/h")  # h is the data's, not the text's
     assert m.unit_of(units, "w", 2.5, MOMENTUM, m.DIMENSIONLESS) == (2.5, MOMENTUM, None)  # from the metadata
     assert m.unit_of(units, "absent", None, None, LENGTH) == (1.0, LENGTH, None)
 
@@ -71,6 +78,10 @@ def test_unit_text_is_the_openpmd_unit_or_the_free_text_kept_by_an_export():
     # a real SI factor or dimension is what the file says, whatever motesUnit claims
     assert json.loads(m.unit_text({"unitDimension": [0.0] * 7, "attributes": free}, 2.0))["unitSI"] == 2.0
     assert json.loads(m.unit_text({"unitDimension": LENGTH, "attributes": free}, 1.0))["unitDimension"] == LENGTH
+    # a free text whose unitSI and dimension the file has: the text again ("cm" round-trips)
+    cm = {"motesUnit": {"value": "cm", "dtype": "string"}}
+    assert m.unit_text({"unitDimension": LENGTH, "attributes": cm}, 0.01) == "cm"
+    assert json.loads(m.unit_text({"unitDimension": LENGTH, "attributes": cm}, 0.02))["unitSI"] == 0.02
 
 
 def test_unit_dimension_and_si_factor_survive_read_then_write():
@@ -333,13 +344,19 @@ def test_columns_become_vector_or_scalar_records():
 def test_units_of_written_records():
     units = {a: openpmd_unit(1e-6, LENGTH) for a in "xyz"}
     units.update({"momentum_x": openpmd_unit(5e-22, MOMENTUM), "momentum_y": openpmd_unit(5e-22, MOMENTUM),
-                  "energy": "keV"})
+                  "energy": "keV", "w": "d_i"})
     records = plan([("x", "f4"), ("y", "f4"), ("z", "f4"), ("momentum_x", "f4"), ("momentum_y", "f4"),
-                    ("energy", "f4")], units)
+                    ("energy", "f4"), ("w", "f4")], units)
     assert records["position"].comps["z"].unit_si == 1e-6 and records["position"].unit_dimension == LENGTH
     assert records["momentum"].comps["x"].unit_si == 5e-22 and records["momentum"].unit_dimension == MOMENTUM
-    e = records["energy"]   # free text: unitSI 1, no dimension, the text kept for the way back
-    assert e.comps[""].unit_si == 1.0 and e.unit_dimension == [0.0] * 7 and e.attributes == {"motesUnit": "keV"}
+    w = records["w"]   # free text of no SI unit: unitSI 1, no dimension, the text kept for the way back
+    assert w.comps[""].unit_si == 1.0 and w.unit_dimension == [0.0] * 7 and w.attributes == {"motesUnit": "d_i"}
+    assert m.unit_text({"unitDimension": w.unit_dimension, "attributes": {"motesUnit": {"value": "d_i",
+                                                                                        "dtype": "string"}}},
+                       w.comps[""].unit_si) == "d_i"
+    e = records["energy"]   # free text of an SI unit: its unitSI and dimension (openPMD readers scale it), the text
+    assert math.isclose(e.comps[""].unit_si, 1.602e-16, rel_tol=1e-3) and e.unit_dimension == [2, 1, -2, 0, 0, 0, 0]
+    assert e.attributes == {"motesUnit": "keV"}
     assert m.unit_text({"unitDimension": e.unit_dimension, "attributes": {"motesUnit": {"value": "keV",
                                                                                         "dtype": "string"}}},
                        e.comps[""].unit_si) == "keV"

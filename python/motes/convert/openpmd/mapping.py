@@ -19,12 +19,14 @@ openpmd-api installed.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ...errors import FormatError, UsageError
+from ...units import si_of_text
 from ..base import Species, check_dtype, openpmd_unit, parse_openpmd_unit
 
 AXES = ("x", "y", "z")
@@ -134,12 +136,16 @@ def holds_data(c: Component, count: int) -> bool:
 
 def unit_text(rmeta: Dict[str, Any], unit_si: float) -> str:
     """The motes unit of a column: openpmd_unit(unitSI, unitDimension), or the free-text unit a
-    motes export kept in the record attribute 'motesUnit' when openPMD knew no better (unitSI 1,
-    no dimension)."""
+    motes export kept in the record attribute 'motesUnit': when openPMD knew no better (unitSI 1,
+    no dimension), or when unitSI and unitDimension are that text's (si_of_text: "cm")."""
     free = (rmeta.get("attributes") or {}).get("motesUnit")
-    if isinstance(free, dict) and free.get("dtype") == "string" and isinstance(free.get("value"), str) \
-            and unit_si == 1.0 and not any(rmeta.get("unitDimension") or []):
-        return free["value"]
+    if isinstance(free, dict) and free.get("dtype") == "string" and isinstance(free.get("value"), str):
+        dims = [float(v) for v in (rmeta.get("unitDimension") or [])]
+        if unit_si == 1.0 and not any(dims):
+            return free["value"]
+        named = si_of_text(free["value"])
+        if named is not None and math.isclose(named[0], unit_si, rel_tol=1e-12) and list(named[1]) == dims:
+            return free["value"]
     return openpmd_unit(unit_si, rmeta["unitDimension"])
 
 
@@ -276,6 +282,9 @@ def unit_of(units: Dict[str, str], column: str, meta_si: Optional[float], meta_d
     parsed = parse_openpmd_unit(text)
     if parsed is not None:
         return parsed[0], parsed[1], None
+    named = si_of_text(text)  # "cm": unitSI 0.01, a length; the text kept beside it
+    if named is not None:
+        return named[0], list(named[1]), text
     si = 1.0 if meta_si is None else float(meta_si)
     dim = list(default_dim if meta_dim is None else meta_dim)
     return si, dim, (text if text.strip() else None)
