@@ -1,5 +1,6 @@
 #include "motes/dataset/dataset.hpp"
 
+#include "motes/dataset/seal.hpp"
 #include "motes/io/remote.hpp"
 
 #include <sys/stat.h>
@@ -117,51 +118,9 @@ void Dataset::reload() {
   manifest_ = std::move(now);
 }
 
-namespace {
-
-// Whether a published step is as it was: its time, attributes and the files of its species
-// and fields (their checksums pin their contents), whatever their order (a handle lists them
-// as written, a manifest read from disk by name).
-bool same_step(const StepEntry& a, const StepEntry& b) {
-  if (a.time != b.time || a.attributes != b.attributes || a.species.size() != b.species.size() ||
-      a.fields.size() != b.fields.size())
-    return false;
-  for (const SpeciesEntry& x : a.species) {
-    auto y = std::find_if(b.species.begin(), b.species.end(), [&](const SpeciesEntry& e) { return e.name == x.name; });
-    if (y == b.species.end() || x.file != y->file || x.count != y->count || x.checksum != y->checksum ||
-        x.part_checksums != y->part_checksums)
-      return false;
-  }
-  for (const FieldEntry& x : a.fields) {
-    auto y = std::find_if(b.fields.begin(), b.fields.end(), [&](const FieldEntry& e) { return e.name == x.name; });
-    if (y == b.fields.end() || x.checksum != y->checksum || x.part_checksums != y->part_checksums) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
 void Dataset::check_same_run(const Manifest& now) const {
-  std::string why;
-  if (!manifest_.id.empty() && now.id != manifest_.id) {
-    why = "its identity was " + manifest_.id + ", it is " + (now.id.empty() ? std::string("none") : now.id) + " now";
-  } else {
-    // Steps are only ever appended: every step known is still there, as it was.
-    auto it = now.steps.begin();
-    for (const StepEntry& s : manifest_.steps) {
-      it = std::lower_bound(it, now.steps.end(), s.index, [](const StepEntry& e, int64_t i) { return e.index < i; });
-      if (it == now.steps.end() || it->index != s.index) {
-        why = "step " + std::to_string(s.index) + " is gone";
-        break;
-      }
-      if (!same_step(s, *it)) {
-        why = "step " + std::to_string(s.index) + " is not the step it was";
-        break;
-      }
-    }
-  }
-  if (!why.empty())
-    throw ReplacedError("dataset '" + dir_ + "' was replaced since this handle read it (" + why +
+  if (std::optional<std::string> why = other_run(manifest_, now))
+    throw ReplacedError("dataset '" + dir_ + "' was replaced since this handle read it (" + *why +
                         "): it holds another run now; open it again to read that run");
 }
 

@@ -5,12 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <random>
-
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
 #include "motes/core/text.hpp"
+#include "motes/dataset/seal.hpp"
 #include "motes/io/files.hpp"
 #include "motes/particles/spec.hpp"
 
@@ -25,31 +22,6 @@ constexpr bool kCheckSum = false;  // mutated manifests reach the checks of thei
 #else
 constexpr bool kCheckSum = true;
 #endif
-
-// A sealed manifest (1.6) begins with its checksum's line: kSealHead, 16 lowercase hex
-// digits, kSealTail; the checksum is the XXH3-64 of every byte after that line.
-constexpr std::string_view kSealHead = "{\n \"checksum\": \"";
-constexpr std::string_view kSealTail = "\",\n";
-constexpr size_t kSealLength = kSealHead.size() + 16 + kSealTail.size();
-
-bool lower_hex(std::string_view s) {
-  for (char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  return true;
-}
-
-// Whether `text` begins with a checksum line (its form, not its value).
-bool sealed(const std::string& text) {
-  return text.size() > kSealLength && text.compare(0, kSealHead.size(), kSealHead) == 0 &&
-         lower_hex(std::string_view(text).substr(kSealHead.size(), 16)) &&
-         text.compare(kSealHead.size() + 16, kSealTail.size(), kSealTail) == 0;
-}
-
-// `body`, the text of a JSON object beginning "{\n" (nlohmann's dump(1)), sealed.
-std::string seal(const std::string& body) {
-  const std::string rest = body.substr(2);
-  return std::string(kSealHead) + checksum_text(XXH3_64bits(rest.data(), rest.size())) + std::string(kSealTail) + rest;
-}
 
 // Thrown by the parse callback when a value is nested too deeply.
 struct TooDeep {};
@@ -335,13 +307,6 @@ void check_attributes(const json& a, const std::string& what) {
     throw UsageError(what + " are nested more than " + std::to_string(kMaxAttributeDepth) + " levels deep");
 }
 
-std::string new_dataset_id() {
-  std::random_device rd;
-  std::string out;
-  for (int k = 0; k < 2; ++k) out += checksum_text((uint64_t(rd()) << 32) ^ uint64_t(rd()));
-  return out;
-}
-
 std::string seal_manifest_text(const std::string& text) {
   json j;
   try {
@@ -354,7 +319,7 @@ std::string seal_manifest_text(const std::string& text) {
   if (!j.is_object() || j.empty()) throw UsageError("not a manifest to seal: not a JSON object with members");
   j.erase("checksum");
   if (j.empty()) throw UsageError("not a manifest to seal: no member besides its checksum");
-  return seal(j.dump(1) + "\n");
+  return seal::sealed_text(j.dump(1) + "\n");
 }
 
 Manifest Manifest::read(const std::string& dir) {
@@ -366,10 +331,9 @@ Manifest Manifest::parse(const std::string& text, const std::string& path) {
   Manifest m;
   try {
     // The checksum first: no byte of a sealed manifest is used before it is checked.
-    const bool is_sealed = sealed(text);
+    const bool is_sealed = seal::sealed(text);
     if (is_sealed && kCheckSum) {
-      const uint64_t said = std::stoull(text.substr(kSealHead.size(), 16), nullptr, 16);
-      const uint64_t sum = XXH3_64bits(text.data() + kSealLength, text.size() - kSealLength);
+      const uint64_t said = seal::stated(text), sum = seal::computed(text);
       if (said != sum)
         bad("its checksum is " + checksum_text(said) + " but its contents hash to " + checksum_text(sum) +
             " (the manifest is damaged, or was edited by hand: an edit must be sealed again)");
@@ -390,12 +354,12 @@ Manifest Manifest::parse(const std::string& text, const std::string& path) {
     if (!is_sealed && (minor >= kSealedMinor || j.contains("checksum")))
       bad("a manifest of version 1." + std::to_string(minor) +
           " begins with its checksum's line, and this one does not (damaged, or rewritten by another program)");
-    if (is_sealed && j.value("checksum", json()) != json(text.substr(kSealHead.size(), 16)))
+    if (is_sealed && j.value("checksum", json()) != json(seal::stated_text(text)))
       bad("holds a second checksum member");
     auto id = j.find("id");
     if (id != j.end()) {
       m.id = text_of(*id, "the dataset id");
-      if (m.id.size() != 32 || !lower_hex(m.id)) bad("the dataset id is not 32 lowercase hex digits");
+      if (m.id.size() != 32 || !seal::lower_hex(m.id)) bad("the dataset id is not 32 lowercase hex digits");
     } else if (minor >= kSealedMinor) {
       bad("has no dataset id ('id')");
     }
@@ -473,7 +437,7 @@ std::string Manifest::encode() const {
     jsteps.push_back(js);
   }
   m["steps"] = jsteps;
-  return seal(m.dump(1) + "\n");
+  return seal::sealed_text(m.dump(1) + "\n");
 }
 
 }  // namespace motes

@@ -84,9 +84,6 @@ struct Manifest {
   std::string encode() const;
 };
 
-// A new dataset identity: 32 lowercase hex digits from the system's random source.
-std::string new_dataset_id();
-
 // `text` (a manifest's JSON, sealed or not) with its checksum member made anew: the text of
 // every other member kept byte for byte. For tools and tests that edit a manifest on purpose.
 std::string seal_manifest_text(const std::string& text);
