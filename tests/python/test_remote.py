@@ -249,6 +249,30 @@ def stalling(local, monkeypatch):
         server.stop()
 
 
+def cancelled_while_stalled(server, read):
+    """Runs read(token) in a thread until the server holds one of its requests stalled, then
+    cancels the token: the motes error it ended with (within 60 s)."""
+    token, outcome = motes.CancelToken(), {}
+
+    def run():
+        try:
+            read(token)
+        except motes.MotesError as e:
+            outcome["error"] = e
+
+    stalled = server.stalled
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while server.stalled == stalled:
+        assert time.monotonic() < deadline and thread.is_alive(), outcome
+        time.sleep(0.05)
+    token.cancel()
+    thread.join(60)
+    assert not thread.is_alive(), outcome
+    return outcome.get("error")
+
+
 @pytest.mark.parametrize("etag", [True, False])
 def test_a_server_that_stalls_costs_one_read_timeout(stalling, etag):
     """A server that sends an answer's head (with an ETag, as nginx and S3 do, or without)
@@ -294,25 +318,11 @@ def test_a_deadline_and_a_cancel_token_reach_remote_reads(stalling, monkeypatch)
             ds.query("energy > 2", step=1, threads=1)
     assert server.stalled >= 1 and time.monotonic() - t0 < 60
 
-    token, outcome = motes.CancelToken(), {}
+    def query(token):
+        with motes.remote.bounded(cancel=token):
+            ds.query("ux < 0", step=0, threads=1)
 
-    def run():
-        try:
-            with motes.remote.bounded(cancel=token):
-                ds.query("ux < 0", step=0, threads=1)
-        except motes.MotesError as e:
-            outcome["error"] = e
-
-    stalled = server.stalled
-    thread = threading.Thread(target=run)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while server.stalled == stalled:
-        assert time.monotonic() < deadline and thread.is_alive(), outcome
-        time.sleep(0.05)
-    token.cancel()
-    thread.join(60)
-    assert not thread.is_alive() and "cancelled" in str(outcome.get("error")), outcome
+    assert "cancelled" in str(cancelled_while_stalled(server, query))
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -329,24 +339,8 @@ def test_a_querys_own_timeout_and_token_reach_its_remote_reads(stalling, monkeyp
         ds.query("energy > 2", step=1, threads=threads, timeout=1)
     assert server.stalled >= 1 and time.monotonic() - t0 < 30
 
-    token, outcome = motes.CancelToken(), {}
-
-    def run():
-        try:
-            ds.count("ux < 0", step=0, threads=threads, cancel=token)
-        except motes.MotesError as e:
-            outcome["error"] = e
-
-    stalled = server.stalled
-    thread = threading.Thread(target=run)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while server.stalled == stalled:
-        assert time.monotonic() < deadline and thread.is_alive(), outcome
-        time.sleep(0.05)
-    token.cancel()
-    thread.join(60)
-    assert not thread.is_alive() and isinstance(outcome.get("error"), motes.CancelledError), outcome
+    error = cancelled_while_stalled(server, lambda token: ds.count("ux < 0", step=0, threads=threads, cancel=token))
+    assert isinstance(error, motes.CancelledError), error
 
 
 def test_the_servers_query_timeout_reaches_remote_reads(stalling, monkeypatch):
