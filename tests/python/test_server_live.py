@@ -135,7 +135,8 @@ def test_updates_long_poll_answers_when_a_step_is_published(tmp_path):
                 return json.loads(r.read()), time.monotonic() - t0
 
         body, _ = get("")
-        assert body == {"name": "run", "steps": [0], "newer": True}
+        run_id = motes.open(path).id
+        assert body == {"name": "run", "id": run_id, "steps": [0], "newer": True}
         body, took = get("?after=0&wait=0.4")
         assert body["newer"] is False and body["steps"] == [0] and took >= 0.35
 
@@ -148,7 +149,7 @@ def test_updates_long_poll_answers_when_a_step_is_published(tmp_path):
         t.start()
         body, took = get("?after=0&wait=20")
         t.join()
-        assert body == {"name": "run", "steps": [0, 4], "newer": True} and 0.4 < took < 10
+        assert body == {"name": "run", "id": run_id, "steps": [0, 4], "newer": True} and 0.4 < took < 10
         for query, message in (("?wait=61", b"wait must be in"), ("?after=x", b"not an integer"),
                                ("?since=0", b"unknown parameter")):
             status, _, text = raw_request(live.port, "/api/v1/datasets/run/updates" + query)

@@ -49,7 +49,9 @@ def test_a_recreated_dataset_is_served_as_the_new_run(tmp_path):
         assert again.status_code == 200 and again.json()["count"] == 5001
         assert again.headers["etag"] != old.headers["etag"]
         new_listing = client.get("/api/v1/datasets/run").json()
-        assert new_listing != listing
+        assert new_listing != listing and new_listing["id"] == motes.open(p).id != listing["id"]
+        updates = client.get("/api/v1/datasets/run/updates").json()
+        assert updates["id"] == new_listing["id"] and updates["steps"] == [0, 1]
         assert [s["index"] for s in new_listing["steps"]] == [0, 1]
         stale = client.get(SP.format(1), headers={"If-None-Match": old.headers["etag"]})
         assert stale.status_code == 200 and stale.json()["count"] == 5001

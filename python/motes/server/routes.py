@@ -114,7 +114,7 @@ def make_routes(server) -> Dict[str, Any]:
             steps = ds.steps
             newer = after is None or any(s > after for s in steps)
             if newer or time.monotonic() >= deadline or job.disconnected:
-                return json_response({"name": entry.name, "steps": steps, "newer": newer},
+                return json_response({"name": entry.name, "id": ds.id, "steps": steps, "newer": newer},
                                      {"Cache-Control": "no-store"})
             await anyio.sleep(POLL)
 
