@@ -46,8 +46,7 @@ def run(capsys, *argv):
 
 def motes_cli(*argv, cwd):
     """The command in a process of its own, as a shell loop runs it: (status, stdout, stderr)."""
-    python = os.path.join(os.path.dirname(__file__), "..", "..", "python")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.abspath(python), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # the motes this test imports
     r = subprocess.run([sys.executable, "-m", "motes", *map(str, argv)], cwd=cwd, env=env, capture_output=True,
                        text=True, timeout=300)
     return r.returncode, r.stdout, r.stderr
