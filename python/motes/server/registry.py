@@ -120,15 +120,14 @@ class Entry:
     def run(self) -> str:
         return f"{self._ds.id or 'no-id'}.{self._opened}"
 
+    def _due(self) -> bool:
+        """A remote dataset: whether it is time to fetch its manifest again."""
+        return time.monotonic() - self._checked >= REMOTE_POLL
+
     def changed(self) -> bool:
         """Whether the manifest may have changed since it was read (a stat; a remote
         dataset: whether it is time to fetch it again). No lock, no read."""
-        if self._ds.remote:
-            return time.monotonic() - self._checked >= REMOTE_POLL
-        try:
-            return manifest_identity(self.path) != self._signature
-        except OSError:
-            return False
+        return self._due() if self._ds.remote else self._stat() != self._signature
 
     def _refresh(self) -> None:
         """Reads the manifest again: new steps appear; a replaced dataset is opened anew as
@@ -157,7 +156,7 @@ class Entry:
         fetched again at most every REMOTE_POLL seconds, its open files kept)."""
         if self._ds.remote:
             with self._lock:
-                if time.monotonic() - self._checked >= REMOTE_POLL:
+                if self._due():
                     self._checked = time.monotonic()
                     self._refresh()
                     self._signature = self._stat()
@@ -178,8 +177,10 @@ class Entry:
 class Registry:
     def __init__(self, specs: Sequence[Tuple[Optional[str], str]]):
         self.entries: Dict[str, Entry] = {name: Entry(name, path) for name, path in dataset_names(specs)}
-        self._species: Dict[Tuple[str, int, str], Species] = {}
-        self._fields: Dict[Tuple[str, int, str], GridField] = {}
+        # (dataset, run, step, species or field): kept for the run each dataset was read at last
+        self._species: Dict[Tuple[str, str, int, str], Species] = {}
+        self._fields: Dict[Tuple[str, str, int, str], GridField] = {}
+        self._runs: Dict[str, str] = {}
         self._lock = threading.Lock()
 
     def entry(self, name: str) -> Entry:
@@ -210,13 +211,24 @@ class Registry:
         return None if entry is None or entry.changed() else entry
 
     def _kept(self, table: Dict, name: str, run: str, step: int, what: str):
-        """What is kept of (step, what) for this run of dataset `name`; what was kept of its
-        earlier runs is dropped (their files closed with them)."""
+        """What is kept of (step, what) for this run of dataset `name`; when the dataset was
+        opened anew as another run, what was kept of the earlier one is dropped first (its
+        files closed with it)."""
         with self._lock:
-            stale = [k for k in table if k[0] == name and k[1] != run]
-            for k in stale:
-                del table[k]
+            if self._runs.setdefault(name, run) != run:
+                self._runs[name] = run
+                for t in (self._species, self._fields):
+                    for k in [k for k in t if k[0] == name]:
+                        del t[k]
             return table.get((name, run, step, what))
+
+    def _keep(self, table: Dict, key: Tuple[str, str, int, str], found):
+        """Keeps what was opened for run key[1] unless the dataset has been opened anew since
+        (then it serves this request only); what is kept already for the key wins."""
+        with self._lock:
+            if self._runs.get(key[0]) != key[1]:
+                return found
+            return table.setdefault(key, found)
 
     def cached(self, name: str, step_text: str, species: str) -> Optional[Species]:
         """The species when it is open already for the run read last (no read: callable
@@ -245,8 +257,7 @@ class Registry:
             raise not_found(f"step {step} of '{name}' has no species '{species}' (species: {', '.join(st.species)})")
         run = entry.run
         found = self._open(entry, ds, step, species)
-        with self._lock:
-            return self._species.setdefault((name, run, step, species), found)
+        return self._keep(self._species, (name, run, step, species), found)
 
     def step_of(self, name: str, step_text: str):
         """(entry, dataset, step): 404 when the dataset or step is not there (no I/O beyond
@@ -276,6 +287,9 @@ class Registry:
         if found is not None:
             return found
         entry, ds, st = self.step_of(name, step_text)
+        found = self._kept(self._fields, name, entry.run, st.index, field)  # the manifest read again
+        if found is not None:
+            return found
         if field not in st.fields:
             raise not_found(f"step {st.index} of '{name}' has no field '{field}' "
                             f"(fields: {', '.join(st.fields) or 'none'})")
@@ -290,8 +304,7 @@ class Registry:
                                     st.fields[field].get("checksum"))).encode(), digest_size=12).hexdigest()
         found = GridField(dataset=entry.name, step=st.index, name=field, time=st.time, stored=stored,
                           axes=[stored.axis(k) for k in range(stored.ndim)], tag=tag, theta=theta)
-        with self._lock:
-            return self._fields.setdefault((name, run, st.index, field), found)
+        return self._keep(self._fields, (name, run, st.index, field), found)
 
     def _open(self, entry: Entry, ds: Dataset, step: int, species: str) -> Species:
         src = ds.source(step, species)
