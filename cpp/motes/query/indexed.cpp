@@ -129,20 +129,16 @@ std::optional<CoverPlan> cover_plan(const ParticleFile& f, const Expr& predicate
 
 }  // namespace
 
-std::optional<CoveredConjunction> covered_conjunction_cost(const ParticleFile& f, const Expr& predicate) {
+std::optional<IndexedRows> covered_conjunction(const ParticleFile& f, const Expr& predicate,
+                                               const std::function<bool(const CoveredConjunction&)>& worth) {
   const std::optional<CoverPlan> plan = cover_plan(f, predicate);
   if (!plan) return std::nullopt;
-  CoveredConjunction out;
-  out.rows = plan->end - plan->begin;
+  CoveredConjunction cost;
+  cost.rows = plan->end - plan->begin;
   uint64_t per_row = f.particle_count() > UINT32_MAX ? 8 : 4;  // the tail's rows
   for (const CoverPlan::Test& t : plan->tests) per_row += dtype_size(f.schema()[size_t(t.column)].dtype);
-  out.bytes = out.rows * per_row;
-  return out;
-}
-
-std::optional<IndexedRows> covered_conjunction(const ParticleFile& f, const Expr& predicate) {
-  const std::optional<CoverPlan> plan = cover_plan(f, predicate);
-  if (!plan) return std::nullopt;
+  cost.bytes = cost.rows * per_row;
+  if (!worth(cost)) return std::nullopt;
   const TailIndex* tail = f.tail_index(size_t(plan->tail.column));
   TailHits hits = tail->hits(plan->tail.test, &plan->tail.constant, true);
   if (!hits.covered()) return std::nullopt;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -45,14 +46,14 @@ std::optional<IndexedCount> indexed_count(const ParticleFile& file, const Expr& 
 // (a box: x >= a and x < b ...) whose column that cover holds. The tail's rows are tested
 // on the cover's values (a few contiguous runs; no read of the file's columns, no tree),
 // and those passing are the exact answer, as covered hits. Nothing when the predicate is
-// not of that form, or when the cover's estimated bytes (its rows and the tested columns)
-// exceed `max_bytes`.
+// not of that form, or when `worth` says the cover's cost is too high (priced before any
+// row or value of the cover is read).
 struct CoveredConjunction {
   uint64_t rows = 0;   // the tail's rows, before the other tests (from its fences: no read)
   uint64_t bytes = 0;  // bytes of the cover read: the rows and each tested column at them
 };
-std::optional<CoveredConjunction> covered_conjunction_cost(const ParticleFile& file, const Expr& predicate);
-std::optional<IndexedRows> covered_conjunction(const ParticleFile& file, const Expr& predicate);
+std::optional<IndexedRows> covered_conjunction(const ParticleFile& file, const Expr& predicate,
+                                               const std::function<bool(const CoveredConjunction&)>& worth);
 
 // Of the top-level conjuncts of `predicate` that an index of `file` answers, the one with
 // the fewest candidate rows, when those are at most `limit`: its rows. Nothing otherwise.

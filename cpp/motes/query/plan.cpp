@@ -92,9 +92,10 @@ class Query::PartPlanner {
     // rows tested on its values, when that reads fewer bytes than any traversal must (the
     // node ranges of the tested columns) or the tail is tiny, and names at most range / 16.
     if (every_level && !q_.sample_.active())
-      if (std::optional<CoveredConjunction> cost = covered_conjunction_cost(f_, *q_.predicate_);
-          cost && cost->rows <= range_ / 16 && (cost->bytes <= traversal_floor() || cost->rows <= range_ / 256))
-        if (std::optional<IndexedRows> ix = covered_conjunction(f_, *q_.predicate_)) return take(std::move(*ix));
+      if (std::optional<IndexedRows> ix = covered_conjunction(f_, *q_.predicate_, [&](const CoveredConjunction& cost) {
+            return cost.rows <= range_ / 16 && (cost.bytes <= traversal_floor() || cost.rows <= range_ / 256);
+          }))
+        return take(std::move(*ix));
     const Pruner pruner(indexes_for(f_, *q_.predicate_));
     const Probe p = probe_leaves(pruner);
     if (p.probed >= 1024 && p.to_test * 4 > p.probed) return scan();
