@@ -23,6 +23,25 @@ FIELD_STEPS = ((0, 0.0), (5, 2.5))
 #: The thetaMode fields of field_dataset: B and E vectors (r, t, z), rho a scalar.
 THETA = ("B", "E", "rho")
 
+#: Lines of a pvbatch script that make ``view``: 320 x 240 on black, no orientation axes
+#: (ParaView's colour palette off where it has one), so that the PNG's pixels can be checked.
+BLACK_VIEW = r'''
+view = CreateRenderView()
+view.ViewSize = [320, 240]
+view.OrientationAxesVisibility = 0
+try:
+    view.UseColorPaletteForBackground = 0
+except AttributeError:
+    pass
+view.Background = [0, 0, 0]
+'''
+#: Lines that fit the camera to what ``view`` shows and save it as the PNG ``png``.
+SAVE_VIEW = r'''
+ResetCamera(view)
+Render(view)
+SaveScreenshot(png, view, ImageResolution=[320, 240])
+'''
+
 
 def require_pvbatch() -> None:
     """Skips the module when Debian's ParaView or xvfb is missing."""

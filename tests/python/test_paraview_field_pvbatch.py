@@ -7,7 +7,7 @@ Field property's domain; a rectilinear field is a vtkRectilinearGrid; what canno
 a message in the output window and the ``ErrorMessage`` property (no traceback), which the
 script turns into a failing exit status."""
 import numpy as np
-from paraview_util import FIELD_STEPS, field_dataset, require_pvbatch, run_pvbatch
+from paraview_util import BLACK_VIEW, FIELD_STEPS, SAVE_VIEW, field_dataset, require_pvbatch, run_pvbatch
 
 import motes
 
@@ -36,14 +36,7 @@ np.savez(out, E=vtk_to_numpy(image.GetPointData().GetArray("E")), origin=image.G
          spacing=image.GetSpacing(), dims=image.GetDimensions(), grid=vtk_to_numpy(rect.GetPointData().GetArray("grid")),
          x=vtk_to_numpy(rect.GetXCoordinates()))
 
-view = CreateRenderView()
-view.ViewSize = [320, 240]
-view.OrientationAxesVisibility = 0
-try:
-    view.UseColorPaletteForBackground = 0
-except AttributeError:
-    pass
-view.Background = [0, 0, 0]
+''' + BLACK_VIEW + r'''
 view.ViewTime = float(t)
 shown = Show(e, view)
 shown.SetRepresentationType("Slice")
@@ -54,9 +47,7 @@ shown.RescaleTransferFunctionToDataRange(True)
 view.CameraPosition = [0, -10, 3]
 view.CameraFocalPoint = [0, 0, 3]
 view.CameraViewUp = [0, 0, 1]
-ResetCamera(view)
-Render(view)
-SaveScreenshot(png, view, ImageResolution=[320, 240])
+''' + SAVE_VIEW + r'''
 
 errors = {}
 for name, settings in (("field", dict(Field="nope")), ("component", dict(Field="E", Component="w"))):

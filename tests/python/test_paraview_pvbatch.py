@@ -6,7 +6,7 @@ motes' own), renders and saves a PNG (checked by pixels). File > Open: a dataset
 manifest.json is offered to motes' readers by the reader factory the dialog asks, and
 ``OpenDataFile`` of it gives the particles. Grid fields: test_paraview_field_pvbatch.py."""
 import numpy as np
-from paraview_util import require_pvbatch, run_pvbatch
+from paraview_util import BLACK_VIEW, SAVE_VIEW, require_pvbatch, run_pvbatch
 
 import motes
 
@@ -26,14 +26,7 @@ counts = []
 for t in times:
     r.UpdatePipeline(t)
     counts.append(r.GetDataInformation().GetNumberOfPoints())
-view = CreateRenderView()
-view.ViewSize = [320, 240]
-view.OrientationAxesVisibility = 0
-try:
-    view.UseColorPaletteForBackground = 0
-except AttributeError:
-    pass
-view.Background = [0, 0, 0]
+''' + BLACK_VIEW + r'''
 shown = Show(r, view)
 shown.PointSize = 2
 ColorBy(shown, ("POINTS", "energy"))
@@ -41,9 +34,7 @@ view.ViewTime = times[-1]
 view.CameraPosition = [100, -150, 200]
 view.CameraFocalPoint = [100, 50, 25]
 view.CameraViewUp = [0, 0, 1]
-ResetCamera(view)
-Render(view)
-SaveScreenshot(png, view, ImageResolution=[320, 240])
+''' + SAVE_VIEW + r'''
 print("RESULT " + json.dumps({"times": times, "counts": counts}), flush=True)
 '''
 

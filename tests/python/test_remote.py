@@ -249,6 +249,16 @@ def stalling(local, monkeypatch):
         server.stop()
 
 
+def stalled_open(stalling, monkeypatch):
+    """A dataset opened on a stalling server, which then stalls, with a read timeout (120 s)
+    far beyond what a deadline or a token should take: (server, url, dataset, time stalled)."""
+    monkeypatch.setenv("MOTES_REMOTE_READ_TIMEOUT", "120")
+    server, url = stalling()
+    ds = motes.open(url)
+    server.stall.set()
+    return server, url, ds, time.monotonic()
+
+
 def cancelled_while_stalled(server, read):
     """Runs read(token) in a thread until the server holds one of its requests stalled, then
     cancels the token: the motes error it ended with (within 60 s)."""
@@ -308,11 +318,7 @@ def test_a_refusing_server_is_named_in_words(stalling):
 def test_a_deadline_and_a_cancel_token_reach_remote_reads(stalling, monkeypatch):
     """Reads inside motes.remote.bounded stop at its deadline or when its token is cancelled,
     long before the read timeout (120 s here)."""
-    monkeypatch.setenv("MOTES_REMOTE_READ_TIMEOUT", "120")
-    server, url = stalling()
-    ds = motes.open(url)
-    server.stall.set()
-    t0 = time.monotonic()
+    server, url, ds, t0 = stalled_open(stalling, monkeypatch)
     with pytest.raises(motes.MotesError, match=r"bytes \d+-\d+.*stopped at its deadline"):
         with motes.remote.bounded(deadline=time.monotonic() + 1):
             ds.query("energy > 2", step=1, threads=1)
@@ -330,11 +336,7 @@ def test_a_querys_own_timeout_and_token_reach_its_remote_reads(stalling, monkeyp
     """ds.query(timeout=) and cancel= stop the query's remote reads, on its helper threads
     too (the core hands each read its query's bounds), with CancelledError naming the URL,
     long before the read timeout (120 s here)."""
-    monkeypatch.setenv("MOTES_REMOTE_READ_TIMEOUT", "120")
-    server, url = stalling()
-    ds = motes.open(url)
-    server.stall.set()
-    t0 = time.monotonic()
+    server, url, ds, t0 = stalled_open(stalling, monkeypatch)
     with pytest.raises(motes.CancelledError, match=re.escape(url) + r"/\S+: .*stopped at its deadline"):
         ds.query("energy > 2", step=1, threads=threads, timeout=1)
     assert server.stalled >= 1 and time.monotonic() - t0 < 30
