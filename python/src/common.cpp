@@ -3,7 +3,10 @@
 
 #include <nanobind/stl/vector.h>
 
+#include <time.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
 
@@ -255,6 +258,29 @@ nb::object plain(nb::handle value) {
     return out;
   }
   return nb::borrow(value);
+}
+
+namespace {
+
+double monotonic_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+}  // namespace
+
+std::optional<double> deadline_seconds(const std::optional<motes::Deadline>& d) {
+  if (!d) return std::nullopt;
+  return monotonic_seconds() + std::chrono::duration<double>(*d - std::chrono::steady_clock::now()).count();
+}
+
+std::optional<motes::Deadline> deadline_of(std::optional<double> seconds) {
+  if (!seconds) return std::nullopt;
+  if (!std::isfinite(*seconds)) throw motes::UsageError("deadline must be a finite number of seconds (time.monotonic())");
+  const double left = std::clamp(*seconds - monotonic_seconds(), -1e9, 1e9);  // no overflow of the clock
+  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                std::chrono::duration<double>(left));
 }
 
 }  // namespace motes_py

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "motes/core/cancel.hpp"
 #include "motes/core/types.hpp"
 #include "motes/dataset/background.hpp"
 #include "motes/dataset/dataset.hpp"
@@ -83,6 +84,13 @@ motes::FieldInput field_input_of(const FieldTuple& t);
 using SpeciesTuples = std::vector<std::pair<std::string, std::vector<ColumnTuple>>>;
 motes::StepJob step_job_of(int64_t index, double time, nb::handle attributes, const SpeciesTuples& species,
                            std::optional<motes::WriteOptions> options, const std::vector<FieldTuple>& fields);
+
+// ---- deadlines ----------------------------------------------------------------------------
+
+// Deadlines cross as seconds on Python's time.monotonic() clock (CLOCK_MONOTONIC).
+std::optional<double> deadline_seconds(const std::optional<motes::Deadline>& d);
+// UsageError unless finite.
+std::optional<motes::Deadline> deadline_of(std::optional<double> seconds);
 
 // ---- boxes --------------------------------------------------------------------------------
 

@@ -8,11 +8,8 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/vector.h>
 
-#include <time.h>
-
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cmath>
 #include <utility>
 
@@ -32,23 +29,6 @@ namespace {
 
 nb::tuple triple(const double (&v)[3]) { return nb::make_tuple(v[0], v[1], v[2]); }
 
-// Deadlines cross as seconds on Python's time.monotonic() clock (CLOCK_MONOTONIC).
-double monotonic_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
-}
-std::optional<double> deadline_seconds(const std::optional<motes::Deadline>& d) {
-  if (!d) return std::nullopt;
-  return monotonic_seconds() + std::chrono::duration<double>(*d - std::chrono::steady_clock::now()).count();
-}
-std::optional<motes::Deadline> deadline_of(std::optional<double> seconds) {
-  if (!seconds) return std::nullopt;
-  if (!std::isfinite(*seconds)) throw motes::UsageError("deadline must be a finite number of seconds (time.monotonic())");
-  const double left = std::clamp(*seconds - monotonic_seconds(), -1e9, 1e9);  // no overflow of the clock
-  return std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                std::chrono::duration<double>(left));
-}
 
 // The enums the structs hold: DType (the file format's codes), IndexKind, Compression, AggregationMethod.
 void bind_enums(nb::module_& m) {

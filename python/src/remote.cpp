@@ -4,10 +4,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#include <chrono>
 #include <cstring>
-
-#include "motes/core/cancel.hpp"
 
 #include "common.hpp"
 #include "motes/io/remote.hpp"
@@ -69,11 +66,11 @@ class PythonStore final : public motes::RemoteStore {
   std::string url(const std::string& key) const override { return base_ + key; }
 
  private:
-  // The deadline of this thread's job, as time.monotonic() seconds (both CLOCK_MONOTONIC).
+  // The deadline of this thread's job, as time.monotonic() seconds.
   static nb::object deadline() {
     const motes::Cancellation* c = motes::current_cancellation();
-    if (!c || !c->deadline()) return nb::none();
-    return nb::float_(std::chrono::duration<double>(c->deadline()->time_since_epoch()).count());
+    const std::optional<double> at = c ? deadline_seconds(c->deadline()) : std::nullopt;
+    return at ? nb::object(nb::float_(*at)) : nb::none();
   }
   // Whether this thread's job was cancelled (a copy of its token: the function may outlive it).
   static nb::object cancelled() {
