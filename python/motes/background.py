@@ -14,7 +14,9 @@ in flight when the interpreter exits are written first, as a file's buffer is fl
 A process forked while a writer has steps in flight (``os.fork``, multiprocessing's fork
 start method) does not have the writer's threads: in the child, the writer's steps are the
 parent's to write, ``close``/``flush`` and the exit return at once, and ``write_step`` raises
-a :class:`UsageError` saying to open a new writer in the child.
+a :class:`UsageError`. A child that is to write starts with the 'spawn' or 'forkserver'
+method, or is forked while no step is in flight (then it may open a writer of its own): a
+fork made while motes' threads work may inherit a lock one of them held.
 """
 
 from __future__ import annotations
@@ -106,7 +108,9 @@ class BackgroundSteps:
         if self._pid != os.getpid():
             raise UsageError(f"this background writer belongs to process {self._pid}, of which process {os.getpid()} "
                              "is a fork: its writer thread is the parent's, and its steps are written there. "
-                             "Open a new motes.Writer in this process to write from it")
+                             "To write from another process, start it with multiprocessing's 'spawn' or "
+                             "'forkserver' method (a fork made while motes' threads work may inherit their locks "
+                             "held), or fork when no step is in flight and open a new motes.Writer in the child")
 
     def _queued(self, step: int, submit, to_result, borrowed) -> concurrent.futures.Future:
         self._check_process()

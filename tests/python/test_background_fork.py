@@ -48,7 +48,7 @@ def test_a_forked_child_exits_and_is_told_it_cannot_write(tmp_path):
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert "child refused: this background writer belongs to process" in r.stdout
-    assert "Open a new motes.Writer in this process" in r.stdout
+    assert "start it with multiprocessing's 'spawn' or 'forkserver' method" in r.stdout
     assert "child exit 0" in r.stdout
     assert "parent steps [0, 1, 2]" in r.stdout
     assert "leaked" not in r.stderr, r.stderr  # nanobind's report at exit, in either process
@@ -57,7 +57,7 @@ def test_a_forked_child_exits_and_is_told_it_cannot_write(tmp_path):
     assert ds.verify()["steps"] == 3
 
 
-def test_a_child_may_write_with_a_writer_of_its_own(tmp_path):
+def test_a_child_forked_with_no_step_in_flight_may_write_with_a_writer_of_its_own(tmp_path):
     script = tmp_path / "own.py"
     script.write_text(textwrap.dedent("""
         import os, sys
@@ -66,6 +66,7 @@ def test_a_child_may_write_with_a_writer_of_its_own(tmp_path):
         cols = {k: np.random.default_rng(1).random(200_000) for k in ("x", "y", "z")}
         w = motes.Writer(sys.argv[1], background=True, sync=False)
         w.write_step(0, cols)
+        w.flush()  # no step in flight: motes' threads hold no lock the child inherits
         pid = os.fork()
         if pid == 0:
             with motes.Writer(sys.argv[2], background=True, sync=False) as mine:
@@ -78,6 +79,34 @@ def test_a_child_may_write_with_a_writer_of_its_own(tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert motes.open(tmp_path / "a.motes").count() == 200_000 == motes.open(tmp_path / "b.motes").count()
+
+
+def test_a_spawned_process_writes_while_steps_are_in_flight(tmp_path):
+    """What the refusal advises: a process started with 'spawn' writes a dataset of its own
+    while the parent's background steps are in flight."""
+    script = tmp_path / "spawn.py"
+    script.write_text(textwrap.dedent("""
+        import multiprocessing as mp, sys
+        import numpy as np
+        import motes
+
+        def child(path):
+            motes.write(path, {k: np.random.default_rng(2).random(100_000) for k in ("x", "y", "z")}, sync=False)
+
+        if __name__ == "__main__":
+            cols = {k: np.random.default_rng(1).random(1_500_000) for k in ("x", "y", "z")}
+            w = motes.Writer(sys.argv[1], background=True, sync=False)
+            futures = [w.write_step(k, cols) for k in range(2)]
+            p = mp.get_context("spawn").Process(target=child, args=(sys.argv[2],))
+            p.start()
+            p.join(120)
+            w.close()
+            sys.exit(p.exitcode)
+    """))
+    r = subprocess.run([sys.executable, str(script), str(tmp_path / "a.motes"), str(tmp_path / "b.motes")],
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert motes.open(tmp_path / "a.motes").steps == [0, 1] and motes.open(tmp_path / "b.motes").count() == 100_000
 
 
 @pytest.mark.parametrize("borrow", [False, True])
