@@ -216,6 +216,14 @@ void bind_particle_file(nb::module_& m) {
       .def_prop_ro("block_values", &motes::ParticleFile::block_values)
       .def_prop_ro("required_features", &motes::ParticleFile::required_features)
       .def_prop_ro("bounds", [](const motes::ParticleFile& f) { return box_tuple(f.bounds()); })
+      .def("section_sizes",
+           [](const motes::ParticleFile& f) {
+             nb::list out;
+             for (const motes::ParticleFile::SectionSize& s : f.section_sizes()) out.append(nb::make_tuple(s.role, s.column, s.kind, s.bytes));
+             return out;
+           },
+           "Where the file's bytes go: (role, column, kind, bytes) per section (block tables and checksums with "
+           "the section they describe), then the header, table and padding.")
       .def("column_info", &column_info, "storage"_a = true,
            "Per column: name, dtype, index, unit, error_bound, min, max, nan_count, bitmap_dictionary; "
            "with storage, also codec, stored_bytes, raw_bytes (and codes_codec, codes_stored_bytes): "

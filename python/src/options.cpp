@@ -115,6 +115,8 @@ void bind_write_options(nb::module_& m) {
           "the least bytes of columns that stage_rows copies (0: any size)")
       .rw("id_column", &motes::WriteOptions::id_column,
           "the id index's column: 'auto' (an integer column named id), '' (none) or a column name")
+      .rw("ids_by_index", &motes::WriteOptions::ids_by_index,
+          "store the id column only as its id index (format 2.7): readers derive its values from the index")
       .rw("tail_fraction", &motes::WriteOptions::tail_fraction,
           "share of each tail-indexed column's values beyond each of its tail index's limits (0: no tail indexes)")
       .rw("tail_columns", &motes::WriteOptions::tail_columns,

@@ -29,6 +29,7 @@ from make_format2_3 import particles as covered_particles  # noqa: E402
 from make_format2_4 import DERIVED, particles as derived_particles  # noqa: E402
 from make_format2_5 import particles as packed_particles  # noqa: E402
 from make_format2_6 import OPTIONS as REGIONAL_OPTIONS, particles as regional_particles  # noqa: E402
+from make_format2_7 import particles as format2_7_particles  # noqa: E402
 
 
 @pytest.mark.parametrize("name", readback.folders())
@@ -404,13 +405,67 @@ def _contents(data: bytes):
     return data[8:24], data[56:248], sections
 
 
-def test_writer_still_writes_format2_6(tmp_path):
+def _without_ids_by_index(monkeypatch):
+    """Writers of this process store the id column as well as its index, as before format 2.7
+    (the core's WriteOptions.ids_by_index)."""
+    import motes.writer as writer
+
+    make = writer._write_options
+
+    def options(*args, **kwargs):
+        o = make(*args, **kwargs)
+        o.ids_by_index = False
+        return o
+
+    monkeypatch.setattr(writer, "_write_options", options)
+
+
+def test_writer_still_writes_format2_6(tmp_path, monkeypatch):
     """The same input and options give the fixture's contents: every section holds the same
     bytes. Since 2026-11-29 the node ranges of x, y and z are stored raw, not as zstd frames,
-    which moves the sections after them and changes no byte of what they hold."""
+    which moves the sections after them and changes no byte of what they hold. Since format
+    2.7 the id column is stored by its index unless asked otherwise (asked here)."""
+    _without_ids_by_index(monkeypatch)
     motes.write(tmp_path / "p.motes", regional_particles(), sync=False, **REGIONAL_OPTIONS)
     written = (tmp_path / "p.motes" / "steps" / "000000" / "particles.mpf").read_bytes()
     fixture = open(os.path.join(readback.HERE, "format2_6", "particles", "steps", "000000", "particles.mpf"), "rb").read()
+    assert _contents(written) == _contents(fixture)
+
+
+# --- particle format 2.7 (the id column stored only as its id index) ---------------------------
+
+def _sections(data: bytes):
+    table, count, entry = struct.unpack_from("<QII", data, 32)
+    return [struct.unpack_from("<HBBIQQQ", data, table + i * entry) for i in range(count)]
+
+
+def test_format2_7_fixture_is_the_version_it_pins(golden):
+    folder = golden("format2_7")
+    ds = motes.open(str(folder / "particles"))
+    f = ds.file()
+    assert f.version == (2, 7) and f.id_column == "id"
+    data = (folder / "particles" / "steps" / "000000" / "particles.mpf").read_bytes()
+    assert struct.unpack_from("<Q", data, 16)[0] & 0x80  # ids-by-index
+    id_col = [c["name"] for c in f.column_info()].index("id")
+    kinds = [(kind, column) for kind, _, _, column, *_ in _sections(data)]
+    assert (3, id_col) not in kinds  # no column data for the ids (docs/format.md §4.15)
+    assert {10, 11, 12} <= {k for k, _ in kinds}
+    assert ds.verify()["files"] == 1
+
+
+def test_format2_7_fixture_answers_equal_numpy(golden):
+    ds = motes.open(str(golden("format2_7") / "particles"))
+    cols = format2_7_particles()
+    t = ds.query()
+    row_of = np.argsort(cols["id"])[np.asarray(t["id"]) - 10_000]  # ids are 10,000 + a permutation
+    for name, values in cols.items():
+        assert np.array_equal(np.asarray(t[name]), values[row_of]), name
+
+
+def test_writer_still_writes_format2_7(tmp_path):
+    motes.write(tmp_path / "p.motes", format2_7_particles(), sync=False)
+    written = (tmp_path / "p.motes" / "steps" / "000000" / "particles.mpf").read_bytes()
+    fixture = open(os.path.join(readback.HERE, "format2_7", "particles", "steps", "000000", "particles.mpf"), "rb").read()
     assert _contents(written) == _contents(fixture)
 
 

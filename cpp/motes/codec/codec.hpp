@@ -59,6 +59,10 @@ struct Context {
   double zfp_tolerance = 0;
   bool zfp_hierarchical = false;
   std::string_view zfp_axes;
+  // Layout::packed (encoding): the words per unit (kPackedUnit), or 0 for the smallest
+  // stream of kPackedUnit, 1024 and 4096 (fewer unit entries when every unit needs as many
+  // bits: the id index's rows and keys; a few times the packing work).
+  uint32_t packed_unit = kPackedUnit;
 };
 
 // Error-bounded storage of a float column: values are moved to the nearest point of a grid

@@ -128,15 +128,15 @@ void put_fields(size_t m, uint32_t w, Get get, std::string& out) {
 
 }  // namespace
 
-void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string& out) {
-  const size_t units = (n + kPackedUnit - 1) / kPackedUnit;
+void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string& out, uint32_t unit) {
+  const size_t units = (n + unit - 1) / unit;
   const size_t start = out.size();
   out.append(4 + units * kPackedUnitEntryBytes, '\0');
-  store<uint32_t>(out.data() + start, kPackedUnit);
+  store<uint32_t>(out.data() + start, unit);
   static thread_local UnitPlan u;
   for (size_t k = 0; k < units; ++k) {
-    const unsigned char* w = words + k * kPackedUnit * size;
-    const size_t m = std::min<size_t>(kPackedUnit, n - k * kPackedUnit);
+    const unsigned char* w = words + k * unit * size;
+    const size_t m = std::min<size_t>(unit, n - k * unit);
     plan_unit(w, m, size, u);
     unsigned char* e = reinterpret_cast<unsigned char*>(out.data()) + start + 4 + k * kPackedUnitEntryBytes;
     store<uint32_t>(e, uint32_t(out.size() - start));

@@ -31,8 +31,9 @@ struct Unorder {
   U operator()(U v) const { return U(v ^ ((U(U(v >> (8 * sizeof(U) - 1)) - 1) & when_clear) | always)); }
 };
 
-// Appends the packed stream of n words of `size` bytes (little-endian) to out.
-void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string& out);
+// Appends the packed stream of n words of `size` bytes (little-endian) to out, in units of
+// `unit` words (a power of two, 64 to 4096).
+void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string& out, uint32_t unit = kPackedUnit);
 
 // A checked packed stream: word(i) reads word i (0 <= i < n) where it lies.
 class PackedWords {

@@ -58,7 +58,15 @@ uint64_t prepare(Predictor pred, Layout layout, const ValueType& t, const void* 
     }
     s.packed.clear();
     if (layout == Layout::binned) pack_binned(s.words.data(), ctx.codes, n, t.size, s.packed);
-    else pack_words(s.words.data(), n, t.size, s.packed);
+    else if (ctx.packed_unit) pack_words(s.words.data(), n, t.size, s.packed, ctx.packed_unit);
+    else {  // the smallest of three unit sizes
+      std::string& trial = s.trial;
+      for (uint32_t unit : {kPackedUnit, 1024u, 4096u}) {
+        trial.clear();
+        pack_words(s.words.data(), n, t.size, trial, unit);
+        if (s.packed.empty() || trial.size() < s.packed.size()) s.packed.swap(trial);
+      }
+    }
     streams.push_back(reinterpret_cast<const unsigned char*>(s.packed.data()));
     stream_bytes = s.packed.size();
     return param;

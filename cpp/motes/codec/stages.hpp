@@ -29,7 +29,7 @@ Zstd& zstd();
 // Per-thread scratch buffers, grown on demand (a block is at most kMaxBlockBytes).
 struct Scratch {
   std::vector<unsigned char> words, planes, bits;
-  std::string packed;
+  std::string packed, trial;
 };
 Scratch& scratch();
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <algorithm>
+#include <mutex>
 
 #include "motes/core/lru.hpp"
 #include "motes/core/memory.hpp"
@@ -99,6 +100,37 @@ BlockStream BlockStream::coded(std::shared_ptr<const ByteSource> source, std::st
   return s;
 }
 
+struct BlockStream::Computed {
+  std::mutex m;
+  std::shared_ptr<const DecodedBlock> values;
+};
+
+// The cache key of a derived stream's values (all of them, one entry): no block has it.
+constexpr uint64_t kAllValues = ~uint64_t(0);
+
+BlockStream BlockStream::derived(std::shared_ptr<const ByteSource> source, std::string what, uint8_t dtype_code,
+                                 uint64_t count, uint64_t per_block, std::shared_ptr<const ComputedValues> from) {
+  BlockStream s = contiguous(std::move(source), std::move(what), dtype_code, count, per_block, 0, {});
+  s.coded_ = true;  // never in place
+  s.derived_ = std::move(from);
+  s.computed_ = std::make_shared<Computed>();
+  return s;
+}
+
+std::shared_ptr<const DecodedBlock> BlockStream::all() const {
+  std::lock_guard<std::mutex> lock(computed_->m);
+  if (computed_->values) return computed_->values;
+  std::shared_ptr<const DecodedBlock> v = cache().find(id_, kAllValues);
+  if (!v) {
+    auto fresh = std::make_shared<DecodedBlock>(std::max<uint64_t>(count_, 1) * type_.size);
+    derived_->compute(fresh->data());
+    cache().put(id_, kAllValues, fresh);
+    v = std::move(fresh);
+  }
+  computed_->values = v;
+  return v;
+}
+
 void BlockStream::set_cache_key(uint64_t file, uint64_t section) {
   if (!file) return;
   const uint64_t key[2] = {file, section};
@@ -120,6 +152,7 @@ void BlockStream::set_quantile_context(const BlockStream* codes, std::shared_ptr
 }
 
 uint64_t BlockStream::stored_bytes() const {
+  if (derived_) return 0;
   if (!coded_) return count_ * type_.size;
   uint64_t n = 0;
   for (const StoredBlock& b : blocks_) n += b.stored;
@@ -127,6 +160,7 @@ uint64_t BlockStream::stored_bytes() const {
 }
 
 std::string BlockStream::pipelines() const {
+  if (derived_) return derived_->source_name();
   if (!coded_) return "raw";
   std::vector<std::string> seen;
   std::string stored;
@@ -207,6 +241,10 @@ std::shared_ptr<DecodedBlock> BlockStream::decode(uint64_t b) const {
 
 void BlockStream::decode_into(uint64_t b, unsigned char* dst) const {
   const uint64_t n = values_in(b);
+  if (derived_) {
+    std::memcpy(dst, all()->data() + b * per_block_ * type_.size, n * type_.size);
+    return;
+  }
   if (coded_) coded_blocks_decoded.fetch_add(1, std::memory_order_relaxed);
   if (!coded_) {
     source_->read(offset_ + b * per_block_ * type_.size, n * type_.size, dst);
@@ -245,7 +283,7 @@ void BlockStream::decode_into(uint64_t b, unsigned char* dst) const {
 }
 
 bool BlockStream::addressable(uint64_t b, codec::AddressableBlock& view, std::vector<unsigned char>& buf) const {
-  if (!coded_ || b >= block_count()) return false;
+  if (!coded_ || derived_ || b >= block_count()) return false;
   const StoredBlock& sb = blocks_[b];
   const unsigned char* base = source_->data();
   const unsigned char* stored = base ? base + sb.offset : nullptr;
@@ -281,7 +319,7 @@ void BlockStream::gather(const uint64_t* pos, size_t k, void* out) const {
     size_t j = i;
     while (j < k && pos[j] < end) ++j;
     // The next block's header and unit table are asked for while this block's words are read.
-    if (const unsigned char* base = source_->data(); coded_ && base && j < k && pos[j] < count_) {
+    if (const unsigned char* base = source_->data(); coded_ && !derived_ && base && j < k && pos[j] < count_) {
       const StoredBlock& next = blocks_[pos[j] / per_block_];
       __builtin_prefetch(base + next.offset);
       __builtin_prefetch(base + next.offset + 64);
@@ -314,6 +352,7 @@ void BlockStream::gather(const uint64_t* pos, size_t k, void* out) const {
 
 std::shared_ptr<const DecodedBlock> BlockStream::block(uint64_t b) const {
   if (b >= block_count()) fail(b, "block out of range");
+  if (derived_) return decode(b);  // a copy out of the values kept whole: not cached twice
   if (auto hit = cache().find(id_, b)) return hit;
   std::shared_ptr<const DecodedBlock> d = decode(b);
   cache().put(id_, b, d);
@@ -326,6 +365,10 @@ void BlockStream::read(uint64_t start, uint64_t n, void* dst) const {
   const size_t size = type_.size;
   if (const unsigned char* p = in_place(start, n)) {
     std::memcpy(out, p, n * size);
+    return;
+  }
+  if (derived_) {
+    if (n) std::memcpy(out, all()->data() + start * size, n * size);
     return;
   }
   if (n > per_block_) {  // a bulk read: its blocks asked for at once
@@ -372,6 +415,11 @@ void BlockStream::block_ranges(std::vector<uint64_t>& blocks, std::vector<ByteRa
   if (!std::is_sorted(blocks.begin(), blocks.end())) std::sort(blocks.begin(), blocks.end());
   blocks.erase(std::unique(blocks.begin(), blocks.end()), blocks.end());
   while (!blocks.empty() && blocks.back() >= block_count()) blocks.pop_back();
+  if (derived_) {  // every value at once: the bytes they come from, unless computed already
+    std::lock_guard<std::mutex> lock(computed_->m);
+    if (!blocks.empty() && !computed_->values && !cache().find(id_, kAllValues)) derived_->ranges(out);
+    return;
+  }
   if (!coded_) {
     for (uint64_t b : blocks) out.push_back({offset_ + b * per_block_ * type_.size, values_in(b) * type_.size});
   } else {

@@ -44,6 +44,20 @@ class DecodedBlock {
   size_t size_;
 };
 
+// Values a stream derives from other stored bytes instead of storing them (format 2.7: the
+// id column from its id index), all of them at once on first use.
+class ComputedValues {
+ public:
+  virtual ~ComputedValues() = default;
+  // Every value, in file order, into dst; FormatError when the bytes they come from are
+  // damaged (those are checked against their checksums as they are read).
+  virtual void compute(unsigned char* dst) const = 0;
+  // The stored bytes that computing them reads (for read plans and prefetches).
+  virtual void ranges(std::vector<ByteRange>& out) const = 0;
+  // What they come from, as `motes info` names a codec ("id index").
+  virtual std::string source_name() const = 0;
+};
+
 class BlockStream {
  public:
   BlockStream() = default;
@@ -55,6 +69,12 @@ class BlockStream {
   // own (codec::encode) and stored at blocks[b].
   static BlockStream coded(std::shared_ptr<const ByteSource> source, std::string what, uint8_t dtype_code,
                            uint64_t count, uint64_t per_block, std::vector<StoredBlock> blocks);
+  // `count` values that are not stored but computed from other stored bytes (ComputedValues),
+  // all at once the first time any is read, then kept (in the cache of decoded blocks too,
+  // so that another open of the same file finds them).
+  static BlockStream derived(std::shared_ptr<const ByteSource> source, std::string what, uint8_t dtype_code,
+                             uint64_t count, uint64_t per_block, std::shared_ptr<const ComputedValues> from);
+  bool is_derived() const { return derived_ != nullptr; }
   // The quantile codes of the same values and the bases of their bins, for blocks coded
   // with the quantile predictor. `codes` must outlive this stream.
   void set_quantile_context(const BlockStream* codes, std::shared_ptr<const std::vector<uint64_t>> bases,
@@ -138,7 +158,12 @@ class BlockStream {
   const BlockStream* codes_ = nullptr;
   std::shared_ptr<const std::vector<uint64_t>> bases_;
   std::shared_ptr<const std::vector<double>> edges_;
+  struct Computed;  // derived streams: the values once computed
+  std::shared_ptr<const ComputedValues> derived_;
+  std::shared_ptr<Computed> computed_;
 
+  // Derived streams: every value, computed on first use (or found in the cache).
+  std::shared_ptr<const DecodedBlock> all() const;
   uint64_t values_in(uint64_t b) const { return std::min(per_block_, count_ - b * per_block_); }
   void check_blocks(uint64_t first, uint64_t last) const;
   // Raw block b's bytes against its checksum (they are `bytes`); marks it checked.

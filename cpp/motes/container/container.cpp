@@ -33,6 +33,7 @@ std::string feature_names(uint64_t bits) {
                        : bit == kFeatureFieldGeometry ? "field-geometry"
                        : bit == kFeaturePackedBlocks ? "packed-blocks"
                        : bit == kFeatureRegionalDetail ? "regional-detail"
+                       : bit == kFeatureIdsByIndex ? "ids-by-index"
                                                     : "bit " + std::to_string(k);
     out += (out.empty() ? "" : ", ") + name;
   }

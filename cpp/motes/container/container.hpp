@@ -47,12 +47,15 @@ enum Feature : uint64_t {
   kFeatureFieldGeometry = 1u << 4, // a field file whose meta section gives a geometry other than Cartesian (§14.9)
   kFeaturePackedBlocks = 1u << 5,  // coded blocks holding packed words (codec::Layout::packed, §4.12.2)
   kFeatureRegionalDetail = 1u << 6,  // a particle file whose levels from its detail level on are stored region by region (§5.4)
+  kFeatureIdsByIndex = 1u << 7,  // a particle file whose id column is stored only as its id index (§4.15)
 };
 inline constexpr uint64_t kKnownFeatures =
     kFeatureZstdSections | kFeatureCodedBlocks | kFeatureFieldParts | kFeatureZfpBlocks | kFeatureFieldGeometry |
-    kFeaturePackedBlocks | kFeatureRegionalDetail;
+    kFeaturePackedBlocks | kFeatureRegionalDetail | kFeatureIdsByIndex;
 // The features only field files may require.
 inline constexpr uint64_t kFieldOnlyFeatures = kFeatureFieldParts | kFeatureZfpBlocks | kFeatureFieldGeometry;
+// The features only particle files may require.
+inline constexpr uint64_t kParticleOnlyFeatures = kFeatureRegionalDetail | kFeatureIdsByIndex;
 std::string feature_names(uint64_t bits);  // "zstd-sections, coded-blocks, bit 7"
 
 #pragma pack(push, 1)

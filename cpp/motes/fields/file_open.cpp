@@ -96,6 +96,8 @@ void FieldFile::PartOpen::grid_of_area() {
 // Which blocks this file holds (docs/format.md §14.7): a run of them in a part (feature
 // field-parts, 1.1), all of them otherwise.
 void FieldFile::PartOpen::which_blocks() {
+  if (const uint64_t particle_only = header().required_features & container::kParticleOnlyFeatures)
+    bad("requires " + container::feature_names(particle_only) + ", a feature of particle files only");
   const bool parted = header().required_features & container::kFeatureFieldParts;
   if (parted) {
     if (header().version_minor < 1) bad("is a part of a field, which version 1.0 files cannot be");

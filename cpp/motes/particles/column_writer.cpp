@@ -260,6 +260,7 @@ void choose_typed(ColumnPlan& p, const Layout& layout, uint32_t block_values, bo
 // Stores one block of a stream: raw streams in place, coded ones into the window.
 void store_block(StreamOut& s, codec::ValueType type, const void* data, uint64_t first, uint64_t len, uint64_t b,
                  const codec::Context& ctx, RawWriter& out) {
+  if (s.by_index) return;
   const size_t bytes = len * type.size;
   if (s.plan.raw()) {
     out.write_at(data, bytes, s.offset + first * type.size);

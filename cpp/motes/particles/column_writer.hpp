@@ -36,6 +36,7 @@ struct StreamOut {
   std::string window[2];
   std::vector<size_t> window_blocks[2];
   unsigned slot = 0;  // the slot being filled
+  bool by_index = false;  // the id column stored only as its id index: no blocks of its own
 };
 
 struct ColumnPlan {

@@ -1,5 +1,6 @@
 #include "motes/particles/id_index.hpp"
 
+#include <atomic>
 #include <algorithm>
 #include <boost/sort/sort.hpp>
 #include <boost/sort/spreadsort/integer_sort.hpp>
@@ -44,8 +45,33 @@ uint64_t id_key(DType dtype, const void* value) {
   }
 }
 
+void id_of_key(DType dtype, uint64_t key, void* out) {
+  switch (dtype) {
+    case DType::i32: {
+      const int32_t v = int32_t(int64_t(key ^ (uint64_t(1) << 63)));
+      std::memcpy(out, &v, 4);
+      return;
+    }
+    case DType::u32: {
+      const uint32_t v = uint32_t(key);
+      std::memcpy(out, &v, 4);
+      return;
+    }
+    case DType::i64: {
+      const int64_t v = int64_t(key ^ (uint64_t(1) << 63));
+      std::memcpy(out, &v, 8);
+      return;
+    }
+    case DType::u64:
+      std::memcpy(out, &key, 8);
+      return;
+    default:
+      throw UsageError(std::string("an id column must be int32, uint32, int64 or uint64, not ") + dtype_name(dtype));
+  }
+}
+
 void code_index_blocks(const void* values, uint64_t n, DType dtype, int zstd_level, unsigned threads, std::string& out,
-                       std::vector<StoredBlock>& blocks, bool lookup) {
+                       std::vector<StoredBlock>& blocks, Lookup lookup) {
   const codec::ValueType type = codec::value_type(uint8_t(dtype));
   const uint64_t bv = spec::kIdBlockValues, nb = (n + bv - 1) / bv;
   const unsigned char* v = static_cast<const unsigned char*>(values);
@@ -56,11 +82,32 @@ void code_index_blocks(const void* values, uint64_t n, DType dtype, int zstd_lev
     samples.push_back({v + b * bv * type.size, size_t(std::min(bv, n - b * bv)), {}});
   }
   codec::Plan plan;
-  if (lookup) plan.predictor = codec::Predictor::offset, plan.layout = codec::Layout::packed, plan.coders = {codec::Coder::raw};
-  else plan = codec::choose(type, {codec::Predictor::none, codec::Predictor::delta}, samples, zstd_level, true);
+  codec::Context ctx;
+  if (lookup == Lookup::packed) {
+    plan.predictor = codec::Predictor::offset, plan.layout = codec::Layout::packed, plan.coders = {codec::Coder::raw};
+  } else if (lookup == Lookup::smallest) {
+    // Packed words in the unit size that stores them smallest (a run of consecutive ids is
+    // one linear unit of 4096 keys with no bits per key), unless entropy-coded blocks take at
+    // most kLookupCodedShare of their bytes (rows of ids that are nearly sorted in the
+    // file's order: a lookup then decodes a block, which the cache keeps).
+    plan.predictor = codec::Predictor::offset, plan.layout = codec::Layout::packed, plan.coders = {codec::Coder::raw};
+    ctx.packed_unit = 0;
+    const codec::Plan coded = codec::choose(type, {codec::Predictor::none, codec::Predictor::delta}, samples, zstd_level, false);
+    uint64_t packed_bytes = 0, coded_bytes = 0;
+    std::string trial;
+    for (const codec::Sample& s : samples) {
+      codec::encode(plan, type, s.values, s.count, ctx, trial);
+      packed_bytes += trial.size();
+      codec::encode(coded, type, s.values, s.count, {}, trial);
+      coded_bytes += trial.size();
+    }
+    if (double(coded_bytes) <= kLookupCodedShare * double(packed_bytes)) plan = coded, ctx = {};
+  } else {
+    plan = codec::choose(type, {codec::Predictor::none, codec::Predictor::delta}, samples, zstd_level, true);
+  }
   std::vector<std::string> coded(nb);
   parallel_for(nb, threads, [&](uint64_t b) {
-    codec::encode(plan, type, v + b * bv * type.size, size_t(std::min(bv, n - b * bv)), {}, coded[b]);
+    codec::encode(plan, type, v + b * bv * type.size, size_t(std::min(bv, n - b * bv)), ctx, coded[b]);
   });
   blocks.resize(nb);
   for (uint64_t b = 0; b < nb; ++b) {
@@ -71,7 +118,8 @@ void code_index_blocks(const void* values, uint64_t n, DType dtype, int zstd_lev
 
 
 IdIndexSections build_id_index(uint32_t column, DType dtype, const void* values, int64_t stride, uint64_t n,
-                               const uint64_t* order, int zstd_level, unsigned threads) {
+                               const uint64_t* order, int zstd_level, unsigned threads, bool smallest) {
+  const Lookup lookup = smallest ? Lookup::smallest : Lookup::packed;
   if (!id_dtype(dtype)) id_key(dtype, values);  // throws naming the dtype
   const unsigned char* src = static_cast<const unsigned char*>(values);
   std::vector<std::pair<uint64_t, uint64_t>> entries(n);
@@ -88,16 +136,16 @@ IdIndexSections build_id_index(uint32_t column, DType dtype, const void* values,
   std::vector<uint64_t> fences(2 * nb);
   for (uint64_t b = 0; b < nb; ++b) fences[2 * b] = keys[b * bv], fences[2 * b + 1] = keys[std::min(n, (b + 1) * bv) - 1];
   s.fences.assign(reinterpret_cast<const char*>(fences.data()), fences.size() * 8);
-  code_index_blocks(keys.data(), n, DType::u64, zstd_level, threads, s.keys, s.key_blocks, true);
+  code_index_blocks(keys.data(), n, DType::u64, zstd_level, threads, s.keys, s.key_blocks, lookup);
   std::vector<uint64_t>().swap(keys);
   if (n <= (uint64_t(1) << 32)) {
     std::vector<uint32_t> rows(n);
     for (uint64_t i = 0; i < n; ++i) rows[i] = uint32_t(entries[i].second);
-    code_index_blocks(rows.data(), n, DType::u32, zstd_level, threads, s.rows, s.row_blocks, true);
+    code_index_blocks(rows.data(), n, DType::u32, zstd_level, threads, s.rows, s.row_blocks, lookup);
   } else {
     std::vector<uint64_t> rows(n);
     for (uint64_t i = 0; i < n; ++i) rows[i] = entries[i].second;
-    code_index_blocks(rows.data(), n, DType::u64, zstd_level, threads, s.rows, s.row_blocks, true);
+    code_index_blocks(rows.data(), n, DType::u64, zstd_level, threads, s.rows, s.row_blocks, lookup);
   }
   return s;
 }
@@ -278,6 +326,58 @@ void IdIndex::verify() const {
       if (r >= count_) throw FormatError(file_ + ": id index block " + std::to_string(b) + " names position " + std::to_string(r));
     }
   }
+}
+
+namespace {
+
+// The id column of a file written with ids-by-index: each key's id at its row.
+class IdColumn final : public ComputedValues {
+ public:
+  IdColumn(const BlockStream& keys, const BlockStream& rows, DType dtype, uint64_t count, std::string file)
+      : keys_(keys), rows_(rows), dtype_(dtype), count_(count), file_(std::move(file)) {}
+  void compute(unsigned char* dst) const override {
+    const uint64_t n = count_, bv = spec::kIdBlockValues, nb = (n + bv - 1) / bv;
+    const size_t size = dtype_size(dtype_);
+    const bool wide = rows_.value_size() == 8;
+    std::unique_ptr<std::atomic<uint64_t>[]> seen(new std::atomic<uint64_t>[(n + 63) / 64]());
+    std::atomic<bool> bad{false};
+    parallel_for(nb, default_threads(), [&](uint64_t b) {
+      const uint64_t first = b * bv, m = std::min(bv, n - first);
+      std::vector<uint64_t> keys(m);
+      std::vector<unsigned char> rows(m * rows_.value_size());
+      keys_.read(first, m, keys.data());
+      rows_.read(first, m, rows.data());
+      for (uint64_t i = 0; i < m; ++i) {
+        uint64_t p;
+        if (wide) std::memcpy(&p, rows.data() + i * 8, 8);
+        else p = load<uint32_t>(rows.data() + i * 4);
+        const uint64_t bit = uint64_t(1) << (p % 64);
+        if (p >= n || (seen[p / 64].fetch_or(bit, std::memory_order_relaxed) & bit)) {
+          bad.store(true, std::memory_order_relaxed);
+          return;
+        }
+        id_of_key(dtype_, keys[i], dst + p * size);
+      }
+    });
+    if (bad.load()) throw FormatError(file_ + ": the id index rows are not a permutation of the positions, so the id column they store cannot be read");
+  }
+  void ranges(std::vector<ByteRange>& out) const override {
+    keys_.byte_ranges(0, count_, out);
+    rows_.byte_ranges(0, count_, out);
+  }
+  std::string source_name() const override { return "id index"; }
+
+ private:
+  BlockStream keys_, rows_;
+  DType dtype_;
+  uint64_t count_;
+  std::string file_;
+};
+
+}  // namespace
+
+std::shared_ptr<const ComputedValues> IdIndex::column_values(DType dtype) const {
+  return std::make_shared<IdColumn>(keys_, rows_, dtype, count_, file_);
 }
 
 }  // namespace motes

@@ -25,6 +25,8 @@ inline uint64_t id_key_of_int64(DType dtype, int64_t v) {
   const bool is_signed = dtype == DType::i32 || dtype == DType::i64;
   return uint64_t(v) ^ (is_signed ? uint64_t(1) << 63 : 0);
 }
+// The id of `dtype` whose key is `key` (id_key's inverse), its dtype's bytes into out.
+void id_of_key(DType dtype, uint64_t key, void* out);
 // Whether `dtype` can be an id column (i32, u32, i64, u64).
 bool id_dtype(DType dtype);
 
@@ -37,15 +39,23 @@ struct IdIndexSections {
 };
 // Builds the index of column `column` (`values`: n ids in input order, `stride` bytes apart;
 // order[p] is the input row at file position p).
+// `smallest`: keys and rows coded as Lookup::smallest (format 2.7's writer, with the id
+// column stored by its index), else as Lookup::packed (what writers of 2.1 to 2.6 wrote).
 IdIndexSections build_id_index(uint32_t column, DType dtype, const void* values, int64_t stride, uint64_t n,
-                               const uint64_t* order, int zstd_level, unsigned threads);
+                               const uint64_t* order, int zstd_level, unsigned threads, bool smallest = true);
 
 // Codes `n` values of `dtype` in blocks of kIdBlockValues with a plan chosen on a few of
 // them (delta or none, then zstd, or packed words), into `out` (blocks' offsets relative to
-// its start); the value indexes' streams (id and tail indexes). `lookup`: always packed
-// words, each read where it lies (the id index: a lookup reads a few words, not two blocks).
+// its start); the value indexes' streams (id and tail indexes). Lookup::packed: packed words
+// in units of codec::kPackedUnit, each read where it lies (the id index: a lookup reads a few
+// words, not two blocks); Lookup::smallest: packed words in the unit size that stores them
+// smallest, unless coded blocks are much smaller (kLookupCodedShare).
+enum class Lookup { no, packed, smallest };
 void code_index_blocks(const void* values, uint64_t n, DType dtype, int zstd_level, unsigned threads, std::string& out,
-                       std::vector<StoredBlock>& blocks, bool lookup = false);
+                       std::vector<StoredBlock>& blocks, Lookup lookup = Lookup::no);
+// A lookup stream (the id index) is entropy coded instead of packed when that takes at most
+// this share of the packed bytes.
+inline constexpr double kLookupCodedShare = 0.5;
 
 // A file's id index, opened from its sections.
 class IdIndex {
@@ -71,6 +81,10 @@ class IdIndex {
   std::vector<uint64_t> positions(const uint64_t* keys, size_t n) const;
   // Checks every block against its checksum, that keys ascend and rows are positions.
   void verify() const;
+  // The id column's values (of `dtype`) in file order, as the index determines them (format
+  // 2.7, ids-by-index): the id of key k at position rows[k]. Computing them checks that the
+  // rows are a permutation of the positions (FormatError naming the file otherwise).
+  std::shared_ptr<const ComputedValues> column_values(DType dtype) const;
 
  private:
   std::string file_;

@@ -133,6 +133,7 @@ void ParticleFile::parse_sections(std::vector<TableEntry> table, uint64_t table_
   stats_.file_bytes = size;
   stats_.padding_bytes = size > d.accounted ? size - d.accounted : 0;
   if (d.id_keys >= 0 || d.id_rows >= 0 || d.id_fences >= 0) open_id_index(d.id_keys, d.id_rows, d.id_fences);
+  if (features_ & container::kFeatureIdsByIndex) attach_id_column(d);
   open_derived(d);
   tails_.resize(schema_.size() + derived_.size());
   for (auto& [column, at] : d.tails) open_tail_index(column, at[0], at[1], at[2]);
@@ -285,7 +286,8 @@ void ParticleFile::check_columns(const Directory& d) {
   for (size_t i = 0; i < schema_.size(); ++i) {
     const ColumnSpec& c = schema_[i];
     const std::string col = " of column '" + c.name + "'";
-    if (d.values[i] < 0) {
+    const bool by_index = (features_ & container::kFeatureIdsByIndex) && d.id_keys >= 0 && table_[size_t(d.id_keys)].column == i;
+    if (d.values[i] < 0 && !(by_index && count_ > 0)) {
       if (count_ > 0) fail("data" + col + " is missing");
       streams_[i].values = BlockStream::contiguous(source_, "column data" + col, uint8_t(c.dtype), 0, 1, 0, {});
     }
@@ -296,6 +298,23 @@ void ParticleFile::check_columns(const Directory& d) {
       streams_[i].has_codes = d.codes[i] >= 0;
     }
   }
+}
+
+// Format 2.7 (ids-by-index): the id column has no data of its own; its values are those its
+// id index determines, computed when first read.
+void ParticleFile::attach_id_column(const Directory& d) {
+  if (!id_index_) {
+    if (count_ > 0) fail("requires ids-by-index but has no id index");
+    return;
+  }
+  const uint32_t c = id_index_->column();
+  const ColumnSpec& spec = schema_[c];
+  if (d.values[c] >= 0) fail("stores column '" + spec.name + "' both as data and by its id index (ids-by-index)");
+  const uint64_t per_block = values_per_block(dtype_size(spec.dtype));
+  streams_[c].values = BlockStream::derived(source_, "column data of column '" + spec.name + "' (from its id index)",
+                                            uint8_t(spec.dtype), count_, per_block, id_index_->column_values(spec.dtype));
+  streams_[c].values.set_cache_key(cache_key_, table_.size() + size_t(d.id_keys));  // no section has that number
+  stats_.raw_data_bytes += count_ * dtype_size(spec.dtype);
 }
 
 // Values coded relative to their quantile bins decode with the codes and the bins' bases.

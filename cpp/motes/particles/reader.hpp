@@ -104,6 +104,17 @@ class ParticleFile {
   // The header's checksum: it covers every other checksum, so it identifies the whole file.
   uint64_t header_checksum() const { return header_checksum_; }
   FileStats stats() const { return stats_; }
+  // Where the file's bytes go, section by section (`motes info --sizes`): what each section
+  // is for (`role`: "values", "quantile index", "node ranges", "bitmaps", "id index", "tail
+  // index", "tail covers", "derived quantities", "tree", "schema", "other"), the column it
+  // belongs to (empty: the file's), its kind's name and its stored bytes. A block table or
+  // block checksums count with the section they describe; the header, the section table and
+  // padding are one entry of role "header and padding".
+  struct SectionSize {
+    std::string role, column, kind;
+    uint64_t bytes = 0;
+  };
+  std::vector<SectionSize> section_sizes() const;
 
   // FormatError when the file's size changed since it was opened (truncated under the
   // reader): checked before a query reads mapped data, where it would otherwise die of SIGBUS.
@@ -165,6 +176,7 @@ class ParticleFile {
   Directory directory();
   void open_bulk(size_t ti, Directory& d);
   void check_columns(const Directory& d);
+  void attach_id_column(const Directory& d);
   void attach_quantile_contexts();
   void open_id_index(int keys, int rows, int fences);
   void open_tail_index(uint32_t column, int values, int rows, int bounds);

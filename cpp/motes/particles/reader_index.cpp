@@ -249,4 +249,53 @@ void ParticleFile::verify_derived_tail(size_t d, const BlockStream& values) cons
   t->verify_cover([&](uint32_t c) -> const BlockStream& { return streams_[c].values; });
 }
 
+std::vector<ParticleFile::SectionSize> ParticleFile::section_sizes() const {
+  auto role_of = [](uint32_t kind) -> const char* {
+    switch (kind) {
+      case spec::kColumn: return "values";
+      case spec::kQuantileEdges:
+      case spec::kQuantileCodes: return "quantile index";
+      case spec::kNodeRanges: return "node ranges";
+      case spec::kBitmaps: return "bitmaps";
+      case spec::kIdKeys:
+      case spec::kIdRows:
+      case spec::kIdFences: return "id index";
+      case spec::kTailValues:
+      case spec::kTailRows:
+      case spec::kTailBounds: return "tail index";
+      case spec::kTailCoverValues:
+      case spec::kTailCover: return "tail covers";
+      case spec::kDerived:
+      case spec::kDerivedTailValues:
+      case spec::kDerivedTailRows:
+      case spec::kDerivedTailBounds:
+      case spec::kDerivedTailCoverValues:
+      case spec::kDerivedTailCover: return "derived quantities";
+      case spec::kNodes: return "tree";
+      case spec::kSchema: return "schema";
+      default: return "other";
+    }
+  };
+  auto column_of = [&](const TableEntry& e) -> std::string {
+    const bool per_column = e.kind == spec::kColumn || e.kind == spec::kQuantileEdges || e.kind == spec::kQuantileCodes ||
+                            e.kind == spec::kNodeRanges || e.kind == spec::kBitmaps || e.kind == spec::kTailValues ||
+                            e.kind == spec::kTailRows || e.kind == spec::kTailBounds || e.kind == spec::kIdKeys ||
+                            e.kind == spec::kIdRows || e.kind == spec::kIdFences;
+    return per_column && e.column < schema_.size() ? schema_[e.column].name : std::string();
+  };
+  std::vector<SectionSize> out;
+  uint64_t listed = 0;
+  for (const TableEntry& e : table_) {
+    // Block tables and checksums name the section they describe by its index in the table.
+    const bool companion = e.kind == spec::kBlockSums || e.kind == spec::kBlockTable;
+    const TableEntry& owner = companion && e.column < table_.size() ? table_[e.column] : e;
+    const std::string kind = spec::section_kind_name(e.kind) + (companion ? " of " + spec::section_kind_name(owner.kind) : "");
+    out.push_back({role_of(owner.kind), column_of(owner), kind, e.length});
+    listed += e.length;
+  }
+  const uint64_t size = source_->size();
+  out.push_back({"header and padding", "", "header, section table and padding", size > listed ? size - listed : 0});
+  return out;
+}
+
 }  // namespace motes

@@ -29,9 +29,11 @@ inline constexpr uint16_t kVersionMajor = 2;  // written
 // 2.1: the id index (kinds 10-12); 2.2: tail indexes (kinds 13-15); 2.3: covering tail
 // indexes (kinds 16-17); 2.4: derived quantities (kinds 18-23); 2.5: packed words in coded
 // blocks (feature packed-blocks); 2.6: detail stored region by region (feature
-// regional-detail). A file is written with the lowest minor version that holds what it has
-// (2.0 without any of them).
-inline constexpr uint16_t kVersionMinor = 6;
+// regional-detail); 2.7: the id column stored only as its id index (feature ids-by-index).
+// A file is written with the lowest minor version that holds what it has (2.0 without any
+// of them).
+inline constexpr uint16_t kVersionMinor = 7;
+inline constexpr uint16_t kRegionalVersionMinor = 6;
 inline constexpr uint16_t kPackedVersionMinor = 5;
 inline constexpr uint16_t kDerivedVersionMinor = 4;
 inline constexpr uint16_t kCoverVersionMinor = 3;

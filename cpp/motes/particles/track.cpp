@@ -55,7 +55,12 @@ void track_column(const Collection& c, const std::string& id_column, const int64
     const size_t col = f->column(column);
     const DType vt = f->schema()[col].dtype;
     std::vector<unsigned char> values(n * dtype_size(vt), 0);
-    gather_rows(f->values(col), rows.data(), n, values.data());
+    if (col == idc) {  // the ids found are the ids asked: nothing to read (ids-by-index files store none)
+      for (size_t i = 0; i < n; ++i)
+        if (rows[i] >= 0) id_of_key(vt, keys[i], values.data() + i * dtype_size(vt));
+    } else {
+      gather_rows(f->values(col), rows.data(), n, values.data());
+    }
     for (size_t i = 0; i < n; ++i) {
       if (rows[i] < 0) continue;
       if (found[i]) throw FormatError(c.path() + ": id " + std::to_string(ids[i]) + " is held by two particles (in two parts)");

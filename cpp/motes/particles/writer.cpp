@@ -237,10 +237,14 @@ void ParticleFileWriter::choose_indexes() {
   const uint64_t code_cost = spec::align_up(n_, spec::kPage) + (spec::kQuantileBins + 1) * sizeof(double);
   uint64_t code_bytes = 0;
   std::vector<std::pair<double, size_t>> candidates;
+  // Format 2.7's writer (ids by their index) gives ids no quantile index: the id index finds
+  // them, and the codes would only repeat it. With ids_by_index off it chooses as 2.6 did.
+  const int ids = lossless_ && options_.ids_by_index ? id_column_of(columns_, options_) : -1;
   for (size_t i = 0; i < plans_.size(); ++i) {
     if (plans_[i].index == IndexKind::quantile) code_bytes += code_cost;
     if (plans_[i].index != IndexKind::automatic) continue;
     plans_[i].index = IndexKind::none;
+    if (int(i) == ids) continue;  // found through the id index, which quantile codes would only repeat
     double score = column_incoherence(plans_[i], layout_);
     if (score > 0.5) candidates.push_back({score, i});
   }
@@ -280,6 +284,9 @@ void ParticleFileWriter::plan_codecs() {
   });
   for (size_t i = 0; memo_ && n_ && i < plans_.size(); ++i)
     if (!reused[i]) memo_->keep(keys[i], sampled, plans_[i].values.plan, plans_[i].codes.plan);
+  // The id column stored only as its id index (written after the columns).
+  if (const int ic = id_column_of(columns_, options_); ic >= 0 && lossless_ && n_ > 0 && options_.ids_by_index)
+    plans_[size_t(ic)].values.by_index = true;
   phases_.lap("plan");
 }
 
@@ -287,7 +294,7 @@ void ParticleFileWriter::plan_codecs() {
 // window by window (the first rows of every column before the next rows of any).
 void ParticleFileWriter::write_column_streams() {
   for (ColumnPlan& p : plans_) {
-    if (p.values.plan.raw()) {
+    if (p.values.plan.raw() && !p.values.by_index) {
       p.values.offset = offset_;
       offset_ = spec::align_up(offset_ + n_ * p.size, spec::kPage);
     }
@@ -339,7 +346,7 @@ void ParticleFileWriter::write_id_index() {
     progress("id index", 0, 1);
     const ColumnView& v = columns_[size_t(ic)];
     ids_ = build_id_index(uint32_t(ic), v.spec.dtype, v.data, v.stride(), n_, layout_.order.data(), options_.zstd_level,
-                          threads_);
+                          threads_, options_.ids_by_index);
     append_blocks(ids_->keys, ids_->key_blocks);
     append_blocks(ids_->rows, ids_->row_blocks);
     progress("id index", 1, 1);
@@ -410,7 +417,8 @@ void ParticleFileWriter::commit(container::SectionsBuilder& meta) {
   if (area.detail_level) meta.features |= container::kFeatureRegionalDetail;
   for (int a = 0; a < 3; ++a) area.bounds_lo[a] = layout_.bounds.lo[a], area.bounds_hi[a] = layout_.bounds.hi[a];
   const bool covered = std::any_of(tails_.begin(), tails_.end(), [](const TailIndexSections& t) { return !t.covers.empty(); });
-  const uint16_t minor = (meta.features & container::kFeatureRegionalDetail) ? spec::kVersionMinor
+  const uint16_t minor = (meta.features & container::kFeatureIdsByIndex)       ? spec::kVersionMinor
+                         : (meta.features & container::kFeatureRegionalDetail) ? spec::kRegionalVersionMinor
                          : (meta.features & container::kFeaturePackedBlocks) ? spec::kPackedVersionMinor
                          : !derived_.empty() ? spec::kDerivedVersionMinor
                          : covered         ? spec::kCoverVersionMinor
@@ -425,7 +433,7 @@ void ParticleFileWriter::commit(container::SectionsBuilder& meta) {
   summary_.header_checksum = h.header_checksum;
   summary_.data_bytes = data_bytes_;
   for (const ColumnPlan& p : plans_) {
-    summary_.stored_bytes += p.values.plan.raw() ? n_ * p.size : [&] {
+    summary_.stored_bytes += p.values.by_index ? 0 : p.values.plan.raw() ? n_ * p.size : [&] {
       uint64_t t = 0;
       for (const StoredBlock& b : p.values.blocks) t += b.stored;
       return t;

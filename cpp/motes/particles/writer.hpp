@@ -40,6 +40,10 @@ struct WriteOptions {
   // a 32- or 64-bit integer column named "id" when there is one; "" builds none; a name
   // takes that column (UsageError unless a 32- or 64-bit integer). Lossless files only.
   std::string id_column = "auto";
+  // Store the id column only as its id index (format 2.7, feature ids-by-index): the index's
+  // sorted ids and their rows determine the column, so a reader derives its values from them
+  // instead of the file paying for the same permutation twice.
+  bool ids_by_index = true;
   // Tail indexes (particles/tail_index.hpp): about tail_fraction of each column's values
   // beyond each of two limits (0: none). tail_columns names the columns; unset, every
   // column but x, y, z and the id column. Lossless files only.

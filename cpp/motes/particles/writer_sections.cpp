@@ -87,7 +87,8 @@ container::SectionsBuilder metadata_sections(uint64_t base, bool lossless, uint6
   static_assert(sizeof(TreeNode) == 8);
   for (uint32_t i = 0; i < plans.size(); ++i) {
     const ColumnPlan& p = plans[i];
-    add_stream(meta, spec::kColumn, i, p.values, n * p.size);
+    if (p.values.by_index) meta.features |= container::kFeatureIdsByIndex;
+    else add_stream(meta, spec::kColumn, i, p.values, n * p.size);
     if (p.index == IndexKind::quantile) {
       meta.add(spec::kQuantileEdges, i, as_bytes(p.edges));
       add_stream(meta, spec::kQuantileCodes, i, p.codes, n);
