@@ -21,7 +21,10 @@ from .writer import Writer, write
 __all__ = ["open", "write", "read_partition", "follow", "Writer", "Dataset", "Table", "Column", "Field", "synth",
            "parse_expression", "isin", "CancelToken",
            "MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "OutOfMemoryError",
-           "InternalError", "CancelledError", "DatasetReplacedError", "__version__"]
+           "InternalError", "CancelledError", "DatasetReplacedError", "BacklogWarning", "SkippedStep", "__version__"]
+
+#: Names of motes.background, loaded on first use (with the first background writer).
+_BACKGROUND = ("BacklogWarning", "SkippedStep")
 
 
 def __getattr__(name):
@@ -31,8 +34,12 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module(f"{__name__}.synth")
+    if name in _BACKGROUND:
+        from . import background
+
+        return getattr(background, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | {"synth"})
+    return sorted(set(globals()) | {"synth", *_BACKGROUND})

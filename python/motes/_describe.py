@@ -5,6 +5,7 @@ Layout of the dict::
 
     {"path", "attributes", "step_count", "species": [names], "particle_count",
      "steps": [{"index", "time", "attributes", "species": {name: {"count", "bounds"}}}],
+     "skipped": [{"index", "time", "reason"}],
      "files": [{"step", "species", "path", "parts", "part_files": [{"path", "count", "bounds",
                 "sizes"}], "count", "format_version", "levels", "nodes", "leaf_size",
                 "lod_count", "bounds", "sizes", "columns": [{"name", "dtype", "index",
@@ -15,6 +16,7 @@ Layout of the dict::
 ``bounds`` are ``{"min": [x, y, z], "max": [x, y, z]}``; numbers that JSON cannot hold
 (NaN, infinities: the bounds of an empty species) are None. ``files`` describes the
 particle files of the chosen steps and species (default: every species of the last step).
+``skipped`` lists the steps a writer was given and did not write (``Dataset.skipped``).
 """
 
 from __future__ import annotations
@@ -177,6 +179,7 @@ def describe(ds, step: Optional[int] = None, species: Optional[str] = None, all_
         "particle_count": sum(sp["count"] for s in steps for sp in s["species"].values()),
         "fields": sorted({n for s in steps for n in s["fields"]}),
         "steps": steps,
+        "skipped": [{"index": k.index, "time": _finite(k.time), "reason": k.reason} for k in ds.skipped],
         "files": details,
         "field_files": field_details,
     }

@@ -144,6 +144,17 @@ class Dataset:
         return [s.time for s in self._steps]
 
     @property
+    def skipped(self) -> list:
+        """The steps given to a writer and not written, by index: each a
+        :class:`motes.SkippedStep` (``index``, ``time``, ``reason``). A background writer with
+        ``on_backlog="skip"`` lists here every step submitted while its queue was full
+        (reason ``"backlog"``), so that a step skipped is told from a step lost. Empty for a
+        dataset that skipped none (or was written before manifest 1.7)."""
+        from .background import SkippedStep
+
+        return [SkippedStep(k["index"], k["time"], k["reason"]) for k in self._core.skipped]
+
+    @property
     def attributes(self) -> Dict[str, Any]:
         """Dataset-level attributes (a JSON object), e.g. the code and its input deck."""
         return self._core.attributes

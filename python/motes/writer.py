@@ -128,7 +128,13 @@ class Writer:
     keeps references instead; the arrays must then not change until the step is done), queues
     it and returns a ``concurrent.futures.Future`` of its summaries. A step is acknowledged,
     published and durable, when its future completes; at most ``max_pending`` steps are queued
-    or being written (``write_step`` waits for room). A step's error is set on its future and
+    or being written, and ``on_backlog`` says what a step submitted while they are does:
+    ``"block"`` (the default: ``write_step`` waits for room, every step is written) or
+    ``"skip"`` (the step is not written; its future's result is a
+    :class:`motes.SkippedStep`, ``future.skipped`` is True at once, and the step is listed in
+    the manifest's skipped steps, :attr:`Dataset.skipped`). When steps come faster than they
+    are written the writer says so once per backlog: a :class:`motes.BacklogWarning` with the
+    rates, also logged to ``motes.background``. A step's error is set on its future and
     raised again by the next ``write_step``, :meth:`flush` or :meth:`close`. With ``comm``
     every rank calls ``write_step`` as before and the collective write runs on each rank's
     writer thread, on a duplicate of ``comm`` (MPI must allow MPI_THREAD_MULTIPLE, mpi4py's
@@ -150,10 +156,11 @@ class Writer:
                  stage_rows: Optional[bool] = None, covering: Union[bool, float, Sequence[str], None] = None,
                  derived: Optional[Mapping[str, str]] = None, prefix_share: Optional[float] = None,
                  region_points: Optional[int] = None, background: bool = False, max_pending: int = 2,
-                 borrow: bool = False):
+                 borrow: bool = False, on_backlog: Optional[str] = None):
         self.path = _args.path(path)
         self._background = None  # motes.background.BackgroundSteps, from the first background step
         self._max_pending = _args.integer("max_pending", max_pending, 1, 1 << 20)
+        self._on_backlog = _on_backlog(on_backlog, background, comm)
         self._borrow = bool(borrow)
         self._background_wanted = bool(background)
         if background and comm is not None:
@@ -254,7 +261,7 @@ class Writer:
         if self._background is None:
             if self._core is None:
                 self._core = _core.DatasetCore.create(self.path, lock_timeout=self._lock_timeout)
-            self._background = BackgroundSteps(self._core, self._max_pending)
+            self._background = BackgroundSteps(self._core, self._max_pending, self._on_backlog, self.path)
         return self._background.submit(step, time, attrs, payload, self._options, field_payload, self._borrow,
                                        lambda outcome: _summary_dicts(field_payload, outcome))
 
@@ -265,7 +272,7 @@ class Writer:
 
         if self._background is None:
             self._background_comm = self._comm_obj.Dup()
-            self._background = BackgroundSteps(None, self._max_pending)
+            self._background = BackgroundSteps(None, self._max_pending, self._on_backlog, self.path)
         return self._background.submit_parallel(comm_handle(self._background_comm), self.path, step, time, attrs,
                                                 payload, self._parallel_options(), whole, blocks, self._borrow)
 
@@ -365,6 +372,23 @@ class Writer:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _on_backlog(value: Optional[str], background: bool, comm: Any) -> str:
+    """The policy of a background writer whose queue is full: "block" (default) or "skip"."""
+    from .background import ON_BACKLOG
+
+    if value is None:
+        return "block"
+    if not isinstance(value, str) or value not in ON_BACKLOG:
+        raise UsageError(f"on_backlog must be one of {', '.join(map(repr, ON_BACKLOG))}, got {value!r}")
+    if not background:
+        raise UsageError(f"on_backlog={value!r} applies to background writes: pass background=True as well "
+                         "(a synchronous write_step returns once its step is written, so no step waits in a queue)")
+    if value == "skip" and comm is not None:
+        raise UsageError("on_backlog='skip' is for serial writers: with comm= each rank's queue fills at its own "
+                         "moment, and a collective step must be skipped by every rank or by none")
+    return value
 
 
 def _check_thread_level() -> None:

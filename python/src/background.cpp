@@ -5,6 +5,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include "common.hpp"
@@ -14,8 +15,15 @@ namespace motes_py {
 void bind_background(nb::module_& m) {
   nb::class_<motes::BackgroundWriter>(m, "BackgroundWriter",
                                       "Writes a dataset's steps on a thread of its own, in the order submitted.")
-      .def(nb::init<motes::Dataset*, size_t>(), "dataset"_a.none(), "max_pending"_a, nb::keep_alive<1, 2>(),
-           "dataset None: every step is submitted with submit_parallel (collective MPI writes).")
+      .def(
+          "__init__",
+          [](motes::BackgroundWriter* self, motes::Dataset* dataset, size_t max_pending, bool skip) {
+            new (self) motes::BackgroundWriter(dataset, max_pending,
+                                               skip ? motes::OnBacklog::skip : motes::OnBacklog::block);
+          },
+          "dataset"_a.none(), "max_pending"_a, "skip"_a = false, nb::keep_alive<1, 2>(),
+          "dataset None: every step is submitted with submit_parallel (collective MPI writes). skip: a step "
+          "submitted while max_pending steps are in flight is skipped (listed in the manifest), not waited for.")
       .def(
           "submit",
           [](motes::BackgroundWriter& w, int64_t index, double time, nb::handle attributes, const SpeciesTuples& species,
@@ -24,13 +32,18 @@ void bind_background(nb::module_& m) {
             motes::StepJob job = step_job_of(index, time, attributes, species, options, fields);
             nb::gil_scoped_release release;
             job.check();  // at once, as a synchronous write checks first: not on the future
+            if (w.on_backlog() == motes::OnBacklog::skip && w.full())  // skipped: nothing to copy
+              return std::make_tuple(w.skip(job.index, job.time, job.options.sync), uint64_t(0), true);
             uint64_t copied = copy ? job.copy_arrays(threads) : 0;
-            return std::make_pair(w.submit(std::move(job)), copied);
+            bool skipped = false;
+            motes::BackgroundWriter::Ticket t = w.submit(std::move(job), true, &skipped);
+            return std::make_tuple(t, copied, skipped);
           },
           "index"_a, "time"_a, "attributes"_a, "species"_a, "options"_a = nb::none(),
           "fields"_a = std::vector<FieldTuple>(), "copy"_a = true, "threads"_a = 0u,
-          "Queues a step (copying its arrays first unless copy is False): (ticket, bytes copied). Waits while "
-          "max_pending steps are in flight; raises the error of an earlier step not yet reported.")
+          "Queues a step (copying its arrays first unless copy is False): (ticket, bytes copied, skipped). Waits "
+          "while max_pending steps are in flight, or (a writer made with skip) skips the step; raises the error "
+          "of an earlier step not yet reported.")
       .def(
           "wait",
           [](const motes::BackgroundWriter& w, uint64_t ticket, double timeout) {
@@ -44,11 +57,16 @@ void bind_background(nb::module_& m) {
             motes::StepOutcome o = w.outcome(ticket);
             if (!o.done) return nb::none();
             if (o.error) std::rethrow_exception(o.error);
+            if (o.skipped) {
+              nb::dict d;
+              d["skipped"] = "backlog";
+              return d;
+            }
             return nb::make_tuple(o.summaries, o.field_summaries);
           },
           "ticket"_a,
-          "None while the step is in flight; then (summaries, field summaries), or the step's error raised. "
-          "Once: the outcome is then forgotten.")
+          "None while the step is in flight; then (summaries, field summaries), {'skipped': reason} for a step "
+          "skipped and listed in the manifest, or the step's error raised. Once: the outcome is then forgotten.")
       .def(
           "flush",
           [](motes::BackgroundWriter& w) {
@@ -58,6 +76,20 @@ void bind_background(nb::module_& m) {
           "Waits for every step; raises the first error not yet reported.")
       .def_prop_ro("pending", &motes::BackgroundWriter::pending)
       .def_prop_ro("max_pending", &motes::BackgroundWriter::max_pending)
+      .def_prop_ro(
+          "pace",
+          [](const motes::BackgroundWriter& w) {
+            motes::BackgroundWriter::Pace p = w.pace();
+            nb::dict d;
+            d["written"] = p.written;
+            d["last_step_seconds"] = p.last_step_seconds;
+            d["idle_seconds"] = p.idle_seconds;
+            return d;
+          },
+          "How the writer keeps up: steps written, the seconds the last took, and how long it has had nothing "
+          "to do (0 while it works or has work queued).")
+      .def_prop_ro("full", &motes::BackgroundWriter::full,
+                   "Whether max_pending steps are in flight (a step submitted now waits, or is skipped).")
       .def_prop_ro("last_written", [](const motes::BackgroundWriter& w) -> std::optional<int64_t> {
         int64_t step = 0;
         return w.last_written(&step) ? std::optional<int64_t>(step) : std::nullopt;

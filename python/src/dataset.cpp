@@ -175,6 +175,20 @@ void bind_dataset_core(nb::module_& m) {
           "attributes"_a, "Replaces the dataset-level attributes (a dict of JSON values), under the lock.")
       .def_prop_ro("steps", &steps_of,
                    "Per step: index, time, attributes, species and fields (dicts by name), as the manifest holds them.")
+      .def_prop_ro(
+          "skipped",
+          [](const motes::Dataset& d) {
+            nb::list out;
+            for (const motes::SkippedStep& k : d.skipped()) {
+              nb::dict e;
+              e["index"] = k.index;
+              e["time"] = k.time;
+              e["reason"] = k.reason;
+              out.append(e);
+            }
+            return out;
+          },
+          "The steps given to a writer and not written (manifest 1.7): index, time and reason, by index.")
       .def(
           "writing",
           [](motes::Dataset& d, const std::string& what) {

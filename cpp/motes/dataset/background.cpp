@@ -110,9 +110,12 @@ const void* StepJob::keep_copy(const void* src, uint64_t bytes) {
   return owned_.back().get();
 }
 
-BackgroundWriter::BackgroundWriter(Dataset* dataset, size_t max_pending)
-    : dataset_(dataset), max_pending_(max_pending) {
+BackgroundWriter::BackgroundWriter(Dataset* dataset, size_t max_pending, OnBacklog on_backlog)
+    : dataset_(dataset), max_pending_(max_pending), on_backlog_(on_backlog) {
   if (max_pending == 0) throw UsageError("max_pending must be at least 1 (steps queued or being written)");
+  if (on_backlog == OnBacklog::skip && !dataset)
+    throw UsageError("on_backlog 'skip' needs a dataset written by this process alone: a collective write would "
+                     "have every rank skip the same steps");
   worker_ = std::thread([this] { run(); });
 }
 
@@ -132,18 +135,90 @@ void BackgroundWriter::rethrow_unreported_locked() {
   std::rethrow_exception(e);
 }
 
-BackgroundWriter::Ticket BackgroundWriter::submit(StepJob job, bool keep) {
-  std::unique_lock lock(mutex_);
-  rethrow_unreported_locked();
-  changed_.wait(lock, [&] { return in_flight_ < max_pending_ || !unreported_.empty(); });
-  rethrow_unreported_locked();
+BackgroundWriter::Ticket BackgroundWriter::queue_locked(StepJob job, bool keep, bool skip) {
   const Ticket t = next_++;
   outcomes_[t].keep = keep;  // in flight
-  queue_.push_back({t, keep, std::move(job)});
-  ++in_flight_;
+  if (skip) {
+    StepJob record;  // what the manifest lists; the arrays (or their copies) are let go now
+    record.index = job.index;
+    record.time = job.time;
+    record.options.sync = job.options.sync;
+    queue_.push_back({t, keep, std::move(record), true});
+    ++skips_;
+  } else {
+    queue_.push_back({t, keep, std::move(job), false});
+    ++in_flight_;
+  }
+  return t;
+}
+
+BackgroundWriter::Ticket BackgroundWriter::submit(StepJob job, bool keep, bool* skipped) {
+  std::unique_lock lock(mutex_);
+  rethrow_unreported_locked();
+  const bool skip = on_backlog_ == OnBacklog::skip && in_flight_ >= max_pending_;
+  if (!skip) {
+    changed_.wait(lock, [&] { return in_flight_ < max_pending_ || !unreported_.empty(); });
+    rethrow_unreported_locked();
+  }
+  if (skipped) *skipped = skip;
+  const Ticket t = queue_locked(std::move(job), keep, skip);
   lock.unlock();
   changed_.notify_all();
   return t;
+}
+
+BackgroundWriter::Ticket BackgroundWriter::skip(int64_t index, double time, bool sync, bool keep) {
+  if (on_backlog_ != OnBacklog::skip) throw UsageError("this background writer blocks on a backlog: it skips no step");
+  if (!std::isfinite(time)) throw UsageError("step time must be a finite number, got " + number_text(time));
+  StepJob record;
+  record.index = index;
+  record.time = time;
+  record.options.sync = sync;
+  std::unique_lock lock(mutex_);
+  rethrow_unreported_locked();
+  const Ticket t = queue_locked(std::move(record), keep, true);
+  lock.unlock();
+  changed_.notify_all();
+  return t;
+}
+
+bool BackgroundWriter::full() const {
+  std::lock_guard lock(mutex_);
+  return in_flight_ >= max_pending_;
+}
+
+void BackgroundWriter::list_skipped(std::unique_lock<std::mutex>& lock, std::vector<Queued>& batch) {
+  lock.unlock();
+  std::vector<SkippedStep> steps;
+  for (const Queued& q : batch) steps.push_back({q.job.index, q.job.time, "backlog"});
+  std::vector<bool> listed;
+  std::exception_ptr error;
+  try {
+    listed = dataset_->record_skipped(steps, batch.back().job.options.sync);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  lock.lock();
+  if (error) unreported_.push_back(error);  // once for the batch: one manifest write failed
+  for (size_t i = 0; i < batch.size(); ++i) {
+    StepOutcome out;
+    out.done = true;
+    if (error) {
+      out.error = error;
+    } else if (!listed[i]) {
+      out.error = std::make_exception_ptr(UsageError("step " + std::to_string(batch[i].job.index) +
+                                                     " already exists in '" + dataset_->dir() +
+                                                     "': it was written, not skipped"));
+      unreported_.push_back(out.error);
+    } else {
+      out.skipped = true;
+    }
+    if (batch[i].keep)
+      outcomes_[batch[i].ticket].out = std::move(out);
+    else
+      outcomes_.erase(batch[i].ticket);
+    --skips_;
+  }
 }
 
 void BackgroundWriter::run() {
@@ -151,8 +226,26 @@ void BackgroundWriter::run() {
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and everything written
+    if (queue_.front().skip) {  // the skipped steps at the front: listed with one manifest write
+      std::vector<Queued> batch;
+      while (!queue_.empty() && queue_.front().skip) {
+        batch.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
+      busy_ = true;
+      since_ = std::chrono::steady_clock::now();
+      list_skipped(lock, batch);
+      busy_ = false;
+      since_ = std::chrono::steady_clock::now();
+      lock.unlock();
+      changed_.notify_all();
+      continue;
+    }
     Queued q = std::move(queue_.front());
     queue_.pop_front();
+    const auto start = std::chrono::steady_clock::now();
+    busy_ = true;
+    since_ = start;
     lock.unlock();
     StepOutcome out;
     try {
@@ -170,11 +263,14 @@ void BackgroundWriter::run() {
     const int64_t index = q.job.index;
     q.job = StepJob{};  // the copies are freed before the next step is taken
     lock.lock();
-    if (out.error) {
-      unreported_.push_back(out.error);
-    } else {
+    if (out.error) unreported_.push_back(out.error);
+    busy_ = false;
+    since_ = std::chrono::steady_clock::now();
+    if (!out.error) {
       any_written_ = true;
       last_written_ = index;
+      ++written_;
+      last_step_seconds_ = std::chrono::duration<double>(since_ - start).count();
     }
     if (q.keep)
       outcomes_[q.ticket].out = std::move(out);
@@ -212,13 +308,24 @@ StepOutcome BackgroundWriter::outcome(Ticket t) {
 
 void BackgroundWriter::flush() {
   std::unique_lock lock(mutex_);
-  changed_.wait(lock, [&] { return in_flight_ == 0; });
+  changed_.wait(lock, [&] { return in_flight_ == 0 && skips_ == 0; });
   rethrow_unreported_locked();
 }
 
 size_t BackgroundWriter::pending() const {
   std::lock_guard lock(mutex_);
   return in_flight_;
+}
+
+BackgroundWriter::Pace BackgroundWriter::pace() const {
+  std::lock_guard lock(mutex_);
+  Pace p;
+  p.written = written_;
+  p.last_step_seconds = last_step_seconds_;
+  // Idle only with nothing queued: the writer may not have woken for a step just submitted.
+  if (!busy_ && queue_.empty())
+    p.idle_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - since_).count();
+  return p;
 }
 
 bool BackgroundWriter::last_written(int64_t* step) const {

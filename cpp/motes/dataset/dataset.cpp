@@ -147,6 +147,39 @@ void Dataset::set_attributes(json a) {
   save(true);
 }
 
+std::vector<bool> Dataset::record_skipped(const std::vector<SkippedStep>& given, bool sync) {
+  for (const SkippedStep& k : given)
+    if (!std::isfinite(k.time))
+      throw UsageError("step time must be a finite number, got " + number_text(k.time));
+  Writing w = begin_writing("list the steps skipped in '" + dir_ + "'");
+  const std::vector<SkippedStep> before = manifest_.skipped;
+  std::vector<bool> listed(given.size(), false);
+  auto& list = manifest_.skipped;
+  for (size_t i = 0; i < given.size(); ++i) {
+    const SkippedStep& k = given[i];
+    if (std::any_of(manifest_.steps.begin(), manifest_.steps.end(), [&](const StepEntry& s) { return s.index == k.index; }))
+      continue;
+    auto at = std::lower_bound(list.begin(), list.end(), k.index,
+                               [](const SkippedStep& s, int64_t i) { return s.index < i; });
+    if (at != list.end() && at->index == k.index)
+      *at = k;
+    else
+      list.insert(at, k);
+    listed[i] = true;
+  }
+  if (list.size() == before.size() && std::equal(list.begin(), list.end(), before.begin(), [](const auto& a, const auto& b) {
+        return a.index == b.index && a.time == b.time && a.reason == b.reason;
+      }))
+    return listed;
+  try {
+    save(sync);
+  } catch (...) {
+    manifest_.skipped = before;  // as on disk
+    throw;
+  }
+  return listed;
+}
+
 void Dataset::check_new_step(int64_t index, double time, const json& attributes,
                              const std::vector<std::string>& species, const std::vector<std::string>& fields) const {
   for (const StepEntry& s : manifest_.steps)
@@ -207,7 +240,7 @@ void Dataset::apply_series_index_kinds(int64_t index, const std::string& species
 
 bool Dataset::remove_if_unused() {
   Writing w = begin_writing("remove the unused dataset '" + dir_ + "'");
-  if (!manifest_.steps.empty() || !manifest_.attributes.empty()) return false;
+  if (!manifest_.steps.empty() || !manifest_.attributes.empty() || !manifest_.skipped.empty()) return false;
   std::error_code ec;
   fs::remove_all(dir_, ec);
   return !ec;
@@ -285,11 +318,15 @@ void Dataset::commit_step(const Writing&, StepEntry st, bool sync) {
   int64_t index = st.index;
   steps.push_back(std::move(st));
   std::stable_sort(steps.begin(), steps.end(), [](const StepEntry& a, const StepEntry& b) { return a.index < b.index; });
+  // A step skipped before and written now is written: it leaves the list of skipped steps.
+  const std::vector<SkippedStep> skipped = manifest_.skipped;
+  std::erase_if(manifest_.skipped, [&](const SkippedStep& k) { return k.index == index; });
   try {
     save(sync);
   } catch (...) {
     // keep memory in line with the disk, which still has the old manifest
     steps.erase(std::find_if(steps.begin(), steps.end(), [&](const StepEntry& s) { return s.index == index; }));
+    manifest_.skipped = skipped;
     throw;
   }
 }

@@ -80,6 +80,13 @@ class Dataset {
   // Replaces the dataset-level attributes (under the lock, against the manifest on disk).
   void set_attributes(nlohmann::json a);
 
+  // The steps given to a writer and not written (manifest 1.7), sorted by index.
+  const std::vector<SkippedStep>& skipped() const { return manifest_.skipped; }
+  // Lists steps as skipped (under the lock, against the manifest on disk; one manifest
+  // write for all): a step listed already gets the time and reason given. Returns, per step
+  // given, whether it was listed: not when the index is a published step (it was written).
+  std::vector<bool> record_skipped(const std::vector<SkippedStep>& steps, bool sync = true);
+
   // Writes every species of a new step, then the manifest. Earlier steps are never touched;
   // on failure nothing of the step is left behind.
   // Fields are written as field files (compression, zstd level and sync as for the species).

@@ -238,6 +238,20 @@ StepEntry step_from(const json& s) {
   return st;
 }
 
+// An entry of "skipped" (manifest 1.7).
+SkippedStep skipped_from(const json& s) {
+  if (!s.is_object()) bad("a skipped step is not an object");
+  const json& jindex = member(s, "index", "a skipped step ");
+  if (!jindex.is_number_integer() || (jindex.is_number_unsigned() && jindex.get<uint64_t>() > uint64_t(INT64_MAX)))
+    bad("a skipped step's index is not a 64-bit integer");
+  SkippedStep k;
+  k.index = jindex.get<int64_t>();
+  const std::string at = "skipped step " + std::to_string(k.index) + ": ";
+  k.time = finite_of(member(s, "time", at), at + "time");
+  k.reason = text_of(member(s, "reason", at), at + "reason");
+  return k;
+}
+
 }  // namespace
 
 const FieldEntry& StepEntry::find_field(const std::string& field) const {
@@ -374,6 +388,21 @@ Manifest Manifest::parse(const std::string& text, const std::string& path) {
     std::stable_sort(m.steps.begin(), m.steps.end(), [](const StepEntry& a, const StepEntry& b) { return a.index < b.index; });
     for (size_t i = 1; i < m.steps.size(); ++i)
       if (m.steps[i].index == m.steps[i - 1].index) bad("step " + std::to_string(m.steps[i].index) + " is listed twice");
+    auto skipped = j.find("skipped");  // since manifest 1.7
+    if (skipped != j.end()) {
+      if (!skipped->is_array()) bad("skipped steps are not a list");
+      for (const json& s : *skipped) m.skipped.push_back(skipped_from(s));
+      std::stable_sort(m.skipped.begin(), m.skipped.end(),
+                       [](const SkippedStep& a, const SkippedStep& b) { return a.index < b.index; });
+      for (size_t i = 0; i < m.skipped.size(); ++i) {
+        const int64_t index = m.skipped[i].index;
+        if (i > 0 && index == m.skipped[i - 1].index) bad("skipped step " + std::to_string(index) + " is listed twice");
+        auto written = std::lower_bound(m.steps.begin(), m.steps.end(), index,
+                                        [](const StepEntry& s, int64_t i) { return s.index < i; });
+        if (written != m.steps.end() && written->index == index)
+          bad("step " + std::to_string(index) + " is listed both as written and as skipped");
+      }
+    }
   } catch (const Problem& p) {
     throw FormatError(path + ": " + p.what);
   } catch (const TooDeep&) {
@@ -387,7 +416,7 @@ Manifest Manifest::parse(const std::string& text, const std::string& path) {
 std::string Manifest::encode() const {
   json m;
   m["format"] = "motes-dataset";
-  m["version"] = {kMajor, kMinor};
+  m["version"] = {kMajor, skipped.empty() ? kSkippedMinor - 1 : kSkippedMinor};
   if (!id.empty()) m["id"] = id;
   m["attributes"] = attributes;
   json jsteps = json::array();
@@ -437,6 +466,11 @@ std::string Manifest::encode() const {
     jsteps.push_back(js);
   }
   m["steps"] = jsteps;
+  if (!skipped.empty()) {
+    json js = json::array();
+    for (const SkippedStep& k : skipped) js.push_back({{"index", k.index}, {"time", k.time}, {"reason", k.reason}});
+    m["skipped"] = js;
+  }
   return seal::sealed_text(m.dump(1) + "\n");
 }
 

@@ -56,18 +56,33 @@ struct StepEntry {
   const FieldEntry& find_field(const std::string& field) const;  // UsageError naming the fields present
 };
 
+// A step given to a writer and not written, by the writer's policy (manifest 1.7, "skipped"):
+// a background writer with on_backlog "skip" lists each step submitted while its queue was
+// full, so that a reader can tell a step skipped from a step lost.
+struct SkippedStep {
+  int64_t index = 0;
+  double time = 0.0;
+  std::string reason;  // why: "backlog" (submitted while max_pending steps were in flight)
+};
+
 struct Manifest {
   static constexpr const char* kFileName = "manifest.json";
   static constexpr int kMajor = 1;
   // 1.1: checksums of the files; 1.2: "index" (was "fine"), "error_bound"; 1.3: fields;
   // 1.4: fields in parts ("parts", "part_checksums" of a field); 1.5: a field's "geometry";
-  // 1.6: the manifest's own checksum (its first member) and the dataset's identity ("id")
-  static constexpr int kMinor = 6;
+  // 1.6: the manifest's own checksum (its first member) and the dataset's identity ("id");
+  // 1.7: the steps skipped ("skipped"). A manifest is written with the lowest minor that
+  // holds what it has: 1.7 only when it lists skipped steps.
+  static constexpr int kMinor = 7;
+  static constexpr int kSkippedMinor = 7;
   static constexpr int kSealedMinor = 6;  // from this minor on, a manifest carries its checksum
   static constexpr uint64_t kMaxBytes = uint64_t(1) << 30;  // a larger manifest is refused, not read
 
   nlohmann::json attributes = nlohmann::json::object();
   std::vector<StepEntry> steps;  // sorted by index, indexes distinct
+  // Steps given to a writer and not written (1.7): sorted by index, indexes distinct, none
+  // of them in `steps` (a step skipped and written later is listed as written only).
+  std::vector<SkippedStep> skipped;
   // The dataset's identity: 32 lowercase hex digits drawn when the dataset is created, kept by
   // every later change (appends, attributes). A dataset deleted and written again gets a new
   // one, so readers holding the old can tell. Empty in manifests before 1.6 (given one at the

@@ -11,15 +11,29 @@ from .options import add_command, add_option
 from .text import byte_size, out, significant, text_table, thousands
 
 
+def _skipped_text(skipped) -> str:
+    """The steps a writer skipped, as `motes info` lists them: how many and why, then each
+    index and time (the first and last six when there are more than twelve)."""
+    shown = skipped if len(skipped) <= 12 else skipped[:6] + [None] + skipped[-6:]
+    items = ["..." if k is None else f"{k['index']} (t={significant(k['time'])})" for k in shown]
+    reasons = sorted({k["reason"] for k in skipped})
+    return f"{len(skipped)} not written ({', '.join(reasons)}): " + ", ".join(items)
+
+
 def _print_info(info: Dict[str, Any]) -> None:
     steps = info["steps"]
     out(f"dataset    {info['path']}")
+    skipped = info.get("skipped") or []
     if not steps:
         out("steps      none (empty dataset)")
+        if skipped:
+            out(f"skipped    {_skipped_text(skipped)}")
         return
     times = [s["time"] for s in steps if s["time"] is not None]
     tr = f", time {significant(min(times))} .. {significant(max(times))}" if times else ""
     out(f"steps      {len(steps)} (index {steps[0]['index']} .. {steps[-1]['index']}{tr})")
+    if skipped:
+        out(f"skipped    {_skipped_text(skipped)}")
     out(f"species    {', '.join(info['species']) or 'none'}")
     if info.get("fields"):
         out(f"fields     {', '.join(info['fields'])}")
@@ -107,7 +121,8 @@ def cmd_info(args) -> int:
 
 
 DESCRIPTION = """\
-Describes a dataset: its steps (index, time), species and particle counts, and for the
+Describes a dataset: its steps (index, time), the steps a writer skipped (a background
+writer with on_backlog="skip"), species and particle counts, and for the
 files of one step (default: the last; --all: every step) the columns (dtype, index kind,
 unit, min/max), spatial bounds, file sizes (data, index, quantile codes, padding), codecs
 and the spatial tree (levels, nodes)."""
