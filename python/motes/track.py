@@ -161,10 +161,10 @@ def track(ds, ids=None, *, where: Optional[str] = None, at_step: Optional[int] =
         for name in names:
             if name not in values:  # (setdefault would build, and zero, a discarded array per step)
                 values[name] = np.zeros((nsteps, nids), dtype=schema[name])
-        tasks += [(si, step, src.part(k), keys) for k in range(src.part_count)]
+        tasks += [(si, step, src.part(k), keys, schema[col]) for k in range(src.part_count)]
 
     def lookup(task):
-        si, step, f, keys = task
+        si, step, f, keys, id_dtype = task
         try:
             rows = f.find_ids(col, keys)
         except FormatError as e:
@@ -175,7 +175,10 @@ def track(ds, ids=None, *, where: Optional[str] = None, at_step: Optional[int] =
         at = np.flatnonzero(hit)
         order = np.argsort(rows[at], kind="stable")
         pos = rows[at][order]
-        return si, step, hit, at[order], ({name: f.read_rows(name, pos) for name in names} if len(pos) else {})
+        # The ids found are the ids asked: nothing to read (a 2.7 file stores none but its index).
+        got = {name: (keys[at[order]].view(np.uint64) if id_dtype == np.uint64 else keys[at[order]]).astype(id_dtype)
+               if name == col else f.read_rows(name, pos) for name in names}
+        return si, step, hit, at[order], (got if len(pos) else {})
 
     workers = min(len(tasks), os.cpu_count() or 1)
     if workers > 1:

@@ -119,7 +119,7 @@ def test_id_index_size_and_explicit_column(tmp_path):
     cols["pid"] = cols.pop("id").astype(np.int64)
     motes.write(tmp_path / "a.motes", cols, ids="pid", sync=False, tails=False)
     f = motes.open(tmp_path / "a.motes").file()
-    assert f.id_column == "pid" and f.version == written_version(f, 1) == (2, 6)  # regional detail
+    assert f.id_column == "pid" and f.version == written_version(f, 1) == (2, 7)  # ids by their index
     assert f.required_features & PACKED_BLOCKS  # packed ids
     # The index of a random permutation: 4-byte positions and compressed sorted keys.
     index_bytes = f.sizes["index_bytes"]

@@ -101,7 +101,12 @@ void code_index_blocks(const void* values, uint64_t n, DType dtype, int zstd_lev
       codec::encode(coded, type, s.values, s.count, {}, trial);
       coded_bytes += trial.size();
     }
-    if (double(coded_bytes) <= kLookupCodedShare * double(packed_bytes)) plan = coded, ctx = {};
+    uint64_t entries = 0;
+    for (const codec::Sample& s : samples) entries += s.count;
+    // Worth a decoded block per lookup only when it saves a share of the bytes and at least a
+    // bit per entry (a run of consecutive keys is 48 bytes per block packed: kept packed).
+    if (double(coded_bytes) <= kLookupCodedShare * double(packed_bytes) && (packed_bytes - coded_bytes) * 8 >= entries)
+      plan = coded, ctx = {};
   } else {
     plan = codec::choose(type, {codec::Predictor::none, codec::Predictor::delta}, samples, zstd_level, true);
   }

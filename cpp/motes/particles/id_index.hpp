@@ -54,7 +54,7 @@ enum class Lookup { no, packed, smallest };
 void code_index_blocks(const void* values, uint64_t n, DType dtype, int zstd_level, unsigned threads, std::string& out,
                        std::vector<StoredBlock>& blocks, Lookup lookup = Lookup::no);
 // A lookup stream (the id index) is entropy coded instead of packed when that takes at most
-// this share of the packed bytes.
+// this share of the packed bytes and saves at least a bit per entry.
 inline constexpr double kLookupCodedShare = 0.5;
 
 // A file's id index, opened from its sections.
