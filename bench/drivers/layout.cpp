@@ -1,0 +1,134 @@
+// Profiling driver of the layout alone (build_layout: Morton sort, shallow tree, treelets,
+// splice, file order) on x, y, z columns saved as .npy files, repeated: prints the layout's
+// phase table (per phase the best wall time and the process CPU time of that run), CPU time
+// per particle, and a checksum of the result (nodes, levels' starts, file order): two builds
+// that must lay out the same data alike print the same checksum.
+//
+// It needs only the layout and the core's two sources, so it builds without CMake from any
+// checkout (a "before" worktree too), with the flags of the Release build:
+//
+//   ROOT=/work/main   # or a worktree of the commit before a change
+//   g++ -std=c++20 -O3 -DNDEBUG -g -pthread -I$ROOT/cpp -o /tmp/layout_driver bench/drivers/layout.cpp \
+//       $ROOT/cpp/motes/particles/layout/{tree,builder,radix_sort}.cpp $ROOT/cpp/motes/core/{errors,memory}.cpp
+//   /tmp/layout_driver 5 /work/data/layout/cols/{x,y,z}.npy
+//   MOTES_LAYOUT_N=1000000 valgrind --tool=callgrind /tmp/layout_driver 1 /work/data/layout/cols/{x,y,z}.npy
+//
+// MOTES_LAYOUT_N: only the first N rows. MOTES_LAYOUT_THREADS: LayoutOptions::threads.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "motes/core/memory.hpp"
+#include "motes/particles/layout/builder.hpp"
+
+namespace {
+
+// A 1-d, little-endian, C-order float32 or float64 .npy file, in huge-page-advised memory
+// (as numpy allocates large arrays).
+struct Array {
+  motes::DType dtype = motes::DType::f32;
+  std::unique_ptr<char, decltype(&std::free)> bytes{nullptr, &std::free};
+  uint64_t count = 0;
+};
+
+Array load_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  char magic[8];
+  in.read(magic, 8);
+  if (std::memcmp(magic, "\x93NUMPY", 6) != 0) throw std::runtime_error(path + ": not a .npy file");
+  uint32_t header_len = 0;
+  if (magic[6] == 1) {
+    uint16_t h;
+    in.read(reinterpret_cast<char*>(&h), 2);
+    header_len = h;
+  } else {
+    in.read(reinterpret_cast<char*>(&header_len), 4);
+  }
+  std::string header(header_len, '\0');
+  in.read(header.data(), header_len);
+  Array a;
+  if (header.find("'descr': '<f4'") != std::string::npos) a.dtype = motes::DType::f32;
+  else if (header.find("'descr': '<f8'") != std::string::npos) a.dtype = motes::DType::f64;
+  else throw std::runtime_error(path + ": not a float32 or float64 column: " + header);
+  if (header.find("'fortran_order': False") == std::string::npos) throw std::runtime_error(path + ": Fortran order");
+  a.count = std::stoull(header.substr(header.find("'shape': (") + 10));
+  const size_t size = a.count * motes::dtype_size(a.dtype);
+  a.bytes.reset(static_cast<char*>(motes::huge_aligned_alloc(size)));
+  in.read(a.bytes.get(), int64_t(size));
+  if (!in) throw std::runtime_error(path + ": truncated");
+  return a;
+}
+
+// FNV-1a over 64-bit words, mixed: enough to tell two layouts apart.
+struct Checksum {
+  uint64_t h = 1469598103934665603ull;
+  void add(uint64_t v) {
+    h ^= v;
+    h *= 1099511628211ull;
+    h ^= h >> 29;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: %s REPEATS X.npy Y.npy Z.npy\n", argv[0]);
+    return 2;
+  }
+  try {
+    Array cols[3] = {load_npy(argv[2]), load_npy(argv[3]), load_npy(argv[4])};
+    uint64_t n = cols[0].count;
+    if (const char* e = std::getenv("MOTES_LAYOUT_N")) n = std::min<uint64_t>(n, std::stoull(e));
+    motes::ColumnView v[3];
+    const char* names[3] = {"x", "y", "z"};
+    for (int a = 0; a < 3; ++a) {
+      v[a].spec.name = names[a];
+      v[a].spec.dtype = cols[a].dtype;
+      v[a].data = cols[a].bytes.get();
+      v[a].count = n;
+    }
+    motes::LayoutOptions options;
+    if (const char* t = std::getenv("MOTES_LAYOUT_THREADS")) options.threads = unsigned(std::stoul(t));
+    const int repeats = std::stoi(argv[1]);
+    std::vector<std::pair<std::string, double>> best, best_cpu_of;
+    double best_total = 1e300, best_cpu = 1e300;
+    uint64_t sum = 0;
+    for (int r = 0; r < repeats; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const double c0 = motes::Phases::process_cpu();
+      motes::Layout layout = motes::build_layout(v[0], v[1], v[2], options);
+      best_cpu = std::min(best_cpu, motes::Phases::process_cpu() - c0);
+      best_total = std::min(best_total, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      if (best.empty()) best = layout.phases.seconds, best_cpu_of = layout.phases.cpu;
+      for (size_t k = 0; k < best.size() && k < layout.phases.seconds.size(); ++k)
+        if (layout.phases.seconds[k].second < best[k].second) best[k] = layout.phases.seconds[k], best_cpu_of[k] = layout.phases.cpu[k];
+      Checksum c;
+      for (const motes::TreeNode& t : layout.nodes) c.add(uint64_t(t.right) << 32 | t.own_count);
+      for (uint64_t s : layout.levels.level_start) c.add(s);
+      c.add(layout.levels.detail_level), c.add(layout.levels.region_depth);
+      for (uint64_t o : layout.order) c.add(o);
+      if (r && c.h != sum) throw std::runtime_error("the layout differs from one repeat to the next");
+      sum = c.h;
+    }
+    for (size_t k = 0; k < best.size(); ++k)
+      std::printf("%-26s %8.3f s  cpu %7.3f s\n", best[k].first.c_str(), best[k].second, best_cpu_of[k].second);
+    std::printf("%-26s %8.3f s (best of %d), %.0f ns CPU per particle\n", "total", best_total, repeats,
+                1e9 * best_cpu / double(n));
+    std::printf("checksum %016llx\n", static_cast<unsigned long long>(sum));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
