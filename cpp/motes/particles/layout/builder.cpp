@@ -7,6 +7,7 @@
 #include <mutex>
 #include <numeric>
 #include <thread>
+#include <type_traits>
 #include <string>
 
 #include "motes/core/threads.hpp"
@@ -140,7 +141,11 @@ void build_bucketed(const ColumnView* const* axes, const LayoutOptions& options,
   const PointCodes<P> codes{MortonCoder(out.bounds)};
   auto code_of = [&](const Point& pt) { return codes.coder.top(pt.c); };
   auto visit = [&](uint64_t i, Point& pt) {
-    for (int a = 0; a < 3; ++a) pt.c[a] = P(coords[a][i]);  // exact: P holds every axis' values
+    if constexpr (std::is_same_v<P, float>) {  // every axis f32: read as such, no test of the type per value
+      for (int a = 0; a < 3; ++a) pt.c[a] = *reinterpret_cast<const float*>(coords[a].base + int64_t(i) * coords[a].stride);
+    } else {
+      for (int a = 0; a < 3; ++a) pt.c[a] = P(coords[a][i]);  // exact: P holds every axis' values
+    }
     pt.index = uint32_t(i);
     return code_of(pt);
   };

@@ -14,7 +14,7 @@
 namespace motes::shallow {
 
 // Spreads the low 21 bits of v so that bit k lands on bit 3k.
-inline uint64_t spread_bits_3d(uint64_t v) {
+constexpr uint64_t spread_bits_3d(uint64_t v) {
   v &= 0x1fffff;
   v = (v | v << 32) & 0x1f00000000ffffULL;
   v = (v | v << 16) & 0x1f0000ff0000ffULL;
@@ -25,6 +25,16 @@ inline uint64_t spread_bits_3d(uint64_t v) {
 }
 
 constexpr int kMortonBits = 21;
+
+// spread_bits_3d of every 11-bit value: the top 32 bits of a code hold 11, 11 and 10 bits of
+// the three axes' cells, spread by one load each.
+struct SpreadTable {
+  uint32_t bits[1u << 11];
+  constexpr SpreadTable() : bits() {
+    for (uint32_t v = 0; v < (1u << 11); ++v) bits[v] = uint32_t(spread_bits_3d(v));
+  }
+};
+inline constexpr SpreadTable kSpread11{};
 
 // The 63-bit Morton code of a position on the 2^21 grid of each axis' bounds, and its top
 // 32 bits (what the sort below 2^32 rows orders by).
@@ -39,12 +49,14 @@ struct MortonCoder {
   // Axis a's bits of v's code. The grid cell converts through int64, which x86-64 does in
   // one instruction (to uint64 it takes a branch): the same number, as 0 <= cell < 2^21
   // (an infinite scale, from bounds a denormal apart, gives cell 0 either way).
-  uint64_t axis_bits(int a, double v) const {
-    return spread_bits_3d(uint64_t(int64_t((v - lo[a]) * scale[a]))) << (2 - a);
-  }
+  uint64_t cell(int a, double v) const { return uint64_t(int64_t((v - lo[a]) * scale[a])) & ((1u << kMortonBits) - 1); }
+  uint64_t axis_bits(int a, double v) const { return spread_bits_3d(cell(a, v)) << (2 - a); }
+  // The code's bits 31-62: cell bit k of axis a is code bit 3k + 2 - a, so x's bits 10-20
+  // land on bits 1, 4, ..., 31, y's bits 10-20 on 0, 3, ..., 30 and z's bits 11-20 on 2, 5, ..., 29.
   template <class P>
   uint32_t top(const P (&c)[3]) const {
-    return uint32_t((axis_bits(0, double(c[0])) | axis_bits(1, double(c[1])) | axis_bits(2, double(c[2]))) >> 31);
+    return kSpread11.bits[cell(0, double(c[0])) >> 10] << 1 | kSpread11.bits[cell(1, double(c[1])) >> 10] |
+           kSpread11.bits[cell(2, double(c[2])) >> 11] << 2;
   }
 };
 
