@@ -91,7 +91,9 @@ void build_tree(const Key* items, uint64_t n, const LayoutOptions& options, unsi
   ShallowBuilder<Key, Codes> shallow(items, options, codes);
   int root = shallow.build(0, n, 63);
   out.phases.lap("shallow tree");
-  std::vector<treelet::TreeletBuilder<P>> treelets(shallow.tasks.size(), treelet::TreeletBuilder<P>(options));
+  std::vector<treelet::TreeletBuilder<P>> treelets;
+  treelets.reserve(shallow.tasks.size());
+  for (size_t t = 0; t < shallow.tasks.size(); ++t) treelets.emplace_back(options);
   parallel_for(shallow.tasks.size(), threads, [&](uint64_t t) {
     const ShallowNode& s = shallow.nodes[shallow.tasks[t]];
     treelets[t].build([&](std::vector<uint64_t>& rows, std::vector<treelet::Point<P>>& points) { fill(shallow, s, rows, points); });
@@ -109,9 +111,9 @@ void build_tree(const Key* items, uint64_t n, const LayoutOptions& options, unsi
         own_offset.push_back(own_pos);
         own_pos += tn.own_count;
       }
-      own_size = uint64_t(std::copy(t.own.begin(), t.own.end(), own + own_size) - own);
+      own_size = uint64_t(std::copy_n(t.own.get(), t.own_count, own + own_size) - own);
       treelet::TreeletBuilder<P>::release(t.nodes);  // free its memory early
-      treelet::TreeletBuilder<P>::release(t.own);
+      t.own.reset();
       return;
     }
     uint32_t id = uint32_t(out.nodes.size());
@@ -153,15 +155,12 @@ void build_bucketed(const ColumnView* const* axes, const LayoutOptions& options,
   Point* const points = reinterpret_cast<Point*>(order_pages.data());
   bucket_sort(n, threads, visit, code_of, [&] { out.phases.lap("morton codes"); }, points);
   out.phases.lap("sort");
-  auto fill = [&](const auto& shallow, const ShallowNode& s, std::vector<uint64_t>& rows, std::vector<Point>& pts) {
-    rows.clear();
-    pts.clear();
-    rows.reserve(shallow.treelet_count(s));
-    pts.reserve(rows.capacity());
-    shallow.treelet_items(s, [&](const Point& pt) {
-      rows.push_back(pt.index);
-      pts.push_back(pt);
-    });
+  // A treelet's points are its records, as they are (their index is their row), but those
+  // the shallow tree took.
+  auto fill = [&](const auto& shallow, const ShallowNode& s, std::vector<uint64_t>&, std::vector<Point>& pts) {
+    pts.resize(shallow.treelet_count(s));
+    Point* to = pts.data();
+    shallow.treelet_runs(s, [&](const Point* from, uint64_t count) { to = std::copy_n(from, count, to); });
   };
   build_tree<P>(points, n, options, threads, codes, fill, out, order_pages.data() + n, own_offset);
 }

@@ -127,17 +127,21 @@ class ShallowBuilder {
     return id;
   }
 
+  // Calls f(first, count) for each run of items of a treelet's region, in order, between
+  // those taken as LOD points.
+  template <class F>
+  void treelet_runs(const ShallowNode& s, F&& f) const {
+    uint64_t p = s.a;
+    for (auto t = std::lower_bound(taken.begin(), taken.end(), s.a); t != taken.end() && *t < s.b; p = *t++ + 1)
+      if (*t > p) f(keys_ + p, *t - p);
+    if (p < s.b) f(keys_ + p, s.b - p);
+  }
   // Calls f(item) for the items of a treelet's region, in order, but those taken as LOD points.
   template <class F>
   void treelet_items(const ShallowNode& s, F&& f) const {
-    auto t = std::lower_bound(taken.begin(), taken.end(), s.a);
-    for (uint64_t p = s.a; p < s.b; ++p) {
-      if (t != taken.end() && *t == p) {
-        ++t;
-        continue;
-      }
-      f(keys_[p]);
-    }
+    treelet_runs(s, [&](const Key* first, uint64_t count) {
+      for (uint64_t i = 0; i < count; ++i) f(first[i]);
+    });
   }
   uint64_t treelet_count(const ShallowNode& s) const { return (s.b - s.a) - count_taken(s.a, s.b); }
 

@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "motes/core/errors.hpp"
@@ -18,25 +21,47 @@ namespace motes::treelet {
 
 constexpr uint32_t kMaxLod = 1024;  // LOD points per inner node, at most
 
-inline uint32_t reverse_bits(uint32_t v) {
+constexpr uint32_t reverse_bits(uint32_t v) {
   v = (v >> 1 & 0x55555555u) | (v & 0x55555555u) << 1;
   v = (v >> 2 & 0x33333333u) | (v & 0x33333333u) << 2;
   v = (v >> 4 & 0x0f0f0f0fu) | (v & 0x0f0f0f0fu) << 4;
   return __builtin_bswap32(v);
 }
 
+// The bit reversals of 0 .. 2^bits - 1 (bits <= kReversedBits), for append_stratified.
+constexpr int kReversedBits = 12;
+struct ReversedTable {
+  uint16_t at[kReversedBits + 1][1u << kReversedBits];
+  constexpr ReversedTable() : at() {
+    for (int b = 1; b <= kReversedBits; ++b)
+      for (uint32_t i = 0; i < (1u << b); ++i) at[b][i] = uint16_t(reverse_bits(i) >> (32 - b));
+  }
+};
+inline constexpr ReversedTable kReversed{};
+
 // Index order that makes every prefix of a leaf an evenly spread sample of it
-// (bit reversal of positions along the space-filling order).
+// (bit reversal of positions along the space-filling order). Writes n rows at out, and may
+// write out[n] (with anything).
 template <class RowOf>
-void append_stratified(uint32_t n, RowOf&& row_of, std::vector<uint64_t>& out) {
+void append_stratified(uint32_t n, RowOf&& row_of, uint64_t* out) {
   if (n <= 1) {
-    if (n) out.push_back(row_of(0));
+    if (n) *out = row_of(0);
     return;
   }
   const int bits = 32 - std::countl_zero(n - 1);  // 2^bits >= n
-  for (uint64_t i = 0; i < (uint64_t(1) << bits); ++i) {
+  if (bits <= kReversedBits) {  // without a branch: a reversal past the end is written over by the next
+    const uint16_t* const reversed = kReversed.at[bits];
+    uint64_t k = 0;
+    for (uint32_t i = 0; i < (1u << bits); ++i) {
+      const uint32_t r = reversed[i];
+      out[k] = row_of(r < n ? r : n - 1);
+      k += r < n;
+    }
+    return;
+  }
+  for (uint64_t i = 0, k = 0; i < (uint64_t(1) << bits); ++i) {
     const uint32_t r = reverse_bits(uint32_t(i)) >> (32 - bits);
-    if (r < n) out.push_back(row_of(r));
+    if (r < n) out[k++] = row_of(r);
   }
 }
 
@@ -67,32 +92,35 @@ class TreeletBuilder {
  public:
   using Point = treelet::Point<P>;
   std::vector<TreeNode> nodes;
-  std::vector<uint64_t> own;  // own rows of each node, in node order
+  // The own rows of each node, in node order: every point of the treelet once (own_count).
+  std::unique_ptr<uint64_t[]> own;
+  uint64_t own_count = 0;
 
   explicit TreeletBuilder(const LayoutOptions& o) : opt_(&o) {}
 
-  // fill(rows, points) puts the treelet's input rows, in space-filling order, into `rows`
-  // (a vector) and their coordinates into `points` (a vector of Point, resized to the rows).
+  // fill(rows, points) puts the treelet's points, in space-filling order, into `points` (a
+  // vector of Point, resized to them), and either their input rows into `rows` (an empty
+  // vector) or nothing: then each point's index is its input row.
   template <class Fill>
   void build(Fill&& fill) {
     Scratch& w = scratch();
+    w.rows.clear();
     fill(w.rows, w.points[0]);
-    const uint64_t n = w.rows.size();
+    const uint64_t n = w.points[0].size();
     if (n > UINT32_MAX)  // 2^32 points in one cell of the finest Morton grid
       throw UsageError("more than 2^32 particles share one position cell; the layout cannot split them");
-    rows_ = w.rows.data();
+    rows_ = w.rows.empty() ? nullptr : w.rows.data();
     w.points[1].resize(n);
     points_[0] = w.points[0].data(), points_[1] = w.points[1].data();
     P lo[3], hi[3];
-    for (int a = 0; a < 3; ++a) lo[a] = std::numeric_limits<P>::max(), hi[a] = std::numeric_limits<P>::lowest();
-    for (uint64_t i = 0; i < n; ++i) {
-      Point& pt = points_[0][i];
-      for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], pt.c[a]), hi[a] = std::max(hi[a], pt.c[a]);
-      pt.index = uint32_t(i);
-    }
+    bounds(points_[0], n, lo, hi);
+    if (rows_)
+      for (uint64_t i = 0; i < n; ++i) points_[0][i].index = uint32_t(i);
     w.select.resize(n);
     select_ = w.select.data();
-    own.reserve(n);
+    own = std::make_unique_for_overwrite<uint64_t[]>(n + 1);  // + 1: append_stratified may write one past
+    own_count = n;
+    own_at_ = own.get();
     split(0, n, 0, lo, hi);
     if (n > kKeepScratch) w = Scratch();  // an unusually large treelet: give its memory back
   }
@@ -117,9 +145,33 @@ class TreeletBuilder {
   static constexpr uint64_t kKeepScratch = uint64_t(1) << 22;
 
   const LayoutOptions* opt_;
-  const uint64_t* rows_ = nullptr;
+  const uint64_t* rows_ = nullptr;  // null: a point's index is its row
   Point* points_[2] = {};
   P* select_ = nullptr;
+  uint64_t* own_at_ = nullptr;  // where the next own row goes
+
+  uint64_t row(uint32_t index) const { return rows_ ? rows_[index] : index; }
+
+  // The smallest and largest coordinates of pts[0, n) (std::min and std::max of each axis in
+  // turn); for float points, on the lanes of one 16-byte vector (the index's lane is ignored).
+  static void bounds(const Point* pts, uint64_t n, P* lo, P* hi) {
+    if constexpr (std::is_same_v<P, float> && sizeof(Point) == 16) {
+      typedef float Lanes __attribute__((vector_size(16)));
+      Lanes mn = {std::numeric_limits<float>::max(), std::numeric_limits<float>::max(), std::numeric_limits<float>::max(), 0};
+      Lanes mx = -mn;
+      for (uint64_t i = 0; i < n; ++i) {
+        Lanes v;
+        std::memcpy(&v, &pts[i], sizeof v);
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+      }
+      for (int a = 0; a < 3; ++a) lo[a] = mn[a], hi[a] = mx[a];
+    } else {
+      for (int a = 0; a < 3; ++a) lo[a] = std::numeric_limits<P>::max(), hi[a] = std::numeric_limits<P>::lowest();
+      for (uint64_t i = 0; i < n; ++i)
+        for (int a = 0; a < 3; ++a) lo[a] = std::min(lo[a], pts[i].c[a]), hi[a] = std::max(hi[a], pts[i].c[a]);
+    }
+  }
 
   // The value of rank n/2 of the points' coordinate `axis`, exactly, and how many values
   // are below it and equal to it. Floyd-Rivest style: a sorted sample brackets the median,
@@ -169,7 +221,8 @@ class TreeletBuilder {
     const Point* in = points_[s] + lo;
     if (n <= opt_->leaf_size) {
       nodes[id].own_count = uint32_t(n);
-      append_stratified(uint32_t(n), [&](uint32_t i) { return rows_[in[i].index]; }, own);
+      append_stratified(uint32_t(n), [&](uint32_t i) { return row(in[i].index); }, own_at_);
+      own_at_ += n;
       return;
     }
     int axis = 0;
@@ -191,25 +244,32 @@ class TreeletBuilder {
     if (by_count) left = target;
     const int d = 1 - s;
     Point* out = points_[d] + lo;
-    uint64_t l = 0, r = left, ties = left - std::min(left, less);
-    for (uint64_t begin = 0, j = 0; j <= k; begin = picks[j] + 1, ++j) {
-      if (by_count) {
+    uint64_t ties = left - std::min(left, less);  // ties: those of the median that go left
+    Point* to[2] = {out + left, out};             // where the next point going right, left goes
+    auto partition = [&](auto&& to_left_of) {
+      for (uint64_t begin = 0, j = 0; j <= k; begin = picks[j] + 1, ++j) {
         for (uint64_t i = begin; i < picks[j]; ++i) {
-          const bool to_left = l < left;
-          out[to_left ? l : r] = in[i];
-          l += to_left, r += !to_left;
+          const Point p = in[i];
+          const bool to_left = to_left_of(p);
+          *to[to_left]++ = p;
         }
-      } else {
-        for (uint64_t i = begin; i < picks[j]; ++i) {
-          const P x = in[i].c[axis];
-          const bool eq = x == median;
-          const bool to_left = (x < median) | (eq & (ties > 0));
-          ties -= uint64_t(eq & to_left);
-          out[to_left ? l : r] = in[i];
-          l += to_left, r += !to_left;
-        }
+        if (j < k) *own_at_++ = row(in[picks[j]].index);
       }
-      if (j < k) own.push_back(rows_[in[picks[j]].index]);
+    };
+    if (by_count) {
+      partition([&](const Point&) { return to[1] < out + left; });
+    } else if (ties == 0) {  // the usual cases: no tie goes left, or all do
+      partition([&](const Point& p) { return p.c[axis] < median; });
+    } else if (ties == equal) {
+      partition([&](const Point& p) { return p.c[axis] <= median; });
+    } else {  // the first `ties` ties go left
+      partition([&](const Point& p) {
+        const P x = p.c[axis];
+        const bool eq = x == median;
+        const bool to_left = (x < median) | (eq & (ties > 0));
+        ties -= uint64_t(eq & to_left);
+        return to_left;
+      });
     }
     nodes[id].own_count = k;
     P llo[3], lhi[3], rlo[3], rhi[3];
