@@ -11,6 +11,9 @@
 #include <memory>
 #include <type_traits>
 #include <vector>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "motes/core/errors.hpp"
 #include "motes/core/types.hpp"
@@ -118,6 +121,8 @@ class TreeletBuilder {
       for (uint64_t i = 0; i < n; ++i) points_[0][i].index = uint32_t(i);
     w.select.resize(n);
     select_ = w.select.data();
+    w.bins.resize(n);
+    bin_ = w.bins.data();
     own = std::make_unique_for_overwrite<uint64_t[]>(n + 1);  // + 1: append_stratified may write one past
     own_count = n;
     own_at_ = own.get();
@@ -137,6 +142,7 @@ class TreeletBuilder {
     std::vector<uint64_t> rows;
     std::vector<Point> points[2];
     std::vector<P> select;
+    std::vector<uint16_t> bins;
   };
   static Scratch& scratch() {
     static thread_local Scratch s;
@@ -148,6 +154,9 @@ class TreeletBuilder {
   const uint64_t* rows_ = nullptr;  // null: a point's index is its row
   Point* points_[2] = {};
   P* select_ = nullptr;
+  uint16_t* bin_ = nullptr;  // each point's bin in select_median
+  static constexpr uint64_t kHistogramMin = 512;  // points from which a median's bin is found first
+  static constexpr uint32_t kMaxBins = 4096;
   uint64_t* own_at_ = nullptr;  // where the next own row goes
 
   uint64_t row(uint32_t index) const { return rows_ ? rows_[index] : index; }
@@ -174,43 +183,53 @@ class TreeletBuilder {
   }
 
   // The value of rank n/2 of the points' coordinate `axis`, exactly, and how many values
-  // are below it and equal to it. Floyd-Rivest style: a sorted sample brackets the median,
-  // one branch-free pass keeps only the values between the brackets (and counts those
-  // below), and selection and counting run on those few; a missed bracket falls back to a
-  // selection over everything.
-  P select_median(const Point* pts, uint64_t n, int axis, uint64_t& less, uint64_t& equal) {
+  // are below it and equal to it. A histogram of the values over the node's extent [lo, hi]
+  // on that axis finds the bin of rank n/2, and the selection runs on that bin's values
+  // alone. A value's bin is a non-decreasing function of it (a subtraction, a multiplication
+  // by a positive number, clamping and truncation all are), so a lower bin holds only smaller
+  // values and a higher one only larger: the median's rank in its bin, and the values below
+  // and equal to it, follow from the counts. Data crowded into one bin only makes the
+  // selection larger.
+  P select_median(const Point* pts, uint64_t n, int axis, P lo, P hi, uint64_t& less, uint64_t& equal) {
     const uint64_t want = n / 2;
-    if (n >= 1024) {
-      // The band is about 3 standard deviations of the sample median's rank either side.
-      const uint32_t samples = n >= 4096 ? 1024 : 256, band = n >= 4096 ? 48 : 24;
-      P sample[1024];
-      for (uint32_t i = 0; i < samples; ++i) sample[i] = pts[(2 * uint64_t(i) + 1) * n / (2 * samples)].c[axis];
-      // The two order statistics alone, not a sorted sample: the second selection runs on
-      // what lies above the first.
-      P* const at_low = sample + samples / 2 - band;
-      std::nth_element(sample, at_low, sample + samples);
-      std::nth_element(at_low + 1, sample + samples / 2 + band, sample + samples);
-      const P low = *at_low, high = sample[samples / 2 + band];
-      uint64_t below = 0, kept = 0;
+    uint64_t below = 0, kept = n;
+    if (n >= kHistogramMin) {
+      // About 32 values a bin when they are spread evenly.
+      const uint32_t bins = uint32_t(std::clamp<uint64_t>(std::bit_floor(n / 32), 16, kMaxBins));
+      P scale = hi > lo ? P(bins) / (hi - lo) : P(0);
+      if (!(scale <= std::numeric_limits<P>::max())) scale = 0;  // an extent too small to divide by: one bin
+      const P last = P(bins - 1);
+      uint32_t count[kMaxBins];
+      std::fill_n(count, bins, 0u);
       for (uint64_t i = 0; i < n; ++i) {
-        const P x = pts[i].c[axis];
-        below += x < low;
-        select_[kept] = x;
-        kept += (x >= low) & (x <= high);
+        P f = (pts[i].c[axis] - lo) * scale;
+        f = f > P(0) ? f : P(0);
+        f = f < last ? f : last;
+        const uint32_t b = uint32_t(f);
+        bin_[i] = uint16_t(b);
+        ++count[b];
       }
-      if (want >= below && want < below + kept) {
-        std::nth_element(select_, select_ + (want - below), select_ + kept);
-        const P median = select_[want - below];
-        less = below, equal = 0;  // values outside [low, high] are outside the median's ties
-        for (uint64_t i = 0; i < kept; ++i) less += select_[i] < median, equal += select_[i] == median;
-        return median;
+      uint32_t b = 0;
+      for (; below + count[b] <= want; ++b) below += count[b];
+      kept = 0;
+      uint64_t i = 0;
+#if defined(__SSE2__)
+      // Eight bins a compare; the median's bin is rarely met.
+      const __m128i at = _mm_set1_epi16(int16_t(b));
+      for (; i + 8 <= n; i += 8) {
+        uint32_t met = uint32_t(_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bin_ + i)), at)));
+        for (; met; met &= met - 1, met &= met - 1) select_[kept++] = pts[i + (std::countr_zero(met) >> 1)].c[axis];
       }
+#endif
+      for (; i < n; ++i)
+        if (bin_[i] == b) select_[kept++] = pts[i].c[axis];
+    } else {
+      for (uint64_t i = 0; i < n; ++i) select_[i] = pts[i].c[axis];
     }
-    for (uint64_t i = 0; i < n; ++i) select_[i] = pts[i].c[axis];
-    std::nth_element(select_, select_ + want, select_ + n);
-    const P median = select_[want];
-    less = equal = 0;
-    for (uint64_t i = 0; i < n; ++i) less += pts[i].c[axis] < median, equal += pts[i].c[axis] == median;
+    std::nth_element(select_, select_ + (want - below), select_ + kept);
+    const P median = select_[want - below];
+    less = below, equal = 0;
+    for (uint64_t i = 0; i < kept; ++i) less += select_[i] < median, equal += select_[i] == median;
     return median;
   }
 
@@ -229,7 +248,7 @@ class TreeletBuilder {
     for (int a = 1; a < 3; ++a)
       if (bhi[a] - blo[a] > bhi[axis] - blo[axis]) axis = a;
     uint64_t less, equal;
-    const P median = select_median(in, n, axis, less, equal);
+    const P median = select_median(in, n, axis, blo[axis], bhi[axis], less, equal);
 
     // K stratified LOD points leave; the rest splits at the median, ties filling the left half.
     // Loops run between the picks, without branches on the data.
