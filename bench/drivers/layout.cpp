@@ -1,7 +1,7 @@
 // Profiling driver of the layout alone (build_layout: Morton sort, shallow tree, treelets,
 // splice, file order) on x, y, z columns saved as .npy files, repeated: prints the layout's
 // phase table (per phase the best wall time and the process CPU time of that run), CPU time
-// per particle, and a checksum of the result (nodes, levels' starts, file order): two builds
+// per particle, and a checksum of the result (nodes, levels' starts, bounds, file order): two builds
 // that must lay out the same data alike print the same checksum.
 //
 // It needs only the layout and the core's two sources, so it builds without CMake from any
@@ -15,6 +15,7 @@
 //
 // MOTES_LAYOUT_N: only the first N rows. MOTES_LAYOUT_THREADS: LayoutOptions::threads.
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -117,6 +118,7 @@ int main(int argc, char** argv) {
       for (const motes::TreeNode& t : layout.nodes) c.add(uint64_t(t.right) << 32 | t.own_count);
       for (uint64_t s : layout.levels.level_start) c.add(s);
       c.add(layout.levels.detail_level), c.add(layout.levels.region_depth);
+      for (int a = 0; a < 3; ++a) c.add(std::bit_cast<uint64_t>(layout.bounds.lo[a])), c.add(std::bit_cast<uint64_t>(layout.bounds.hi[a]));
       for (uint64_t o : layout.order) c.add(o);
       if (r && c.h != sum) throw std::runtime_error("the layout differs from one repeat to the next");
       sum = c.h;
