@@ -85,6 +85,14 @@ void bound_range(const char* base, int64_t stride, uint64_t b, uint64_t e, doubl
     for (i = b; i < e; ++i)
       if (!(at(i) - at(i) == T(0))) return void(bad = i);
   }
+  // A zero bound has the sign of the range's first zero, as one scan in row order gives.
+  if (mn == T(0) || mx == T(0))
+    for (i = b; i < e; ++i)
+      if (at(i) == T(0)) {
+        mn = mn == T(0) ? at(i) : mn;
+        mx = mx == T(0) ? at(i) : mx;
+        break;
+      }
   lo = double(mn), hi = double(mx);
 }
 
