@@ -283,15 +283,33 @@ std::vector<ParticleFile::SectionSize> ParticleFile::section_sizes() const {
                             e.kind == spec::kIdRows || e.kind == spec::kIdFences;
     return per_column && e.column < schema_.size() ? schema_[e.column].name : std::string();
   };
+  // A coded section's (storage 2) length is the extent of its blocks, which interleave with
+  // other columns' window by window: its bytes are its blocks', which its block table gives
+  // (24-byte entries: offset u64, stored u32, zero u32, checksum u64).
+  std::vector<uint64_t> stored(table_.size());
+  for (size_t i = 0; i < table_.size(); ++i) stored[i] = table_[i].length;
+  for (size_t j = 0; j < table_.size(); ++j) {
+    const TableEntry& t = table_[j];
+    if (t.kind != spec::kBlockTable || t.column >= table_.size() || table_[t.column].storage != 2) continue;
+    const std::string b = section(j);
+    uint64_t sum = 0;
+    for (size_t at = 0; at + 24 <= b.size(); at += 24) {
+      uint32_t s;
+      std::memcpy(&s, b.data() + at + 8, 4);
+      sum += s;
+    }
+    stored[t.column] = sum;
+  }
   std::vector<SectionSize> out;
   uint64_t listed = 0;
-  for (const TableEntry& e : table_) {
+  for (size_t i = 0; i < table_.size(); ++i) {
+    const TableEntry& e = table_[i];
     // Block tables and checksums name the section they describe by its index in the table.
     const bool companion = e.kind == spec::kBlockSums || e.kind == spec::kBlockTable;
     const TableEntry& owner = companion && e.column < table_.size() ? table_[e.column] : e;
     const std::string kind = spec::section_kind_name(e.kind) + (companion ? " of " + spec::section_kind_name(owner.kind) : "");
-    out.push_back({role_of(owner.kind), column_of(owner), kind, e.length});
-    listed += e.length;
+    out.push_back({role_of(owner.kind), column_of(owner), kind, stored[i]});
+    listed += stored[i];
   }
   const uint64_t size = source_->size();
   out.push_back({"header and padding", "", "header, section table and padding", size > listed ? size - listed : 0});
