@@ -125,6 +125,8 @@ void bind_write_options(nb::module_& m) {
           "share of each tail's values, per side, whose rows carry the other columns beside the index (0: none)")
       .rw("tail_cover_columns", &motes::WriteOptions::tail_cover_columns,
           "the columns a tail's cover holds; None: every column stored exactly")
+      .rw("index_budget", &motes::WriteOptions::index_budget,
+          "the share of the columns' raw bytes all indexes but the id index may take (0: no budget, as before it)")
       .rw_prop(
           "derived",
           [](const motes::WriteOptions& o) {

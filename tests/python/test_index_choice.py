@@ -8,13 +8,17 @@ import pytest
 import motes
 
 SMALL = dict(leaf_size=64, lod_count=4, treelet_size=2048, sync=False)
+# The index budget (5% of the raw column bytes) has room for the codes of both noisy columns
+# when the particles carry a few more columns and no tail indexes, with leaves of the default size.
+SERIES = dict(sync=False, tails=False)
 
 
 def particles(n, seed, v_noisy):
     rng = np.random.default_rng(seed)
     x, y, z = rng.random((3, n))
     v = rng.normal(size=n) if v_noisy else np.sin(6 * x) + y  # unrelated to space / smooth in space
-    return {"x": x, "y": y, "z": z, "v": v, "w": rng.normal(size=n).astype(np.float32)}
+    smooth = {f"s{k}": x + k * y for k in range(4)}  # payload that follows space
+    return {"x": x, "y": y, "z": z, "v": v, "w": rng.normal(size=n).astype(np.float32), **smooth}
 
 
 def kinds(ds, step, species=None):
@@ -23,7 +27,7 @@ def kinds(ds, step, species=None):
 
 def test_first_step_decides_for_the_series(tmp_path):
     p = tmp_path / "s.motes"
-    with motes.Writer(p, **SMALL) as w:
+    with motes.Writer(p, **SERIES) as w:
         w.write_step(0, particles(40_000, 0, v_noisy=True))
         w.write_step(1, particles(40_000, 1, v_noisy=False))   # alone, v would get no index
         w.write_step(2, particles(40_000, 2, v_noisy=False), index={"v": "none"})  # explicit wins
@@ -31,20 +35,20 @@ def test_first_step_decides_for_the_series(tmp_path):
     assert kinds(ds, 0)["v"] == "quantile" and kinds(ds, 1)["v"] == "quantile" and kinds(ds, 2)["v"] == "none"
     assert kinds(ds, 1)["w"] == kinds(ds, 0)["w"] == "quantile"
     q = tmp_path / "t.motes"
-    with motes.Writer(q, **SMALL) as w:
+    with motes.Writer(q, **SERIES) as w:
         w.write_step(5, particles(40_000, 0, v_noisy=False))
         w.write_step(6, particles(40_000, 1, v_noisy=True))    # alone, v would get an index
         w.write_step(3, particles(40_000, 2, v_noisy=True))    # before the first: follows the next one
     ds = motes.open(q)
     assert [kinds(ds, s)["v"] for s in (3, 5, 6)] == ["none", "none", "none"]
-    motes.write(tmp_path / "alone.motes", particles(40_000, 1, v_noisy=True), **SMALL)
+    motes.write(tmp_path / "alone.motes", particles(40_000, 1, v_noisy=True), **SERIES)
     assert kinds(motes.open(tmp_path / "alone.motes"), None)["v"] == "quantile"
 
 
 def test_parts_of_a_step_follow_its_first_part(tmp_path):
     p = tmp_path / "p.motes"
     chunks = [particles(30_000, 0, v_noisy=True), particles(30_000, 1, v_noisy=False)]
-    motes.Writer(p, **SMALL).write_step_chunks(0, {"particles": chunks})
+    motes.Writer(p, **SERIES).write_step_chunks(0, {"particles": chunks})
     src = motes.open(p).source()
     assert [src.part(k).columns[3]["index"] for k in range(2)] == ["quantile", "quantile"]
 

@@ -394,6 +394,88 @@ void choose_codecs(ColumnPlan& p, const Layout& layout, uint32_t block_values, b
 }
 
 namespace {
+// The stored bytes of choose_codecs' sample blocks under the plans of a trial (raw plans:
+// the values themselves, stored in place without a block header).
+template <class T>
+void measure_trial(const ColumnPlan& p, const Layout& layout, uint32_t block_values, QuantileTrial& t) {
+  const uint64_t n = p.view->count, len = std::min<uint64_t>(block_values, n);
+  const codec::ValueType type = codec::value_type(uint8_t(p.view->spec.dtype));
+  const codec::ValueType code_type = codec::value_type(uint8_t(DType::u8));
+  const CodeLookup code_of(p.edges, p.gmin, p.gmax);
+  std::vector<T> values(len);
+  std::vector<uint8_t> codes(len);
+  std::string out;
+  auto stored = [&](const codec::Plan& plan, codec::ValueType vt, const void* v, const codec::Context& ctx) {
+    if (plan.raw()) return double(len * vt.size);
+    codec::encode(plan, vt, v, len, ctx, out);
+    return double(out.size());
+  };
+  double sampled = 0;
+  for (uint64_t start : codec_sample_starts(n, block_values)) {
+    gather<T>(*p.view, layout, start, len, values.data());
+    for (uint64_t i = 0; i < len; ++i) codes[i] = code_of(double(values[i]));
+    codec::Context plain;
+    plain.grid_origin = p.grid.origin, plain.grid_step = p.grid.step;
+    codec::Context coded = plain;
+    coded.codes = codes.data(), coded.bases = p.bases.data(), coded.edges = p.edges.data();
+    t.values_without += stored(t.without, type, values.data(), plain);
+    t.values_with += stored(t.with_values, type, values.data(), coded);
+    t.codes += stored(t.with_codes, code_type, codes.data(), {});
+    sampled += double(len);
+  }
+  if (sampled > 0) t.values_without /= sampled, t.values_with /= sampled, t.codes /= sampled;
+}
+}  // namespace
+
+QuantileTrial try_quantile_index(ColumnPlan& p, const Layout& layout, uint32_t block_values, int zstd_level) {
+  QuantileTrial t;
+  p.index = IndexKind::none;
+  choose_codecs(p, layout, block_values, true, zstd_level);
+  t.without = p.values.plan;
+  p.index = IndexKind::quantile;
+  compute_quantile_edges(p);
+  choose_codecs(p, layout, block_values, true, zstd_level);
+  t.with_values = p.values.plan, t.with_codes = p.codes.plan;
+  t.edges = p.edges, t.bases = p.bases;
+  if (p.view->count) dispatch_dtype(p.view->spec.dtype, [&](auto v) { measure_trial<decltype(v)>(p, layout, block_values, t); });
+  return t;
+}
+
+double quantile_code_bytes(ColumnPlan& p, const Layout& layout, uint32_t block_values, bool lossless, int zstd_level) {
+  const uint64_t n = p.view->count, len = std::min<uint64_t>(block_values, n);
+  if (!lossless || n == 0) return 1.0;
+  compute_quantile_edges(p);
+  std::vector<std::vector<uint8_t>> codes;
+  dispatch_dtype(p.view->spec.dtype, [&](auto v) {
+    using T = decltype(v);
+    const CodeLookup code_of(p.edges, p.gmin, p.gmax);
+    std::vector<T> values(len);
+    for (uint64_t start : codec_sample_starts(n, block_values)) {
+      gather<T>(*p.view, layout, start, len, values.data());
+      codes.emplace_back(len);
+      for (uint64_t i = 0; i < len; ++i) codes.back()[i] = code_of(double(values[i]));
+    }
+  });
+  const codec::ValueType type = codec::value_type(uint8_t(DType::u8));
+  std::vector<codec::Sample> cs;
+  for (const std::vector<uint8_t>& c : codes) cs.push_back({c.data(), len, {}});
+  const codec::Plan plan = codec::choose(type, {codec::Predictor::none}, cs, zstd_level, true);
+  if (plan.raw()) return 1.0;
+  double bytes = 0;
+  std::string out;
+  for (const codec::Sample& s : cs) codec::encode(plan, type, s.values, s.count, {}, out), bytes += double(out.size());
+  return bytes / double(len * cs.size());
+}
+
+void take_quantile_trial(ColumnPlan& p, const QuantileTrial& t, bool quantile) {
+  p.index = quantile ? IndexKind::quantile : IndexKind::none;
+  p.values.plan = quantile ? t.with_values : t.without;
+  p.codes.plan = t.with_codes;
+  p.edges = quantile ? t.edges : std::vector<double>();
+  p.bases = quantile ? t.bases : std::vector<uint64_t>();
+}
+
+namespace {
 // The per-node statistics, zero for every node, on the column's first use (a column of no
 // values has its node index finished without a block written).
 void start_node_index(ColumnPlan& p, const Layout& layout) {

@@ -94,6 +94,26 @@ void compute_quantile_edges(ColumnPlan& p);
 // The codecs of the column's streams, chosen on sample blocks gathered across the file
 // order; lossless=false stores every stream raw.
 void choose_codecs(ColumnPlan& p, const Layout& layout, uint32_t block_values, bool lossless, int zstd_level);
+// What a quantile index would cost a column (the writer's index budget, writer.cpp): its
+// codecs chosen both ways on choose_codecs' sample blocks (lossless), and the blocks coded
+// with each choice. Bytes per value: the values without codes, the values coded against
+// codes (binned residuals and the quantile predictors), the codes themselves.
+struct QuantileTrial {
+  double values_without = 0, values_with = 0, codes = 0;
+  codec::Plan without;             // the values' plan without codes
+  codec::Plan with_values, with_codes;
+  std::vector<double> edges;    // the quantile edges the codes were made with
+  std::vector<uint64_t> bases;
+  // The codes' net cost per value: what they add less what the values save.
+  double net() const { return codes + values_with - values_without; }
+};
+QuantileTrial try_quantile_index(ColumnPlan& p, const Layout& layout, uint32_t block_values, int zstd_level);
+// The stored bytes per value of a column's quantile codes (an index asked for), on
+// choose_codecs' sample blocks with the codec it would choose for them; the edges are
+// computed into `p` (lossless files; 1 otherwise: the codes stored raw).
+double quantile_code_bytes(ColumnPlan& p, const Layout& layout, uint32_t block_values, bool lossless, int zstd_level);
+// Takes one side of a trial into the plan: the index and the codecs it was measured with.
+void take_quantile_trial(ColumnPlan& p, const QuantileTrial& t, bool quantile);
 // Where choose_codecs samples a column of n values: the first rows of its sample blocks
 // (each min(n, block_values) values long), in file order.
 std::vector<uint64_t> codec_sample_starts(uint64_t n, uint32_t block_values);

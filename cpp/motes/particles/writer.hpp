@@ -17,6 +17,9 @@
 
 namespace motes {
 
+// The index budget's default (WriteOptions::index_budget).
+inline constexpr double kIndexBudget = 0.05;
+
 // How values are stored. The names are what users pass ("lossless", "none").
 struct WriteOptions {
   LayoutOptions layout;
@@ -60,6 +63,14 @@ struct WriteOptions {
   // set it); UsageError when derived quantities are asked without it. Lossless files only.
   std::vector<DerivedSpec> derived;
   DeriveFn derive;
+  // The index budget: the file's indexes together (tree nodes, node ranges and bitmaps,
+  // quantile codes and edges, tail indexes and their covers; not the id index, which stores
+  // the ids, nor derived quantities, asked by name) take at most this share of the columns'
+  // raw bytes. Automatic quantile codes get what the others leave; covers, then tails, at
+  // their defaults shrink when the rest exceeds it (writer.cpp, choose_indexes). Indexes
+  // asked for are built whatever they cost. 0: no budget (automatic quantile codes within
+  // 10 % of the data bytes, value indexes as asked: the writer before the budget).
+  double index_budget = kIndexBudget;
   // Called as work advances: (stage name, units done, units total).
   std::function<void(const std::string&, uint64_t, uint64_t)> progress;
 };
