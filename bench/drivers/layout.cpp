@@ -14,6 +14,7 @@
 //   MOTES_LAYOUT_N=1000000 valgrind --tool=callgrind /tmp/layout_driver 1 /work/data/layout/cols/{x,y,z}.npy
 //
 // MOTES_LAYOUT_N: only the first N rows. MOTES_LAYOUT_THREADS: LayoutOptions::threads.
+// MOTES_LAYOUT_AOS=1: the columns interleaved (x y z x y z ...: strided views).
 #include <algorithm>
 #include <bit>
 #include <chrono>
@@ -98,6 +99,17 @@ int main(int argc, char** argv) {
       v[a].spec.dtype = cols[a].dtype;
       v[a].data = cols[a].bytes.get();
       v[a].count = n;
+    }
+    // MOTES_LAYOUT_AOS=1: the three columns interleaved in one array (a stride of three values).
+    std::unique_ptr<char, decltype(&std::free)> interleaved{nullptr, &std::free};
+    if (const char* e = std::getenv("MOTES_LAYOUT_AOS"); e && std::string(e) == "1") {
+      const size_t w = motes::dtype_size(cols[0].dtype);
+      for (int a = 1; a < 3; ++a)
+        if (cols[a].dtype != cols[0].dtype) throw std::runtime_error("MOTES_LAYOUT_AOS needs columns of one type");
+      interleaved.reset(static_cast<char*>(motes::huge_aligned_alloc(3 * w * n)));
+      for (uint64_t i = 0; i < n; ++i)
+        for (int a = 0; a < 3; ++a) std::memcpy(interleaved.get() + (3 * i + a) * w, cols[a].bytes.get() + i * w, w);
+      for (int a = 0; a < 3; ++a) v[a].data = interleaved.get() + a * w, v[a].stride_bytes = int64_t(3 * w);
     }
     motes::LayoutOptions options;
     if (const char* t = std::getenv("MOTES_LAYOUT_THREADS")) options.threads = unsigned(std::stoul(t));
