@@ -171,18 +171,32 @@ void build_bucketed(const ColumnView* const* axes, const LayoutOptions& options,
   const Coordinate coords[3] = {Coordinate(*axes[0]), Coordinate(*axes[1]), Coordinate(*axes[2])};
   const PointCodes<P> codes{MortonCoder(out.bounds)};
   auto code_of = [&](const Point& pt) { return codes.coder.top(pt.c); };
-  auto visit = [&](uint64_t i, Point& pt) {
-    if constexpr (std::is_same_v<P, float>) {  // every axis f32: read as such, no test of the type per value
-      for (int a = 0; a < 3; ++a) pt.c[a] = *reinterpret_cast<const float*>(coords[a].base + int64_t(i) * coords[a].stride);
-    } else {
-      for (int a = 0; a < 3; ++a) pt.c[a] = P(coords[a][i]);  // exact: P holds every axis' values
-    }
-    pt.index = uint32_t(i);
-    return code_of(pt);
-  };
   order_pages.resize(n * (sizeof(Point) / 8));
   Point* const points = reinterpret_cast<Point*>(order_pages.data());
-  bucket_sort(n, threads, visit, code_of, [&] { out.phases.lap("morton codes"); }, points);
+  // read(i, point) sets row i's coordinates.
+  auto sort = [&](auto&& read) {
+    auto visit = [&](uint64_t i, Point& pt) {
+      read(i, pt);
+      pt.index = uint32_t(i);
+      return code_of(pt);
+    };
+    bucket_sort(n, threads, visit, code_of, [&] { out.phases.lap("morton codes"); }, points);
+  };
+  if constexpr (std::is_same_v<P, float>) {  // every axis f32: read as such, no test of the type per value
+    if (coords[0].stride == 4 && coords[1].stride == 4 && coords[2].stride == 4) {
+      const float* c[3] = {reinterpret_cast<const float*>(coords[0].base), reinterpret_cast<const float*>(coords[1].base),
+                           reinterpret_cast<const float*>(coords[2].base)};
+      sort([&](uint64_t i, Point& pt) { pt.c[0] = c[0][i], pt.c[1] = c[1][i], pt.c[2] = c[2][i]; });
+    } else {
+      sort([&](uint64_t i, Point& pt) {
+        for (int a = 0; a < 3; ++a) pt.c[a] = *reinterpret_cast<const float*>(coords[a].base + int64_t(i) * coords[a].stride);
+      });
+    }
+  } else {
+    sort([&](uint64_t i, Point& pt) {
+      for (int a = 0; a < 3; ++a) pt.c[a] = P(coords[a][i]);  // exact: P holds every axis' values
+    });
+  }
   out.phases.lap("sort");
   // A treelet's points are its records, as they are (their index is their row), but those
   // the shallow tree took.

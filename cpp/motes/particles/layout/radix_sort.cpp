@@ -50,4 +50,68 @@ void sort_low_code_bits(uint64_t* keys, uint64_t n, uint64_t* scratch, int bits,
   if (src != keys) std::copy_n(src, n, keys);
 }
 
+const uint64_t* sort_places_by_code(uint64_t* keys, uint64_t n, uint64_t* scratch, int bits, bool& moved) {
+  moved = false;
+  if (n < 2 || bits <= 0) return keys;
+  if (n < 64) {  // a few keys: insertion sort on the code bits (stable)
+    const uint64_t mask = ((uint64_t(1) << bits) - 1) << 32;
+    for (uint64_t i = 1; i < n; ++i) {
+      const uint64_t k = keys[i];
+      uint64_t j = i;
+      for (; j > 0 && (keys[j - 1] & mask) > (k & mask); --j) keys[j] = keys[j - 1];
+      keys[j] = k;
+      moved |= j != i;
+    }
+    return keys;
+  }
+  constexpr int kMaxDigitBits = 12;
+  const int low_bits = (bits + 1) / 2, high_bits = bits - low_bits;  // the two passes' digits
+  const uint32_t low_mask = (1u << low_bits) - 1, high_mask = (1u << high_bits) - 1;
+  static thread_local uint32_t count[2][1u << kMaxDigitBits];
+  std::fill_n(count[0], low_mask + 1, 0u);
+  std::fill_n(count[1], high_mask + 1, 0u);
+  for (uint64_t i = 0; i < n; ++i) {
+    const uint32_t code = uint32_t(keys[i] >> 32);
+    ++count[0][code & low_mask];
+    ++count[1][(code >> low_bits) & high_mask];
+  }
+  // Where each digit's keys start; a pass whose digit is the same in every key moves nothing.
+  bool runs[2];
+  for (int p = 0; p < 2; ++p) {
+    uint32_t at = 0;
+    runs[p] = true;
+    for (uint32_t d = 0, digits = (p ? high_mask : low_mask) + 1; d < digits; ++d) {
+      const uint32_t c = count[p][d];
+      count[p][d] = at;
+      at += c;
+      runs[p] &= c != n;
+    }
+  }
+  uint64_t* src = keys;
+  uint64_t* dst = scratch;
+  for (int p = 0; p < 2; ++p) {
+    if (!runs[p]) continue;
+    uint32_t* const at = count[p];
+    const int shift = p ? low_bits : 0;
+    const uint32_t mask = p ? high_mask : low_mask;
+    if (p == 0 && runs[1]) {
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t k = src[i];
+        dst[at[uint32_t(k >> 32 >> shift) & mask]++] = k;
+      }
+    } else {  // the last pass: whether a key ends elsewhere than it began
+      uint32_t elsewhere = 0;
+      for (uint64_t i = 0; i < n; ++i) {
+        const uint64_t k = src[i];
+        const uint32_t to = at[uint32_t(k >> 32 >> shift) & mask]++;
+        dst[to] = k;
+        elsewhere |= to ^ uint32_t(k);
+      }
+      moved = elsewhere != 0;
+    }
+    std::swap(src, dst);
+  }
+  return src;
+}
+
 }  // namespace motes

@@ -46,6 +46,11 @@ uint64_t place_by_digit(std::vector<Counts>& count, uint32_t digits, uint64_t* d
 // skipped). `scratch` holds n keys; the sorted keys end in `keys`.
 void sort_low_code_bits(uint64_t* keys, uint64_t n, uint64_t* scratch, int bits, unsigned threads);
 
+// The same on one thread, for keys (code << 32 | place) of at most 2^32 places and at most 24
+// code bits: two passes whose digit counts come from one read, the keys ending in `keys` or
+// `scratch` (returned). `moved` says whether any key left its place.
+const uint64_t* sort_places_by_code(uint64_t* keys, uint64_t n, uint64_t* scratch, int bits, bool& moved);
+
 // Records of rows [0, n) in the order of their 32-bit codes, equal codes in row order.
 // visit(i, rec) fills row i's record and returns its code; code_of(rec) returns the code
 // of a record; counted() runs after the first pass. One pass counts the rows of each
@@ -81,13 +86,18 @@ void bucket_sort(uint64_t n, unsigned threads, Visit&& visit, CodeOf&& code_of, 
     parallel_ranges(len, t, 1 << 16, [&](uint64_t b, uint64_t e) {
       for (uint64_t j = b; j < e; ++j) keys[j] = uint64_t(code_of(r[j])) << 32 | j;
     });
-    sort_low_code_bits(keys, len, scratch, kBucketShift, t);
-    uint64_t moved_keys = 0;  // none: the records are in order already (codes all equal, say)
-    for (uint64_t j = 0; j < len; ++j) moved_keys += (keys[j] & 0xFFFFFFFF) != j;
-    if (!moved_keys) return;
+    const uint64_t* sorted = keys;
+    bool any_moved = false;  // none: the records are in order already (codes all equal, say)
+    if (t <= 1) {
+      sorted = sort_places_by_code(keys, len, scratch, kBucketShift, any_moved);
+    } else {
+      sort_low_code_bits(keys, len, scratch, kBucketShift, t);
+      for (uint64_t j = 0; j < len; ++j) any_moved |= (keys[j] & 0xFFFFFFFF) != j;
+    }
+    if (!any_moved) return;
     Rec* const moved = moved_buffer();
     parallel_ranges(len, t, 1 << 16, [&](uint64_t b, uint64_t e) {
-      for (uint64_t j = b; j < e; ++j) moved[j] = r[keys[j] & 0xFFFFFFFF];
+      for (uint64_t j = b; j < e; ++j) moved[j] = r[sorted[j] & 0xFFFFFFFF];
     });
     parallel_ranges(len, t, 1 << 16, [&](uint64_t b, uint64_t e) { std::copy(moved + b, moved + e, r + b); });
   };
