@@ -496,6 +496,17 @@ class Dataset:
 
         return describe(self, step, species, all_steps, storage)
 
+    def sizes(self, step: Optional[int] = None, species: Optional[str] = None) -> Dict[str, Any]:
+        """Where the bytes of the particle files go (what ``motes info --sizes`` prints), over
+        every step (or ``step``) and species (or ``species``): per column its values, quantile
+        index, tail index, node ranges and bitmaps; the tree, tail covers, id index and
+        headers; the indexes against the writer's index budget; and why each index is there.
+        A plain dict that ``json.dumps`` takes as is; the layout is documented in
+        ``motes._sizes``."""
+        from ._sizes import sizes
+
+        return sizes(self, step, species)
+
     @storage_method("cannot read")
     def track(self, ids=None, *, where: Optional[str] = None, at_step: Optional[int] = None, steps=None,
               columns: Optional[Sequence[str]] = None, species: Optional[str] = None,

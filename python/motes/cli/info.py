@@ -110,8 +110,78 @@ def _print_info(info: Dict[str, Any]) -> None:
                                        for lo, hi in d["ranges"]))
 
 
+def _pct(part: int, whole: int) -> str:
+    return f"{100.0 * part / whole:.2f}%" if whole else "-"
+
+
+def _print_sizes(s: Dict[str, Any]) -> None:
+    """``motes info --sizes``: :meth:`motes.Dataset.sizes` as tables."""
+    raw, total = s["raw_bytes"], s["file_bytes"]
+    steps = s["steps"]
+    span = f"step {steps[0]}" if len(steps) == 1 else f"{len(steps)} steps ({steps[0]} .. {steps[-1]})" if steps else "no steps"
+    out(f"dataset    {s['path']}")
+    out(f"sizes      {span}, {len(s['species'])} species, {thousands(s['particles'])} particles in "
+        f"{thousands(s['files'])} particle file{'s' if s['files'] != 1 else ''}")
+    out(f"           {byte_size(total)} in files = {_pct(total, raw)} of the {byte_size(raw)} of values as numbers")
+    for sp in s["species"]:
+        n = sp["particles"]
+        out("")
+        out(f"species '{sp['name']}': {thousands(n)} particles in {thousands(sp['files'])} "
+            f"file{'s' if sp['files'] != 1 else ''}, "
+            f"{byte_size(sp['file_bytes'])} ({_pct(sp['file_bytes'], sp['raw_bytes'])} of its {byte_size(sp['raw_bytes'])})")
+        rows = []
+        ident = sp["id_index"]
+        for c in sp["columns"]:
+            by_index = ident is not None and c["name"] == ident["column"] and not c["values_bytes"]
+            q = ""
+            if c["quantile_files"]:
+                some = f" ({c['quantile_files']}/{sp['files']} files)" if c["quantile_files"] < sp["files"] else ""
+                q = f"{byte_size(c['quantile_bytes'])}{some}"
+            rows.append([c["name"], c["dtype"], byte_size(c["raw_bytes"]),
+                         "by its id index" if by_index else byte_size(c["values_bytes"]),
+                         "" if by_index else f"{c['values_percent']:.1f}" if c["values_percent"] is not None else "-",
+                         "" if by_index else f"{c['bits_per_particle']:.2f}" if c["bits_per_particle"] is not None else "-",
+                         q or "-", byte_size(c["tail_bytes"]) if c["tail_bytes"] else "-",
+                         byte_size(c["ranges_bytes"] + c["bitmaps_bytes"])])
+        out(text_table(["column", "dtype", "raw", "values", "% of raw", "bits/particle", "quantile index", "tail index",
+                        "ranges+bitmaps"], rows, ["<", "<", ">", ">", ">", ">", ">", ">", ">"], indent="  "))
+        level = sp["file_level"]
+        parts = []
+        for role, b in level.items():
+            if not b:
+                continue
+            text = f"{role} {byte_size(b)}"
+            if role == "id index" and ident is not None and ident["bits_per_particle"] is not None:
+                text += (f" ({ident['bits_per_particle']:.2f} bits/particle on '{ident['column']}'; "
+                         f"log2(N!)/N = {ident['log2_n_factorial_per_particle']:.2f})")
+            parts.append(text)
+        out("  file level: " + ", ".join(parts))
+    idx = s["index"]
+    out("")
+    largest = f"; the largest in one file {idx['largest_file_percent']:.2f}%" if s["files"] > 1 else ""
+    out(f"indexes    {byte_size(idx['bytes'])} = {_pct(idx['bytes'], raw)} of raw (budget {idx['budget_percent']:g}%"
+        f"{largest}): " + ", ".join(f"{r} {byte_size(b)}" for r, b in idx["roles"].items() if b))
+    roles = s["roles"]
+    order = ("id index", "derived quantities", "schema", "other", "header and padding")
+    rest = {r: roles[r] for r in sorted(roles, key=lambda r: order.index(r) if r in order else len(order))
+            if r not in idx["roles"] and r != "values" and roles[r]}
+    out(f"total      {byte_size(total)} = values {byte_size(roles.get('values', 0))} + indexes "
+        f"{byte_size(idx['bytes'])}" + "".join(f" + {r} {byte_size(b)}" for r, b in rest.items()))
+    out("why")
+    width = max((len(r) for r in s["why"]), default=0)
+    for role, text in s["why"].items():
+        out(f"  {role:<{width}}  {text}")
+
+
 def cmd_info(args) -> int:
     ds = open_dataset(args.dataset)
+    if args.sizes:
+        sizes = ds.sizes(args.step, args.species)
+        if args.json:
+            out(json.dumps(sizes, indent=2, allow_nan=False))
+        else:
+            _print_sizes(sizes)
+        return 0
     info = ds.describe(args.step, args.species, all_steps=args.all)
     if args.json:
         out(json.dumps(info, indent=2, allow_nan=False))
@@ -125,12 +195,19 @@ Describes a dataset: its steps (index, time), the steps a writer skipped (a back
 writer with on_backlog="skip"), species and particle counts, and for the
 files of one step (default: the last; --all: every step) the columns (dtype, index kind,
 unit, min/max), spatial bounds, file sizes (data, index, quantile codes, padding), codecs
-and the spatial tree (levels, nodes)."""
+and the spatial tree (levels, nodes).
+
+--sizes says where the bytes of every step (or --step's) go: per column its values (share
+of its raw bytes, bits per particle), quantile index, tail index, node ranges and bitmaps;
+the tree, tail covers, id index (bits per particle next to log2(N!)/N) and headers; the
+indexes against the writer's index budget (5% of the raw bytes), and why each is there."""
 
 EXAMPLES = """\
   motes info run.motes
   motes info run.motes --step 0 --species ions
-  motes info run.motes --json | jq '.files[0].columns'"""
+  motes info run.motes --json | jq '.files[0].columns'
+  motes info run.motes --sizes
+  motes info run.motes --sizes --step 0 --json | jq .index"""
 
 
 def add_parser(subs) -> None:
@@ -140,4 +217,6 @@ def add_parser(subs) -> None:
     add_option(p, "step", note="its files are described")
     add_option(p, "species", help="describe only this species")
     p.add_argument("--all", action="store_true", help="describe the files of every step")
+    p.add_argument("--sizes", action="store_true",
+                   help="where the bytes go, per column and index, over every step (or --step's), and why each index is there")
     p.set_defaults(func=cmd_info)
