@@ -3,7 +3,9 @@
 // choice follows the sizes, and damaged streams are refused with a message, never a crash.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -66,6 +68,49 @@ TEST(Packed, EveryShapeRoundTripsAndEveryValueIsReadWhereItLies) {
     }
   }
   EXPECT_GT(checked, 1100);
+}
+
+TEST(Packed, EveryUnitSizeRoundTripsAndTheSmallestIsTaken) {
+  // Units of 1024 and 4096 words (the id index's choice, Context::packed_unit = 0): the same
+  // values, read whole and one by one; the smallest of the three sizes is what is stored.
+  for (uint8_t code : {uint8_t(DType::u32), uint8_t(DType::u64), uint8_t(DType::f32)}) {
+    const ValueType t = value_type(code);
+    for (int shape = 0; shape < 8; ++shape) {
+      for (size_t n : {1u, 300u, 1024u, 1500u, 4096u}) {
+        const auto in = values(code, n, shape, code * 7 + shape + n);
+        size_t smallest = SIZE_MAX;
+        for (uint32_t unit : {kPackedUnit, 1024u, 4096u}) {
+          Context ctx;
+          ctx.packed_unit = unit;
+          const std::string stored = packed_block(t, Predictor::offset, in, n, ctx);
+          smallest = std::min(smallest, stored.size());
+          std::vector<unsigned char> out(in.size(), 0xAA);
+          ASSERT_EQ(decode(t, stored.data(), stored.size(), out.data(), n, {}), "") << "unit " << unit;
+          ASSERT_EQ(out, in) << "unit " << unit << " shape " << shape << " n " << n;
+          AddressableBlock view;
+          std::string problem;
+          ASSERT_TRUE(view.open(t, stored.data(), stored.size(), n, problem)) << problem;
+          unsigned char v[8];
+          for (size_t i = 0; i < n; i += 37) {
+            ASSERT_TRUE(view.value(i, nullptr, nullptr, v));
+            ASSERT_EQ(std::memcmp(v, in.data() + i * t.size, t.size), 0) << "unit " << unit << " value " << i;
+          }
+        }
+        Context best;
+        best.packed_unit = 0;
+        EXPECT_EQ(packed_block(t, Predictor::offset, in, n, best).size(), smallest) << "shape " << shape << " n " << n;
+      }
+    }
+  }
+  // A run of consecutive keys is one linear unit of 4096 with no bits per key.
+  std::vector<unsigned char> keys(4096 * 8);
+  for (uint64_t i = 0; i < 4096; ++i) {
+    const uint64_t k = 1000 + i;
+    std::memcpy(keys.data() + i * 8, &k, 8);
+  }
+  Context best;
+  best.packed_unit = 0;
+  EXPECT_LE(packed_block(value_type(uint8_t(DType::u64)), Predictor::offset, keys, 4096, best).size(), 64u);
 }
 
 TEST(Packed, QuantileResidualsPackedOrBinnedAreReadWithTheirCodes) {
