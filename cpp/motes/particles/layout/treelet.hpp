@@ -201,7 +201,24 @@ class TreeletBuilder {
       const P last = P(bins - 1);
       uint32_t count[kMaxBins];
       std::fill_n(count, bins, 0u);
-      for (uint64_t i = 0; i < n; ++i) {
+      uint64_t first = 0;
+#if defined(__SSE2__)
+      if constexpr (std::is_same_v<P, float> && sizeof(Point) == 16) {  // four points a step, as below
+        const float* x = &pts[0].c[axis];
+        const __m128 at_lo = _mm_set1_ps(lo), by = _mm_set1_ps(scale), top = _mm_set1_ps(last), zero = _mm_setzero_ps();
+        alignas(16) int32_t b[4];
+        for (; first + 4 <= n; first += 4) {
+          const float* q = x + 4 * first;
+          __m128 f = _mm_mul_ps(_mm_sub_ps(_mm_setr_ps(q[0], q[4], q[8], q[12]), at_lo), by);
+          f = _mm_min_ps(_mm_max_ps(f, zero), top);  // maxps(f, 0) is f > 0 ? f : 0, minps likewise
+          const __m128i bins4 = _mm_cvttps_epi32(f);
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(bin_ + first), _mm_packs_epi32(bins4, bins4));
+          _mm_store_si128(reinterpret_cast<__m128i*>(b), bins4);
+          ++count[b[0]], ++count[b[1]], ++count[b[2]], ++count[b[3]];
+        }
+      }
+#endif
+      for (uint64_t i = first; i < n; ++i) {
         P f = (pts[i].c[axis] - lo) * scale;
         f = f > P(0) ? f : P(0);
         f = f < last ? f : last;
@@ -264,19 +281,22 @@ class TreeletBuilder {
     const int d = 1 - s;
     Point* out = points_[d] + lo;
     uint64_t ties = left - std::min(left, less);  // ties: those of the median that go left
-    Point* to[2] = {out + left, out};             // where the next point going right, left goes
+    Point* to_left_at = out;
+    Point* to_right_at = out + left;
     auto partition = [&](auto&& to_left_of) {
       for (uint64_t begin = 0, j = 0; j <= k; begin = picks[j] + 1, ++j) {
         for (uint64_t i = begin; i < picks[j]; ++i) {
           const Point p = in[i];
           const bool to_left = to_left_of(p);
-          *to[to_left]++ = p;
+          *(to_left ? to_left_at : to_right_at) = p;
+          to_left_at += to_left;
+          to_right_at += !to_left;
         }
         if (j < k) *own_at_++ = row(in[picks[j]].index);
       }
     };
     if (by_count) {
-      partition([&](const Point&) { return to[1] < out + left; });
+      partition([&](const Point&) { return to_left_at < out + left; });
     } else if (ties == 0) {  // the usual cases: no tie goes left, or all do
       partition([&](const Point& p) { return p.c[axis] < median; });
     } else if (ties == equal) {
