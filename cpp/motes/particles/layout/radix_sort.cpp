@@ -75,16 +75,16 @@ const uint64_t* sort_places_by_code(uint64_t* keys, uint64_t n, uint64_t* scratc
     ++count[0][code & low_mask];
     ++count[1][(code >> low_bits) & high_mask];
   }
-  // Where each digit's keys start; a pass whose digit is the same in every key moves nothing.
-  bool runs[2];
+  // A pass whose digit is the same in every key (the first key's) moves nothing; where
+  // each digit's keys start.
+  const uint32_t first = uint32_t(keys[0] >> 32);
+  const bool runs[2] = {count[0][first & low_mask] != n, count[1][(first >> low_bits) & high_mask] != n};
   for (int p = 0; p < 2; ++p) {
     uint32_t at = 0;
-    runs[p] = true;
     for (uint32_t d = 0, digits = (p ? high_mask : low_mask) + 1; d < digits; ++d) {
       const uint32_t c = count[p][d];
       count[p][d] = at;
       at += c;
-      runs[p] &= c != n;
     }
   }
   uint64_t* src = keys;
