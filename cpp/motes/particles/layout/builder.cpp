@@ -129,6 +129,7 @@ void build_tree(const Key* items, uint64_t n, const LayoutOptions& options, unsi
   });
   out.phases.lap("treelets");
   uint64_t own_size = 0;
+  std::vector<uint64_t> own_at(treelets.size());  // where each treelet's own rows go
   auto emit = [&](auto&& self, int s) -> void {
     const ShallowNode& sn = shallow.nodes[size_t(s)];
     if (sn.treelet) {
@@ -140,9 +141,9 @@ void build_tree(const Key* items, uint64_t n, const LayoutOptions& options, unsi
         own_offset.push_back(own_pos);
         own_pos += tn.own_count;
       }
-      own_size = uint64_t(std::copy_n(t.own.get(), t.own_count, own + own_size) - own);
+      own_at[sn.task] = own_size;
+      own_size += t.own_count;
       treelet::TreeletBuilder<P>::release(t.nodes);  // free its memory early
-      t.own.reset();
       return;
     }
     uint32_t id = uint32_t(out.nodes.size());
@@ -154,6 +155,10 @@ void build_tree(const Key* items, uint64_t n, const LayoutOptions& options, unsi
     self(self, sn.right);
   };
   emit(emit, root);
+  parallel_for(treelets.size(), threads, [&](uint64_t t) {
+    std::copy_n(treelets[t].own.get(), treelets[t].own_count, own + own_at[t]);
+    treelets[t].own.reset();
+  });
   out.phases.lap("splice");
 }
 
