@@ -24,6 +24,7 @@ errors for the ``OSError`` of the libraries it calls with :func:`storage_errors`
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno as _errno
 import functools
@@ -90,3 +91,19 @@ def storage_method(doing: str):
         return wrapper
 
     return decorate
+
+
+@atexit.register
+def _drop_last_error() -> None:
+    """A script that ends on an uncaught error keeps it in ``sys.last_value`` (3.12:
+    ``sys.last_exc``) with its traceback, whose frames hold what the script had open (a
+    Dataset, a query's QuerySpec) until the interpreter clears ``sys`` among the last of its
+    modules: nanobind, torn down before, would then report those objects as leaked. The
+    error has been printed by then; it is dropped at exit, before the modules go."""
+    import gc
+    import sys
+
+    for name in ("last_exc", "last_value", "last_traceback", "last_type"):
+        if getattr(sys, name, None) is not None:
+            setattr(sys, name, None)
+    gc.collect()
