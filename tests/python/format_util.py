@@ -46,3 +46,21 @@ def reseal(raw: bytes) -> bytes:
     assert raw.startswith(head) and raw[32:35] == tail, "not a sealed manifest"
     rest = raw[35:]
     return head + xxhash.xxh3_64_hexdigest(rest).encode() + tail + rest
+
+
+def core_write_options(monkeypatch, **settings) -> None:
+    """Writers of this process (motes.write, motes.Writer) take the core's WriteOptions with
+    `settings` set on top of what their arguments give, e.g. ids_by_index=False (the id
+    column stored as well as its index, as before format 2.7) or index_budget=0 (indexes
+    chosen as before the budget): options the Python API does not offer as arguments."""
+    import motes.writer as writer
+
+    make = writer._write_options
+
+    def options(*args, **kwargs):
+        o = make(*args, **kwargs)
+        for name, value in settings.items():
+            setattr(o, name, value)
+        return o
+
+    monkeypatch.setattr(writer, "_write_options", options)

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import motes
+from format_util import core_write_options
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "golden"))
 import readback  # noqa: E402
@@ -405,46 +406,13 @@ def _contents(data: bytes):
     return data[8:24], data[56:248], sections
 
 
-def _without_ids_by_index(monkeypatch):
-    """Writers of this process store the id column as well as its index, as before format 2.7
-    (the core's WriteOptions.ids_by_index)."""
-    import motes.writer as writer
-
-    make = writer._write_options
-
-    def options(*args, **kwargs):
-        o = make(*args, **kwargs)
-        o.ids_by_index = False
-        return o
-
-    monkeypatch.setattr(writer, "_write_options", options)
-
-
-def _without_index_budget(monkeypatch):
-    """Writers of this process choose indexes as before the index budget (the core's
-    WriteOptions.index_budget = 0): automatic quantile codes within 10% of the data bytes,
-    tails and covers at their defaults whatever they cost. The fixtures' small files would
-    otherwise get fewer (format 2.7 writers since 2026-12-02)."""
-    import motes.writer as writer
-
-    make = writer._write_options
-
-    def options(*args, **kwargs):
-        o = make(*args, **kwargs)
-        o.index_budget = 0.0
-        return o
-
-    monkeypatch.setattr(writer, "_write_options", options)
-
-
 def test_writer_still_writes_format2_6(tmp_path, monkeypatch):
     """The same input and options give the fixture's contents: every section holds the same
     bytes. Since 2026-11-29 the node ranges of x, y and z are stored raw, not as zstd frames,
     which moves the sections after them and changes no byte of what they hold. Since format
     2.7 the id column is stored by its index unless asked otherwise (asked here), and the
     indexes are chosen within a budget unless asked otherwise (asked here)."""
-    _without_ids_by_index(monkeypatch)
-    _without_index_budget(monkeypatch)
+    core_write_options(monkeypatch, ids_by_index=False, index_budget=0.0)
     motes.write(tmp_path / "p.motes", regional_particles(), sync=False, **REGIONAL_OPTIONS)
     written = (tmp_path / "p.motes" / "steps" / "000000" / "particles.mpf").read_bytes()
     fixture = open(os.path.join(readback.HERE, "format2_6", "particles", "steps", "000000", "particles.mpf"), "rb").read()
@@ -484,7 +452,7 @@ def test_format2_7_fixture_answers_equal_numpy(golden):
 def test_writer_still_writes_format2_7(tmp_path, monkeypatch):
     """As for 2.6: the fixture predates the index budget, which its writer is asked to leave
     out (with it, its 8,500 particles get no quantile codes: tests/python/test_index_budget.py)."""
-    _without_index_budget(monkeypatch)
+    core_write_options(monkeypatch, index_budget=0.0)  # the fixture was written before the index budget
     motes.write(tmp_path / "p.motes", format2_7_particles(), sync=False)
     written = (tmp_path / "p.motes" / "steps" / "000000" / "particles.mpf").read_bytes()
     fixture = open(os.path.join(readback.HERE, "format2_7", "particles", "steps", "000000", "particles.mpf"), "rb").read()

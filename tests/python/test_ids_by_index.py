@@ -13,7 +13,7 @@ import pytest
 import motes
 from motes import _core
 
-from format_util import write_manifest
+from format_util import core_write_options, write_manifest
 
 IDS_BY_INDEX = 0x80
 ID_ROWS, BLOCK_TABLE = 11, 9
@@ -136,16 +136,7 @@ def test_ids_and_their_index_cost_about_one_permutation(tmp_path):
 
 
 def test_the_old_layout_is_still_written_on_request_and_read(tmp_path, monkeypatch):
-    import motes.writer as writer
-
-    make = writer._write_options
-
-    def old_layout(*a, **k):
-        o = make(*a, **k)
-        o.ids_by_index = False
-        return o
-
-    monkeypatch.setattr(writer, "_write_options", old_layout)
+    core_write_options(monkeypatch, ids_by_index=False)
     c = cloud(5000)
     motes.write(tmp_path / "d", c, sync=False)
     f = motes.open(tmp_path / "d").file()

@@ -14,6 +14,8 @@ import motes
 from motes import synth
 from motes._sizes import INDEX_ROLES
 
+from format_util import core_write_options
+
 BUDGET = 0.05
 
 
@@ -93,16 +95,7 @@ def test_vpic_like_indexes_stay_within_the_budget(vpic):
 def test_without_a_budget_the_writer_chooses_as_before(tmp_path, monkeypatch, vpic):
     """index_budget = 0: automatic quantile codes within 10% of the data bytes (all three
     velocities here), the file's indexes past 5%: what the budget prevents."""
-    import motes.writer as writer
-
-    make = writer._write_options
-
-    def options(*args, **kwargs):
-        o = make(*args, **kwargs)
-        o.index_budget = 0.0
-        return o
-
-    monkeypatch.setattr(writer, "_write_options", options)
+    core_write_options(monkeypatch, index_budget=0.0)
     data, _ = vpic
     motes.write(tmp_path / "all.motes", data, sync=False)
     ds = motes.open(tmp_path / "all.motes")
@@ -112,16 +105,7 @@ def test_without_a_budget_the_writer_chooses_as_before(tmp_path, monkeypatch, vp
 
 
 def test_the_budget_is_an_option_in_range(tmp_path, monkeypatch):
-    import motes.writer as writer
-
-    make = writer._write_options
-
-    def options(*args, **kwargs):
-        o = make(*args, **kwargs)
-        o.index_budget = 1.5
-        return o
-
-    monkeypatch.setattr(writer, "_write_options", options)
+    core_write_options(monkeypatch, index_budget=1.5)
     with pytest.raises(motes.UsageError, match=r"index_budget must be in \[0, 1\]"):
         motes.write(tmp_path / "bad.motes", synth.vpic(1000, seed=1), sync=False)
 
