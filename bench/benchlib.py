@@ -6,9 +6,11 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import gc
+import glob
 import json
 import os
 import platform
+import re
 import shutil
 import statistics
 import sys
@@ -133,6 +135,52 @@ def progression(path: str, columns, threads: Optional[int] = 1) -> int:
         for c in columns:
             np.asarray(t[c])
     return rows
+
+
+def save_npz(path: str, **arrays) -> str:
+    """Writes `arrays` to the .npz `path` whole or not at all (a temporary file renamed)."""
+    tmp = path + ".tmp.npz"
+    np.savez(tmp, **arrays)
+    os.replace(tmp, path)
+    return path
+
+
+def generated(out: str, pattern: str, count: int, what: str, force: bool) -> bool:
+    """Whether a generator's `count` files matching `pattern` are in `out` already (and it is not
+    told to `force` a new run): then they are listed. Otherwise `out` is emptied for the run."""
+    have = sorted(glob.glob(os.path.join(out, pattern)))
+    if len(have) == count and not force:
+        print(f"{out}: {count} {what} already there (--force to run again):")
+        for h in have:
+            print("  " + h)
+        return True
+    if os.path.isdir(out):
+        shutil.rmtree(out)
+    return False
+
+
+_PHASE_LINE = re.compile(r"^(.+?)\s+([0-9.]+) s(.*)$")
+
+
+def phase_table(text: str) -> Dict[str, Any]:
+    """What a profiling driver (bench/drivers) printed: its phase table (per phase the best wall
+    seconds and, when printed, the CPU seconds of that run), the total and the CPU ns per
+    particle (None when no total line was printed)."""
+    phases, phase_cpu, total, cpu = {}, {}, None, None
+    for line in text.splitlines():
+        m = _PHASE_LINE.match(line)
+        if not m:
+            continue
+        name, seconds = m.group(1).strip(), float(m.group(2))
+        if name == "total":
+            total = seconds
+            cpu = float(re.search(r"([0-9]+) ns CPU", m.group(3)).group(1))
+        else:
+            phases[name] = seconds
+            c = re.search(r"cpu\s+([0-9.]+)", m.group(3))
+            if c:
+                phase_cpu[name] = float(c.group(1))
+    return {"phases": phases, "phase_cpu": phase_cpu, "total": total, "cpu_ns": cpu}
 
 
 def rmpath(p: str) -> None:

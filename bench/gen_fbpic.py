@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import shutil
 import sys
 import time
 
@@ -42,6 +41,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("FBPIC_DISABLE_THREADING", "1")
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import generated, save_npz  # noqa: E402
 
 DUMPS = 4
 PERIOD = 161  # steps between dumps: dumps at 0, 161, 322, 483
@@ -101,11 +103,7 @@ def save_npz(h5path: str, out: str) -> str:
         scalars = {"iteration": np.int64(int(it_name)),
                    "time": np.float64(float(it.attrs["time"]) * float(it.attrs["timeUnitSI"])),
                    "code": np.str_("fbpic")}
-    path = os.path.join(out, f"electrons_{int(it_name):08d}.npz")
-    tmp = path + ".tmp.npz"
-    np.savez(tmp, **cols, **scalars)
-    os.replace(tmp, path)
-    return path
+    return save_npz(os.path.join(out, f"electrons_{int(it_name):08d}.npz"), **cols, **scalars)
 
 
 def main(argv=None) -> int:
@@ -115,14 +113,8 @@ def main(argv=None) -> int:
     p.add_argument("--period", type=int, default=PERIOD, help="steps between the 4 dumps")
     args = p.parse_args(argv)
     out = os.path.abspath(args.out)
-    have = sorted(glob.glob(os.path.join(out, "electrons_*.npz")))
-    if len(have) == DUMPS and not args.force:
-        print(f"{out}: {DUMPS} dumps already there (--force to run again):")
-        for h in have:
-            print("  " + h)
+    if generated(out, "electrons_*.npz", DUMPS, "dumps", args.force):
         return 0
-    if os.path.isdir(out):
-        shutil.rmtree(out)
     os.makedirs(out)
     run(out, args.period)
     files = sorted(glob.glob(os.path.join(out, "hdf5", "data*.h5")))

@@ -37,11 +37,13 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import shutil
 import sys
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from benchlib import generated, save_npz  # noqa: E402
 
 Z_OUT = [10, 5, 3, 2, 1, 0]  # after the initial conditions at Z_START
 Z_START = 49
@@ -116,11 +118,7 @@ def save_npz(h5path: str, out: str, index: int, reordered: bool, table: str) -> 
                "redshift": np.float64(1.0 / aexp - 1.0), "boxlen": np.float64(a["boxlen"]),
                "H0": np.float64(a["H0"]), "Om_m": np.float64(a["Om_m"]), "Om_lambda": np.float64(a["Om_lambda"]),
                "mpart": np.float64(a["mpart"]), "reordered": np.bool_(reordered), "code": np.str_("pysco")}
-    path = os.path.join(out, f"snap_{index:05d}.npz")
-    tmp = path + ".tmp.npz"
-    np.savez(tmp, **cols, **scalars)
-    os.replace(tmp, path)
-    return path
+    return save_npz(os.path.join(out, f"snap_{index:05d}.npz"), **cols, **scalars)
 
 
 def main(argv=None) -> int:
@@ -133,14 +131,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     out = os.path.abspath(args.out)
     want = len(Z_OUT) + 1
-    have = sorted(glob.glob(os.path.join(out, "snap_*.npz")))
-    if len(have) == want and not args.force:
-        print(f"{out}: {want} snapshots already there (--force to run again):")
-        for h in have:
-            print("  " + h)
+    if generated(out, "snap_*.npz", want, "snapshots", args.force):
         return 0
-    if os.path.isdir(out):
-        shutil.rmtree(out)
     run = os.path.join(out, "run")
     os.makedirs(run)
     pk = os.path.join(out, "pk_camb_z0.dat")

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -42,33 +41,17 @@ import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import figure, finish, log, peer, start_meta, touch_memory  # noqa: E402
+from benchlib import figure, finish, log, peer, phase_table, start_meta, touch_memory  # noqa: E402
 
-LINE = re.compile(r"^(.+?)\s+([0-9.]+) s(.*)$")
 
 
 def run_driver(binary: str, repeat: int, files, env=None) -> dict:
     text = subprocess.run([binary, str(repeat), *files], check=True, capture_output=True, text=True, env=env).stdout
-    phases, phase_cpu, total, cpu, checksum = {}, {}, None, None, None
-    for line in text.splitlines():
-        if line.startswith("checksum "):
-            checksum = line.split()[1]
-            continue
-        m = LINE.match(line)
-        if not m:
-            continue
-        name, seconds = m.group(1).strip(), float(m.group(2))
-        if name == "total":
-            total = seconds
-            cpu = float(re.search(r"([0-9]+) ns CPU", m.group(3)).group(1))
-        else:
-            phases[name] = seconds
-            c = re.search(r"cpu\s+([0-9.]+)", m.group(3))
-            if c:
-                phase_cpu[name] = float(c.group(1))
-    if total is None or checksum is None:
+    table = phase_table(text)
+    table["checksum"] = next((line.split()[1] for line in text.splitlines() if line.startswith("checksum ")), None)
+    if table["total"] is None or table["checksum"] is None:
         raise RuntimeError(f"{binary} printed no total or checksum:\n{text}")
-    return {"phases": phases, "phase_cpu": phase_cpu, "total": total, "cpu_ns": cpu, "checksum": checksum}
+    return table
 
 
 def callgrind(binary: str, files, tmp: str, side: str) -> dict:
@@ -80,7 +63,7 @@ def callgrind(binary: str, files, tmp: str, side: str) -> dict:
     text = subprocess.run(["valgrind", "--tool=callgrind", "--dump-before=motes::Phases::lap*",
                            f"--callgrind-out-file={out}", binary, "1", *files],
                           check=True, capture_output=True, text=True).stdout
-    names = [m.group(1).strip() for m in map(LINE.match, text.splitlines()) if m and m.group(1).strip() != "total"]
+    names = list(phase_table(text)["phases"])  # in the order the driver printed them
     counts = []
     for k in range(1, len(names) + 1):
         with open(f"{out}.{k}") as f:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import filecmp
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -42,32 +41,18 @@ import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from benchlib import figure, finish, log, peer, start_meta  # noqa: E402
+from benchlib import figure, finish, log, peer, phase_table, start_meta  # noqa: E402
 
 COLUMNS = ("x", "y", "z", "ux", "uy", "uz", "energy", "q")
-LINE = re.compile(r"^(.+?)\s+([0-9.]+) s(.*)$")
 
 
 def run_driver(binary, out: str, repeat: int, files, env=None) -> dict:
     cmd = [binary] if isinstance(binary, str) else list(binary)
     text = subprocess.run([*cmd, out, str(repeat), *files], check=True, capture_output=True, text=True, env=env).stdout
-    phases, phase_cpu, total, cpu = {}, {}, None, None
-    for line in text.splitlines():
-        m = LINE.match(line)
-        if not m:
-            continue
-        name, seconds = m.group(1).strip(), float(m.group(2))
-        if name == "total":
-            total = seconds
-            cpu = float(re.search(r"([0-9]+) ns CPU", m.group(3)).group(1))
-        else:
-            phases[name] = seconds
-            c = re.search(r"cpu\s+([0-9.]+)", m.group(3))
-            if c:
-                phase_cpu[name] = float(c.group(1))
-    if total is None:
+    table = phase_table(text)
+    if table["total"] is None:
         raise RuntimeError(f"{binary} printed no total:\n{text}")
-    return {"phases": phases, "phase_cpu": phase_cpu, "total": total, "cpu_ns": cpu}
+    return table
 
 
 def python_child(out: str, repeat: int, files) -> None:

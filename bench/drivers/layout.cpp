@@ -31,43 +31,18 @@
 
 #include "motes/core/memory.hpp"
 #include "motes/particles/layout/builder.hpp"
+#include "npy.hpp"
+
+using motes_drivers::Array;
+using motes_drivers::load_npy;
 
 namespace {
 
-// A 1-d, little-endian, C-order float32 or float64 .npy file, in huge-page-advised memory
-// (as numpy allocates large arrays).
-struct Array {
-  motes::DType dtype = motes::DType::f32;
-  std::unique_ptr<char, decltype(&std::free)> bytes{nullptr, &std::free};
-  uint64_t count = 0;
-};
-
-Array load_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  char magic[8];
-  in.read(magic, 8);
-  if (std::memcmp(magic, "\x93NUMPY", 6) != 0) throw std::runtime_error(path + ": not a .npy file");
-  uint32_t header_len = 0;
-  if (magic[6] == 1) {
-    uint16_t h;
-    in.read(reinterpret_cast<char*>(&h), 2);
-    header_len = h;
-  } else {
-    in.read(reinterpret_cast<char*>(&header_len), 4);
-  }
-  std::string header(header_len, '\0');
-  in.read(header.data(), header_len);
-  Array a;
-  if (header.find("'descr': '<f4'") != std::string::npos) a.dtype = motes::DType::f32;
-  else if (header.find("'descr': '<f8'") != std::string::npos) a.dtype = motes::DType::f64;
-  else throw std::runtime_error(path + ": not a float32 or float64 column: " + header);
-  if (header.find("'fortran_order': False") == std::string::npos) throw std::runtime_error(path + ": Fortran order");
-  a.count = std::stoull(header.substr(header.find("'shape': (") + 10));
-  const size_t size = a.count * motes::dtype_size(a.dtype);
-  a.bytes.reset(static_cast<char*>(motes::huge_aligned_alloc(size)));
-  in.read(a.bytes.get(), int64_t(size));
-  if (!in) throw std::runtime_error(path + ": truncated");
+// A position column (float32 or float64) from its .npy file.
+Array load_positions(const std::string& path) {
+  Array a = load_npy(path);
+  if (a.dtype != motes::DType::f32 && a.dtype != motes::DType::f64)
+    throw std::runtime_error(path + ": not a float32 or float64 column");
   return a;
 }
 
@@ -89,7 +64,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    Array cols[3] = {load_npy(argv[2]), load_npy(argv[3]), load_npy(argv[4])};
+    Array cols[3] = {load_positions(argv[2]), load_positions(argv[3]), load_positions(argv[4])};
     uint64_t n = cols[0].count;
     if (const char* e = std::getenv("MOTES_LAYOUT_N")) n = std::min<uint64_t>(n, std::stoull(e));
     motes::ColumnView v[3];
