@@ -8,16 +8,28 @@
 
 namespace motes {
 
+namespace {
+
+// A few keys: insertion sort on the code bits (stable); whether any key moved.
+bool insertion_sort_by_code(uint64_t* keys, uint64_t n, int bits) {
+  const uint64_t mask = ((uint64_t(1) << bits) - 1) << 32;
+  bool moved = false;
+  for (uint64_t i = 1; i < n; ++i) {
+    const uint64_t k = keys[i];
+    uint64_t j = i;
+    for (; j > 0 && (keys[j - 1] & mask) > (k & mask); --j) keys[j] = keys[j - 1];
+    keys[j] = k;
+    moved |= j != i;
+  }
+  return moved;
+}
+
+}  // namespace
+
 void sort_low_code_bits(uint64_t* keys, uint64_t n, uint64_t* scratch, int bits, unsigned threads) {
   if (n < 2 || bits <= 0) return;
-  if (n < 64) {  // a few keys: insertion sort on the code bits (stable)
-    const uint64_t mask = ((uint64_t(1) << bits) - 1) << 32;
-    for (uint64_t i = 1; i < n; ++i) {
-      const uint64_t k = keys[i];
-      uint64_t j = i;
-      for (; j > 0 && (keys[j - 1] & mask) > (k & mask); --j) keys[j] = keys[j - 1];
-      keys[j] = k;
-    }
+  if (n < 64) {
+    insertion_sort_by_code(keys, n, bits);
     return;
   }
   constexpr int kMaxDigitBits = 12;  // 24-bit positions (16M rows) in two passes
@@ -53,15 +65,8 @@ void sort_low_code_bits(uint64_t* keys, uint64_t n, uint64_t* scratch, int bits,
 const uint64_t* sort_places_by_code(uint64_t* keys, uint64_t n, uint64_t* scratch, int bits, bool& moved) {
   moved = false;
   if (n < 2 || bits <= 0) return keys;
-  if (n < 64) {  // a few keys: insertion sort on the code bits (stable)
-    const uint64_t mask = ((uint64_t(1) << bits) - 1) << 32;
-    for (uint64_t i = 1; i < n; ++i) {
-      const uint64_t k = keys[i];
-      uint64_t j = i;
-      for (; j > 0 && (keys[j - 1] & mask) > (k & mask); --j) keys[j] = keys[j - 1];
-      keys[j] = k;
-      moved |= j != i;
-    }
+  if (n < 64) {
+    moved = insertion_sort_by_code(keys, n, bits);
     return keys;
   }
   constexpr int kMaxDigitBits = 12;
