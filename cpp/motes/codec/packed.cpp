@@ -20,6 +20,8 @@ constexpr uint8_t kFor = 0, kDictionary = 1, kLinear = 2;
 // The header words of a unit's body before its fields.
 size_t head_words(uint8_t mode, uint32_t dict_size) { return mode == kFor ? 1 : mode == kLinear ? 2 : dict_size; }
 constexpr uint32_t kMaxDictionary = 256;
+// High parts that span at most this many values are counted in a table indexed by the part.
+constexpr uint32_t kSpanBits = 13;
 
 // One unit's plan: its words as frame of reference (ref + a w-bit offset), or as a
 // dictionary of their high parts (the words >> rbits; at most 256) with each word's
@@ -35,129 +37,178 @@ struct UnitPlan {
   }
 };
 
-// The distinct high parts (words >> rbits) of a unit when there are at most `most` (a small
-// open-addressing table); false as soon as there are more.
-bool dictionary(const unsigned char* words, size_t m, uint32_t size, uint32_t rbits, uint32_t most, UnitPlan& u) {
-  constexpr uint32_t slots = 1024;
-  std::array<uint64_t, slots> key;
-  std::array<int16_t, slots> at;
-  at.fill(-1);
+// A unit's m words of type U, read where they lie.
+template <class U>
+struct Unit {
+  const unsigned char* p;
+  size_t m;
+  U operator[](size_t i) const { return load<U>(p + i * sizeof(U)); }
+};
+
+// The distinct high parts (words >> rbits) of a unit in the order they first appear, with
+// each word's index, when there are at most `most`; false as soon as there are more. High
+// parts spanning at most 2^kSpanBits values go through a table indexed by the part; others
+// through a small open-addressing table whose slots are stamped by the call that filled
+// them (no call clears it).
+template <class U>
+bool dictionary(Unit<U> w, uint64_t lo, uint64_t hi, uint32_t rbits, uint32_t most, UnitPlan& u) {
   u.dict_size = 0;
-  for (size_t i = 0; i < m; ++i) {
-    const uint64_t v = rbits >= 64 ? 0 : word_at(words + i * size, size) >> rbits;
+  const uint64_t base = lo >> rbits;
+  if ((hi >> rbits) - base < (uint64_t(1) << kSpanBits)) {
+    // Every slot is -1 between calls: each call puts back those it set.
+    thread_local std::array<int16_t, size_t(1) << kSpanBits> at = [] {
+      std::array<int16_t, size_t(1) << kSpanBits> a;
+      a.fill(-1);
+      return a;
+    }();
+    bool fits = true;
+    for (size_t i = 0; i < w.m; ++i) {
+      const uint64_t v = uint64_t(w[i]) >> rbits;
+      int16_t& s = at[v - base];
+      if (s < 0) {
+        if (u.dict_size == most) {
+          fits = false;
+          break;
+        }
+        s = int16_t(u.dict_size), u.dict[u.dict_size++] = v;
+      }
+      u.index[i] = uint8_t(s);
+    }
+    for (uint32_t j = 0; j < u.dict_size; ++j) at[u.dict[j] - base] = -1;
+    return fits;
+  }
+  constexpr uint32_t slots = 1024;
+  thread_local std::array<uint64_t, slots> key;
+  thread_local std::array<uint32_t, slots> stamp{};  // slot in use when stamp == call
+  thread_local std::array<uint8_t, slots> at;
+  thread_local uint32_t call = 0;
+  if (++call == 0) stamp.fill(0), call = 1;  // after 2^32 calls the stamps start again
+  for (size_t i = 0; i < w.m; ++i) {
+    const uint64_t v = uint64_t(w[i]) >> rbits;
     uint32_t h = uint32_t((v * 0x9E3779B97F4A7C15ull) >> 54);
-    while (at[h] >= 0 && key[h] != v) h = (h + 1) & (slots - 1);
-    if (at[h] < 0) {
+    while (stamp[h] == call && key[h] != v) h = (h + 1) & (slots - 1);
+    if (stamp[h] != call) {
       if (u.dict_size == most) return false;
-      key[h] = v, at[h] = int16_t(u.dict_size);
+      key[h] = v, stamp[h] = call, at[h] = uint8_t(u.dict_size);
       u.dict[u.dict_size++] = v;
     }
-    u.index[i] = uint8_t(at[h]);
+    u.index[i] = at[h];
   }
   return true;
 }
 
-void plan_unit(const unsigned char* words, size_t m, uint32_t size, UnitPlan& u) {
-  uint64_t lo = ~uint64_t(0), hi = 0;
-  for (size_t i = 0; i < m; ++i) {
-    const uint64_t v = word_at(words + i * size, size);
-    lo = std::min(lo, v), hi = std::max(hi, v);
-  }
-  u.mode = kFor, u.ref = lo, u.width = uint8_t(bits_for(hi - lo)), u.rbits = 0, u.dict_size = 0;
+template <class U>
+void plan_unit(Unit<U> w, UnitPlan& u) {
+  constexpr uint32_t size = sizeof(U);
+  const size_t m = w.m;
+  U lo = U(~U(0)), hi = 0;
+  for (size_t i = 0; i < m; ++i) lo = std::min(lo, w[i]), hi = std::max(hi, w[i]);
+  u.mode = kFor, u.ref = lo, u.width = uint8_t(bits_for(uint64_t(U(hi - lo)))), u.rbits = 0, u.dict_size = 0;
   if (u.width <= 1) return;
   size_t best = u.body_bytes(m, size);
   // Ascending words (sorted keys, positions, tail values): offsets from the line through the
   // first and last word.
   bool ascending = m > 2;
-  for (size_t i = 1; i < m && ascending; ++i) ascending = word_at(words + i * size, size) >= word_at(words + (i - 1) * size, size);
+  for (size_t i = 1; i < m && ascending; ++i) ascending = w[i] >= w[i - 1];
   if (ascending) {
-    const uint64_t all = mask_of(8 * size);
-    const uint64_t delta = (word_at(words + (m - 1) * size, size) - word_at(words, size) + (m - 1) / 2) / (m - 1);
-    uint64_t rlo = ~uint64_t(0), rhi = 0;
+    const U delta = U((uint64_t(U(w[m - 1] - w[0])) + (m - 1) / 2) / (m - 1));
+    U rlo = U(~U(0)), rhi = 0;
     for (size_t i = 0; i < m; ++i) {
-      const uint64_t r = (word_at(words + i * size, size) - uint64_t(i) * delta) & all;
+      const U r = U(w[i] - U(U(i) * delta));
       rlo = std::min(rlo, r), rhi = std::max(rhi, r);
     }
-    UnitPlan l;
-    l.mode = kLinear, l.ref = rlo, l.delta = delta, l.width = uint8_t(bits_for(rhi - rlo));
-    if (l.body_bytes(m, size) < best) {
-      best = l.body_bytes(m, size);
-      u.mode = kLinear, u.ref = rlo, u.delta = delta, u.width = l.width;
+    const uint8_t width = uint8_t(bits_for(uint64_t(U(rhi - rlo))));
+    if (2 * size + (m * width + 7) / 8 < best) {
+      best = 2 * size + (m * width + 7) / 8;
+      u.mode = kLinear, u.ref = rlo, u.delta = delta, u.width = width;
       if (u.width == 0) return;
     }
   }
   // Dictionaries of the whole words (few distinct values: flags, charges) and of their high
-  // parts above rbits = width - k low bits (the sign and exponent of floats that cross zero).
+  // parts above rbits = width - k low bits (the sign and exponent of floats that cross zero),
+  // `width` being the best plan's so far. Each is counted only up to the entries that would
+  // still make it smaller than the best (a few dozen: noise stops early).
   static thread_local UnitPlan d;
   for (uint32_t k : {64u, 4u, 6u, 8u, 10u, 12u}) {
     const uint32_t rbits = k >= u.width ? 0 : u.width - k;
     if (k != 64 && (rbits == 0 || k >= u.width)) continue;
-    // Fewer entries than what would make it no smaller than the best so far.
     uint32_t most = kMaxDictionary;
     while (most > 1 && size_t(most) * size + (m * (bits_for(most - 1) + rbits) + 7) / 8 >= best) most /= 2;
-    if (most <= 1 || !dictionary(words, m, size, rbits, most, d)) continue;
-    d.mode = kDictionary, d.rbits = uint8_t(rbits);
-    d.width = uint8_t(bits_for(d.dict_size - 1) + rbits);
-    if (d.width <= 64 && d.body_bytes(m, size) < best) {
-      best = d.body_bytes(m, size);
-      u.mode = kDictionary, u.width = d.width, u.rbits = d.rbits, u.dict_size = d.dict_size;
+    if (most <= 1 || !dictionary(w, lo, hi, rbits, most, d)) continue;
+    const uint32_t width = bits_for(d.dict_size - 1) + rbits;
+    const size_t bytes = size_t(d.dict_size) * size + (m * width + 7) / 8;
+    if (width <= 64 && bytes < best) {
+      best = bytes;
+      u.mode = kDictionary, u.width = uint8_t(width), u.rbits = uint8_t(rbits), u.dict_size = d.dict_size;
       std::copy(d.dict, d.dict + d.dict_size, u.dict);
       std::copy(d.index, d.index + m, u.index);
     }
   }
 }
 
-// Appends m w-bit fields to out.
+// Appends m w-bit fields get(i) (each below 2^w), little-endian from bit 0, to out.
 template <class Get>
 void put_fields(size_t m, uint32_t w, Get get, std::string& out) {
+  if (!w) return;
   const size_t at = out.size(), bytes = (m * w + 7) / 8;
-  out.resize(at + bytes + 8, '\0');  // 8 spare bytes for whole-word stores, cut below
+  out.resize(at + bytes + 8);  // 8 spare bytes for a whole-word store, cut below
   unsigned char* p = reinterpret_cast<unsigned char*>(out.data()) + at;
-  if (w) {
-    uint64_t bit = 0;
-    for (size_t i = 0; i < m; ++i, bit += w) {
-      const uint64_t v = get(i) & mask_of(w);
-      const uint64_t byte = bit >> 3;
-      const uint32_t sh = uint32_t(bit & 7);
-      store<uint64_t>(p + byte, load<uint64_t>(p + byte) | (v << sh));
-      if (sh + w > 64) p[byte + 8] = uint8_t(p[byte + 8] | (v >> (64 - sh)));
+  uint64_t acc = 0;
+  uint32_t fill = 0;  // the bits of acc in use
+  for (size_t i = 0; i < m; ++i) {
+    const uint64_t v = get(i);
+    acc |= v << fill;
+    fill += w;
+    if (fill >= 64) {
+      store<uint64_t>(p, acc);
+      p += 8, fill -= 64;
+      acc = fill ? v >> (w - fill) : 0;
     }
   }
+  if (fill) store<uint64_t>(p, acc);
   out.resize(at + bytes);
 }
 
-}  // namespace
-
-void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string& out, uint32_t unit) {
+template <class U>
+void pack_typed(const unsigned char* words, size_t n, std::string& out, uint32_t unit) {
+  constexpr uint32_t size = sizeof(U);
   const size_t units = (n + unit - 1) / unit;
   const size_t start = out.size();
   out.append(4 + units * kPackedUnitEntryBytes, '\0');
   store<uint32_t>(out.data() + start, unit);
   static thread_local UnitPlan u;
   for (size_t k = 0; k < units; ++k) {
-    const unsigned char* w = words + k * unit * size;
-    const size_t m = std::min<size_t>(unit, n - k * unit);
-    plan_unit(w, m, size, u);
+    const Unit<U> w{words + k * unit * size, std::min<size_t>(unit, n - k * unit)};
+    const size_t m = w.m;
+    plan_unit(w, u);
     unsigned char* e = reinterpret_cast<unsigned char*>(out.data()) + start + 4 + k * kPackedUnitEntryBytes;
     store<uint32_t>(e, uint32_t(out.size() - start));
     e[4] = u.width, e[5] = u.mode;
     if (u.mode == kDictionary) e[6] = uint8_t(u.dict_size - 1), e[7] = u.rbits;
     if (u.mode == kFor) {
       out.append(reinterpret_cast<const char*>(&u.ref), size);
-      const uint64_t ref = u.ref;
-      put_fields(m, u.width, [&](size_t i) { return word_at(w + i * size, size) - ref; }, out);
+      const U ref = U(u.ref);
+      put_fields(m, u.width, [&](size_t i) { return uint64_t(U(w[i] - ref)); }, out);
     } else if (u.mode == kLinear) {
       out.append(reinterpret_cast<const char*>(&u.ref), size);
       out.append(reinterpret_cast<const char*>(&u.delta), size);
-      const uint64_t ref = u.ref, delta = u.delta;
-      put_fields(m, u.width, [&](size_t i) { return word_at(w + i * size, size) - uint64_t(i) * delta - ref; }, out);
+      const U ref = U(u.ref), delta = U(u.delta);
+      const uint64_t mask = mask_of(u.width);
+      put_fields(m, u.width, [&](size_t i) { return uint64_t(U(w[i] - U(U(i) * delta) - ref)) & mask; }, out);
     } else {
       for (uint32_t j = 0; j < u.dict_size; ++j) out.append(reinterpret_cast<const char*>(&u.dict[j]), size);
       const uint32_t r = u.rbits;
-      put_fields(m, u.width, [&](size_t i) { return uint64_t(u.index[i]) << r | (word_at(w + i * size, size) & mask_of(r)); }, out);
+      const uint64_t low = mask_of(r);
+      put_fields(m, u.width, [&](size_t i) { return uint64_t(u.index[i]) << r | (uint64_t(w[i]) & low); }, out);
     }
   }
   out.append(kPackedPadBytes, '\0');
+}
+
+}  // namespace
+
+void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string& out, uint32_t unit) {
+  words::with_word(size, [&](auto z) { pack_typed<decltype(z)>(words, n, out, unit); });
 }
 
 std::string PackedWords::open(const unsigned char* s, size_t len, size_t n, uint32_t size, bool checked) {
