@@ -59,6 +59,15 @@ void grid_bases(const double* edges, double origin, double step, Signed<U>* out)
   }
 }
 
+// f(order), order(u) being ordered<U>(u, t) with t's kind fixed at compile time, so that the
+// loops that take it have no test inside and vectorise.
+template <class U, class F>
+void with_order(const ValueType& t, F&& f) {
+  if (t.is_float) f([](U u) { return ordered<U>(u, ValueType{sizeof(U), true, true}); });
+  else if (t.is_signed) f([](U u) { return ordered<U>(u, ValueType{sizeof(U), false, true}); });
+  else f([](U u) { return u; });
+}
+
 // words[i] = predictor(values)[i]; returns the parameter (Predictor::offset's reference).
 template <class U>
 U forward(Predictor p, const ValueType& t, const unsigned char* src, size_t n, const Context& ctx, unsigned char* words,
@@ -112,15 +121,23 @@ U forward(Predictor p, const ValueType& t, const unsigned char* src, size_t n, c
       }
       break;
     }
-    case Predictor::quantile:
-      for (size_t i = 0; i < n; ++i)
-        put<U>(words + i * sizeof(U), U(ordered<U>(load<U>(src + i * sizeof(U)), t) - U(ctx.bases[ctx.codes[i]])));
+    case Predictor::quantile: {
+      const uint64_t* bases = ctx.bases;
+      const uint8_t* codes = ctx.codes;
+      with_order<U>(t, [&](auto order) {
+        for (size_t i = 0; i < n; ++i)
+          put<U>(words + i * sizeof(U), U(order(load<U>(src + i * sizeof(U))) - U(bases[codes[i]])));
+      });
       break;
+    }
     case Predictor::offset: {
-      U lo = std::numeric_limits<U>::max();
-      for (size_t i = 0; i < n; ++i) lo = std::min(lo, ordered<U>(load<U>(src + i * sizeof(U)), t));
-      param = n ? lo : 0;
-      for (size_t i = 0; i < n; ++i) put<U>(words + i * sizeof(U), U(ordered<U>(load<U>(src + i * sizeof(U)), t) - param));
+      with_order<U>(t, [&](auto order) {
+        U lo = std::numeric_limits<U>::max();
+        for (size_t i = 0; i < n; ++i) lo = std::min(lo, order(load<U>(src + i * sizeof(U))));
+        param = n ? lo : 0;
+        const U ref = param;
+        for (size_t i = 0; i < n; ++i) put<U>(words + i * sizeof(U), U(order(load<U>(src + i * sizeof(U))) - ref));
+      });
       break;
     }
     case Predictor::zfp:  // not a word transform: the block format codes it whole (zfp.cpp)

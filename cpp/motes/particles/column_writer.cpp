@@ -27,29 +27,36 @@ constexpr T kAbove = std::is_floating_point_v<T> ? std::numeric_limits<T>::infin
 template <class T>
 constexpr T kBelow = std::is_floating_point_v<T> ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::lowest();
 
-// Folds v[0, len) into a running minimum and maximum (NaN moves neither). Floats and doubles
-// go 16 bytes of lanes at a time (GCC vector extensions: SSE on x86-64, NEON on arm64), other
-// types over four interleaved lanes, so that the comparisons do not wait on one another.
+// Folds v[0, len) into a running minimum and maximum (NaN moves neither), and adds the NaNs
+// to *nans when given. Floats and doubles go 16 bytes of lanes at a time (GCC vector
+// extensions: SSE on x86-64, NEON on arm64), other types over four interleaved lanes, so that
+// the comparisons do not wait on one another.
 template <class T>
-void running_range(const T* v, uint64_t len, T& mn, T& mx) {
+void running_range(const T* v, uint64_t len, T& mn, T& mx, uint64_t* nans = nullptr) {
   uint64_t k = 0;
   if constexpr (std::is_floating_point_v<T>) {
     constexpr int kLanes = 16 / sizeof(T);
     typedef T Vec __attribute__((vector_size(16)));
+    using Mask = decltype(Vec{} < Vec{});  // lanes of all ones where true
     if (len >= 2 * kLanes) {
       Vec lo, hi;
+      Mask nan{};
       for (int j = 0; j < kLanes; ++j) lo[j] = mn, hi[j] = mx;
       for (; k + kLanes <= len; k += kLanes) {
         Vec x;
         std::memcpy(&x, v + k, sizeof x);
         lo = x < lo ? x : lo;  // lane-wise: a NaN lane keeps lo and hi
         hi = hi < x ? x : hi;
+        if (nans) nan -= x != x;  // -1 per NaN lane
       }
       for (int j = 0; j < kLanes; ++j) {
         mn = lo[j] < mn ? lo[j] : mn;
         mx = mx < hi[j] ? hi[j] : mx;
+        if (nans) *nans += uint64_t(nan[j]);
       }
     }
+    if (nans)
+      for (uint64_t i = k; i < len; ++i) *nans += v[i] != v[i];
   } else {
     T lo[4] = {mn, mn, mn, mn}, hi[4] = {mx, mx, mx, mx};
     for (; k + 4 <= len; k += 4)
@@ -80,10 +87,7 @@ void scan_global(ColumnPlan& p, unsigned threads) {
     T lmn = kAbove<T>, lmx = kBelow<T>;
     uint64_t lnan = 0;
     if (stride == int64_t(sizeof(T))) {  // contiguous: the common case
-      const T* v = reinterpret_cast<const T*>(base) + b;
-      running_range(v, e - b, lmn, lmx);
-      if constexpr (std::is_floating_point_v<T>)
-        for (uint64_t i = 0; i < e - b; ++i) lnan += v[i] != v[i];
+      running_range(reinterpret_cast<const T*>(base) + b, e - b, lmn, lmx, &lnan);
     } else
       for (uint64_t i = b; i < e; ++i) {
         T x;
