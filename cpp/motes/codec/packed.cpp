@@ -146,23 +146,53 @@ void plan_unit(Unit<U> w, UnitPlan& u) {
   }
 }
 
-// Appends m w-bit fields get(i) (each below 2^w), little-endian from bit 0, to out.
+// 64 fields of W bits (each below 2^W) from v into W little-endian words at p: unrolled, so
+// that every field's shift and every store's place is known when compiling.
+template <uint32_t W>
+void put_group(const uint64_t* v, unsigned char* p) {
+  uint64_t acc = 0;
+#pragma GCC unroll 64
+  for (uint32_t j = 0; j < 64; ++j) {
+    const uint32_t bit = (j * W) & 63;
+    acc |= v[j] << bit;
+    if (bit + W >= 64) {
+      store<uint64_t>(p, acc);
+      p += 8;
+      acc = bit + W > 64 ? v[j] >> (64 - bit) : 0;
+    }
+  }
+}
+template <size_t... W>
+constexpr auto group_packers(std::index_sequence<W...>) {
+  return std::array<void (*)(const uint64_t*, unsigned char*), sizeof...(W)>{&put_group<uint32_t(W) + 1>...};
+}
+constexpr auto kGroupPackers = group_packers(std::make_index_sequence<64>());  // [w - 1]
+
+// Appends m w-bit fields get(i) (each below 2^w), little-endian from bit 0, to out: the fields
+// gathered 64 at a time (a loop that vectorises), packed by put_group.
 template <class Get>
 void put_fields(size_t m, uint32_t w, Get get, std::string& out) {
   if (!w) return;
   const size_t at = out.size(), bytes = (m * w + 7) / 8;
   out.resize(at + bytes + 8);  // 8 spare bytes for a whole-word store, cut below
   unsigned char* p = reinterpret_cast<unsigned char*>(out.data()) + at;
+  const auto group = kGroupPackers[w - 1];
+  uint64_t v[64];
+  size_t i = 0;
+  for (; i + 64 <= m; i += 64, p += 8 * w) {
+    for (uint32_t j = 0; j < 64; ++j) v[j] = get(i + j);
+    group(v, p);
+  }
   uint64_t acc = 0;
   uint32_t fill = 0;  // the bits of acc in use
-  for (size_t i = 0; i < m; ++i) {
-    const uint64_t v = get(i);
-    acc |= v << fill;
+  for (; i < m; ++i) {
+    const uint64_t f = get(i);
+    acc |= f << fill;
     fill += w;
     if (fill >= 64) {
       store<uint64_t>(p, acc);
       p += 8, fill -= 64;
-      acc = fill ? v >> (w - fill) : 0;
+      acc = fill ? f >> (w - fill) : 0;
     }
   }
   if (fill) store<uint64_t>(p, acc);
