@@ -186,11 +186,23 @@ void compute_edges(ColumnPlan& p) {
 // Values [start, start + n) of the column in file order.
 template <class T>
 void gather(const ColumnView& c, const Layout& layout, uint64_t start, uint64_t n, T* out) {
+  constexpr uint64_t kAhead = 64;  // rows prefetched ahead: each is a cache miss of its own
   const char* base = static_cast<const char*>(c.data);
   const int64_t stride = c.stride();
   const uint64_t* ord = layout.order.data() + start;
-  for (uint64_t i = 0; i < n; ++i) {
-    if (i + 64 < n) __builtin_prefetch(base + int64_t(ord[i + 64]) * stride);
+  const uint64_t ahead = n > kAhead ? n - kAhead : 0;
+  uint64_t i = 0;
+  if (stride == int64_t(sizeof(T))) {  // a contiguous column: indexed loads
+    const T* v = static_cast<const T*>(c.data);
+    for (; i < ahead; ++i) {
+      __builtin_prefetch(v + ord[i + kAhead]);
+      out[i] = v[ord[i]];
+    }
+    for (; i < n; ++i) out[i] = v[ord[i]];
+    return;
+  }
+  for (; i < n; ++i) {
+    if (i < ahead) __builtin_prefetch(base + int64_t(ord[i + kAhead]) * stride);
     out[i] = *reinterpret_cast<const T*>(base + int64_t(ord[i]) * stride);
   }
 }
