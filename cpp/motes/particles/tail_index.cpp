@@ -96,9 +96,22 @@ class Collector final : public TailCollector {
 
   void add(const void* values, uint64_t first, uint64_t n) override {
     const T* v = static_cast<const T*>(values);
-    for (uint64_t i = 0; i < n; ++i) {
-      if (low_.valid && v[i] <= low_.limit) low_.entries.push_back({v[i], first + i});
-      else if (high_.valid && v[i] >= high_.limit) high_.entries.push_back({v[i], first + i});
+    // Most values are in neither tail: 16 at a time are tested by a loop with no branch (on
+    // vectors), and only a group with a tail value is walked.
+    constexpr uint64_t kGroup = 16;
+    const T lo = low_.limit, hi = high_.limit;
+    const bool low_valid = low_.valid, high_valid = high_.valid;
+    for (uint64_t s = 0; s < n; s += kGroup) {
+      const uint64_t e = std::min(n, s + kGroup);
+      if (low_valid && high_valid) {
+        uint32_t hits = 0;  // counted, not or-ed: a sum vectorises
+        for (uint64_t i = s; i < e; ++i) hits += uint32_t(v[i] <= lo) + uint32_t(v[i] >= hi);
+        if (!hits) continue;
+      }
+      for (uint64_t i = s; i < e; ++i) {
+        if (low_valid && v[i] <= lo) low_.entries.push_back({v[i], first + i});
+        else if (high_valid && v[i] >= hi) high_.entries.push_back({v[i], first + i});
+      }
     }
     low_.shrink();
     high_.shrink();
