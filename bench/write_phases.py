@@ -6,7 +6,8 @@ Usage (from the repository root)::
 
     # a build of each side, e.g. the commit before a change in a worktree:
     git worktree add /tmp/before <commit>
-    cmake -S /tmp/before -B /tmp/before/build/prof -G Ninja -DMOTES_BUILD_DRIVERS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    cmake -S /tmp/before -B /tmp/before/build/prof -G Ninja -DMOTES_BUILD_DRIVERS=ON -DCMAKE_BUILD_TYPE=Release \\
+        -DCMAKE_CXX_FLAGS_RELEASE="-O3 -DNDEBUG -g"   # what the package ships (-O3), with symbols
     cmake --build /tmp/before/build/prof --target motes_write_driver
     python bench/write_phases.py --before /tmp/before/build/prof/motes_write_driver \\
         --after build/prof/motes_write_driver            # 10M -> bench/results/write_phases.json

@@ -59,12 +59,47 @@ std::string Plan::name(uint32_t size) const {
 }
 
 void encode(const Plan& plan, ValueType t, const void* src, size_t n, const Context& ctx, std::string& out) {
+  out.clear();
+  encode_append(plan, t, src, n, ctx, out);
+}
+
+void encode_append(const Plan& plan, ValueType t, const void* src, size_t n, const Context& ctx, std::string& out) {
   std::vector<const unsigned char*> streams;
   size_t stream_bytes = 0;
   Predictor pred = plan.predictor;
   if (pred == Predictor::zfp) {  // the whole block is one zfp stream (zfp.cpp); else kept exact
-    if (encode_zfp(t, src, n, ctx, out)) return;
+    thread_local std::string z;
+    if (encode_zfp(t, src, n, ctx, z)) {
+      out += z;
+      return;
+    }
     pred = Predictor::none;
+  }
+  const size_t start = out.size();
+  if (addressable_layout(uint8_t(plan.layout))) {
+    // Packed or binned words: one raw stream, packed straight into place after the header.
+    Layout layout = plan.layout;
+    for (bool exact : {false, true}) {
+      if (exact) {  // values off the grid (or a predictor this type cannot take): kept exact
+        pred = Predictor::none;
+        if (layout == Layout::binned) layout = Layout::packed;  // binned words are quantile residuals
+      }
+      const uint32_t param_bytes = param_size(pred, t);
+      const size_t stream_at = start + kBlockHeaderBytes + kStreamEntryBytes + param_bytes;
+      out.resize(stream_at, '\0');
+      bool ok = true;
+      const uint64_t param = pack_stream(pred, layout, t, src, n, ctx, out, ok);
+      if (!ok) {
+        out.resize(start);
+        continue;
+      }
+      unsigned char* head = reinterpret_cast<unsigned char*>(out.data()) + start;
+      head[0] = uint8_t(pred), head[1] = uint8_t(layout), head[2] = 1, head[3] = uint8_t(param_bytes);
+      head[kBlockHeaderBytes] = uint8_t(Coder::raw);
+      put<uint32_t>(head + kBlockHeaderBytes + 4, uint32_t(out.size() - stream_at));
+      std::memcpy(head + kBlockHeaderBytes + kStreamEntryBytes, &param, param_bytes);
+      return;
+    }
   }
   bool ok = true;
   uint64_t param = prepare(pred, plan.layout, t, src, n, ctx, streams, stream_bytes, ok);
@@ -76,12 +111,13 @@ void encode(const Plan& plan, ValueType t, const void* src, size_t n, const Cont
   }
   const uint32_t param_bytes = param_size(pred, t);
   const size_t count = streams.size();
-  out.assign(kBlockHeaderBytes + count * kStreamEntryBytes + param_bytes, '\0');
-  out[0] = char(pred);
-  out[1] = char(stored_layout(layout, t.size));
-  out[2] = char(count);
-  out[3] = char(param_bytes);
-  unsigned char* pp = reinterpret_cast<unsigned char*>(out.data()) + kBlockHeaderBytes + count * kStreamEntryBytes;
+  out.resize(start + kBlockHeaderBytes + count * kStreamEntryBytes + param_bytes, '\0');
+  unsigned char* head = reinterpret_cast<unsigned char*>(out.data()) + start;
+  head[0] = uint8_t(pred);
+  head[1] = uint8_t(stored_layout(layout, t.size));
+  head[2] = uint8_t(count);
+  head[3] = uint8_t(param_bytes);
+  unsigned char* pp = head + kBlockHeaderBytes + count * kStreamEntryBytes;
   if (param_bytes == 16) {
     std::memcpy(pp, &ctx.grid_origin, 8);
     std::memcpy(pp + 8, &ctx.grid_step, 8);
@@ -99,7 +135,7 @@ void encode(const Plan& plan, ValueType t, const void* src, size_t n, const Cont
       c = Coder::raw;
       out.append(reinterpret_cast<const char*>(streams[k]), stream_bytes);
     }
-    unsigned char* entry = reinterpret_cast<unsigned char*>(out.data()) + kBlockHeaderBytes + k * kStreamEntryBytes;
+    unsigned char* entry = reinterpret_cast<unsigned char*>(out.data()) + start + kBlockHeaderBytes + k * kStreamEntryBytes;
     entry[0] = uint8_t(c);
     put<uint32_t>(entry + 4, uint32_t(out.size() - at));
   }

@@ -107,6 +107,8 @@ ValueType value_type(uint8_t dtype_code);
 // predictors and Predictor::zfp. A block that Predictor::zfp cannot take (zfp.hpp:
 // encode_zfp) is stored with Predictor::none and the plan's layout and coders.
 void encode(const Plan& plan, ValueType type, const void* src, size_t n, const Context& ctx, std::string& out);
+// The same block appended to out (a writer's window of blocks, with no copy in between).
+void encode_append(const Plan& plan, ValueType type, const void* src, size_t n, const Context& ctx, std::string& out);
 
 // Decodes a block of `stored_n` bytes into n values at dst (n * type.size bytes). Returns
 // an empty string, or what is wrong with the block (for a FormatError naming the block).

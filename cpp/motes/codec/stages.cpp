@@ -43,34 +43,49 @@ uint32_t param_size(Predictor p, const ValueType& t) {
                                                                                                   : 0;
 }
 
-uint64_t prepare(Predictor pred, Layout layout, const ValueType& t, const void* src, size_t n, const Context& ctx,
-                 std::vector<const unsigned char*>& streams, size_t& stream_bytes, bool& ok) {
+uint64_t pack_stream(Predictor pred, Layout layout, const ValueType& t, const void* src, size_t n, const Context& ctx,
+                     std::string& out, bool& ok) {
   Scratch& s = scratch();
   const size_t bytes = n * t.size;
   if (s.words.size() < bytes) s.words.resize(bytes);
   const uint64_t param = predict(pred, t, static_cast<const unsigned char*>(src), n, ctx, s.words.data(), ok);
-  streams.clear();
   if (!ok) return 0;
+  if (!addressable_predictor(pred) || (layout == Layout::binned && (pred != Predictor::quantile || !ctx.codes))) {
+    ok = false;
+    return 0;
+  }
+  if (layout == Layout::binned) pack_binned(s.words.data(), ctx.codes, n, t.size, out);
+  else if (ctx.packed_unit) pack_words(s.words.data(), n, t.size, out, ctx.packed_unit);
+  else {  // the smallest of three unit sizes
+    std::string& best = s.packed;
+    std::string& trial = s.trial;
+    best.clear();
+    for (uint32_t unit : {kPackedUnit, 1024u, 4096u}) {
+      trial.clear();
+      pack_words(s.words.data(), n, t.size, trial, unit);
+      if (best.empty() || trial.size() < best.size()) best.swap(trial);
+    }
+    out += best;
+  }
+  return param;
+}
+
+uint64_t prepare(Predictor pred, Layout layout, const ValueType& t, const void* src, size_t n, const Context& ctx,
+                 std::vector<const unsigned char*>& streams, size_t& stream_bytes, bool& ok) {
+  Scratch& s = scratch();
+  streams.clear();
   if (addressable_layout(uint8_t(layout))) {
-    if (!addressable_predictor(pred) || (layout == Layout::binned && (pred != Predictor::quantile || !ctx.codes))) {
-      ok = false;
-      return 0;
-    }
-    s.packed.clear();
-    if (layout == Layout::binned) pack_binned(s.words.data(), ctx.codes, n, t.size, s.packed);
-    else if (ctx.packed_unit) pack_words(s.words.data(), n, t.size, s.packed, ctx.packed_unit);
-    else {  // the smallest of three unit sizes
-      std::string& trial = s.trial;
-      for (uint32_t unit : {kPackedUnit, 1024u, 4096u}) {
-        trial.clear();
-        pack_words(s.words.data(), n, t.size, trial, unit);
-        if (s.packed.empty() || trial.size() < s.packed.size()) s.packed.swap(trial);
-      }
-    }
-    streams.push_back(reinterpret_cast<const unsigned char*>(s.packed.data()));
-    stream_bytes = s.packed.size();
+    s.packed2.clear();
+    const uint64_t param = pack_stream(pred, layout, t, src, n, ctx, s.packed2, ok);
+    if (!ok) return 0;
+    streams.push_back(reinterpret_cast<const unsigned char*>(s.packed2.data()));
+    stream_bytes = s.packed2.size();
     return param;
   }
+  const size_t bytes = n * t.size;
+  if (s.words.size() < bytes) s.words.resize(bytes);
+  const uint64_t param = predict(pred, t, static_cast<const unsigned char*>(src), n, ctx, s.words.data(), ok);
+  if (!ok) return 0;
   if (layout == Layout::whole || (layout == Layout::planes && t.size == 1)) {
     streams.push_back(s.words.data());
     stream_bytes = bytes;

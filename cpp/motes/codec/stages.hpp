@@ -29,7 +29,8 @@ Zstd& zstd();
 // Per-thread scratch buffers, grown on demand (a block is at most kMaxBlockBytes).
 struct Scratch {
   std::vector<unsigned char> words, planes, bits;
-  std::string packed, trial;
+  std::string packed, trial;  // pack_stream's unit sizes tried
+  std::string packed2;        // prepare's packed stream
 };
 Scratch& scratch();
 
@@ -46,6 +47,12 @@ inline Layout stored_layout(Layout wanted, uint32_t size) {
 
 // The bytes of a predictor's parameter in a block's header.
 uint32_t param_size(Predictor p, const ValueType& t);
+
+// The one stream of an addressable layout (packed or binned words) of n values appended to
+// out, with no copy in scratch: returns the parameter; ok false (out as it was) when the
+// predictor cannot take the values or does not suit the layout.
+uint64_t pack_stream(Predictor pred, Layout layout, const ValueType& t, const void* src, size_t n, const Context& ctx,
+                     std::string& out, bool& ok);
 
 // Transforms n values into streams (pointers into scratch): returns the parameter.
 uint64_t prepare(Predictor pred, Layout layout, const ValueType& t, const void* src, size_t n, const Context& ctx,

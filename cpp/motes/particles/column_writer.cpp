@@ -283,11 +283,10 @@ void store_block(StreamOut& s, codec::ValueType type, const void* data, uint64_t
     s.sums.push_back(spec::checksum(data, bytes));
     return;
   }
-  thread_local std::string coded;
-  codec::encode(s.plan, type, data, len, ctx, coded);
   std::string& window = s.window[s.slot];
-  s.blocks[b] = StoredBlock{window.size(), uint32_t(coded.size()), spec::checksum(coded.data(), coded.size())};
-  window += coded;
+  const size_t at = window.size();
+  codec::encode_append(s.plan, type, data, len, ctx, window);
+  s.blocks[b] = StoredBlock{at, uint32_t(window.size() - at), spec::checksum(window.data() + at, window.size() - at)};
   s.window_blocks[s.slot].push_back(b);
 }
 
