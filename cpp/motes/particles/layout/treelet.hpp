@@ -95,17 +95,17 @@ class TreeletBuilder {
  public:
   using Point = treelet::Point<P>;
   std::vector<TreeNode> nodes;
-  // The own rows of each node, in node order: every point of the treelet once (own_count).
-  std::unique_ptr<uint64_t[]> own;
-  uint64_t own_count = 0;
+  uint64_t own_count = 0;  // the treelet's points: own rows written
 
   explicit TreeletBuilder(const LayoutOptions& o) : opt_(&o) {}
 
   // fill(rows, points) puts the treelet's points, in space-filling order, into `points` (a
   // vector of Point, resized to them), and either their input rows into `rows` (an empty
-  // vector) or nothing: then each point's index is its input row.
+  // vector) or nothing: then each point's index is its input row. The own rows of each node,
+  // in node order (every point of the treelet once), go to own[0, own_count], which has
+  // room for one more (append_stratified may write one past).
   template <class Fill>
-  void build(Fill&& fill) {
+  void build(Fill&& fill, uint64_t* own) {
     Scratch& w = scratch();
     w.rows.clear();
     fill(w.rows, w.points[0]);
@@ -123,9 +123,8 @@ class TreeletBuilder {
     select_ = w.select.data();
     w.bins.resize(n);
     bin_ = w.bins.data();
-    own = std::make_unique_for_overwrite<uint64_t[]>(n + 1);  // + 1: append_stratified may write one past
     own_count = n;
-    own_at_ = own.get();
+    own_at_ = own;
     split(0, n, 0, lo, hi);
     if (n > kKeepScratch) w = Scratch();  // an unusually large treelet: give its memory back
   }
