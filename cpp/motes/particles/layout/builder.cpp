@@ -111,39 +111,38 @@ void add_morton_axis(const ColumnView& c, const MortonCoder& coder, int a, BigVe
 }
 
 // Builds the shallow tree over the sorted items and the treelets (in parallel) and splices
-// them into one preorder tree: node i's own rows are own[own_offset[i]...]. `own` holds every
-// node's own rows in node order, each treelet's followed by a word of slack (n + treelets
-// words): the shallow tree fixes where each treelet's rows go before the treelets are built,
-// so they write them in place, side by side, and nothing is copied after. fill(shallow,
+// them into one preorder tree: node i's own rows are own[own_offset[i]...]. `own` (n words)
+// takes every node's own rows in node order: the shallow tree fixes where each treelet's
+// rows go before the treelets are built, so they write them in place, side by side, and
+// nothing is copied after. fill(shallow,
 // shallow node, rows, points): a treelet's rows and their points
 // (treelet::TreeletBuilder::build). The items may be overwritten once the treelets are built.
 template <class P, class Key, class Codes, class Fill>
 void build_tree(const Key* items, uint64_t n, const LayoutOptions& options, unsigned threads, Codes codes, Fill&& fill,
-                Layout& out, BigVector<uint64_t>& own, std::vector<uint64_t>& own_offset) {
+                Layout& out, uint64_t* own, std::vector<uint64_t>& own_offset) {
   ShallowBuilder<Key, Codes> shallow(items, options, codes);
   int root = shallow.build(0, n, 63);
   out.phases.lap("shallow tree");
-  // Where each shallow node's own rows go (inner nodes' LOD rows, treelets' own rows and
-  // their slack word), in preorder.
+  // Where each shallow node's own rows go (inner nodes' LOD rows, treelets' own rows), in
+  // preorder.
   std::vector<uint64_t> own_at(shallow.nodes.size());
   uint64_t own_size = 0;
   auto place = [&](auto&& self, int s) -> void {
     const ShallowNode& sn = shallow.nodes[size_t(s)];
     own_at[size_t(s)] = own_size;
-    if (sn.treelet) return void(own_size += shallow.treelet_count(sn) + 1);
+    if (sn.treelet) return void(own_size += shallow.treelet_count(sn));
     own_size += sn.lod_rows.size();
     self(self, sn.left);
     self(self, sn.right);
   };
   place(place, root);
-  own.resize(own_size);
   std::vector<treelet::TreeletBuilder<P>> treelets;
   treelets.reserve(shallow.tasks.size());
   for (size_t t = 0; t < shallow.tasks.size(); ++t) treelets.emplace_back(options);
   parallel_for(shallow.tasks.size(), threads, [&](uint64_t t) {
     const ShallowNode& s = shallow.nodes[shallow.tasks[t]];
     treelets[t].build([&](std::vector<uint64_t>& rows, std::vector<treelet::Point<P>>& points) { fill(shallow, s, rows, points); },
-                      own.data() + own_at[shallow.tasks[t]]);
+                      own + own_at[shallow.tasks[t]]);
   });
   out.phases.lap("treelets");
   auto emit = [&](auto&& self, int s) -> void {
@@ -163,7 +162,7 @@ void build_tree(const Key* items, uint64_t n, const LayoutOptions& options, unsi
     uint32_t id = uint32_t(out.nodes.size());
     out.nodes.push_back(TreeNode{0, uint32_t(sn.lod_rows.size())});
     own_offset.push_back(own_pos);
-    std::copy(sn.lod_rows.begin(), sn.lod_rows.end(), own.data() + own_pos);
+    std::copy(sn.lod_rows.begin(), sn.lod_rows.end(), own + own_pos);
     self(self, sn.left);
     out.nodes[id].right = uint32_t(out.nodes.size());
     self(self, sn.right);
@@ -174,28 +173,31 @@ void build_tree(const Key* items, uint64_t n, const LayoutOptions& options, unsi
 
 // Below 2^32 rows: every row's point (coordinates and row) is moved once into the bucket
 // of its code's top bits and sorted there, in cache (radix_sort.hpp): the treelets then read
-// their points in order, not at random from the whole input. The points' memory (at least
-// two words a row) then holds the file order (first n words), and is returned in
-// `order_pages`; every node's own rows in `own` (build_tree).
+// their points in order, not at random from the whole input. The sort's memory, returned
+// in `order_pages`: the points (at least two words a row), then two codes a row (a word);
+// the codes' word then takes every node's own rows (build_tree; `own` points there), and
+// the points' first n words the file order.
 template <class P>
 void build_bucketed(const ColumnView* const* axes, const LayoutOptions& options, unsigned threads, Layout& out,
-                    BigVector<uint64_t>& own, std::vector<uint64_t>& own_offset, BigVector<uint64_t>& order_pages) {
+                    uint64_t*& own, std::vector<uint64_t>& own_offset, BigVector<uint64_t>& order_pages) {
   using Point = treelet::Point<P>;
   static_assert(sizeof(Point) % 8 == 0 && sizeof(Point) >= 16 && alignof(Point) <= 8);
   const uint64_t n = axes[0]->count;
   const Coordinate coords[3] = {Coordinate(*axes[0]), Coordinate(*axes[1]), Coordinate(*axes[2])};
   const PointCodes<P> codes{MortonCoder(out.bounds)};
   auto code_of = [&](const Point& pt) { return codes.coder.top(pt.c); };
-  order_pages.resize(n * (sizeof(Point) / 8));
+  // The points, then two codes a row for the sort (n words).
+  const uint64_t point_words = n * (sizeof(Point) / 8);
+  order_pages.resize(point_words + n);
   Point* const points = reinterpret_cast<Point*>(order_pages.data());
   // read(i, point) sets row i's coordinates.
   auto sort = [&](auto&& read) {
-    auto visit = [&](uint64_t i, Point& pt) {
+    auto read_row = [&](uint64_t i, Point& pt) {
       read(i, pt);
       pt.index = uint32_t(i);
-      return code_of(pt);
     };
-    bucket_sort(n, threads, visit, code_of, [&] { out.phases.lap("morton codes"); }, points);
+    bucket_sort(n, threads, read_row, code_of, [&] { out.phases.lap("morton codes"); }, points,
+                reinterpret_cast<uint32_t*>(order_pages.data() + point_words));
   };
   if constexpr (std::is_same_v<P, float>) {  // every axis f32: read as such, no test of the type per value
     if (coords[0].stride == 4 && coords[1].stride == 4 && coords[2].stride == 4) {
@@ -220,6 +222,7 @@ void build_bucketed(const ColumnView* const* axes, const LayoutOptions& options,
     Point* to = pts.data();
     shallow.treelet_runs(s, [&](const Point* from, uint64_t count) { to = std::copy_n(from, count, to); });
   };
+  own = order_pages.data() + point_words;
   build_tree<P>(points, n, options, threads, codes, fill, out, own, own_offset);
 }
 
@@ -227,7 +230,7 @@ void build_bucketed(const ColumnView* const* axes, const LayoutOptions& options,
 // treelets gather their points from the position columns.
 template <class P>
 void build_keyed(const ColumnView* const* axes, const LayoutOptions& options, unsigned threads, Layout& out,
-                 BigVector<uint64_t>& own, std::vector<uint64_t>& own_offset, BigVector<uint64_t>& order_pages) {
+                 uint64_t*& own, std::vector<uint64_t>& own_offset, BigVector<uint64_t>& order_pages) {
   const uint64_t n = axes[0]->count;
   BigVector<uint64_t> codes(n);
   const MortonCoder coder(out.bounds);
@@ -252,9 +255,9 @@ void build_keyed(const ColumnView* const* axes, const LayoutOptions& options, un
     points.resize(rows.size());
     treelet::gather_points(coords, rows.data(), rows.size(), points.data());
   };
+  order_pages.resize(2 * n);  // the file order, then the own rows
+  own = order_pages.data() + n;
   build_tree<P>(keys.data(), n, options, threads, KeyedRowCodes{}, fill, out, own, own_offset);
-  keys = {};
-  order_pages.resize(n);  // the file order
 }
 
 }  // namespace
@@ -318,9 +321,10 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
   out.phases.lap("bounds");
 
   const bool f32 = x.spec.dtype == DType::f32 && y.spec.dtype == DType::f32 && z.spec.dtype == DType::f32;
-  // The sort's memory, pages touched already: words [0, n) become the file order. The own
-  // rows of every node, in node order, until then.
-  BigVector<uint64_t> pages, own;
+  // The sort's memory, pages touched already: words [0, n) become the file order; `own`
+  // points to the own rows of every node, in node order, further on in it.
+  BigVector<uint64_t> pages;
+  uint64_t* own = nullptr;
   std::vector<uint64_t> own_offset;
   if (n < (uint64_t(1) << 32))
     f32 ? build_bucketed<float>(axes, options, threads, out, own, own_offset, pages)
@@ -334,7 +338,7 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
   if (const uint32_t s = choose_detail_level(out.levels, options.prefix_share))
     if (const uint32_t r = choose_region_depth(out.levels, s, options.region_points))
       out.levels = compute_levels(out.nodes, options.lod_count, n, s, r);
-  const uint64_t* own_rows = own.data();
+  const uint64_t* own_rows = own;
   uint64_t* order = pages.data();
   const LevelRuns& lv = out.levels.runs(out.nodes);
   parallel_ranges(out.nodes.size(), threads, 1024, [&](uint64_t b, uint64_t e) {
@@ -349,7 +353,7 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
   });
   out.order.swap(pages);
   out.order.resize(n);
-  release_unused_pages(out.order);  // what the points took beyond
+  release_unused_pages(out.order);  // the own rows, and what the points took beyond
   out.phases.lap("file order");
   return out;
 }

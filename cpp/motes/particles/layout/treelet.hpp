@@ -44,15 +44,15 @@ inline constexpr ReversedTable kReversed{};
 
 // Index order that makes every prefix of a leaf an evenly spread sample of it
 // (bit reversal of positions along the space-filling order). Writes n rows at out, and may
-// write out[n] (with anything).
+// write out[n] (with anything) when room_past.
 template <class RowOf>
-void append_stratified(uint32_t n, RowOf&& row_of, uint64_t* out) {
+void append_stratified(uint32_t n, RowOf&& row_of, uint64_t* out, bool room_past = true) {
   if (n <= 1) {
     if (n) *out = row_of(0);
     return;
   }
   const int bits = 32 - std::countl_zero(n - 1);  // 2^bits >= n
-  if (bits <= kReversedBits) {  // without a branch: a reversal past the end is written over by the next
+  if (bits <= kReversedBits && room_past) {  // without a branch: a reversal past the end is written over by the next
     const uint16_t* const reversed = kReversed.at[bits];
     uint64_t k = 0;
     for (uint32_t i = 0; i < (1u << bits); ++i) {
@@ -102,8 +102,8 @@ class TreeletBuilder {
   // fill(rows, points) puts the treelet's points, in space-filling order, into `points` (a
   // vector of Point, resized to them), and either their input rows into `rows` (an empty
   // vector) or nothing: then each point's index is its input row. The own rows of each node,
-  // in node order (every point of the treelet once), go to own[0, own_count], which has
-  // room for one more (append_stratified may write one past).
+  // in node order (every point of the treelet once), go to own[0, own_count) (the next
+  // treelet's may follow at once: nothing is written past).
   template <class Fill>
   void build(Fill&& fill, uint64_t* own) {
     Scratch& w = scratch();
@@ -125,6 +125,7 @@ class TreeletBuilder {
     bin_ = w.bins.data();
     own_count = n;
     own_at_ = own;
+    own_end_ = own + n;
     split(0, n, 0, lo, hi);
     if (n > kKeepScratch) w = Scratch();  // an unusually large treelet: give its memory back
   }
@@ -157,6 +158,7 @@ class TreeletBuilder {
   static constexpr uint64_t kHistogramMin = 512;  // points from which a median's bin is found first
   static constexpr uint32_t kMaxBins = 4096;
   uint64_t* own_at_ = nullptr;  // where the next own row goes
+  uint64_t* own_end_ = nullptr;  // past the treelet's own rows
 
   uint64_t row(uint32_t index) const { return rows_ ? rows_[index] : index; }
 
@@ -256,7 +258,7 @@ class TreeletBuilder {
     const Point* in = points_[s] + lo;
     if (n <= opt_->leaf_size) {
       nodes[id].own_count = uint32_t(n);
-      append_stratified(uint32_t(n), [&](uint32_t i) { return row(in[i].index); }, own_at_);
+      append_stratified(uint32_t(n), [&](uint32_t i) { return row(in[i].index); }, own_at_, own_at_ + n < own_end_);
       own_at_ += n;
       return;
     }
