@@ -141,7 +141,7 @@ void build_tree(const Key* items, uint64_t n, const LayoutOptions& options, unsi
   for (size_t t = 0; t < shallow.tasks.size(); ++t) treelets.emplace_back(options);
   parallel_for(shallow.tasks.size(), threads, [&](uint64_t t) {
     const ShallowNode& s = shallow.nodes[shallow.tasks[t]];
-    treelets[t].build([&](std::vector<uint64_t>& rows, std::vector<treelet::Point<P>>& points) { fill(shallow, s, rows, points); },
+    treelets[t].build([&](BigVector<uint64_t>& rows, BigVector<treelet::Point<P>>& points) { fill(shallow, s, rows, points); },
                       own + own_at[shallow.tasks[t]]);
   });
   out.phases.lap("treelets");
@@ -217,7 +217,7 @@ void build_bucketed(const ColumnView* const* axes, const LayoutOptions& options,
   out.phases.lap("sort");
   // A treelet's points are its records, as they are (their index is their row), but those
   // the shallow tree took.
-  auto fill = [&](const auto& shallow, const ShallowNode& s, std::vector<uint64_t>&, std::vector<Point>& pts) {
+  auto fill = [&](const auto& shallow, const ShallowNode& s, BigVector<uint64_t>&, BigVector<Point>& pts) {
     pts.resize(shallow.treelet_count(s));
     Point* to = pts.data();
     shallow.treelet_runs(s, [&](const Point* from, uint64_t count) { to = std::copy_n(from, count, to); });
@@ -247,8 +247,8 @@ void build_keyed(const ColumnView* const* axes, const LayoutOptions& options, un
   sort_keys(keys, threads);
   out.phases.lap("sort");
   const Coordinate coords[3] = {Coordinate(*axes[0]), Coordinate(*axes[1]), Coordinate(*axes[2])};
-  auto fill = [&](const auto& shallow, const ShallowNode& s, std::vector<uint64_t>& rows,
-                  std::vector<treelet::Point<P>>& points) {
+  auto fill = [&](const auto& shallow, const ShallowNode& s, BigVector<uint64_t>& rows,
+                  BigVector<treelet::Point<P>>& points) {
     rows.clear();
     rows.reserve(shallow.treelet_count(s));
     shallow.treelet_items(s, [&](const KeyedRow& k) { rows.push_back(k.row); });

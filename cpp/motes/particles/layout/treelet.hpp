@@ -16,6 +16,7 @@
 #endif
 
 #include "motes/core/errors.hpp"
+#include "motes/core/memory.hpp"
 #include "motes/core/types.hpp"
 #include "motes/particles/layout/builder.hpp"
 #include "motes/particles/layout/tree.hpp"
@@ -100,7 +101,7 @@ class TreeletBuilder {
   explicit TreeletBuilder(const LayoutOptions& o) : opt_(&o) {}
 
   // fill(rows, points) puts the treelet's points, in space-filling order, into `points` (a
-  // vector of Point, resized to them), and either their input rows into `rows` (an empty
+  // BigVector of Point, resized to them), and either their input rows into `rows` (an empty
   // vector) or nothing: then each point's index is its input row. The own rows of each node,
   // in node order (every point of the treelet once), go to own[0, own_count) (the next
   // treelet's may follow at once: nothing is written past).
@@ -137,12 +138,13 @@ class TreeletBuilder {
 
  private:
   // Working buffers, kept per thread from one treelet to the next: fresh memory
-  // for every treelet would cost a page fault (and a cleared page) per 4 KiB.
+  // for every treelet would cost a page fault (and a cleared page) per 4 KiB. Their
+  // elements are not initialised when they grow (BigVector): each is written before read.
   struct Scratch {
-    std::vector<uint64_t> rows;
-    std::vector<Point> points[2];
-    std::vector<P> select;
-    std::vector<uint16_t> bins;
+    BigVector<uint64_t> rows;
+    BigVector<Point> points[2];
+    BigVector<P> select;
+    BigVector<uint16_t> bins;
   };
   static Scratch& scratch() {
     static thread_local Scratch s;
@@ -287,9 +289,8 @@ class TreeletBuilder {
     auto partition = [&](auto&& to_left_of) {
       for (uint64_t begin = 0, j = 0; j <= k; begin = picks[j] + 1, ++j) {
         for (uint64_t i = begin; i < picks[j]; ++i) {
-          const Point p = in[i];
-          const bool to_left = to_left_of(p);
-          *(to_left ? to_left_at : to_right_at) = p;
+          const bool to_left = to_left_of(in[i]);  // the coordinate read where it lies, not from a copy
+          *(to_left ? to_left_at : to_right_at) = in[i];
           to_left_at += to_left;
           to_right_at += !to_left;
         }
