@@ -334,11 +334,14 @@ TEST(Builder, BucketSortIsAStableSortOfTheCodes) {
       std::stable_sort(want.begin(), want.end(), [](const Rec& a, const Rec& b) { return a.code < b.code; });
       for (unsigned threads : {1u, 2u, 3u}) {
         std::vector<Rec> got(n);
-        std::vector<uint32_t> codes(2 * n);
         int counted = 0;
         bucket_sort(
-            n, threads, [&](uint64_t i, Rec& r) { r = Rec{code[i], uint32_t(i)}; }, [](const Rec& r) { return r.code; },
-            [&] { ++counted; }, got.data(), codes.data());
+            n, threads,
+            [&](uint64_t i, Rec& r) {
+              r = Rec{code[i], uint32_t(i)};
+              return code[i];
+            },
+            [](const Rec& r) { return r.code; }, [&] { ++counted; }, got.data());
         EXPECT_EQ(counted, 1);
         for (uint64_t i = 0; i < n; ++i)
           ASSERT_TRUE(got[i].code == want[i].code && got[i].row == want[i].row)

@@ -174,9 +174,9 @@ void build_tree(const Key* items, uint64_t n, const LayoutOptions& options, unsi
 // Below 2^32 rows: every row's point (coordinates and row) is moved once into the bucket
 // of its code's top bits and sorted there, in cache (radix_sort.hpp): the treelets then read
 // their points in order, not at random from the whole input. The sort's memory, returned
-// in `order_pages`: the points (at least two words a row), then two codes a row (a word);
-// the codes' word then takes every node's own rows (build_tree; `own` points there), and
-// the points' first n words the file order.
+// in `order_pages`: the points (at least two words a row), then a word a row that takes
+// every node's own rows (build_tree; `own` points there); the points' first n words then
+// take the file order.
 template <class P>
 void build_bucketed(const ColumnView* const* axes, const LayoutOptions& options, unsigned threads, Layout& out,
                     uint64_t*& own, std::vector<uint64_t>& own_offset, BigVector<uint64_t>& order_pages) {
@@ -186,18 +186,18 @@ void build_bucketed(const ColumnView* const* axes, const LayoutOptions& options,
   const Coordinate coords[3] = {Coordinate(*axes[0]), Coordinate(*axes[1]), Coordinate(*axes[2])};
   const PointCodes<P> codes{MortonCoder(out.bounds)};
   auto code_of = [&](const Point& pt) { return codes.coder.top(pt.c); };
-  // The points, then two codes a row for the sort (n words).
+  // The points, then a word a row for the own rows.
   const uint64_t point_words = n * (sizeof(Point) / 8);
   order_pages.resize(point_words + n);
   Point* const points = reinterpret_cast<Point*>(order_pages.data());
   // read(i, point) sets row i's coordinates.
   auto sort = [&](auto&& read) {
-    auto read_row = [&](uint64_t i, Point& pt) {
+    auto visit = [&](uint64_t i, Point& pt) {
       read(i, pt);
       pt.index = uint32_t(i);
+      return code_of(pt);
     };
-    bucket_sort(n, threads, read_row, code_of, [&] { out.phases.lap("morton codes"); }, points,
-                reinterpret_cast<uint32_t*>(order_pages.data() + point_words));
+    bucket_sort(n, threads, visit, code_of, [&] { out.phases.lap("morton codes"); }, points);
   };
   if constexpr (std::is_same_v<P, float>) {  // every axis f32: read as such, no test of the type per value
     if (coords[0].stride == 4 && coords[1].stride == 4 && coords[2].stride == 4) {

@@ -52,15 +52,13 @@ void sort_low_code_bits(uint64_t* keys, uint64_t n, uint64_t* scratch, int bits,
 const uint64_t* sort_places_by_code(uint64_t* keys, uint64_t n, uint64_t* scratch, int bits, bool& moved);
 
 // Records of rows [0, n) in the order of their 32-bit codes, equal codes in row order.
-// read(i, rec) fills row i's record, code_of(rec) returns the code of a record; counted()
-// runs after the first pass. One pass counts the rows of each bucket (the code's top
-// kBucketBits bits), keeping each row's code in codes[0, n); one moves every record into its
-// bucket (rows in order within one) and its code beside it, into codes[n, 2n); then each
-// bucket is sorted on the code's other bits in cache: keys (code, place in the bucket) are
-// sorted and the records follow them. A code is so computed once a row.
-template <class Rec, class Read, class CodeOf, class Counted>
-void bucket_sort(uint64_t n, unsigned threads, Read&& read, CodeOf&& code_of, Counted&& counted, Rec* records,
-                 uint32_t* codes) {
+// visit(i, rec) fills row i's record and returns its code; code_of(rec) returns the code
+// of a record; counted() runs after the first pass. One pass counts the rows of each
+// bucket (the code's top kBucketBits bits), one moves every record into its bucket (rows
+// in order within one), then each bucket is sorted on the code's other bits in cache:
+// keys (code, place in the bucket) are sorted and the records follow them.
+template <class Rec, class Visit, class CodeOf, class Counted>
+void bucket_sort(uint64_t n, unsigned threads, Visit&& visit, CodeOf&& code_of, Counted&& counted, Rec* records) {
   constexpr uint32_t kBuckets = 1u << kBucketBits;
   const uint64_t chunks = radix_chunks(n, threads);
   std::vector<std::array<uint64_t, kBuckets>> at(chunks);
@@ -68,35 +66,25 @@ void bucket_sort(uint64_t n, unsigned threads, Read&& read, CodeOf&& code_of, Co
     std::array<uint64_t, kBuckets>& count = at[c];
     count.fill(0);
     Rec rec;
-    for (uint64_t i = n * c / chunks, e = n * (c + 1) / chunks; i < e; ++i) {
-      read(i, rec);
-      const uint32_t code = code_of(rec);
-      codes[i] = code;
-      ++count[code >> kBucketShift];
-    }
+    for (uint64_t i = n * c / chunks, e = n * (c + 1) / chunks; i < e; ++i) ++count[visit(i, rec) >> kBucketShift];
   });
   counted();
   std::vector<uint64_t> start(kBuckets + 1);
   place_by_digit(at, kBuckets, start.data());
   start[kBuckets] = n;
-  uint32_t* const placed = codes + n;
   parallel_for(chunks, threads, [&](uint64_t c) {
     std::array<uint64_t, kBuckets>& to = at[c];
     Rec rec;
     for (uint64_t i = n * c / chunks, e = n * (c + 1) / chunks; i < e; ++i) {
-      read(i, rec);
-      const uint32_t code = codes[i];
-      const uint64_t k = to[code >> kBucketShift]++;
-      records[k] = rec;
-      placed[k] = code;
+      const uint32_t code = visit(i, rec);
+      records[to[code >> kBucketShift]++] = rec;
     }
   });
   // One bucket: its keys, sorted, then its records in their order. keys, scratch: len
   // words each; moved_buffer() gives room for len records, asked only when they move.
-  auto sort_bucket = [&](Rec* r, const uint32_t* code, uint64_t len, uint64_t* keys, uint64_t* scratch,
-                         auto&& moved_buffer, unsigned t) {
+  auto sort_bucket = [&](Rec* r, uint64_t len, uint64_t* keys, uint64_t* scratch, auto&& moved_buffer, unsigned t) {
     parallel_ranges(len, t, 1 << 16, [&](uint64_t b, uint64_t e) {
-      for (uint64_t j = b; j < e; ++j) keys[j] = uint64_t(code[j]) << 32 | j;
+      for (uint64_t j = b; j < e; ++j) keys[j] = uint64_t(code_of(r[j])) << 32 | j;
     });
     const uint64_t* sorted = keys;
     bool any_moved = false;  // none: the records are in order already (codes all equal, say)
@@ -127,8 +115,7 @@ void bucket_sort(uint64_t n, unsigned threads, Read&& read, CodeOf&& code_of, Co
     }
     BigVector<uint64_t> keys(len), scratch(len);
     BigVector<Rec> moved;
-    sort_bucket(records + start[d], placed + start[d], len, keys.data(), scratch.data(),
-                [&] { return moved.resize(len), moved.data(); }, threads);
+    sort_bucket(records + start[d], len, keys.data(), scratch.data(), [&] { return moved.resize(len), moved.data(); }, threads);
   }
   parallel_for(small.size(), threads, [&](uint64_t s) {
     thread_local BigVector<uint64_t> words;  // not zeroed when they grow
@@ -136,7 +123,7 @@ void bucket_sort(uint64_t n, unsigned threads, Read&& read, CodeOf&& code_of, Co
     const uint32_t d = small[s];
     const uint64_t len = start[d + 1] - start[d];
     if (words.size() < 2 * len) words.resize(2 * len), moved.resize(len);
-    sort_bucket(records + start[d], placed + start[d], len, words.data(), words.data() + len, [&] { return moved.data(); }, 1);
+    sort_bucket(records + start[d], len, words.data(), words.data() + len, [&] { return moved.data(); }, 1);
     if (len > (uint64_t(1) << 17)) BigVector<uint64_t>().swap(words), BigVector<Rec>().swap(moved);  // unusually large
   });
 }
