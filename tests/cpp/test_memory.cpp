@@ -1,12 +1,14 @@
 // The huge-page slab (core/memory.hpp) behind the decoded-block cache: every allocation
 // its own bytes, aligned, in the chunk its size class lives in; chunks handed back once
-// empty, one kept per class; a forked child can allocate.
+// empty, one kept per class; a forked child can allocate. The huge blocks of BigVector,
+// reused across writes within their bounds.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -162,4 +164,87 @@ TEST(BigVector, ReleasedPagesPastItsSizeLeaveItsValues) {
   v.resize(n);  // pages touched again read as zeros and hold what is written
   for (size_t i = n / 3 + 5; i < n; ++i) v[i] = i;
   for (size_t i = n / 3 + 5; i < n; ++i) ASSERT_EQ(v[i], i);
+}
+
+// The huge blocks of BigVector: handed back when freed, but kept for the next write while a
+// HugeBlockReuse lives, within the peak in use, and handed back when idle or when reuse ends.
+TEST(HugeBlocks, HandedBackWithoutReuse) {
+  ASSERT_FALSE(huge_block_reusing());
+  const HugeBlockUsage before = huge_block_usage();
+  void* p = huge_block_allocate(3 * kHugePage);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kHugePage, 0u);
+  EXPECT_EQ(huge_block_usage().in_use, before.in_use + 1);
+  huge_block_free(p, 3 * kHugePage);
+  const HugeBlockUsage after = huge_block_usage();
+  EXPECT_EQ(after.in_use, before.in_use);
+  EXPECT_EQ(after.kept, 0u);
+}
+
+TEST(HugeBlocks, KeptForTheNextWriteWithinThePeak) {
+  if (!huge_slab_pooled()) GTEST_SKIP() << "AddressSanitizer build: every block handed back";
+  const size_t big = 8 * kHugePage;
+  {
+    HugeBlockReuse reuse;
+    EXPECT_TRUE(huge_block_reusing());
+    const HugeBlockUsage start = huge_block_usage();
+    auto* a = static_cast<unsigned char*>(huge_block_allocate(big));
+    std::memset(a, 7, big);
+    huge_block_free(a, big);
+    EXPECT_EQ(huge_block_usage().kept, 1u);
+    // A request of at most the block and at least half of it takes it, pages and all.
+    auto* b = static_cast<unsigned char*>(huge_block_allocate(big - 12345));
+    EXPECT_EQ(b, a);
+    EXPECT_EQ(b[big - 1], 7);
+    EXPECT_EQ(huge_block_usage().reused, start.reused + 1);
+    huge_block_free(b, big - 12345);
+    {  // a BigVector's memory is such a block
+      BigVector<uint64_t> v(big / 8 - 1000);
+      EXPECT_EQ(static_cast<void*>(v.data()), static_cast<void*>(a));
+    }
+    // A small request does not take it: a block is made, and the one kept goes (both at once
+    // would be more than was ever in use).
+    void* c = huge_block_allocate(kHugePage);
+    EXPECT_NE(c, static_cast<void*>(a));
+    HugeBlockUsage u = huge_block_usage();
+    EXPECT_LE(u.kept_bytes + u.in_use_bytes, u.peak_bytes);
+    EXPECT_EQ(u.kept, 0u);
+    huge_block_free(c, kHugePage);
+    u = huge_block_usage();
+    EXPECT_EQ(u.kept, 1u);
+    EXPECT_LE(u.kept_bytes + u.in_use_bytes, u.peak_bytes);
+  }
+  EXPECT_FALSE(huge_block_reusing());
+  EXPECT_EQ(huge_block_usage().kept, 0u);  // every kept block handed back with the last reuse
+}
+
+TEST(HugeBlocks, KeptBlocksGoWhenIdle) {
+  if (!huge_slab_pooled()) GTEST_SKIP() << "AddressSanitizer build: every block handed back";
+  HugeBlockReuse reuse;
+  huge_block_idle(0.2);
+  huge_block_free(huge_block_allocate(2 * kHugePage), 2 * kHugePage);
+  EXPECT_EQ(huge_block_usage().kept, 1u);
+  for (int i = 0; i < 100 && huge_block_usage().kept; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(huge_block_usage().kept, 0u);
+  huge_block_idle(30);
+}
+
+TEST(HugeBlocks, ThreadsShareThem) {
+  HugeBlockReuse reuse;
+  std::vector<std::thread> threads;
+  std::vector<int> bad(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([t, &bad] {
+      for (int i = 0; i < 50; ++i) {
+        const size_t bytes = size_t(1 + (i + t) % 3) * kHugePage;
+        auto* p = static_cast<unsigned char*>(huge_block_allocate(bytes));
+        std::memset(p, t + 1, bytes);
+        std::this_thread::yield();
+        for (size_t k = 0; k < bytes; k += 4096) bad[size_t(t)] += p[k] != t + 1;
+        huge_block_free(p, bytes);
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad, std::vector<int>(4, 0));
+  const HugeBlockUsage u = huge_block_usage();
+  EXPECT_LE(u.kept_bytes + u.in_use_bytes, u.peak_bytes);
 }

@@ -15,9 +15,14 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 namespace motes {
@@ -205,6 +210,196 @@ size_t huge_slab_reserved(size_t bytes) {
 }
 
 void huge_slab_keep(uint64_t bytes) { slab().keep(bytes); }
+
+namespace {
+
+#ifdef MOTES_ASAN
+constexpr bool kNoReuse = true;  // a block read after it was freed must not be one handed out again
+#else
+constexpr bool kNoReuse = false;
+#endif
+
+// The huge blocks of memory.hpp: those in use (by address, with their size) and those kept,
+// oldest first. Blocks are handed back outside the lock.
+class Blocks {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  void* allocate(size_t bytes) {
+    const size_t want = whole_huge_pages(bytes);
+    {
+      std::lock_guard lock(m_);
+      size_t best = kept_.size();
+      for (size_t k = 0; k < kept_.size(); ++k)
+        if (kept_[k].bytes >= want && kept_[k].bytes / 2 <= want && (best == kept_.size() || kept_[k].bytes < kept_[best].bytes))
+          best = k;
+      if (best < kept_.size()) {
+        const Kept b = kept_[best];
+        kept_.erase(kept_.begin() + std::ptrdiff_t(best));
+        kept_bytes_ -= b.bytes;
+        in_use_.emplace(b.p, b.bytes);
+        in_use_bytes_ += b.bytes;
+        ++reused_;
+        return b.p;
+      }
+    }
+    const bool reusing = scopes_.load() > 0;
+    const size_t made = reusing ? whole_huge_pages(want + want / 16) : want;
+    void* p = huge_aligned_alloc(made);
+    std::vector<void*> drop;
+    {
+      std::lock_guard lock(m_);
+      in_use_.emplace(p, made);
+      in_use_bytes_ += made;
+      peak_ = std::max(peak_, in_use_bytes_);
+      ++made_;
+      trim_locked(drop);
+    }
+    hand_back(drop);
+    return p;
+  }
+
+  void free(void* p) {
+    std::vector<void*> drop;
+    {
+      std::lock_guard lock(m_);
+      const auto at = in_use_.find(p);
+      if (at == in_use_.end()) std::abort();  // not a block of ours
+      const size_t bytes = at->second;
+      in_use_.erase(at);
+      in_use_bytes_ -= bytes;
+      if (scopes_.load() == 0 || kNoReuse) {
+        drop.push_back(p);
+      } else {
+        kept_.push_back({p, bytes, Clock::now()});
+        kept_bytes_ += bytes;
+        trim_locked(drop);
+        if (!kept_.empty() && !timer_) start_timer_locked();
+      }
+    }
+    hand_back(drop);
+  }
+
+  void open() {
+    std::lock_guard lock(m_);
+    if (scopes_.fetch_add(1) == 0) peak_ = in_use_bytes_;
+  }
+  void close() {
+    {
+      std::lock_guard lock(m_);
+      if (scopes_.fetch_sub(1) != 1) return;
+    }
+    release();
+  }
+  bool reusing() const { return scopes_.load() > 0; }
+  void set_idle(double seconds) {
+    {
+      std::lock_guard lock(m_);
+      idle_ = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::max(0.0, seconds)));
+    }
+    changed_.notify_all();
+  }
+
+  void release() {
+    std::vector<void*> drop;
+    {
+      std::lock_guard lock(m_);
+      for (const Kept& b : kept_) drop.push_back(b.p);
+      kept_.clear();
+      kept_bytes_ = 0;
+    }
+    changed_.notify_all();
+    hand_back(drop);
+  }
+
+  HugeBlockUsage usage() {
+    std::lock_guard lock(m_);
+    return {in_use_.size(), in_use_bytes_, kept_.size(), kept_bytes_, peak_, reused_, made_};
+  }
+
+  void lock() { m_.lock(); }
+  void unlock() { m_.unlock(); }
+  void forked_child() { timer_ = false; }  // the child has no timer thread: the next block kept starts one
+
+ private:
+  struct Kept {
+    void* p;
+    size_t bytes;
+    Clock::time_point since;
+  };
+
+  // Blocks kept and in use within the peak in use: the oldest kept leave first.
+  void trim_locked(std::vector<void*>& drop) {
+    while (!kept_.empty() && kept_bytes_ + in_use_bytes_ > peak_) {
+      drop.push_back(kept_.front().p);
+      kept_bytes_ -= kept_.front().bytes;
+      kept_.erase(kept_.begin());
+    }
+  }
+  static void hand_back(const std::vector<void*>& blocks) {
+    for (void* p : blocks) std::free(p);
+  }
+
+  // A thread that hands back the blocks kept for the idle time, and ends when none is kept.
+  void start_timer_locked() {
+    timer_ = true;
+    std::thread([this] {
+      std::unique_lock lock(m_);
+      while (!kept_.empty()) {
+        const Clock::time_point due = kept_.front().since + idle_;
+        if (Clock::now() < due) {
+          changed_.wait_until(lock, due);
+          continue;
+        }
+        std::vector<void*> drop;
+        while (!kept_.empty() && kept_.front().since + idle_ <= Clock::now()) {
+          drop.push_back(kept_.front().p);
+          kept_bytes_ -= kept_.front().bytes;
+          kept_.erase(kept_.begin());
+        }
+        lock.unlock();
+        hand_back(drop);
+        lock.lock();
+      }
+      timer_ = false;
+    }).detach();
+  }
+
+  std::mutex m_;
+  std::condition_variable changed_;
+  std::unordered_map<void*, size_t> in_use_;
+  std::vector<Kept> kept_;  // oldest first
+  uint64_t in_use_bytes_ = 0, kept_bytes_ = 0, peak_ = 0, reused_ = 0, made_ = 0;
+  std::atomic<unsigned> scopes_{0};
+  bool timer_ = false;
+  Clock::duration idle_ = std::chrono::seconds(30);
+};
+
+Blocks& blocks() {
+  // Never destroyed: vectors may be freed by static destructors after exit, and the timer
+  // thread may be waiting. A fork waits until no thread is inside, as for the slab.
+  static Blocks* b = [] {
+    auto* made = new Blocks();
+    ::pthread_atfork([] { blocks().lock(); }, [] { blocks().unlock(); },
+                     [] {
+                       blocks().forked_child();
+                       blocks().unlock();
+                     });
+    return made;
+  }();
+  return *b;
+}
+
+}  // namespace
+
+void* huge_block_allocate(size_t bytes) { return blocks().allocate(bytes); }
+void huge_block_free(void* p, size_t) { blocks().free(p); }
+void huge_block_release() { blocks().release(); }
+bool huge_block_reusing() { return blocks().reusing(); }
+void huge_block_idle(double seconds) { blocks().set_idle(seconds); }
+HugeBlockReuse::HugeBlockReuse() { blocks().open(); }
+HugeBlockReuse::~HugeBlockReuse() { blocks().close(); }
+HugeBlockUsage huge_block_usage() { return blocks().usage(); }
 
 HugeSlabUsage huge_slab_usage() { return slab().usage(); }
 

@@ -3,7 +3,8 @@
 //   random access into hundreds of megabytes does not stall on page walks and first touch
 //   costs far fewer page faults. resize() leaves new elements of trivial types
 //   uninitialised (their users write every element before reading it): zeroing hundreds
-//   of megabytes first would be a pass of its own.
+//   of megabytes first would be a pass of its own. Its blocks of 2 MiB or more are kept
+//   for the next write while a HugeBlockReuse lives (a process writing step after step).
 // - huge_slab_allocate: many middle-sized buffers (the decoded blocks of the read path)
 //   carved out of shared 2 MiB chunks in huge pages, so a query that reads one
 //   value in each of thousands of blocks walks a few dozen pages, not thousands.
@@ -47,6 +48,42 @@ HugeSlabUsage huge_slab_usage();
 // False under AddressSanitizer, where each allocation is its own (memory.cpp).
 bool huge_slab_pooled();
 
+// Blocks of 2 MiB or more, 2 MiB aligned, in huge pages, reused across writes: a process that
+// writes a step every second would otherwise map its layout's and stages' hundreds of
+// megabytes afresh every time, and the kernel clears every page at its first touch (about a
+// sixth of a 10M-particle write's CPU; bench/README.md). While at least one HugeBlockReuse
+// lives (dataset writers hold one: Dataset::create's handles, BackgroundWriter), a block freed
+// is kept, not handed back, and the next allocation it fits takes it (the smallest kept
+// block of at least the bytes asked and at most twice them); a block made while reuse is on
+// is made a sixteenth larger, so that a count growing a little from one step to the next
+// still fits. The rule that bounds the memory kept:
+// - the blocks kept and those in use take together at most the most bytes of blocks that
+//   were in use at once since reuse began (a process keeps no more than its largest write
+//   used at once): past it, the blocks kept longest are handed back;
+// - a block kept unused for the idle time (30 s; huge_block_idle sets it) is handed back (a
+//   helper thread, running only while some block is kept, times them);
+// - when the last HugeBlockReuse ends, or at huge_block_release(), every kept block is.
+// Without a HugeBlockReuse a block is handed back when freed, as a std::free would. Thread-safe.
+#define MOTES_HUGE_BLOCK_REUSE 1  // this API exists (for the profiling drivers)
+void* huge_block_allocate(size_t bytes);        // bytes >= 1
+void huge_block_free(void* p, size_t bytes);    // a block of huge_block_allocate(bytes)
+void huge_block_release();                      // hands back every block kept now
+bool huge_block_reusing();                      // whether a HugeBlockReuse lives
+void huge_block_idle(double seconds);           // the idle time after which a kept block goes
+class HugeBlockReuse {
+ public:
+  HugeBlockReuse();
+  ~HugeBlockReuse();
+  HugeBlockReuse(const HugeBlockReuse&) = delete;
+  HugeBlockReuse& operator=(const HugeBlockReuse&) = delete;
+};
+// Blocks in use and kept and their bytes, the peak bytes in use the rule bounds by, and how
+// many allocations took a kept block or a new one (for tests and memory reports).
+struct HugeBlockUsage {
+  uint64_t in_use = 0, in_use_bytes = 0, kept = 0, kept_bytes = 0, peak_bytes = 0, reused = 0, made = 0;
+};
+HugeBlockUsage huge_block_usage();
+
 template <class T>
 struct HugePageAllocator {
   using value_type = T;
@@ -62,9 +99,12 @@ struct HugePageAllocator {
       if (!p) throw std::bad_alloc();
       return static_cast<T*>(p);
     }
-    return static_cast<T*>(huge_aligned_alloc(bytes));
+    return static_cast<T*>(huge_block_allocate(bytes));
   }
-  void deallocate(T* p, size_t) noexcept { std::free(p); }
+  void deallocate(T* p, size_t n) noexcept {
+    if (n * sizeof(T) < kHugePage) return std::free(p);
+    huge_block_free(p, n * sizeof(T));
+  }
   template <class U>
   void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
     ::new (static_cast<void*>(p)) U;  // default-initialised: no zeroing
@@ -85,9 +125,12 @@ using BigVector = std::vector<T, HugePageAllocator<T>>;
 // touched again.
 void release_pages(void* p, size_t bytes);
 
-// The memory of a vector that shrank, past its size, handed back (it keeps its capacity).
+// The memory of a vector that shrank, past its size, handed back (it keeps its capacity);
+// kept while blocks are reused (huge_block_reusing): its block goes back whole to the next
+// write, which would have those pages cleared again.
 template <class T>
 void release_unused_pages(BigVector<T>& v) {
+  if (v.capacity() * sizeof(T) >= kHugePage && huge_block_reusing()) return;
   release_pages(v.data() + v.size(), (v.capacity() - v.size()) * sizeof(T));
 }
 

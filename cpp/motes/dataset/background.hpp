@@ -137,6 +137,9 @@ class BackgroundWriter {
   void rethrow_unreported_locked();
 
   Dataset* dataset_;
+  // The large blocks of one step's write kept for the next (core/memory.hpp): custom
+  // (collective) steps have no Dataset handle that would keep them.
+  HugeBlockReuse reuse_;
   const size_t max_pending_;
   const OnBacklog on_backlog_;
   mutable std::mutex mutex_;

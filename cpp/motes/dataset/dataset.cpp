@@ -61,6 +61,12 @@ Dataset Dataset::open(const std::string& dir) {
 }
 
 Dataset Dataset::create(const std::string& dir, double lock_timeout) {
+  Dataset d = open_for_writing(dir, lock_timeout);
+  d.reuse_ = std::make_shared<HugeBlockReuse>();
+  return d;
+}
+
+Dataset Dataset::open_for_writing(const std::string& dir, double lock_timeout) {
   check_path(dir);
   if (exists(dir)) {
     Dataset d = open(dir);

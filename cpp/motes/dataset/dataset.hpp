@@ -10,6 +10,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "motes/dataset/manifest.hpp"
 #include "motes/particles/step_index.hpp"
 #include "motes/particles/writer.hpp"
+#include "motes/core/memory.hpp"
 #include "motes/core/types.hpp"
 
 namespace motes {
@@ -43,7 +45,9 @@ class Dataset {
   // not exist, UsageError when it holds no manifest, FormatError when the manifest is invalid.
   static Dataset open(const std::string& dir);
   // Opens `dir` for appending, creating it (and an empty manifest) when absent; created()
-  // tells whether this call made the directory.
+  // tells whether this call made the directory. While such a handle (or a copy of it) lives,
+  // the large blocks a step's write frees are kept for the next step (HugeBlockReuse,
+  // core/memory.hpp: bounded, handed back once unused for its idle time).
   static Dataset create(const std::string& dir, double lock_timeout = default_lock_timeout());
   static bool exists(const std::string& dir);
 
@@ -133,6 +137,8 @@ class Dataset {
   Manifest manifest_;
   bool created_ = false;
   double lock_timeout_ = 0;
+  std::shared_ptr<HugeBlockReuse> reuse_;  // a writer's handle (create)
+  static Dataset open_for_writing(const std::string& dir, double lock_timeout);  // create, but the reuse
   void save(bool sync);
   // ReplacedError unless `now` is a later state of manifest_ (reload()).
   void check_same_run(const Manifest& now) const;

@@ -111,8 +111,11 @@ void add_morton_axis(const ColumnView& c, const MortonCoder& coder, int a, BigVe
 }
 
 // Builds the shallow tree over the sorted items and the treelets (in parallel) and splices
-// them into one preorder tree: node i's own rows are own[own_offset[i]...] (own holds n).
-// fill(shallow, shallow node, rows, points): a treelet's rows and their points
+// them into one preorder tree: node i's own rows are own[own_offset[i]...]. `own` (n words)
+// takes every node's own rows in node order: the shallow tree fixes where each treelet's
+// rows go before the treelets are built, so they write them in place, side by side, and
+// nothing is copied after. fill(shallow,
+// shallow node, rows, points): a treelet's rows and their points
 // (treelet::TreeletBuilder::build). The items may be overwritten once the treelets are built.
 template <class P, class Key, class Codes, class Fill>
 void build_tree(const Key* items, uint64_t n, const LayoutOptions& options, unsigned threads, Codes codes, Fill&& fill,
@@ -120,63 +123,72 @@ void build_tree(const Key* items, uint64_t n, const LayoutOptions& options, unsi
   ShallowBuilder<Key, Codes> shallow(items, options, codes);
   int root = shallow.build(0, n, 63);
   out.phases.lap("shallow tree");
+  // Where each shallow node's own rows go (inner nodes' LOD rows, treelets' own rows), in
+  // preorder.
+  std::vector<uint64_t> own_at(shallow.nodes.size());
+  uint64_t own_size = 0;
+  auto place = [&](auto&& self, int s) -> void {
+    const ShallowNode& sn = shallow.nodes[size_t(s)];
+    own_at[size_t(s)] = own_size;
+    if (sn.treelet) return void(own_size += shallow.treelet_count(sn));
+    own_size += sn.lod_rows.size();
+    self(self, sn.left);
+    self(self, sn.right);
+  };
+  place(place, root);
   std::vector<treelet::TreeletBuilder<P>> treelets;
   treelets.reserve(shallow.tasks.size());
   for (size_t t = 0; t < shallow.tasks.size(); ++t) treelets.emplace_back(options);
   parallel_for(shallow.tasks.size(), threads, [&](uint64_t t) {
     const ShallowNode& s = shallow.nodes[shallow.tasks[t]];
-    treelets[t].build([&](std::vector<uint64_t>& rows, std::vector<treelet::Point<P>>& points) { fill(shallow, s, rows, points); });
+    treelets[t].build([&](BigVector<uint64_t>& rows, BigVector<treelet::Point<P>>& points) { fill(shallow, s, rows, points); },
+                      own + own_at[shallow.tasks[t]]);
   });
   out.phases.lap("treelets");
-  uint64_t own_size = 0;
-  std::vector<uint64_t> own_at(treelets.size());  // where each treelet's own rows go
   auto emit = [&](auto&& self, int s) -> void {
     const ShallowNode& sn = shallow.nodes[size_t(s)];
+    uint64_t own_pos = own_at[size_t(s)];
     if (sn.treelet) {
       treelet::TreeletBuilder<P>& t = treelets[sn.task];
       uint32_t base = uint32_t(out.nodes.size());
-      uint64_t own_pos = own_size;
       for (const TreeNode& tn : t.nodes) {
         out.nodes.push_back(TreeNode{tn.right ? tn.right + base : 0, tn.own_count});
         own_offset.push_back(own_pos);
         own_pos += tn.own_count;
       }
-      own_at[sn.task] = own_size;
-      own_size += t.own_count;
       treelet::TreeletBuilder<P>::release(t.nodes);  // free its memory early
       return;
     }
     uint32_t id = uint32_t(out.nodes.size());
     out.nodes.push_back(TreeNode{0, uint32_t(sn.lod_rows.size())});
-    own_offset.push_back(own_size);
-    own_size = uint64_t(std::copy(sn.lod_rows.begin(), sn.lod_rows.end(), own + own_size) - own);
+    own_offset.push_back(own_pos);
+    std::copy(sn.lod_rows.begin(), sn.lod_rows.end(), own + own_pos);
     self(self, sn.left);
     out.nodes[id].right = uint32_t(out.nodes.size());
     self(self, sn.right);
   };
   emit(emit, root);
-  parallel_for(treelets.size(), threads, [&](uint64_t t) {
-    std::copy_n(treelets[t].own.get(), treelets[t].own_count, own + own_at[t]);
-    treelets[t].own.reset();
-  });
   out.phases.lap("splice");
 }
 
 // Below 2^32 rows: every row's point (coordinates and row) is moved once into the bucket
 // of its code's top bits and sorted there, in cache (radix_sort.hpp): the treelets then read
-// their points in order, not at random from the whole input. The points' memory (at least
-// two words a row) then holds the file order (first n words) and the own rows (next n words),
-// and is returned in `order_pages`.
+// their points in order, not at random from the whole input. The sort's memory, returned
+// in `order_pages`: the points (at least two words a row), then a word a row that takes
+// every node's own rows (build_tree; `own` points there); the points' first n words then
+// take the file order.
 template <class P>
 void build_bucketed(const ColumnView* const* axes, const LayoutOptions& options, unsigned threads, Layout& out,
-                    std::vector<uint64_t>& own_offset, BigVector<uint64_t>& order_pages) {
+                    uint64_t*& own, std::vector<uint64_t>& own_offset, BigVector<uint64_t>& order_pages) {
   using Point = treelet::Point<P>;
   static_assert(sizeof(Point) % 8 == 0 && sizeof(Point) >= 16 && alignof(Point) <= 8);
   const uint64_t n = axes[0]->count;
   const Coordinate coords[3] = {Coordinate(*axes[0]), Coordinate(*axes[1]), Coordinate(*axes[2])};
   const PointCodes<P> codes{MortonCoder(out.bounds)};
   auto code_of = [&](const Point& pt) { return codes.coder.top(pt.c); };
-  order_pages.resize(n * (sizeof(Point) / 8));
+  // The points, then a word a row for the own rows.
+  const uint64_t point_words = n * (sizeof(Point) / 8);
+  order_pages.resize(point_words + n);
   Point* const points = reinterpret_cast<Point*>(order_pages.data());
   // read(i, point) sets row i's coordinates.
   auto sort = [&](auto&& read) {
@@ -205,19 +217,20 @@ void build_bucketed(const ColumnView* const* axes, const LayoutOptions& options,
   out.phases.lap("sort");
   // A treelet's points are its records, as they are (their index is their row), but those
   // the shallow tree took.
-  auto fill = [&](const auto& shallow, const ShallowNode& s, std::vector<uint64_t>&, std::vector<Point>& pts) {
+  auto fill = [&](const auto& shallow, const ShallowNode& s, BigVector<uint64_t>&, BigVector<Point>& pts) {
     pts.resize(shallow.treelet_count(s));
     Point* to = pts.data();
     shallow.treelet_runs(s, [&](const Point* from, uint64_t count) { to = std::copy_n(from, count, to); });
   };
-  build_tree<P>(points, n, options, threads, codes, fill, out, order_pages.data() + n, own_offset);
+  own = order_pages.data() + point_words;
+  build_tree<P>(points, n, options, threads, codes, fill, out, own, own_offset);
 }
 
 // From 2^32 rows on: keys of the whole code and the row, sorted by comparison; the
 // treelets gather their points from the position columns.
 template <class P>
 void build_keyed(const ColumnView* const* axes, const LayoutOptions& options, unsigned threads, Layout& out,
-                 std::vector<uint64_t>& own_offset, BigVector<uint64_t>& order_pages) {
+                 uint64_t*& own, std::vector<uint64_t>& own_offset, BigVector<uint64_t>& order_pages) {
   const uint64_t n = axes[0]->count;
   BigVector<uint64_t> codes(n);
   const MortonCoder coder(out.bounds);
@@ -234,8 +247,8 @@ void build_keyed(const ColumnView* const* axes, const LayoutOptions& options, un
   sort_keys(keys, threads);
   out.phases.lap("sort");
   const Coordinate coords[3] = {Coordinate(*axes[0]), Coordinate(*axes[1]), Coordinate(*axes[2])};
-  auto fill = [&](const auto& shallow, const ShallowNode& s, std::vector<uint64_t>& rows,
-                  std::vector<treelet::Point<P>>& points) {
+  auto fill = [&](const auto& shallow, const ShallowNode& s, BigVector<uint64_t>& rows,
+                  BigVector<treelet::Point<P>>& points) {
     rows.clear();
     rows.reserve(shallow.treelet_count(s));
     shallow.treelet_items(s, [&](const KeyedRow& k) { rows.push_back(k.row); });
@@ -243,7 +256,8 @@ void build_keyed(const ColumnView* const* axes, const LayoutOptions& options, un
     treelet::gather_points(coords, rows.data(), rows.size(), points.data());
   };
   order_pages.resize(2 * n);  // the file order, then the own rows
-  build_tree<P>(keys.data(), n, options, threads, KeyedRowCodes{}, fill, out, order_pages.data() + n, own_offset);
+  own = order_pages.data() + n;
+  build_tree<P>(keys.data(), n, options, threads, KeyedRowCodes{}, fill, out, own, own_offset);
 }
 
 }  // namespace
@@ -307,23 +321,24 @@ Layout build_layout(const ColumnView& x, const ColumnView& y, const ColumnView& 
   out.phases.lap("bounds");
 
   const bool f32 = x.spec.dtype == DType::f32 && y.spec.dtype == DType::f32 && z.spec.dtype == DType::f32;
-  // The sort's memory, pages touched already: words [0, n) become the file order, words
-  // [n, 2n) hold the own rows of every node, in node order, until then.
+  // The sort's memory, pages touched already: words [0, n) become the file order; `own`
+  // points to the own rows of every node, in node order, further on in it.
   BigVector<uint64_t> pages;
+  uint64_t* own = nullptr;
   std::vector<uint64_t> own_offset;
   if (n < (uint64_t(1) << 32))
-    f32 ? build_bucketed<float>(axes, options, threads, out, own_offset, pages)
-        : build_bucketed<double>(axes, options, threads, out, own_offset, pages);
+    f32 ? build_bucketed<float>(axes, options, threads, out, own, own_offset, pages)
+        : build_bucketed<double>(axes, options, threads, out, own, own_offset, pages);
   else
-    f32 ? build_keyed<float>(axes, options, threads, out, own_offset, pages)
-        : build_keyed<double>(axes, options, threads, out, own_offset, pages);
+    f32 ? build_keyed<float>(axes, options, threads, out, own, own_offset, pages)
+        : build_keyed<double>(axes, options, threads, out, own, own_offset, pages);
 
   out.levels = compute_levels(out.nodes, options.lod_count, n);
   // One region (depth 0) would be the level-major order: such a file stays without regions.
   if (const uint32_t s = choose_detail_level(out.levels, options.prefix_share))
     if (const uint32_t r = choose_region_depth(out.levels, s, options.region_points))
       out.levels = compute_levels(out.nodes, options.lod_count, n, s, r);
-  const uint64_t* own_rows = pages.data() + n;
+  const uint64_t* own_rows = own;
   uint64_t* order = pages.data();
   const LevelRuns& lv = out.levels.runs(out.nodes);
   parallel_ranges(out.nodes.size(), threads, 1024, [&](uint64_t b, uint64_t e) {

@@ -118,13 +118,13 @@ void bucket_sort(uint64_t n, unsigned threads, Visit&& visit, CodeOf&& code_of, 
     sort_bucket(records + start[d], len, keys.data(), scratch.data(), [&] { return moved.resize(len), moved.data(); }, threads);
   }
   parallel_for(small.size(), threads, [&](uint64_t s) {
-    thread_local std::vector<uint64_t> words;
-    thread_local std::vector<Rec> moved;
+    thread_local BigVector<uint64_t> words;  // not zeroed when they grow
+    thread_local BigVector<Rec> moved;
     const uint32_t d = small[s];
     const uint64_t len = start[d + 1] - start[d];
     if (words.size() < 2 * len) words.resize(2 * len), moved.resize(len);
     sort_bucket(records + start[d], len, words.data(), words.data() + len, [&] { return moved.data(); }, 1);
-    if (len > (uint64_t(1) << 17)) std::vector<uint64_t>().swap(words), std::vector<Rec>().swap(moved);  // unusually large
+    if (len > (uint64_t(1) << 17)) BigVector<uint64_t>().swap(words), BigVector<Rec>().swap(moved);  // unusually large
   });
 }
 

@@ -16,6 +16,7 @@
 #endif
 
 #include "motes/core/errors.hpp"
+#include "motes/core/memory.hpp"
 #include "motes/core/types.hpp"
 #include "motes/particles/layout/builder.hpp"
 #include "motes/particles/layout/tree.hpp"
@@ -44,15 +45,15 @@ inline constexpr ReversedTable kReversed{};
 
 // Index order that makes every prefix of a leaf an evenly spread sample of it
 // (bit reversal of positions along the space-filling order). Writes n rows at out, and may
-// write out[n] (with anything).
+// write out[n] (with anything) when room_past.
 template <class RowOf>
-void append_stratified(uint32_t n, RowOf&& row_of, uint64_t* out) {
+void append_stratified(uint32_t n, RowOf&& row_of, uint64_t* out, bool room_past = true) {
   if (n <= 1) {
     if (n) *out = row_of(0);
     return;
   }
   const int bits = 32 - std::countl_zero(n - 1);  // 2^bits >= n
-  if (bits <= kReversedBits) {  // without a branch: a reversal past the end is written over by the next
+  if (bits <= kReversedBits && room_past) {  // without a branch: a reversal past the end is written over by the next
     const uint16_t* const reversed = kReversed.at[bits];
     uint64_t k = 0;
     for (uint32_t i = 0; i < (1u << bits); ++i) {
@@ -95,17 +96,17 @@ class TreeletBuilder {
  public:
   using Point = treelet::Point<P>;
   std::vector<TreeNode> nodes;
-  // The own rows of each node, in node order: every point of the treelet once (own_count).
-  std::unique_ptr<uint64_t[]> own;
-  uint64_t own_count = 0;
+  uint64_t own_count = 0;  // the treelet's points: own rows written
 
   explicit TreeletBuilder(const LayoutOptions& o) : opt_(&o) {}
 
   // fill(rows, points) puts the treelet's points, in space-filling order, into `points` (a
-  // vector of Point, resized to them), and either their input rows into `rows` (an empty
-  // vector) or nothing: then each point's index is its input row.
+  // BigVector of Point, resized to them), and either their input rows into `rows` (an empty
+  // vector) or nothing: then each point's index is its input row. The own rows of each node,
+  // in node order (every point of the treelet once), go to own[0, own_count) (the next
+  // treelet's may follow at once: nothing is written past).
   template <class Fill>
-  void build(Fill&& fill) {
+  void build(Fill&& fill, uint64_t* own) {
     Scratch& w = scratch();
     w.rows.clear();
     fill(w.rows, w.points[0]);
@@ -123,9 +124,9 @@ class TreeletBuilder {
     select_ = w.select.data();
     w.bins.resize(n);
     bin_ = w.bins.data();
-    own = std::make_unique_for_overwrite<uint64_t[]>(n + 1);  // + 1: append_stratified may write one past
     own_count = n;
-    own_at_ = own.get();
+    own_at_ = own;
+    own_end_ = own + n;
     split(0, n, 0, lo, hi);
     if (n > kKeepScratch) w = Scratch();  // an unusually large treelet: give its memory back
   }
@@ -137,12 +138,13 @@ class TreeletBuilder {
 
  private:
   // Working buffers, kept per thread from one treelet to the next: fresh memory
-  // for every treelet would cost a page fault (and a cleared page) per 4 KiB.
+  // for every treelet would cost a page fault (and a cleared page) per 4 KiB. Their
+  // elements are not initialised when they grow (BigVector): each is written before read.
   struct Scratch {
-    std::vector<uint64_t> rows;
-    std::vector<Point> points[2];
-    std::vector<P> select;
-    std::vector<uint16_t> bins;
+    BigVector<uint64_t> rows;
+    BigVector<Point> points[2];
+    BigVector<P> select;
+    BigVector<uint16_t> bins;
   };
   static Scratch& scratch() {
     static thread_local Scratch s;
@@ -158,6 +160,7 @@ class TreeletBuilder {
   static constexpr uint64_t kHistogramMin = 512;  // points from which a median's bin is found first
   static constexpr uint32_t kMaxBins = 4096;
   uint64_t* own_at_ = nullptr;  // where the next own row goes
+  uint64_t* own_end_ = nullptr;  // past the treelet's own rows
 
   uint64_t row(uint32_t index) const { return rows_ ? rows_[index] : index; }
 
@@ -257,7 +260,7 @@ class TreeletBuilder {
     const Point* in = points_[s] + lo;
     if (n <= opt_->leaf_size) {
       nodes[id].own_count = uint32_t(n);
-      append_stratified(uint32_t(n), [&](uint32_t i) { return row(in[i].index); }, own_at_);
+      append_stratified(uint32_t(n), [&](uint32_t i) { return row(in[i].index); }, own_at_, own_at_ + n < own_end_);
       own_at_ += n;
       return;
     }
@@ -286,9 +289,8 @@ class TreeletBuilder {
     auto partition = [&](auto&& to_left_of) {
       for (uint64_t begin = 0, j = 0; j <= k; begin = picks[j] + 1, ++j) {
         for (uint64_t i = begin; i < picks[j]; ++i) {
-          const Point p = in[i];
-          const bool to_left = to_left_of(p);
-          *(to_left ? to_left_at : to_right_at) = p;
+          const bool to_left = to_left_of(in[i]);  // the coordinate read where it lies, not from a copy
+          *(to_left ? to_left_at : to_right_at) = in[i];
           to_left_at += to_left;
           to_right_at += !to_left;
         }
