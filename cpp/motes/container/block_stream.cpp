@@ -392,6 +392,21 @@ void BlockStream::read(uint64_t start, uint64_t n, void* dst) const {
   }
 }
 
+void BlockStream::read_uncached(uint64_t start, uint64_t n, void* dst) const {
+  if (!coded_ || derived_) return read(start, n, dst);
+  if (start > count_ || n > count_ - start) throw UsageError(what_ + ": values out of range");
+  unsigned char* out = static_cast<unsigned char*>(dst);
+  const size_t size = type_.size;
+  while (n > 0) {
+    const uint64_t b = start / per_block_, first = b * per_block_;
+    const uint64_t take = std::min(n, first + values_in(b) - start);
+    if (take < values_in(b)) read(start, take, out);
+    else if (auto hit = cache().find(id_, b)) std::memcpy(out, hit->data(), take * size);
+    else decode_into(b, out);
+    out += take * size, start += take, n -= take;
+  }
+}
+
 void BlockStream::byte_ranges(uint64_t start, uint64_t n, std::vector<ByteRange>& out) const {
   if (!n || start >= count_) return;
   n = std::min(n, count_ - start);

@@ -120,6 +120,9 @@ class BlockStream {
   std::shared_ptr<const DecodedBlock> block(uint64_t b) const;
   // Copies values [start, start + n) to dst.
   void read(uint64_t start, uint64_t n, void* dst) const;
+  // As read, but whole blocks not in the cache are decoded straight into dst and not cached:
+  // for a pass whose values the caller keeps in another form (a derived stream's sources).
+  void read_uncached(uint64_t start, uint64_t n, void* dst) const;
   // The values at positions pos[0..k) (ascending, each < count()) into out, k values: a
   // packed block's values are read where they lie, a word each (codec::AddressableBlock), any
   // other block is decoded once (through the cache).

