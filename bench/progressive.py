@@ -43,20 +43,11 @@ from typing import Dict, List
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from benchlib import (RESULT, alternated, child_results, figure, log, peer, perf, progression, run,  # noqa: E402
-                      touch_memory)
+from benchlib import (RESULT, alternated, child_results, cpu_seconds, figure, log, peer, perf,  # noqa: E402
+                      progression, run, touch_memory)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
-
-
-def cpu_seconds() -> float:
-    """User + system CPU seconds of this process, all threads (getrusage: microseconds, where
-    os.times counts ticks of 10 ms)."""
-    import resource
-
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
 
 
 def columns_of(path: str) -> List[str]:
