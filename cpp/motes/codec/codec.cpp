@@ -64,8 +64,6 @@ void encode(const Plan& plan, ValueType t, const void* src, size_t n, const Cont
 }
 
 void encode_append(const Plan& plan, ValueType t, const void* src, size_t n, const Context& ctx, std::string& out) {
-  std::vector<const unsigned char*> streams;
-  size_t stream_bytes = 0;
   Predictor pred = plan.predictor;
   if (pred == Predictor::zfp) {  // the whole block is one zfp stream (zfp.cpp); else kept exact
     thread_local std::string z;
@@ -76,68 +74,59 @@ void encode_append(const Plan& plan, ValueType t, const void* src, size_t n, con
     pred = Predictor::none;
   }
   const size_t start = out.size();
-  if (addressable_layout(uint8_t(plan.layout))) {
+  Layout layout = plan.layout;
+  for (bool exact : {false, true}) {
+    if (exact) {  // values off the grid (or a predictor this type cannot take): kept exact
+      pred = Predictor::none;
+      if (layout == Layout::binned) layout = Layout::packed;  // binned words are quantile residuals
+    }
+    const uint32_t param_bytes = param_size(pred, t);
+    bool ok = true;
+    uint64_t param = 0;
+    std::vector<const unsigned char*> streams;  // the streams to code (prepare's)
+    size_t stream_bytes = 0, count = 1;
     // Packed or binned words: one raw stream, packed straight into place after the header.
-    Layout layout = plan.layout;
-    for (bool exact : {false, true}) {
-      if (exact) {  // values off the grid (or a predictor this type cannot take): kept exact
-        pred = Predictor::none;
-        if (layout == Layout::binned) layout = Layout::packed;  // binned words are quantile residuals
-      }
-      const uint32_t param_bytes = param_size(pred, t);
-      const size_t stream_at = start + kBlockHeaderBytes + kStreamEntryBytes + param_bytes;
-      out.resize(stream_at, '\0');
-      bool ok = true;
-      const uint64_t param = pack_stream(pred, layout, t, src, n, ctx, out, ok);
-      if (!ok) {
-        out.resize(start);
-        continue;
-      }
-      unsigned char* head = reinterpret_cast<unsigned char*>(out.data()) + start;
-      head[0] = uint8_t(pred), head[1] = uint8_t(layout), head[2] = 1, head[3] = uint8_t(param_bytes);
+    const bool in_place = addressable_layout(uint8_t(layout));
+    if (!in_place) param = prepare(pred, layout, t, src, n, ctx, streams, stream_bytes, ok), count = streams.size();
+    const size_t streams_at = start + kBlockHeaderBytes + count * kStreamEntryBytes + param_bytes;
+    out.resize(streams_at, '\0');
+    if (in_place) param = pack_stream(pred, layout, t, src, n, ctx, out, ok);
+    if (!ok && !exact) {
+      out.resize(start);
+      continue;
+    }
+    unsigned char* head = reinterpret_cast<unsigned char*>(out.data()) + start;
+    head[0] = uint8_t(pred);
+    head[1] = uint8_t(stored_layout(layout, t.size));
+    head[2] = uint8_t(count);
+    head[3] = uint8_t(param_bytes);
+    unsigned char* pp = reinterpret_cast<unsigned char*>(out.data()) + streams_at - param_bytes;
+    if (param_bytes == 16) {
+      std::memcpy(pp, &ctx.grid_origin, 8);
+      std::memcpy(pp + 8, &ctx.grid_step, 8);
+    } else {
+      std::memcpy(pp, &param, param_bytes);
+    }
+    if (in_place) {
       head[kBlockHeaderBytes] = uint8_t(Coder::raw);
-      put<uint32_t>(head + kBlockHeaderBytes + 4, uint32_t(out.size() - stream_at));
-      std::memcpy(head + kBlockHeaderBytes + kStreamEntryBytes, &param, param_bytes);
+      put<uint32_t>(head + kBlockHeaderBytes + 4, uint32_t(out.size() - streams_at));
       return;
     }
-  }
-  bool ok = true;
-  uint64_t param = prepare(pred, plan.layout, t, src, n, ctx, streams, stream_bytes, ok);
-  Layout layout = plan.layout;
-  if (!ok) {  // values off the grid (or a predictor this type cannot take): this block is kept exact
-    pred = Predictor::none;
-    if (layout == Layout::binned) layout = Layout::packed;  // binned words are quantile residuals
-    param = prepare(pred, layout, t, src, n, ctx, streams, stream_bytes, ok);
-  }
-  const uint32_t param_bytes = param_size(pred, t);
-  const size_t count = streams.size();
-  out.resize(start + kBlockHeaderBytes + count * kStreamEntryBytes + param_bytes, '\0');
-  unsigned char* head = reinterpret_cast<unsigned char*>(out.data()) + start;
-  head[0] = uint8_t(pred);
-  head[1] = uint8_t(stored_layout(layout, t.size));
-  head[2] = uint8_t(count);
-  head[3] = uint8_t(param_bytes);
-  unsigned char* pp = head + kBlockHeaderBytes + count * kStreamEntryBytes;
-  if (param_bytes == 16) {
-    std::memcpy(pp, &ctx.grid_origin, 8);
-    std::memcpy(pp + 8, &ctx.grid_step, 8);
-  } else {
-    std::memcpy(pp, &param, param_bytes);
-  }
-  thread_local std::string buf;
-  const bool raw_only = addressable_layout(uint8_t(layout));  // words read where they lie
-  for (size_t k = 0; k < count; ++k) {
-    Coder c = k < plan.coders.size() && !raw_only ? plan.coders[k] : Coder::raw;
-    const size_t at = out.size();
-    if (c != Coder::raw && code_stream(c, plan.zstd_level, streams[k], stream_bytes, buf)) {
-      out += buf;
-    } else {
-      c = Coder::raw;
-      out.append(reinterpret_cast<const char*>(streams[k]), stream_bytes);
+    thread_local std::string buf;
+    for (size_t k = 0; k < count; ++k) {
+      Coder c = k < plan.coders.size() ? plan.coders[k] : Coder::raw;
+      const size_t at = out.size();
+      if (c != Coder::raw && code_stream(c, plan.zstd_level, streams[k], stream_bytes, buf)) {
+        out += buf;
+      } else {
+        c = Coder::raw;
+        out.append(reinterpret_cast<const char*>(streams[k]), stream_bytes);
+      }
+      unsigned char* entry = reinterpret_cast<unsigned char*>(out.data()) + start + kBlockHeaderBytes + k * kStreamEntryBytes;
+      entry[0] = uint8_t(c);
+      put<uint32_t>(entry + 4, uint32_t(out.size() - at));
     }
-    unsigned char* entry = reinterpret_cast<unsigned char*>(out.data()) + start + kBlockHeaderBytes + k * kStreamEntryBytes;
-    entry[0] = uint8_t(c);
-    put<uint32_t>(entry + 4, uint32_t(out.size() - at));
+    return;
   }
 }
 

@@ -75,11 +75,11 @@ uint64_t prepare(Predictor pred, Layout layout, const ValueType& t, const void* 
   Scratch& s = scratch();
   streams.clear();
   if (addressable_layout(uint8_t(layout))) {
-    s.packed2.clear();
-    const uint64_t param = pack_stream(pred, layout, t, src, n, ctx, s.packed2, ok);
+    s.stream.clear();
+    const uint64_t param = pack_stream(pred, layout, t, src, n, ctx, s.stream, ok);
     if (!ok) return 0;
-    streams.push_back(reinterpret_cast<const unsigned char*>(s.packed2.data()));
-    stream_bytes = s.packed2.size();
+    streams.push_back(reinterpret_cast<const unsigned char*>(s.stream.data()));
+    stream_bytes = s.stream.size();
     return param;
   }
   const size_t bytes = n * t.size;

@@ -29,8 +29,8 @@ Zstd& zstd();
 // Per-thread scratch buffers, grown on demand (a block is at most kMaxBlockBytes).
 struct Scratch {
   std::vector<unsigned char> words, planes, bits;
-  std::string packed, trial;  // pack_stream's unit sizes tried
-  std::string packed2;        // prepare's packed stream
+  std::string packed, trial;  // pack_stream: the smallest unit size so far, the one tried
+  std::string stream;         // prepare: the packed or binned stream it points to
 };
 Scratch& scratch();
 
