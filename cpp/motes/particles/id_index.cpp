@@ -20,56 +20,45 @@ bool id_dtype(DType dtype) {
   return dtype == DType::i32 || dtype == DType::u32 || dtype == DType::i64 || dtype == DType::u64;
 }
 
-uint64_t id_key(DType dtype, const void* value) {
+namespace {
+// f(T{}) for an id column's type T, or the UsageError that names what an id column must be.
+template <class F>
+decltype(auto) with_id_type(DType dtype, F&& f) {
   switch (dtype) {
-    case DType::i32: {
-      int32_t v;
-      std::memcpy(&v, value, 4);
-      return uint64_t(int64_t(v)) ^ (uint64_t(1) << 63);
-    }
-    case DType::u32: {
-      uint32_t v;
-      std::memcpy(&v, value, 4);
-      return v;
-    }
-    case DType::i64: {
-      int64_t v;
-      std::memcpy(&v, value, 8);
-      return uint64_t(v) ^ (uint64_t(1) << 63);
-    }
-    case DType::u64: {
-      uint64_t v;
-      std::memcpy(&v, value, 8);
-      return v;
-    }
+    case DType::i32: return f(int32_t{});
+    case DType::u32: return f(uint32_t{});
+    case DType::i64: return f(int64_t{});
+    case DType::u64: return f(uint64_t{});
     default:
       throw UsageError(std::string("an id column must be int32, uint32, int64 or uint64, not ") + dtype_name(dtype));
   }
 }
+// An id's key: its value as uint64, a signed id's sign bit flipped (keys order as the ids
+// do); and back, the id of a key as T (its low bits).
+constexpr uint64_t kSignFlip = uint64_t(1) << 63;
+template <class T>
+uint64_t key_of(T id) {
+  return std::is_signed_v<T> ? uint64_t(int64_t(id)) ^ kSignFlip : uint64_t(id);
+}
+template <class T>
+T id_of(uint64_t key) {
+  return T(std::is_signed_v<T> ? key ^ kSignFlip : key);
+}
+}  // namespace
+
+uint64_t id_key(DType dtype, const void* value) {
+  return with_id_type(dtype, [&](auto z) {
+    decltype(z) v;
+    std::memcpy(&v, value, sizeof v);
+    return key_of(v);
+  });
+}
 
 void id_of_key(DType dtype, uint64_t key, void* out) {
-  switch (dtype) {
-    case DType::i32: {
-      const int32_t v = int32_t(int64_t(key ^ (uint64_t(1) << 63)));
-      std::memcpy(out, &v, 4);
-      return;
-    }
-    case DType::u32: {
-      const uint32_t v = uint32_t(key);
-      std::memcpy(out, &v, 4);
-      return;
-    }
-    case DType::i64: {
-      const int64_t v = int64_t(key ^ (uint64_t(1) << 63));
-      std::memcpy(out, &v, 8);
-      return;
-    }
-    case DType::u64:
-      std::memcpy(out, &key, 8);
-      return;
-    default:
-      throw UsageError(std::string("an id column must be int32, uint32, int64 or uint64, not ") + dtype_name(dtype));
-  }
+  with_id_type(dtype, [&](auto z) {
+    const auto v = id_of<decltype(z)>(key);
+    std::memcpy(out, &v, sizeof v);
+  });
 }
 
 void code_index_blocks(const void* values, uint64_t n, DType dtype, int zstd_level, unsigned threads, std::string& out,
@@ -350,14 +339,7 @@ class IdColumn final : public ComputedValues {
   IdColumn(const BlockStream& keys, const BlockStream& rows, DType dtype, uint64_t count, std::string file)
       : keys_(keys), rows_(rows), dtype_(dtype), count_(count), file_(std::move(file)) {}
   void compute(unsigned char* dst) const override {
-    switch (dtype_) {
-      case DType::i32: return compute_as<int32_t>(dst);
-      case DType::u32: return compute_as<uint32_t>(dst);
-      case DType::i64: return compute_as<int64_t>(dst);
-      case DType::u64: return compute_as<uint64_t>(dst);
-      default:
-        throw UsageError(std::string("an id column must be int32, uint32, int64 or uint64, not ") + dtype_name(dtype_));
-    }
+    with_id_type(dtype_, [&](auto z) { compute_as<decltype(z)>(dst); });
   }
   void ranges(std::vector<ByteRange>& out) const override {
     keys_.byte_ranges(0, count_, out);
@@ -366,12 +348,6 @@ class IdColumn final : public ComputedValues {
   std::string source_name() const override { return "id index"; }
 
  private:
-  // The id of a key as id_of_key gives it: the key's low bits, a signed 64-bit id with its
-  // sign bit flipped back.
-  template <class T>
-  static T id_of(uint64_t key) {
-    return T(key ^ (std::is_same_v<T, int64_t> ? uint64_t(1) << 63 : 0));
-  }
   // Scatters the ids of keys[0..m) to their rows rows[0..m) in out, marking each row in
   // `seen`; false at a row past the count or marked already.
   template <class T, class R>
