@@ -7,14 +7,34 @@
 #include <vector>
 
 #include "motes/codec/codec.hpp"
+#include "motes/codec/predictors.hpp"
 #include "motes/codec/stages.hpp"
 
 namespace motes::codec {
 
 using namespace stages;
 
+namespace {
+
+// The dictionary trials that pay on the samples' packed words (DictionaryGains), for the
+// writer to make on every block of the column and no others.
+uint8_t packed_trials(Predictor pred, const ValueType& t, const std::vector<Sample>& samples) {
+  DictionaryGains gains;
+  std::vector<unsigned char> words;
+  for (const Sample& s : samples) {
+    words.resize(s.count * t.size);
+    bool ok = true;
+    predict(pred, t, static_cast<const unsigned char*>(s.values), s.count, s.ctx, words.data(), ok);
+    if (!ok) return kAllDictionaryTrials;  // a sample the predictor refused: decide nothing
+    gains.add(words.data(), s.count, t.size);
+  }
+  return gains.paying();
+}
+
+}  // namespace
+
 Plan choose(ValueType t, const std::vector<Predictor>& predictors, const std::vector<Sample>& samples, int zstd_level,
-            bool addressable) {
+            bool addressable, uint64_t column_values) {
   Plan best;
   best.layout = stored_layout(Layout::planes, t.size);
   best.coders.assign(best.layout == Layout::planes ? t.size : 1, Coder::raw);
@@ -101,6 +121,10 @@ Plan choose(ValueType t, const std::vector<Predictor>& predictors, const std::ve
       (packed_bytes < best_bytes || (slack && (double(packed_bytes) <= double(best_bytes) * (1.0 + kPackedSlack) ||
                                                double(packed_bytes) <= double(best_bytes) + double(raw_bytes) * kPackedRawSlack)))) {
     best.predictor = packed_pred, best.layout = packed_layout, best.coders.assign(1, Coder::raw);
+    uint64_t sampled = 0;
+    for (const Sample& s : samples) sampled += s.count;
+    if (packed_layout == Layout::packed && sampled && column_values / sampled >= kDictionaryAnalysisRatio)
+      best.packed_trials = packed_trials(packed_pred, t, samples);
   }
   return best;
 }

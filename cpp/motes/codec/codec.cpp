@@ -90,7 +90,7 @@ void encode_append(const Plan& plan, ValueType t, const void* src, size_t n, con
     if (!in_place) param = prepare(pred, layout, t, src, n, ctx, streams, stream_bytes, ok), count = streams.size();
     const size_t streams_at = start + kBlockHeaderBytes + count * kStreamEntryBytes + param_bytes;
     out.resize(streams_at, '\0');
-    if (in_place) param = pack_stream(pred, layout, t, src, n, ctx, out, ok);
+    if (in_place) param = pack_stream(pred, layout, t, src, n, ctx, out, ok, plan.packed_trials);
     if (!ok && !exact) {
       out.resize(start);
       continue;

@@ -60,7 +60,7 @@ struct Context {
   bool zfp_hierarchical = false;
   std::string_view zfp_axes;
   // Layout::packed (encoding): the words per unit (kPackedUnit), or 0 for the smallest
-  // stream of kPackedUnit, 1024 and 4096 (fewer unit entries when every unit needs as many
+  // stream of the unit sizes of kPackedUnitSizes (fewer unit entries when every unit needs as many
   // bits: the id index's rows and keys; a few times the packing work).
   uint32_t packed_unit = kPackedUnit;
 };
@@ -90,6 +90,9 @@ struct Plan {
   Layout layout = Layout::planes;
   std::vector<Coder> coders;  // one per stream
   int zstd_level = 1;
+  // Layout::packed (encoding): the dictionary trials each unit makes (packed.hpp); choose()
+  // keeps those that pay on the samples.
+  uint8_t packed_trials = kAllDictionaryTrials;
   bool raw() const;  // no predictor, no bit planes, every stream raw: the block is plain values
   std::string name(uint32_t size) const;  // e.g. "delta+shuffle+zstd[2,3]", "raw"
 };
@@ -161,7 +164,10 @@ inline constexpr bool addressable_layout(uint8_t layout) {
 // With `addressable`, packed words (Layout::packed) are tried too, with predictors offset and
 // quantile, and taken when they give at most 1 + kPackedSlack of the best bytes, or at most
 // kPackedRawSlack of the values' raw bytes more: values read one by one are worth that much
-// (unless the best plan stores the values raw: those are read in place already).
+// (unless the best plan stores the values raw: those are read in place already). When the
+// samples come from a column of `column_values` values, at least kDictionaryAnalysisRatio
+// times theirs, packed units make only the dictionary trials that stored a unit of the
+// samples' (Plan::packed_trials); otherwise (0: not known) they make all.
 inline constexpr double kMinSaving = 0.10, kLz4Slack = 0.03, kBitsSaving = 0.05, kPackedSlack = 0.10,
                         kPackedRawSlack = 1.0 / 64;
 struct Sample {
@@ -170,6 +176,6 @@ struct Sample {
   Context ctx;
 };
 Plan choose(ValueType type, const std::vector<Predictor>& predictors, const std::vector<Sample>& samples, int zstd_level,
-            bool addressable = false);
+            bool addressable = false, uint64_t column_values = 0);
 
 }  // namespace motes::codec

@@ -98,14 +98,18 @@ bool dictionary(Unit<U> w, uint64_t lo, uint64_t hi, uint32_t rbits, uint32_t mo
 }
 
 template <class U>
-void plan_unit(Unit<U> w, UnitPlan& u) {
+// Plans one unit, making the dictionary trials of `trials`: returns the set of those that
+// made the plan smaller when they were tried (each later trial's high parts depend on the
+// width of the best plan before it, so a trial that won and then lost still counts).
+uint8_t plan_unit(Unit<U> w, UnitPlan& u, uint8_t trials) {
   constexpr uint32_t size = sizeof(U);
   const size_t m = w.m;
   U lo = U(~U(0)), hi = 0;
   for (size_t i = 0; i < m; ++i) lo = std::min(lo, w[i]), hi = std::max(hi, w[i]);
   u.mode = kFor, u.ref = lo, u.width = uint8_t(bits_for(uint64_t(U(hi - lo)))), u.rbits = 0, u.dict_size = 0;
-  if (u.width <= 1) return;
   size_t best = u.body_bytes(m, size);
+  uint8_t improved = 0;
+  if (u.width <= 1) return improved;
   // Ascending words (sorted keys, positions, tail values): offsets from the line through the
   // first and last word.
   bool ascending = m > 2;
@@ -121,7 +125,7 @@ void plan_unit(Unit<U> w, UnitPlan& u) {
     if (2 * size + (m * width + 7) / 8 < best) {
       best = 2 * size + (m * width + 7) / 8;
       u.mode = kLinear, u.ref = rlo, u.delta = delta, u.width = width;
-      if (u.width == 0) return;
+      if (u.width == 0) return improved;
     }
   }
   // Dictionaries of the whole words (few distinct values: flags, charges) and of their high
@@ -129,7 +133,9 @@ void plan_unit(Unit<U> w, UnitPlan& u) {
   // `width` being the best plan's so far. Each is counted only up to the entries that would
   // still make it smaller than the best (a few dozen: noise stops early).
   static thread_local UnitPlan d;
-  for (uint32_t k : {64u, 4u, 6u, 8u, 10u, 12u}) {
+  for (uint32_t t = 0; t < kDictionaryTrials; ++t) {
+    if (!(trials >> t & 1)) continue;
+    const uint32_t k = kDictionaryTrialBits[t];
     const uint32_t rbits = k >= u.width ? 0 : u.width - k;
     if (k != 64 && (rbits == 0 || k >= u.width)) continue;
     uint32_t most = kMaxDictionary;
@@ -138,12 +144,13 @@ void plan_unit(Unit<U> w, UnitPlan& u) {
     const uint32_t width = bits_for(d.dict_size - 1) + rbits;
     const size_t bytes = size_t(d.dict_size) * size + (m * width + 7) / 8;
     if (width <= 64 && bytes < best) {
-      best = bytes;
+      best = bytes, improved |= uint8_t(1u << t);
       u.mode = kDictionary, u.width = uint8_t(width), u.rbits = uint8_t(rbits), u.dict_size = d.dict_size;
       std::copy(d.dict, d.dict + d.dict_size, u.dict);
       std::copy(d.index, d.index + m, u.index);
     }
   }
+  return improved;
 }
 
 // 64 fields of W bits (each below 2^W) from v into W little-endian words at p: unrolled, so
@@ -200,7 +207,7 @@ void put_fields(size_t m, uint32_t w, Get get, std::string& out) {
 }
 
 template <class U>
-void pack_typed(const unsigned char* words, size_t n, std::string& out, uint32_t unit) {
+void pack_typed(const unsigned char* words, size_t n, std::string& out, uint32_t unit, uint8_t trials) {
   constexpr uint32_t size = sizeof(U);
   const size_t units = (n + unit - 1) / unit;
   const size_t start = out.size();
@@ -210,7 +217,7 @@ void pack_typed(const unsigned char* words, size_t n, std::string& out, uint32_t
   for (size_t k = 0; k < units; ++k) {
     const Unit<U> w{words + k * unit * size, std::min<size_t>(unit, n - k * unit)};
     const size_t m = w.m;
-    plan_unit(w, u);
+    plan_unit(w, u, trials);
     unsigned char* e = reinterpret_cast<unsigned char*>(out.data()) + start + 4 + k * kPackedUnitEntryBytes;
     store<uint32_t>(e, uint32_t(out.size() - start));
     e[4] = u.width, e[5] = u.mode;
@@ -237,8 +244,27 @@ void pack_typed(const unsigned char* words, size_t n, std::string& out, uint32_t
 
 }  // namespace
 
-void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string& out, uint32_t unit) {
-  words::with_word(size, [&](auto z) { pack_typed<decltype(z)>(words, n, out, unit); });
+void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string& out, uint32_t unit, uint8_t trials) {
+  words::with_word(size, [&](auto z) { pack_typed<decltype(z)>(words, n, out, unit, trials); });
+}
+
+void DictionaryGains::add(const unsigned char* words, size_t n, uint32_t size) {
+  words::with_word(size, [&](auto z) {
+    using U = decltype(z);
+    static thread_local UnitPlan u;
+    for (uint32_t unit : kPackedUnitSizes)
+      for (size_t at = 0; at < n; at += unit) {
+        const uint8_t improved = plan_unit(Unit<U>{words + at * sizeof(U), std::min<size_t>(unit, n - at)}, u, kAllDictionaryTrials);
+        for (uint32_t t = 0; t < kDictionaryTrials; ++t) improving[t] += improved >> t & 1;
+      }
+  });
+}
+
+uint8_t DictionaryGains::paying() const {
+  uint8_t trials = 0;
+  for (uint32_t t = 0; t < kDictionaryTrials; ++t)
+    if (improving[t]) trials |= uint8_t(1u << t);
+  return trials;
 }
 
 std::string PackedWords::open(const unsigned char* s, size_t len, size_t n, uint32_t size, bool checked) {

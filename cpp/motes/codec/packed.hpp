@@ -31,9 +31,37 @@ struct Unorder {
   U operator()(U v) const { return U(v ^ ((U(U(v >> (8 * sizeof(U) - 1)) - 1) & when_clear) | always)); }
 };
 
+// The dictionary trials a unit makes before it is stored frame-of-reference: bit t of a
+// trial set asks for dictionaries of the words' high parts of kDictionaryTrialBits[t] bits
+// (64: whole words). Which trial stores a unit changes its bytes, never how they are read.
+inline constexpr uint32_t kDictionaryTrialBits[] = {64, 4, 6, 8, 10, 12};
+inline constexpr uint32_t kDictionaryTrials = sizeof kDictionaryTrialBits / sizeof kDictionaryTrialBits[0];
+inline constexpr uint8_t kAllDictionaryTrials = uint8_t((1u << kDictionaryTrials) - 1);
+// A column's packed units make only the trials that stored a unit of its samples when it
+// holds at least this many times the sampled values (codec::choose): a small column is
+// cheap to try in full, and its samples speak for less of it.
+inline constexpr uint64_t kDictionaryAnalysisRatio = 8;
+// The unit sizes a stream of Context::packed_unit 0 is packed in, the smallest kept.
+inline constexpr uint32_t kPackedUnitSizes[] = {kPackedUnit, 1024, 4096};
+
 // Appends the packed stream of n words of `size` bytes (little-endian) to out, in units of
-// `unit` words (a power of two, 64 to 4096).
-void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string& out, uint32_t unit = kPackedUnit);
+// `unit` words (a power of two, 64 to 4096), each unit making the dictionary trials of
+// `trials`.
+void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string& out, uint32_t unit = kPackedUnit,
+                uint8_t trials = kAllDictionaryTrials);
+
+// Which dictionary trials pay on a column's sample (a writer's analysis, as DuckDB's
+// compression analyze measures candidates on the column itself): add() plans the units of
+// some words, in every unit size of kPackedUnitSizes, with every trial; paying() is the set
+// of trials that made some unit's plan smaller when tried. The rest are not worth their
+// time on that column: most trials on most units end in frame-of-reference (noise has too
+// many distinct high parts). Trials that never make a plan smaller change no unit's plan
+// when left out, so a column whose sample is all of it is written with the same bytes.
+struct DictionaryGains {
+  uint64_t improving[kDictionaryTrials] = {};  // units whose plan each trial made smaller
+  void add(const unsigned char* words, size_t n, uint32_t size);
+  uint8_t paying() const;
+};
 
 // A checked packed stream: word(i) reads word i (0 <= i < n) where it lies.
 class PackedWords {

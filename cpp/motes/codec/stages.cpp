@@ -44,7 +44,7 @@ uint32_t param_size(Predictor p, const ValueType& t) {
 }
 
 uint64_t pack_stream(Predictor pred, Layout layout, const ValueType& t, const void* src, size_t n, const Context& ctx,
-                     std::string& out, bool& ok) {
+                     std::string& out, bool& ok, uint8_t trials) {
   Scratch& s = scratch();
   const size_t bytes = n * t.size;
   if (s.words.size() < bytes) s.words.resize(bytes);
@@ -55,14 +55,14 @@ uint64_t pack_stream(Predictor pred, Layout layout, const ValueType& t, const vo
     return 0;
   }
   if (layout == Layout::binned) pack_binned(s.words.data(), ctx.codes, n, t.size, out);
-  else if (ctx.packed_unit) pack_words(s.words.data(), n, t.size, out, ctx.packed_unit);
+  else if (ctx.packed_unit) pack_words(s.words.data(), n, t.size, out, ctx.packed_unit, trials);
   else {  // the smallest of three unit sizes
     std::string& best = s.packed;
     std::string& trial = s.trial;
     best.clear();
-    for (uint32_t unit : {kPackedUnit, 1024u, 4096u}) {
+    for (uint32_t unit : kPackedUnitSizes) {
       trial.clear();
-      pack_words(s.words.data(), n, t.size, trial, unit);
+      pack_words(s.words.data(), n, t.size, trial, unit, trials);
       if (best.empty() || trial.size() < best.size()) best.swap(trial);
     }
     out += best;

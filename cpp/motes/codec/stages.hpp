@@ -50,9 +50,10 @@ uint32_t param_size(Predictor p, const ValueType& t);
 
 // The one stream of an addressable layout (packed or binned words) of n values appended to
 // out, with no copy in scratch: returns the parameter; ok false (out as it was) when the
-// predictor cannot take the values or does not suit the layout.
+// predictor cannot take the values or does not suit the layout. Packed units make the
+// dictionary trials of `trials` (packed.hpp).
 uint64_t pack_stream(Predictor pred, Layout layout, const ValueType& t, const void* src, size_t n, const Context& ctx,
-                     std::string& out, bool& ok);
+                     std::string& out, bool& ok, uint8_t trials = kAllDictionaryTrials);
 
 // Transforms n values into streams (pointers into scratch): returns the parameter.
 uint64_t prepare(Predictor pred, Layout layout, const ValueType& t, const void* src, size_t n, const Context& ctx,

@@ -265,7 +265,7 @@ void choose_typed(ColumnPlan& p, const Layout& layout, uint32_t block_values, bo
     if (code_of) predictors.push_back(codec::Predictor::grid_quantile);
     for (codec::Sample& s : samples) s.ctx.grid_origin = p.grid.origin, s.ctx.grid_step = p.grid.step, s.ctx.edges = p.edges.data();
   }
-  p.values.plan = codec::choose(type, predictors, samples, zstd_level, /*addressable=*/true);
+  p.values.plan = codec::choose(type, predictors, samples, zstd_level, /*addressable=*/true, n);
   if (code_of) {
     std::vector<codec::Sample> cs;
     for (size_t k = 0; k < codes.size(); ++k) cs.push_back({codes[k].data(), len, {}});
