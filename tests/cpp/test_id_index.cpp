@@ -1,9 +1,9 @@
 // The id index's sections (particles/id_index.hpp): build_id_index sorts the ids' keys with
-// their file positions by a radix sort of (key - lowest, position) words when they fit one
-// word, else by a comparison sort of pairs. Either way its sections must be the bytes of the
+// their file positions by a radix sort of (key - lowest) << 32 | position words when the keys
+// span fewer than 2^32 values, else by a comparison sort of pairs. Either way its sections must be the bytes of the
 // reference: the (key, position) pairs sorted as pairs, keys and positions coded by
 // code_index_blocks. Checked for dense and sparse ids, duplicates (positions ascending within
-// a key), signed ids below zero, 32-bit ids, one id, and spans on either side of one word.
+// a key), signed ids below zero, 32-bit ids, one id, and spans on either side of 2^32.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -94,13 +94,13 @@ TEST(IdIndex, SectionsEqualThoseOfAPairSort) {
     for (auto& v : u32) v = uint32_t(rng());
     expect_reference_bytes(u32, DType::u32, 6, "u32, any");
   }
-  {  // spans at the edge of one word (16 position bits: at most 48 key bits) and past it
+  {  // spans at the edge of 32 bits and past it
     std::vector<uint64_t> ids(n);
-    for (auto& v : ids) v = rng() % (uint64_t(1) << 48);
-    ids[0] = 0, ids[1] = (uint64_t(1) << 48) - 1;
-    expect_reference_bytes(ids, DType::u64, 7, "48-bit span");
-    ids[1] = uint64_t(1) << 48;
-    expect_reference_bytes(ids, DType::u64, 8, "49-bit span (pairs sorted)");
+    for (auto& v : ids) v = (uint64_t(1) << 50) + rng() % (uint64_t(1) << 32);
+    ids[0] = uint64_t(1) << 50, ids[1] = (uint64_t(1) << 50) + (uint64_t(1) << 32) - 1;
+    expect_reference_bytes(ids, DType::u64, 7, "32-bit span from 2^50");
+    ids[1] = (uint64_t(1) << 50) + (uint64_t(1) << 32);
+    expect_reference_bytes(ids, DType::u64, 8, "33-bit span (pairs sorted)");
     for (auto& v : ids) v = rng();
     expect_reference_bytes(ids, DType::u64, 9, "any u64 (pairs sorted)");
   }

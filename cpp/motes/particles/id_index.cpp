@@ -7,7 +7,6 @@
 #include <boost/sort/spreadsort/integer_sort.hpp>
 #include <cstring>
 #include <type_traits>
-#include <utility>
 #include <vector>
 
 #include "motes/codec/codec.hpp"
@@ -15,6 +14,7 @@
 #include "motes/core/errors.hpp"
 #include "motes/core/memory.hpp"
 #include "motes/core/threads.hpp"
+#include "motes/particles/layout/radix_sort.hpp"
 #include "motes/particles/spec.hpp"
 
 namespace motes {
@@ -140,12 +140,13 @@ BigVector<uint64_t> keys_in_file_order(DType dtype, const unsigned char* src, in
 
 // Sorts the ids' keys, each with its file position (keys[p] is position p's), by key then
 // position: keys become the sorted keys and rows[i] the position of keys[i] (rows has n
-// entries of R, u32 or u64). When the keys span fewer values than 2^(64 - position bits),
-// (key - lowest) and the position share one word, and a stable LSD radix sort of the words
-// on their key bits alone orders them (they start in position order): about 3 passes over
-// 8 bytes per id for ids below a few million apart, where a comparison sort of (key,
-// position) pairs took 0.36 s of a 2.6M-particle write's 0.94 s of CPU (bench/README.md,
-// the main job's write). Else the pairs are sorted as before.
+// entries of R, u32 or u64). When the keys span fewer than 2^32 values and there are at most
+// 2^32 positions, each is one word (key - lowest) << 32 | position, and the layout's stable
+// LSD radix sort of the words on their key bits alone orders them (they start in position
+// order): 2 or 3 passes over 8 bytes per id. With a comparison sort of (key, position) pairs
+// the id index took 0.34-0.42 s of CPU of a 2.6M-particle write on one thread (a rank of the
+// main job: bench/README.md, the main job's write), with this sort 0.12-0.14 s. Else (keys
+// spread wider) the pairs are sorted as before.
 template <class R>
 void sort_keys_with_rows(BigVector<uint64_t>& keys, std::vector<R>& rows, unsigned threads) {
   const uint64_t n = keys.size();
@@ -153,30 +154,17 @@ void sort_keys_with_rows(BigVector<uint64_t>& keys, std::vector<R>& rows, unsign
   if (n == 0) return;
   const auto [lo_it, hi_it] = std::minmax_element(keys.begin(), keys.end());
   const uint64_t lo = *lo_it, span = *hi_it - lo;
-  const unsigned pbits = unsigned(std::bit_width(n - 1)), kbits = unsigned(std::bit_width(span));
-  if (pbits + kbits > 64) {
+  if (n > (uint64_t(1) << 32) || span >= (uint64_t(1) << 32)) {
     std::vector<std::pair<uint64_t, uint64_t>> entries(n);
     for (uint64_t p = 0; p < n; ++p) entries[p] = {keys[p], p};
     boost::sort::block_indirect_sort(entries.begin(), entries.end(), threads ? threads : default_threads());
     for (uint64_t i = 0; i < n; ++i) keys[i] = entries[i].first, rows[i] = R(entries[i].second);
     return;
   }
-  BigVector<uint64_t> a(n), b(n);
-  for (uint64_t p = 0; p < n; ++p) a[p] = (keys[p] - lo) << pbits | p;
-  const unsigned passes = (kbits + 10) / 11, digit = passes ? (kbits + passes - 1) / passes : 0;
-  const uint64_t buckets = uint64_t(1) << digit, mask = buckets - 1;
-  std::vector<uint64_t> count(buckets);
-  for (unsigned pass = 0; pass < passes; ++pass) {
-    const unsigned shift = pbits + pass * digit;
-    std::fill(count.begin(), count.end(), 0);
-    for (uint64_t i = 0; i < n; ++i) ++count[(a[i] >> shift) & mask];
-    uint64_t at = 0;
-    for (uint64_t& c : count) at += std::exchange(c, at);
-    for (uint64_t i = 0; i < n; ++i) b[count[(a[i] >> shift) & mask]++] = a[i];
-    a.swap(b);
-  }
-  const uint64_t pmask = pbits == 64 ? ~uint64_t(0) : (uint64_t(1) << pbits) - 1;
-  for (uint64_t i = 0; i < n; ++i) keys[i] = (a[i] >> pbits) + lo, rows[i] = R(a[i] & pmask);
+  BigVector<uint64_t> words(n), scratch(n);
+  for (uint64_t p = 0; p < n; ++p) words[p] = (keys[p] - lo) << 32 | p;
+  sort_low_code_bits(words.data(), n, scratch.data(), int(std::bit_width(span)), threads ? threads : default_threads());
+  for (uint64_t i = 0; i < n; ++i) keys[i] = (words[i] >> 32) + lo, rows[i] = R(uint32_t(words[i]));
 }
 
 }  // namespace
