@@ -23,6 +23,19 @@ back; times are the slowest rank's, median of --repeat runs, with the CPU time o
   reads: every rank reads its even slice of the shared file.
 
 Reads run on a hot page cache (dropping caches needs privileges this machine lacks).
+
+The main job's write (``--main-job``): step [2/7] of ``examples/main_job.py`` as it runs, i.e.
+``mpirun --oversubscribe -n 4``, 10M ``synth.vpic(seed=42, with_id=True)`` particles (9
+columns with ``id``) decomposed over the rank grid and scattered by the job's own code, the
+grid fields as the ranks' slabs, one ``motes.write(path, local, step=0, comm=comm,
+fields=...)`` (adaptive aggregation, fsync'd): its wall time, M particles/s, the report's
+phases, and the CPU seconds of all ranks per particle. With ``--before DIR`` (a ``python``
+folder holding another build of the package: ``motes/`` with its ``_core``), the rounds
+alternate: the other build, then this one, each ``--repeat`` writes in a fresh ``mpirun``;
+best and median of each side and the part files' SHA-256 (the same bytes on both sides
+when a change must not alter them) -> ``bench/results/parallel_main_job.json``::
+
+    python bench/parallel.py --main-job --before /tmp/before/python --rounds 4
 """
 
 from __future__ import annotations
@@ -40,6 +53,7 @@ import time
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+DEFAULT_OUT = os.path.join(HERE, "results", "parallel.json")
 sys.path.insert(0, HERE)
 
 
@@ -251,6 +265,141 @@ def worker(args):
             os.remove(h5_path)
 
 
+# --- the main job's write ---------------------------------------------------------------------
+
+MAIN_JOB_SEED = 42
+
+
+def cpu_pressure() -> float:
+    """The share of the last 10 s in which some runnable task waited for a core (Linux PSI):
+    the other work on the machine during a run."""
+    try:
+        with open("/proc/pressure/cpu") as f:
+            return float(f.readline().split()[1].split("=")[1])
+    except OSError:
+        return float("nan")
+
+
+def main_job_driver(args):
+    import benchlib
+
+    started = time.perf_counter()
+    meta = benchlib.start_meta(benchmark="parallel_main_job", n=args.n, ranks=4, repeat=args.repeat,
+                               rounds=args.rounds, before=args.before,
+                               target="main job step [2/7], 4 ranks: >= 3.0 M particles/s (issue 43, 'Write 2')")
+    scratch = tempfile.mkdtemp(prefix="motes-main-job-", dir=args.scratch)
+    sides = ([("before", args.before)] if args.before else []) + [("after", None)]
+    rows = []
+    try:
+        import motes
+
+        cache = os.path.join(scratch, "data")
+        os.makedirs(cache)
+        d = motes.synth.vpic(args.n, seed=MAIN_JOB_SEED, with_id=True)
+        for name, v in d.items():
+            np.save(os.path.join(cache, name + ".npy"), v)
+        with open(os.path.join(cache, "columns.json"), "w") as f:
+            json.dump(list(d), f)
+        del d
+        for rnd in range(args.rounds):
+            for side, pythonpath in sides:
+                benchlib.touch_memory()
+                out = os.path.join(scratch, f"rows-{side}-{rnd}.json")
+                env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+                if pythonpath:
+                    env["PYTHONPATH"] = os.pathsep.join([pythonpath] + [p for p in [env.get("PYTHONPATH")] if p])
+                cmd = ["mpirun", "--oversubscribe", "-n", "4", sys.executable, os.path.abspath(__file__),
+                       "--main-job-worker", "--data", cache, "--scratch", scratch, "--rows", out,
+                       "--repeat", str(args.repeat)]
+                subprocess.run(cmd, env=env, check=True)
+                with open(out) as f:
+                    for row in json.load(f):
+                        rows.append(dict(row, side=side, round=rnd))
+                        print(f"  round {rnd} {side:<6} {row['seconds']:6.2f} s  {row['m_particles_per_s']:5.2f} M/s  "
+                              f"plan {row['plan_seconds']:.2f}  exchange {row['exchange_seconds']:.2f}  write "
+                              f"{row['write_seconds']:.2f}  CPU {row['cpu_ns_per_particle']:4.0f} ns/particle  "
+                              f"(CPU pressure {row['cpu_pressure_before']:.0f}%)", flush=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    summary = {}
+    for side, _ in sides:
+        mine = [r for r in rows if r["side"] == side]
+        secs = [r["seconds"] for r in mine]
+        cpus = [r["cpu_ns_per_particle"] for r in mine]
+        summary[side] = dict(best_seconds=min(secs), median_seconds=statistics.median(secs),
+                             best_m_particles_per_s=args.n / min(secs) / 1e6,
+                             median_m_particles_per_s=args.n / statistics.median(secs) / 1e6,
+                             best_cpu_ns_per_particle=min(cpus), median_cpu_ns_per_particle=statistics.median(cpus),
+                             part_sha256=sorted({tuple(sorted(r["sha256"].items())) for r in mine}))
+    if args.before:
+        summary["same_part_files"] = summary["before"]["part_sha256"] == summary["after"]["part_sha256"]
+        summary["best_speedup"] = summary["before"]["best_seconds"] / summary["after"]["best_seconds"]
+        summary["median_speedup"] = summary["before"]["median_seconds"] / summary["after"]["median_seconds"]
+    for side in summary:
+        if isinstance(summary[side], dict):
+            summary[side]["part_sha256"] = [dict(s) for s in summary[side]["part_sha256"]]
+    print(json.dumps({k: ({kk: vv for kk, vv in v.items() if kk != "part_sha256"} if isinstance(v, dict) else v)
+                      for k, v in summary.items()}, indent=1))
+    benchlib.finish(meta, {}, args.out, started, rows=rows, summary_by_side=summary)
+
+
+def main_job_worker(args):
+    import hashlib
+
+    from mpi4py import MPI
+
+    import motes
+
+    sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
+    from main_job import decompose, field_blocks, scatter
+    from benchlib import cpu_seconds
+
+    comm = MPI.COMM_WORLD
+    rank, size = comm.rank, comm.size
+    data = order = counts = edges = names = None
+    if rank == 0:
+        with open(os.path.join(args.data, "columns.json")) as f:
+            data = {k: np.load(os.path.join(args.data, k + ".npy")) for k in json.load(f)}
+        owner, edges = decompose(data, size)
+        order = np.argsort(owner, kind="stable")
+        counts = np.bincount(owner, minlength=size)
+        names = [(k, v.dtype.str) for k, v in data.items()]
+    local, counts, edges = scatter(comm, data, order, counts, edges, names)
+    del data, order
+    _, blocks = field_blocks(rank, size)
+    path = os.path.join(args.scratch, "main-job.motes")
+    rows = []
+    for rep in range(args.repeat):
+        if rank == 0:
+            shutil.rmtree(path, ignore_errors=True)
+        pressure = cpu_pressure()
+        comm.Barrier()
+        t, c = time.perf_counter(), cpu_seconds()
+        report = motes.write(path, local, step=0, time=0.0, comm=comm, fields=blocks,
+                             attributes={"source": "motes.synth.vpic", "seed": MAIN_JOB_SEED, "ranks": size})
+        seconds, c = time.perf_counter() - t, cpu_seconds() - c
+        cpu = comm.allreduce(c)
+        seconds = comm.allreduce(seconds, op=MPI.MAX)
+        if rank == 0:
+            n = report["species"][0]["count"]
+            sha = {}
+            for root, _, files in os.walk(os.path.join(path, "steps")):
+                for name in files:
+                    with open(os.path.join(root, name), "rb") as f:
+                        sha[os.path.relpath(os.path.join(root, name), path)] = hashlib.sha256(f.read()).hexdigest()
+            rows.append(dict(rep=rep, n=n, ranks=size, seconds=seconds, m_particles_per_s=n / seconds / 1e6,
+                             cpu_seconds_all_ranks=cpu, cpu_ns_per_particle=cpu / n * 1e9,
+                             parts=report["species"][0]["parts"], file_bytes=report["file_bytes"],
+                             cpu_pressure_before=pressure, loadavg=os.getloadavg()[0], sha256=sha,
+                             **{k: report[k] for k in ("plan_seconds", "exchange_seconds", "write_seconds",
+                                                       "commit_seconds", "total_seconds")}))
+    comm.Barrier()
+    if rank == 0:
+        shutil.rmtree(path, ignore_errors=True)
+        with open(args.rows, "w") as f:
+            json.dump(rows, f)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=10_000_000)
@@ -259,14 +408,25 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--target", type=int, default=10_000_000, help="motes target bytes per file")
     ap.add_argument("--scratch", default=os.path.join(HERE, ".tmp-parallel"))
-    ap.add_argument("--out", default=os.path.join(HERE, "results", "parallel.json"))
+    ap.add_argument("--out", default=DEFAULT_OUT)
+    ap.add_argument("--main-job", action="store_true", help="the main job's write (step [2/7]), see above")
+    ap.add_argument("--before", help="--main-job: a python folder with another build of motes, run alternately")
+    ap.add_argument("--rounds", type=int, default=3, help="--main-job: rounds (each side once per round)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--main-job-worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--data", help=argparse.SUPPRESS)
     ap.add_argument("--kind", help=argparse.SUPPRESS)
     ap.add_argument("--rows", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.main_job and args.out == DEFAULT_OUT:
+        args.out = os.path.join(HERE, "results", "parallel_main_job.json")
     if args.worker:
         worker(args)
+    elif args.main_job_worker:
+        main_job_worker(args)
+    elif args.main_job:
+        os.makedirs(args.scratch, exist_ok=True)
+        main_job_driver(args)
     else:
         os.makedirs(args.scratch, exist_ok=True)
         driver(args)

@@ -63,6 +63,36 @@ def decompose(data, size):
     return owner, edges
 
 
+def scatter(comm, data, order, counts, edges, names):
+    """Each rank's particles (rank 0 holds them all, ``order`` grouping them by rank, ``counts``
+    per rank); with the counts and the rank grid's cell edges, on every rank."""
+    names = comm.bcast(names)
+    counts = comm.bcast(counts)
+    edges = comm.bcast(edges)
+    local = {}
+    for k, dt in names:
+        buf = np.empty(counts[comm.rank], dtype=dt)
+        # Scatterv infers the MPI datatype from the array and the offsets from the counts.
+        comm.Scatterv([data[k][order], counts] if comm.rank == 0 else None, buf, root=0)
+        local[k] = buf
+    return local, counts, edges
+
+
+def field_blocks(rank, size):
+    """The grid fields of the same current sheet (B, J, rho), whole, and this rank's block of
+    each: its slab of the grid along x with one ghost layer on each side (dropped on write),
+    as a code would pass them."""
+    global_fields = synth.harris_fields(FIELD_DIMS)
+    slabs = np.array_split(np.arange(FIELD_DIMS[0]), size)[rank]
+    lo, hi = int(slabs[0]), int(slabs[-1]) + 1
+    g = (min(1, lo), min(1, FIELD_DIMS[0] - hi))
+    blocks = {name: motes.field.FieldBlock(f.array[:, :, lo - g[0]:hi + g[1]], offset=(lo, 0, 0), dims=FIELD_DIMS,
+                                           ghosts=(g, (0, 0), (0, 0)), origin=f.origin, spacing=f.spacing,
+                                           components=f.components, unit=f.unit)
+              for name, f in global_fields.items()}
+    return global_fields, blocks
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=10_000_000, help="particles (default 10M)")
@@ -87,29 +117,13 @@ def main():
         order = np.argsort(owner, kind="stable")
         counts = np.bincount(owner, minlength=size)
         names = [(k, v.dtype.str) for k, v in data.items()]
-    names = comm.bcast(names)
-    counts = comm.bcast(counts if rank == 0 else None)
-    edges = comm.bcast(edges if rank == 0 else None)
-    local = {}
-    for k, dt in names:
-        buf = np.empty(counts[rank], dtype=dt)
-        # Scatterv infers the MPI datatype from the array and the offsets from the counts.
-        comm.Scatterv([data[k][order], counts] if rank == 0 else None, buf, root=0)
-        local[k] = buf
+    local, counts, edges = scatter(comm, data if rank == 0 else None, order if rank == 0 else None,
+                                   counts if rank == 0 else None, edges if rank == 0 else None, names)
     if rank == 0:
         print(f"      {size} ranks, particles per rank: min {counts.min():,}, max {counts.max():,} "
               f"(max/mean {counts.max() / counts.mean():.2f})")
         print(f"[2/7] writing {path} from {size} ranks (adaptive aggregation, fsync'd)")
-    # The grid fields of the same current sheet (B, J, rho), each rank passing its slab of
-    # the grid along x with one ghost layer on each side (dropped on write), as a code would.
-    global_fields = synth.harris_fields(FIELD_DIMS)
-    slabs = np.array_split(np.arange(FIELD_DIMS[0]), size)[rank]
-    lo, hi = int(slabs[0]), int(slabs[-1]) + 1
-    g = (min(1, lo), min(1, FIELD_DIMS[0] - hi))
-    blocks = {name: motes.field.FieldBlock(f.array[:, :, lo - g[0]:hi + g[1]], offset=(lo, 0, 0), dims=FIELD_DIMS,
-                                           ghosts=(g, (0, 0), (0, 0)), origin=f.origin, spacing=f.spacing,
-                                           components=f.components, unit=f.unit)
-              for name, f in global_fields.items()}
+    global_fields, blocks = field_blocks(rank, size)
     comm.Barrier()
     t = time.perf_counter()
     report = motes.write(path, local, step=0, time=0.0, comm=comm, fields=blocks,

@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
     // MOTES_DRIVER_COMPRESSION=none: values stored as they are (what the codecs cost).
     if (const char* c = std::getenv("MOTES_DRIVER_COMPRESSION"); c && std::string(c) == "none")
       options.compression = motes::Compression::none;
+    // MOTES_DRIVER_THREADS=k: the writer's threads (default: the cores), e.g. 1 for what one of
+    // several MPI ranks sharing a node's cores does (ParallelWriteOptions' threads per rank).
+    if (const char* t = std::getenv("MOTES_DRIVER_THREADS")) options.layout.threads = unsigned(std::stoul(t));
     // The writes reuse their large blocks, as a dataset writer's steps do (HugeBlockReuse,
     // core/memory.hpp), unless MOTES_DRIVER_REUSE=0 or the sources predate it.
 #ifdef MOTES_HUGE_BLOCK_REUSE

@@ -8,7 +8,12 @@
 namespace motes::mpi {
 
 void agree(const Comm& c, const std::optional<ErrorReport>& mine, const std::string& stage) {
-  if (!allreduce(c, int(mine.has_value()), MPI_MAX)) return;
+  // Whether any rank failed: the ranks done first wait without polling (wait_idle).
+  int failed = int(mine.has_value()), any = 0;
+  MPI_Request request;
+  MPI_Iallreduce(&failed, &any, 1, MPI_INT, MPI_MAX, c.comm, &request);
+  wait_idle(request);
+  if (!any) return;
   std::vector<std::string> all = allgather_strings(c, mine ? wire::encode(*mine) : std::string());
   std::string text;
   std::optional<ErrorReport> first;

@@ -1,7 +1,9 @@
 #include "motes/parallel/comm.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "motes/core/threads.hpp"
 #include "motes/core/types.hpp"
@@ -69,6 +71,15 @@ void irecv_bytes(void* data, uint64_t n, int source, int tag, MPI_Comm comm, std
 void wait_all(std::vector<MPI_Request>& r) {
   if (!r.empty()) MPI_Waitall(int(r.size()), r.data(), MPI_STATUSES_IGNORE);
   r.clear();
+}
+
+void wait_idle(MPI_Request& request) {
+  int done = 0;
+  for (int i = 0; i < 64 && !done; ++i) MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+  for (long sleep = 10; !done; sleep = std::min(2 * sleep, kIdleSleepMicros)) {
+    std::this_thread::sleep_for(std::chrono::microseconds(sleep));
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+  }
 }
 
 bool all_done(std::vector<MPI_Request>& r) {

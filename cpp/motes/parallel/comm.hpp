@@ -66,6 +66,14 @@ T allreduce(const Comm& c, T value, MPI_Op op) {
 void isend_bytes(const void* data, uint64_t n, int dest, int tag, MPI_Comm comm, std::vector<MPI_Request>& out);
 void irecv_bytes(void* data, uint64_t n, int source, int tag, MPI_Comm comm, std::vector<MPI_Request>& out);
 void wait_all(std::vector<MPI_Request>& requests);
+// Waits for one request without holding a core meanwhile: tests it, a while back to back,
+// then with sleeps growing to kIdleSleepMicros between tests. For the waits of ranks done
+// before their peers (a rank that wrote its part first, the ranks waiting while rank 0
+// writes the step index and the manifest): a blocking MPI call polls, and with more ranks
+// than cores the polling takes the cores from the ranks still at work (MPI's yield only
+// gives them back between polls). Not for the data messages (MPI moves them on in its polls).
+inline constexpr long kIdleSleepMicros = 500;
+void wait_idle(MPI_Request& request);
 // Whether every request has completed (those that have are freed); never blocks.
 bool all_done(std::vector<MPI_Request>& requests);
 

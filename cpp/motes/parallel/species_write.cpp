@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "motes/core/memory.hpp"
 #include "motes/parallel/agree.hpp"
 #include "motes/parallel/wire.hpp"
 
@@ -35,20 +36,20 @@ class SpeciesWrite {
  private:
   struct Outgoing {
     uint32_t part;
-    std::vector<std::vector<unsigned char>> columns;
+    std::vector<BigVector<unsigned char>> columns;
   };
   struct Incoming {
     uint32_t part;
     uint64_t count = 0;
     std::vector<std::pair<int, uint64_t>> from;  // (rank, particles), ascending ranks
-    std::vector<std::vector<unsigned char>> columns;
+    std::vector<BigVector<unsigned char>> columns;  // filled whole (own rows, messages): not zeroed first
     std::vector<MPI_Request> messages;  // the receives of the other ranks' particles
   };
   // This rank's particles grouped by the part they go to.
   struct ByPart {
     std::vector<uint32_t> parts;  // ascending
     std::vector<uint64_t> start;  // the rows of parts[k]: rows[start[k] .. start[k + 1])
-    std::vector<uint64_t> rows;
+    BigVector<uint64_t> rows;
   };
 
   void summarize();
@@ -242,10 +243,15 @@ void SpeciesWrite::copy_part(uint32_t part, const uint64_t* rows, uint64_t count
       o.columns.emplace_back(count * dtype_size(v.spec.dtype));
       dest = o.columns.back().data();
     }
+    const int64_t stride = v.stride(), size = int64_t(dtype_size(v.spec.dtype));
+    const unsigned char* src = static_cast<const unsigned char*>(v.data);
+    // Rows ascend: the last one count - 1 past the first means a run (a rank feeding one part).
+    if (count > 0 && stride == size && rows[count - 1] - rows[0] == count - 1) {
+      std::memcpy(dest, src + int64_t(rows[0]) * stride, count * uint64_t(size));
+      continue;
+    }
     dispatch_dtype(v.spec.dtype, [&](auto tag) {
       using T = decltype(tag);
-      const int64_t stride = v.stride();
-      const unsigned char* src = static_cast<const unsigned char*>(v.data);
       T* out = reinterpret_cast<T*>(dest);
       for (uint64_t j = 0; j < count; ++j) std::memcpy(out + j, src + int64_t(rows[j]) * stride, sizeof(T));
     });
