@@ -291,7 +291,7 @@ TEST(Packed, BothInstructionSetsUnpackTheSameWords) {
   for (uint32_t size : {1u, 2u, 4u, 8u}) {
     const uint64_t word_mask = size == 8 ? ~uint64_t(0) : (uint64_t(1) << (8 * size)) - 1;
     for (uint32_t w = 0; w <= 8 * size; ++w) {
-      for (size_t m : {1u, 7u, 8u, 9u, 24u, 100u, 256u}) {
+      for (size_t m : {1u, 7u, 8u, 9u, 24u, 100u, 255u, 256u}) {
         std::vector<uint64_t> f(m);
         std::vector<unsigned char> bits((m * w + 7) / 8 + kPackedPadBytes, 0);
         for (size_t j = 0; j < m; ++j) {
@@ -317,8 +317,10 @@ TEST(Packed, BothInstructionSetsUnpackTheSameWords) {
             ASSERT_EQ(v, mapped(ref + f[j])) << size << " " << w << " " << j;
           }
           // The same fields as dictionary indexes in their high w - r <= 8 bits and r low bits,
-          // of d words (d = 2^(w - r), then fewer: a field past it is refused).
-          for (uint32_t r : {0u, w > 8 ? w - 8 : w / 2}) {
+          // of d words (d = 2^(w - r), then fewer: a field past it is refused); indexes of 8
+          // bits (a gather), of 3 and 1 (a permute: the sign and exponent of floats that cross
+          // zero, whose fields of 28 and 29 bits take a fifth byte for some shifts).
+          for (uint32_t r : {0u, w > 8 ? w - 8 : w / 2, w > 3 ? w - 3 : 0u, w > 1 ? w - 1 : 0u}) {
             if (w - r > 8) continue;
             for (uint32_t d : {1u << (w - r), std::max(1u, (1u << (w - r)) - 1)}) {
               std::vector<unsigned char> dict(d * size);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <random>
 #include <set>
 
 #include "motes/analysis/analysis.hpp"
@@ -123,6 +124,69 @@ TEST(Storage, BlockStreamsReadAnySpanAcrossBlocks) {
     uint64_t start = rng() % all.size(), n = 1 + rng() % std::min<uint64_t>(5000, all.size() - start);
     const double* p = reader.values<double>(s, start, n);
     for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(std::memcmp(&p[i], &all[start + i], 8), 0) << start << "+" << i;
+  }
+}
+
+// A bulk read decodes the blocks it misses from runs of their stored bytes read at once: the
+// values are those of the same file written uncompressed, for any span (whole blocks, parts of
+// blocks at either end, blocks held decoded already between others), from every kind of
+// source, whether the cache has room for the blocks or not; a damaged block inside a run is a
+// FormatError naming that block.
+TEST(Storage, BulkReadsDecodeRunsOfBlocksAsStored) {
+  const std::string packed = write_file(40000, Compression::lossless, "runs.mpf");
+  const std::string plain = write_file(40000, Compression::none, "runs_plain.mpf");
+  auto want = ParticleFile::open(plain, false);
+  Counting counting;
+  counting.bytes = slurp(packed);
+  const uint64_t budget = block_cache_bytes();
+  for (int source = 0; source < 3; ++source) {
+    for (uint64_t limit : {budget, uint64_t(48) << 10}) {  // room for every block, or for a few
+      set_block_cache_bytes(limit);
+      clear_block_cache();
+      auto f = source == 0   ? ParticleFile::open(packed, false)
+               : source == 1 ? ParticleFile::open(memory_source(slurp(packed), "<bytes>"), false)
+                             : ParticleFile::open(counting.source(), false);
+      std::mt19937_64 rng(uint64_t(source) * 7 + (limit == budget));
+      for (size_t c = 0; c < f->schema().size(); ++c) {
+        const BlockStream& s = f->values(c);
+        const BlockStream& w = want->values(c);
+        ASSERT_EQ(s.count(), w.count());
+        const uint32_t size = s.value_size();
+        for (int k = 0; k < 40; ++k) {
+          const uint64_t per = s.per_block();
+          uint64_t start = k == 0 ? 0 : rng() % s.count();
+          if (k % 3 == 1) start = start / per * per;  // from a block's first value
+          const uint64_t n = k == 0 ? s.count() : 1 + rng() % std::min<uint64_t>(12 * per, s.count() - start);
+          if (k % 4 == 2) s.block((start + n / 2) / per);  // a block held decoded inside the span
+          std::vector<unsigned char> got(n * size), expect(n * size);
+          s.read(start, n, got.data());
+          w.read(start, n, expect.data());
+          ASSERT_EQ(got, expect) << source << " " << limit << " " << f->schema()[c].name << " " << start << "+" << n;
+        }
+      }
+    }
+  }
+  set_block_cache_bytes(budget);
+  // A byte of block 5 of the energy column changed: a read of blocks 2-9 fails there.
+  clear_block_cache();
+  std::string bytes = slurp(packed);
+  {
+    auto f = ParticleFile::open(memory_source(bytes, "<bytes>"), false);
+    const StoredBlock& b = f->values(f->column("energy")).blocks()[5];
+    bytes[b.offset + b.stored / 2] ^= 0x10;
+  }
+  for (int source = 1; source < 3; ++source) {
+    clear_block_cache();
+    counting.bytes = bytes;
+    auto f = source == 1 ? ParticleFile::open(memory_source(bytes, "<bytes>"), false) : ParticleFile::open(counting.source(), false);
+    const BlockStream& s = f->values(f->column("energy"));
+    std::vector<float> out(8 * s.per_block());
+    try {
+      s.read(2 * s.per_block(), out.size(), out.data());
+      FAIL() << "a damaged block was read";
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find("block 5: checksum mismatch"), std::string::npos) << e.what();
+    }
   }
 }
 

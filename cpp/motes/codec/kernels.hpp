@@ -1,7 +1,7 @@
 // The inner loops of unpacking addressable words (packed.cpp, binned.cpp), compiled twice
 // (kernels.cpp): for any x86-64 processor and, where the processor has them, with the
 // instructions of x86-64-v3 (AVX2, BMI2: shrx, bzhi, andn, 8-lane vectors; frames of reference
-// of 32-bit words in up to 25 bits unpacked 8 fields per instruction sequence), chosen once at
+// of 32-bit words in up to 32 bits unpacked 8 fields per instruction sequence), chosen once at
 // run time. Integer arithmetic only: either form gives the same bytes. Internal to codec/.
 #pragma once
 

@@ -5,19 +5,27 @@
 // NOLINTBEGIN(build/namespaces)
 
 #ifdef MOTES_KERNELS_AVX2
-// 8 fields of W <= 25 bits (W bytes) in one 256-bit register: the low 128-bit lane holds the
+// 8 fields of W <= 32 bits (W bytes) in one 256-bit register: the low 128-bit lane holds the
 // bytes of fields 0-3, the high one those of fields 4-7 (loaded from byte 4W / 8), a byte
-// shuffle puts each field's 4 bytes in its 32-bit lane, a shift per lane aligns it.
+// shuffle puts the 4 bytes from each field's first byte in its 32-bit lane, a shift per lane
+// aligns it. A field whose shift and width pass 32 bits (W = 27, 29-31 and some fields of 30)
+// takes its top bits from its fifth byte: a second shuffle puts that byte in the lane, shifted
+// up by 32 - shift (only for widths that have such fields; W <= 26, 28 and 32 never do).
 template <uint32_t W>
 struct Spread8 {
   static constexpr uint32_t high = 4 * W / 8;  // the high lane's first byte
+  bool fifth = false;                          // some field needs its fifth byte
   alignas(32) uint8_t shuffle[32] = {};
+  alignas(32) uint8_t shuffle5[32] = {};  // the fifth bytes (0x80: a zero byte)
   alignas(32) uint32_t shift[8] = {};
+  alignas(32) uint32_t shift5[8] = {};
   constexpr Spread8() {
     for (uint32_t j = 0; j < 8; ++j) {
       const uint32_t byte = j * W / 8 - (j < 4 ? 0 : high);  // <= 12: 4 bytes fit the lane
-      for (uint32_t k = 0; k < 4; ++k) shuffle[4 * j + k] = uint8_t(byte + k);
+      for (uint32_t k = 0; k < 4; ++k) shuffle[4 * j + k] = uint8_t(byte + k), shuffle5[4 * j + k] = 0x80;
       shift[j] = j * W % 8;
+      if (shift[j] + W > 32) fifth = true, shuffle5[4 * j] = uint8_t(byte + 4);  // <= 15: the field ends in the lane
+      shift5[j] = 32 - shift[j];
     }
   }
 };
@@ -28,22 +36,28 @@ struct Spread8 {
 // the fields done (m rounded down to a multiple of 8; the rest are the caller's).
 template <uint32_t W, class Each>
 [[gnu::always_inline]] inline size_t spread8_all(const unsigned char* p, size_t m, Each each) {
+  static_assert(W >= 1 && W <= 32);
   static constexpr Spread8<W> s{};
   const __m256i shuffle = _mm256_load_si256(reinterpret_cast<const __m256i*>(s.shuffle));
   const __m256i shift = _mm256_load_si256(reinterpret_cast<const __m256i*>(s.shift));
-  const __m256i mask = _mm256_set1_epi32(int((uint32_t(1) << W) - 1));
+  const __m256i shuffle5 = _mm256_load_si256(reinterpret_cast<const __m256i*>(s.shuffle5));
+  const __m256i shift5 = _mm256_load_si256(reinterpret_cast<const __m256i*>(s.shift5));
+  const __m256i mask = _mm256_set1_epi32(int(uint32_t(mask_of(W))));
   auto spread = [&](const unsigned char* q) {
     const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
     const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + s.high));
     const __m256i v = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
-    return _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi8(v, shuffle), shift), mask);
+    __m256i f = _mm256_srlv_epi32(_mm256_shuffle_epi8(v, shuffle), shift);
+    if constexpr (s.fifth) f = _mm256_or_si256(f, _mm256_sllv_epi32(_mm256_shuffle_epi8(v, shuffle5), shift5));
+    if constexpr (W < 32) f = _mm256_and_si256(f, mask);
+    return f;
   };
   const size_t whole = m / 8, bytes = (m * W + 7) / 8;
   const size_t safe =
       bytes + kPackedPadBytes < s.high + 16 ? 0 : std::min(whole, (bytes + kPackedPadBytes - s.high - 16) / W + 1);
   size_t g = 0;
   for (; g < safe; ++g) each(spread(p + g * W), g);
-  if (g < whole) {  // at most (high + 8) / W + 1 groups: high + 8 + W <= 45 bytes
+  if (g < whole) {  // groups of fewer than high + 8 bytes in all: loads within 2 high + 24 <= 56 bytes
     unsigned char copy[96] = {};
     std::memcpy(copy, p + g * W, (whole - g) * W);
     for (const unsigned char* q = copy; g < whole; ++g, q += W) each(spread(q), g);
@@ -55,7 +69,7 @@ inline __m256i unorder8(__m256i v, __m256i when_clear, __m256i always) {
   return _mm256_xor_si256(v, _mm256_or_si256(_mm256_andnot_si256(_mm256_srai_epi32(v, 31), when_clear), always));
 }
 
-// Fields of W <= 25 bits as 32-bit words, 8 at a time, each plus ref through the map; returns
+// Fields of W <= 32 bits as 32-bit words, 8 at a time, each plus ref through the map; returns
 // the fields unpacked (a multiple of 8; the rest are the caller's).
 template <uint32_t W>
 size_t unpack_for_avx2(const unsigned char* p, size_t m, uint32_t ref, const WordMap& map, uint32_t* out) {
@@ -67,7 +81,7 @@ size_t unpack_for_avx2(const unsigned char* p, size_t m, uint32_t ref, const Wor
   });
 }
 
-// Dictionary fields of W <= 25 bits as 32-bit words, 8 at a time: table[field >> r] (a table
+// Dictionary fields of W <= 32 bits as 32-bit words, 8 at a time: table[field >> r] (a table
 // of 256, entries 0-7 at least set) or-ed with the field's r low bits, plus `plus` through the
 // map; indexes at or past d are or-ed into `past`. Returns the fields unpacked (a multiple of 8).
 // Plain: r = 0 and the table holds the words as they end (no bits, no addition, no map).
@@ -108,7 +122,7 @@ void unpack_for(const unsigned char* p, size_t m, uint64_t ref, const WordMap& m
     for (; i < m; ++i) store<U>(out + i, v);
   } else {
 #ifdef MOTES_KERNELS_AVX2
-    if constexpr (sizeof(U) == 4 && W <= 25) {
+    if constexpr (sizeof(U) == 4 && W <= 32) {
       i = unpack_for_avx2<W>(p, m, uint32_t(ref), map, out);
       p += i / 8 * W;
     }
@@ -174,7 +188,7 @@ bool unpack_dict(const unsigned char* p, size_t m, const unsigned char* dict, ui
   for (uint32_t k = 0; k < entries; ++k) table[k] = k < d ? U(load<U>(dict + k * sizeof(U)) << r) : U(0);
   const U low = U(mask_of(r)), plus = U(add);
 #ifdef MOTES_KERNELS_AVX2
-  if constexpr (sizeof(U) == 4 && W >= 1 && W <= 25) {
+  if constexpr (sizeof(U) == 4 && W >= 1 && W <= 32) {
     i = unpack_dict_avx2<W, false>(p, m, table, d, r, uint32_t(add), map, out, past);
     p += i / 8 * W;
   }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <algorithm>
 #include <mutex>
+#include <type_traits>
 
 #include "motes/core/lru.hpp"
 #include "motes/core/memory.hpp"
@@ -245,12 +246,28 @@ void BlockStream::decode_into(uint64_t b, unsigned char* dst) const {
     std::memcpy(dst, all()->data() + b * per_block_ * type_.size, n * type_.size);
     return;
   }
-  if (coded_) coded_blocks_decoded.fetch_add(1, std::memory_order_relaxed);
   if (!coded_) {
     source_->read(offset_ + b * per_block_ * type_.size, n * type_.size, dst);
     check_raw(b, dst);
     return;
   }
+  // Stored bytes in place for memory, else read (pread: a truncated file is an error here).
+  // decode_stored decodes the quantile codes first, through this buffer too: this block's
+  // bytes are read after them.
+  if (source_->in_memory()) return decode_stored(b, nullptr, dst);
+  decode_stored(b, [&] {
+    thread_local std::vector<unsigned char> buf;
+    const StoredBlock& sb = blocks_[b];
+    if (buf.size() < sb.stored) buf.resize(sb.stored);
+    source_->read(sb.offset, sb.stored, buf.data());
+    return static_cast<const unsigned char*>(buf.data());
+  }, dst);
+}
+
+template <class Stored>
+void BlockStream::decode_stored(uint64_t b, Stored stored_bytes, unsigned char* dst) const {
+  const uint64_t n = values_in(b);
+  coded_blocks_decoded.fetch_add(1, std::memory_order_relaxed);
   const StoredBlock& sb = blocks_[b];
   // The codes first: decoding them uses the same per-thread buffers as the lines below.
   codec::Context ctx;
@@ -265,16 +282,10 @@ void BlockStream::decode_into(uint64_t b, unsigned char* dst) const {
     ctx.bases = bases_->data();
     ctx.edges = edges_ ? edges_->data() : nullptr;
   }
-  // Stored bytes in place for memory, else read (pread: a truncated file is an error here).
-  thread_local std::vector<unsigned char> buf;
-  const unsigned char* stored = nullptr;
-  if (source_->in_memory()) {
-    stored = source_->data() + sb.offset;
-  } else {
-    if (buf.size() < sb.stored) buf.resize(sb.stored);
-    source_->read(sb.offset, sb.stored, buf.data());
-    stored = buf.data();
-  }
+  const unsigned char* stored;
+  if constexpr (std::is_same_v<Stored, std::nullptr_t>) stored = source_->data() + sb.offset;
+  else if constexpr (std::is_pointer_v<Stored>) stored = stored_bytes;
+  else stored = stored_bytes();
 #ifndef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
   if (XXH3_64bits(stored, sb.stored) != sb.checksum) fail(b, "checksum mismatch (corrupted data)");
 #endif
@@ -359,7 +370,9 @@ std::shared_ptr<const DecodedBlock> BlockStream::block(uint64_t b) const {
   return d;
 }
 
-void BlockStream::read(uint64_t start, uint64_t n, void* dst) const {
+void BlockStream::read(uint64_t start, uint64_t n, void* dst) const { read_span(start, n, dst, true); }
+
+void BlockStream::read_span(uint64_t start, uint64_t n, void* dst, bool keep) const {
   if (start > count_ || n > count_ - start) throw UsageError(what_ + ": values out of range");
   unsigned char* out = static_cast<unsigned char*>(dst);
   const size_t size = type_.size;
@@ -371,22 +384,58 @@ void BlockStream::read(uint64_t start, uint64_t n, void* dst) const {
     if (n) std::memcpy(out, all()->data() + start * size, n * size);
     return;
   }
-  if (n > per_block_) {  // a bulk read: its blocks asked for at once
+  if (!n) return;
+  // The blocks held decoded (one lookup each), and those to decode.
+  const uint64_t b0 = start / per_block_, b1 = (start + n - 1) / per_block_;
+  std::vector<std::shared_ptr<const DecodedBlock>> held(b1 - b0 + 1);
+  std::vector<uint64_t> missing;
+  for (uint64_t b = b0; b <= b1; ++b)
+    if (!(held[b - b0] = cache().find(id_, b))) missing.push_back(b);
+  if (n > per_block_ && !missing.empty()) {  // a bulk read: its blocks asked for at once
     std::vector<ByteRange> ranges;
-    byte_ranges(start, n, ranges);
+    if (!coded_) ranges.push_back({offset_ + start * size, n * size});
+    else for (uint64_t b : missing) ranges.push_back({blocks_[b].offset, blocks_[b].stored});
+    if (codes_ && coded_) codes_->block_ranges(missing, ranges);
     source_->will_need(coalesce(std::move(ranges), read_gap()));
   }
-  while (n > 0) {
-    uint64_t b = start / per_block_, first = b * per_block_;
-    uint64_t take = std::min(n, first + values_in(b) - start);
-    if (take == values_in(b) && !cache().has_room(take * size)) {
-      // A whole block of a bulk read when the cache is full: decoded straight into place, so a
-      // scan larger than the cache does not evict what queries reuse.
-      if (auto hit = cache().find(id_, b)) std::memcpy(out, hit->data(), take * size);
-      else decode_into(b, out);
+  // The stored bytes of missing coded blocks that lie back to back, read at once (up to
+  // kRunBytes; one pread instead of one per block), into memory of this thread's own.
+  constexpr uint64_t kRunBytes = uint64_t(1) << 20;
+  thread_local std::vector<unsigned char> run;
+  uint64_t run_first = 0, run_end = 0;  // blocks whose stored bytes `run` holds
+  const bool pread_runs = coded_ && !source_->in_memory();
+  for (size_t next = 0; n > 0;) {
+    const uint64_t b = start / per_block_, first = b * per_block_;
+    const uint64_t take = std::min(n, first + values_in(b) - start);
+    const std::shared_ptr<const DecodedBlock>& hit = held[b - b0];
+    // Block b decoded into `into`: its stored bytes from the run read with it.
+    auto decode_block = [&](unsigned char* into) {
+      if (!pread_runs) return decode_into(b, into);
+      if (b < run_first || b >= run_end) {
+        uint64_t end = b + 1, bytes = blocks_[b].stored;
+        for (size_t k = next + 1; k < missing.size() && missing[k] == end &&
+                                  blocks_[end].offset == blocks_[end - 1].offset + blocks_[end - 1].stored &&
+                                  bytes + blocks_[end].stored <= kRunBytes;
+             ++k, ++end)
+          bytes += blocks_[end].stored;
+        if (run.size() < bytes) run.resize(bytes);
+        source_->read(blocks_[b].offset, bytes, run.data());
+        run_first = b, run_end = end;
+      }
+      decode_stored(b, run.data() + (blocks_[b].offset - blocks_[run_first].offset), into);
+    };
+    if (!hit) next = size_t(std::find(missing.begin() + std::ptrdiff_t(next), missing.end(), b) - missing.begin());
+    if (hit) {
+      std::memcpy(out, hit->data() + (start - first) * size, take * size);
+    } else if (take == values_in(b) && (!keep || !cache().has_room(take * size))) {
+      // A whole block of a bulk read when the cache is full (or not to be kept): decoded
+      // straight into place, so a scan larger than the cache does not evict what queries reuse.
+      decode_block(out);
     } else {
-      auto blk = block(b);
-      std::memcpy(out, blk->data() + (start - first) * size, take * size);
+      auto d = std::make_shared<DecodedBlock>(values_in(b) * size);
+      decode_block(d->data());
+      cache().put(id_, b, d);
+      std::memcpy(out, d->data() + (start - first) * size, take * size);
     }
     out += take * size, start += take, n -= take;
   }
@@ -394,17 +443,7 @@ void BlockStream::read(uint64_t start, uint64_t n, void* dst) const {
 
 void BlockStream::read_uncached(uint64_t start, uint64_t n, void* dst) const {
   if (!coded_ || derived_) return read(start, n, dst);
-  if (start > count_ || n > count_ - start) throw UsageError(what_ + ": values out of range");
-  unsigned char* out = static_cast<unsigned char*>(dst);
-  const size_t size = type_.size;
-  while (n > 0) {
-    const uint64_t b = start / per_block_, first = b * per_block_;
-    const uint64_t take = std::min(n, first + values_in(b) - start);
-    if (take < values_in(b)) read(start, take, out);
-    else if (auto hit = cache().find(id_, b)) std::memcpy(out, hit->data(), take * size);
-    else decode_into(b, out);
-    out += take * size, start += take, n -= take;
-  }
+  read_span(start, n, dst, false);
 }
 
 void BlockStream::byte_ranges(uint64_t start, uint64_t n, std::vector<ByteRange>& out) const {

@@ -173,6 +173,15 @@ class BlockStream {
   void check_raw(uint64_t b, const unsigned char* bytes) const;
   std::shared_ptr<DecodedBlock> decode(uint64_t b) const;
   void decode_into(uint64_t b, unsigned char* dst) const;
+  // read (keep) and read_uncached (not keep): the blocks of the span found in the cache are
+  // copied from it; those missing are decoded from runs of their stored bytes read at once,
+  // into the cache or, whole blocks when not kept or when the cache is full, straight into dst.
+  void read_span(uint64_t start, uint64_t n, void* dst, bool keep) const;
+  // Coded block b from its stored bytes (checked against the block's checksum first) into
+  // dst: `stored` is nullptr (in place in the source's memory), their address, or a callable
+  // returning it, called after the block's quantile codes are decoded (which may read).
+  template <class Stored>
+  void decode_stored(uint64_t b, Stored stored, unsigned char* dst) const;
   [[noreturn]] void fail(uint64_t b, const std::string& problem) const;
 };
 

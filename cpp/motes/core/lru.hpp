@@ -65,6 +65,7 @@ class ShardedLru {
       if (s.map.count(key)) return;  // put by another thread meanwhile
       s.lru.push_front(Item{key, std::move(value), bytes});
       s.map.emplace(key, s.lru.begin());
+      s.bytes += bytes;
       used_.fetch_add(bytes, std::memory_order_relaxed);
     }
     trim(size_t(&s - shards_.data()), &key);
@@ -78,7 +79,8 @@ class ShardedLru {
   void clear() {
     for (Shard& s : shards_) {
       std::lock_guard lock(s.m);
-      for (const Item& i : s.lru) used_.fetch_sub(i.bytes, std::memory_order_relaxed);
+      used_.fetch_sub(s.bytes, std::memory_order_relaxed);  // not a walk of the list: its entries are cold
+      s.bytes = 0;
       s.map.clear();
       s.lru.clear();
     }
@@ -97,6 +99,7 @@ class ShardedLru {
     std::mutex m;
     std::list<Item> lru;
     std::unordered_map<Key, typename std::list<Item>::iterator, Hash> map;
+    uint64_t bytes = 0;  // of its entries
   };
   std::array<Shard, Shards> shards_;
   std::atomic<uint64_t> used_{0}, limit_;
@@ -113,6 +116,7 @@ class ShardedLru {
         while (used() > limit() && !s.lru.empty()) {
           if (keep && k < Shards && s.lru.back().key == *keep) break;  // the others' turn first
           used_.fetch_sub(s.lru.back().bytes, std::memory_order_relaxed);
+          s.bytes -= s.lru.back().bytes;
           s.map.erase(s.lru.back().key);
           gone.push_back(std::move(s.lru.back().value));
           s.lru.pop_back();

@@ -75,14 +75,26 @@ class FileSource final : public ByteSource {
 #ifdef POSIX_FADV_WILLNEED
     // A hot query (its pages in memory already) would pay a walk of the page cache per range
     // for nothing: when the mapping shows the first page of the first few ranges resident,
-    // the query is taken as hot and nothing is asked.
-    if (map_ && looks_resident(ranges)) return;
+    // the query is taken as hot and nothing is asked. A file whose values were not read in
+    // place yet (coded blocks are read with pread) is mapped for that test: no page of it is
+    // touched.
+    if (mapped() && looks_resident(ranges)) return;
     for (const ByteRange& r : ranges)
       if (r.length && r.offset < size_)
         ::posix_fadvise(fd_, off_t(r.offset), off_t(std::min(r.length, size_ - r.offset)), POSIX_FADV_WILLNEED);
 #else
     (void)ranges;
 #endif
+  }
+
+  // Whether the file is mapped, mapping it now if need be; false when it cannot be (the hint
+  // is then given whole).
+  bool mapped() const {
+    try {
+      return data() != nullptr;
+    } catch (const std::exception&) {
+      return false;
+    }
   }
 
   bool looks_resident(const std::vector<ByteRange>& ranges) const {
