@@ -45,22 +45,40 @@ struct Unit {
   U operator[](size_t i) const { return load<U>(p + i * sizeof(U)); }
 };
 
+// A thread's planning state: the plan being made and a trial's, and the tables that count
+// a unit's high parts. One lookup of the thread's own per stream: a thread_local read in a
+// shared library (the Python module) is a call to __tls_get_addr, too dear per trial.
+struct Planner {
+  static constexpr uint32_t kSlots = 1024;
+  UnitPlan u, d;
+  // High parts spanning at most 2^kSpanBits values: their dictionary index, by part; every
+  // slot is -1 between calls (each call puts back those it set).
+  std::array<int16_t, size_t(1) << kSpanBits> by_part;
+  // Others: an open-addressing table whose slots are stamped by the call that filled them
+  // (no call clears it).
+  std::array<uint64_t, kSlots> key;
+  std::array<uint32_t, kSlots> stamp{};  // slot in use when stamp == call
+  std::array<uint8_t, kSlots> at;
+  uint32_t call = 0;
+  Planner() { by_part.fill(-1); }
+};
+
+// Not inlined: where the address of a thread_local is visible, the compiler may compute it
+// again (a call) in every loop that uses it instead of keeping it in a register.
+[[gnu::noinline]] Planner& planner() {
+  thread_local Planner p;
+  return p;
+}
+
 // The distinct high parts (words >> rbits) of a unit in the order they first appear, with
-// each word's index, when there are at most `most`; false as soon as there are more. High
-// parts spanning at most 2^kSpanBits values go through a table indexed by the part; others
-// through a small open-addressing table whose slots are stamped by the call that filled
-// them (no call clears it).
+// each word's index, into P.d when there are at most `most`; false as soon as there are more.
 template <class U>
-bool dictionary(Unit<U> w, uint64_t lo, uint64_t hi, uint32_t rbits, uint32_t most, UnitPlan& u) {
+bool dictionary(Unit<U> w, uint64_t lo, uint64_t hi, uint32_t rbits, uint32_t most, Planner& P) {
+  UnitPlan& u = P.d;
   u.dict_size = 0;
   const uint64_t base = lo >> rbits;
   if ((hi >> rbits) - base < (uint64_t(1) << kSpanBits)) {
-    // Every slot is -1 between calls: each call puts back those it set.
-    thread_local std::array<int16_t, size_t(1) << kSpanBits> at = [] {
-      std::array<int16_t, size_t(1) << kSpanBits> a;
-      a.fill(-1);
-      return a;
-    }();
+    int16_t* at = P.by_part.data();
     bool fits = true;
     for (size_t i = 0; i < w.m; ++i) {
       const uint64_t v = uint64_t(w[i]) >> rbits;
@@ -77,12 +95,12 @@ bool dictionary(Unit<U> w, uint64_t lo, uint64_t hi, uint32_t rbits, uint32_t mo
     for (uint32_t j = 0; j < u.dict_size; ++j) at[u.dict[j] - base] = -1;
     return fits;
   }
-  constexpr uint32_t slots = 1024;
-  thread_local std::array<uint64_t, slots> key;
-  thread_local std::array<uint32_t, slots> stamp{};  // slot in use when stamp == call
-  thread_local std::array<uint8_t, slots> at;
-  thread_local uint32_t call = 0;
-  if (++call == 0) stamp.fill(0), call = 1;  // after 2^32 calls the stamps start again
+  constexpr uint32_t slots = Planner::kSlots;
+  uint64_t* key = P.key.data();
+  uint32_t* stamp = P.stamp.data();
+  uint8_t* at = P.at.data();
+  if (++P.call == 0) P.stamp.fill(0), P.call = 1;  // after 2^32 calls the stamps start again
+  const uint32_t call = P.call;
   for (size_t i = 0; i < w.m; ++i) {
     const uint64_t v = uint64_t(w[i]) >> rbits;
     uint32_t h = uint32_t((v * 0x9E3779B97F4A7C15ull) >> 54);
@@ -97,11 +115,13 @@ bool dictionary(Unit<U> w, uint64_t lo, uint64_t hi, uint32_t rbits, uint32_t mo
   return true;
 }
 
+// Plans one unit into P.u, making the dictionary trials of `trials`: returns the set of
+// those that made the plan smaller when they were tried (each later trial's high parts
+// depend on the width of the best plan before it, so a trial that won and then lost still
+// counts).
 template <class U>
-// Plans one unit, making the dictionary trials of `trials`: returns the set of those that
-// made the plan smaller when they were tried (each later trial's high parts depend on the
-// width of the best plan before it, so a trial that won and then lost still counts).
-uint8_t plan_unit(Unit<U> w, UnitPlan& u, uint8_t trials) {
+uint8_t plan_unit(Unit<U> w, Planner& P, uint8_t trials) {
+  UnitPlan& u = P.u;
   constexpr uint32_t size = sizeof(U);
   const size_t m = w.m;
   U lo = U(~U(0)), hi = 0;
@@ -132,7 +152,7 @@ uint8_t plan_unit(Unit<U> w, UnitPlan& u, uint8_t trials) {
   // parts above rbits = width - k low bits (the sign and exponent of floats that cross zero),
   // `width` being the best plan's so far. Each is counted only up to the entries that would
   // still make it smaller than the best (a few dozen: noise stops early).
-  static thread_local UnitPlan d;
+  const UnitPlan& d = P.d;
   for (uint32_t t = 0; t < kDictionaryTrials; ++t) {
     if (!(trials >> t & 1)) continue;
     const uint32_t k = kDictionaryTrialBits[t];
@@ -140,7 +160,7 @@ uint8_t plan_unit(Unit<U> w, UnitPlan& u, uint8_t trials) {
     if (k != 64 && (rbits == 0 || k >= u.width)) continue;
     uint32_t most = kMaxDictionary;
     while (most > 1 && size_t(most) * size + (m * (bits_for(most - 1) + rbits) + 7) / 8 >= best) most /= 2;
-    if (most <= 1 || !dictionary(w, lo, hi, rbits, most, d)) continue;
+    if (most <= 1 || !dictionary(w, lo, hi, rbits, most, P)) continue;
     const uint32_t width = bits_for(d.dict_size - 1) + rbits;
     const size_t bytes = size_t(d.dict_size) * size + (m * width + 7) / 8;
     if (width <= 64 && bytes < best) {
@@ -213,11 +233,12 @@ void pack_typed(const unsigned char* words, size_t n, std::string& out, uint32_t
   const size_t start = out.size();
   out.append(4 + units * kPackedUnitEntryBytes, '\0');
   store<uint32_t>(out.data() + start, unit);
-  static thread_local UnitPlan u;
+  Planner& P = planner();
+  const UnitPlan& u = P.u;
   for (size_t k = 0; k < units; ++k) {
     const Unit<U> w{words + k * unit * size, std::min<size_t>(unit, n - k * unit)};
     const size_t m = w.m;
-    plan_unit(w, u, trials);
+    plan_unit(w, P, trials);
     unsigned char* e = reinterpret_cast<unsigned char*>(out.data()) + start + 4 + k * kPackedUnitEntryBytes;
     store<uint32_t>(e, uint32_t(out.size() - start));
     e[4] = u.width, e[5] = u.mode;
@@ -251,10 +272,10 @@ void pack_words(const unsigned char* words, size_t n, uint32_t size, std::string
 void DictionaryGains::add(const unsigned char* words, size_t n, uint32_t size) {
   words::with_word(size, [&](auto z) {
     using U = decltype(z);
-    static thread_local UnitPlan u;
+    Planner& P = planner();
     for (uint32_t unit : kPackedUnitSizes)
       for (size_t at = 0; at < n; at += unit) {
-        const uint8_t improved = plan_unit(Unit<U>{words + at * sizeof(U), std::min<size_t>(unit, n - at)}, u, kAllDictionaryTrials);
+        const uint8_t improved = plan_unit(Unit<U>{words + at * sizeof(U), std::min<size_t>(unit, n - at)}, P, kAllDictionaryTrials);
         for (uint32_t t = 0; t < kDictionaryTrials; ++t) improving[t] += improved >> t & 1;
       }
   });
