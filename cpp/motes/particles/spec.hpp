@@ -234,10 +234,12 @@ class BitmapBins {
 
   // The bins of n values as bits (bit b: some value in bin b; NaN in none): bitmap_bin's
   // own quotient, a chunk of bins at a time (on vectors); the bits are then set from the chunk.
+  // Stops early once bits | `have` reach `all` (the bins the values can be in: no chunk
+  // after can add one).
   template <class T>
-  uint32_t mask(const T* v, uint64_t n) const {
+  uint32_t mask(const T* v, uint64_t n, uint32_t have = 0, uint32_t all = ~0u) const {
     uint32_t bits = 0;
-    constexpr uint64_t kChunk = 256;
+    constexpr uint64_t kChunk = 64;
     uint8_t bins[kChunk];
     for (uint64_t s = 0; s < n; s += kChunk) {
       const uint64_t len = std::min(kChunk, n - s);
@@ -248,6 +250,7 @@ class BitmapBins {
         std::fill_n(bins, len, uint8_t(0));  // no range: bitmap_bin puts everything in bin 0
       }
       for (uint64_t i = 0; i < len; ++i) bits |= uint32_t(v[s + i] == v[s + i]) << bins[i];
+      if ((bits | have) == all) break;
     }
     return bits;
   }
