@@ -199,7 +199,8 @@ class ParticleFileWriter {
   void write_id_index();
   void write_tail_indexes();
   void write_derived();
-  void place_tail(TailIndexSections t, double cover);
+  void cover(TailIndexSections& t, double fraction, unsigned threads) const;
+  void place_tail(TailIndexSections t);
   container::SectionsBuilder sections();
   void commit(container::SectionsBuilder& meta);
 
@@ -646,14 +647,20 @@ void ParticleFileWriter::write_id_index() {
   phases_.lap("id index");
 }
 
-// Tail indexes (2.2), column by column, each with its cover (2.3) after it.
+// Tail indexes (2.2), column by column, each with its cover (2.3) after it. The columns'
+// tails are made at once, a column to a thread (each a sort of its entries and a gather of
+// the covered columns at their rows, small tasks that one core ran one after another),
+// then placed in column order.
 void ParticleFileWriter::write_tail_indexes() {
-  for (uint32_t i = 0; i < plans_.size(); ++i) {
-    if (!plans_[i].tail) continue;
-    std::optional<TailIndexSections> t = plans_[i].tail->finish(i, n_, options_.zstd_level, threads_);
+  std::vector<std::optional<TailIndexSections>> done(plans_.size());
+  parallel_for(plans_.size(), threads_, [&](uint64_t i) {
+    if (!plans_[i].tail) return;
+    done[i] = plans_[i].tail->finish(uint32_t(i), n_, options_.zstd_level, 1);
     plans_[i].tail.reset();
-    if (t) place_tail(std::move(*t), tail_cover_);
-  }
+    if (done[i]) cover(*done[i], tail_cover_, 1);
+  });
+  for (std::optional<TailIndexSections>& t : done)
+    if (t) place_tail(std::move(*t));
   phases_.lap("tail indexes");
 }
 
@@ -669,17 +676,24 @@ void ParticleFileWriter::write_derived() {
     DerivedSections s = derived_sections(spec, options_.derive(spec.expression, columns_), layout_.order.data(), n_,
                                          uint32_t(columns_.size() + d), fraction, options_.zstd_level, threads_);
     derived_.push_back(std::move(s.quantity));
-    if (s.tail) place_tail(std::move(*s.tail), options_.tail_cover);  // asked by name: outside the budget
+    if (s.tail) {
+      cover(*s.tail, options_.tail_cover, threads_);  // asked by name: outside the budget
+      place_tail(std::move(*s.tail));
+    }
   }
   progress("derived quantities", options_.derived.size(), options_.derived.size());
   phases_.lap("derived quantities");
 }
 
-// A tail's values and rows next in the file, then its cover (2.3, `cover` of each side) after them.
-void ParticleFileWriter::place_tail(TailIndexSections t, double cover) {
+// A tail's cover (2.3): the covered columns' values at the `fraction` of each side.
+void ParticleFileWriter::cover(TailIndexSections& t, double fraction, unsigned threads) const {
+  cover_tail(t, columns_, cover_columns_, layout_.order.data(), n_, fraction, options_.zstd_level, threads);
+}
+
+// A tail's values and rows next in the file, then its cover after them.
+void ParticleFileWriter::place_tail(TailIndexSections t) {
   append_blocks(t.values, t.value_blocks);
   append_blocks(t.rows, t.row_blocks);
-  cover_tail(t, columns_, cover_columns_, layout_.order.data(), n_, cover, options_.zstd_level, threads_);
   for (TailIndexSections::Cover& c : t.covers) append_blocks(c.values, c.blocks);
   t.entry_rows = {};
   tails_.push_back(std::move(t));
