@@ -88,7 +88,7 @@ def run(out: str, period: int) -> None:
     print(f"fbpic: {(DUMPS - 1) * period + 1} steps in {time.perf_counter() - t0:.1f} s", flush=True)
 
 
-def save_npz(h5path: str, out: str) -> str:
+def save_dump(h5path: str, out: str) -> str:
     import h5py
 
     with h5py.File(h5path, "r") as f:
@@ -120,7 +120,7 @@ def main(argv=None) -> int:
     files = sorted(glob.glob(os.path.join(out, "hdf5", "data*.h5")))
     assert len(files) == DUMPS, files
     for h5 in files:
-        path = save_npz(h5, out)
+        path = save_dump(h5, out)
         with np.load(path) as d:
             print(f"wrote {path} (from {h5}; iteration {int(d['iteration'])}, {len(d['x']):,} electrons, "
                   f"columns {[k for k in d.files if d[k].ndim == 1]})", flush=True)

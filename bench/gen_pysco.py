@@ -97,7 +97,7 @@ def cic_density(pos: np.ndarray, n: int) -> np.ndarray:
     return rho.astype(np.float32)
 
 
-def save_npz(h5path: str, out: str, index: int, reordered: bool, table: str) -> str:
+def save_snapshot(h5path: str, out: str, index: int, reordered: bool, table: str) -> str:
     import h5py
 
     with h5py.File(h5path, "r") as f:
@@ -167,7 +167,7 @@ def main(argv=None) -> int:
             steps.append(int(f.attrs.get("nsteps", 0)))
     for k, h5 in enumerate(snaps):
         reordered = steps[k] >= args.n_reorder  # pysco reorders after steps n_reorder, 2 n_reorder, ...
-        path = save_npz(h5, out, k, reordered, os.path.join(run, "evolution_table_pysco.txt"))
+        path = save_snapshot(h5, out, k, reordered, os.path.join(run, "evolution_table_pysco.txt"))
         print(f"wrote {path} (from {h5}; step {steps[k]}{', after a Morton reorder' if reordered else ''})",
               flush=True)
     return 0
