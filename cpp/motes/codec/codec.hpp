@@ -60,8 +60,8 @@ struct Context {
   bool zfp_hierarchical = false;
   std::string_view zfp_axes;
   // Layout::packed (encoding): the words per unit (kPackedUnit), or 0 for the smallest
-  // stream of the unit sizes of kPackedUnitSizes (fewer unit entries when every unit needs as many
-  // bits: the id index's rows and keys; a few times the packing work).
+  // stream of the sizes of kPackedUnitSizes (fewer unit entries when every unit needs as
+  // many bits: the id index's rows and keys; a few times the packing work).
   uint32_t packed_unit = kPackedUnit;
 };
 
@@ -166,8 +166,8 @@ inline constexpr bool addressable_layout(uint8_t layout) {
 // kPackedRawSlack of the values' raw bytes more: values read one by one are worth that much
 // (unless the best plan stores the values raw: those are read in place already). When the
 // samples come from a column of `column_values` values, at least kDictionaryAnalysisRatio
-// times theirs, packed units make only the dictionary trials that stored a unit of the
-// samples' (Plan::packed_trials); otherwise (0: not known) they make all.
+// times theirs, packed units make only the dictionary trials that pay on the samples
+// (DictionaryGains, Plan::packed_trials); otherwise (0: not known) they make all.
 inline constexpr double kMinSaving = 0.10, kLz4Slack = 0.03, kBitsSaving = 0.05, kPackedSlack = 0.10,
                         kPackedRawSlack = 1.0 / 64;
 struct Sample {

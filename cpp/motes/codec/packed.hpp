@@ -37,9 +37,9 @@ struct Unorder {
 inline constexpr uint32_t kDictionaryTrialBits[] = {64, 4, 6, 8, 10, 12};
 inline constexpr uint32_t kDictionaryTrials = sizeof kDictionaryTrialBits / sizeof kDictionaryTrialBits[0];
 inline constexpr uint8_t kAllDictionaryTrials = uint8_t((1u << kDictionaryTrials) - 1);
-// A column's packed units make only the trials that stored a unit of its samples when it
-// holds at least this many times the sampled values (codec::choose): a small column is
-// cheap to try in full, and its samples speak for less of it.
+// A column's packed units make only the trials that pay on its samples (DictionaryGains)
+// when it holds at least this many times the sampled values (codec::choose): a small
+// column is cheap to try in full, and its samples speak for less of it.
 inline constexpr uint64_t kDictionaryAnalysisRatio = 8;
 // The unit sizes a stream of Context::packed_unit 0 is packed in, the smallest kept.
 inline constexpr uint32_t kPackedUnitSizes[] = {kPackedUnit, 1024, 4096};

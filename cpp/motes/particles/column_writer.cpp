@@ -326,13 +326,11 @@ void write_typed(ColumnPlan& p, const Layout& layout, const std::vector<Run>& ru
       const uint64_t count = re - rb;
       running_range(v, count, mn, mx);
       uint32_t bits = own_bits[node];
-      if (!(mx < mn)) {
+      if (!(mx < mn)) {  // else the node so far, this run too, holds only NaN: in no bin
         // Every value lies between mn and mx, so in a bin from bin(mn) to bin(mx) (bins are monotone).
         const uint32_t first = bin_of(double(mn)), last = bin_of(double(mx));
         const uint32_t all = uint32_t((uint64_t(2) << last) - (uint64_t(1) << first));
         bits |= first == last ? all : bin_of.mask(v, count, bits, all);
-      } else {
-        bits |= bin_of.mask(v, count);  // NaN only: in no bin
       }
       if (any || !(mx < mn)) own_min[node] = mn, own_max[node] = mx, own_any[node] = 1;  // a value that is not NaN: both ends set
       own_bits[node] = bits;

@@ -647,10 +647,9 @@ void ParticleFileWriter::write_id_index() {
   phases_.lap("id index");
 }
 
-// Tail indexes (2.2), column by column, each with its cover (2.3) after it. The columns'
-// tails are made at once, a column to a thread (each a sort of its entries and a gather of
-// the covered columns at their rows, small tasks that one core ran one after another),
-// then placed in column order.
+// Tail indexes (2.2), each with its cover (2.3) after it, placed in column order. They are
+// made at once, a column to a thread (each a sort of its entries and a gather of the
+// covered columns at their rows: small tasks that one core ran one after another).
 void ParticleFileWriter::write_tail_indexes() {
   std::vector<std::optional<TailIndexSections>> done(plans_.size());
   parallel_for(plans_.size(), threads_, [&](uint64_t i) {
