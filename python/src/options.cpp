@@ -96,6 +96,10 @@ void bind_write_options(nb::module_& m) {
       .rw("region_points", &motes::LayoutOptions::region_points,
           "particles per region of the finer levels, about (the subtrees at the depth that gives them)")
       .rw("threads", &motes::LayoutOptions::threads, "worker threads, 0 for all cores")
+      .rw("pieces_in_order", &motes::LayoutOptions::pieces_in_order,
+          "each piece of a leaf in space-filling order: positions code smaller by differences, but are then "
+          "no longer read one by one (tracking decodes their blocks); False: every prefix of a leaf an evenly "
+          "spread sample")
       .done();
 
   Record<motes::WriteOptions>(m, "WriteOptions", "How a particle file is written (particles/writer.hpp).")

@@ -24,6 +24,12 @@ struct LayoutOptions {
   // longer runs; smaller ones read a box's surroundings less.
   uint64_t region_points = 1u << 16;
   unsigned threads = 0;           // 0 = all cores
+  // A leaf's pieces (docs/format.md section 5.3) each in space-filling order, so that points
+  // side by side in the file are near in space (the same pieces, the same reading, other
+  // bytes). Positions then code about 10% smaller by differences than as packed words, so the
+  // writer stores them so and tracking decodes their blocks (bench/README.md, sizes): off by
+  // default, every prefix of a leaf's own points an evenly spread sample of it.
+  bool pieces_in_order = false;
 };
 
 struct Layout {

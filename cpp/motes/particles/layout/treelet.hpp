@@ -69,6 +69,41 @@ void append_stratified(uint32_t n, RowOf&& row_of, uint64_t* out, bool room_past
   }
 }
 
+// A leaf's own points with LayoutOptions::pieces_in_order (docs/format.md section 10.3): the
+// pieces of the bit-reversal order of append_stratified (own indices [piece_begin(j),
+// piece_begin(j + 1)): K, K, 2K, 4K, ... points), each in space-filling order. A piece is the
+// same evenly spread sample of the leaf, and its neighbours in the file are neighbours in
+// space. Writes n rows at out; piece_of is scratch.
+template <class RowOf>
+void append_pieces(uint32_t n, uint32_t lod_count, RowOf&& row_of, uint64_t* out, std::vector<uint8_t>& piece_of) {
+  if (n <= lod_count) {  // one piece: the leaf in order
+    for (uint32_t i = 0; i < n; ++i) out[i] = row_of(i);
+    return;
+  }
+  piece_of.resize(n);
+  uint8_t* const piece = piece_of.data();
+  // The bit-reversal order (append_stratified), marking each point with its piece.
+  const int bits = 32 - std::countl_zero(n - 1);
+  uint32_t k = 0, j = 0;
+  uint64_t next = lod_count;  // piece_begin(j + 1)
+  auto mark = [&](uint32_t r) {
+    if (k == next) ++j, next <<= 1;
+    piece[r] = uint8_t(j);
+    ++k;
+  };
+  if (bits <= kReversedBits) {
+    const uint16_t* const reversed = kReversed.at[bits];
+    for (uint32_t i = 0; i < (1u << bits); ++i)
+      if (const uint32_t r = reversed[i]; r < n) mark(r);
+  } else {
+    for (uint64_t i = 0; i < (uint64_t(1) << bits); ++i)
+      if (const uint32_t r = reverse_bits(uint32_t(i)) >> (32 - bits); r < n) mark(r);
+  }
+  uint64_t at[34];  // where each piece's next point goes: a leaf has at most 33 (tree.hpp piece_count)
+  for (uint32_t p = 0; p <= j; ++p) at[p] = piece_begin(p, lod_count);
+  for (uint32_t i = 0; i < n; ++i) out[at[piece[i]]++] = row_of(i);
+}
+
 // One point of a treelet: its three coordinates and an index (into the treelet's rows
 // while it is built, the input row in the layout's sorted records), side by side, so
 // that a partition moves one record.
@@ -145,6 +180,7 @@ class TreeletBuilder {
     BigVector<Point> points[2];
     BigVector<P> select;
     BigVector<uint16_t> bins;
+    std::vector<uint8_t> piece_of;  // append_pieces
   };
   static Scratch& scratch() {
     static thread_local Scratch s;
@@ -260,7 +296,11 @@ class TreeletBuilder {
     const Point* in = points_[s] + lo;
     if (n <= opt_->leaf_size) {
       nodes[id].own_count = uint32_t(n);
-      append_stratified(uint32_t(n), [&](uint32_t i) { return row(in[i].index); }, own_at_, own_at_ + n < own_end_);
+      if (opt_->pieces_in_order)
+        append_pieces(uint32_t(n), opt_->lod_count, [&](uint32_t i) { return row(in[i].index); }, own_at_,
+                      scratch().piece_of);
+      else
+        append_stratified(uint32_t(n), [&](uint32_t i) { return row(in[i].index); }, own_at_, own_at_ + n < own_end_);
       own_at_ += n;
       return;
     }
