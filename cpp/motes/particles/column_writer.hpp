@@ -1,7 +1,8 @@
 // One column on its way into a particle file (internal to the writer): its global range,
 // quantile edges, codecs, and, block by block in file order, its values gathered from the
 // caller's arrays, the running per-node index, quantile codes, and the stored blocks; then
-// the file's metadata sections made of them (writer_sections.cpp).
+// the file's metadata sections made of them (writer_sections.cpp). Planned in column_plan.cpp,
+// written in column_writer.cpp, with the kernels of column_values.hpp.
 #pragma once
 
 #include <algorithm>
