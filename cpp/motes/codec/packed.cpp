@@ -231,6 +231,9 @@ void pack_typed(const unsigned char* words, size_t n, std::string& out, uint32_t
   constexpr uint32_t size = sizeof(U);
   const size_t units = (n + unit - 1) / unit;
   const size_t start = out.size();
+  // Room for the stream when no unit is wider than its words (most are narrower): growing
+  // the string unit by unit would copy it again at every doubling.
+  out.reserve(start + 4 + units * (kPackedUnitEntryBytes + 2 * size) + n * size + kPackedPadBytes + 8);
   out.append(4 + units * kPackedUnitEntryBytes, '\0');
   store<uint32_t>(out.data() + start, unit);
   Planner& P = planner();
@@ -254,7 +257,9 @@ void pack_typed(const unsigned char* words, size_t n, std::string& out, uint32_t
       const uint64_t mask = mask_of(u.width);
       put_fields(m, u.width, [&](size_t i) { return uint64_t(U(w[i] - U(U(i) * delta) - ref)) & mask; }, out);
     } else {
-      for (uint32_t j = 0; j < u.dict_size; ++j) out.append(reinterpret_cast<const char*>(&u.dict[j]), size);
+      U dict[kMaxDictionary];  // the entries as words of the unit's size, appended at once
+      for (uint32_t j = 0; j < u.dict_size; ++j) dict[j] = U(u.dict[j]);
+      out.append(reinterpret_cast<const char*>(dict), size_t(u.dict_size) * size);
       const uint32_t r = u.rbits;
       const uint64_t low = mask_of(r);
       put_fields(m, u.width, [&](size_t i) { return uint64_t(u.index[i]) << r | (uint64_t(w[i]) & low); }, out);
