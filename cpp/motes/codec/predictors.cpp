@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "motes/codec/words.hpp"
+#include "motes/core/cpu.hpp"
 #include "motes/core/types.hpp"
 
 namespace motes::codec {
@@ -60,17 +61,19 @@ void grid_bases(const double* edges, double origin, double step, Signed<U>* out)
 }
 
 // f(order), order(u) being ordered<U>(u, t) with t's kind fixed at compile time, so that the
-// loops that take it have no test inside and vectorise.
+// loops that take it have no test inside and vectorise. Always inlined: each form of
+// forward (portable, AVX2) gets its own loops.
 template <class U, class F>
-void with_order(const ValueType& t, F&& f) {
+[[gnu::always_inline]] inline void with_order(const ValueType& t, F&& f) {
   if (t.is_float) f([](U u) { return ordered<U>(u, ValueType{sizeof(U), true, true}); });
   else if (t.is_signed) f([](U u) { return ordered<U>(u, ValueType{sizeof(U), false, true}); });
   else f([](U u) { return u; });
 }
 
 // words[i] = predictor(values)[i]; returns the parameter (Predictor::offset's reference).
+// Inlined into a portable form and an AVX2 one (forward, below).
 template <class U>
-U forward(Predictor p, const ValueType& t, const unsigned char* src, size_t n, const Context& ctx, unsigned char* words,
+[[gnu::always_inline]] inline U forward_body(Predictor p, const ValueType& t, const unsigned char* src, size_t n, const Context& ctx, unsigned char* words,
           bool& ok) {
   U param = 0;
   ok = true;
@@ -145,6 +148,31 @@ U forward(Predictor p, const ValueType& t, const unsigned char* src, size_t n, c
       break;
   }
   return param;
+}
+
+template <class U>
+U forward_plain(Predictor p, const ValueType& t, const unsigned char* src, size_t n, const Context& ctx,
+                unsigned char* words, bool& ok) {
+  return forward_body<U>(p, t, src, n, ctx, words, ok);
+}
+
+#ifdef MOTES_HAVE_AVX2
+// With AVX2 (core/cpu.hpp): the frames of reference's least word and the differences 8
+// words an instruction. No FMA: the grid predictors' arithmetic is the portable form's.
+template <class U>
+MOTES_AVX2 U forward_avx2(Predictor p, const ValueType& t, const unsigned char* src, size_t n, const Context& ctx,
+                          unsigned char* words, bool& ok) {
+  return forward_body<U>(p, t, src, n, ctx, words, ok);
+}
+#endif
+
+template <class U>
+U forward(Predictor p, const ValueType& t, const unsigned char* src, size_t n, const Context& ctx, unsigned char* words,
+          bool& ok) {
+#ifdef MOTES_HAVE_AVX2
+  if (cpu_has_avx2()) return forward_avx2<U>(p, t, src, n, ctx, words, ok);
+#endif
+  return forward_plain<U>(p, t, src, n, ctx, words, ok);
 }
 
 // In place: words[i] = sum of unzigzag(words[0..i]) (wrapping), 4 lanes at a time; returns

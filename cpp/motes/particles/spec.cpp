@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "motes/core/cpu.hpp"
+
 namespace motes::spec {
 
 std::string encode_schema(const std::vector<ColumnSpec>& columns, bool with_bounds) {
@@ -119,14 +121,13 @@ uint32_t bits_plain(const T* v, uint64_t n, double lo, double width) {
   return bits_of(v, n, lo, width);
 }
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-// AVX2: per-lane shifts (vpsllvd) and 4 doubles a division. The same IEEE operations in the
-// same order (a subtraction, a division, a multiplication: nothing to fuse), so the same bins.
+#ifdef MOTES_HAVE_AVX2
+// AVX2 (core/cpu.hpp): per-lane shifts (vpsllvd) and 4 doubles a division. The same IEEE
+// operations in the same order (a subtraction, a division, a multiplication), so the same bins.
 template <class T>
-__attribute__((target("avx2"))) uint32_t bits_avx2(const T* v, uint64_t n, double lo, double width) {
+MOTES_AVX2 uint32_t bits_avx2(const T* v, uint64_t n, double lo, double width) {
   return bits_of(v, n, lo, width);
 }
-#define MOTES_BITMAP_AVX2 1
 #endif
 
 template <class T>
@@ -134,12 +135,10 @@ using BitsOf = uint32_t (*)(const T*, uint64_t, double, double);
 
 template <class T>
 BitsOf<T> best_bits() {
-#ifdef MOTES_BITMAP_AVX2
-  static const BitsOf<T> best = __builtin_cpu_supports("avx2") ? &bits_avx2<T> : &bits_plain<T>;
-  return best;
-#else
-  return &bits_plain<T>;
+#ifdef MOTES_HAVE_AVX2
+  if (cpu_has_avx2()) return &bits_avx2<T>;
 #endif
+  return &bits_plain<T>;
 }
 
 }  // namespace
