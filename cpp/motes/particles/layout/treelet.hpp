@@ -43,17 +43,32 @@ struct ReversedTable {
 };
 inline constexpr ReversedTable kReversed{};
 
+// Calls f(r) for r = 0 .. n - 1 in bit-reversal order (the b = ceil(log2 n) low bits of
+// 0 .. 2^b - 1 reversed, those below n): every prefix an evenly spread sample of the n.
+template <class F>
+void for_each_stratified(uint32_t n, F&& f) {
+  if (n <= 1) {
+    if (n) f(0u);
+    return;
+  }
+  const int bits = 32 - std::countl_zero(n - 1);  // 2^bits >= n
+  if (bits <= kReversedBits) {
+    const uint16_t* const reversed = kReversed.at[bits];
+    for (uint32_t i = 0; i < (1u << bits); ++i)
+      if (const uint32_t r = reversed[i]; r < n) f(r);
+    return;
+  }
+  for (uint64_t i = 0; i < (uint64_t(1) << bits); ++i)
+    if (const uint32_t r = reverse_bits(uint32_t(i)) >> (32 - bits); r < n) f(r);
+}
+
 // Index order that makes every prefix of a leaf an evenly spread sample of it
 // (bit reversal of positions along the space-filling order). Writes n rows at out, and may
 // write out[n] (with anything) when room_past.
 template <class RowOf>
 void append_stratified(uint32_t n, RowOf&& row_of, uint64_t* out, bool room_past = true) {
-  if (n <= 1) {
-    if (n) *out = row_of(0);
-    return;
-  }
-  const int bits = 32 - std::countl_zero(n - 1);  // 2^bits >= n
-  if (bits <= kReversedBits && room_past) {  // without a branch: a reversal past the end is written over by the next
+  const int bits = n > 1 ? 32 - std::countl_zero(n - 1) : 0;
+  if (n > 1 && bits <= kReversedBits && room_past) {  // without a branch: a reversal past the end is written over by the next
     const uint16_t* const reversed = kReversed.at[bits];
     uint64_t k = 0;
     for (uint32_t i = 0; i < (1u << bits); ++i) {
@@ -63,10 +78,8 @@ void append_stratified(uint32_t n, RowOf&& row_of, uint64_t* out, bool room_past
     }
     return;
   }
-  for (uint64_t i = 0, k = 0; i < (uint64_t(1) << bits); ++i) {
-    const uint32_t r = reverse_bits(uint32_t(i)) >> (32 - bits);
-    if (r < n) out[k++] = row_of(r);
-  }
+  uint64_t k = 0;
+  for_each_stratified(n, [&](uint32_t r) { out[k++] = row_of(r); });
 }
 
 // A leaf's own points with LayoutOptions::pieces_in_order (docs/format.md section 10.3): the
@@ -82,23 +95,13 @@ void append_pieces(uint32_t n, uint32_t lod_count, RowOf&& row_of, uint64_t* out
   }
   piece_of.resize(n);
   uint8_t* const piece = piece_of.data();
-  // The bit-reversal order (append_stratified), marking each point with its piece.
-  const int bits = 32 - std::countl_zero(n - 1);
-  uint32_t k = 0, j = 0;
+  uint32_t k = 0, j = 0;  // the bit-reversal order's own index and piece
   uint64_t next = lod_count;  // piece_begin(j + 1)
-  auto mark = [&](uint32_t r) {
+  for_each_stratified(n, [&](uint32_t r) {
     if (k == next) ++j, next <<= 1;
     piece[r] = uint8_t(j);
     ++k;
-  };
-  if (bits <= kReversedBits) {
-    const uint16_t* const reversed = kReversed.at[bits];
-    for (uint32_t i = 0; i < (1u << bits); ++i)
-      if (const uint32_t r = reversed[i]; r < n) mark(r);
-  } else {
-    for (uint64_t i = 0; i < (uint64_t(1) << bits); ++i)
-      if (const uint32_t r = reverse_bits(uint32_t(i)) >> (32 - bits); r < n) mark(r);
-  }
+  });
   uint64_t at[34];  // where each piece's next point goes: a leaf has at most 33 (tree.hpp piece_count)
   for (uint32_t p = 0; p <= j; ++p) at[p] = piece_begin(p, lod_count);
   for (uint32_t i = 0; i < n; ++i) out[at[piece[i]]++] = row_of(i);
