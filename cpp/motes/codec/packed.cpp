@@ -178,21 +178,8 @@ template <class U>
 // the least and greatest word, the ascending test and the line's residuals 8 words an
 // instruction. Integer arithmetic: the same plan either way.
 template <class U>
-uint8_t plan_unit_plain(Unit<U> w, Planner& P, uint8_t trials) {
-  return plan_unit_body(w, P, trials);
-}
-#ifdef MOTES_HAVE_AVX2
-template <class U>
-MOTES_AVX2 uint8_t plan_unit_avx2(Unit<U> w, Planner& P, uint8_t trials) {
-  return plan_unit_body(w, P, trials);
-}
-#endif
-template <class U>
 uint8_t plan_unit(Unit<U> w, Planner& P, uint8_t trials) {
-#ifdef MOTES_HAVE_AVX2
-  if (cpu_has_avx2()) return plan_unit_avx2(w, P, trials);
-#endif
-  return plan_unit_plain(w, P, trials);
+  return with_avx2([&]() MOTES_INLINE { return plan_unit_body(w, P, trials); });
 }
 
 // 64 fields of W bits (each below 2^W) from v into W little-endian words at p: unrolled, so

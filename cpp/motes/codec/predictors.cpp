@@ -150,29 +150,12 @@ template <class U>
   return param;
 }
 
-template <class U>
-U forward_plain(Predictor p, const ValueType& t, const unsigned char* src, size_t n, const Context& ctx,
-                unsigned char* words, bool& ok) {
-  return forward_body<U>(p, t, src, n, ctx, words, ok);
-}
-
-#ifdef MOTES_HAVE_AVX2
 // With AVX2 (core/cpu.hpp): the frames of reference's least word and the differences 8
 // words an instruction. No FMA: the grid predictors' arithmetic is the portable form's.
 template <class U>
-MOTES_AVX2 U forward_avx2(Predictor p, const ValueType& t, const unsigned char* src, size_t n, const Context& ctx,
-                          unsigned char* words, bool& ok) {
-  return forward_body<U>(p, t, src, n, ctx, words, ok);
-}
-#endif
-
-template <class U>
 U forward(Predictor p, const ValueType& t, const unsigned char* src, size_t n, const Context& ctx, unsigned char* words,
           bool& ok) {
-#ifdef MOTES_HAVE_AVX2
-  if (cpu_has_avx2()) return forward_avx2<U>(p, t, src, n, ctx, words, ok);
-#endif
-  return forward_plain<U>(p, t, src, n, ctx, words, ok);
+  return with_avx2([&]() MOTES_INLINE { return forward_body<U>(p, t, src, n, ctx, words, ok); });
 }
 
 // In place: words[i] = sum of unzigzag(words[0..i]) (wrapping), 4 lanes at a time; returns

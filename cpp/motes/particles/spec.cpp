@@ -102,50 +102,19 @@ std::string section_kind_name(uint32_t kind) {
   return "section kind " + std::to_string(kind);
 }
 
-namespace {
-
-// bitmap_bits' loop, inlined into each form below: the bin as bitmap_bin computes it, the
-// bit set only for a value that is not NaN (x == x).
-template <class T>
-[[gnu::always_inline]] inline uint32_t bits_of(const T* v, uint64_t n, double lo, double width) {
-  uint32_t bits = 0;
-  for (uint64_t i = 0; i < n; ++i) {
-    const double x = double(v[i]);
-    bits |= uint32_t(x == x) << bitmap_bin_of_quotient((x - lo) / width * double(kBitmapBins));
-  }
-  return bits;
-}
-
-template <class T>
-uint32_t bits_plain(const T* v, uint64_t n, double lo, double width) {
-  return bits_of(v, n, lo, width);
-}
-
-#ifdef MOTES_HAVE_AVX2
 // AVX2 (core/cpu.hpp): per-lane shifts (vpsllvd) and 4 doubles a division. The same IEEE
 // operations in the same order (a subtraction, a division, a multiplication), so the same bins.
-template <class T>
-MOTES_AVX2 uint32_t bits_avx2(const T* v, uint64_t n, double lo, double width) {
-  return bits_of(v, n, lo, width);
+uint32_t bitmap_bits(const float* v, uint64_t n, double lo, double width) {
+  return with_avx2([&]() MOTES_INLINE { return bitmap_bits_loop(v, n, lo, width); });
 }
-#endif
-
-template <class T>
-using BitsOf = uint32_t (*)(const T*, uint64_t, double, double);
-
-template <class T>
-BitsOf<T> best_bits() {
-#ifdef MOTES_HAVE_AVX2
-  if (cpu_has_avx2()) return &bits_avx2<T>;
-#endif
-  return &bits_plain<T>;
+uint32_t bitmap_bits(const double* v, uint64_t n, double lo, double width) {
+  return with_avx2([&]() MOTES_INLINE { return bitmap_bits_loop(v, n, lo, width); });
 }
-
-}  // namespace
-
-uint32_t bitmap_bits(const float* v, uint64_t n, double lo, double width) { return best_bits<float>()(v, n, lo, width); }
-uint32_t bitmap_bits(const double* v, uint64_t n, double lo, double width) { return best_bits<double>()(v, n, lo, width); }
-uint32_t bitmap_bits_portable(const float* v, uint64_t n, double lo, double width) { return bits_plain(v, n, lo, width); }
-uint32_t bitmap_bits_portable(const double* v, uint64_t n, double lo, double width) { return bits_plain(v, n, lo, width); }
+uint32_t bitmap_bits_portable(const float* v, uint64_t n, double lo, double width) {
+  return bitmap_bits_loop(v, n, lo, width);
+}
+uint32_t bitmap_bits_portable(const double* v, uint64_t n, double lo, double width) {
+  return bitmap_bits_loop(v, n, lo, width);
+}
 
 }  // namespace motes::spec

@@ -187,15 +187,23 @@ inline uint32_t bitmap_bin(double v, double lo, double hi) {
 // b: some value in bin b; NaN in none): bitmap_bin's own quotient per value. Floats and
 // doubles on AVX2 where the processor has it (8 or 4 values an instruction: spec.cpp), the
 // same bits either way.
+// The loop (the bit set only for a value that is not NaN, x == x); integers take it as it is.
+template <class T>
+[[gnu::always_inline]] inline uint32_t bitmap_bits_loop(const T* v, uint64_t n, double lo, double width) {
+  uint32_t bits = 0;
+  for (uint64_t i = 0; i < n; ++i) {
+    const double x = double(v[i]);
+    bits |= uint32_t(x == x) << bitmap_bin_of_quotient((x - lo) / width * double(kBitmapBins));
+  }
+  return bits;
+}
 uint32_t bitmap_bits(const float* v, uint64_t n, double lo, double width);
 uint32_t bitmap_bits(const double* v, uint64_t n, double lo, double width);
 uint32_t bitmap_bits_portable(const float* v, uint64_t n, double lo, double width);  // without AVX2 (tests)
 uint32_t bitmap_bits_portable(const double* v, uint64_t n, double lo, double width);
 template <class T>
-uint32_t bitmap_bits(const T* v, uint64_t n, double lo, double width) {  // integers: no NaN
-  uint32_t bits = 0;
-  for (uint64_t i = 0; i < n; ++i) bits |= 1u << bitmap_bin_of_quotient((double(v[i]) - lo) / width * double(kBitmapBins));
-  return bits;
+uint32_t bitmap_bits(const T* v, uint64_t n, double lo, double width) {
+  return bitmap_bits_loop(v, n, lo, width);
 }
 
 // bitmap_bin for one (lo, hi) and millions of values. One value (operator()) without a
