@@ -78,7 +78,7 @@ def main() -> int:
     import h5py
 
     from motes.field import Field
-    from motes.field_file import open_field_file, write_field_file
+    from motes.fields.file import open_field_file, write_field_file
 
     n, repeat = args.n, args.repeat
     a = smooth_field(n)

@@ -27,7 +27,7 @@ import pandas as pd
 from . import _core
 from ._args import histogram_axes
 from ._defaults import HISTOGRAM_BINS
-from .dataset import BoxLike, Quality, _box
+from .request import BoxLike, Quality, box_of
 from .dataset import open as _open
 from .errors import UsageError
 from .mpi import (_check_schemas, _combine_stats, _part_histogram, _part_source, _part_stats, _resolve_ranges, _spec,
@@ -82,7 +82,7 @@ def read(path: Union[str, os.PathLike], where: Optional[str] = None, box: BoxLik
     if several and STEP in names:
         raise UsageError(f"a column is named '{STEP}', which clashes with the step column of a read of several "
                          "steps: pass one step, or columns= without it")
-    b = _box(box)
+    b = box_of(box)
     for step, _sp in resolved:
         _spec(ds, step, where, b, quality, threads)  # every argument checked now, not in a task
     kept = ds.plan(where, b, quality, steps=[s for s, _ in resolved], species=species).parts
@@ -143,7 +143,7 @@ def histogram(path: Union[str, os.PathLike], x: str, y: Optional[str] = None, *,
     for step, sp in resolved:
         ds._check_values(axes + extra, step, sp)
     _check_schemas(ds, resolved, axes + extra)
-    b = _box(box)
+    b = box_of(box)
     for step, _sp in resolved:
         _spec(ds, step, where, b, quality, threads)
     if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:

@@ -3,9 +3,7 @@ collective read_partition. Writing is in motes.writer, query results in motes.ta
 
 from __future__ import annotations
 
-import math
 import os
-import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -18,55 +16,11 @@ from .errors import UsageError, storage_errors
 from ._progress import Progress
 from ._ranks import comm_handle, on_every_rank
 from .errors import storage_method
+from .request import BoxLike, Quality, selection
 from .table import Column, Table
 
-__all__ = ["open", "Dataset", "read_partition"]
+__all__ = ["open", "follow", "Dataset", "read_partition"]
 
-
-
-Quality = Union[float, Tuple[float, float]]
-BoxLike = Optional[Sequence[float]]
-
-
-def _selection(where, box, quality, fraction, threads, cancel=None, timeout=None):
-    """The core's QuerySpec of a query's arguments, checked; what is None keeps the core's default.
-    ``cancel`` (a CancelToken) and ``timeout`` (seconds from now) stop the query with CancelledError."""
-    spec = _core.QuerySpec()
-    if cancel is not None:
-        spec.cancel = _args.cancel_token(cancel)
-    if timeout is not None and math.isfinite(_args.timeout(timeout)):
-        spec.deadline = time.monotonic() + timeout
-    if quality is not None:
-        spec.quality_from, spec.quality_to = _args.quality(quality)
-    if fraction is not None:
-        spec.fraction = _fraction(fraction)
-        if (spec.quality_from, spec.quality_to) != (_core.QuerySpec().quality_from, _core.QuerySpec().quality_to):
-            raise UsageError("pass either fraction= or quality=, not both")
-    if where is not None:
-        spec.where = _args.where(where)
-    spec.box = _box(box)
-    if threads is not None:
-        spec.threads = _args.threads(threads)
-    return spec
-
-
-def _fraction(fraction: Any) -> float:
-    fraction = _args.number("fraction", fraction)
-    if not 0.0 <= fraction <= 1.0:
-        raise UsageError(f"fraction must be in [0, 1], got {fraction:g}")
-    return fraction
-
-
-def _box(box: BoxLike) -> Optional[List[float]]:
-    if box is None:
-        return None
-    try:
-        b = np.asarray(box, dtype=np.float64).ravel()
-    except (TypeError, ValueError):
-        b = np.empty(0)
-    if b.size != 6:
-        raise UsageError("box must be 6 numbers (xmin, ymin, zmin, xmax, ymax, zmax) or ((xmin, ymin, zmin), (xmax, ymax, zmax))")
-    return [float(v) for v in b]
 
 
 @dataclass
@@ -213,15 +167,15 @@ class Dataset:
         """A grid field of a step at arbitrary points (positions x, y, z): linear interpolation
         along each axis (trilinear in 3-D), ``fill`` outside the grid; the positions broadcast
         together and the result has their shape (``np.meshgrid`` planes give a plane); see
-        :meth:`motes.field_file.StoredField.sample`."""
+        :meth:`motes.fields.file.StoredField.sample`."""
         return self.field(field, step).sample(x, y, z, component=component, fill=fill)
 
     @storage_method("cannot open the field file")
     def field(self, name: str, step: Optional[int] = None):
-        """A grid field of a step (default: the last) as a :class:`motes.field_file.StoredField`:
+        """A grid field of a step (default: the last) as a :class:`motes.fields.file.StoredField`:
         ``.shape``, ``.levels``, ``.read(box=None, level=0)`` (see there). Its file is checked
         against the manifest when opened."""
-        from .field_file import StoredField
+        from .fields.file import StoredField
 
         st = self.step(step)
         if name not in st.fields:
@@ -317,7 +271,7 @@ class Dataset:
                timeout: Optional[float] = None):
         """The selection (file positions) matching the query, without copying any column.
         ``cancel`` and ``timeout`` hold for its gathers too (see :meth:`query`)."""
-        spec = self._fields_for(_selection(where, box, quality, fraction, threads, cancel, timeout), step)
+        spec = self._fields_for(selection(where, box, quality, fraction, threads, cancel, timeout), step)
         return _core.select(self._source_for(spec, step, species), spec)
 
     @storage_method("cannot read")
@@ -340,7 +294,7 @@ class Dataset:
         ``steps`` (a list of step indexes, a range, ``"all"``, ``"0:100:10"``; instead of
         ``step``) queries several steps at once: one Table with a leading ``step`` column, the
         rows of each step in step order; ``timeout`` holds for all of them (see :mod:`motes.steps`)."""
-        from .field_queries import field_reference, gather_with_fields
+        from .fields.queries import field_reference, gather_with_fields
 
         if steps is not None:  # several steps: motes.steps
             from .steps import query as across
@@ -406,7 +360,7 @@ class Dataset:
             from .steps import count as across
             return across(self, steps, step, where=where, box=box, quality=quality, fraction=fraction, species=species,
                           threads=threads, cancel=cancel, timeout=timeout)
-        spec = self._fields_for(_selection(where, box, quality, fraction, threads, cancel, timeout), step)
+        spec = self._fields_for(selection(where, box, quality, fraction, threads, cancel, timeout), step)
         return int(_core.count(self._source_for(spec, step, species), spec))
 
     @storage_method("cannot read")
@@ -423,7 +377,7 @@ class Dataset:
             return across(self, steps, column, step, where=where, box=box, quality=quality, fraction=fraction,
                           species=species, threads=threads, cancel=cancel, timeout=timeout)
         column = _args.text("column", column)
-        spec = self._fields_for(_selection(where, box, quality, fraction, threads, cancel, timeout), step, [column],
+        spec = self._fields_for(selection(where, box, quality, fraction, threads, cancel, timeout), step, [column],
                                 species)
         return _core.stats(self._source_for(spec, step, species), column, spec).to_dict()
 
@@ -455,7 +409,7 @@ class Dataset:
         axes, nbins, given = _args.histogram_axes(x, y, bins, range)  # given: (min, max) or None per axis
         if weights is not None:
             weights = _args.text("weights", weights)
-        sel = self._fields_for(_selection(where, box, quality, fraction, threads, cancel, timeout), step,
+        sel = self._fields_for(selection(where, box, quality, fraction, threads, cancel, timeout), step,
                                axes + [weights], species)
         f = self._source_for(sel, step, species)
         resolved = []
@@ -590,7 +544,7 @@ def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = N
     handle = comm_handle(comm)
 
     def prepare():
-        spec = _selection(where, box, quality, fraction, threads)  # checked as a query's
+        spec = selection(where, box, quality, fraction, threads)  # checked as a query's
         req = _core.PartitionRequest()  # what is None keeps the core's default
         if quality is not None:
             req.quality = spec.quality_to
@@ -615,3 +569,32 @@ def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = N
 def open(path: Union[str, os.PathLike]) -> Dataset:  # noqa: A001 - mirrors builtins.open on purpose
     """Opens a dataset directory written by motes."""
     return Dataset(path)
+
+
+def follow(path, *, start: Optional[int] = None, timeout: Optional[float] = None, poll: float = 0.05) -> Iterator:
+    """Yields the steps of a dataset as they are published: those already there (from index
+    ``start`` on, default all), then each new one as soon as the manifest that publishes it is
+    written, until no new step arrives for ``timeout`` seconds (None: never stops). Each is a
+    :class:`motes.dataset.Step` whose ``dataset`` is the one handle, refreshed:
+
+    >>> for step in motes.follow("run.motes", timeout=600):
+    ...     t = step.dataset.query("energy > 2", step=step.index)
+    """
+    from .live import wait_until
+
+    ds = Dataset(path)
+    start = None if start is None else _args.step(start)
+    done = set()
+
+    def fresh():
+        new = [s for s in ds._steps if s.index not in done and (start is None or s.index >= start)]
+        return new or None
+
+    while True:
+        try:
+            new = wait_until(ds, fresh, timeout, poll, "no new step")
+        except TimeoutError:
+            return
+        for s in new:
+            done.add(s.index)
+            yield s

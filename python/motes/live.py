@@ -1,5 +1,6 @@
 """Following a dataset that is still being written: :meth:`Dataset.refresh`,
-:meth:`Dataset.wait_for_step` and :func:`follow`.
+:meth:`Dataset.wait_for_step` and :func:`motes.follow` (in
+motes.dataset: this module takes the dataset as an argument and never imports it).
 
 A writer publishes a step by replacing the manifest atomically (a new file renamed over the
 old one) once every file of the step is written, so a reader sees a step whole or not at
@@ -17,12 +18,12 @@ import ctypes.util
 import os
 import select
 import time
-from typing import Iterator, Optional
+from typing import Optional
 
 from . import _args
 from .errors import UsageError
 
-__all__ = ["ManifestWatch", "follow"]
+__all__ = ["ManifestWatch", "manifest_identity", "wait_until", "wait_for_step"]
 
 _IN_NONBLOCK, _IN_CLOEXEC = 0o4000, 0o2000000
 _IN_CLOSE_WRITE, _IN_MOVED_TO, _IN_CREATE = 0x8, 0x80, 0x100
@@ -135,32 +136,3 @@ def wait_for_step(ds, after: Optional[int], timeout: Optional[float], poll: floa
         after = _args.step(after)
     return wait_until(ds, lambda: next((s for s in ds._steps if after is None or s.index > after), None),
                       timeout, poll, "no step" + ("" if after is None else f" after {after}"))
-
-
-def follow(path, *, start: Optional[int] = None, timeout: Optional[float] = None, poll: float = 0.05) -> Iterator:
-    """Yields the steps of a dataset as they are published: those already there (from index
-    ``start`` on, default all), then each new one as soon as the manifest that publishes it is
-    written, until no new step arrives for ``timeout`` seconds (None: never stops). Each is a
-    :class:`motes.dataset.Step` whose ``dataset`` is the one handle, refreshed:
-
-    >>> for step in motes.follow("run.motes", timeout=600):
-    ...     t = step.dataset.query("energy > 2", step=step.index)
-    """
-    from .dataset import Dataset
-
-    ds = Dataset(path)
-    start = None if start is None else _args.step(start)
-    done = set()
-
-    def fresh():
-        new = [s for s in ds._steps if s.index not in done and (start is None or s.index >= start)]
-        return new or None
-
-    while True:
-        try:
-            new = wait_until(ds, fresh, timeout, poll, "no new step")
-        except TimeoutError:
-            return
-        for s in new:
-            done.add(s.index)
-            yield s

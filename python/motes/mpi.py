@@ -30,10 +30,11 @@ import numpy as np
 from . import _args, _core
 from ._ranks import on_every_rank
 from ._defaults import HISTOGRAM_BINS, histogram_range
-from .dataset import BoxLike, Dataset, Quality, _selection
+from .dataset import Dataset
 from .dataset import open as _open
 from .errors import UsageError
 from .plan import PartRead
+from .request import BoxLike, Quality, selection
 
 __all__ = ["count", "stats", "histogram"]
 
@@ -79,7 +80,7 @@ def _spec(ds: Dataset, step: int, where, box, quality, threads, values: Sequence
           species: Optional[str] = None):
     """The core's QuerySpec of a part's query (fields named in ``where`` and in the numeric
     expressions among ``values``, a histogram's axes and weights, bound to the step's)."""
-    return ds._fields_for(_selection(where, box, quality, None, threads), step, values, species)
+    return ds._fields_for(selection(where, box, quality, None, threads), step, values, species)
 
 
 # --- one part's query ------------------------------------------------------------------------

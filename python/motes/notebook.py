@@ -33,14 +33,14 @@ FRAME_ANCESTORS = "'self' http://localhost:* http://127.0.0.1:* https://localhos
 class _Server:
     """``motes serve``'s application for one dataset on 127.0.0.1, in a daemon thread."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, opener):
         from .server import Config, create_app
         from .server import listen as serving
 
         config = Config(datasets=[(NAME, path)], host="127.0.0.1", frame_ancestors=FRAME_ANCESTORS)
         self.sock = serving.listen("127.0.0.1", 0)
         self.port = self.sock.getsockname()[1]
-        self.server = serving.server(create_app(config), config)
+        self.server = serving.server(create_app(config, opener=opener), config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True,
                                        name=f"motes-view-{self.port}")
         self.thread.start()
@@ -103,7 +103,7 @@ def view(dataset, *, step: Optional[int] = None, species: Optional[str] = None, 
     with _LOCK:
         server = _SERVERS.get(path)
         if server is None or not server.thread.is_alive():
-            server = _SERVERS[path] = _Server(path)
+            server = _SERVERS[path] = _Server(path, type(dataset))  # opened as the dataset given was
     fragment = {"ds": NAME, "step": step, "species": species, "color": color, "where": where}
     text = urlencode({k: v for k, v in fragment.items() if v not in (None, "")}, quote_via=quote)
     return View(f"http://127.0.0.1:{server.port}/#{text}", width, height)

@@ -24,6 +24,7 @@ import numpy as np
 
 from . import _core
 from .errors import storage_errors
+from .request import selection
 
 __all__ = ["PartRead", "ReadPlan", "plan", "levels_for_quality"]
 
@@ -63,7 +64,6 @@ def levels_for_quality(quality: float, level_count: int) -> int:
 
 def plan(ds, where, box, quality, fraction, step, steps: Any, species: Optional[str], levels: bool) -> ReadPlan:
     """:meth:`motes.Dataset.plan` (see there)."""
-    from .dataset import _selection
     from .steps import resolve
 
     ks = [ds.step(step).index] if steps is None else resolve(ds, steps, species, step)
@@ -71,7 +71,7 @@ def plan(ds, where, box, quality, fraction, step, steps: Any, species: Optional[
     pruned = 0
     for k in ks:
         st, name = ds._resolve(k, species)
-        spec = ds._fields_for(_selection(where, box, quality, fraction, None), k)
+        spec = ds._fields_for(selection(where, box, quality, fraction, None), k)
         with storage_errors(ds.path, "cannot read"):
             got = _core.plan_reads(ds.source(k, name), spec, levels)
         pruned += got.pruned

@@ -176,7 +176,7 @@ def _check_columns(ds, ks: List[int], species: Optional[str], names: Sequence[st
     """Every step's species has every column of ``names``: grid field references among a
     query's columns are sampled, and with ``values`` (histogram axes and weights, a column
     of stats) a numeric expression over the step's columns is checked by the core."""
-    from .field_queries import field_reference
+    from .fields.queries import field_reference
 
     for k in ks:
         known = ds.column_names(k, species)

@@ -76,7 +76,7 @@ class Table(dict):
         import pyvista
 
         from .errors import UsageError
-        from .paraview.reader import polydata
+        from ._polydata import polydata
 
         if not {"x", "y", "z"} <= set(self):
             raise UsageError("to_pyvista needs the columns x, y and z (query them too)")

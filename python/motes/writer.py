@@ -229,10 +229,10 @@ class Writer:
                 _args.number("step time", time)
 
         payload, attrs, step, time = on_every_rank(self._comm_obj, prepare, f"checking the columns of step {step}")
-        from .field_file import field_tuple
+        from .fields.file import field_tuple
 
         if self._comm is not None:
-            from .field_blocks import split_fields
+            from .fields.blocks import split_fields
 
             whole, blocks = split_fields(self._comm_obj, fields)  # whole grids on rank 0; every rank's blocks
             if self._background_wanted:
@@ -318,7 +318,7 @@ class Writer:
         where their bounds allow. ``units`` maps species -> column -> unit text; ``fields``
         maps names to :class:`motes.Field` (each written whole). The step appears only when
         every chunk is written; on any error nothing is published."""
-        from .field_file import field_tuple
+        from .fields.file import field_tuple
 
         if self._comm is not None:
             raise UsageError("write_step_chunks is serial; parallel writers use write_step")

@@ -12,7 +12,7 @@ import numpy as np
 
 import motes
 from motes import synth
-from motes.field_file import write_field_file
+from motes.fields.file import write_field_file
 
 out = sys.argv[1]
 here = os.path.dirname(os.path.abspath(__file__))

@@ -27,7 +27,7 @@ import numpy as np
 from mpi4py import MPI
 
 import motes
-import motes.field_file
+import motes.fields.file
 
 N = 120_000
 
@@ -444,7 +444,7 @@ def cmd_fields(args, comm):
     # A field of one part is the serial writer's file, byte for byte.
     if comm.rank == 0 and parts["E"] == 1:
         serial = os.path.join(args.dir, "serial_E.mfd")
-        motes.field_file.write_field_file(serial, motes.Field(e, spacing=(0.5, 0.5, 0.5), components=("x", "y", "z"),
+        motes.fields.file.write_field_file(serial, motes.Field(e, spacing=(0.5, 0.5, 0.5), components=("x", "y", "z"),
                                                               unit="V/m"), name="E", sync=False)
         with open(serial, "rb") as a, open(os.path.join(args.dir, "steps/000000/E.mfd"), "rb") as b:
             assert a.read() == b.read(), "one part differs from the serial file"

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import motes
 from motes.field import Field
-from motes.field_file import open_field_file, write_field_file
+from motes.fields.file import open_field_file, write_field_file
 
 DTYPES = [np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 

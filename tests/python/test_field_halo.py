@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import motes
 from motes.errors import UsageError
-from motes.field_file import open_field_file, write_field_file
+from motes.fields.file import open_field_file, write_field_file
 
 
 def oracle(a, ndim, offset, count, widths, periodic, fill):

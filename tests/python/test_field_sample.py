@@ -11,7 +11,7 @@ from needs import need
 import motes
 from motes import synth
 from motes.field import Field
-from motes.field_file import open_field_file, write_field_file
+from motes.fields.file import open_field_file, write_field_file
 
 scipy_interp = need("scipy.interpolate")
 

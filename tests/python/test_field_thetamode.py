@@ -196,7 +196,7 @@ def test_the_server_hands_the_viewer_a_cartesian_grid(run):
     from server_util import make_client
 
     base = f"/api/v1/datasets/run/steps/{IT}/fields"
-    app = create_app(Config(datasets=[("run", str(run["root"] / "run.motes"))]))
+    app = create_app(Config(datasets=[("run", str(run["root"] / "run.motes"))]), opener=motes.open)
     with make_client(app) as client:
         listing = client.get(base).json()["fields"]
         e = next(f for f in listing if f["name"] == "E")

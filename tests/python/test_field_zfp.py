@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import motes
 from motes.field import Field
-from motes.field_file import open_field_file, write_field_file
+from motes.fields.file import open_field_file, write_field_file
 
 from test_field_file import expected, grid
 

@@ -162,7 +162,7 @@ def test_motes_serve_serves_a_bucket(local, s3):
 
     answers = []
     for path in (local, s3):
-        with LiveServer(create_app(Config(datasets=[("run", path)]))) as live:
+        with LiveServer(create_app(Config(datasets=[("run", path)]), opener=motes.open)) as live:
             def get(rel):
                 with urllib.request.urlopen(f"{live.url}/api/v1/datasets/run{rel}", timeout=60) as r:
                     return json.loads(r.read())
@@ -214,7 +214,7 @@ def test_motes_serve_sees_steps_published_on_the_web_server(tmp_path):
     motes.write(www / "live.motes", motes.synth.uniform(1000, seed=0), sync=False)
     server = Nginx(str(www))
     try:
-        with LiveServer(create_app(Config(datasets=[("live", server.url + "/live.motes")]))) as live:
+        with LiveServer(create_app(Config(datasets=[("live", server.url + "/live.motes")]), opener=motes.open)) as live:
             def later():
                 time.sleep(0.5)
                 motes.write(www / "live.motes", motes.synth.uniform(500, seed=1), step=1, sync=False)
@@ -362,7 +362,7 @@ def test_the_servers_query_timeout_reaches_remote_reads(stalling, monkeypatch):
     server, url = stalling()
     # One query thread per query (workers = cores): the query's reads are made in its own thread.
     config = Config(datasets=[("run", url)], workers=os.cpu_count() or 1, limits=Limits(query_timeout=1.0))
-    with LiveServer(create_app(config)) as live:
+    with LiveServer(create_app(config, opener=motes.open)) as live:
         species = f"{live.url}/api/v1/datasets/run/steps/1/species/particles"
         with urllib.request.urlopen(species, timeout=60) as r:
             assert json.loads(r.read())["count"] == N

@@ -29,7 +29,7 @@ def served(tmp_path_factory):
     write_lattice(root / "other" / "run.motes")  # the same directory name: becomes run-2
     motes.Dataset(root / "run.motes").set_attributes({"code": "vpic", "note": "test"})
     paths = [str(root / "run.motes"), str(root / "parts.motes"), str(root / "other" / "run.motes")]
-    app = create_app(Config(datasets=[(None, p) for p in paths], limits=Limits(max_export_rows=29_000)))
+    app = create_app(Config(datasets=[(None, p) for p in paths], limits=Limits(max_export_rows=29_000)), opener=motes.open)
     with make_client(app) as client:
         yield client, {"run": motes.open(paths[0]), "parts": motes.open(paths[1]), "run-2": motes.open(paths[2])}
 
@@ -213,7 +213,7 @@ def test_export_limits_and_errors(served):
 def test_nan_and_infinities_are_null(tmp_path):
     data = {"x": np.array([0.0, 1.0, 2.0]), "y": np.zeros(3), "z": np.zeros(3), "v": np.array([np.nan] * 3)}
     motes.write(tmp_path / "n.motes", data, sync=False)
-    with make_client(create_app(Config(datasets=[(None, str(tmp_path / "n.motes"))]))) as client:
+    with make_client(create_app(Config(datasets=[(None, str(tmp_path / "n.motes"))]), opener=motes.open)) as client:
         d = get(client, f"{API}/datasets/n/steps/0/species/particles").json()
         v = next(c for c in d["columns"] if c["name"] == "v")
         assert v["min"] is None and v["max"] is None and v["nan_count"] == 3
@@ -226,7 +226,7 @@ def test_warm_opens_the_last_step_and_survives_a_damaged_dataset(tmp_path):
 
     write_vpic(tmp_path / "a.motes", 5_000, steps=2)
     write_vpic(tmp_path / "b.motes", 5_000)
-    reg = Registry([(None, str(tmp_path / "b.motes")), (None, str(tmp_path / "a.motes"))])
+    reg = Registry([(None, str(tmp_path / "b.motes")), (None, str(tmp_path / "a.motes"))], motes.open)
     first = next((tmp_path / "b.motes").rglob("*.mpf"))
     first.write_bytes(b"not a particle file")  # b's species cannot be opened: warm goes on to a
     reg.warm()

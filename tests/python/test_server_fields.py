@@ -47,7 +47,7 @@ def served(tmp_path_factory):
     path = tmp_path_factory.mktemp("fields") / "grid.motes"
     motes.write(path, lattice_data(2_000, 1), step=3, time=0.25, fields=grids())
     motes.write(path, None, step=4, time=0.5, fields={"rho": grids()["rho"]})
-    app = create_app(Config(datasets=[(None, str(path))]))
+    app = create_app(Config(datasets=[(None, str(path))]), opener=motes.open)
     with make_client(app) as client:
         yield client, motes.open(path)
 
@@ -55,7 +55,7 @@ def served(tmp_path_factory):
 @pytest.fixture(scope="module")
 def limited(served):
     _, ds = served
-    with make_client(create_app(Config(datasets=[(None, ds.path)], limits=Limits(max_points=20_000)))) as client:
+    with make_client(create_app(Config(datasets=[(None, ds.path)], limits=Limits(max_points=20_000)), opener=motes.open)) as client:
         yield client
 
 

@@ -58,7 +58,7 @@ def client(tmp_path_factory):
         "rho": motes.Field(rng.random((9, 4, 3)), coords=[np.arange(3.0), np.arange(4.0) ** 2, np.arange(9.0)])})
     limits = Limits(max_cells=8, max_points=2_000, max_expression=64, max_bins=256, max_bins_2d=4096,
                     max_export_rows=2_000)
-    with make_client(create_app(Config(datasets=[(None, str(path)), (None, str(grid))], limits=limits))) as c:
+    with make_client(create_app(Config(datasets=[(None, str(path)), (None, str(grid))], limits=limits), opener=motes.open)) as c:
         yield c
 
 

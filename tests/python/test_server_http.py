@@ -35,7 +35,7 @@ def dataset(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client(dataset):
     limits = Limits(max_cells=8, max_points=15_000, max_expression=64)
-    with make_client(create_app(Config(datasets=[(None, dataset)], limits=limits))) as c:
+    with make_client(create_app(Config(datasets=[(None, dataset)], limits=limits), opener=motes.open)) as c:
         yield c
 
 
@@ -167,7 +167,7 @@ def test_names_are_never_paths(client, dataset):
 
 
 def test_token(dataset, app_dir):
-    app = create_app(Config(datasets=[(None, dataset)], token=TOKEN, app_dir=app_dir))
+    app = create_app(Config(datasets=[(None, dataset)], token=TOKEN, app_dir=app_dir), opener=motes.open)
     cookie = "motes_token_8765"  # the cookie of a server on port 8765 (make_client's)
     with make_client(app) as c:
         c.cookies.set(cookie, TOKEN[:-1])
@@ -201,7 +201,7 @@ def test_token(dataset, app_dir):
 
 
 def test_app_page_and_assets(dataset, app_dir, tmp_path):
-    with make_client(create_app(Config(datasets=[(None, dataset)], app_dir=app_dir))) as c:
+    with make_client(create_app(Config(datasets=[(None, dataset)], app_dir=app_dir), opener=motes.open)) as c:
         assert c.get("/").text.startswith("<!doctype html><title>viewer")
         js = c.get("/assets/main.js", headers={"Accept-Encoding": "gzip"})
         assert js.status_code == 200 and js.text.startswith("console.log") and js.headers["x-content-type-options"]
@@ -209,7 +209,7 @@ def test_app_page_and_assets(dataset, app_dir, tmp_path):
                     "/assets/%2e%2e%2fsecret.txt", "/assets/../../app/index.html", "/secret.txt", "/index.html"):
             r = c.get(url)
             assert r.status_code == 404 and "TOP SECRET" not in r.text, url
-    with make_client(create_app(Config(datasets=[(None, dataset)], app_dir=str(tmp_path / "none")))) as c:
+    with make_client(create_app(Config(datasets=[(None, dataset)], app_dir=str(tmp_path / "none")), opener=motes.open)) as c:
         r = c.get("/")
         assert r.status_code == 200 and "not built" in r.text and "MOTES_VIEWER=OFF" in r.text
         assert "Node.js &ge; 18" in r.text and "pip install ." in r.text
@@ -218,7 +218,7 @@ def test_app_page_and_assets(dataset, app_dir, tmp_path):
 
 def test_cors_only_for_the_origin_given(dataset):
     origin = "http://localhost:5173"
-    with make_client(create_app(Config(datasets=[(None, dataset)], cors=origin, token=TOKEN))) as c:
+    with make_client(create_app(Config(datasets=[(None, dataset)], cors=origin, token=TOKEN), opener=motes.open)) as c:
         ok = c.get(SP, headers={"Origin": origin, "Authorization": f"Bearer {TOKEN}"})
         assert ok.headers["access-control-allow-origin"] == origin and "ETag" in ok.headers["access-control-expose-headers"]
         other = c.get(SP, headers={"Origin": "http://evil.example", "Authorization": f"Bearer {TOKEN}"})

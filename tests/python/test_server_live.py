@@ -4,6 +4,7 @@ disconnect, and a short load of 50 viewer-like clients with no error."""
 
 from __future__ import annotations
 
+import motes
 import asyncio
 import logging
 import socket
@@ -45,7 +46,7 @@ def test_requests_as_written(datasets, tmp_path):
     (app_dir / "index.html").write_text("<!doctype html>app")
     (app_dir / "assets" / "a.js").write_text("ok")
     (tmp_path / "secret.txt").write_text("TOP SECRET")
-    with LiveServer(create_app(Config(datasets=[(None, lat)], app_dir=str(app_dir)))) as live:
+    with LiveServer(create_app(Config(datasets=[(None, lat)], app_dir=str(app_dir)), opener=motes.open)) as live:
         for target in ("/api/v1/datasets/../../../etc/passwd", "/api/v1/datasets/..%2f..%2fetc%2fpasswd",
                        "/api/v1/datasets/%2e%2e/steps/0/species/particles",
                        "/api/v1/datasets/lat/steps/0/species/..%2f..%2fmanifest.json",
@@ -70,7 +71,7 @@ def test_requests_as_written(datasets, tmp_path):
 def test_query_timeout_gives_408_quickly(datasets):
     _, big = datasets
     limits = Limits(query_timeout=0.3, max_points=10 ** 9)
-    with LiveServer(create_app(Config(datasets=[(None, big)], limits=limits, workers=1))) as live:
+    with LiveServer(create_app(Config(datasets=[(None, big)], limits=limits, workers=1), opener=motes.open)) as live:
         t0 = time.monotonic()
         status, _, body = raw_request(live.port, SP.format("big") + f"/points?cells={heavy_cells()}&where={HEAVY}"
                                       .replace(" ", "%20").replace("+", "%2B"), timeout=60)
@@ -87,7 +88,7 @@ def test_a_client_that_disconnects_frees_its_worker(datasets, caplog):
     limits = Limits(query_timeout=120, max_points=10 ** 9)
     target = (SP.format("big") + f"/points?cells={heavy_cells()}&where={HEAVY}").replace(" ", "%20").replace("+", "%2B")
     with caplog.at_level(logging.INFO, logger="motes.server"):
-        with LiveServer(create_app(Config(datasets=[(None, big)], limits=limits, workers=1))) as live:
+        with LiveServer(create_app(Config(datasets=[(None, big)], limits=limits, workers=1), opener=motes.open)) as live:
             s = socket.create_connection(("127.0.0.1", live.port))
             s.sendall(f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
             time.sleep(0.5)  # the query is running on the one worker
@@ -128,7 +129,7 @@ def test_updates_long_poll_answers_when_a_step_is_published(tmp_path):
 
     path = tmp_path / "run.motes"
     motes.write(path, lattice_data(1000, 1), **SMALL)
-    with LiveServer(create_app(Config(datasets=[("run", str(path))]))) as live:
+    with LiveServer(create_app(Config(datasets=[("run", str(path))]), opener=motes.open)) as live:
         def get(query):
             t0 = time.monotonic()
             with urllib.request.urlopen(f"{live.url}/api/v1/datasets/run/updates{query}", timeout=30) as r:

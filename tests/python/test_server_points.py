@@ -36,7 +36,7 @@ def served(tmp_path_factory):
         datasets.append(("mpi", str(root / "mpi.motes")))
     except ImportError:
         pass
-    app = create_app(Config(datasets=datasets, workers=2))
+    app = create_app(Config(datasets=datasets, workers=2), opener=motes.open)
     with make_client(app) as client:
         yield client, data, {name: motes.open(path) for name, path in datasets}
 
@@ -275,7 +275,7 @@ def test_arrow(served):
 
 def test_too_many_points_is_413(tmp_path):
     write_lattice(tmp_path / "l.motes", n=5000)
-    app = create_app(Config(datasets=[(None, str(tmp_path / "l.motes"))], limits=Limits(max_points=1000)))
+    app = create_app(Config(datasets=[(None, str(tmp_path / "l.motes"))], limits=Limits(max_points=1000)), opener=motes.open)
     with make_client(app) as client:
         r = client.get(SP.format(ds="l") + "/points", params={"to": "1"})
         assert r.status_code == 413

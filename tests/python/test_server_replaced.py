@@ -33,7 +33,7 @@ def write_run(path, counts, seed):
 def test_a_recreated_dataset_is_served_as_the_new_run(tmp_path):
     p = tmp_path / "run.motes"
     write_run(p, [1001, 1001, 1001], seed=1)
-    app = create_app(Config(datasets=[(None, str(p))]))
+    app = create_app(Config(datasets=[(None, str(p))]), opener=motes.open)
     with make_client(app) as client:
         old = client.get(SP.format(1))
         assert old.status_code == 200 and old.json()["count"] == 1001
@@ -68,7 +68,7 @@ def test_a_recreated_dataset_is_served_as_the_new_run(tmp_path):
 def test_appends_keep_what_the_server_knows(tmp_path):
     p = tmp_path / "run.motes"
     write_run(p, [300], seed=3)
-    app = create_app(Config(datasets=[(None, str(p))]))
+    app = create_app(Config(datasets=[(None, str(p))]), opener=motes.open)
     with make_client(app) as client:
         first = client.get(SP.format(0))
         motes.write(p, {"x": np.zeros(5), "y": np.zeros(5), "z": np.zeros(5), "e": np.zeros(5, np.float32)},

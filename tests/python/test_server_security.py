@@ -109,7 +109,7 @@ def test_the_host_is_parsed_strictly(cli_server):
 
 
 def test_other_sites_pages_are_refused(dataset):
-    with make_client(create_app(Config(datasets=[(None, dataset)]))) as c:
+    with make_client(create_app(Config(datasets=[(None, dataset)]), opener=motes.open)) as c:
         for origin in ("http://evil.example", "null", "http://127.0.0.1:8765.evil.example", "http://127.0.0.1:9999",
                        "file://", "https://attacker.example:8765"):
             r = c.get(SP, headers={"Origin": origin})
@@ -119,7 +119,7 @@ def test_other_sites_pages_are_refused(dataset):
             assert c.get(SP, headers={"Origin": origin}).status_code == 200, origin
         assert c.get("/", headers={"Origin": "http://evil.example"}).status_code == 403
     origin = "http://localhost:5173"
-    with make_client(create_app(Config(datasets=[(None, dataset)], cors=origin))) as c:
+    with make_client(create_app(Config(datasets=[(None, dataset)], cors=origin), opener=motes.open)) as c:
         ok = c.get(SP, headers={"Origin": origin})
         assert ok.status_code == 200 and ok.headers["access-control-allow-origin"] == origin
         assert c.get(SP, headers={"Origin": "http://localhost:5174"}).status_code == 403
@@ -127,11 +127,11 @@ def test_other_sites_pages_are_refused(dataset):
 
 def test_allow_host_names_a_proxy(dataset):
     config = Config(datasets=[(None, dataset)], allow_hosts=("motes.example.org",))
-    with make_client(create_app(config), base_url="https://motes.example.org") as c:
+    with make_client(create_app(config, opener=motes.open), base_url="https://motes.example.org") as c:
         assert c.get(SP).status_code == 200
         assert c.get(SP, headers={"Origin": "https://motes.example.org"}).status_code == 200
         assert c.get(SP, headers={"Host": "other.example.org"}).status_code == 403
-    with make_client(create_app(Config(datasets=[(None, dataset)], allow_hosts=("*",))),
+    with make_client(create_app(Config(datasets=[(None, dataset)], allow_hosts=("*",)), opener=motes.open),
                      base_url="http://anything.example") as c:
         assert c.get(SP).status_code == 200
     for bad in ("a/b", "", "x y", "user@host"):
@@ -142,12 +142,12 @@ def test_allow_host_names_a_proxy(dataset):
 def test_every_interface_answers_its_addresses_not_other_names(dataset):
     config = Config(datasets=[(None, dataset)], host="0.0.0.0", token=TOKEN)
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    with make_client(create_app(config), base_url="http://192.0.2.7:8765") as c:
+    with make_client(create_app(config, opener=motes.open), base_url="http://192.0.2.7:8765") as c:
         assert c.get(SP, headers=auth).status_code == 200  # an address of this machine
         assert c.get(SP, headers={**auth, "Host": f"{socket.gethostname()}:8765"}).status_code == 200
         assert c.get(SP, headers={**auth, "Host": "attacker.example:8765"}).status_code == 403
     config = Config(datasets=[(None, dataset)], host="192.0.2.7", token=TOKEN)
-    with make_client(create_app(config), base_url="http://192.0.2.7:8765") as c:
+    with make_client(create_app(config, opener=motes.open), base_url="http://192.0.2.7:8765") as c:
         assert c.get(SP, headers=auth).status_code == 200
         assert c.get(SP, headers={**auth, "Host": "192.0.2.8:8765"}).status_code == 403
 
@@ -162,14 +162,14 @@ def test_cors_any_origin_needs_a_token(dataset, capsys):
         Config(datasets=[(None, dataset)], cors="evil.example")
     for config in (Config(datasets=[(None, dataset)], cors="*", token=TOKEN),
                    Config(datasets=[(None, dataset)], cors="*", cors_any_origin_without_token=True)):
-        with make_client(create_app(config)) as c:
+        with make_client(create_app(config, opener=motes.open)) as c:
             r = c.get(SP, headers={"Origin": "http://anywhere.example", "Authorization": f"Bearer {TOKEN}"})
             assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "*"
 
 
 # ---- tokens stay out of logs and links ------------------------------------------------------------
 def test_the_access_log_never_shows_a_token(dataset, caplog):
-    app = create_app(Config(datasets=[(None, dataset)], token=TOKEN))
+    app = create_app(Config(datasets=[(None, dataset)], token=TOKEN), opener=motes.open)
     access = logging.getLogger("uvicorn.access")  # uvicorn's own handler; it does not propagate
     with caplog.at_level(logging.INFO, logger="uvicorn.access"), LiveServer(app, log_level="info") as live:
         access.addHandler(caplog.handler)
@@ -201,7 +201,7 @@ def test_a_token_parameter_is_redacted_wherever_it_is_taken(query):
 
 
 def test_a_percent_encoded_token_name_is_taken_and_redacted(dataset, caplog):
-    app = create_app(Config(datasets=[(None, dataset)], token=TOKEN))
+    app = create_app(Config(datasets=[(None, dataset)], token=TOKEN), opener=motes.open)
     access = logging.getLogger("uvicorn.access")
     targets = [f"{SP}?tok%65n={TOKEN}", f"{SP}/points?budget=10&%74%6F%6B%65%6E={TOKEN}"]
     with caplog.at_level(logging.INFO, logger="uvicorn.access"), LiveServer(app, log_level="info") as live:
@@ -248,7 +248,7 @@ def _read_all(s: socket.socket, timeout: float) -> bytes:
 
 def test_half_sent_requests_time_out(dataset):
     rules = Connections(header_timeout=0.5, idle_timeout=1.0, max_connections=100)
-    with LiveServer(create_app(Config(datasets=[(None, dataset)], connections=rules))) as live:
+    with LiveServer(create_app(Config(datasets=[(None, dataset)], connections=rules), opener=motes.open)) as live:
         t0 = time.monotonic()
         socks = [socket.create_connection(("127.0.0.1", live.port)) for _ in range(60)]
         for k, s in enumerate(socks):
@@ -283,7 +283,7 @@ def test_half_sent_requests_time_out(dataset):
 
 def test_connections_are_capped(dataset):
     rules = Connections(max_connections=4)
-    with LiveServer(create_app(Config(datasets=[(None, dataset)], connections=rules))) as live:
+    with LiveServer(create_app(Config(datasets=[(None, dataset)], connections=rules), opener=motes.open)) as live:
         held = [socket.create_connection(("127.0.0.1", live.port)) for _ in range(4)]
         time.sleep(0.2)
         extra = socket.create_connection(("127.0.0.1", live.port))
@@ -399,7 +399,7 @@ def test_ctrl_c_stops_a_server_whose_clients_stopped_reading(big):
 def test_a_step_has_one_spelling(dataset, step):
     from urllib.parse import quote
 
-    with make_client(create_app(Config(datasets=[(None, dataset)]))) as c:
+    with make_client(create_app(Config(datasets=[(None, dataset)]), opener=motes.open)) as c:
         r = c.get(f"/api/v1/datasets/lat/steps/{quote(step)}/species/particles")
         assert r.status_code == 400 and r.json()["error"]["kind"] == "usage", (step, r.status_code, r.text[:200])
         assert "integer" in r.json()["error"]["message"] or "out of range" in r.json()["error"]["message"]
@@ -407,7 +407,7 @@ def test_a_step_has_one_spelling(dataset, step):
 
 
 def test_numbers_in_parameters_are_ascii_and_bounded(dataset):
-    with make_client(create_app(Config(datasets=[(None, dataset)]))) as c:
+    with make_client(create_app(Config(datasets=[(None, dataset)]), opener=motes.open)) as c:
         for params in ({"budget": "+1000"}, {"budget": "01000"}, {"budget": "\uff11\uff10\uff10"},
                        {"budget": "1" * 4400}, {"to": "\uff10.5"}, {"to": "0." + "5" * 100}):
             r = c.get(SP + "/points", params=params)
@@ -422,7 +422,7 @@ def test_a_missing_field_file_is_not_found(tmp_path):
     write_lattice(path, n=2_000)
     motes.write(path, None, step=1, fields={"rho": motes.Field(np.ones((4, 5, 6), np.float32))})
     os.remove(path / "steps" / "000001" / "rho.mfd")
-    with make_client(create_app(Config(datasets=[(None, str(path))]))) as c:
+    with make_client(create_app(Config(datasets=[(None, str(path))]), opener=motes.open)) as c:
         for url in ("/api/v1/datasets/lat/steps/1/fields/rho", "/api/v1/datasets/lat/steps/1/fields/rho/samples"):
             r = c.get(url)
             assert r.status_code == 404 and r.json()["error"]["kind"] == "not_found", (url, r.text)
@@ -439,7 +439,7 @@ def test_no_other_page_may_frame_the_viewer_but_a_notebooks(dataset, tmp_path):
     (app_dir / "index.html").write_text("<!doctype html><title>viewer</title>")
     for frames, expected in ((None, "frame-ancestors 'none';"), (FRAME_ANCESTORS, f"frame-ancestors {FRAME_ANCESTORS};")):
         extra = {} if frames is None else {"frame_ancestors": frames}
-        client = make_client(create_app(Config(datasets=[(None, dataset)], app_dir=str(app_dir), **extra)))
+        client = make_client(create_app(Config(datasets=[(None, dataset)], app_dir=str(app_dir), **extra), opener=motes.open))
         csp = client.get("/").headers["content-security-policy"]
         assert expected in csp and "default-src 'self'" in csp
     assert "*" not in FRAME_ANCESTORS.replace(":*", "")  # ports of local hosts only, no other host

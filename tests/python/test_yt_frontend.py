@@ -28,7 +28,7 @@ def data(tmp_path_factory):
 
 @pytest.fixture
 def small_cells(monkeypatch):
-    monkeypatch.setattr(motes.yt, "CELL_PARTICLES", 5000)  # 4 x 4 x 4 cells at this size (120,000: one cell by default)
+    monkeypatch.setattr(motes.yt.particles, "CELL_PARTICLES", 5000)  # 4 x 4 x 4 cells at this size (120,000: one cell by default)
 
 
 def reference(cols, ds):

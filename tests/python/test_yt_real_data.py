@@ -98,7 +98,7 @@ def test_pysco_is_a_periodic_cosmological_box(pysco):
 def test_pysco_equals_yt_load_particles_in_physical_units(pysco, cell_particles, monkeypatch):
     path, pos, vel = pysco
     if cell_particles:
-        monkeypatch.setattr(motes.yt, "CELL_PARTICLES", cell_particles)
+        monkeypatch.setattr(motes.yt.particles, "CELL_PARTICLES", cell_particles)
     ds = yt.load(path)
     assert len(ds.index.data_files) == (64 if cell_particles else 1)
     mpc = PARAM["boxlen"] / H * PARAM["aexp"]  # the box side in physical Mpc

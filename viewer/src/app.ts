@@ -529,7 +529,7 @@ export class App {
       slice: this.sliceDraw(s ? s.origin : [0, 0, 0]),
     });
     this.status();
-    // For tests and bench/viewer.py: what the last frame drew, and when (ms since page load).
+    // For tests/browser and bench/serve_browser.py: what the last frame drew, and when (ms since page load).
     const el = byId("status");
     el.dataset.drawn = String(chunks.reduce((n, c) => n + c.count, 0));
     el.dataset.drawnAt = String(performance.now());

@@ -58,6 +58,7 @@ def _token(args) -> Optional[str]:
 def cmd_serve(args) -> int:
     require("starlette", "serve", "motes serve")
     require("uvicorn", "serve", "motes serve")
+    from ..dataset import open as open_dataset
     from ..server import Config, create_app, listen
 
     token = _token(args)
@@ -70,7 +71,7 @@ def cmd_serve(args) -> int:
     config = Config(datasets=_dataset_specs(args.datasets), token=token, cors=args.cors, host=args.host,
                     allow_hosts=tuple(args.allow_host), cors_any_origin_without_token=args.cors_any_origin_without_token,
                     workers=args.workers, limits=limits, connections=Connections(**_options_of(Connections, args)))
-    app = create_app(config)
+    app = create_app(config, opener=open_dataset)
     try:
         sock = listen.listen(args.host, args.port, backlog=min(2048, 4 * config.connections.max_connections))
     except OSError as e:

@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Mapping, Optio
 import numpy as np
 
 from ..dtypes import SUMMARY, SUPPORTED
-from ..field import Field
+from ..fields.model import Field
 from ..errors import UsageError
 from .destination import shown
 from .spelling import option

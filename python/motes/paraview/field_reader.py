@@ -7,7 +7,7 @@ level of detail, as the VTK dataset its grid is:
 * a thetaMode field (FBPIC, WarpX RZ: azimuthal modes on an (r, z) grid): ``vtkImageData``
   resampled on a Cartesian grid at the chosen ``Resolution`` (samples along x, y, z; 0 along an
   axis: the field's own, Δr across and its z samples along) through
-  :class:`motes.field_theta.CartesianView`, NaN past the last radius.
+  :class:`motes.fields.theta.CartesianView`, NaN past the last radius.
 
 Level k keeps every 2^k-th sample along each axis (a stored grid: a prefix of its file). A
 vector field is one array of its components (a thetaMode field with components r, t, z: x, y
@@ -74,7 +74,7 @@ def _rectilinear(grid) -> bool:
 def _vector_components(grid) -> Optional[List[str]]:
     """The components of the one array a vector field gives (None: a scalar field): x, y, z
     of a thetaMode resampling whose field has them, else every stored component."""
-    from motes.field_theta import CartesianView
+    from motes.fields.theta import CartesianView
 
     names = list(grid.components or ())
     if names and isinstance(grid, CartesianView) and {"x", "y", "z"} <= set(grid.sample_components):

@@ -2,7 +2,7 @@
 client. The contract is docs/http-api.md. One module per job:
 
 * ``config``: where it listens, the token, the limits (every default, once);
-* ``application``: ``create_app(Config)``, the ASGI app (Starlette), its middleware and routes;
+* ``application``: ``create_app(Config, opener=motes.open)``, the ASGI app (Starlette), its middleware and routes;
 * ``registry``: the datasets by name, and what is known about each species of a step;
 * ``routes``, ``queries``, ``export``: the endpoints; ``params``: their parameters;
 * ``cells``: half-open cells, the quality ladder, budgets estimated from the tree;

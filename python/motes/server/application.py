@@ -1,4 +1,4 @@
-"""The server as an ASGI app: ``create_app(Config)``. Middleware, outermost first: CORS
+"""The server as an ASGI app: ``create_app(Config, opener=)``. Middleware, outermost first: CORS
 (only with ``--cors``), the guard (Host and Origin, methods, bodies, URL length, token,
 headers), compression; then the routes of docs/http-api.md."""
 
@@ -23,7 +23,7 @@ from .export import make_export_routes
 from .fields import make_field_routes
 from .memory import Trimmer
 from .queries import make_query_routes
-from .registry import Registry
+from .registry import Opener, Registry
 from .responses import Endpoint
 from .routes import make_routes
 from .security import GuardMiddleware
@@ -37,9 +37,9 @@ FIELDS = API + "/datasets/{ds}/steps/{step}/fields"
 class Server:
     """What the routes share: the configuration, the datasets, the limiter of queries."""
 
-    def __init__(self, config: Config):
+    def __init__(self, config: Config, opener: Opener):
         self.config = config
-        self.registry = Registry(config.datasets)
+        self.registry = Registry(config.datasets, opener)
         self.trimmer = Trimmer()
         self._limiter = None
 
@@ -62,8 +62,9 @@ async def _http_exception(request: Request, e: HTTPException) -> Response:
                     headers={**(e.headers or {}), "Cache-Control": "no-store"})
 
 
-def create_app(config: Config) -> Starlette:
-    server = Server(config)
+def create_app(config: Config, *, opener: Opener) -> Starlette:
+    """The app serving ``config.datasets``, each opened by ``opener`` (``motes.open``)."""
+    server = Server(config, opener)
     handlers = {**make_routes(server), **make_query_routes(server), **make_export_routes(server),
                 **make_field_routes(server)}
 

@@ -14,16 +14,19 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .. import _args
-from ..dataset import Dataset
-from ..dataset import open as open_dataset
 from ..errors import DatasetReplacedError, MotesError, UsageError
 from ..live import REMOTE_POLL, manifest_identity
 from .cells import Ladder
 from .errors import HTTPError, not_found
 from .params import integer
+
+if TYPE_CHECKING:  # the server is handed the function that opens a dataset (Opener)
+    from ..dataset import Dataset
+
+Opener = Callable[[str], "Dataset"]  # motes.open, or a Dataset's own class
 
 
 def finite(v: Any) -> Any:
@@ -95,7 +98,7 @@ class GridField:
     step: int
     name: str
     time: float
-    stored: Any  # motes.field_file.StoredField, or for a thetaMode field its Cartesian view (motes.field_theta)
+    stored: Any  # motes.fields.file.StoredField, or for a thetaMode field its Cartesian view (motes.fields.theta)
     axes: List[Any]  # per axis, the samples' positions (float64 arrays)
     tag: str
     theta: Any = None  # a thetaMode field: its StoredField (the modes; `stored` resamples them)
@@ -108,10 +111,10 @@ class Entry:
     """One dataset: its name, path, and the Dataset opened on its current manifest; ``run``
     names the run read (the dataset's identity and how many times it was opened anew)."""
 
-    def __init__(self, name: str, path: str):
-        self.name, self.path = name, path
+    def __init__(self, name: str, path: str, opener: Opener):
+        self.name, self.path, self._open = name, path, opener
         self._lock = threading.Lock()
-        self._ds = open_dataset(path)
+        self._ds = opener(path)
         self._opened = 1
         self._checked = time.monotonic()
         self._signature = self._stat()
@@ -136,7 +139,7 @@ class Entry:
             self._ds.refresh()
         except DatasetReplacedError:
             try:
-                self._ds = open_dataset(self.path)
+                self._ds = self._open(self.path)
                 self._opened += 1
             except MotesError:
                 pass  # being replaced right now: the next change opens it
@@ -175,8 +178,10 @@ class Entry:
 
 
 class Registry:
-    def __init__(self, specs: Sequence[Tuple[Optional[str], str]]):
-        self.entries: Dict[str, Entry] = {name: Entry(name, path) for name, path in dataset_names(specs)}
+    def __init__(self, specs: Sequence[Tuple[Optional[str], str]], opener: Opener):
+        """The datasets of ``specs`` (name or None, path), each opened by ``opener`` (the
+        server never imports the Dataset it serves: whoever starts it hands it the opener)."""
+        self.entries: Dict[str, Entry] = {name: Entry(name, path, opener) for name, path in dataset_names(specs)}
         # (dataset, run, step, species or field): kept for the run each dataset was read at last
         self._species: Dict[Tuple[str, str, int, str], Species] = {}
         self._fields: Dict[Tuple[str, str, int, str], GridField] = {}

@@ -14,7 +14,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
-from .. import __version__
+from .._core import version as __version__
 from .config import CACHE_DATASET, CACHE_STEP, cookie_name
 from .errors import bad_request, not_found
 from .params import Params

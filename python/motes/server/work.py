@@ -12,7 +12,8 @@ from typing import Any, Callable, Dict, Optional
 import anyio
 import anyio.to_thread
 
-from .. import CancelToken, remote
+from .. import remote
+from .._core import CancelToken
 from ..errors import CancelledError, MotesError
 from .errors import HTTPError, of_motes_error
 

@@ -14,7 +14,7 @@ from typing import Dict, Sequence
 import numpy as np
 
 from ..errors import UsageError
-from ..field import Field
+from ..fields.model import Field
 from .reconnection import SHEET_HALF_THICKNESS, SHEET_Y0, VPIC_BOUNDS, XLINE_X
 
 __all__ = ["harris_fields"]

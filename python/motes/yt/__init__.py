@@ -11,15 +11,7 @@ masses from the dataset's units and the step's attributes), :mod:`.grid` (grid f
 
 from __future__ import annotations
 
-#: At most about this many particles per cell of the grid yt sees (at most 16 cells a side):
-#: yt reads a cell's rows at once, and each cell costs an exact count when yt loads the
-#: step (a step in one cell costs none). Cells do not make reads selective: a cell is read
-#: as a motes query cut to the selector's box. Measured with bench/yt_sphere.py's 16M
-#: particles (load and a small sphere, fresh processes): 0.43 s in 64 cells of 1M, 0.36 s
-#: in 8, 0.34 s in one.
-CELL_PARTICLES = 1 << 24
-
-from .grid import grid  # noqa: E402
-from .particles import MotesDataset, series  # noqa: E402
+from .grid import grid
+from .particles import CELL_PARTICLES, MotesDataset, series
 
 __all__ = ["MotesDataset", "series", "grid", "CELL_PARTICLES"]

@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
-from ...field import AXES, Field, require_cartesian
+from ...fields.model import AXES, Field, require_cartesian
 from ...errors import FormatError, UsageError
 from ..hdf5 import attr_to_json, dtype_of, open_file, read_attributes, write_attributes
 

@@ -17,7 +17,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from ...errors import FormatError, UsageError
-from ...field import Field
+from ...fields.model import Field
 
 __all__ = ["same_grid", "physic_box", "motes_meta", "field_of"]
 

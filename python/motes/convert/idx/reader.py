@@ -19,7 +19,7 @@ import numpy as np
 
 from ... import _core
 from ...errors import FormatError, UsageError, storage_errors
-from ...field import Field
+from ...fields.model import Field
 from ..input_files import confined, open_regular
 from . import geometry
 from .blockfile import ROW_MAJOR, BlockFile

@@ -29,7 +29,7 @@ import numpy as np
 
 from ... import _core
 from ...errors import UsageError, storage_errors
-from ...field import Field, require_cartesian
+from ...fields.model import Field, require_cartesian
 from .. import destination
 from . import geometry
 from .blockfile import CODES, ROW_MAJOR, encode, write_block_file

@@ -32,7 +32,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...field import AXES, Field
+from ...fields.model import AXES, Field
 from ...errors import FormatError, UsageError
 from ..base import check_dtype
 from . import theta

@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from ...field import Field
+from ...fields.model import Field
 from ...errors import FormatError, NotFoundError, UsageError
 from ..base import DEFAULT_CHUNK_ROWS, LazyFields, Species, Step, warn
 from ..hdf5 import links as hdf5_links

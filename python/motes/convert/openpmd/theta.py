@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from ...field import Field
+from ...fields.model import Field
 from ...errors import FormatError
 
 LABELS = ("r", "z")

@@ -31,7 +31,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ...field import Field, require_cartesian
+from ...fields.model import Field, require_cartesian
 from ...errors import UsageError
 from ..base import Step
 from ..hdf5 import created_file, h5_filter

@@ -9,8 +9,8 @@ from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _core
-from .errors import UsageError
+from .. import _core
+from ..errors import UsageError
 
 
 def field_reference(text, known: Sequence[str]) -> Optional[Tuple[str, Optional[str]]]:

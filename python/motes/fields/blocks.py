@@ -11,9 +11,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from .errors import UsageError
-from .field import Field, FieldBlock
-from .field_file import field_tuple
+from ..errors import UsageError
+from .model import Field, FieldBlock
+from .file import field_tuple
 
 
 def _block_tuple(name: str, block: FieldBlock) -> Tuple[tuple, List[int], List[int]]:

@@ -1,4 +1,4 @@
-"""Halo reads of :meth:`motes.field_file.StoredField.read_block`: the arguments (per-axis
+"""Halo reads of :meth:`motes.fields.file.StoredField.read_block`: the arguments (per-axis
 integers, ghost widths, periodic flags, the fill value) checked, and the pieces of a window
 around a block inside and outside the grid (wrapped around a periodic axis)."""
 
@@ -9,7 +9,7 @@ from typing import Tuple
 
 import numpy as np
 
-from .errors import UsageError
+from ..errors import UsageError
 
 __all__ = ["axis_ints", "ghost_widths", "periodic_flags", "fill_value", "halo_pieces"]
 

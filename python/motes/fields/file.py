@@ -5,7 +5,7 @@ Level k keeps every 2^k-th sample of the grid along each axis, counted from samp
 ``array[::2**k, ::2**k, ::2**k]``); a read touches only the blocks holding the samples of
 its box at its level, so a coarse preview reads a small prefix of the file.
 
-    f = motes.field_file.open_field_file("bz.mfd")
+    f = motes.fields.file.open_field_file("bz.mfd")
     f.read()                           # the whole grid, (z, y, x)
     f.read(level=2)                    # every 4th sample along each axis
     f.read(box=(0, 0, 0, 10, 5, 5))    # the samples whose positions lie in a box (x0, y0, z0, x1, y1, z1)
@@ -15,17 +15,16 @@ its box at its level, so a coarse preview reads a small prefix of the file.
 from __future__ import annotations
 
 import itertools
-import math
 import os
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _core
-from .dtypes import numpy_dtype
-from .errors import UsageError
-from .field import AXES, THETA_AXES, Field, require_cartesian
-from .field_halo import axis_ints, fill_value, ghost_widths, halo_pieces, periodic_flags
+from .. import _core
+from ..dtypes import numpy_dtype
+from ..errors import UsageError
+from .model import AXES, THETA_AXES, Field, index_box_in, require_cartesian
+from .halo import axis_ints, fill_value, ghost_widths, halo_pieces, periodic_flags
 
 __all__ = ["write_field_file", "open_field_file", "StoredField", "field_tuple"]
 
@@ -75,25 +74,6 @@ def field_tuple(name: str, field: Field, samples=None) -> tuple:
 
 def open_field_file(path) -> "StoredField":
     return StoredField(_core.FieldFile.open(os.fspath(path)))
-
-
-def index_box_in(name: str, box: Sequence[float], positions: Sequence[np.ndarray],
-                 axis_names: Sequence[str]) -> Tuple[Tuple[int, ...], Tuple[int, ...]]:
-    """The sample indexes [lo, hi) (x, y, z) of a grid whose axes have the sample
-    ``positions`` (ascending, one array per axis) that lie in a physical box (x0, y0, z0,
-    x1, y1, z1), bounds inclusive; axes past ``positions`` are [0, 1). UsageError when the
-    box is malformed or holds no sample along an axis."""
-    box = [float(v) for v in box]
-    if len(box) != 6 or any(math.isnan(v) for v in box):
-        raise UsageError(f"box must be 6 numbers (x0, y0, z0, x1, y1, z1), got {box!r}")
-    lo, hi = [0, 0, 0], [1, 1, 1]
-    for k, pos in enumerate(positions):
-        lo[k] = int(np.searchsorted(pos, box[k], side="left"))
-        hi[k] = int(np.searchsorted(pos, box[3 + k], side="right"))
-        if lo[k] >= hi[k]:
-            raise UsageError(f"field '{name}': no sample lies in the box along {axis_names[k]} "
-                             f"([{box[k]!r}, {box[3 + k]!r}]; samples from {pos[0]!r} to {pos[-1]!r})")
-    return tuple(lo), tuple(hi)
 
 
 class StoredField:
@@ -399,12 +379,12 @@ class StoredField:
 
     def cartesian(self, dims: Optional[Sequence[int]] = None, *, spacing: Optional[Sequence[float]] = None):
         """A thetaMode field resampled on a Cartesian (x, y, z) grid, read box by box as a
-        stored field is (:class:`motes.field_theta.CartesianView`: ``read``, ``to_field``):
+        stored field is (:class:`motes.fields.theta.CartesianView`: ``read``, ``to_field``):
         x and y over [-r, r] of the last radial sample, z over the field's z samples; by
         default x and y at the radial spacing (through ±r of the radial samples) and z at the
         field's z samples; ``dims`` (nx, ny, nz) or ``spacing`` (dx, dy, dz) choose another
         resolution."""
-        from .field_theta import CartesianView
+        from .theta import CartesianView
 
         return CartesianView(self, dims=dims, spacing=spacing)
 

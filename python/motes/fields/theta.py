@@ -20,9 +20,8 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .errors import UsageError
-from .field import AXES, Field
-from .field_file import index_box_in
+from ..errors import UsageError
+from .model import AXES, Field, index_box_in
 
 __all__ = ["CartesianView", "RANGE_SAMPLES"]
 
@@ -39,7 +38,7 @@ def _axis_count(extent: float, step: float) -> int:
 
 class CartesianView:
     """A thetaMode field resampled on a uniform, node-centred Cartesian grid (x, y, z): the
-    interface of :class:`motes.field_file.StoredField` for reads (``read``, ``to_field``,
+    interface of :class:`motes.fields.file.StoredField` for reads (``read``, ``to_field``,
     ``axis``, ``index_box_of``, ``levels``, ``ranges``), each sample reconstructed from the
     modes at read time. Its components are those the field's ``sample`` takes (a field with
     components r, t, z: r, t, z, x, y). Points outside the field's radius or z range read as
