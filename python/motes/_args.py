@@ -102,19 +102,13 @@ def path(value: Union[str, os.PathLike]) -> str:
 
 
 def quality(value: Any) -> Tuple[float, float]:
-    """quality=q or (q0, q1), each in [0, 1], q0 <= q1."""
+    """quality=q (the range (0, q)) or (q0, q1) as two floats; their range is the core's
+    check (``check_query_spec``: each in [0, 1], q0 <= q1)."""
     if isinstance(value, (tuple, list)):
         if len(value) != 2:
             raise UsageError("quality must be a number or a (from, to) pair")
-        q0, q1 = number("quality", value[0]), number("quality", value[1])
-    else:
-        q0, q1 = 0.0, number("quality", value)
-    for q in (q0, q1):
-        if not 0.0 <= q <= 1.0:
-            raise UsageError(f"quality must be in [0, 1], got {q:g}")
-    if q0 > q1:
-        raise UsageError(f"quality range is reversed: from {q0:g} to {q1:g}")
-    return q0, q1
+        return number("quality", value[0]), number("quality", value[1])
+    return 0.0, number("quality", value)
 
 
 def attributes(name: str, value: Optional[Mapping[str, Any]]) -> Dict[str, Any]:

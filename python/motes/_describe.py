@@ -167,7 +167,7 @@ def describe(ds, step: Optional[int] = None, species: Optional[str] = None, all_
                     continue
                 details.append(_file_info(ds, s, name, storage))
         if species is not None and not details:
-            ds._resolve(step, species)  # raises UsageError with the species of the step
+            ds.request(step=step, species=species)  # raises UsageError with the species of the step
         field_details = [_field_info(ds, s, name) for s in chosen for name in ds.field_names(s)]
     else:
         field_details = []

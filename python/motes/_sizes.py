@@ -78,7 +78,7 @@ def _part_files(ds, step: Optional[int], species: Optional[str]):
             for k in range(src.part_count):
                 yield s, name, src.part(k)
     if species is not None and not found and steps:
-        ds._resolve(step, species)  # raises UsageError naming the species there are
+        ds.request(step=step, species=species)  # raises UsageError naming the species there are
 
 
 def sizes(ds, step: Optional[int] = None, species: Optional[str] = None) -> Dict[str, Any]:

@@ -61,7 +61,8 @@ class Dataset:
         if not steps:
             raise UsageError(f"{self.motes.path}: the dataset has no steps")
         self.step = steps[-1] if step is None else step
-        st, self.species = self.motes._resolve(self.step, species)
+        req = self.motes.request(step=self.step, species=species)
+        st, self.species = req.step, req.species
         self.step = st.index
         columns = self.motes.schema(self.step, self.species)
         self.schema = pa.schema([pa.field(c.name, _arrow_type(c.dtype), nullable=False,
@@ -160,11 +161,11 @@ class Scanner:
         ds = self.dataset
         if self._part is None:
             return ds.motes.select(self.where, step=ds.step, species=ds.species)
-        from .mpi import _part_source, _spec
+        from .parts import part_source, part_spec
 
-        spec = _spec(ds.motes, ds.step, self.where, None, None, None, species=ds.species)
+        spec = part_spec(ds.motes, ds.step, ds.species, self.where, None, None, None)
         with storage_errors(ds.motes.path, "cannot read"):
-            return _core.select(_part_source(ds.motes, self._part), spec)
+            return _core.select(part_source(ds.motes, self._part), spec)
 
     def to_batches(self) -> Iterator:
         import pyarrow as pa

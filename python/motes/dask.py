@@ -27,11 +27,11 @@ import pandas as pd
 from . import _core
 from ._args import histogram_axes
 from ._defaults import HISTOGRAM_BINS
-from .request import BoxLike, Quality, box_of
+from .request import BoxLike, Quality, box_of, check_values
 from .dataset import open as _open
 from .errors import UsageError
-from .mpi import (_check_schemas, _combine_stats, _part_histogram, _part_source, _part_stats, _resolve_ranges, _spec,
-                  _steps_of)
+from .parts import (check_schemas, merge_stats, part_histogram, part_source, part_spec, part_stats, resolve_ranges,
+                    steps_of)
 from .plan import PartRead
 
 __all__ = ["read", "histogram"]
@@ -57,7 +57,7 @@ def _read_part(part: PartRead, *, path: str, where, box, quality, threads, names
 
 
 def _core_select(ds, part: PartRead, where, box, quality, threads):
-    return _core.select(_part_source(ds, part), _spec(ds, part.step, where, box, quality, threads))
+    return _core.select(part_source(ds, part), part_spec(ds, part.step, part.species, where, box, quality, threads))
 
 
 def read(path: Union[str, os.PathLike], where: Optional[str] = None, box: BoxLike = None,
@@ -76,15 +76,15 @@ def read(path: Union[str, os.PathLike], where: Optional[str] = None, box: BoxLik
     query threads (default 1: dask runs tasks side by side)."""
     path = os.fspath(path)
     ds = _open(path)
-    resolved, several = _steps_of(ds, steps, species)
-    names = ds._columns(columns, *resolved[0])
-    _check_schemas(ds, resolved, names)
+    resolved, several = steps_of(ds, steps, species)
+    names = ds.request(columns=columns, step=resolved[0][0], species=resolved[0][1]).columns
+    check_schemas(ds, resolved, names)
     if several and STEP in names:
         raise UsageError(f"a column is named '{STEP}', which clashes with the step column of a read of several "
                          "steps: pass one step, or columns= without it")
     b = box_of(box)
-    for step, _sp in resolved:
-        _spec(ds, step, where, b, quality, threads)  # every argument checked now, not in a task
+    for step, sp in resolved:
+        part_spec(ds, step, sp, where, b, quality, threads)  # every argument checked now, not in a task
     kept = ds.plan(where, b, quality, steps=[s for s, _ in resolved], species=species).parts
     dtypes = {c.name: c.dtype for c in ds.schema(*resolved[0])}
     meta_columns: Dict[str, np.ndarray] = {}
@@ -101,11 +101,11 @@ def read(path: Union[str, os.PathLike], where: Optional[str] = None, box: BoxLik
 
 
 def _stats_task(path, part, column, where, box, quality, threads):
-    return _part_stats(_open(path), part, column, where, box, quality, threads)
+    return part_stats(_open(path), part, column, where, box, quality, threads)
 
 
 def _histogram_task(path, part, axes, nbins, ranges, weights, where, box, quality, threads):
-    h = _part_histogram(_open(path), part, axes, nbins, ranges, weights, where, box, quality, threads)
+    h = part_histogram(_open(path), part, axes, nbins, ranges, weights, where, box, quality, threads)
     return np.asarray(h, dtype=np.float64).reshape(tuple(nbins))
 
 
@@ -137,15 +137,15 @@ def histogram(path: Union[str, os.PathLike], x: str, y: Optional[str] = None, *,
     parts' sums are added in another order)."""
     path = os.fspath(path)
     ds = _open(path)
-    resolved, several = _steps_of(ds, steps, species)
+    resolved, several = steps_of(ds, steps, species)
     axes, nbins, given = histogram_axes(x, y, bins, range)
     extra = [] if weights is None else [weights]
     for step, sp in resolved:
-        ds._check_values(axes + extra, step, sp)
-    _check_schemas(ds, resolved, axes + extra)
+        check_values(axes + extra, ds.request(step=step, species=sp).known)
+    check_schemas(ds, resolved, axes + extra)
     b = box_of(box)
-    for step, _sp in resolved:
-        _spec(ds, step, where, b, quality, threads)
+    for step, sp in resolved:
+        part_spec(ds, step, sp, where, b, quality, threads)
     if isinstance(split_every, bool) or not isinstance(split_every, int) or split_every < 2:
         raise UsageError("split_every must be an integer >= 2")
     kept = ds.plan(where, b, quality, steps=[s for s, _ in resolved], species=species).parts
@@ -157,8 +157,8 @@ def histogram(path: Union[str, os.PathLike], x: str, y: Optional[str] = None, *,
                  for i in missing]
         (results,) = dask.compute(tasks)
         for i, per_part in zip(missing, results):
-            found[i] = _combine_stats(per_part)
-    ranges = _resolve_ranges(given, found)
+            found[i] = merge_stats(per_part)
+    ranges = resolve_ranges(given, found)
 
     shape = tuple(nbins)
     roots = {}

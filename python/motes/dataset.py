@@ -16,7 +16,7 @@ from .errors import UsageError, storage_errors
 from ._progress import Progress
 from ._ranks import comm_handle, on_every_rank
 from .errors import storage_method
-from .request import BoxLike, Quality, selection
+from .request import BoxLike, Quality, Request, checked_columns, selection
 from .table import Column, Table
 
 __all__ = ["open", "follow", "Dataset", "read_partition"]
@@ -142,25 +142,20 @@ class Dataset:
         """The grid fields of a step (default: the last)."""
         return list(self.step(step).fields) if self._steps else []
 
-    def _fields_for(self, spec, step: Optional[int], values: Sequence[Optional[str]] = (),
-                    species: Optional[str] = None):
-        """The query's spec, given the samplers of the fields its expression names
-        (``field('Bz')``, ``field('E', 'x')``: the field at each particle's position), and
-        those of the numeric expressions among ``values`` (histogram axes and weights: a
-        column, or an expression over the columns of ``species``)."""
+    def _sample_fields(self, spec, step: int, values: Sequence[str], known: Sequence[str]) -> None:
+        """Gives ``spec`` the samplers of the grid fields its expression names
+        (``field('Bz')``, ``field('E', 'x')``: the field at each particle's position) and those
+        the numeric expressions among ``values`` name (histogram axes and weights: a column,
+        or an expression over the columns ``known``)."""
         refs = []
         if spec.where and "field" in spec.where:
             refs += _core.expression_fields(spec.where)
-        texts = [v for v in values if v is not None and "field" in v]
-        if texts:
-            known = self.column_names(step, species)
-            for v in texts:
-                if v not in known:
-                    refs += _core.value_fields(v, known)
+        for v in values:
+            if "field" in v and v not in known:
+                refs += _core.value_fields(v, known)
         for name, component in dict.fromkeys(refs):
             f = self.field(name, step)
             _core.query_add_field(spec, name, component, f.sampler(component or None))
-        return spec
 
     def sample(self, field: str, x, y=None, z=None, *, step: Optional[int] = None, component: Optional[str] = None,
                fill: float = float("nan")):
@@ -218,26 +213,30 @@ class Dataset:
     def bounds(self, step: Optional[int] = None, species: Optional[str] = None):
         return self._species(step, species)["bounds"]
 
-    def _source_for(self, spec, step: Optional[int], species: Optional[str]):
-        """:meth:`source` for a query of ``spec``: over a remote dataset, the reads that open
-        its files (their heads) stop at the query's deadline or token, as its own reads do."""
+    def _source_for(self, spec, step: int, species: str):
+        """:meth:`source` of a resolved step index and species name, for a query of ``spec``:
+        over a remote dataset, the reads that open its files (their heads) stop at the query's
+        deadline or token, as its own reads do."""
         if not self.remote or (spec.deadline is None and spec.cancel is None):
-            return self.source(step, species)
+            return self._opened(step, species)
         from .remote import bounded
 
         with bounded(spec.deadline, spec.cancel):
-            return self.source(step, species)
+            return self._opened(step, species)
 
-    @storage_method("cannot open the particle files")
     def source(self, step: Optional[int] = None, species: Optional[str] = None):
         """The particles of one species in one step (cached): one particle file, or the part
         files of a parallel write behind their step index; queries run over it. The files are
         checked against the manifest (checksums, count, bounds, schema) when first opened."""
         st, name = self._resolve(step, species)
-        key = (st.index, name)
+        return self._opened(st.index, name)
+
+    @storage_method("cannot open the particle files")
+    def _opened(self, step: int, species: str):
+        key = (step, species)
         c = self._files.get(key)
         if c is None:
-            c = self._files[key] = self._core.open_species(st.index, name)
+            c = self._files[key] = self._core.open_species(step, species)
         return c
 
     def file(self, step: Optional[int] = None, species: Optional[str] = None, part: int = 0):
@@ -248,6 +247,25 @@ class Dataset:
         return src.part(part)
 
     # --- queries -----------------------------------------------------------------------------
+    def request(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
+                fraction: Optional[float] = None, columns: Optional[Sequence[str]] = None, values: Sequence[str] = (),
+                step: Optional[int] = None, species: Optional[str] = None, threads: Optional[int] = None,
+                cancel: Optional[_core.CancelToken] = None, timeout: Optional[float] = None) -> Request:
+        """One read of one species in one step, resolved and checked once: a
+        :class:`motes.request.Request` (the step, the species, its columns, the ``columns``
+        asked for, and the core's ``QuerySpec`` with the grid fields its expressions sample).
+        The arguments are :meth:`query`'s; ``values`` are numeric expressions the read will
+        compute (histogram axes, weights, a column of stats): the grid fields they sample are
+        bound here; the core checks them when it reads (a derived quantity's name is one).
+        Every query and analysis of this class reads through one, and so do plans, the part
+        queries of :mod:`motes.mpi` and :mod:`motes.dask`, and :mod:`motes.arrow`."""
+        spec = selection(where, box, quality, fraction, threads, cancel, timeout)
+        st, name = self._resolve(step, species)
+        known = [c[0] for c in st.species[name]["columns"]]
+        wanted = checked_columns(columns, known, references=True)
+        self._sample_fields(spec, st.index, [v for v in values if v is not None], known)
+        return Request(st, name, known, wanted, spec, lambda: self._source_for(spec, st.index, name))
+
     def plan(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
              fraction: Optional[float] = None, step: Optional[int] = None, steps: Any = None,
              species: Optional[str] = None, levels: bool = False):
@@ -271,8 +289,9 @@ class Dataset:
                timeout: Optional[float] = None):
         """The selection (file positions) matching the query, without copying any column.
         ``cancel`` and ``timeout`` hold for its gathers too (see :meth:`query`)."""
-        spec = self._fields_for(selection(where, box, quality, fraction, threads, cancel, timeout), step)
-        return _core.select(self._source_for(spec, step, species), spec)
+        req = self.request(where, box, quality, fraction=fraction, step=step, species=species, threads=threads,
+                           cancel=cancel, timeout=timeout)
+        return _core.select(req.source(), req.spec)
 
     @storage_method("cannot read")
     def query(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
@@ -300,14 +319,12 @@ class Dataset:
             from .steps import query as across
             return across(self, steps, step, where=where, box=box, quality=quality, fraction=fraction, columns=columns,
                           species=species, threads=threads, cancel=cancel, timeout=timeout)
-        sel = self.select(where, box, quality, fraction=fraction, step=step, species=species, threads=threads,
-                          cancel=cancel, timeout=timeout)
-        known = self.column_names(step, species)
-        if columns is not None and not isinstance(columns, str) and any(field_reference(c, known) for c in columns):
-            self._columns([c for c in columns if not field_reference(c, known)], step, species)  # checks the others
-            return Table(gather_with_fields(self, sel, list(columns), step, known), sel.counters)
-        names = self._columns(columns, step, species)
-        return Table(dict(zip(names, sel.gather_columns(names, 0, sel.size))), sel.counters)
+        req = self.request(where, box, quality, fraction=fraction, columns=columns, step=step, species=species,
+                           threads=threads, cancel=cancel, timeout=timeout)
+        sel = _core.select(req.source(), req.spec)
+        if any(field_reference(c, req.known) for c in req.columns):
+            return Table(gather_with_fields(self, sel, req.columns, req.step.index, req.known), sel.counters)
+        return Table(dict(zip(req.columns, sel.gather_columns(req.columns, 0, sel.size))), sel.counters)
 
     def query_batches(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
                       fraction: Optional[float] = None, columns: Optional[Sequence[str]] = None,
@@ -318,36 +335,15 @@ class Dataset:
         ``timeout`` counts from the first batch asked for, over all batches."""
         if _args.integer("batch_size", batch_size, 1, _args.UINT64[1]) < 1:
             raise UsageError("batch_size must be at least 1")
-        sel = self.select(where, box, quality, fraction=fraction, step=step, species=species, threads=threads,
-                          cancel=cancel, timeout=timeout)
-        names = self._columns(columns, step, species)
+        req = self.request(where, box, quality, fraction=fraction, step=step, species=species, threads=threads,
+                           cancel=cancel, timeout=timeout)
+        names = checked_columns(columns, req.known)
+        sel = _core.select(req.source(), req.spec)
         for begin in range(0, sel.size, batch_size):
             end = min(sel.size, begin + batch_size)
             with storage_errors(self.path, "cannot read"):
                 cols = sel.gather_columns(names, begin, end)
             yield Table(dict(zip(names, cols)), sel.counters)
-
-    def _columns(self, columns, step, species) -> List[str]:
-        known = self.column_names(step, species)
-        if columns is None:
-            return known
-        if isinstance(columns, str):
-            columns = [columns]
-        for c in columns:
-            if c not in known:
-                raise UsageError(f"unknown column '{c}' (columns: {', '.join(known)})")
-        return list(columns)
-
-    def _check_values(self, texts: Sequence[str], step, species) -> None:
-        """UsageError unless each text is a column of the species or a numeric expression
-        over its columns (a histogram's axis or weights, a column of stats)."""
-        known = self.column_names(step, species)
-        for t in texts:
-            if t in known:
-                continue
-            if t.isidentifier():
-                self._columns([t], step, species)  # "unknown column 't' (columns: ...)"
-            _core.value_fields(t, known)
 
     @storage_method("cannot read")
     def count(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
@@ -360,8 +356,9 @@ class Dataset:
             from .steps import count as across
             return across(self, steps, step, where=where, box=box, quality=quality, fraction=fraction, species=species,
                           threads=threads, cancel=cancel, timeout=timeout)
-        spec = self._fields_for(selection(where, box, quality, fraction, threads, cancel, timeout), step)
-        return int(_core.count(self._source_for(spec, step, species), spec))
+        req = self.request(where, box, quality, fraction=fraction, step=step, species=species, threads=threads,
+                           cancel=cancel, timeout=timeout)
+        return int(_core.count(req.source(), req.spec))
 
     @storage_method("cannot read")
     def stats(self, column: str, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
@@ -377,9 +374,9 @@ class Dataset:
             return across(self, steps, column, step, where=where, box=box, quality=quality, fraction=fraction,
                           species=species, threads=threads, cancel=cancel, timeout=timeout)
         column = _args.text("column", column)
-        spec = self._fields_for(selection(where, box, quality, fraction, threads, cancel, timeout), step, [column],
-                                species)
-        return _core.stats(self._source_for(spec, step, species), column, spec).to_dict()
+        req = self.request(where, box, quality, fraction=fraction, values=[column], step=step, species=species,
+                           threads=threads, cancel=cancel, timeout=timeout)
+        return _core.stats(req.source(), column, req.spec).to_dict()
 
     @storage_method("cannot read")
     def histogram(self, x: str, y: Optional[str] = None, *, bins: Union[int, Tuple[int, int]] = HISTOGRAM_BINS,
@@ -405,13 +402,13 @@ class Dataset:
             return across(self, steps, x, y, step, bins=bins, range=range, weights=weights, where=where, box=box,
                           quality=quality, fraction=fraction, species=species, threads=threads, cancel=cancel,
                           timeout=timeout)
-        self._resolve(step, species)  # a missing step or species is named before the axes are checked
+        st, species = self._resolve(step, species)  # a missing step or species is named before the axes are checked
         axes, nbins, given = _args.histogram_axes(x, y, bins, range)  # given: (min, max) or None per axis
         if weights is not None:
             weights = _args.text("weights", weights)
-        sel = self._fields_for(selection(where, box, quality, fraction, threads, cancel, timeout), step,
-                               axes + [weights], species)
-        f = self._source_for(sel, step, species)
+        req = self.request(where, box, quality, fraction=fraction, values=axes + [weights], step=st.index,
+                           species=species, threads=threads, cancel=cancel, timeout=timeout)
+        sel, f = req.spec, req.source()
         resolved = []
         for name, r in zip(axes, given):
             s = _core.stats(f, name, sel) if r is None else None
@@ -544,7 +541,10 @@ def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = N
     handle = comm_handle(comm)
 
     def prepare():
-        spec = selection(where, box, quality, fraction, threads)  # checked as a query's
+        ds = Dataset(path)
+        asked = ds.request(where, box, quality, fraction=fraction, columns=columns, step=step, species=species,
+                           threads=threads)  # checked as a query's
+        spec = asked.spec
         req = _core.PartitionRequest()  # what is None keeps the core's default
         if quality is not None:
             req.quality = spec.quality_to
@@ -555,10 +555,9 @@ def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = N
         req.box = spec.box
         if threads is not None:
             req.threads = spec.threads
-        ds = Dataset(path)
-        ds.source(step, species)  # the files, checked against the manifest
-        req.columns = ds._columns(columns, step, species)
-        return ds._species(step, species)["path"], req
+        asked.source()  # the files, checked against the manifest
+        req.columns = checked_columns(columns, asked.known)
+        return asked.step.species[asked.species]["path"], req
 
     src, req = on_every_rank(comm, prepare, f"opening '{os.fspath(path)}' for a parallel read")
     with storage_errors(path, "cannot read"):

@@ -14,7 +14,7 @@ matching particle are left out by the index), and the parts are shared over the 
 their estimated rows. Each rank queries its own parts; the results are combined with a
 reduction. An error on any rank (a bad argument, a missing file) is raised on every rank.
 
-This module also holds what :mod:`motes.dask` shares with it: the queries of one part. It
+The queries of one part are :mod:`motes.parts` (shared with :mod:`motes.dask`). This module
 imports no MPI library itself: the communicator's own methods (mpi4py) do the collective
 work.
 """
@@ -27,110 +27,16 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from . import _args, _core
+from . import _args
 from ._ranks import on_every_rank
-from ._defaults import HISTOGRAM_BINS, histogram_range
-from .dataset import Dataset
+from ._defaults import HISTOGRAM_BINS
 from .dataset import open as _open
 from .errors import UsageError
+from .parts import merge_stats, part_count, part_histogram, part_stats, resolve_ranges
 from .plan import PartRead
-from .request import BoxLike, Quality, selection
+from .request import BoxLike, Quality, check_values
 
 __all__ = ["count", "stats", "histogram"]
-
-
-# --- the steps and parts of a distributed analysis --------------------------------------------
-
-def _steps_of(ds: Dataset, steps: Any, species: Optional[str]) -> Tuple[List[Tuple[int, str]], bool]:
-    """(step, species name) of each step ``steps`` names, in the dataset's step order, each
-    once; and whether a step column is due (every form but a single index). ``steps`` takes
-    the forms of ``Dataset.query(steps=)`` (:func:`motes.steps.resolve`: a list or range of
-    step indexes, ``"all"``, slice text, ...), None for ``"all"``, or one step index (one
-    step, no step column)."""
-    from .steps import resolve
-
-    several = True
-    if isinstance(steps, (int, np.integer)) and not isinstance(steps, bool):
-        wanted, several = resolve(ds, [_args.step(steps)], species), False
-    else:
-        wanted = resolve(ds, "all" if steps is None else steps, species)
-    out = []
-    for k in wanted:
-        st, name = ds._resolve(k, species)
-        out.append((st.index, name))
-    return out, several
-
-
-def _check_schemas(ds: Dataset, resolved: List[Tuple[int, str]], names: Sequence[str]) -> None:
-    """The columns read must have one dtype in every step (a numeric expression among
-    ``names``, checked by Dataset._check_values, is float64 in every step)."""
-    first = {c.name: c.dtype for c in ds.schema(*resolved[0])}
-    for step, sp in resolved[1:]:
-        here = {c.name: c.dtype for c in ds.schema(step, sp)}
-        for n in names:
-            if n not in first and not n.isidentifier():
-                continue
-            if n not in here:
-                raise UsageError(f"step {step} has no column '{n}' (columns: {', '.join(here)})")
-            if here[n] != first[n]:
-                raise UsageError(f"column '{n}' is {first[n]} in step {resolved[0][0]} but {here[n]} in step {step}")
-
-
-def _spec(ds: Dataset, step: int, where, box, quality, threads, values: Sequence[Optional[str]] = (),
-          species: Optional[str] = None):
-    """The core's QuerySpec of a part's query (fields named in ``where`` and in the numeric
-    expressions among ``values``, a histogram's axes and weights, bound to the step's)."""
-    return ds._fields_for(selection(where, box, quality, None, threads), step, values, species)
-
-
-# --- one part's query ------------------------------------------------------------------------
-
-def _part_source(ds: Dataset, part: PartRead):
-    """A collection of one part file, which the core's queries and analyses run over (the
-    part opened through the species first: checked against the step index)."""
-    src = ds.source(part.step, part.species)
-    if src.part_count == 1:
-        return src
-    return _core.Collection.open(ds.file(part.step, part.species, part.part).path)
-
-
-def _part_count(ds, part, where, box, quality, threads) -> int:
-    return int(_core.count(_part_source(ds, part), _spec(ds, part.step, where, box, quality, threads)))
-
-
-def _part_stats(ds, part, column, where, box, quality, threads) -> Dict[str, Any]:
-    spec = _spec(ds, part.step, where, box, quality, threads, [column], part.species)
-    return _core.stats(_part_source(ds, part), column, spec).to_dict()
-
-
-def _part_histogram(ds, part, axes, nbins, ranges, weights, where, box, quality, threads) -> np.ndarray:
-    src = _part_source(ds, part)
-    spec = _spec(ds, part.step, where, box, quality, threads, axes + [weights], part.species)
-    if len(axes) == 1:
-        return _core.histogram(src, axes[0], int(nbins[0]), *ranges[0], weight=weights, spec=spec)
-    return _core.histogram(src, axes[0], int(nbins[0]), *ranges[0], y=axes[1], ybins=int(nbins[1]),
-                           ylo=ranges[1][0], yhi=ranges[1][1], weight=weights, spec=spec)
-
-
-def _combine_stats(results: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
-    """The stats of the union of disjoint selections (in the order given)."""
-    out: Dict[str, Any] = {"count": 0, "valid": 0, "min": None, "max": None, "sum": 0.0, "mean": None}
-    for r in results:
-        out["count"] += int(r["count"])
-        out["valid"] += int(r["valid"])
-        out["sum"] += float(r["sum"])
-        if r["min"] is not None:
-            out["min"] = r["min"] if out["min"] is None else min(out["min"], r["min"])
-            out["max"] = r["max"] if out["max"] is None else max(out["max"], r["max"])
-    if out["valid"]:
-        out["mean"] = out["sum"] / out["valid"]
-    return out
-
-
-def _resolve_ranges(given, found: Sequence[Optional[Dict[str, Any]]]) -> List[Tuple[float, float]]:
-    """Each axis' range: the one given, else the min/max of the matching values (``found``:
-    their combined stats), by the core's rule (as ``Dataset.histogram`` resolves it)."""
-    return [histogram_range(r, *((None, None) if s is None else (s["min"], s["max"]))) for r, s in zip(given, found)]
 
 
 # --- the collective calls ---------------------------------------------------------------------
@@ -161,7 +67,7 @@ def _plan(path, comm, where, box, quality, step, species, stage):
 
     def prepare():
         ds = _open(path)
-        ds._resolve(step, species)  # checked on every rank
+        ds.request(step=step, species=species)  # checked on every rank
         plan = ds.plan(where, box, quality, step=step, species=species).parts if comm.Get_rank() == 0 else None
         return ds, plan
 
@@ -189,7 +95,7 @@ def count(path: Union[str, os.PathLike], comm: Any, where: Optional[str] = None,
     of ``comm``: the same number on every rank. ``threads``: each rank's query threads
     (default: the core's)."""
     ds, mine = _plan(path, comm, where, box, quality, step, species, f"planning a count of '{os.fspath(path)}'")
-    local = on_every_rank(comm, lambda: sum(_part_count(ds, u, where, box, quality, threads) for u in mine),
+    local = on_every_rank(comm, lambda: sum(part_count(ds, u, where, box, quality, threads) for u in mine),
                            "counting")
     return int(sum(comm.allgather(local)))
 
@@ -203,10 +109,10 @@ def stats(path: Union[str, os.PathLike], comm: Any, column: str, where: Optional
 
     def local():
         name = _args.text("column", column)
-        ds._check_values([name], step, species)  # an unknown column fails on every rank, parts or not
-        return _combine_stats([_part_stats(ds, u, name, where, box, quality, threads) for u in mine])
+        check_values([name], ds.request(step=step, species=species).known)  # fails on every rank, parts or not
+        return merge_stats([part_stats(ds, u, name, where, box, quality, threads) for u in mine])
 
-    return _combine_stats(comm.allgather(on_every_rank(comm, local, f"computing stats of '{column}'")))
+    return merge_stats(comm.allgather(on_every_rank(comm, local, f"computing stats of '{column}'")))
 
 
 def histogram(path: Union[str, os.PathLike], comm: Any, x: str, y: Optional[str] = None, *,
@@ -221,7 +127,8 @@ def histogram(path: Union[str, os.PathLike], comm: Any, x: str, y: Optional[str]
 
     def check():
         axes, nbins, given = _args.histogram_axes(x, y, bins, range)
-        ds._check_values(axes + ([] if weights is None else [_args.text("weights", weights)]), step, species)
+        check_values(axes + ([] if weights is None else [_args.text("weights", weights)]),
+                     ds.request(step=step, species=species).known)
         return axes, nbins, given
 
     axes, nbins, given = on_every_rank(comm, check, "checking the histogram's arguments")
@@ -229,18 +136,18 @@ def histogram(path: Union[str, os.PathLike], comm: Any, x: str, y: Optional[str]
     if any(r is None for r in given):
         def local_ranges():
             return [None if r is not None else
-                    _combine_stats([_part_stats(ds, u, a, where, box, quality, threads) for u in mine])
+                    merge_stats([part_stats(ds, u, a, where, box, quality, threads) for u in mine])
                     for a, r in zip(axes, given)]
 
         every = comm.allgather(on_every_rank(comm, local_ranges, "finding the histogram's range"))
-        found = [None if given[i] is not None else _combine_stats([e[i] for e in every]) for i in builtins.range(len(axes))]
-    ranges = _resolve_ranges(given, found)
+        found = [None if given[i] is not None else merge_stats([e[i] for e in every]) for i in builtins.range(len(axes))]
+    ranges = resolve_ranges(given, found)
 
     def local_histogram():
         shape = tuple(nbins)
         h = np.zeros(shape, dtype=np.float64)
         for u in mine:
-            h += np.asarray(_part_histogram(ds, u, axes, nbins, ranges, weights, where, box, quality, threads)).reshape(shape)
+            h += np.asarray(part_histogram(ds, u, axes, nbins, ranges, weights, where, box, quality, threads)).reshape(shape)
         return h
 
     h = _sum_arrays(comm, on_every_rank(comm, local_histogram, "computing the histogram"))

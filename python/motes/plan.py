@@ -24,7 +24,6 @@ import numpy as np
 
 from . import _core
 from .errors import storage_errors
-from .request import selection
 
 __all__ = ["PartRead", "ReadPlan", "plan", "levels_for_quality"]
 
@@ -70,10 +69,10 @@ def plan(ds, where, box, quality, fraction, step, steps: Any, species: Optional[
     parts: List[PartRead] = []
     pruned = 0
     for k in ks:
-        st, name = ds._resolve(k, species)
-        spec = ds._fields_for(selection(where, box, quality, fraction, None), k)
+        req = ds.request(where, box, quality, fraction=fraction, step=k, species=species)
         with storage_errors(ds.path, "cannot read"):
-            got = _core.plan_reads(ds.source(k, name), spec, levels)
+            got = _core.plan_reads(req.source(), req.spec, levels)
         pruned += got.pruned
-        parts += [PartRead(st.index, name, p.part, p.count, p.rows, p.levels if levels else None) for p in got.parts]
+        parts += [PartRead(req.step.index, req.species, p.part, p.count, p.rows, p.levels if levels else None)
+                  for p in got.parts]
     return ReadPlan(parts, pruned)

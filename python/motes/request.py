@@ -1,19 +1,23 @@
-"""A read request's arguments, checked once: what is read (``where``, ``box``, ``quality`` or
-``fraction``) and how (threads, cancellation, deadline), as the core's ``QuerySpec``. Every
-reader (``Dataset``, plans, steps, the part queries of MPI and Dask) builds its request here."""
+"""A read request, resolved and checked once: which species of which step, which columns,
+what is read (``where``, ``box``, ``quality`` or ``fraction``) and how (threads,
+cancellation, deadline) as the core's ``QuerySpec``, with the grid fields its expressions
+sample. ``Dataset.request`` makes one (this module never imports the dataset); every reader
+(``Dataset``'s queries and analyses, plans, the part queries of MPI and Dask, Arrow, the
+converters) reads through one."""
 
 from __future__ import annotations
 
 import math
 import time
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from dataclasses import dataclass, field
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _args, _core
 from .errors import UsageError
 
-__all__ = ["Quality", "BoxLike", "selection", "box_of"]
+__all__ = ["Quality", "BoxLike", "Request", "selection", "box_of", "checked_columns", "check_values"]
 
 Quality = Union[float, Tuple[float, float]]
 BoxLike = Optional[Sequence[float]]
@@ -21,7 +25,8 @@ BoxLike = Optional[Sequence[float]]
 
 def selection(where, box, quality, fraction, threads, cancel=None, timeout=None):
     """The core's QuerySpec of a query's arguments, checked; what is None keeps the core's default.
-    ``cancel`` (a CancelToken) and ``timeout`` (seconds from now) stop the query with CancelledError."""
+    ``cancel`` (a CancelToken) and ``timeout`` (seconds from now) stop the query with CancelledError.
+    Quality and fraction are checked by the core's one check (``check_query_spec``)."""
     spec = _core.QuerySpec()
     if cancel is not None:
         spec.cancel = _args.cancel_token(cancel)
@@ -30,22 +35,14 @@ def selection(where, box, quality, fraction, threads, cancel=None, timeout=None)
     if quality is not None:
         spec.quality_from, spec.quality_to = _args.quality(quality)
     if fraction is not None:
-        spec.fraction = _fraction(fraction)
-        if (spec.quality_from, spec.quality_to) != (_core.QuerySpec().quality_from, _core.QuerySpec().quality_to):
-            raise UsageError("pass either fraction= or quality=, not both")
+        spec.fraction = _args.number("fraction", fraction)
     if where is not None:
         spec.where = _args.where(where)
     spec.box = box_of(box)
     if threads is not None:
         spec.threads = _args.threads(threads)
+    _core.check_query_spec(spec)
     return spec
-
-
-def _fraction(fraction: Any) -> float:
-    fraction = _args.number("fraction", fraction)
-    if not 0.0 <= fraction <= 1.0:
-        raise UsageError(f"fraction must be in [0, 1], got {fraction:g}")
-    return fraction
 
 
 def box_of(box: BoxLike) -> Optional[List[float]]:
@@ -58,3 +55,56 @@ def box_of(box: BoxLike) -> Optional[List[float]]:
     if b.size != 6:
         raise UsageError("box must be 6 numbers (xmin, ymin, zmin, xmax, ymax, zmax) or ((xmin, ymin, zmin), (xmax, ymax, zmax))")
     return [float(v) for v in b]
+
+
+@dataclass(frozen=True)
+class Request:
+    """One read of one species in one step (:meth:`motes.Dataset.request`): ``step`` (the
+    :class:`motes.dataset.Step`), ``species`` (its name), ``known`` (the species' columns,
+    in schema order), ``columns`` (those asked for, checked; all by default; a
+    ``field('name')`` among them is sampled at the particles), ``spec`` (the core's
+    ``QuerySpec``: where, box, quality or fraction, threads, cancellation, deadline, and the
+    samplers of the grid fields its expression and values name). ``source()``: the particles
+    it reads (the core's, opened once per dataset handle)."""
+
+    step: Any
+    species: str
+    known: List[str]
+    columns: List[str]
+    spec: Any
+    open: Callable[[], Any] = field(repr=False, compare=False)
+
+    def source(self):
+        return self.open()
+
+
+def checked_columns(columns: Any, known: Sequence[str], references: bool = False) -> List[str]:
+    """The columns asked for (None: every one of ``known``; a name alone: that column),
+    UsageError naming an unknown one; ``references``: a ``field('name'[, 'component'])``
+    that is no column passes too (a grid field sampled at the particles)."""
+    if columns is None:
+        return list(known)
+    if isinstance(columns, str):
+        columns = [columns]
+    columns = list(columns)
+    for c in columns:
+        if c in known:
+            continue
+        if references:
+            from .fields.queries import field_reference
+
+            if field_reference(c, known):
+                continue
+        raise UsageError(f"unknown column '{c}' (columns: {', '.join(known)})")
+    return columns
+
+
+def check_values(texts: Sequence[str], known: Sequence[str]) -> None:
+    """UsageError unless each text is a column of ``known`` or a numeric expression over
+    them (a histogram's axis or weights, a column of stats)."""
+    for t in texts:
+        if t in known:
+            continue
+        if t.isidentifier():
+            checked_columns([t], known)  # "unknown column 't' (columns: ...)"
+        _core.value_fields(t, known)

@@ -211,6 +211,21 @@ motes::ColumnStats stats(Source f, const std::string& values, const Spec& spec) 
   return motes::stats(q, v);
 }
 
+// The stats of the union of disjoint selections, from their to_dict() forms (what MPI ranks
+// and Dask tasks send back), merged in the order given by ColumnStats::add.
+motes::ColumnStats merge_stats(const std::vector<nb::dict>& parts) {
+  motes::ColumnStats out;
+  for (const nb::dict& d : parts) {
+    motes::ColumnStats s;
+    s.count = nb::cast<uint64_t>(d["count"]);
+    s.valid = nb::cast<uint64_t>(d["valid"]);
+    s.sum = nb::cast<double>(d["sum"]);
+    if (s.valid) s.min = nb::cast<double>(d["min"]), s.max = nb::cast<double>(d["max"]);
+    out.add(s);
+  }
+  return out;
+}
+
 nb::object histogram(Source f, const std::string& x, uint32_t xbins, double xlo, double xhi,
                      std::optional<std::string> y, uint32_t ybins, double ylo, double yhi,
                      std::optional<std::string> weight, const Spec& spec) {
@@ -260,6 +275,11 @@ void bind_analyses(nb::module_& m) {
   m.def("stats", &stats, "source"_a, "column"_a, "spec"_a = nb::none(),
         "ColumnStats of a column (or of a numeric expression over the columns and the spec's fields, as a "
         "histogram's axis) over the query's particles.");
+  m.def("check_query_spec", &motes::check_query_spec, "spec"_a,
+        "UsageError unless the spec's quality range and fraction are well defined (the check every query makes).");
+  m.def("merge_stats", &merge_stats, "parts"_a,
+        "ColumnStats of the union of disjoint selections, from each one's ColumnStats.to_dict() (the parts of a "
+        "step over MPI ranks or Dask tasks), merged in the order given.");
   m.def("histogram", &histogram, "source"_a, "x"_a, "xbins"_a, "xlo"_a, "xhi"_a, "y"_a = nb::none(), "ybins"_a = 0,
         "ylo"_a = 0.0, "yhi"_a = 0.0, "weight"_a = nb::none(), "spec"_a = nb::none(),
         "1-D histogram of x (xbins over [xlo, xhi]), or 2-D with y; sums of weight when given. x, y and weight "

@@ -100,7 +100,7 @@ def test_bad_fractions(uniform):
     for bad in (-0.1, 1.5, float("nan")):
         with pytest.raises(motes.UsageError, match="fraction"):
             ds.count(fraction=bad)
-    with pytest.raises(motes.UsageError, match="either fraction= or quality="):
+    with pytest.raises(motes.UsageError, match="either a fraction or a quality, not both"):
         ds.count(fraction=0.1, quality=0.5)
 
 

@@ -25,7 +25,7 @@ def ds(tmp_path_factory):
     return motes.open(p)
 
 
-@pytest.mark.parametrize("quality, needle", [((-1, -0.5), "quality must be in \\[0, 1\\], got -1"),
+@pytest.mark.parametrize("quality, needle", [((-1, -0.5), "quality must be a number in \\[0, 1\\], got -1"),
                                              (2, "got 2"), (math.nan, "finite"), (("a", 1), "must be a number"),
                                              ((0.7, 0.2), "reversed"), ((0.1, 0.2, 0.3), "pair")])
 def test_quality(ds, quality, needle):

@@ -180,15 +180,7 @@ ColumnStats stats(Query& q, const Values& values) {
     per[chunk] = s;
   });
   ColumnStats out;
-  for (const ColumnStats& s : per) {
-    out.count += s.count;
-    if (!s.valid) continue;
-    if (!out.valid) out.min = s.min, out.max = s.max;
-    out.min = std::min(out.min, s.min);
-    out.max = std::max(out.max, s.max);
-    out.sum += s.sum;
-    out.valid += s.valid;
-  }
+  for (const ColumnStats& s : per) out.add(s);
   return out;
 }
 

@@ -3,6 +3,7 @@
 // Also the defaults of histograms (bins, range), which every caller takes from here.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,8 +16,20 @@ namespace motes {
 struct ColumnStats {
   uint64_t count = 0;  // selected points
   uint64_t valid = 0;  // of which not NaN
-  double min = 0, max = 0, sum = 0;
+  double min = 0, max = 0, sum = 0;  // min and max: when valid
   double mean() const { return valid ? sum / double(valid) : 0.0; }
+  // Adds the stats of a disjoint selection: the stats of the union. The one merge of stats
+  // (work chunks here; part files across MPI ranks and Dask tasks, through the binding's
+  // merge_stats); sums are added in the order the parts are added.
+  void add(const ColumnStats& o) {
+    count += o.count;
+    if (!o.valid) return;
+    if (!valid) min = o.min, max = o.max;
+    min = std::min(min, o.min);
+    max = std::max(max, o.max);
+    sum += o.sum;
+    valid += o.valid;
+  }
 };
 
 // What an analysis reads at each selected point: a column, or a numeric expression over

@@ -56,6 +56,20 @@ ExprPtr box_expression(const Box& b) {
 
 }  // namespace
 
+void check_query_spec(const QuerySpec& spec) {
+  for (double q : {spec.quality_from, spec.quality_to})
+    if (!(q >= 0.0 && q <= 1.0)) throw UsageError("quality must be a number in [0, 1], got " + number_text(q));
+  if (spec.quality_from > spec.quality_to)
+    throw UsageError("quality range is reversed: from " + number_text(spec.quality_from) + " to " +
+                     number_text(spec.quality_to));
+  if (spec.fraction) {
+    if (!(*spec.fraction >= 0.0 && *spec.fraction <= 1.0))
+      throw UsageError("fraction must be a number in [0, 1], got " + number_text(*spec.fraction));
+    if (spec.quality_from != 0.0 || spec.quality_to != 1.0)
+      throw UsageError("pass either a fraction or a quality, not both");
+  }
+}
+
 Query::Query(std::shared_ptr<const ParticleFile> file, const QuerySpec& spec) : Query(Collection::of(std::move(file)), spec) {}
 
 Query::Query(std::shared_ptr<const Collection> collection, const QuerySpec& spec)
@@ -65,16 +79,8 @@ Query::Query(std::shared_ptr<const Collection> collection, const QuerySpec& spec
       fraction_(spec.fraction),
       cancel_(spec.cancel, spec.deadline),
       prefetch_(spec.prefetch) {
-  if (spec.quality_from > spec.quality_to)
-    throw UsageError("quality range is reversed: from " + number_text(spec.quality_from) + " to " +
-                     number_text(spec.quality_to));
-  if (fraction_) {
-    if (!(*fraction_ >= 0.0 && *fraction_ <= 1.0))
-      throw UsageError("fraction must be a number in [0, 1], got " + number_text(*fraction_));
-    if (spec.quality_from != 0.0 || spec.quality_to != 1.0)
-      throw UsageError("pass either a fraction or a quality, not both");
-    quality_from_ = 0.0, quality_to_ = *fraction_ > 0.0 ? 1.0 : 0.0;
-  }
+  check_query_spec(spec);
+  if (fraction_) quality_from_ = 0.0, quality_to_ = *fraction_ > 0.0 ? 1.0 : 0.0;
   threads_ = spec.threads ? spec.threads : default_threads();
   std::vector<std::string> names;
   for (const ColumnSpec& c : collection_->schema()) names.push_back(c.name);

@@ -40,6 +40,12 @@ struct QuerySpec {
   std::vector<FieldRef> fields;
 };
 
+// UsageError unless the spec reads something well defined: quality_from and quality_to in
+// [0, 1], not reversed; a fraction in [0, 1], and not with a quality range. The one check of
+// these (a Query makes it; the bindings call it as soon as a spec is built, to fail before
+// any file is opened).
+void check_query_spec(const QuerySpec& spec);
+
 // A contiguous range of selected points of one part, in file order.
 struct Segment {
   uint64_t start;

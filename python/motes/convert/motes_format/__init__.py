@@ -164,7 +164,7 @@ def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, where: Optional[str
             if species is not None and name not in species:
                 continue
             schema = ds.schema(index, name)
-            names = ds._columns(columns, index, name)
+            names = ds.request(columns=columns, step=index, species=name).columns
             dtypes = {c.name: c.dtype for c in schema}
             units = {c.name: c.unit for c in schema if c.unit and c.name in names}
             blocks, expr = _blocks(ds, index, name, where, box, detail, chunk_rows)
