@@ -18,7 +18,7 @@
 #include "motes/fields/hz.hpp"
 #include "motes/fields/sample.hpp"
 #include "motes/query/engine.hpp"
-#include "motes/query/expr.hpp"
+#include "motes/expr/expr.hpp"
 
 namespace motes_py {
 

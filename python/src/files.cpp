@@ -18,7 +18,6 @@
 #include "motes/particles/track.hpp"
 #include "motes/particles/reader.hpp"
 #include "motes/particles/writer.hpp"
-#include "motes/query/derive.hpp"
 
 namespace motes_py {
 
@@ -158,8 +157,7 @@ void verify_data(const motes::ParticleFile& f, nb::object progress) {
       progress(d, t);
     };
   nb::gil_scoped_release release;
-  f.verify_data(cb);
-  motes::verify_derived(f);  // what the particles layer cannot compute (query/derive.hpp)
+  f.verify_data(cb);  // derived quantities computed again too
 }
 
 motes::WriteSummary write_file(const std::string& path, const std::vector<ColumnTuple>& cols,

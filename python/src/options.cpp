@@ -20,7 +20,6 @@
 #include "motes/parallel/options.hpp"
 #include "motes/particles/layout/builder.hpp"
 #include "motes/particles/writer.hpp"
-#include "motes/query/derive.hpp"
 #include "motes/query/engine.hpp"
 
 namespace motes_py {
@@ -141,7 +140,6 @@ void bind_write_options(nb::module_& m) {
           [](motes::WriteOptions& o, const std::vector<std::pair<std::string, std::string>>& given) {
             o.derived.clear();
             for (const auto& [name, expression] : given) o.derived.push_back({name, expression});
-            o.derive = motes::derive_values;  // the query layer's arithmetic (query/derive.hpp)
           },
           "derived quantities, (name, expression) pairs: each gets a tail index and statistics, its values not stored")
       .done();

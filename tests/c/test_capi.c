@@ -39,6 +39,11 @@ int main(void) {
   CHECK(motes_writer_set_options(w, 64, 4, 0, 0) == MOTES_OK, "options");
   CHECK(motes_writer_set_options(w, 3, 0, 0, 0) == MOTES_ERROR_USAGE, "bad leaf size refused");
   CHECK(strstr(motes_last_error(), "leaf_size") != NULL, "message names leaf_size");
+  /* A derived quantity: computed and indexed by the writer (format 2.4), its values not stored. */
+  CHECK(motes_writer_add_derived(w, "r2", "x*x + y*y") == MOTES_OK, "derived quantity");
+  CHECK(motes_writer_add_derived(w, "r2", "x") == MOTES_ERROR_USAGE, "a derived name declared twice refused");
+  CHECK(motes_writer_add_derived(w, "bad", "x +") == MOTES_ERROR_USAGE, "bad syntax refused at once");
+  CHECK(strstr(motes_last_error(), "position") != NULL, "message names the position");
 
   CHECK(motes_writer_set_column(w, "e", "x", MOTES_F64, &p[0].x, N, 0) == MOTES_ERROR_USAGE, "column before a step");
   CHECK(motes_writer_begin_step(w, 0, 0.5) == MOTES_OK, "begin step 0");

@@ -9,7 +9,7 @@
 #include "motes/dataset/dataset.hpp"
 #include "motes/dataset/species.hpp"
 #include "motes/particles/collection.hpp"
-#include "motes/query/expr.hpp"
+#include "motes/expr/expr.hpp"
 #include "test_util.hpp"
 
 using namespace motes;

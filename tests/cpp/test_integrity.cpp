@@ -22,7 +22,6 @@
 #include "motes/particles/reader.hpp"
 #include "motes/particles/step_index.hpp"
 #include "motes/particles/writer.hpp"
-#include "motes/query/derive.hpp"
 #include "motes/query/engine.hpp"
 #include "motes/query/selection.hpp"
 #include "test_util.hpp"
@@ -88,7 +87,6 @@ WriteOptions small_options(Compression c) {
   o.tail_fraction = 0.02;
   o.tail_cover = 0.02;  // the whole tail covered: the tail queries read the cover (kinds 16, 17)
   o.derived = {{"r", "x**2 + y**2 + e"}};  // a derived quantity, its tail and cover (kinds 18-23)
-  o.derive = motes::derive_values;
   o.sync = false;
   return o;
 }

@@ -10,7 +10,7 @@
 #include "motes/particles/writer.hpp"
 #include "motes/query/engine.hpp"
 #include "motes/query/selection.hpp"
-#include "motes/query/expr.hpp"
+#include "motes/expr/expr.hpp"
 #include "test_util.hpp"
 
 using namespace motes;

@@ -25,6 +25,9 @@ program test_fortran
 
   call expect(motes_writer_open(trim(path), w), MOTES_OK, 'open')
   call expect(motes_writer_set_options(w, 64, 4, 0, .false.), MOTES_OK, 'options')
+  ! a derived quantity: computed and indexed by the writer, its values not stored
+  call expect(motes_writer_add_derived(w, 'r2', 'x*x + y*y'), MOTES_OK, 'derived')
+  call expect(motes_writer_add_derived(w, 'bad', 'x +'), MOTES_ERROR_USAGE, 'bad derived refused')
   ! a declared species this process has no particles of: written empty, no set_column needed
   call expect(motes_writer_define_column(w, 'neutrals', 'x', MOTES_F64, 'm'), MOTES_OK, 'define x')
   call expect(motes_writer_define_column(w, 'neutrals', 'y', MOTES_F64, ''), MOTES_OK, 'define y')

@@ -10,7 +10,7 @@
 #include "motes/analysis/analysis.hpp"
 #include "motes/io/byte_source.hpp"
 #include "motes/particles/reader.hpp"
-#include "motes/query/derive.hpp"
+#include "motes/particles/derived_check.hpp"
 #include "motes/query/engine.hpp"
 #include "motes/query/selection.hpp"
 

@@ -1,4 +1,5 @@
 // The C API over the dataset writer: errors become status codes and a per-thread message.
+#include "motes/expr/expr.hpp"
 #include "motes/capi/motes.h"
 
 #include <filesystem>
@@ -137,6 +138,17 @@ motes_status motes_writer_define_column(motes_writer* w, const char* species, co
       }
     w->declared.push_back({species, motes::ColumnSpec{name, motes::DType(dtype), motes::IndexKind::automatic,
                                                       unit ? unit : ""}});
+    return MOTES_OK;
+  });
+}
+
+motes_status motes_writer_add_derived(motes_writer* w, const char* name, const char* expression) {
+  return guarded([&] {
+    if (!w || !name || !expression) return fail(MOTES_ERROR_USAGE, "motes_writer_add_derived: NULL argument");
+    for (const motes::DerivedSpec& d : w->options.write.derived)
+      if (d.name == name) return fail(MOTES_ERROR_USAGE, "derived quantity '" + std::string(name) + "' is already declared");
+    motes::parse_value(expression);  // its syntax now; its columns when a step is written
+    w->options.write.derived.push_back({name, expression});
     return MOTES_OK;
   });
 }

@@ -27,7 +27,7 @@ module motes
 
   public :: motes_c_string
   public :: motes_writer_open, motes_writer_set_options, motes_writer_define_column, motes_writer_begin_step, &
-            motes_writer_set_step_attributes, &
+            motes_writer_set_step_attributes, motes_writer_add_derived, &
             motes_writer_set_column, motes_writer_set_unit, motes_writer_set_field, motes_writer_set_field_tolerance, &
             motes_writer_write_step, motes_writer_set_background, motes_writer_flush, motes_writer_last_written, &
             motes_writer_close, motes_last_error
@@ -92,6 +92,12 @@ module motes
       type(c_ptr), value :: names
       real(c_double), intent(in) :: origin(*), spacing(*)
       character(kind=c_char), intent(in) :: unit(*)
+      integer(c_int) :: s
+    end function
+    function c_add_derived(writer, name, expression) bind(c, name="motes_writer_add_derived") result(s)
+      import :: c_ptr, c_int, c_char
+      type(c_ptr), value :: writer
+      character(kind=c_char), intent(in) :: name(*), expression(*)
       integer(c_int) :: s
     end function
     function c_set_field_tolerance(writer, name, tolerance) bind(c, name="motes_writer_set_field_tolerance") result(s)
@@ -219,6 +225,14 @@ contains
     if (cell_centred) centred = 1
     s = c_set_field(writer, motes_c_string(name), dtype, ndim, int(dims, c_int64_t), int(size(data), c_int), data, &
                     c_null_ptr, origin, spacing, centred, motes_c_string(unit))
+  end function
+
+  ! Declares a derived quantity of every species of the following steps: the writer computes
+  ! `expression` over the columns and indexes it (its values are not stored). See motes.h.
+  integer function motes_writer_add_derived(writer, name, expression) result(s)
+    type(c_ptr), intent(in) :: writer
+    character(len=*), intent(in) :: name, expression
+    s = c_add_derived(writer, motes_c_string(name), motes_c_string(expression))
   end function
 
   ! Stores field `name` (set before in this step) within an absolute error `tolerance` (ZFP

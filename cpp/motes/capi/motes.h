@@ -64,6 +64,14 @@ motes_status motes_writer_set_options(motes_writer* writer, uint32_t leaf_size, 
 motes_status motes_writer_define_column(motes_writer* writer, const char* species, const char* name,
                                         motes_dtype dtype, const char* unit);
 
+/* Declares a derived quantity (format 2.4) of every species of the following steps: the
+ * writer computes `expression`, a numeric expression over the species' columns (e.g.
+ * "sqrt(ux*ux + uy*uy + uz*uz)"), for each particle and stores its statistics and a tail
+ * index, not its values; a query naming it ("vmag > 3") or its expression is answered
+ * through that index. Its syntax is checked now, its columns when a step is written (they
+ * must be stored exactly). */
+motes_status motes_writer_add_derived(motes_writer* writer, const char* name, const char* expression);
+
 /* Starts a step: forgets the columns of the previous one. */
 motes_status motes_writer_begin_step(motes_writer* writer, int64_t step, double time);
 

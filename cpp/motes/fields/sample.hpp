@@ -20,12 +20,14 @@
 #include <string>
 #include <vector>
 
+#include "motes/expr/sampler.hpp"
 #include "motes/fields/file.hpp"
 
 namespace motes::fields {
 
-// One component of a field in memory at full resolution, ready to be sampled.
-class Sampler {
+// One component of a field in memory at full resolution, ready to be sampled (the values a
+// field(...) of an expression reads: a PointSampler).
+class Sampler : public PointSampler {
  public:
   // `component` names the component ("" for a scalar field); for a thetaMode field with
   // components r and t (and none named x or y), "x" and "y" too. UsageError naming the ones
@@ -36,7 +38,7 @@ class Sampler {
   // out[i] = the field at (x[i], y[i], z[i]) (pointers to n doubles; y or z may be null for a
   // grid with fewer axes; a thetaMode field needs all three). out may be z.
   void sample(const double* x, const double* y, const double* z, uint64_t n, double fill, double* out,
-              unsigned threads = 0) const;
+              unsigned threads = 0) const override;
 
  private:
   FieldSpec spec_;

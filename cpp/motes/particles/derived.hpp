@@ -4,10 +4,10 @@
 // testing the same expression against a constant in its tail (`sqrt(vx**2+vy**2+vz**2) >
 // 3000`) is answered through the index, as PostgreSQL's expression indexes are.
 //
-// This layer knows no expressions: the writer is handed a DeriveFn that computes the values
-// (the query layer's derive_values, query/derive.hpp, with the same arithmetic as queries,
-// so that both give the same bits), and the reader keeps the quantity's canonical text,
-// which the planner compares with the expressions it is asked (query/indexed.cpp).
+// The writer computes the values itself (expr/derive.hpp: derive_values, with the same
+// arithmetic as queries, so that both give the same bits), the reader keeps the quantity's
+// canonical text, which the planner compares with the expressions it is asked
+// (query/indexed.cpp), and verify_data computes them again (particles/derived_check.hpp).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "motes/core/types.hpp"
+#include "motes/expr/derive.hpp"
 #include "motes/particles/tail_index.hpp"
 
 namespace motes {
@@ -26,12 +27,8 @@ struct DerivedSpec {
   std::string name, expression;
 };
 
-// A derived quantity's values, one per particle in the caller's order, with the expression
-// as the query language prints it (Expr::to_string: what the planner matches).
-struct DerivedValues {
-  std::string canonical;
-  std::vector<double> values;
-};
+// Computes a derived quantity's values instead of derive_values (WriteOptions::derive): a
+// writer with other arithmetic, as the tests make one to see verify_derived refuse its file.
 using DeriveFn = std::function<DerivedValues(const std::string& expression, const std::vector<ColumnView>& columns)>;
 
 // The derived quantity section (kind 18): its statistics, name and canonical expression.

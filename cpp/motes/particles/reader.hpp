@@ -99,7 +99,7 @@ class ParticleFile {
   const std::vector<DerivedQuantity>& derived() const { return derived_; }
   // Checks derived quantity d's tail index (every block, order, fences, limits, covers)
   // against `values`, the quantity's values in file order, which this layer cannot compute
-  // (the query layer's verify_derived does); FormatError naming what is wrong.
+  // (verify_derived does, particles/derived_check.hpp); FormatError naming what is wrong.
   void verify_derived_tail(size_t d, const BlockStream& values) const;
   // The header's checksum: it covers every other checksum, so it identifies the whole file.
   uint64_t header_checksum() const { return header_checksum_; }
@@ -120,8 +120,9 @@ class ParticleFile {
   // reader): checked before a query reads mapped data, where it would otherwise die of SIGBUS.
   void check_unchanged() const { source_->check_unchanged(); }
 
-  // Checks every data block and decodes every column's index; FormatError naming the
-  // section and block. Calls progress(done, total) per block when given.
+  // Checks every data block and decodes every column's index, and computes every derived
+  // quantity again (particles/derived_check.hpp); FormatError naming the section and block.
+  // Calls progress(done, total) per block when given.
   void verify_data(const std::function<void(uint64_t, uint64_t)>& progress = {}) const;
 
  private:

@@ -7,6 +7,7 @@
 
 #include "motes/container/container.hpp"
 #include "motes/core/text.hpp"
+#include "motes/particles/derived_check.hpp"
 #include "motes/particles/kept.hpp"
 #include "motes/particles/reader.hpp"
 #include "motes/particles/spec.hpp"
@@ -240,6 +241,7 @@ void ParticleFile::verify_data(const std::function<void(uint64_t, uint64_t)>& pr
       s->verify_block(b);
       if (progress) progress(++done, total);
     }
+  verify_derived(*this);  // computed again from the columns just checked
 }
 
 void ParticleFile::verify_derived_tail(size_t d, const BlockStream& values) const {

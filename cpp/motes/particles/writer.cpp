@@ -663,7 +663,7 @@ void ParticleFileWriter::write_tail_indexes() {
   phases_.lap("tail indexes");
 }
 
-// Derived quantities (2.4): each one's values computed in the caller's order (options_.derive)
+// Derived quantities (2.4): each one's values computed in the caller's order (derive_values)
 // and summarised; its tail, at column = columns + d, placed and covered as the columns' are.
 // The values themselves are not stored.
 void ParticleFileWriter::write_derived() {
@@ -672,7 +672,7 @@ void ParticleFileWriter::write_derived() {
   for (size_t d = 0; d < options_.derived.size(); ++d) {
     progress("derived quantities", d, options_.derived.size());
     const DerivedSpec& spec = options_.derived[d];
-    DerivedSections s = derived_sections(spec, options_.derive(spec.expression, columns_), layout_.order.data(), n_,
+    DerivedSections s = derived_sections(spec, options_.derive ? options_.derive(spec.expression, columns_) : derive_values(spec.expression, columns_), layout_.order.data(), n_,
                                          uint32_t(columns_.size() + d), fraction, options_.zstd_level, threads_);
     derived_.push_back(std::move(s.quantity));
     if (s.tail) {

@@ -59,8 +59,8 @@ struct WriteOptions {
   std::optional<std::vector<std::string>> tail_cover_columns;
   // Derived quantities (particles/derived.hpp): each gets a tail index (tail_fraction, or the
   // default when that is 0), covered as the columns' tails are, and statistics; its values
-  // are not stored. `derive` computes them (the query layer's derive_values: the bindings
-  // set it); UsageError when derived quantities are asked without it. Lossless files only.
+  // are not stored. The writer computes them (expr/derive.hpp: the queries' arithmetic;
+  // `derive`, when set, instead). Lossless files only.
   std::vector<DerivedSpec> derived;
   DeriveFn derive;
   // The index budget: the file's indexes together (tree nodes, node ranges and bitmaps,
@@ -140,8 +140,8 @@ std::vector<int> tail_columns_of(const std::vector<ColumnView>& columns, const W
 // not among the columns, one with an error bound, or a share outside [0, 0.25].
 std::vector<int> tail_cover_columns_of(const std::vector<ColumnView>& columns, const WriteOptions& options);
 // Checks the derived quantities asked (WriteOptions::derived): names that are identifiers,
-// distinct and not a column's, an expression each, and an evaluator to compute them;
-// UsageError naming the problem (the expressions themselves are checked by `derive`).
+// distinct and not a column's, and an expression each that derive_values can compute over
+// the columns (expr/derive.hpp); UsageError naming the problem.
 void check_derived(const std::vector<ColumnView>& columns, const WriteOptions& options);
 
 // Writes `columns` to `path` (replacing it atomically). The caller's arrays are only read.

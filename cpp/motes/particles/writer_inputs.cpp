@@ -7,6 +7,7 @@
 #include <set>
 
 #include "motes/core/text.hpp"
+#include "motes/expr/derive.hpp"
 #include "motes/particles/id_index.hpp"
 
 namespace motes {
@@ -122,15 +123,17 @@ std::vector<int> tail_cover_columns_of(const std::vector<ColumnView>& columns, c
 
 void check_derived(const std::vector<ColumnView>& columns, const WriteOptions& options) {
   if (options.derived.empty()) return;
-  if (!options.derive) throw UsageError("derived quantities need an expression evaluator (WriteOptions::derive)");
   if (options.derived.size() > 256) throw UsageError("too many derived quantities (" + std::to_string(options.derived.size()) + ", at most 256)");
   std::set<std::string> seen;
-  for (const ColumnView& c : columns) seen.insert(c.spec.name);
+  std::vector<std::string> names;
+  std::vector<double> bounds;
+  for (const ColumnView& c : columns) seen.insert(c.spec.name), names.push_back(c.spec.name), bounds.push_back(c.spec.error_bound);
   for (const DerivedSpec& d : options.derived) {
     check_name("derived quantity name", d.name);
     if (!seen.insert(d.name).second) throw UsageError("derived quantity '" + d.name + "' has the name of a column or of another one");
     if (d.expression.empty() || d.expression.size() > (1u << 16))
       throw UsageError("derived quantity '" + d.name + "' needs an expression of 1 to 65536 bytes");
+    derived_expression(d.expression, names, bounds);  // its syntax and columns, before anything is written
   }
 }
 

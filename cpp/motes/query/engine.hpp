@@ -13,7 +13,7 @@
 #include "motes/core/cancel.hpp"
 #include "motes/particles/collection.hpp"
 #include "motes/particles/reader.hpp"
-#include "motes/query/expr.hpp"
+#include "motes/expr/expr.hpp"
 #include "motes/query/row_sample.hpp"
 
 namespace motes {

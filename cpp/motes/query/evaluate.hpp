@@ -10,9 +10,9 @@
 
 #include "motes/container/block_stream.hpp"
 #include "motes/particles/reader.hpp"
-#include "motes/query/expr.hpp"
+#include "motes/expr/expr.hpp"
 #include "motes/query/native.hpp"
-#include "motes/query/numeric.hpp"
+#include "motes/expr/numeric.hpp"
 
 namespace motes {
 

@@ -11,7 +11,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "motes/query/expr.hpp"
+#include "motes/expr/expr.hpp"
 
 namespace motes {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "motes/particles/reader.hpp"
-#include "motes/query/expr.hpp"
+#include "motes/expr/expr.hpp"
 
 namespace motes {
 

@@ -1,4 +1,4 @@
-#include "motes/query/functions.hpp"
+#include "motes/expr/functions.hpp"
 
 #include <algorithm>
 #include <cmath>

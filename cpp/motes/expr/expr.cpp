@@ -1,6 +1,6 @@
 // The expression tree (expr.hpp): copies, the printed form that reads back to the same
 // tree, and the binding of its columns and fields. The parser is in parse.cpp.
-#include "motes/query/expr.hpp"
+#include "motes/expr/expr.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,7 +1,7 @@
 // The expression language's parser (docs/guide.md, "Expressions"): text -> tokens ->
 // an Expr tree, with the limits that keep hostile input bounded (length, nesting, height).
 // The tree itself (printing, binding columns and fields) is in expr.cpp.
-#include "motes/query/expr.hpp"
+#include "motes/expr/expr.hpp"
 
 #include <algorithm>
 #include <cctype>

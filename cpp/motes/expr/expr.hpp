@@ -1,4 +1,4 @@
-// The query expression language: parser and syntax tree.
+// The expression language of queries, analyses and derived quantities: parser and syntax tree.
 //
 //   expr    := or
 //   or      := and (("or" | "|") and)*
@@ -21,11 +21,8 @@
 #include <vector>
 
 #include "motes/core/types.hpp"
-#include "motes/query/functions.hpp"
-
-namespace motes::fields {
-class Sampler;
-}
+#include "motes/expr/functions.hpp"
+#include "motes/expr/sampler.hpp"
 
 namespace motes {
 
@@ -48,7 +45,7 @@ struct Expr {
   std::string component;      // field: the component of a vector field ("" for a scalar)
   // field: the field sampled at each point's position (args: the x, y, z columns); set
   // by bind_fields.
-  std::shared_ptr<const fields::Sampler> sampler;
+  std::shared_ptr<const PointSampler> sampler;
   int column = -1;            // column index, set by bind()
   const Function* function = nullptr;  // call: the function, set by the parser
   uint32_t height = 1;        // nodes on the longest path down from here (bounded by the parser)
@@ -75,7 +72,7 @@ void bind_columns(Expr& e, const std::vector<std::string>& columns);
 // A field an expression may sample, `field('name')` or `field('name', 'component')`.
 struct FieldRef {
   std::string name, component;
-  std::shared_ptr<const fields::Sampler> sampler;
+  std::shared_ptr<const PointSampler> sampler;
 };
 // Gives every field(...) of the expression its sampler; UsageError naming a field the
 // query was not given (and the ones it was).

@@ -1,14 +1,15 @@
 // The arithmetic of numeric expressions over runs of m points, in float64: one code path for
-// queries (Evaluator, evaluate.hpp) and for the derived quantities the writer indexes
-// (derive.hpp), so that both compute the same bits from the same values and expression.
+// queries (Evaluator, query/evaluate.hpp) and for the derived quantities the writer indexes
+// (expr/derive.hpp), so that both compute the same bits from the same values and expression.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
-#include "motes/fields/sample.hpp"
-#include "motes/query/expr.hpp"
+#include "motes/expr/expr.hpp"
 
 namespace motes {
 
