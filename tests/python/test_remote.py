@@ -124,6 +124,26 @@ def test_a_query_takes_a_few_round_trips(slow_web):
     assert slow_web.requests - requests >= after["calls"] - before["calls"]
 
 
+def test_a_querys_counters_are_the_requests_really_sent(web):
+    """read_requests counts what the file asked of the server, not the plan: the store is
+    asked at least as many ranges; the same query again, its decoded blocks dropped but the
+    bytes held by the remote file, sends none."""
+    ds = motes.open(web.url + "/run.motes")
+    where = "energy > 1.5"
+    ds.count(step=0)  # the file opened: its head and directory read
+    before = motes.remote.counters()
+    first = ds.query(where, step=0, columns=["id", "energy"])
+    asked = motes.remote.counters()["ranges"] - before["ranges"]
+    assert 0 < first.counters["read_requests"] <= asked
+    assert first.counters["read_bytes"] > 0
+    motes._core.clear_block_cache()
+    before = motes.remote.counters()
+    again = ds.query(where, step=0, columns=["id", "energy"])
+    assert motes.remote.counters()["ranges"] == before["ranges"]
+    assert again.counters["read_requests"] == 0 and again.counters["read_bytes"] == 0
+    assert same(first, again)
+
+
 def test_errors_name_the_url(s3, web):
     with pytest.raises(motes.NotFoundError, match="no_such.motes/manifest.json"):
         motes.open(web.url + "/no_such.motes")

@@ -396,7 +396,7 @@ void BlockStream::read_span(uint64_t start, uint64_t n, void* dst, bool keep) co
     if (!coded_) ranges.push_back({offset_ + start * size, n * size});
     else for (uint64_t b : missing) ranges.push_back({blocks_[b].offset, blocks_[b].stored});
     if (codes_ && coded_) codes_->block_ranges(missing, ranges);
-    source_->will_need(coalesce(std::move(ranges), read_gap()));
+    source_->will_need(ranges);
   }
   // The stored bytes of missing coded blocks that lie back to back, read at once (up to
   // kRunBytes; one pread instead of one per block), into memory of this thread's own.

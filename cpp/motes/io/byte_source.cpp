@@ -71,20 +71,27 @@ class FileSource final : public ByteSource {
     return map_;
   }
 
-  void will_need(const std::vector<ByteRange>& ranges) const override {
+  ReadCount will_need(const std::vector<ByteRange>& ranges) const override {
+    ReadCount sent;
 #ifdef POSIX_FADV_WILLNEED
+    const std::vector<ByteRange> plan = coalesce(ranges, read_gap());
     // A hot query (its pages in memory already) would pay a walk of the page cache per range
     // for nothing: when the mapping shows the first page of the first few ranges resident,
     // the query is taken as hot and nothing is asked. A file whose values were not read in
     // place yet (coded blocks are read with pread) is mapped for that test: no page of it is
     // touched.
-    if (mapped() && looks_resident(ranges)) return;
-    for (const ByteRange& r : ranges)
+    // The requests are the plan's, hinted or not: whether the kernel holds the pages already
+    // is the system's to know, and the count stays the same from one run to the next.
+    for (const ByteRange& r : plan)
+      if (r.length && r.offset < size_) ++sent.requests, sent.bytes += std::min(r.length, size_ - r.offset);
+    if (mapped() && looks_resident(plan)) return sent;
+    for (const ByteRange& r : plan)
       if (r.length && r.offset < size_)
         ::posix_fadvise(fd_, off_t(r.offset), off_t(std::min(r.length, size_ - r.offset)), POSIX_FADV_WILLNEED);
 #else
     (void)ranges;
 #endif
+    return sent;
   }
 
   // Whether the file is mapped, mapping it now if need be; false when it cannot be (the hint

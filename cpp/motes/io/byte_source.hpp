@@ -17,6 +17,11 @@ struct ByteRange {
   uint64_t offset = 0, length = 0;
 };
 
+// What a source asked of its medium for a hint (will_need): requests sent and their bytes.
+struct ReadCount {
+  uint64_t requests = 0, bytes = 0;
+};
+
 class ByteSource {
  public:
   ByteSource();
@@ -36,8 +41,16 @@ class ByteSource {
   // True when data() is cheap (memory); a file maps itself on its first data() call.
   virtual bool in_memory() const { return false; }
   // Hint: these ranges will be read soon; a file starts reading them now, all at once, so
-  // a query's scattered reads overlap instead of waiting one after the other.
-  virtual void will_need(const std::vector<ByteRange>& ranges) const { (void)ranges; }
+  // a query's scattered reads overlap instead of waiting one after the other. The ranges are
+  // exact (any order, overlapping or not): each source coalesces them at its own medium's
+  // gap (a file at read_gap(), a remote store at remote_read_gap()) and returns the requests
+  // it makes of its medium: none for memory; a file, its plan's (whether the kernel holds the
+  // pages is the system's to know); a remote source, those it really sends (not for bytes it
+  // holds already). The one place reads are planned into requests.
+  virtual ReadCount will_need(const std::vector<ByteRange>& ranges) const {
+    (void)ranges;
+    return {};
+  }
   // FormatError when the source changed size since it was opened.
   virtual void check_unchanged() const {}
   // Which file this is, across opens (a file: its device and inode, hashed); 0 when the
@@ -66,9 +79,10 @@ std::shared_ptr<const ByteSource> range_source(std::string name, uint64_t size,
 // Coalesces ranges (sorted by offset, merged when closer than `gap` bytes).
 std::vector<ByteRange> coalesce(std::vector<ByteRange> ranges, uint64_t gap);
 
-// The gap a read plan reads through rather than asking for the ranges on either side apart:
-// one request instead of two, at the price of the bytes between. The one value every plan
-// uses (a query's, a selection's gathers, a bulk read's), measured by bench/read_plan.py:
+// The gap a file's read plan reads through rather than asking for the ranges on either side
+// apart: one request instead of two, at the price of the bytes between. The one value every
+// hint to a file uses (a query's, a selection's gathers, a bulk read's: ByteSource::will_need
+// coalesces with it), measured by bench/read_plan.py:
 // cold, 4M and 16M particles, gaps of 0, 4 and 16 KiB came within 1-7 % of each other (a 1 %
 // box 1.7 times faster than at 256 KiB, which read the regions around it whole; tails
 // unchanged), and 16 KiB asks for the fewest requests of the three. MOTES_READ_GAP_KB

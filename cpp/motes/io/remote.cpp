@@ -68,7 +68,7 @@ class RemoteSource final : public ByteSource {
     return std::clamp<uint64_t>(size / 64, uint64_t(256) << 10, uint64_t(4) << 20);
   }
 
-  void will_need(const std::vector<ByteRange>& ranges) const override {
+  ReadCount will_need(const std::vector<ByteRange>& ranges) const override {
     std::vector<ByteRange> wanted;
     {
       std::lock_guard lock(mutex_);
@@ -79,7 +79,9 @@ class RemoteSource final : public ByteSource {
       }
     }
     wanted = coalesce(std::move(wanted), remote_read_gap());
-    if (wanted.empty()) return;
+    ReadCount sent{wanted.size(), 0};
+    if (wanted.empty()) return sent;
+    for (const ByteRange& w : wanted) sent.bytes += w.length;
     std::vector<std::string> bytes(wanted.size());
     std::vector<void*> dst;
     for (size_t i = 0; i < wanted.size(); ++i) {
@@ -89,6 +91,7 @@ class RemoteSource final : public ByteSource {
     fetch(*store_, key_, wanted, dst);
     std::lock_guard lock(mutex_);
     for (size_t i = 0; i < wanted.size(); ++i) keep(wanted[i].offset, std::move(bytes[i]));
+    return sent;
   }
 
  private:

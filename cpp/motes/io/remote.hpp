@@ -3,8 +3,8 @@
 // store, by its key (the rest of the path), in byte ranges: open_file_source gives a
 // RemoteSource and read_regular_file reads the object whole. Nothing else of the core knows.
 //
-// A RemoteSource asks for what the planner will read (will_need: the plan's ranges,
-// coalesced across gaps of read_gap(), in one call of the store, which issues them in
+// A RemoteSource asks for what the planner will read (will_need: the plan's exact ranges,
+// coalesced across gaps of remote_read_gap(), in one call of the store, which issues them in
 // parallel) and keeps the bytes it fetched, in blocks of kRemoteBlock, within a budget; a
 // read outside them fetches the blocks it covers (headers and directories are read so).
 #pragma once

@@ -167,10 +167,9 @@ void Query::prefetch(const ParticleFile& file, const std::vector<Task>& tasks, Q
       s.block_ranges(blocks, ranges);
     }
   }
-  const std::vector<ByteRange> plan = motes::coalesce(std::move(ranges), read_gap());
-  counters.read_requests += plan.size();
-  for (const ByteRange& r : plan) counters.read_bytes += r.length;
-  file.source().will_need(plan);
+  const ReadCount sent = file.source().will_need(ranges);  // coalesced by the source (io/)
+  counters.read_requests += sent.requests;
+  counters.read_bytes += sent.bytes;
 }
 
 size_t Query::run_part(const ParticleFile& file, uint32_t part, const std::vector<Task>& tasks, size_t first_chunk,

@@ -282,8 +282,8 @@ void Selection::gather_f32(size_t column, uint64_t row_begin, uint64_t row_end, 
 void Selection::prefetch(const std::vector<size_t>& columns, uint64_t row_begin, uint64_t row_end) const {
   row_end = std::min(row_end, size());
   if (segments_.empty() || row_begin >= row_end) return;
-  // Ranges per part, coalesced (gaps under read_gap() are read through: one larger read is
-  // cheaper than two requests), then handed to the part's source in one call.
+  // The exact ranges of each part, handed to the part's source in one call (which coalesces
+  // them at its medium's gap and counts the requests it sends).
   std::vector<ByteRange> ranges;
   const size_t last = segment_of(row_end - 1) + 1;
   for (size_t k = segment_of(row_begin); k < last;) {
@@ -325,12 +325,9 @@ void Selection::prefetch(const std::vector<size_t>& columns, uint64_t row_begin,
       std::vector<uint64_t> copy = *blocks;
       s.block_ranges(copy, ranges);
     }
-    const std::vector<ByteRange> plan = coalesce(std::move(ranges), read_gap());
-    uint64_t bytes = 0;
-    for (const ByteRange& r : plan) bytes += r.length;
-    reads_->requests.fetch_add(plan.size(), std::memory_order_relaxed);
-    reads_->bytes.fetch_add(bytes, std::memory_order_relaxed);
-    file->source().will_need(plan);
+    const ReadCount sent = file->source().will_need(ranges);  // coalesced by the source (io/)
+    reads_->requests.fetch_add(sent.requests, std::memory_order_relaxed);
+    reads_->bytes.fetch_add(sent.bytes, std::memory_order_relaxed);
     ranges = {};
     k = end;
   }
