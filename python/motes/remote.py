@@ -51,6 +51,9 @@ _ids = itertools.count(1)
 
 
 def is_remote(path) -> bool:
+    """Whether ``path`` is a URL of a scheme motes reads remotely (``SCHEMES``), told by its
+    scheme alone, before any store is registered; the core's
+    ``under_remote_prefix`` asks whether a path lies under a prefix registered for a store."""
     return isinstance(path, str) and urlsplit(path).scheme.lower() in SCHEMES and "://" in path
 
 

@@ -94,5 +94,5 @@ TEST(Remote, AFileReadThroughAStoreAnswersAsTheFileDoes) {
     EXPECT_NE(std::string(e.what()).find("test://no-such.mpf"), std::string::npos);
   }
   unregister_remote_store("test-remote://");
-  EXPECT_FALSE(is_remote("test-remote://" + name));
+  EXPECT_FALSE(under_remote_prefix("test-remote://" + name));
 }

@@ -47,7 +47,7 @@ Dataset Dataset::open(const std::string& dir) {
   check_path(dir);
   Dataset d;
   d.dir_ = dir;
-  if (is_remote(dir)) {  // an object store or a web server: its manifest, read through the store
+  if (under_remote_prefix(dir)) {  // an object store or a web server: its manifest, read through the store
     d.manifest_ = Manifest::read(dir);
     return d;
   }
@@ -117,7 +117,7 @@ Dataset Dataset::open_for_writing(const std::string& dir, double lock_timeout) {
 }
 
 void Dataset::reload() {
-  if (!is_remote(dir_) && !fs::exists(fs::path(dir_) / kManifest))
+  if (!under_remote_prefix(dir_) && !fs::exists(fs::path(dir_) / kManifest))
     throw UsageError("'" + dir_ + "' is no longer a motes dataset (its manifest was removed)");
   Manifest now = Manifest::read(dir_);
   check_same_run(now);

@@ -183,7 +183,7 @@ std::string ByteSource::read(uint64_t offset, uint64_t n) const {
 
 
 std::shared_ptr<const ByteSource> open_file_source(const std::string& path, const std::string& what, uint64_t max_bytes) {
-  if (is_remote(path)) return open_remote_source(path, what, max_bytes);
+  if (under_remote_prefix(path)) return open_remote_source(path, what, max_bytes);
   uint64_t size = 0;
   int fd = open_regular_file(path, what, max_bytes, &size);
   return std::make_shared<FileSource>(path, fd, size);

@@ -139,7 +139,7 @@ int open_regular_file(const std::string& path, const std::string& what, uint64_t
 }
 
 std::string read_regular_file(const std::string& path, const std::string& what, uint64_t max_bytes) {
-  if (is_remote(path)) {  // an object of a remote store, whole
+  if (under_remote_prefix(path)) {  // an object of a remote store, whole
     auto source = open_remote_source(path, what, max_bytes);
     return source->read(0, source->size());
   }

@@ -44,7 +44,9 @@ void register_remote_store(const std::string& prefix, std::shared_ptr<const Remo
 void unregister_remote_store(const std::string& prefix);
 // The store of a path under a registered prefix, and the path's key; nullptr otherwise.
 std::shared_ptr<const RemoteStore> remote_store_of(const std::string& path, std::string* key);
-inline bool is_remote(const std::string& path) { return remote_store_of(path, nullptr) != nullptr; }
+// Whether `path` lies under a registered prefix (read through a store). Not the Python
+// motes.remote.is_remote, which tells a URL by its scheme before any store is registered.
+inline bool under_remote_prefix(const std::string& path) { return remote_store_of(path, nullptr) != nullptr; }
 // A remote object as a ByteSource, of at most max_bytes (FormatError naming `what` beyond).
 std::shared_ptr<const ByteSource> open_remote_source(const std::string& path, const std::string& what,
                                                      uint64_t max_bytes = UINT64_MAX);
