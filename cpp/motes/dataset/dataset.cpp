@@ -2,16 +2,13 @@
 
 #include "motes/dataset/seal.hpp"
 #include "motes/io/remote.hpp"
-
-#include <sys/stat.h>
+#include "motes/io/storage.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace motes {
@@ -21,10 +18,8 @@ namespace {
 // Entries of a directory that a dataset being created may already hold: its lock file, and
 // the temporary name of a manifest whose writer crashed.
 bool only_creation_debris(const std::string& dir) {
-  for (const auto& e : fs::directory_iterator(dir)) {
-    std::string name = e.path().filename().string();
+  for (const std::string& name : entry_names(dir))
     if (name != Dataset::kLockFile && name.rfind(std::string(Dataset::kManifest) + ".tmp-", 0) != 0) return false;
-  }
   return true;
 }
 
@@ -40,7 +35,7 @@ double default_lock_timeout() {
 
 bool Dataset::exists(const std::string& dir) {
   check_path(dir);
-  return fs::exists(fs::path(dir) / kManifest);
+  return path_exists(path_in(dir, kManifest));
 }
 
 Dataset Dataset::open(const std::string& dir) {
@@ -51,10 +46,10 @@ Dataset Dataset::open(const std::string& dir) {
     d.manifest_ = Manifest::read(dir);
     return d;
   }
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) throw NotFoundError("no such dataset: '" + dir + "' does not exist", ENOENT);
-  if (!fs::is_directory(dir, ec)) throw UsageError("'" + dir + "' is a file, not a dataset directory (NAME.motes/)");
-  if (!fs::exists(fs::path(dir) / kManifest, ec))
+  const PathKind kind = path_kind(dir);
+  if (kind == PathKind::missing) throw NotFoundError("no such dataset: '" + dir + "' does not exist", ENOENT);
+  if (kind != PathKind::directory) throw UsageError("'" + dir + "' is a file, not a dataset directory (NAME.motes/)");
+  if (!path_exists(path_in(dir, kManifest)))
     throw UsageError("'" + dir + "' is not a motes dataset (no " + kManifest + ")");
   d.manifest_ = Manifest::read(dir);
   return d;
@@ -73,18 +68,8 @@ Dataset Dataset::open_for_writing(const std::string& dir, double lock_timeout) {
     d.lock_timeout_ = lock_timeout;
     return d;
   }
-  std::error_code ec;
-  bool made = false;
-  if (::mkdir(dir.c_str(), 0777) == 0) {
-    made = true;
-  } else if (errno == ENOENT) {
-    fs::create_directories(fs::path(dir).parent_path());  // parents, then the dataset itself
-    if (::mkdir(dir.c_str(), 0777) == 0) made = true;
-    else if (errno != EEXIST) throw_errno("cannot create dataset directory", dir);
-  } else if (errno != EEXIST) {
-    throw_errno("cannot create dataset directory", dir);
-  }
-  if (!fs::is_directory(dir, ec)) throw UsageError("'" + dir + "' exists and is not a directory");
+  const bool made = make_directory(dir);  // its parents too
+  if (path_kind(dir) != PathKind::directory) throw UsageError("'" + dir + "' exists and is not a directory");
   if (!made && !only_creation_debris(dir)) {
     // Another process may have created the dataset since exists() above: its manifest is in
     // place before any step directory appears, so a manifest now means a dataset.
@@ -100,24 +85,24 @@ Dataset Dataset::open_for_writing(const std::string& dir, double lock_timeout) {
   d.created_ = made;
   d.lock_timeout_ = lock_timeout;
   try {
-    FileLock lock = FileLock::acquire((fs::path(dir) / kLockFile).string(), "create dataset '" + dir + "'", lock_timeout);
+    FileLock lock = FileLock::acquire(path_in(dir, kLockFile), "create dataset '" + dir + "'", lock_timeout);
     if (exists(dir)) {  // another process created it while this one waited
       d.manifest_ = Manifest::read(dir);
       d.created_ = false;
       return d;
     }
-    if (made) sync_directory(fs::absolute(dir).parent_path().string());
+    if (made) sync_directory(parent_of(dir));
     d.save(true);
   } catch (...) {
     // A full disk or a refused lock while creating: leave no folder behind (only ours).
-    if (made && !exists(dir)) fs::remove_all(dir, ec);
+    if (made && !exists(dir)) remove_tree(dir);
     throw;
   }
   return d;
 }
 
 void Dataset::reload() {
-  if (!under_remote_prefix(dir_) && !fs::exists(fs::path(dir_) / kManifest))
+  if (!under_remote_prefix(dir_) && !path_exists(path_in(dir_, kManifest)))
     throw UsageError("'" + dir_ + "' is no longer a motes dataset (its manifest was removed)");
   Manifest now = Manifest::read(dir_);
   check_same_run(now);
@@ -131,7 +116,7 @@ void Dataset::check_same_run(const Manifest& now) const {
 }
 
 Dataset::Writing Dataset::begin_writing(const std::string& what) {
-  Writing w(FileLock::acquire((fs::path(dir_) / kLockFile).string(), what, lock_timeout_));
+  Writing w(FileLock::acquire(path_in(dir_, kLockFile), what, lock_timeout_));
   reload();  // the manifest on disk, as the last writer left it
   return w;
 }
@@ -208,21 +193,21 @@ void Dataset::check_new_step(int64_t index, double time, const json& attributes,
 }
 
 void Dataset::make_step_directory(const Writing&, int64_t index, bool sync) const {
-  fs::path step_dir = (fs::path(dir_) / species_file_name(index, "x")).parent_path();
+  const std::string step_dir = parent_of(path_in(dir_, species_file_name(index, "x")));
   for (const StepEntry& s : manifest_.steps)
     if (s.index == index) throw UsageError("step " + std::to_string(index) + " already exists in '" + dir_ + "'");
   // The step is not published (checked against the manifest on disk, under the lock), so
   // anything in its directory is debris of a write that crashed: clear it.
-  if (fs::exists(step_dir)) fs::remove_all(step_dir);
-  fs::create_directories(step_dir);
-  if (sync) sync_directory(step_dir.parent_path().string()), sync_directory(step_dir.parent_path().parent_path().string());
+  if (path_exists(step_dir) && !remove_tree(step_dir))
+    throw IOError("cannot clear the unpublished step directory '" + step_dir + "'", EIO);
+  make_directory(step_dir);
+  if (sync) sync_directory(parent_of(step_dir)), sync_directory(parent_of(parent_of(step_dir)));
 }
 
 void Dataset::remove_step_directory(const Writing&, int64_t index) const {
   for (const StepEntry& s : manifest_.steps)
     if (s.index == index) return;  // published: never removed
-  std::error_code ec;
-  fs::remove_all((fs::path(dir_) / species_file_name(index, "x")).parent_path(), ec);
+  remove_tree(parent_of(path_in(dir_, species_file_name(index, "x"))));
 }
 
 void Dataset::apply_series_index_kinds(int64_t index, const std::string& species,
@@ -247,9 +232,7 @@ void Dataset::apply_series_index_kinds(int64_t index, const std::string& species
 bool Dataset::remove_if_unused() {
   Writing w = begin_writing("remove the unused dataset '" + dir_ + "'");
   if (!manifest_.steps.empty() || !manifest_.attributes.empty() || !manifest_.skipped.empty()) return false;
-  std::error_code ec;
-  fs::remove_all(dir_, ec);
-  return !ec;
+  return remove_tree(dir_);
 }
 
 const StepEntry& Dataset::append_step(int64_t index, double time, const json& attributes,
@@ -343,7 +326,7 @@ void Dataset::save(bool sync) {
   const bool new_id = manifest_.id.empty();
   if (new_id) manifest_.id = new_dataset_id();
   try {
-    write_file_atomic((fs::path(dir_) / kManifest).string(), manifest_.encode(), sync);
+    write_file_atomic(path_in(dir_, kManifest), manifest_.encode(), sync);
   } catch (...) {
     if (new_id) manifest_.id.clear();  // as on disk
     throw;

@@ -4,11 +4,11 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 
 #include "motes/core/text.hpp"
 #include "motes/dataset/seal.hpp"
 #include "motes/io/files.hpp"
+#include "motes/io/storage.hpp"
 #include "motes/particles/spec.hpp"
 
 using nlohmann::json;
@@ -337,7 +337,7 @@ std::string seal_manifest_text(const std::string& text) {
 }
 
 Manifest Manifest::read(const std::string& dir) {
-  const std::string path = (std::filesystem::path(dir) / kFileName).string();
+  const std::string path = path_in(dir, kFileName);
   return parse(read_regular_file(path, "manifest", kMaxBytes), path);
 }
 

@@ -7,15 +7,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 
+#include "motes/io/storage.hpp"
 #include "motes/parallel/agree.hpp"
 #include "motes/parallel/comm.hpp"
 #include "motes/parallel/field_write.hpp"
 #include "motes/parallel/species_write.hpp"
 #include "motes/parallel/wire.hpp"
 
-namespace fs = std::filesystem;
 
 namespace motes {
 
@@ -130,7 +129,7 @@ ParallelWriteReport::Species write_species_of_step(const Comm& c, OpenStep& step
     std::vector<ColumnSpec> schema;
     for (const ColumnView& v : cols) schema.push_back(ColumnSpec{v.spec.name, v.spec.dtype, IndexKind::none, v.spec.unit, v.spec.error_bound});
     SpeciesEntry e = step.dataset->finish_species(*step.writing, index, name, std::move(schema), parts, options.write);
-    if (parts.empty()) report.file_bytes += fs::file_size(step.dataset->path_of(e));
+    if (parts.empty()) report.file_bytes += file_size(step.dataset->path_of(e));
     for (const PartSummary& p : parts) report.file_bytes += p.file_bytes;
     entry.species.push_back(std::move(e));
   });
