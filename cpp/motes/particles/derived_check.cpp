@@ -36,13 +36,8 @@ void verify_derived(const ParticleFile& file) {
     BlockReader reader;
     for (uint64_t start = 0; start < n; start += kDeriveRun) {
       const uint32_t m = uint32_t(std::min<uint64_t>(kDeriveRun, n - start));
-      runs.eval(*e, m, values + start, 0, [&](const Expr& c, double* out) {
-        dispatch_dtype(file.schema()[size_t(c.column)].dtype, [&](auto zero) {
-          using T = decltype(zero);
-          const T* p = reader.values<T>(file.values(size_t(c.column)), start, m);
-          for (uint32_t i = 0; i < m; ++i) out[i] = double(p[i]);
-        });
-      });
+      runs.eval(*e, m, values + start, 0,
+                [&](const Expr& c, double* out) { column_doubles(file, reader, size_t(c.column), start, m, out); });
     }
     DerivedQuantity again = q;
     summarise_derived(values, n, again);

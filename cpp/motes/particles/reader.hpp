@@ -239,4 +239,16 @@ class ParticleFile {
   ~ParticleFile();
 };
 
+// Values [start, start + m) of `file`'s column `c` as float64, read through `reader`: what
+// numeric expressions compute on, for the query evaluator (query/evaluate.cpp) and the check
+// of derived quantities (particles/derived_check.cpp) alike.
+inline void column_doubles(const ParticleFile& file, BlockReader& reader, size_t c, uint64_t start, uint32_t m,
+                           double* out) {
+  dispatch_dtype(file.schema()[c].dtype, [&](auto zero) {
+    using T = decltype(zero);
+    const T* p = reader.values<T>(file.values(c), start, m);
+    for (uint32_t i = 0; i < m; ++i) out[i] = double(p[i]);
+  });
+}
+
 }  // namespace motes

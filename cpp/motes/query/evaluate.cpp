@@ -152,13 +152,8 @@ void Evaluator::eval_bool(const Expr& e, uint64_t start, uint32_t m, uint8_t* ou
 }
 
 void Evaluator::eval_num(const Expr& e, uint64_t start, uint32_t m, double* out, size_t depth) {
-  numeric_.eval(e, m, out, depth, [&](const Expr& c, double* values) {
-    dispatch_dtype(f_.schema()[size_t(c.column)].dtype, [&](auto v) {
-      using T = decltype(v);
-      const T* p = reader_.values<T>(f_.values(size_t(c.column)), start, m);
-      for (uint32_t i = 0; i < m; ++i) values[i] = double(p[i]);
-    });
-  });
+  numeric_.eval(e, m, out, depth,
+                [&](const Expr& c, double* values) { column_doubles(f_, reader_, size_t(c.column), start, m, values); });
 }
 
 // `x in (...)`: a column compared in its own type with the list's exact values; any other
