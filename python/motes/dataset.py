@@ -9,7 +9,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _args, _core, _defaults
+from . import _args, _core
 from ._defaults import HISTOGRAM_BINS
 from .dtypes import numpy_dtype
 from .errors import UsageError, storage_errors
@@ -408,16 +408,12 @@ class Dataset:
             weights = _args.text("weights", weights)
         req = self.request(where, box, quality, fraction=fraction, values=axes + [weights], step=st.index,
                            species=species, threads=threads, cancel=cancel, timeout=timeout)
+        from .parts import binned, resolve_ranges
+
         sel, f = req.spec, req.source()
-        resolved = []
-        for name, r in zip(axes, given):
-            s = _core.stats(f, name, sel) if r is None else None
-            resolved.append(_defaults.histogram_range(r, *((None, None) if s is None else (s.min, s.max))))
-        if y is None:
-            h = _core.histogram(f, axes[0], int(nbins[0]), *resolved[0], weight=weights, spec=sel)
-        else:
-            h = _core.histogram(f, axes[0], int(nbins[0]), *resolved[0], y=axes[1], ybins=int(nbins[1]),
-                                ylo=resolved[1][0], yhi=resolved[1][1], weight=weights, spec=sel)
+        resolved = resolve_ranges(given, [_core.stats(f, name, sel).to_dict() if r is None else None
+                                          for name, r in zip(axes, given)])
+        h = binned(f, axes, nbins, resolved, weights, sel)
         if weights is None:
             h = h.astype(np.int64)
         edges = [np.linspace(lo, hi, int(n) + 1) for (lo, hi), n in zip(resolved, nbins)]

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .dataset import Dataset
 
 __all__ = ["steps_of", "check_schemas", "part_spec", "part_source", "part_count", "part_stats", "part_histogram",
-           "merge_stats", "resolve_ranges"]
+           "binned", "merge_stats", "resolve_ranges"]
 
 
 def steps_of(ds: Dataset, steps: Any, species: Optional[str]) -> Tuple[List[Tuple[int, str]], bool]:
@@ -46,7 +46,7 @@ def steps_of(ds: Dataset, steps: Any, species: Optional[str]) -> Tuple[List[Tupl
 
 def check_schemas(ds: Dataset, resolved: List[Tuple[int, str]], names: Sequence[str]) -> None:
     """The columns read must have one dtype in every step (a numeric expression among
-    ``names``, checked by Dataset.request, is float64 in every step)."""
+    ``names``, checked by motes.request.check_values, is float64 in every step)."""
     first = {c.name: c.dtype for c in ds.schema(*resolved[0])}
     for step, sp in resolved[1:]:
         here = {c.name: c.dtype for c in ds.schema(step, sp)}
@@ -84,13 +84,19 @@ def part_stats(ds, part, column, where, box, quality, threads) -> Dict[str, Any]
     return _core.stats(part_source(ds, part), column, spec).to_dict()
 
 
-def part_histogram(ds, part, axes, nbins, ranges, weights, where, box, quality, threads) -> np.ndarray:
-    src = part_source(ds, part)
-    spec = part_spec(ds, part.step, part.species, where, box, quality, threads, axes + [weights])
+def binned(src, axes: Sequence[str], nbins, ranges, weights: Optional[str], spec) -> np.ndarray:
+    """The core's 1-D (one axis) or 2-D histogram of ``src`` under ``spec``: ``nbins`` and
+    ``ranges`` (min, max) per axis, sums of ``weights`` when given (``Dataset.histogram``'s
+    and each part's)."""
     if len(axes) == 1:
         return _core.histogram(src, axes[0], int(nbins[0]), *ranges[0], weight=weights, spec=spec)
     return _core.histogram(src, axes[0], int(nbins[0]), *ranges[0], y=axes[1], ybins=int(nbins[1]),
                            ylo=ranges[1][0], yhi=ranges[1][1], weight=weights, spec=spec)
+
+
+def part_histogram(ds, part, axes, nbins, ranges, weights, where, box, quality, threads) -> np.ndarray:
+    spec = part_spec(ds, part.step, part.species, where, box, quality, threads, axes + [weights])
+    return binned(part_source(ds, part), axes, nbins, ranges, weights, spec)
 
 
 def merge_stats(results: Sequence[Dict[str, Any]]) -> Dict[str, Any]:
