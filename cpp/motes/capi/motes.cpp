@@ -1,5 +1,4 @@
 // The C API over the dataset writer: errors become status codes and a per-thread message.
-#include "motes/expr/expr.hpp"
 #include "motes/capi/motes.h"
 
 #include <filesystem>
@@ -10,6 +9,7 @@
 #include "motes/capi/writer_state.hpp"
 #include "motes/core/version.hpp"
 #include "motes/dataset/species.hpp"
+#include "motes/expr/expr.hpp"
 #include "motes/parallel/background_job.hpp"
 #include "motes/particles/track.hpp"
 

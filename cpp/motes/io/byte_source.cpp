@@ -74,20 +74,22 @@ class FileSource final : public ByteSource {
   ReadCount will_need(const std::vector<ByteRange>& ranges) const override {
     ReadCount sent;
 #ifdef POSIX_FADV_WILLNEED
-    const std::vector<ByteRange> plan = coalesce(ranges, read_gap());
+    // The plan's requests, within the file: counted hinted or not (whether the kernel holds
+    // the pages already is the system's to know, and the count stays the same from one run
+    // to the next).
+    std::vector<ByteRange> plan;
+    for (ByteRange r : coalesce(ranges, read_gap()))
+      if (r.length && r.offset < size_) {
+        r.length = std::min(r.length, size_ - r.offset);
+        plan.push_back(r), ++sent.requests, sent.bytes += r.length;
+      }
     // A hot query (its pages in memory already) would pay a walk of the page cache per range
     // for nothing: when the mapping shows the first page of the first few ranges resident,
     // the query is taken as hot and nothing is asked. A file whose values were not read in
     // place yet (coded blocks are read with pread) is mapped for that test: no page of it is
     // touched.
-    // The requests are the plan's, hinted or not: whether the kernel holds the pages already
-    // is the system's to know, and the count stays the same from one run to the next.
-    for (const ByteRange& r : plan)
-      if (r.length && r.offset < size_) ++sent.requests, sent.bytes += std::min(r.length, size_ - r.offset);
     if (mapped() && looks_resident(plan)) return sent;
-    for (const ByteRange& r : plan)
-      if (r.length && r.offset < size_)
-        ::posix_fadvise(fd_, off_t(r.offset), off_t(std::min(r.length, size_ - r.offset)), POSIX_FADV_WILLNEED);
+    for (const ByteRange& r : plan) ::posix_fadvise(fd_, off_t(r.offset), off_t(r.length), POSIX_FADV_WILLNEED);
 #else
     (void)ranges;
 #endif

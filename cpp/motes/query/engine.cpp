@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "motes/core/threads.hpp"
+#include "motes/particles/layout/tree.hpp"
 #include "motes/query/evaluate.hpp"
 #include "motes/query/indexed.hpp"
 
@@ -57,8 +58,8 @@ ExprPtr box_expression(const Box& b) {
 }  // namespace
 
 void check_query_spec(const QuerySpec& spec) {
-  for (double q : {spec.quality_from, spec.quality_to})
-    if (!(q >= 0.0 && q <= 1.0)) throw UsageError("quality must be a number in [0, 1], got " + number_text(q));
+  check_quality(spec.quality_from);
+  check_quality(spec.quality_to);
   if (spec.quality_from > spec.quality_to)
     throw UsageError("quality range is reversed: from " + number_text(spec.quality_from) + " to " +
                      number_text(spec.quality_to));

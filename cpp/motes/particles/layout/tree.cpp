@@ -253,9 +253,12 @@ uint32_t choose_region_depth(const Levels& lv, uint32_t detail_level, uint64_t r
   return r;
 }
 
+void check_quality(double q) {
+  if (!(q >= 0.0 && q <= 1.0)) throw UsageError("quality must be a number in [0, 1], got " + number_text(q));
+}
+
 uint32_t levels_for_quality(double q, uint32_t level_count) {
-  if (std::isnan(q) || q < 0.0 || q > 1.0)
-    throw UsageError("quality must be a number in [0, 1], got " + number_text(q));
+  check_quality(q);
   if (q >= 1.0) return level_count;
   return std::min<uint32_t>(level_count, uint32_t(std::ceil(q * level_count)));
 }

@@ -132,6 +132,9 @@ uint32_t choose_detail_level(const Levels& levels, double prefix_share);
 // `region_points` points each (the tree halves them at every depth), at most S.
 uint32_t choose_region_depth(const Levels& levels, uint32_t detail_level, uint64_t region_points);
 
+// UsageError unless q is a quality: a number in [0, 1] (the one message, for levels_for_quality
+// and a query's range alike, query/engine.hpp check_query_spec).
+void check_quality(double q);
 // Maps quality q in [0,1] to the number of levels read: 0 reads nothing, 1 reads all,
 // linear in levels, hence logarithmic in points (each level holds about twice the last).
 uint32_t levels_for_quality(double q, uint32_t level_count);
