@@ -8,20 +8,11 @@
 
 namespace motes {
 
-namespace {
-
-bool samples_a_field(const Expr& e) {
-  if (e.kind == Expr::Kind::field) return true;
-  return std::any_of(e.args.begin(), e.args.end(), [](const ExprPtr& a) { return samples_a_field(*a); });
-}
-
-}  // namespace
-
 ExprPtr derived_expression(const std::string& expression, const std::vector<std::string>& names,
                            const std::vector<double>& error_bounds) {
   ExprPtr e = parse_value(expression);
   bind_columns(*e, names);
-  if (samples_a_field(*e)) throw UsageError("derived quantity " + printable(expression) + " samples a field; only columns can be derived from");
+  if (!referenced_fields(*e).empty()) throw UsageError("derived quantity " + printable(expression) + " samples a field; only columns can be derived from");
   for (int c : referenced_columns(*e))
     if (error_bounds[size_t(c)] > 0)
       throw UsageError("derived quantity " + printable(expression) + " reads column '" + names[size_t(c)] +
