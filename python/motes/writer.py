@@ -14,6 +14,7 @@ from .errors import MotesError, UsageError, storage_method
 from ._progress import Progress
 from ._ranks import comm_handle, on_every_rank
 from .dtypes import column_array
+from .remote import is_remote
 
 ColumnsLike = Mapping[str, np.ndarray]
 
@@ -158,6 +159,9 @@ class Writer:
                  region_points: Optional[int] = None, background: bool = False, max_pending: int = 2,
                  borrow: bool = False, on_backlog: Optional[str] = None):
         self.path = _args.path(path)
+        if is_remote(self.path):
+            raise UsageError(f"cannot write to {self.path}: datasets in object stores and on web servers are "
+                             "read-only in motes (write one locally and upload its directory)")
         self._background = None  # motes.background.BackgroundSteps, from the first background step
         self._max_pending = _args.integer("max_pending", max_pending, 1, 1 << 20)
         self._on_backlog = _on_backlog(on_backlog, background, comm)

@@ -1,14 +1,19 @@
 // Remote stores (io/remote): a particle file read through a RemoteStore answers queries as
 // the file does; a query asks for its ranges in few calls; the first read of a file also
-// fetches its end; errors name the URL.
+// fetches its end; errors name the URL; the storage seam (io/storage) answers for a store
+// without a round trip and refuses every write there.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <mutex>
 
+#include "motes/dataset/dataset.hpp"
+#include "motes/io/files.hpp"
 #include "motes/io/remote.hpp"
+#include "motes/io/storage.hpp"
 #include "motes/particles/writer.hpp"
 #include "motes/query/engine.hpp"
 #include "motes/query/selection.hpp"
@@ -95,4 +100,36 @@ TEST(Remote, AFileReadThroughAStoreAnswersAsTheFileDoes) {
   }
   unregister_remote_store("test-remote://");
   EXPECT_FALSE(under_remote_prefix("test-remote://" + name));
+}
+
+TEST(Remote, StorageInAStoreIsReadOnlyAndNotLookedAt) {
+  const std::string dir = test::temp_path("remote-storage");
+  auto store = std::make_shared<FolderStore>(dir);
+  register_remote_store("test-store://", store);
+  const std::string in = "test-store://run.motes";
+  EXPECT_EQ(path_kind(in), PathKind::unknown);  // no call: a store is asked only by reading
+  EXPECT_TRUE(path_exists(path_in(in, "manifest.json")));
+  EXPECT_EQ(store->calls, 0);
+  EXPECT_FALSE(remove_tree(in));
+  for (auto refused : std::vector<std::function<void()>>{
+           [&] { make_directory(in); }, [&] { entry_names(in); },
+           [&] { write_file_atomic(path_in(in, "manifest.json"), "{}"); },
+           [&] { FileLock::acquire(path_in(in, "lock"), "test", 0); }, [&] { Dataset::create(in, 0); }}) {
+    try {
+      refused();
+      ADD_FAILURE() << "a write in a store was not refused";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("read-only"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("test://run.motes"), std::string::npos) << e.what();
+    }
+  }
+  try {  // a missing dataset: NotFoundError naming its manifest's URL, from the one read
+    Dataset::open(in);
+    ADD_FAILURE();
+  } catch (const NotFoundError& e) {
+    EXPECT_NE(std::string(e.what()).find("test://run.motes/manifest.json"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(store->calls, 0);  // size() answered NotFound before any read
+  unregister_remote_store("test-store://");
+  EXPECT_EQ(path_kind(in), PathKind::missing);
 }

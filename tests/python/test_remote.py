@@ -153,6 +153,15 @@ def test_errors_name_the_url(s3, web):
         motes.open("s3://")
 
 
+def test_a_remote_dataset_is_not_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where a URL taken for a relative path would land
+    columns = {c: np.zeros(10, np.float32) for c in "xyz"}
+    for url in ("s3://data/new.motes", "https://example.org/new.motes"):
+        with pytest.raises(motes.UsageError, match="read-only"):
+            motes.write(url, columns)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_the_command_line_reads_remote_datasets(local, s3, tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     info = subprocess.run([sys.executable, "-m", "motes", "info", s3], capture_output=True, text=True, env=env,

@@ -1,7 +1,6 @@
 #include "motes/dataset/dataset.hpp"
 
 #include "motes/dataset/seal.hpp"
-#include "motes/io/remote.hpp"
 #include "motes/io/storage.hpp"
 
 #include <algorithm>
@@ -42,13 +41,10 @@ Dataset Dataset::open(const std::string& dir) {
   check_path(dir);
   Dataset d;
   d.dir_ = dir;
-  if (under_remote_prefix(dir)) {  // an object store or a web server: its manifest, read through the store
-    d.manifest_ = Manifest::read(dir);
-    return d;
-  }
+  // In a remote store (kind unknown) the manifest's read says what is missing, by its URL.
   const PathKind kind = path_kind(dir);
   if (kind == PathKind::missing) throw NotFoundError("no such dataset: '" + dir + "' does not exist", ENOENT);
-  if (kind != PathKind::directory) throw UsageError("'" + dir + "' is a file, not a dataset directory (NAME.motes/)");
+  if (kind == PathKind::file) throw UsageError("'" + dir + "' is a file, not a dataset directory (NAME.motes/)");
   if (!path_exists(path_in(dir, kManifest)))
     throw UsageError("'" + dir + "' is not a motes dataset (no " + kManifest + ")");
   d.manifest_ = Manifest::read(dir);
@@ -63,6 +59,7 @@ Dataset Dataset::create(const std::string& dir, double lock_timeout) {
 
 Dataset Dataset::open_for_writing(const std::string& dir, double lock_timeout) {
   check_path(dir);
+  check_writable(dir, "write to dataset");
   if (exists(dir)) {
     Dataset d = open(dir);
     d.lock_timeout_ = lock_timeout;
@@ -102,7 +99,7 @@ Dataset Dataset::open_for_writing(const std::string& dir, double lock_timeout) {
 }
 
 void Dataset::reload() {
-  if (!under_remote_prefix(dir_) && !path_exists(path_in(dir_, kManifest)))
+  if (!path_exists(path_in(dir_, kManifest)))
     throw UsageError("'" + dir_ + "' is no longer a motes dataset (its manifest was removed)");
   Manifest now = Manifest::read(dir_);
   check_same_run(now);

@@ -1,6 +1,7 @@
 #include "motes/io/files.hpp"
 
 #include "motes/io/remote.hpp"
+#include "motes/io/storage.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -32,6 +33,7 @@ std::string temp_name_for(const std::string& final_path) {
 }  // namespace
 
 AtomicFile::AtomicFile(std::string final_path, bool sync) : final_(std::move(final_path)), sync_(sync) {
+  check_writable(final_, "write");
   temp_ = temp_name_for(final_);
   fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd_ < 0) throw_errno("cannot create", temp_);
@@ -178,6 +180,7 @@ FileLock::~FileLock() {
 
 FileLock FileLock::acquire(const std::string& path, const std::string& what, double timeout_seconds) {
   check_path(path);
+  check_writable(path, "lock");
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) throw_errno("cannot open the lock file", path);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(std::max(0.0, timeout_seconds));
