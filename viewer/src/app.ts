@@ -2,24 +2,24 @@
 // the server is asked. The panel's controls (panel.ts) call its methods; the streamer
 // (stream.ts) fills its scene; the URL's fragment (viewstate.ts) mirrors its view.
 
-import { Analysis } from "./analysis";
-import { Api, ApiError, type DatasetInfo, isAbort, type SpeciesInfo } from "./api";
-import { Camera } from "./camera";
-import { type ColorChoice, columnKind, defaultColor, suggestLog } from "./colorchoice";
-import { colormapTable } from "./colormap";
-import { AutoRange, type HistogramFetch, percentileRange, RANGE_BINS, RANGE_BUDGET, scaleEnds, shaderScale } from "./colorrange";
-import { SliceLoader } from "./fieldslice";
-import { FrameLoader } from "./loader";
-import { Renderer } from "./renderer";
-import { POSITION_COLUMNS, type RangeFilter, Scene, type SceneKey } from "./scene";
-import { Streamer } from "./stream";
+import { Analysis } from "./ui/analysis";
+import { Api, ApiError, type DatasetInfo, isAbort, type SpeciesInfo } from "./data/api";
+import { Camera } from "./render/camera";
+import { type ColorChoice, columnKind, defaultColor, suggestLog } from "./state/colorchoice";
+import { colormapTable } from "./render/colormap";
+import { AutoRange, type HistogramFetch, percentileRange, RANGE_BINS, RANGE_BUDGET, scaleEnds, shaderScale } from "./render/colorrange";
+import { SliceLoader } from "./data/fieldslice";
+import { FrameLoader } from "./data/loader";
+import { Renderer } from "./render/renderer";
+import { POSITION_COLUMNS, Scene, type SceneKey } from "./render/scene";
+import { Streamer } from "./data/stream";
 import { byId } from "./ui/dom";
 import { FilterPanel } from "./ui/filters";
 import { drawLegend } from "./ui/legend";
 import { statusText } from "./ui/status";
-import { gpuCanFilter, whereOf } from "./selection";
-import { AXIS_NAMES, type Axis, axisPositions, componentRange, type FieldInfo, type FieldSummary, nearestIndex, type SlicePlane } from "./slice";
-import { decodeView, encodeView, type SliceState, type ViewState } from "./viewstate";
+import { gpuCanFilter, type RangeFilter, whereOf } from "./data/selection";
+import { AXIS_NAMES, type Axis, axisPositions, componentRange, type FieldInfo, type FieldSummary, nearestIndex, type SlicePlane } from "./data/slice";
+import { decodeView, encodeView, type SliceState, type ViewState } from "./state/viewstate";
 
 const BACKGROUNDS = { dark: [0.067, 0.075, 0.094], light: [1, 1, 1] } as const;
 

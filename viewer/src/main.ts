@@ -2,7 +2,7 @@
 
 import "./style.css";
 import { App } from "./app";
-import { bindPanel } from "./panel";
+import { bindPanel } from "./ui/panel";
 import { byId } from "./ui/dom";
 
 function boot(): void {

@@ -1,7 +1,7 @@
 // The export link (CSV or Parquet through the export endpoint) and the Python line that
 // makes the same selection with motes' API.
 
-import type { Box } from "../cells";
+import type { Box } from "../data/cells";
 
 export interface Selection {
   ds: string;

@@ -2,7 +2,7 @@
 // (log counts). Dragging reports ranges as they change (final = false: the GPU follows);
 // releasing, or typing a bound, reports a final range (the app may then ask the server).
 
-import type { RangeFilter } from "../scene";
+import type { RangeFilter } from "../data/selection";
 import { context2d, el, num } from "./dom";
 
 export interface FilterHooks {

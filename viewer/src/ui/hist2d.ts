@@ -1,8 +1,8 @@
 // The 2-D histogram panel: counts of two columns (x to the right, y up) on a log colour
 // scale with the current colour map; empty bins stay black.
 
-import type { Histogram } from "../api";
-import { colormapAt } from "../colormap";
+import type { Histogram } from "../data/api";
+import { colormapAt } from "../render/colormap";
 import { count, num } from "./dom";
 
 export function drawHist2d(canvas: HTMLCanvasElement, info: HTMLElement, h: Histogram, map: string): void {

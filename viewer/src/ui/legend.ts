@@ -1,6 +1,6 @@
 // The colour legend: the map's gradient, the range's ends and the column's unit.
 
-import { colormapTable } from "../colormap";
+import { colormapTable } from "../render/colormap";
 import { byId, num } from "./dom";
 
 export function drawLegend(map: string, lo: number, hi: number, label: string): void {

@@ -5,10 +5,10 @@
 
 import { type Api, ApiError, isAbort } from "./api";
 import { cellParam } from "./cells";
-import type { Camera } from "./camera";
+import type { Camera } from "../render/camera";
 import type { FrameLoader } from "./loader";
 import { DEFAULT_REFINE, plan, type RefineRequest } from "./refine";
-import type { Scene } from "./scene";
+import type { Scene } from "../render/scene";
 
 export const REST_MS = 150;
 /** below the server's 16 KiB limit on URLs */

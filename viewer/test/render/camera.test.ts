@@ -1,6 +1,6 @@
 import { mat4, vec3, vec4 } from "gl-matrix";
 import { describe, expect, it } from "vitest";
-import { Camera, type CameraState } from "../src/camera";
+import { Camera, type CameraState } from "../../src/render/camera";
 
 /** Where a point lands on the screen, in normalised device coordinates (x right, y up). */
 function screen(cam: Camera, p: number[]): [number, number] {

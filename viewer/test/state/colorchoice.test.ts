@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { type ColumnStats, columnKind, decades, defaultColor, KIND_ORDER, LOG_RATIO, nameTokens, suggestLog, unitKind } from "../src/colorchoice";
+import { type ColumnStats, columnKind, decades, defaultColor, KIND_ORDER, LOG_RATIO, nameTokens, suggestLog, unitKind } from "../../src/state/colorchoice";
 
 /** Columns as the server describes them: name [min, max] (default a varying float column). */
 function cols(spec: Record<string, [number | null, number | null] | Partial<ColumnStats>>): ColumnStats[] {

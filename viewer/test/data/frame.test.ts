@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { encodeFrame, FRAME_ALIGN, FrameError, parseFrame } from "../src/frame";
+import { encodeFrame, FRAME_ALIGN, FrameError, parseFrame } from "../../src/data/frame";
 
 const header = { rows: 3, to: 0.5, cells: [{ rows: 1 }, { rows: 2 }], origin: [1, 2, 3] as [number, number, number], query_ms: 1.5 };
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { encodeFrame, FrameError, parseFieldFrame, parseFrame } from "../src/frame";
-import { type FieldInfo, axisPositions, levelCount, nearestIndex, planeIndex, planeOf, planeSamples, sliceIndexBox, slicePlan } from "../src/slice";
+import { encodeFrame, FrameError, parseFieldFrame, parseFrame } from "../../src/data/frame";
+import { type FieldInfo, axisPositions, levelCount, nearestIndex, planeIndex, planeOf, planeSamples, sliceIndexBox, slicePlan } from "../../src/data/slice";
 
 const info: FieldInfo = {
   dataset: "run",

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { SpeciesInfo } from "../src/api";
-import type { Box } from "../src/cells";
-import { encodeFrame, parseFrame } from "../src/frame";
-import { type RefineRequest, type ViewTest, Visibility } from "../src/refine";
-import type { GpuChunk, Renderer } from "../src/renderer";
-import { Scene } from "../src/scene";
+import type { SpeciesInfo } from "../../src/data/api";
+import type { Box } from "../../src/data/cells";
+import { encodeFrame, parseFrame } from "../../src/data/frame";
+import { type RefineRequest, type ViewTest, Visibility } from "../../src/data/refine";
+import type { GpuChunk, Renderer } from "../../src/render/renderer";
+import { Scene } from "../../src/render/scene";
 
 const info = {
   bounds: { min: [0, 0, 0], max: [1, 1, 1] },

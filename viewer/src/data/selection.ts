@@ -1,8 +1,14 @@
 // The selection: the expression and the range filters, as the server's `where`, and which
 // changes of the ranges the GPU can show without asking the server again.
 
-import { MAX_GPU_FILTERS } from "./renderer";
-import type { RangeFilter } from "./scene";
+import { MAX_GPU_FILTERS } from "../render/renderer";
+
+/** A range of one column: the points with lo <= value <= hi. */
+export interface RangeFilter {
+  column: string;
+  lo: number;
+  hi: number;
+}
 
 /** The expression and the ranges joined by `and` (the expression in parentheses when joined). */
 export function whereOf(expression: string, filters: RangeFilter[]): string {

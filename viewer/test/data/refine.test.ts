@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type Box, CellTree, Ladder } from "../src/cells";
-import { DEFAULT_REFINE, plan, type ViewTest, Visibility } from "../src/refine";
+import { type Box, CellTree, Ladder } from "../../src/data/cells";
+import { DEFAULT_REFINE, plan, type ViewTest, Visibility } from "../../src/data/refine";
 
 const ladder = new Ladder([0, 0.25, 0.5, 0.75, 1], [0, 1000, 3000, 7000, 15000]);
 const settings = { ...DEFAULT_REFINE, density: 1, firstBudget: 1000, minSplitPoints: 10 };

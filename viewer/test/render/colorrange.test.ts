@@ -15,7 +15,7 @@ import {
   ROBUST_PERCENTILES,
   scaleEnds,
   shaderScale,
-} from "../src/colorrange";
+} from "../../src/render/colorrange";
 
 /** The server's 1-D histogram, by brute force: numpy.histogram's edges and bins over `values`, counting the asks. */
 function histogrammer(values: ArrayLike<number>, firstQuality = 1) {

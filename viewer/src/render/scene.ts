@@ -2,11 +2,12 @@
 // the cell tree, the chunks (a frame each, on the CPU as views and on the GPU as buffers),
 // and what is derived from them (points passing the GPU filters, the view's box, quality).
 
-import type { SpeciesInfo } from "./api";
-import { type Box, Cell, CellTree, type ChunkRecord, contains, Ladder, midpoint } from "./cells";
-import type { Frame } from "./frame";
-import type { RefineRequest, ViewTest } from "./refine";
-import { Visibility } from "./refine";
+import type { SpeciesInfo } from "../data/api";
+import { type Box, Cell, CellTree, type ChunkRecord, contains, Ladder, midpoint } from "../data/cells";
+import type { Frame } from "../data/frame";
+import type { RefineRequest, ViewTest } from "../data/refine";
+import { Visibility } from "../data/refine";
+import type { RangeFilter } from "../data/selection";
 import type { GpuChunk, Renderer } from "./renderer";
 
 export const POSITION_COLUMNS = ["x", "y", "z"] as const;
@@ -31,12 +32,6 @@ export interface Chunk {
   gpu: GpuChunk;
   columns: Record<string, Float32Array>;
   rows: number;
-}
-
-export interface RangeFilter {
-  column: string;
-  lo: number;
-  hi: number;
 }
 
 export class Scene {

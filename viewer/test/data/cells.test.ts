@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type Box, cellParam, CellTree, Ladder, midpoint } from "../src/cells";
+import { type Box, cellParam, CellTree, Ladder, midpoint } from "../../src/data/cells";
 
 const bounds: Box = [0, 0, 0, 0.3, 1, 7];
 const ladder = new Ladder([0, 0.25, 0.5, 0.75, 1], [0, 100, 300, 700, 1500]);

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { encodeFrame, FrameError, parseFrame } from "../src/frame";
+import { encodeFrame, FrameError, parseFrame } from "../../src/data/frame";
 
 // The frame parser takes any bytes: a frame either parses into columns that lie inside the
 // buffer, or is refused with a FrameError (never a TypeError, a RangeError or a hang).

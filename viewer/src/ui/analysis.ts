@@ -2,12 +2,12 @@
 // the 2-D histogram of the view box with the selection, and the export link with its line of
 // Python. Each asks again when the view or the selection settles.
 
-import type { App } from "./app";
-import type { Histogram } from "./api";
-import { boxParam } from "./cells";
-import { byId } from "./ui/dom";
-import { pythonLine } from "./ui/export";
-import { drawHist2d } from "./ui/hist2d";
+import type { App } from "../app";
+import type { Histogram } from "../data/api";
+import { boxParam } from "../data/cells";
+import { byId } from "./dom";
+import { pythonLine } from "./export";
+import { drawHist2d } from "./hist2d";
 
 const HIST_BINS = 64;
 const HIST2D_BINS = 128;

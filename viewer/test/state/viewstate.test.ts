@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { decodeView, DEFAULT_VIEW, encodeView } from "../src/viewstate";
+import { decodeView, DEFAULT_VIEW, encodeView } from "../../src/state/viewstate";
 
 describe("view in the fragment", () => {
   it("round-trips", () => {

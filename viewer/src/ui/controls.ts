@@ -2,7 +2,7 @@
 // pans, the wheel zooms; one finger orbits, two pinch and pan. Keys: arrows orbit (shift:
 // pan), + and - zoom, r resets the view, [ and ] change the point size, b the background.
 
-import type { Camera } from "./camera";
+import type { Camera } from "../render/camera";
 
 export interface ControlHandlers {
   /** the camera moved (by the user) */

@@ -11,9 +11,9 @@
 // a plane perpendicular to saxis at position spos (default: the middle), component scomp,
 // colour map smap. Keys left out take defaults.
 
-import { type CameraState, clampPitch } from "./camera";
-import { COLORMAPS, DEFAULT_COLORMAP } from "./colormap";
-import type { RangeFilter } from "./scene";
+import { type CameraState, clampPitch } from "../render/camera";
+import { COLORMAPS, DEFAULT_COLORMAP } from "../render/colormap";
+import type { RangeFilter } from "../data/selection";
 
 export interface SliceState {
   field: string;

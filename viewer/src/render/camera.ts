@@ -3,8 +3,8 @@
 // positions relative to the frame's origin (float32 stays precise near the data).
 
 import { glMatrix, mat4, vec3, vec4 } from "gl-matrix";
-import type { Box } from "./cells";
-import { type ViewTest, Visibility } from "./refine";
+import type { Box } from "../data/cells";
+import { type ViewTest, Visibility } from "../data/refine";
 
 glMatrix.setMatrixArrayType(Array); // doubles on the CPU; float32 only for the GPU
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { gpuCanFilter, whereOf } from "../src/selection";
+import { gpuCanFilter, whereOf } from "../../src/data/selection";
 
 describe("where", () => {
   it("joins the expression and the ranges", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Api } from "../src/api";
+import { Api } from "../../src/data/api";
 
 /** A Location and a History as far as Api.fromLocation uses them. */
 function page(href: string) {

@@ -1,9 +1,9 @@
 // The side panel: each control calls the app; sync() shows the app's state in the controls.
 
-import type { App } from "./app";
-import { COLORMAPS, DEFAULT_COLORMAP, colormapTable } from "./colormap";
-import { type ColumnKind, decades } from "./colorchoice";
-import { axisPositions } from "./slice";
+import type { App } from "../app";
+import { COLORMAPS, DEFAULT_COLORMAP, colormapTable } from "../render/colormap";
+import { type ColumnKind, decades } from "../state/colorchoice";
+import { axisPositions } from "../data/slice";
 
 /** How the panel's note names the kind of column chosen by default. */
 const KIND_TEXT: Record<ColumnKind, string> = {
@@ -15,7 +15,7 @@ const KIND_TEXT: Record<ColumnKind, string> = {
   id: "an id",
 };
 import { attachControls } from "./controls";
-import { byId, num, setOptions } from "./ui/dom";
+import { byId, num, setOptions } from "./dom";
 
 export function bindPanel(app: App): () => void {
   const $ = byId;
