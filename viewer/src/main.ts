@@ -15,7 +15,7 @@ function boot(): void {
     m.hidden = false;
     return;
   }
-  app.onUpdate = bindPanel(app);
+  bindPanel(app);
   window.addEventListener("hashchange", () => void app.followHash());
   void app.start();
 }

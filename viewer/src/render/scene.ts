@@ -27,6 +27,11 @@ export function sameKey(a: SceneKey, b: SceneKey): boolean {
   return a.ds === b.ds && a.step === b.step && a.species === b.species && a.where === b.where && a.columns.join() === b.columns.join();
 }
 
+/** True when a scene loaded for `loaded` can show `wanted`: the same points, and every column wanted. */
+export function canShow(loaded: SceneKey, wanted: SceneKey): boolean {
+  return loaded.ds === wanted.ds && loaded.step === wanted.step && loaded.species === wanted.species && loaded.where === wanted.where && wanted.columns.every((c) => loaded.columns.includes(c));
+}
+
 export interface Chunk {
   record: ChunkRecord;
   gpu: GpuChunk;

@@ -1,9 +1,15 @@
-// The side panel: each control calls the app; sync() shows the app's state in the controls.
+// The side panel, section by section: each section's controls set keys of the store (or ask
+// the app to open what they name), and each section shows the keys it depends on, which it
+// subscribes to.
 
 import type { App } from "../app";
 import { COLORMAPS, DEFAULT_COLORMAP, colormapTable } from "../render/colormap";
+import { colourBy, setExpression, setLogScale, setPointSize, toggleBackground } from "../state/actions";
+import { type AppState, columnNames, extent } from "../state/appstate";
 import { type ColumnKind, decades } from "../state/colorchoice";
 import { axisPositions } from "../data/slice";
+import { attachControls } from "./controls";
+import { byId as $, num, setOptions } from "./dom";
 
 /** How the panel's note names the kind of column chosen by default. */
 const KIND_TEXT: Record<ColumnKind, string> = {
@@ -14,45 +20,29 @@ const KIND_TEXT: Record<ColumnKind, string> = {
   position: "a position (the species has no other column to colour by)",
   id: "an id",
 };
-import { attachControls } from "./controls";
-import { byId, num, setOptions } from "./dom";
 
-export function bindPanel(app: App): () => void {
-  const $ = byId;
+export function bindPanel(app: App): void {
+  bindOpen(app);
+  bindColour(app);
+  bindDisplay(app);
+  bindSelection(app);
+  bindHistogram(app);
+  bindSlice(app);
+}
+
+/** The dataset, the step (and following new ones), the species. */
+function bindOpen(app: App): void {
+  const { store } = app;
   const dataset = $<HTMLSelectElement>("dataset");
   const species = $<HTMLSelectElement>("species");
   const step = $<HTMLInputElement>("step");
   const stepLabel = $("step-label");
   const follow = $<HTMLInputElement>("follow");
-  const color = $<HTMLSelectElement>("color");
-  const colormap = $<HTMLSelectElement>("colormap");
-  const lo = $<HTMLInputElement>("range-lo");
-  const hi = $<HTMLInputElement>("range-hi");
-  const log = $<HTMLInputElement>("range-log");
-  const colorAuto = $("color-auto");
-  const size = $<HTMLInputElement>("size");
-  const budget = $<HTMLSelectElement>("budget");
-  const background = $<HTMLButtonElement>("background");
-  const filterColumn = $<HTMLSelectElement>("filter-column");
-  const where = $<HTMLInputElement>("where");
-  const histX = $<HTMLSelectElement>("hist-x");
-  const histY = $<HTMLSelectElement>("hist-y");
-
-  const sliceField = $<HTMLSelectElement>("slice-field");
-  const sliceComponent = $<HTMLSelectElement>("slice-component");
-  const sliceAxis = $<HTMLSelectElement>("slice-axis");
-  const sliceMap = $<HTMLSelectElement>("slice-map");
-  const slicePos = $<HTMLInputElement>("slice-pos");
-  const slicePosLabel = $("slice-pos-label");
-
-  setOptions(colormap, Object.keys(COLORMAPS));
-  setOptions(sliceMap, Object.keys(COLORMAPS));
-  const steps = () => app.dataset?.steps ?? [];
+  const steps = () => store.get().dataset?.steps ?? [];
   const showStep = (i: number) => {
     const s = steps()[i];
     stepLabel.textContent = s ? `${s.index} (t = ${num(s.time)})` : "";
   };
-
   dataset.addEventListener("change", () => void app.openDataset(dataset.value));
   species.addEventListener("change", () => void app.openSpecies(species.value));
   step.addEventListener("input", () => showStep(Number(step.value)));
@@ -60,66 +50,9 @@ export function bindPanel(app: App): () => void {
     const s = steps()[Number(step.value)];
     if (s) void app.openStep(s.index);
   });
-  follow.addEventListener("change", () => app.setFollow(follow.checked));
-  color.addEventListener("change", () => app.setColor(color.value));
-  colormap.addEventListener("change", () => app.setColormap(colormap.value));
-  const range = () => {
-    const a = Number(lo.value);
-    const b = Number(hi.value);
-    if (lo.value !== "" && hi.value !== "" && Number.isFinite(a) && Number.isFinite(b) && a < b) app.setRange([a, b]);
-  };
-  lo.addEventListener("change", range);
-  hi.addEventListener("change", range);
-  $("range-auto").addEventListener("click", () => app.setRange(undefined));
-  $("range-full").addEventListener("click", () => app.setRange(app.extent(app.view.color ?? "z")));
-  log.addEventListener("change", () => app.setLogScale(log.checked));
-  size.addEventListener("input", () => app.setPointSize(Number(size.value)));
-  budget.addEventListener("change", () => app.setBudget(Number(budget.value)));
-  background.addEventListener("click", () => app.toggleBackground());
-  $("reset").addEventListener("click", () => app.resetCamera());
-  $("filter-add").addEventListener("click", () => {
-    const c = filterColumn.value;
-    if (!c || app.view.filters.some((f) => f.column === c)) return;
-    const [a, b] = app.extent(c);
-    app.setFilters([...app.view.filters, { column: c, lo: a, hi: b }], true);
-  });
-  where.addEventListener("change", () => app.setExpression(where.value));
-  const hist = () => app.setHist2dAxes(histX.value, histY.value);
-  histX.addEventListener("change", hist);
-  histY.addEventListener("change", hist);
-  sliceField.addEventListener("change", () => {
-    const s = app.view.slice;
-    void app.setSlice(sliceField.value ? { field: sliceField.value, axis: s?.axis ?? "z", map: s?.map ?? DEFAULT_COLORMAP } : undefined);
-  });
-  sliceComponent.addEventListener("change", () => {
-    if (app.view.slice) void app.setSlice({ ...app.view.slice, component: sliceComponent.value });
-  });
-  sliceAxis.addEventListener("change", () => {
-    const axis = sliceAxis.value as "x" | "y" | "z";
-    if (app.view.slice) void app.setSlice({ ...app.view.slice, axis, pos: undefined });
-  });
-  sliceMap.addEventListener("change", () => {
-    if (app.view.slice) void app.setSlice({ ...app.view.slice, map: sliceMap.value });
-  });
-  // Each step of the slider asks anew (coarse first); the requests of the last are aborted.
-  slicePos.addEventListener("input", () => app.setSliceIndex(Number(slicePos.value)));
-  $("export-format").addEventListener("change", () => app.analysis.exportLink());
-  $("export-view").addEventListener("change", () => app.analysis.exportLink());
-
-  attachControls(app.canvas, app.camera, {
-    moved: () => app.cameraMoved(),
-    reset: () => app.resetCamera(),
-    pointSize: (d) => {
-      app.setPointSize(app.view.size + d);
-      app.requestDraw();
-    },
-    toggleBackground: () => app.toggleBackground(),
-  });
-
-  return function sync(): void {
-    const v = app.view;
-    const cols = app.columnNames();
-    setOptions(dataset, app.datasetNames, v.ds);
+  follow.addEventListener("change", () => store.set({ follow: follow.checked }));
+  store.subscribe(["datasets", "dataset", "ds", "step", "species", "follow"], (_, v) => {
+    setOptions(dataset, v.datasets, v.ds);
     const ss = steps();
     step.max = String(Math.max(0, ss.length - 1));
     step.value = String(Math.max(0, ss.findIndex((s) => s.index === v.step)));
@@ -128,17 +61,77 @@ export function bindPanel(app: App): () => void {
     showStep(Number(step.value));
     const st = ss.find((s) => s.index === v.step);
     setOptions(species, st ? Object.keys(st.species) : [], v.species);
-    const labels = cols.map((c) => {
-      const info = app.info?.columns.find((x) => x.name === c);
+  });
+}
+
+/** The colour: column, map, range, log scale, and the note on the default choice. */
+function bindColour(app: App): void {
+  const { store } = app;
+  const color = $<HTMLSelectElement>("color");
+  const colormap = $<HTMLSelectElement>("colormap");
+  const lo = $<HTMLInputElement>("range-lo");
+  const hi = $<HTMLInputElement>("range-hi");
+  const log = $<HTMLInputElement>("range-log");
+  setOptions(colormap, Object.keys(COLORMAPS));
+  color.addEventListener("change", () => colourBy(store, color.value));
+  colormap.addEventListener("change", () => store.set({ map: colormap.value }));
+  const range = () => {
+    const a = Number(lo.value);
+    const b = Number(hi.value);
+    if (lo.value !== "" && hi.value !== "" && Number.isFinite(a) && Number.isFinite(b) && a < b) store.set({ range: [a, b] });
+  };
+  lo.addEventListener("change", range);
+  hi.addEventListener("change", range);
+  $("range-auto").addEventListener("click", () => store.set({ range: undefined }));
+  $("range-full").addEventListener("click", () => store.set({ range: extent(store.get(), store.get().color ?? "z") }));
+  log.addEventListener("change", () => setLogScale(store, log.checked));
+  store.subscribe(["info", "ds", "step", "species", "color", "map", "log", "range", "colorChoice", "rangeFound"], (_, v) => {
+    const labels = columnNames(v).map((c) => {
+      const info = v.info?.columns.find((x) => x.name === c);
       return info?.unit_label ? `${c} [${info.unit_label}]` : c;
     });
-    setOptions(color, cols, v.color, labels);
+    setOptions(color, columnNames(v), v.color, labels);
     colormap.value = v.map;
     log.checked = v.log;
-    syncChoice();
-    const [a, b] = app.colorRange();
+    showChoice(v);
+    const [a, b] = app.colour.range();
     if (document.activeElement !== lo) lo.value = String(Number(a.toPrecision(6)));
     if (document.activeElement !== hi) hi.value = String(Number(b.toPrecision(6)));
+  });
+}
+
+/** The note under the colour controls while the column and scale are the ones chosen by default. */
+function showChoice(v: Readonly<AppState>): void {
+  const colorAuto = $("color-auto");
+  const choice = v.color === v.colorChoice?.column ? v.colorChoice : null;
+  const c = v.info?.columns.find((x) => x.name === choice?.column);
+  colorAuto.hidden = !choice?.kind || !c;
+  colorAuto.dataset.kind = choice?.kind ?? "";
+  colorAuto.textContent =
+    choice?.kind && c
+      ? `Chosen for this data: ${c.name}, ${KIND_TEXT[choice.kind]}` +
+        (choice.log ? `, on a log scale (it spans ${(decades(c) ?? 0).toFixed(1)} decades)` : "") +
+        ". Pick another column or untick log scale to change it."
+      : "";
+}
+
+/** Point size, point budget, background, the camera's reset; the mouse, touch and keys on the view. */
+function bindDisplay(app: App): void {
+  const { store } = app;
+  const size = $<HTMLInputElement>("size");
+  const budget = $<HTMLSelectElement>("budget");
+  const background = $<HTMLButtonElement>("background");
+  size.addEventListener("input", () => setPointSize(store, Number(size.value)));
+  budget.addEventListener("change", () => store.set({ budget: Number(budget.value) }));
+  background.addEventListener("click", () => toggleBackground(store));
+  $("reset").addEventListener("click", () => app.resetCamera());
+  attachControls(app.canvas, app.camera, {
+    moved: () => app.cameraMoved(),
+    reset: () => app.resetCamera(),
+    pointSize: (d) => setPointSize(store, store.get().size + d),
+    toggleBackground: () => toggleBackground(store),
+  });
+  store.subscribe(["size", "budget", "bg"], (_, v) => {
     size.value = String(v.size);
     budget.value = String(v.budget);
     if (budget.value !== String(v.budget)) {
@@ -146,57 +139,102 @@ export function bindPanel(app: App): () => void {
       budget.value = String(v.budget);
     }
     background.textContent = v.bg === "dark" ? "light background" : "dark background";
-    setOptions(filterColumn, cols.filter((c) => !v.filters.some((f) => f.column === c)));
+  });
+}
+
+/** The selection: a filter added on a column, the expression (its error hidden when it changes). */
+function bindSelection(app: App): void {
+  const { store } = app;
+  const filterColumn = $<HTMLSelectElement>("filter-column");
+  const where = $<HTMLInputElement>("where");
+  $("filter-add").addEventListener("click", () => {
+    const c = filterColumn.value;
+    const { filters } = store.get();
+    if (!c || filters.some((f) => f.column === c)) return;
+    const [a, b] = extent(store.get(), c);
+    app.setFilters([...filters, { column: c, lo: a, hi: b }], true);
+  });
+  where.addEventListener("change", () => setExpression(store, where.value));
+  store.subscribe(["where"], () => ($("where-error").hidden = true));
+  store.subscribe(["info", "filters", "where"], (_, v) => {
+    setOptions(filterColumn, columnNames(v).filter((c) => !v.filters.some((f) => f.column === c)));
     if (document.activeElement !== where) where.value = v.where;
-    setOptions(histX, cols, v.hist?.[0]);
-    setOptions(histY, cols, v.hist?.[1]);
-    syncSlice();
+  });
+}
+
+/** The 2-D histogram's axes; the export's format and box. */
+function bindHistogram(app: App): void {
+  const { store } = app;
+  const histX = $<HTMLSelectElement>("hist-x");
+  const histY = $<HTMLSelectElement>("hist-y");
+  const hist = () => store.set({ hist: [histX.value, histY.value] });
+  histX.addEventListener("change", hist);
+  histY.addEventListener("change", hist);
+  $("export-format").addEventListener("change", () => app.analysis.exportLink());
+  $("export-view").addEventListener("change", () => app.analysis.exportLink());
+  store.subscribe(["info", "hist"], (_, v) => {
+    setOptions(histX, columnNames(v), v.hist?.[0]);
+    setOptions(histY, columnNames(v), v.hist?.[1]);
+  });
+}
+
+/** The field slice: field, component, axis, colour map, position. */
+function bindSlice(app: App): void {
+  const { store } = app;
+  const sliceField = $<HTMLSelectElement>("slice-field");
+  const sliceComponent = $<HTMLSelectElement>("slice-component");
+  const sliceAxis = $<HTMLSelectElement>("slice-axis");
+  const sliceMap = $<HTMLSelectElement>("slice-map");
+  const slicePos = $<HTMLInputElement>("slice-pos");
+  setOptions(sliceMap, Object.keys(COLORMAPS));
+  const set = (change: (s: NonNullable<AppState["slice"]>) => AppState["slice"]) => {
+    const s = store.get().slice;
+    if (s) app.act(() => app.slices.set(change(s)));
   };
-
-  /** The note under the colour controls while the column and scale are the ones chosen by default. */
-  function syncChoice(): void {
-    const choice = app.view.color === app.colorChoice?.column ? app.colorChoice : null;
-    const c = app.info?.columns.find((x) => x.name === choice?.column);
-    colorAuto.hidden = !choice?.kind || !c;
-    colorAuto.dataset.kind = choice?.kind ?? "";
-    colorAuto.textContent =
-      choice?.kind && c
-        ? `Chosen for this data: ${c.name}, ${KIND_TEXT[choice.kind]}` +
-          (choice.log ? `, on a log scale (it spans ${(decades(c) ?? 0).toFixed(1)} decades)` : "") +
-          ". Pick another column or untick log scale to change it."
-        : "";
-  }
-
-  function syncSlice(): void {
-    const s = app.view.slice;
-    const info = app.sliceInfo;
-    setOptions(sliceField, ["", ...app.fieldList.map((f) => f.name)], s?.field ?? "", ["none", ...app.fieldList.map((f) => f.name)]);
-    const comps = info?.components ?? [];
-    setOptions(sliceComponent, comps, s?.component);
+  sliceField.addEventListener("change", () => {
+    const s = store.get().slice;
+    app.act(() => app.slices.set(sliceField.value ? { field: sliceField.value, axis: s?.axis ?? "z", map: s?.map ?? DEFAULT_COLORMAP } : undefined));
+  });
+  sliceComponent.addEventListener("change", () => set((s) => ({ ...s, component: sliceComponent.value })));
+  sliceAxis.addEventListener("change", () => set((s) => ({ ...s, axis: sliceAxis.value as "x" | "y" | "z", pos: undefined })));
+  sliceMap.addEventListener("change", () => set((s) => ({ ...s, map: sliceMap.value })));
+  // Each step of the slider asks anew (coarse first); the requests of the last are aborted.
+  slicePos.addEventListener("input", () => app.slices.setIndex(Number(slicePos.value)));
+  store.subscribe(["slice", "sliceInfo", "fields"], (_, v) => {
+    setOptions(sliceField, ["", ...v.fields.map((f) => f.name)], v.slice?.field ?? "", ["none", ...v.fields.map((f) => f.name)]);
+    const comps = v.sliceInfo?.components ?? [];
+    setOptions(sliceComponent, comps, v.slice?.component);
     sliceComponent.hidden = comps.length === 0;
-    for (const e of [sliceAxis, sliceMap, slicePos]) e.disabled = !s || !info;
-    sliceAxis.value = s?.axis ?? "z";
-    sliceMap.value = s?.map ?? DEFAULT_COLORMAP;
-    const legend = $<HTMLCanvasElement>("slice-legend");
-    legend.hidden = !s || !info;
-    if (!s || !info) {
-      slicePosLabel.textContent = "";
-      for (const id of ["slice-min", "slice-max", "slice-unit"]) $(id).textContent = "";
-      return;
-    }
-    const axis = app.sliceAxis();
-    const positions = axisPositions(info, axis);
-    slicePos.max = String(positions.length - 1);
-    const index = app.sliceIndex();
-    if (document.activeElement !== slicePos) slicePos.value = String(index);
-    slicePosLabel.textContent = `${s.axis} = ${num(positions[index])} (sample ${index})`;
-    const table = colormapTable(s.map);
-    legend.width = table.length / 4;
-    legend.height = 1;
-    legend.getContext("2d")!.putImageData(new ImageData(new Uint8ClampedArray(table), table.length / 4, 1), 0, 0);
-    const [lo, hi] = app.sliceRange();
-    $("slice-min").textContent = num(lo);
-    $("slice-max").textContent = num(hi);
-    $("slice-unit").textContent = info.unit ? `${info.field}${s.component ? `.${s.component}` : ""} [${info.unit}]` : `${info.field}${s.component ? `.${s.component}` : ""}`;
+    for (const e of [sliceAxis, sliceMap, slicePos]) e.disabled = !v.slice || !v.sliceInfo;
+    sliceAxis.value = v.slice?.axis ?? "z";
+    sliceMap.value = v.slice?.map ?? DEFAULT_COLORMAP;
+    showSlice(app, v);
+  });
+}
+
+/** The slice's position, legend and unit (empty without a slice). */
+function showSlice(app: App, v: Readonly<AppState>): void {
+  const { slice: s, sliceInfo: info } = v;
+  const legend = $<HTMLCanvasElement>("slice-legend");
+  const slicePos = $<HTMLInputElement>("slice-pos");
+  legend.hidden = !s || !info;
+  if (!s || !info) {
+    $("slice-pos-label").textContent = "";
+    for (const id of ["slice-min", "slice-max", "slice-unit"]) $(id).textContent = "";
+    return;
   }
+  const positions = axisPositions(info, app.slices.axis());
+  slicePos.max = String(positions.length - 1);
+  const index = app.slices.index();
+  if (document.activeElement !== slicePos) slicePos.value = String(index);
+  $("slice-pos-label").textContent = `${s.axis} = ${num(positions[index])} (sample ${index})`;
+  const table = colormapTable(s.map);
+  legend.width = table.length / 4;
+  legend.height = 1;
+  legend.getContext("2d")!.putImageData(new ImageData(new Uint8ClampedArray(table), table.length / 4, 1), 0, 0);
+  const [lo, hi] = app.slices.range();
+  $("slice-min").textContent = num(lo);
+  $("slice-max").textContent = num(hi);
+  const name = `${info.field}${s.component ? `.${s.component}` : ""}`;
+  $("slice-unit").textContent = info.unit ? `${name} [${info.unit}]` : name;
 }

@@ -21,3 +21,21 @@ export function statusText(s: StatusFacts): string {
     { loading: "loading…", ready: "ready", error: "stopped" }[s.state],
   ].join(" · ");
 }
+
+/** The status line, and its figures as data attributes (for tests/browser and bench/serve_browser.py). */
+export function showStatus(el: HTMLElement, s: StatusFacts, loaded: number): void {
+  el.textContent = statusText(s);
+  el.dataset.shown = String(s.shown);
+  el.dataset.loaded = String(loaded);
+  el.dataset.total = String(s.total);
+  el.dataset.state = s.state;
+  el.dataset.qualityInView = s.quality ? String(s.quality[0]) : "";
+}
+
+/** The slice's line: where its loading is and the level drawn (data-state and data-level for tests). */
+export function showSliceStatus(el: HTMLElement, state: "off" | "loading" | "ready" | "error", plane: { level: number; width: number; height: number } | null): void {
+  el.dataset.state = state;
+  el.dataset.level = plane ? String(plane.level) : "";
+  const what = state === "error" ? "error" : state === "loading" ? "loading…" : "full resolution";
+  el.textContent = state === "off" ? "" : `${what}${plane ? ` · level ${plane.level}, ${plane.width} × ${plane.height} samples` : ""}`;
+}
