@@ -11,7 +11,8 @@ from ._core import CancelToken, parse_expression
 from ._core import version as __version__  # project(motes VERSION ...) of CMakeLists.txt
 from .errors import (CancelledError, DatasetReplacedError, FormatError, InternalError, MotesError, NotFoundError,
                      OutOfMemoryError, StorageError, UsageError)
-from .dataset import Dataset, follow, open, read_partition
+from .dataset import Dataset, follow, open
+from .partition import read_partition
 from .expressions import isin
 from .field import Field  # motes.field: the public name of motes.fields.model
 from .table import Column, Table

@@ -1,5 +1,6 @@
-"""Reading: motes.open and Dataset (steps, species, queries, analyses, fields), and the
-collective read_partition. Writing is in motes.writer, query results in motes.table."""
+"""Reading: motes.open and Dataset (steps, species, queries, analyses, fields), and
+motes.follow. The collective read_partition is in motes.partition, writing in motes.writer,
+query results in motes.table."""
 
 from __future__ import annotations
 
@@ -14,12 +15,11 @@ from ._defaults import HISTOGRAM_BINS
 from .dtypes import numpy_dtype
 from .errors import UsageError, storage_errors
 from ._progress import Progress
-from ._ranks import comm_handle, on_every_rank
 from .errors import storage_method
 from .request import BoxLike, Quality, Request, checked_columns, selection
 from .table import Column, Table
 
-__all__ = ["open", "follow", "Dataset", "read_partition"]
+__all__ = ["open", "follow", "Dataset"]
 
 
 
@@ -87,6 +87,16 @@ class Dataset:
         return [s.index for s in self._steps]
 
     @property
+    def step_entries(self) -> List[Step]:
+        """The steps, in order, as :class:`motes.dataset.Step` (index, time, attributes,
+        species, fields), as this handle last read them (:meth:`refresh`)."""
+        return list(self._steps)
+
+    def _entry(self, index: int) -> Step:
+        """The Step of a step index the core resolved (so present)."""
+        return next(s for s in self._steps if s.index == index)
+
+    @property
     def id(self) -> str:
         """The dataset's identity: 32 hex digits drawn when it was created and kept by every
         append, so a dataset deleted and written again under the same path has another one
@@ -125,15 +135,8 @@ class Dataset:
 
     def step(self, step: Optional[int] = None) -> Step:
         """The step with index ``step`` (default: the last step)."""
-        if not self._steps:
-            raise UsageError(f"dataset '{self.path}' has no steps")
-        if step is None:
-            return self._steps[-1]
-        step = _args.step(step)
-        for s in self._steps:
-            if s.index == step:
-                return s
-        raise UsageError(f"dataset has no step {step} (steps: {', '.join(map(str, self.steps[:20]))})")
+        index = _core.resolve_step(self._core, None if step is None else _args.step(step))
+        return self._entry(index)
 
     def species_names(self, step: Optional[int] = None) -> List[str]:
         return list(self.step(step).species) if self._steps else []
@@ -141,21 +144,6 @@ class Dataset:
     def field_names(self, step: Optional[int] = None) -> List[str]:
         """The grid fields of a step (default: the last)."""
         return list(self.step(step).fields) if self._steps else []
-
-    def _sample_fields(self, spec, step: int, values: Sequence[str], known: Sequence[str]) -> None:
-        """Gives ``spec`` the samplers of the grid fields its expression names
-        (``field('Bz')``, ``field('E', 'x')``: the field at each particle's position) and those
-        the numeric expressions among ``values`` name (histogram axes and weights: a column,
-        or an expression over the columns ``known``)."""
-        refs = []
-        if spec.where and "field" in spec.where:
-            refs += _core.expression_fields(spec.where)
-        for v in values:
-            if "field" in v and v not in known:
-                refs += _core.value_fields(v, known)
-        for name, component in dict.fromkeys(refs):
-            f = self.field(name, step)
-            _core.query_add_field(spec, name, component, f.sampler(component or None))
 
     def sample(self, field: str, x, y=None, z=None, *, step: Optional[int] = None, component: Optional[str] = None,
                fill: float = float("nan")):
@@ -182,16 +170,8 @@ class Dataset:
         return f
 
     def _resolve(self, step: Optional[int], species: Optional[str]) -> Tuple[Step, str]:
-        st = self.step(step)
-        if not st.species:
-            raise UsageError(f"step {st.index} holds no particles, only fields ({', '.join(st.fields)})")
-        if species is None:
-            if len(st.species) != 1:
-                raise UsageError(f"step {st.index} has several species ({', '.join(st.species)}): pass species=")
-            species = next(iter(st.species))
-        if species not in st.species:
-            raise UsageError(f"step {st.index} has no species '{species}' (species: {', '.join(st.species)})")
-        return st, species
+        index, name = _core.resolve_species(self._core, None if step is None else _args.step(step), species)
+        return self._entry(index), name
 
     def _species(self, step: Optional[int], species: Optional[str]) -> dict:
         st, name = self._resolve(step, species)
@@ -260,11 +240,14 @@ class Dataset:
         Every query and analysis of this class reads through one, and so do plans, the part
         queries of :mod:`motes.mpi` and :mod:`motes.dask`, and :mod:`motes.arrow`."""
         spec = selection(where, box, quality, fraction, threads, cancel, timeout)
-        st, name = self._resolve(step, species)
-        known = [c[0] for c in st.species[name]["columns"]]
-        wanted = checked_columns(columns, known, references=True)
-        self._sample_fields(spec, st.index, [v for v in values if v is not None], known)
-        return Request(st, name, known, wanted, spec, lambda: self._source_for(spec, st.index, name))
+        if isinstance(columns, str):
+            columns = [columns]
+        req = _core.resolve_read(self._core, None if step is None else _args.step(step), species,
+                                 None if columns is None else list(columns), [v for v in values if v is not None],
+                                 spec, lambda at, name, component: self.field(name, at).sampler(component or None))
+        at = req.step
+        return Request(self._entry(at), req.species, list(req.known), list(req.columns), req.spec,
+                       lambda: self._source_for(req.spec, at, req.species))
 
     def plan(self, where: Optional[str] = None, box: BoxLike = None, quality: Optional[Quality] = None, *,
              fraction: Optional[float] = None, step: Optional[int] = None, steps: Any = None,
@@ -521,44 +504,6 @@ class Dataset:
         species = sum(len(st.species) for st in self._steps)
         fields = sum(len(st.fields) for st in self._steps)
         return {"files": files, "steps": len(self._steps), "species": species, "fields": fields, "pinned": pinned}
-
-
-def read_partition(path: Union[str, os.PathLike], comm: Any, *, box: BoxLike = None, where: Optional[str] = None,
-                   columns: Optional[Sequence[str]] = None, step: Optional[int] = None,
-                   species: Optional[str] = None, quality: Optional[float] = None, fraction: Optional[float] = None,
-                   threads: Optional[int] = None) -> Table:
-    """Collective read of one step over the ranks of ``comm`` (mpi4py), whatever number of
-    ranks wrote it. With ``box`` (this rank's region, inclusive; every rank passes one) each
-    rank gets the particles inside its box, e.g. to restart a simulation on a new
-    decomposition; without, each rank gets an even share of the matching particles.
-    ``quality`` < 1 reads a level-of-detail preview (the particles of ``ds.query(quality=q)``).
-    Part files are read by ranks spread over the communicator and the rows sent to the
-    ranks that asked for them."""
-    handle = comm_handle(comm)
-
-    def prepare():
-        ds = Dataset(path)
-        asked = ds.request(where, box, quality, fraction=fraction, columns=columns, step=step, species=species,
-                           threads=threads)  # checked as a query's
-        spec = asked.spec
-        req = _core.PartitionRequest()  # what is None keeps the core's default
-        if quality is not None:
-            req.quality = spec.quality_to
-        if fraction is not None:
-            req.fraction = spec.fraction
-        if where is not None:
-            req.where = spec.where
-        req.box = spec.box
-        if threads is not None:
-            req.threads = spec.threads
-        asked.source()  # the files, checked against the manifest
-        req.columns = checked_columns(columns, asked.known)
-        return asked.step.species[asked.species]["path"], req
-
-    src, req = on_every_rank(comm, prepare, f"opening '{os.fspath(path)}' for a parallel read")
-    with storage_errors(path, "cannot read"):
-        cols = _core.read_partition(handle, src, req)
-    return Table({n: cols[n] for n in req.columns})
 
 
 def open(path: Union[str, os.PathLike]) -> Dataset:  # noqa: A001 - mirrors builtins.open on purpose

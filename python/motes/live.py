@@ -134,5 +134,5 @@ def wait_for_step(ds, after: Optional[int], timeout: Optional[float], poll: floa
         after = max(ds.steps) if ds.steps else None
     else:
         after = _args.step(after)
-    return wait_until(ds, lambda: next((s for s in ds._steps if after is None or s.index > after), None),
+    return wait_until(ds, lambda: next((s for s in ds.step_entries if after is None or s.index > after), None),
                       timeout, poll, "no step" + ("" if after is None else f" after {after}"))

@@ -78,24 +78,18 @@ class Request:
         return self.open()
 
 
-def checked_columns(columns: Any, known: Sequence[str], references: bool = False) -> List[str]:
+def checked_columns(columns: Any, known: Sequence[str]) -> List[str]:
     """The columns asked for (None: every one of ``known``; a name alone: that column),
-    UsageError naming an unknown one; ``references``: a ``field('name'[, 'component'])``
-    that is no column passes too (a grid field sampled at the particles)."""
+    UsageError naming an unknown one (a read that samples grid fields as columns is checked
+    by the core's ``resolve_read``, through :meth:`motes.Dataset.request`)."""
     if columns is None:
         return list(known)
     if isinstance(columns, str):
         columns = [columns]
     columns = list(columns)
     for c in columns:
-        if c in known:
-            continue
-        if references:
-            from .fields.queries import field_reference
-
-            if field_reference(c, known):
-                continue
-        raise UsageError(f"unknown column '{c}' (columns: {', '.join(known)})")
+        if c not in known:
+            raise UsageError(f"unknown column '{c}' (columns: {', '.join(known)})")
     return columns
 
 

@@ -114,7 +114,7 @@ def resolve(ds, steps: Any, species: Optional[str] = None, step: Optional[int] =
     present = ds.steps
     if isinstance(steps, str):
         if steps.strip().lower() == "all":
-            chosen = [s.index for s in ds._steps if (s.species if species is None else species in s.species)]
+            chosen = [s.index for s in ds.step_entries if (s.species if species is None else species in s.species)]
             if not chosen:
                 what = "particles" if species is None else f"species '{species}'"
                 raise UsageError(f"no step of dataset '{ds.path}' holds {what}")

@@ -192,6 +192,7 @@ void bind_files(nb::module_& m);        // files.cpp: write_file, File, Collecti
 void bind_queries(nb::module_& m);      // queries.cpp: Selection, select, plan_reads, count, stats, histogram
 void bind_dataset(nb::module_& m);      // dataset.cpp: DatasetCore, PartedStep
 void bind_background(nb::module_& m);   // background.cpp: BackgroundWriter
+void bind_request(nb::module_& m);      // request.cpp: ReadRequest, resolve_read
 void bind_remote(nb::module_& m);       // remote.cpp: remote stores (object stores, web servers)
 void bind_parallel(nb::module_& m);     // parallel.cpp: MPI writes and reads, simulate_aggregation
 void bind_grid_fields(nb::module_& m);  // fields.cpp: field files, samplers, the HZ order

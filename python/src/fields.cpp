@@ -246,16 +246,6 @@ void bind_field_sampler(nb::module_& m) {
       "text"_a, "columns"_a,
       "The (name, component) of every field(...) a numeric expression (a histogram axis) samples; UsageError for "
       "bad syntax, a condition, or a column not among `columns`.");
-  m.def(
-      "field_reference",
-      [](const std::string& text) -> std::optional<std::pair<std::string, std::string>> {
-        motes::ExprPtr e = motes::parse_value(text);
-        if (e->kind != motes::Expr::Kind::field) return std::nullopt;
-        return std::make_pair(e->name, e->component);
-      },
-      "text"_a,
-      "(name, component) when text is a field('name'[, 'component']) alone ('' for a scalar field), else None; "
-      "UsageError for bad syntax or a condition.");
 }
 
 // FieldFile: an opened field file, its spec and its reads.

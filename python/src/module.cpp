@@ -9,6 +9,7 @@
 //   files.cpp         write_file, File, Collection, the block cache
 //   queries.cpp       Selection, select, plan_reads, count, stats, histogram, parse_expression
 //   dataset.cpp       DatasetCore, PartedStep
+//   request.cpp       ReadRequest, resolve_read (one read resolved and checked once)
 //   parallel.cpp      MPI writes and reads, simulate_aggregation
 //   fields.cpp        grid fields: field files, samplers, the HZ order
 #include "common.hpp"
@@ -22,6 +23,7 @@ NB_MODULE(_core, m) {
   motes_py::bind_files(m);
   motes_py::bind_queries(m);
   motes_py::bind_dataset(m);
+  motes_py::bind_request(m);
   motes_py::bind_background(m);
   motes_py::bind_remote(m);
   motes_py::bind_parallel(m);

@@ -8,7 +8,6 @@ import pytest
 
 import motes
 from motes import _core, parts, synth
-from motes.dataset import Dataset
 from motes.request import Request, check_values, checked_columns
 
 from conftest import SMALL
@@ -59,16 +58,19 @@ def test_values_may_be_expressions_and_columns_field_references(two_species):
     with pytest.raises(motes.UsageError, match="unknown column 'uz'"):
         check_values(["uz"], ["ux"])
     assert checked_columns(None, ["a", "b"]) == ["a", "b"]
-    assert checked_columns(["field('Bz')"], ["x"], references=True) == ["field('Bz')"]
     with pytest.raises(motes.UsageError, match="unknown column"):
-        checked_columns(["field('Bz')"], ["x"])  # a field only where references are allowed
+        checked_columns(["field('Bz')"], ["x"])  # a field only where a request samples it
+    # A grid field as a column, or in where or values, must be a field of the step (the core's check).
+    for kwargs in (dict(columns=["x", "field('Bz')"]), dict(where="field('Bz') > 0"), dict(values=["field('Bz')"])):
+        with pytest.raises(motes.UsageError, match=r"step 0 has no field 'Bz' \(fields: none\)"):
+            ds.request(step=0, **kwargs)
 
 
 def test_a_query_resolves_its_step_and_species_once(two_species, monkeypatch):
     ds, _ = two_species
     calls = []
-    real = Dataset._resolve
-    monkeypatch.setattr(Dataset, "_resolve", lambda self, step, species: calls.append(1) or real(self, step, species))
+    real = _core.resolve_read
+    monkeypatch.setattr(_core, "resolve_read", lambda *a: calls.append(1) or real(*a))
     ds.query("energy > 1", columns=["x", "energy"], species="ions")
     assert len(calls) == 1
     calls.clear()

@@ -10,18 +10,12 @@ from typing import Dict, Optional, Sequence, Tuple
 import numpy as np
 
 from .. import _core
-from ..errors import UsageError
 
 
 def field_reference(text, known: Sequence[str]) -> Optional[Tuple[str, Optional[str]]]:
     """(name, component) when ``text`` is no column of ``known`` but a ``field('name'[,
-    'component'])`` alone (read by the core's parser), else None."""
-    if not isinstance(text, str) or text in known:
-        return None
-    try:
-        ref = _core.field_reference(text)
-    except UsageError:  # not an expression: an unknown column, which the caller names
-        return None
+    'component'])`` alone (the core's ``column_field``), else None."""
+    ref = _core.column_field(text, list(known)) if isinstance(text, str) else None
     return None if ref is None else (ref[0], ref[1] or None)
 
 
