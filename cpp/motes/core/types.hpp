@@ -23,7 +23,7 @@ enum class Compression : uint8_t {
 
 // The stored dtypes, one row each: the single table every layer derives from (the enum,
 // sizes, names, dispatch on the C++ type; the C API's motes_dtype values, checked in
-// capi/motes.cpp; the Fortran constants, checked by tests/cpp/test_tables.cpp; the
+// capi/motes.cpp; the Fortran constants, checked by tests/cpp/core/test_tables.cpp; the
 // Python extension's numpy conversions and motes.dtypes, from _core.dtypes).
 //
 // X(name, code, C++ type, numpy name, C API name)

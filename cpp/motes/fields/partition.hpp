@@ -1,6 +1,6 @@
 // A field written in parallel (parallel/field_write.cpp): how its HZ blocks are cut into
 // part files, one per aggregator, and how a rank's block of the grid maps onto them. Pure
-// arithmetic, without MPI: tests/cpp/test_field_partition.cpp checks it on its own.
+// arithmetic, without MPI: tests/cpp/fields/test_field_partition.cpp checks it on its own.
 #pragma once
 
 #include <array>

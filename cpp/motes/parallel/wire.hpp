@@ -1,6 +1,6 @@
 // The messages ranks exchange in a parallel write or read, as byte buffers. No MPI
 // here: comm.hpp moves the bytes, this module encodes and decodes them, so every
-// message is tested without MPI (tests/cpp/test_wire.cpp).
+// message is tested without MPI (tests/cpp/parallel/test_wire.cpp).
 //
 // A message is [tag: 1 byte][payload length: u32][payload][XXH3-64 of all bytes before: u64];
 // numbers are little-endian, strings and arrays are prefixed by their u32 length.
