@@ -39,7 +39,12 @@ def need(module: str, install: str = "") -> ModuleType:
     """Imports ``module`` (a dotted name) and returns it; when it cannot be imported,
     ``missing`` says so, with ``install`` (what provides it) when given."""
     try:
-        return importlib.import_module(module)
+        found = importlib.import_module(module)
+        if getattr(found, "__file__", None) is None and hasattr(found, "__path__"):
+            # A namespace package: a folder of the tests named like the package
+            # (tests/python/yt/), found because the package itself is not installed.
+            raise ImportError(f"only folders named {module} are on the path: {list(found.__path__)}")
+        return found
     except ImportError as e:
         error = e
     hint = install or "scripts/setup.sh installs every test dependency"

@@ -3,7 +3,7 @@
 // [0, 2^r) of the numbering is the grid subsampled at resolution r, and a run of numbers
 // within a level is an aligned box of that level's lattice. docs/format.md §14.4 states the
 // rules (docs/convert-idx.md how IDX files use them); OpenVisus reads what this numbering
-// lays out (tests/python/test_idx.py).
+// lays out (tests/python/convert/test_idx.py).
 //
 // Axes are numbered 0 = x, 1 = y, 2 = z; dims and coordinates are (x, y, z).
 #pragma once

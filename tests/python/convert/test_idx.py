@@ -303,7 +303,7 @@ def test_zip_level_and_compressions_round_trip(tmp_path):
 
 
 def test_docs_example_runs(tmp_path, monkeypatch):
-    doc = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "convert-idx.md")
+    doc = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "convert-idx.md")
     with open(doc) as f:
         code = "\n".join(re.findall(r"```python\n(.*?)```", f.read(), re.S))
     monkeypatch.chdir(tmp_path)

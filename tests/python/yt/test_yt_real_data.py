@@ -34,7 +34,7 @@ h5py = need("h5py")
 need("openpmd_api")
 import motes.yt  # noqa: E402  (registers the frontend, as yt's entry point does)
 
-sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "convert"))
 from test_convert_real_codes import fbpic_like  # noqa: E402
 
 N = 20_000

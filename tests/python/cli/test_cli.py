@@ -12,7 +12,7 @@ import pytest
 import motes
 from needs import need
 
-_SRC = pathlib.Path(__file__).resolve().parents[2] / "python" / "motes"
+_SRC = pathlib.Path(__file__).resolve().parents[3] / "python" / "motes"
 try:
     import motes.cli as cli
     _FROM_SOURCE = False

@@ -28,7 +28,7 @@ import motes  # noqa: E402
 from motes.convert import ConversionWarning, convert  # noqa: E402
 from motes.errors import UsageError  # noqa: E402
 
-FIXTURE = os.path.join(os.path.dirname(__file__), "..", "fixtures", "fbpic", "data00000008.h5")
+FIXTURE = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "fbpic", "data00000008.h5")
 IT = 8
 MESHES = {"E": ("r", "t", "z"), "B": ("r", "t", "z"), "J": ("r", "t", "z"), "rho": (None,)}
 THETAS = (0.0, 0.7, 2.3, -1.9, math.pi)
