@@ -141,7 +141,7 @@ std::optional<uint64_t> Query::indexed_count(const ParticleFile& file, QueryCoun
   if (!predicate_ || !full_detail(file)) return std::nullopt;
   const std::optional<IndexedCount> n = motes::indexed_count(file, *predicate_);
   if (!n) return std::nullopt;
-  // As the plan taking the index's rows whole counts them (query/plan.cpp, by_index).
+  // As the plan taking the index's rows whole counts them (query/part_planner.cpp, by_index).
   ++counters.parts_read;
   counters.points_taken_whole += n->count;
   counters.index_rows += n->count;

@@ -119,7 +119,7 @@ class Query {
   // The predicate, box included (null: every point matches).
   const Expr* predicate() const { return predicate_.get(); }
   // After run(): the covered tail answer of part `part` when its selected rows are exactly
-  // those hits (query/plan.cpp), else null.
+  // those hits (query/part_planner.cpp), else null.
   std::shared_ptr<const TailHits> covered(uint32_t part) const {
     return part < covered_.size() ? covered_[part] : nullptr;
   }
@@ -141,7 +141,7 @@ class Query {
   std::vector<std::shared_ptr<const TailHits>> covered_;  // by part (run())
 
   bool prefetch_ = true;
-  class PartPlanner;  // plan() phase by phase (query/plan.cpp)
+  class PartPlanner;  // plan() phase by phase (query/part_planner.cpp)
   void prefetch(const ParticleFile& file, const std::vector<Task>& tasks, QueryCounters& counters) const;
   // run()'s count of a part an index answers exactly (see counted), adding to `counters`.
   std::optional<uint64_t> indexed_count(const ParticleFile& file, QueryCounters& counters) const;
