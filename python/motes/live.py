@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
 import os
 import select
 import time
@@ -70,8 +71,10 @@ class ManifestWatch:
         if self.fd is None:
             time.sleep(self.poll if timeout is None else max(0.0, min(self.poll, timeout)))
             return
-        ready, _, _ = select.select([self.fd], [], [], timeout)
-        if ready:
+        # poll, not select: a process with 1,024 files open gets descriptors select cannot take.
+        watch = select.poll()
+        watch.register(self.fd, select.POLLIN)
+        if watch.poll(None if timeout is None else max(0, math.ceil(timeout * 1000))):
             try:
                 while os.read(self.fd, 1 << 16):  # drain the events
                     pass

@@ -74,6 +74,40 @@ def test_wait_for_step_wakes_when_a_step_is_published(tmp_path, watching):
         ds.wait_for_step(timeout=-1)
 
 
+@pytest.mark.allow_skip("a system without inotify, or that lets a process open fewer than 1,100 files")
+def test_a_watch_takes_descriptors_past_1024(tmp_path):
+    """A process with over 1,024 files open (a long session, a server) gets inotify
+    descriptors that select() refuses; the watch waits on them all the same."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1100:
+        pytest.skip(f"this process may open only {hard} files")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1100), hard))
+    path = tmp_path / "many.motes"
+    motes.write(path, particles(0), **SMALL)
+    held = []
+    try:
+        while not held or held[-1] < 1030:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        watch = motes.live.ManifestWatch(str(path))
+        if watch.kind != "inotify":
+            pytest.skip("no inotify here: the watch polls")
+        assert watch.fd > 1024
+        t0 = time.monotonic()
+        watch.wait(0.05)  # nothing changes: returns after the timeout
+        assert time.monotonic() - t0 >= 0.04
+        with motes.Writer(path, **SMALL) as w:
+            w.write_step(1, particles(1))
+        watch.wait(30)  # the change wakes it at once
+        assert time.monotonic() - t0 < 20
+        watch.close()
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
 def test_follow_yields_the_steps_there_then_the_new_ones(tmp_path, watching):
     path = tmp_path / "f.motes"
     with motes.Writer(path, **SMALL) as w:
