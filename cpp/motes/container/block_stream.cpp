@@ -23,55 +23,7 @@ namespace {
 std::atomic<uint64_t> next_stream_id{1};  // below 2^63: keys set by set_cache_key have that bit
 std::atomic<uint64_t> coded_blocks_decoded{0};
 
-// Least recently used decoded blocks, up to a byte budget (core/lru.hpp). Blocks in use
-// elsewhere stay alive after eviction (shared_ptr); the cache only stops holding them.
-class Cache {
- public:
-  Cache() : lru_(default_limit()) {
-    huge_slab_keep(lru_.limit());  // blocks evicted or cleared leave their pages for the next ones
-  }
-  bool has_room(uint64_t bytes) { return lru_.used() + bytes <= lru_.limit(); }
-  // Which of `blocks` of `stream` are not held.
-  void missing(uint64_t stream, const std::vector<uint64_t>& blocks, std::vector<uint64_t>& out) {
-    for (uint64_t b : blocks)
-      if (!lru_.contains({stream, b})) out.push_back(b);
-  }
-  std::shared_ptr<const DecodedBlock> find(uint64_t stream, uint64_t block) { return lru_.find({stream, block}); }
-  void put(uint64_t stream, uint64_t block, std::shared_ptr<const DecodedBlock> b) {
-    const uint64_t bytes = b->reserved();
-    lru_.put({stream, block}, std::move(b), bytes);
-  }
-  void set_limit(uint64_t bytes) {
-    lru_.set_limit(bytes);
-    huge_slab_keep(bytes);
-  }
-  uint64_t limit() { return lru_.limit(); }
-  uint64_t used() { return lru_.used(); }
-  void clear() { lru_.clear(); }
-
- private:
-  // 1 GiB, at most an eighth of the machine's memory; MOTES_CACHE_MB overrides.
-  static uint64_t default_limit() {
-    uint64_t bytes = uint64_t(1) << 30;
-    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-    if (pages > 0 && page > 0) bytes = std::min<uint64_t>(bytes, uint64_t(pages) * uint64_t(page) / 8 >> 20 << 20);
-    return env_megabytes("MOTES_CACHE_MB", bytes);
-  }
-  // Shards: the query's threads look up blocks side by side without waiting on one lock.
-  ShardedLru<std::shared_ptr<const DecodedBlock>, 16> lru_;
-};
-
-Cache& cache() {
-  static Cache c;
-  return c;
-}
-
 }  // namespace
-
-// In huge pages: a filtered query reads a value or two in each of thousands of blocks.
-DecodedBlock::DecodedBlock(size_t bytes) : data_(static_cast<unsigned char*>(huge_slab_allocate(bytes))), size_(bytes) {}
-DecodedBlock::~DecodedBlock() { huge_slab_free(data_, size_); }
-size_t DecodedBlock::reserved() const { return huge_slab_reserved(size_); }
 
 BlockStream BlockStream::contiguous(std::shared_ptr<const ByteSource> source, std::string what, uint8_t dtype_code,
                                     uint64_t count, uint64_t per_block, uint64_t offset, std::vector<uint64_t> sums) {
@@ -121,11 +73,11 @@ BlockStream BlockStream::derived(std::shared_ptr<const ByteSource> source, std::
 std::shared_ptr<const DecodedBlock> BlockStream::all() const {
   std::lock_guard<std::mutex> lock(computed_->m);
   if (computed_->values) return computed_->values;
-  std::shared_ptr<const DecodedBlock> v = cache().find(id_, kAllValues);
+  std::shared_ptr<const DecodedBlock> v = block_cache().find(id_, kAllValues);
   if (!v) {
     auto fresh = std::make_shared<DecodedBlock>(std::max<uint64_t>(count_, 1) * type_.size);
     derived_->compute(fresh->data());
-    cache().put(id_, kAllValues, fresh);
+    block_cache().put(id_, kAllValues, fresh);
     v = std::move(fresh);
   }
   computed_->values = v;
@@ -364,9 +316,9 @@ void BlockStream::gather(const uint64_t* pos, size_t k, void* out) const {
 std::shared_ptr<const DecodedBlock> BlockStream::block(uint64_t b) const {
   if (b >= block_count()) fail(b, "block out of range");
   if (derived_) return decode(b);  // a copy out of the values kept whole: not cached twice
-  if (auto hit = cache().find(id_, b)) return hit;
+  if (auto hit = block_cache().find(id_, b)) return hit;
   std::shared_ptr<const DecodedBlock> d = decode(b);
-  cache().put(id_, b, d);
+  block_cache().put(id_, b, d);
   return d;
 }
 
@@ -390,7 +342,7 @@ void BlockStream::read_span(uint64_t start, uint64_t n, void* dst, bool keep) co
   std::vector<std::shared_ptr<const DecodedBlock>> held(b1 - b0 + 1);
   std::vector<uint64_t> missing;
   for (uint64_t b = b0; b <= b1; ++b)
-    if (!(held[b - b0] = cache().find(id_, b))) missing.push_back(b);
+    if (!(held[b - b0] = block_cache().find(id_, b))) missing.push_back(b);
   if (n > per_block_ && !missing.empty()) {  // a bulk read: its blocks asked for at once
     std::vector<ByteRange> ranges;
     if (!coded_) ranges.push_back({offset_ + start * size, n * size});
@@ -427,14 +379,14 @@ void BlockStream::read_span(uint64_t start, uint64_t n, void* dst, bool keep) co
     if (!hit) next = size_t(std::find(missing.begin() + std::ptrdiff_t(next), missing.end(), b) - missing.begin());
     if (hit) {
       std::memcpy(out, hit->data() + (start - first) * size, take * size);
-    } else if (take == values_in(b) && (!keep || !cache().has_room(take * size))) {
+    } else if (take == values_in(b) && (!keep || !block_cache().has_room(take * size))) {
       // A whole block of a bulk read when the cache is full (or not to be kept): decoded
       // straight into place, so a scan larger than the cache does not evict what queries reuse.
       decode_block(out);
     } else {
       auto d = std::make_shared<DecodedBlock>(values_in(b) * size);
       decode_block(d->data());
-      cache().put(id_, b, d);
+      block_cache().put(id_, b, d);
       std::memcpy(out, d->data() + (start - first) * size, take * size);
     }
     out += take * size, start += take, n -= take;
@@ -471,14 +423,14 @@ void BlockStream::block_ranges(std::vector<uint64_t>& blocks, std::vector<ByteRa
   while (!blocks.empty() && blocks.back() >= block_count()) blocks.pop_back();
   if (derived_) {  // every value at once: the bytes they come from, unless computed already
     std::lock_guard<std::mutex> lock(computed_->m);
-    if (!blocks.empty() && !computed_->values && !cache().find(id_, kAllValues)) derived_->ranges(out);
+    if (!blocks.empty() && !computed_->values && !block_cache().find(id_, kAllValues)) derived_->ranges(out);
     return;
   }
   if (!coded_) {
     for (uint64_t b : blocks) out.push_back({offset_ + b * per_block_ * type_.size, values_in(b) * type_.size});
   } else {
     std::vector<uint64_t> to_read;  // blocks decoded already need no read
-    cache().missing(id_, blocks, to_read);
+    block_cache().missing(id_, blocks, to_read);
     for (uint64_t b : to_read) out.push_back({blocks_[b].offset, blocks_[b].stored});
   }
   if (codes_ && coded_) {
@@ -524,10 +476,6 @@ const void* BlockReader::span(const BlockStream& s, uint64_t start, uint64_t n) 
   return slot->scratch.data();
 }
 
-void set_block_cache_bytes(uint64_t bytes) { cache().set_limit(bytes); }
-uint64_t block_cache_bytes() { return cache().limit(); }
-uint64_t block_cache_used() { return cache().used(); }
-void clear_block_cache() { cache().clear(); }
 uint64_t blocks_decoded() { return coded_blocks_decoded.load(std::memory_order_relaxed); }
 
 }  // namespace motes

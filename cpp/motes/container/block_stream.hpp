@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "motes/codec/codec.hpp"
+#include "motes/container/block_cache.hpp"
 #include "motes/io/byte_source.hpp"
 
 namespace motes {
@@ -25,23 +26,6 @@ struct StoredBlock {
   uint64_t offset = 0;    // in the source
   uint32_t stored = 0;    // bytes in the source
   uint64_t checksum = 0;  // XXH3 of the stored bytes
-};
-
-// Decoded values of one block, 4 KiB aligned, in huge pages (core/memory.hpp).
-class DecodedBlock {
- public:
-  explicit DecodedBlock(size_t bytes);
-  ~DecodedBlock();
-  DecodedBlock(const DecodedBlock&) = delete;
-  DecodedBlock& operator=(const DecodedBlock&) = delete;
-  unsigned char* data() { return data_; }
-  const unsigned char* data() const { return data_; }
-  size_t size() const { return size_; }
-  size_t reserved() const;  // the memory it takes (what the cache counts)
-
- private:
-  unsigned char* data_;
-  size_t size_;
 };
 
 // Values a stream derives from other stored bytes instead of storing them (format 2.7: the
@@ -208,13 +192,6 @@ class BlockReader {
   std::vector<Slot> slots_;
 };
 
-// The process-wide cache of decoded blocks: how many bytes it may keep (MOTES_CACHE_MB;
-// default 1 GiB, at most an eighth of the memory), what it holds, and emptying it (for cold
-// measurements).
-void set_block_cache_bytes(uint64_t bytes);
-uint64_t block_cache_bytes();
-uint64_t block_cache_used();
-void clear_block_cache();
 // What names a file's contents across opens, for set_cache_key: its identity (device and
 // inode) with its header checksum, which covers every section and block of a motes file; 0
 // for a source that is not a file.
