@@ -10,11 +10,14 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _args, _core
+from . import _args, _core, leftovers
+from ._describe import describe
+from ._sizes import sizes
+from ._verify import verify
 from ._defaults import HISTOGRAM_BINS
 from .dtypes import numpy_dtype
 from .errors import UsageError, storage_errors
-from ._progress import Progress
+from .live import follow_steps, wait_for_step
 from .errors import storage_method
 from .request import BoxLike, Quality, Request, checked_columns, selection
 from .table import Column, Table
@@ -73,8 +76,6 @@ class Dataset:
         knows) is published, and returns it (the handle refreshed); ``TimeoutError`` after
         ``timeout`` seconds (None: waits without limit). Woken by inotify where the kernel has
         it, else by polling the manifest every ``poll`` seconds (:mod:`motes.live`)."""
-        from .live import wait_for_step
-
         return wait_for_step(self, after, timeout, poll)
 
     def __repr__(self) -> str:
@@ -422,8 +423,6 @@ class Dataset:
         min, max, NaN count, ``storage``: bytes stored and codecs; ``storage=False`` leaves it
         out, which spares reading the header of every block). Bounds and ranges that JSON
         cannot hold (NaN) are None. The layout is documented in ``motes._describe``."""
-        from ._describe import describe
-
         return describe(self, step, species, all_steps, storage)
 
     def sizes(self, step: Optional[int] = None, species: Optional[str] = None) -> Dict[str, Any]:
@@ -433,8 +432,6 @@ class Dataset:
         headers; the indexes against the writer's index budget; and why each index is there.
         A plain dict that ``json.dumps`` takes as is; the layout is documented in
         ``motes._sizes``."""
-        from ._sizes import sizes
-
         return sizes(self, step, species)
 
     @storage_method("cannot read")
@@ -458,8 +455,6 @@ class Dataset:
         temporary files ``*.tmp-<pid>-<n>`` and folders of unpublished steps, as
         :class:`motes.leftovers.Leftover` (with the writer's pid and whether it runs on this
         host: a write in progress looks the same). See :mod:`motes.leftovers`."""
-        from . import leftovers
-
         core = _core.DatasetCore.open(self._core_path)  # the manifest on disk now, not this handle's snapshot
         return leftovers.find(core)
 
@@ -468,8 +463,6 @@ class Dataset:
         """Removes the leftovers of writers that no longer run, under the dataset's writers'
         lock (UsageError naming the holder while another writer holds it); returns (removed,
         kept). A running writer's files are never removed. See :mod:`motes.leftovers`."""
-        from . import leftovers
-
         timeout = None if lock_timeout is None else _args.number("lock_timeout", lock_timeout)
         return leftovers.clean(self.path, timeout)
 
@@ -480,30 +473,7 @@ class Dataset:
         sections, data blocks), grid fields' files (every part) included. Raises FormatError
         naming the first bad file and block; returns counts ("pinned": species whose files the
         manifest identifies by checksum, all of them unless the dataset was written by motes 0.1)."""
-        files = pinned = 0
-        for st in self._steps:
-            for name, sp in st.species.items():
-                src = self._core.open_species(st.index, name)  # checked against the manifest, not cached
-                pinned += sp["checksum"] is not None
-                for k in range(src.part_count):
-                    f = src.part(k)
-                    bar = Progress(progress, f"step {st.index} {name}" + (f" part {k}" if src.part_count > 1 else ""))
-                    try:
-                        f.verify_data(None if not progress else (lambda d, t: bar("verify", d, t)))
-                    finally:
-                        bar.close()
-                    files += 1
-            for name in st.fields:
-                f = self._core.open_field(st.index, name)  # every part checked against the manifest
-                bar = Progress(progress, f"step {st.index} field {name}")
-                try:
-                    f.verify()
-                finally:
-                    bar.close()
-                files += f.part_count
-        species = sum(len(st.species) for st in self._steps)
-        fields = sum(len(st.fields) for st in self._steps)
-        return {"files": files, "steps": len(self._steps), "species": species, "fields": fields, "pinned": pinned}
+        return verify(self._core, self._steps, progress)
 
 
 def open(path: Union[str, os.PathLike]) -> Dataset:  # noqa: A001 - mirrors builtins.open on purpose
@@ -520,21 +490,4 @@ def follow(path, *, start: Optional[int] = None, timeout: Optional[float] = None
     >>> for step in motes.follow("run.motes", timeout=600):
     ...     t = step.dataset.query("energy > 2", step=step.index)
     """
-    from .live import wait_until
-
-    ds = Dataset(path)
-    start = None if start is None else _args.step(start)
-    done = set()
-
-    def fresh():
-        new = [s for s in ds._steps if s.index not in done and (start is None or s.index >= start)]
-        return new or None
-
-    while True:
-        try:
-            new = wait_until(ds, fresh, timeout, poll, "no new step")
-        except TimeoutError:
-            return
-        for s in new:
-            done.add(s.index)
-            yield s
+    return follow_steps(Dataset(path), None if start is None else _args.step(start), timeout, poll)

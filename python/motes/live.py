@@ -139,3 +139,22 @@ def wait_for_step(ds, after: Optional[int], timeout: Optional[float], poll: floa
         after = _args.step(after)
     return wait_until(ds, lambda: next((s for s in ds.step_entries if after is None or s.index > after), None),
                       timeout, poll, "no step" + ("" if after is None else f" after {after}"))
+
+
+def follow_steps(ds, start: Optional[int], timeout: Optional[float], poll: float):
+    """:func:`motes.follow` over the open dataset ``ds``: its steps from index ``start`` on
+    (None: all), then each new one, until none arrives for ``timeout`` seconds."""
+    done = set()
+
+    def fresh():
+        new = [s for s in ds.step_entries if s.index not in done and (start is None or s.index >= start)]
+        return new or None
+
+    while True:
+        try:
+            new = wait_until(ds, fresh, timeout, poll, "no new step")
+        except TimeoutError:
+            return
+        for s in new:
+            done.add(s.index)
+            yield s
