@@ -20,7 +20,7 @@ from needs import need
 import motes
 from motes import _core
 from motes.convert import idx
-from motes.convert.idx import blockfile, header
+from motes.convert.idx import blockfile, header, parse
 
 DTYPES = [np.float32, np.float64, np.int32, np.uint8]
 ALLOWED = (motes.FormatError, motes.UsageError, motes.NotFoundError)
@@ -480,7 +480,7 @@ def test_fuzz_damaged_block_file(tmp_path_factory, data):
 @given(st.text(alphabet=st.sampled_from(list("()+#%[]*V0123456789 -.xdfileatmpvrsionbxz_\n")), max_size=400))
 def test_fuzz_header_parser(text):
     try:
-        h = header.parse("(version)\n6\n" + text, "h.idx")
+        h = parse.parse("(version)\n6\n" + text, "h.idx")
     except ALLOWED:
         return
     assert h.ndim >= 1 and h.fields and h.bits_per_block >= 1 and h.blocks_per_file >= 1

@@ -23,7 +23,8 @@ from ...fields.model import Field
 from ..input_files import confined, open_regular
 from . import geometry
 from .blockfile import ROW_MAJOR, BlockFile
-from .header import IdxField, IdxHeader, parse
+from .header import IdxField, IdxHeader
+from .parse import parse
 
 __all__ = ["read", "IdxDataset", "MAX_HEADER_BYTES"]
 
