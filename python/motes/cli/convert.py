@@ -28,6 +28,11 @@ def cmd_convert(args) -> int:
         read_options["columns"] = dict(args.map)
     if args.time_from:
         read_options["time_from"] = args.time_from
+    if args.axes:
+        src_fmt = args.src_format or conv.detect_format(args.src, False)
+        if src_fmt != "openpmd":
+            raise UsageError(f"--axes places the position components of an openPMD source; the source is {src_fmt}")
+        read_options["axes"] = args.axes.split(",")
     write_options: dict = {}
     if args.h5_compression:
         dst_fmt = args.dst_format or conv.detect_format(args.dst, True)
@@ -123,6 +128,7 @@ def add_parser(subs) -> None:
                    help="the time of the step written (SRC must give one step)")
     add_option(g, "attr")
     add_option(g, "time_from")
+    add_option(g, "axes")
     add_option(p, "progress")
     p.set_defaults(func=cmd_convert)
 

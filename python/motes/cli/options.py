@@ -168,6 +168,11 @@ OPTIONS: Dict[str, Option] = {
     "time_from": Option(("--time-from",), dict(metavar="NAME", default=None,
                                                help=".npz input: the scalar that holds the step time (default: one "
                                                     "named time)")),
+    "axes": Option(("--axes",), dict(metavar="C1,C2,C3", default=None,
+                                     help="openPMD input: the position components on motes' axes x, y, z, in that "
+                                          "order ('-' for an axis with none), e.g. x,y,t; default: the rule of "
+                                          "docs/convert-openpmd.md (components named x, y, z; the code's table; "
+                                          "the others in order)")),
 }
 
 

@@ -43,7 +43,7 @@ class Format:
 
 FORMATS: Dict[str, Format] = {f.name: f for f in [
     Format("motes", "motes_format", [".motes"], True, True, "motes dataset directory"),
-    Format("openpmd", "openpmd", [".h5", ".bp"], True, True,
+    Format("openpmd", "openpmd", [".h5", ".bp", ".bp4", ".bp5"], True, True,
            "openPMD 1.1 series (openpmd-api; file-based when the path holds %T)"),
     Format("h5part", "h5part", [".h5part"], True, True,
            "H5Part particles and H5Block fields (Step#N groups; ParaView, VisIt)"),
@@ -177,7 +177,8 @@ def convert(src: str, dst: str, *, src_format: Optional[str] = None, dst_format:
     ``as_step`` and ``time`` set the index and time of a one-step source, ``attributes``
     are added to every step. ``read_options`` go to the source (for a motes source:
     ``where``, ``box``, ``quality``, ``columns``; for generic HDF5: ``group``, ``columns``
-    mapping; for .npz: ``time_from``), ``write_options`` to the destination.
+    mapping; for .npz: ``time_from``; for openPMD: ``axes``, the position components on x, y, z),
+    ``write_options`` to the destination.
 
     The destination must not exist unless ``overwrite`` (output of the same kind only), or
     ``append``: the steps are added to the motes dataset ``dst`` (created when absent), each

@@ -175,7 +175,7 @@ def test_position_plus_offset_in_the_unit_of_position():
     sp = Species("e", [(c.name, c.dtype) for c in cols], n, lambda: iter([rows]),
                  {c.name: c.unit for c in cols if c.unit}, {"openpmd": {"records": meta}})
     records, axes = m.plan_species(WHERE, sp)
-    assert axes == ["x", "y"]
+    assert axes == {"x": "x", "y": "y"}  # each position component, and the axis it was read onto
     px, oy = records["position"].comps["x"], records["positionOffset"].comps["y"]
     assert px.raw and px.column == "position_x" and px.dtype == np.float32
     np.testing.assert_array_equal(m.stored_values(px, rows), pos_x)
@@ -202,8 +202,12 @@ def test_reading_errors_name_the_place():
     meta, comps, _ = species(n, {"momentum": (False, MOMENTUM, [comp("momentum", "x", n)])})
     with pytest.raises(FormatError, match=r"run.h5: iteration 7, species 'e': has no 'position' record"):
         m.columns_of(WHERE, meta, comps, n)
-    meta, comps, _ = species(n, {"position": (False, LENGTH, [comp("position", "r", n)])})
-    with pytest.raises(FormatError, match=r"record 'position': components \['r'\] are not a subset of x, y, z"):
+    meta, comps, _ = species(n, {"position": (False, LENGTH, [comp("position", c, n) for c in "abcd"])})
+    with pytest.raises(UsageError, match=r"record 'position': 4 components \(a, b, c, d\); motes has three"):
+        m.columns_of(WHERE, meta, comps, n)
+    meta, comps, _ = species(n, {"position": (False, LENGTH, [comp("position", "x", n)]),
+                                 "positionOffset": (False, LENGTH, [comp("positionOffset", "q", n)])})
+    with pytest.raises(FormatError, match=r"record 'positionOffset': components \['q'\] are not among the "):
         m.columns_of(WHERE, meta, comps, n)
     # two records that would make the same column
     meta, comps, _ = species(n, {"position": (False, LENGTH, [comp("position", "x", n)]),
@@ -309,7 +313,7 @@ def test_constant_components_are_written_as_constants_in_their_dtype():
     # no metadata: positionOffset is a constant 0 of the position dtype, unit length
     sp = Species("e", [(a, np.dtype("f4")) for a in "xyz"], 5, lambda: iter([]))
     records, axes = m.plan_species(WHERE, sp)
-    assert axes == ["x", "y", "z"] and records["position"].unit_dimension == LENGTH
+    assert axes == {"x": "x", "y": "y", "z": "z"} and records["position"].unit_dimension == LENGTH
     off = records["positionOffset"].comps["x"]
     assert off.constant == 0 and off.constant.dtype == np.float32
 

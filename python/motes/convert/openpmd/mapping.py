@@ -35,6 +35,66 @@ DIMENSIONLESS = [0.0] * 7
 
 RESERVED_RECORDS = ("position", "positionOffset", "particlePatches")
 
+#: Codes whose position components are not named x, y, z: which component each motes axis
+#: holds, by the series' ``software`` attribute (docs/convert-openpmd.md, "Positions"). WarpX,
+#: FBPIC, PIConGPU and HiPACE++ name theirs x, y, z (or some of them, in 1-D and 2-D).
+CODE_AXES: Dict[str, Dict[str, str]] = {
+    "ImpactX": {"x": "x", "y": "y", "z": "t"},  # t: the longitudinal position, c·Δt behind the reference (m)
+}
+
+#: Codes whose iteration ``time`` is not a time: what it is and its unit, kept in the step's
+#: attributes (``time_quantity``, ``time_unit``) beside ``Step.time`` (``time * timeUnitSI``).
+CODE_TIMES: Dict[str, Tuple[str, str]] = {
+    "ImpactX": ("path length s of the reference particle", "m"),
+}
+
+
+def position_axes(where: str, components: Sequence[str], software: Optional[str] = None,
+                  axes: Optional[Sequence[str]] = None) -> Tuple[Dict[str, str], str]:
+    """Which ``position`` component each motes axis holds (motes axis -> component; an axis
+    holding none is filled with zeros), and the rule that chose it:
+
+    * ``"axes"``: ``axes`` given (``--axes``; ``axes=`` in Python), the components on x, y,
+      z in that order, ``"-"`` (or ``""``) for an axis that holds none;
+    * ``"names"``: every component is named x, y or z, and is on that axis;
+    * the code's name (``CODE_AXES``, by the series' ``software``);
+    * ``"order"``: components named x, y or z on their axes, the others on the axes left,
+      in x, y, z order, as the series lists them.
+
+    More than three components need ``axes``."""
+    comps = list(components)
+    if axes is not None:
+        names = ["" if a in ("", "-") else str(a) for a in axes]
+        if not 1 <= len(names) <= 3 or not any(names):
+            raise UsageError(f"axes must name 1 to 3 position components (x, y, z in order; '-' for none), "
+                             f"got {list(axes)}")
+        for n in names:
+            if n and n not in comps:
+                raise UsageError(f"{where}: axes names '{n}', which is no component of 'position' "
+                                 f"(components: {', '.join(comps)})")
+            if n and names.count(n) > 1:
+                raise UsageError(f"axes names '{n}' twice")
+        left = [c for c in comps if c not in names]
+        if left:
+            raise UsageError(f"{where}: position component(s) {', '.join(left)} on no axis of axes="
+                             f"{','.join(n or '-' for n in names)}")
+        return {AXES[i]: n for i, n in enumerate(names) if n}, "axes"
+    if len(comps) > 3:
+        raise UsageError(f"{where}, record 'position': {len(comps)} components ({', '.join(comps)}); motes has "
+                         "three spatial axes: choose them with --axes (axes= in Python), e.g. --axes "
+                         + ",".join(comps[:3]))
+    if set(comps) <= set(AXES):
+        return {c: c for c in comps}, "names"
+    table = CODE_AXES.get(str(software or ""))
+    if table and set(comps) <= set(table.values()):
+        return {a: c for a, c in table.items() if c in comps}, str(software)
+    out = {c: c for c in comps if c in AXES}
+    free = [a for a in AXES if a not in out]
+    for c in comps:
+        if c not in AXES:
+            out[free.pop(0)] = c
+    return {a: out[a] for a in AXES if a in out}, "order"
+
 
 def canon(dtype: Any) -> np.dtype:
     """A native, canonical dtype: openpmd-api refuses arrays whose dtype is a byte-order variant
@@ -150,33 +210,39 @@ def unit_text(rmeta: Dict[str, Any], unit_si: float) -> str:
 
 
 def columns_of(where: str, records_meta: Dict[str, Any], comps: Dict[Tuple[str, str], Component],
-               count: int) -> List[Column]:
+               count: int, software: Optional[str] = None, axes: Optional[Sequence[str]] = None) -> List[Column]:
     """The columns of a species of ``count`` particles from its records (``records_meta``:
     scalar, unitDimension, attributes and components per record, as kept in
     ``species.attributes["openpmd"]``; ``comps``: the components by (record, component)).
-    Notes in ``records_meta`` which column each component became ("column", "rawColumn")."""
+    The position components go on the motes axes x, y, z by :func:`position_axes`
+    (``software``: the series' attribute; ``axes``: the user's choice). Notes in
+    ``records_meta`` which column each component became ("column", "rawColumn") and, in
+    the position record, the axes and their rule ("axes", "axesRule")."""
     if "position" not in records_meta:
         raise FormatError(f"{where}: has no 'position' record (required by openPMD; motes needs positions)")
     pos = records_meta["position"]
-    if pos["scalar"] or not set(pos["components"]) <= set(AXES):
-        raise FormatError(f"{where}, record 'position': components {sorted(pos['components'])} are not a "
-                          "subset of x, y, z")
+    if pos["scalar"]:
+        raise FormatError(f"{where}, record 'position': is a scalar record; positions have components "
+                          "(x, y, z, or the code's)")
+    on_axis, rule = position_axes(where, list(pos["components"]), software, axes)
+    pos["axes"], pos["axesRule"] = dict(on_axis), rule
     off = records_meta.get("positionOffset")
-    if off is not None and (off["scalar"] or not set(off["components"]) <= set(AXES)):
-        raise FormatError(f"{where}, record 'positionOffset': components {sorted(off['components'])} are not a "
-                          "subset of x, y, z")
+    if off is not None and (off["scalar"] or not set(off["components"]) <= set(pos["components"])):
+        raise FormatError(f"{where}, record 'positionOffset': components {sorted(off['components'])} are not "
+                          f"among the position's ({', '.join(sorted(pos['components']))})")
 
     columns: List[Column] = []
     raw_columns: List[Column] = []
     offset_columns: List[Column] = []
     for a in AXES:
-        if a not in pos["components"]:
+        pc = on_axis.get(a)  # the position component on axis a
+        if pc is None:
             columns.append(Column(a, np.dtype(np.float64), "", "fill", axis=a, fill=0.0))
             continue
-        p = comps[("position", a)]
-        pdt = column_dtype(record_at(where, "position", a), a, p.dtype) if p.constant is None else canon(p.dtype)
+        p = comps[("position", pc)]
+        pdt = column_dtype(record_at(where, "position", pc), a, p.dtype) if p.constant is None else canon(p.dtype)
         pos_unit = unit_text(pos, p.unit_si)
-        o = comps.get(("positionOffset", a))
+        o = comps.get(("positionOffset", pc))
         zero_offset = o is None or (o.constant is not None and float(o.constant) == 0.0)
         dtype = pdt if zero_offset and pdt.kind == "f" else np.dtype(np.float64)
         ratio = 1.0 if o is None else o.unit_si / p.unit_si
@@ -184,13 +250,13 @@ def columns_of(where: str, records_meta: Dict[str, Any], comps: Dict[Tuple[str, 
                               offset=None if zero_offset else o, ratio=ratio))
         if not zero_offset:
             # x = position + offset rounds; the raw position keeps the round trip exact
-            raw_columns.append(Column(f"position_{a}", pdt, pos_unit, "data", comp=p))
-            pos["components"][a]["rawColumn"] = f"position_{a}"
+            raw_columns.append(Column(f"position_{pc}", pdt, pos_unit, "data", comp=p))
+            pos["components"][pc]["rawColumn"] = f"position_{pc}"
         if o is not None and o.constant is None:
-            col = f"positionOffset_{a}"
-            offset_columns.append(Column(col, column_dtype(record_at(where, "positionOffset", a), col, o.dtype),
+            col = f"positionOffset_{pc}"
+            offset_columns.append(Column(col, column_dtype(record_at(where, "positionOffset", pc), col, o.dtype),
                                          unit_text(off, o.unit_si), "data", comp=o))
-            off["components"][a]["column"] = col
+            off["components"][pc]["column"] = col
     columns += raw_columns + offset_columns
     # a missing axis (1-D or 2-D data) takes the dtype and unit of the present ones
     first = next(c for c in columns if c.kind == "axis")
@@ -211,9 +277,8 @@ def columns_of(where: str, records_meta: Dict[str, Any], comps: Dict[Tuple[str, 
         if c.name in seen:
             raise UsageError(f"{where}: records '{seen[c.name]}' and '{src}' both map to column '{c.name}'")
         seen[c.name] = src
-    for a in AXES:
-        if a in pos["components"]:
-            pos["components"][a]["column"] = a
+    for a, pc in on_axis.items():
+        pos["components"][pc]["column"] = a
     return columns
 
 
@@ -290,8 +355,9 @@ def unit_of(units: Dict[str, str], column: str, meta_si: Optional[float], meta_d
     return si, dim, (text if text.strip() else None)
 
 
-def plan_species(where: str, sp: Species) -> Tuple[Dict[str, Rec], List[str]]:
-    """The records to write for a species and the position axes written."""
+def plan_species(where: str, sp: Species) -> Tuple[Dict[str, Rec], Dict[str, str]]:
+    """The records to write for a species, and the position components written with the
+    motes axis each holds (component -> axis: ``{"t": "z"}`` for ImpactX's)."""
     meta = sp.attributes.get("openpmd") if isinstance(sp.attributes.get("openpmd"), dict) else {}
     mrecs: Dict[str, Any] = meta.get("records") or {}
     dtypes = {n: np.dtype(d) for n, d in sp.columns}
@@ -305,23 +371,26 @@ def plan_species(where: str, sp: Species) -> Tuple[Dict[str, Rec], List[str]]:
     # position and positionOffset
     pmeta = mrecs.get("position") or {}
     pcomps = pmeta.get("components") or {}
-    axes = [a for a in AXES if a in pcomps] or list(AXES)
+    # the position components written, each with the motes axis it was read onto (the
+    # component's "column"; x, y, z for a motes dataset of no openPMD origin)
+    axes = {c: (m.get("column") if m.get("column") in AXES else c) for c, m in pcomps.items()
+            if (m.get("column") if m.get("column") in AXES else c) in AXES} or {a: a for a in AXES}
     ometa = mrecs.get("positionOffset") or {}
     ocomps = ometa.get("components") or {}
     pos = Rec(False, list(pmeta.get("unitDimension") or LENGTH), pmeta.get("timeOffset"),
               dict(pmeta.get("attributes") or {}))
     offr = Rec(False, list(ometa.get("unitDimension") or LENGTH), ometa.get("timeOffset"),
                dict(ometa.get("attributes") or {}))
-    for a in axes:
-        pm = pcomps.get(a) or {}
+    for c, a in axes.items():
+        pm = pcomps.get(c) or {}
         si, dim, free = unit_of(units, a, pm.get("unitSI"), pmeta.get("unitDimension"), LENGTH)
         pos.unit_dimension = dim
         if free:
             pos.attributes.setdefault("motesUnit", free)
-        raw_col = f"position_{a}"
+        raw_col = f"position_{c}"
         raw = raw_col in dtypes
         dtype = np.dtype(pm["dtype"]) if "dtype" in pm else dtypes[raw_col if raw else a]
-        out = Out("position", a, dtype, si, axis=a, attributes=dict(pm.get("attributes") or {}))
+        out = Out("position", c, dtype, si, axis=a, attributes=dict(pm.get("attributes") or {}))
         if "constant" in pm:
             out.constant = scalar_of(pm["dtype"], pm["constant"])
         elif raw:
@@ -330,25 +399,25 @@ def plan_species(where: str, sp: Species) -> Tuple[Dict[str, Rec], List[str]]:
             out.column = a
         if raw:
             consumed.add(raw_col)
-        om = ocomps.get(a) or {}
-        ocol = f"positionOffset_{a}"
+        om = ocomps.get(c) or {}
+        ocol = f"positionOffset_{c}"
         if ocol in dtypes:
             osi, odim, _ = unit_of(units, ocol, om.get("unitSI"), ometa.get("unitDimension"), LENGTH)
             offr.unit_dimension = odim
-            offr.comps[a] = Out("positionOffset", a, dtypes[ocol], osi, column=ocol,
+            offr.comps[c] = Out("positionOffset", c, dtypes[ocol], osi, column=ocol,
                                 attributes=dict(om.get("attributes") or {}))
             out.offset_column, out.ratio = ocol, osi / si
             consumed.add(ocol)
         elif "constant" in om:
             osi = float(om.get("unitSI", 1.0))
             value = scalar_of(om["dtype"], om["constant"])
-            offr.comps[a] = Out("positionOffset", a, np.dtype(om["dtype"]), osi, constant=value,
+            offr.comps[c] = Out("positionOffset", c, np.dtype(om["dtype"]), osi, constant=value,
                                 attributes=dict(om.get("attributes") or {}))
             out.offset_value, out.ratio = float(value), osi / si
         else:
             zero_dtype = dtype if dtype.kind in "fiu" else np.dtype(np.float64)
-            offr.comps[a] = Out("positionOffset", a, zero_dtype, si, constant=zero_dtype.type(0))
-        pos.comps[a] = out
+            offr.comps[c] = Out("positionOffset", c, zero_dtype, si, constant=zero_dtype.type(0))
+        pos.comps[c] = out
     records["position"] = pos
     records["positionOffset"] = offr
 

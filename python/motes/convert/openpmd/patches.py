@@ -43,7 +43,7 @@ class Boxes:
         return lo, np.where(empty, 0.0, self.hi - lo)
 
 
-def plan(where: str, sp: Species, axes: List[str], pos_si: Dict[str, float]) -> Dict[str, Any]:
+def plan(where: str, sp: Species, axes: Dict[str, str], pos_si: Dict[str, float]) -> Dict[str, Any]:
     """The particlePatches to write, decided before the rows stream by:
 
     * the species' ``motes_patches`` (offset/extent in the x, y, z column units): written as given;
@@ -51,7 +51,9 @@ def plan(where: str, sp: Species, axes: List[str], pos_si: Dict[str, float]) -> 
       rows: written back as read (dtypes, unitSI), or, when openpmd-api could not read all
       their offset/extent components, the same row ranges with boxes computed from the data;
     * else one patch holding all rows, its box computed from the data.
-    The plan has "boxes" (a Boxes to fill while writing) where boxes are computed."""
+    The plan has "boxes" (a Boxes to fill while writing) where boxes are computed. ``axes``:
+    the position components written, each with the motes axis (x, y, z) that holds it;
+    ``pos_si``: their unitSI; the patches' offset and extent have the same components."""
     count = int(sp.count)
     mp = sp.attributes.get("motes_patches")
     computed = {"npdtype": "uint64", "npodtype": "uint64", "unitDimension": LENGTH, "axes": axes, "pos_si": pos_si}
@@ -71,8 +73,8 @@ def plan(where: str, sp: Species, axes: List[str], pos_si: Dict[str, float]) -> 
             num.append(n)
             first.append(k)
             for a in axes:
-                off[a].append(o[AXES.index(a)])
-                ext[a].append(e[AXES.index(a)])
+                off[a].append(o[AXES.index(axes[a])])
+                ext[a].append(e[AXES.index(axes[a])])
         if sum(num) != count:
             raise UsageError(f"{where}: motes_patches hold {sum(num)} particles, the species {count}")
         return dict(computed, numParticles=num, numParticlesOffset=first,
@@ -111,9 +113,9 @@ def finish(plan: Dict[str, Any]) -> Dict[str, Any]:
     lo, ext = boxes.boxes()
     axes, pos_si = plan["axes"], plan["pos_si"]
     out = dict(plan)
-    out["offset"] = {a: {"values": lo[:, AXES.index(a)].tolist(), "unitSI": pos_si[a], "dtype": "float64"}
+    out["offset"] = {a: {"values": lo[:, AXES.index(axes[a])].tolist(), "unitSI": pos_si[a], "dtype": "float64"}
                      for a in axes}
-    out["extent"] = {a: {"values": ext[:, AXES.index(a)].tolist(), "unitSI": pos_si[a], "dtype": "float64"}
+    out["extent"] = {a: {"values": ext[:, AXES.index(axes[a])].tolist(), "unitSI": pos_si[a], "dtype": "float64"}
                      for a in axes}
     return out
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -26,7 +26,8 @@ from ..sources import PATTERN as _PATTERN
 from . import patches
 from .api import (COMPONENT_STANDARD, ITERATION_STANDARD, MESH_COMPONENT_STANDARD, MESH_STANDARD, RECORD_STANDARD,
                   SERIES_STANDARD, custom_attributes, io as _io, motes_attributes, plain, typed, why)
-from .mapping import Component, assemble, canon, columns_of, extent_problem, particle_count, where_of
+from .mapping import (CODE_TIMES, Component, assemble, canon, columns_of, extent_problem, particle_count,
+                      where_of)
 from .meshes import FieldPlan, Mesh, MeshComp, plan_fields, skip_reason
 
 __all__ = ["read"]
@@ -74,7 +75,7 @@ def _precheck(path: str) -> None:
                     raise FormatError(f"{f}: openPMD version {ver} is not supported (motes reads 1.x)")
 
 
-def _open_for_read(io, path: str):
+def _open_for_read(io, path: str, access=None):
     _precheck(path)
     try:
         # verify_homogeneous_extents off: FBPIC (and other h5py-based writers) give constant
@@ -82,7 +83,7 @@ def _open_for_read(io, path: str):
         # count; openpmd-api would otherwise drop the whole species. _species_from checks
         # the extents itself, record by record.
         options = {"defer_iteration_parsing": True, "verify_homogeneous_extents": False}
-        return io.Series(path, io.Access.read_only, json.dumps(options))
+        return io.Series(path, io.Access.read_only if access is None else access, json.dumps(options))
     except Exception as e:  # openpmd_api.Error, RuntimeError from ADIOS2
         raise FormatError(f"{path}: not a readable openPMD series ({why(e)})") from None
 
@@ -114,7 +115,8 @@ def _describe(c: Component) -> None:
         c.constant = plain(rc.get_attribute("value"))
 
 
-def _species_from(io, handle: "_Handle", path: str, index: int, name: str, sp, chunk_rows: int) -> Species:
+def _species_from(io, handle: "_Handle", path: str, index: int, name: str, sp, chunk_rows: int,
+                  software: Optional[str] = None, axes: Optional[List[str]] = None) -> Species:
     where = where_of(path, index, name)
     found: Dict[str, List[Component]] = {}
     for rname, rec in sp.items():
@@ -151,7 +153,7 @@ def _species_from(io, handle: "_Handle", path: str, index: int, name: str, sp, c
             comps[(rname, c.comp)] = c
         records_meta[rname] = rmeta
 
-    columns = columns_of(where, records_meta, comps, count)
+    columns = columns_of(where, records_meta, comps, count, software, axes)
     meta: Dict[str, Any] = {
         "attributes": custom_attributes(sp, ()),
         "records": records_meta,
@@ -244,25 +246,32 @@ def _field_loader(handle: "_Handle", index: int, where: str, plan: FieldPlan) ->
 
 
 def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, species: Optional[List[str]] = None,
-         steps: Optional[List[int]] = None) -> Iterator[Step]:
+         steps: Optional[List[int]] = None, axes: Optional[Sequence[str]] = None) -> Iterator[Step]:
     """The iterations of an openPMD series as motes steps (see the module doc for the mapping);
     the meshes of an iteration become the step's ``fields`` (:mod:`.meshes`), each read when
     it is looked up.
 
     ``path`` is an openPMD series path: file-based (``data_%T.h5``, ``data_%06T.h5``) or one
     file with all iterations (``data.h5``, ``data.bp``). ``species`` and ``steps`` select
-    species names and iteration numbers. The series stays open while the returned iterator
-    is alive; a species' ``chunks()`` can be called again as long as it is.
+    species names and iteration numbers. ``axes`` puts position components on the motes
+    axes x, y, z (in that order, ``"-"`` for none: ``["x", "y", "t"]``); by default the
+    rule of :func:`.mapping.position_axes` does. The series stays open while the returned
+    iterator is alive; a species' ``chunks()`` can be called again as long as it is.
     """
     io = _io()
     path = os.fspath(path)
     if int(chunk_rows) < 1:
         raise UsageError(f"chunk_rows must be at least 1, got {chunk_rows}")
     series = _open_for_read(io, path)
+    if axes is not None:
+        axes = [str(a) for a in ([axes] if isinstance(axes, str) else axes)]
+        if len(axes) == 1 and "," in axes[0]:
+            axes = axes[0].split(",")
     if series.iteration_encoding == io.Iteration_Encoding.variable_based:
-        raise UsageError(f"{path}: variable-based openPMD series (one ADIOS2 variable per record, all "
-                         "iterations as steps) are not supported; make a file-based copy first: "
-                         f"openpmd-pipe --infile {path} --outfile {_stem_for_hint(path)}_%T.bp")
+        # ADIOS2 steps: read once, in order, each iteration while it is the stream's current one
+        series.close()
+        linear = _open_for_read(io, path, io.Access.read_linear)
+        return _iterate_linear(io, linear, path, steps, int(chunk_rows), species, axes)
     available = [int(i) for i in series.iterations]
     if steps is not None:
         missing = [s for s in steps if int(s) not in available]
@@ -274,7 +283,7 @@ def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, species: Optional[L
     else:
         selected = available
     info = _series_info(series)
-    return _iterate(io, series, path, selected, info, int(chunk_rows), species)
+    return _iterate(io, series, path, selected, info, int(chunk_rows), species, axes)
 
 
 class _Handle:
@@ -305,34 +314,99 @@ class _Handle:
         return it
 
 
-def _stem_for_hint(path: str) -> str:
-    return os.path.splitext(path)[0]
-
-
 def _iterate(io, series, path: str, selected: List[int], info: Dict[str, Any], chunk_rows: int,
-             species: Optional[List[str]]) -> Iterator[Step]:
-    found = set()
+             species: Optional[List[str]], axes: Optional[List[str]] = None) -> Iterator[Step]:
+    found: set = set()
     handle = _Handle(series, path)
     for index in selected:
         it = handle.activate(index)
-        where = f"{path}: iteration {index}"
-        attributes = motes_attributes(it, where)
-        unit = float(it.time_unit_SI)
-        attributes.update({
-            "time": float(it.time), "dt": float(it.dt), "timeUnitSI": unit,
-            "openpmd": dict(info, iteration_attributes=custom_attributes(it, ITERATION_STANDARD),
-                            meshes=sorted(it.meshes), meshes_attributes=custom_attributes(it.meshes, ())),
-        })
-        out: Dict[str, Species] = {}
-        for name in it.particles:
-            if species is not None and name not in species:
-                continue
-            found.add(name)
-            out[name] = _species_from(io, handle, path, index, name, it.particles[name], chunk_rows)
-        yield Step(index=index, time=float(it.time) * unit, attributes=attributes, species=out,
-                   fields=_fields(handle, path, index, it))
+        yield _step(io, handle, path, index, it, info, chunk_rows, species, axes, found)
+    _check_found(path, species, found, bool(selected))
+
+
+class _StreamHandle(_Handle):
+    """The one iteration a variable-based series (ADIOS2 steps, read linearly) has open: its
+    species and fields are read while it is the current step, never after."""
+
+    def __init__(self, series, path: str):
+        super().__init__(series, path)
+        self.it = None
+
+    def activate(self, index: int):
+        if index != self.current or self.it is None:
+            raise FormatError(f"{self.path}: iteration {index} was read as a stream and is gone (a variable-based "
+                              "series is read once, in order: use each step before asking for the next)")
+        return self.it
+
+
+def _iterate_linear(io, series, path: str, steps: Optional[List[int]], chunk_rows: int,
+                    species: Optional[List[str]], axes: Optional[List[str]]) -> Iterator[Step]:
+    """The iterations of a variable-based series in the order written, each open while the
+    consumer uses its step (until it asks for the next): ``steps`` keeps those numbers only."""
+    found: set = set()
+    handle = _StreamHandle(series, path)
+    wanted = None if steps is None else set(int(k) for k in steps)
+    seen: List[int] = []
+    try:
+        for it in series.read_iterations():
+            index = int(it.iteration_index)
+            seen.append(index)
+            if wanted is None or index in wanted:
+                handle.current, handle.it = index, it
+                yield _step(io, handle, path, index, it, _series_info(series), chunk_rows, species, axes, found)
+                handle.it = None
+            try:
+                it.close()
+            except Exception as e:
+                raise FormatError(f"{path}: cannot end iteration {index} of the stream ({why(e)})") from None
+    except (FormatError, UsageError):
+        raise
+    except Exception as e:  # openpmd_api.Error, RuntimeError from ADIOS2 mid-stream
+        raise FormatError(f"{path}: reading the stream failed after iterations {seen[-5:]} ({why(e)})") from None
+    finally:
+        handle.it = None
+    if wanted is not None:
+        missing = sorted(wanted - set(seen))
+        if missing:
+            raise UsageError(f"{path}: no iteration {', '.join(map(str, missing))} "
+                             f"(the series has {', '.join(map(str, seen)) or 'none'})")
+    _check_found(path, species, found, bool(seen))
+
+
+def _step(io, handle: _Handle, path: str, index: int, it, info: Dict[str, Any], chunk_rows: int,
+          species: Optional[List[str]], axes: Optional[List[str]], found: set) -> Step:
+    """The motes step of open iteration ``it`` (``found``: the species names seen so far)."""
+    where = f"{path}: iteration {index}"
+    attributes = motes_attributes(it, where)
+    unit = float(it.time_unit_SI)
+    attributes.update({
+        "time": float(it.time), "dt": float(it.dt), "timeUnitSI": unit,
+        "openpmd": dict(info, iteration_attributes=custom_attributes(it, ITERATION_STANDARD),
+                        meshes=sorted(it.meshes), meshes_attributes=custom_attributes(it.meshes, ())),
+    })
+    out: Dict[str, Species] = {}
+    for name in it.particles:
+        if species is not None and name not in species:
+            continue
+        found.add(name)
+        out[name] = _species_from(io, handle, path, index, name, it.particles[name], chunk_rows,
+                                  info.get("software"), axes)
+    code_time = CODE_TIMES.get(str(info.get("software", "")))
+    if code_time is not None:
+        attributes["time_quantity"], attributes["time_unit"] = code_time
+        # the reference particle of each species (ImpactX's *_ref attributes)
+        refs = {name: {k[:-4]: v["value"] for k, v in sp.attributes["openpmd"]["attributes"].items()
+                       if k.endswith("_ref") and isinstance(v, dict) and "value" in v}
+                for name, sp in out.items()}
+        if any(refs.values()):
+            attributes["reference_particle"] = {n: r for n, r in refs.items() if r}
+    return Step(index=index, time=float(it.time) * unit, attributes=attributes, species=out,
+                fields=_fields(handle, path, index, it))
+
+
+def _check_found(path: str, species: Optional[List[str]], found: set, any_step: bool) -> None:
     if species is not None:
         missing = [s for s in species if s not in found]
-        if missing and selected:
+        if missing and any_step:
             raise UsageError(f"{path}: no particle species {', '.join(repr(s) for s in missing)} "
                              "in the selected iterations")

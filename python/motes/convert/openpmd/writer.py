@@ -76,7 +76,7 @@ def _write_species(io, series, it, path: str, index: int, sp: Species, particle_
     plan = None
     if particle_patches:
         pos = records["position"]
-        plan = patches.plan(where, sp, axes, {a: pos.comps[a].unit_si for a in axes})
+        plan = patches.plan(where, sp, axes, {c: pos.comps[c].unit_si for c in axes})
     boxes = plan.get("boxes") if plan else None
     start = 0
     for chunk in sp.chunks():
@@ -225,8 +225,8 @@ def _resolve_encoding(path: str, iteration_encoding: Optional[str]) -> str:
         raise UsageError(f"{path}: file-based openPMD needs %T (or %06T) in the file name, e.g. data_%T.h5")
     if key != "file" and _PATTERN.search(path):
         raise UsageError(f"{path}: {key}-based openPMD writes one file; drop the %T from the name")
-    if os.path.splitext(path)[1] not in (".h5", ".bp"):
-        raise UsageError(f"{path}: openPMD output must end in .h5 (HDF5) or .bp (ADIOS2)")
+    if os.path.splitext(path)[1] not in (".h5", ".bp", ".bp4", ".bp5"):
+        raise UsageError(f"{path}: openPMD output must end in .h5 (HDF5), or .bp, .bp4 or .bp5 (ADIOS2)")
     return key
 
 
