@@ -21,7 +21,8 @@ from .writer import Writer, write
 __all__ = ["open", "write", "read_partition", "follow", "Writer", "Dataset", "Table", "Column", "Field", "synth",
            "parse_expression", "isin", "CancelToken",
            "MotesError", "UsageError", "FormatError", "StorageError", "NotFoundError", "OutOfMemoryError",
-           "InternalError", "CancelledError", "DatasetReplacedError", "BacklogWarning", "SkippedStep", "__version__"]
+           "InternalError", "CancelledError", "DatasetReplacedError", "BacklogWarning", "SkippedStep", "ingest",
+           "__version__"]
 
 #: Names of motes.background, loaded on first use (with the first background writer).
 _BACKGROUND = ("BacklogWarning", "SkippedStep")
@@ -38,8 +39,12 @@ def __getattr__(name):
         from . import background
 
         return getattr(background, name)
+    if name == "ingest":  # motes.transit, a tool loaded on first use as synth is (openpmd-api with it)
+        import importlib
+
+        return importlib.import_module(f"{__name__}.transit").ingest
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | {"synth", *_BACKGROUND})
+    return sorted(set(globals()) | {"synth", "ingest", *_BACKGROUND})

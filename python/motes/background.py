@@ -63,10 +63,11 @@ class BacklogWarning(UserWarning):
 
 @dataclasses.dataclass(frozen=True)
 class SkippedStep:
-    """A step given to a background writer with ``on_backlog="skip"`` and not written: the
-    result of its future, and an entry of :attr:`motes.Dataset.skipped` (the manifest's list
-    of skipped steps). ``reason`` is ``"backlog"``: it was submitted while ``max_pending``
-    steps were in flight."""
+    """A step given to a background writer and not written: the result of its future, and an
+    entry of :attr:`motes.Dataset.skipped` (the manifest's list of skipped steps). ``reason``
+    is ``"backlog"`` when it was submitted, with ``on_backlog="skip"``, while ``max_pending``
+    steps were in flight; else the one given to :meth:`motes.Writer.skip_step` (``motes
+    ingest --every K`` gives ``"every"``)."""
 
     index: int
     time: float
@@ -147,6 +148,14 @@ class BackgroundSteps:
                                                                copy=not borrow, threads=threads),
                             to_result, (payload, fields) if borrow else None)
 
+    def skip(self, step: int, time: float, reason: str, sync: bool) -> concurrent.futures.Future:
+        """Queues a step not written, listed in the manifest with ``reason`` in its turn; its
+        future's result is a SkippedStep."""
+        if self._collective:
+            raise UsageError("a collective (comm=) background writer skips no step: every rank would have to skip it")
+        return self._queued(step, time, lambda: (self._bg.skip(step, time, reason, sync), 0, True), None, None,
+                            policy=True)
+
     def submit_parallel(self, comm: int, path: str, step: int, time: float, attributes, payload, options, fields,
                         blocks, borrow: bool) -> concurrent.futures.Future:
         """Queues a collective step (write_step_parallel's arguments, on ``comm``: a communicator
@@ -171,7 +180,9 @@ class BackgroundSteps:
                              "'forkserver' method (a fork made while motes' threads work may inherit their locks "
                              "held), or fork when no step is in flight and open a new motes.Writer in the child")
 
-    def _queued(self, step: int, time: float, submit, to_result, borrowed) -> concurrent.futures.Future:
+    def _queued(self, step: int, time: float, submit, to_result, borrowed,
+                policy: bool = False) -> concurrent.futures.Future:
+        """Queues a step through ``submit``; ``policy``: a step the caller skips (no backlog)."""
         self._check_process()
         future: concurrent.futures.Future = concurrent.futures.Future()
         future.set_running_or_notify_cancel()
@@ -179,7 +190,9 @@ class BackgroundSteps:
         self._recent.append((_time.monotonic(), pace["written"]))
         if self._first is None:
             self._first = self._recent[-1][0]
-        if full and self._on_backlog == "block":
+        if policy:
+            pass  # a skip the caller chose: no backlog to tell
+        elif full and self._on_backlog == "block":
             self._backlog(pace)  # before waiting for room: the caller learns why it waits
         elif not full and self._backlogged and 0 < pace["idle_seconds"] >= pace["last_step_seconds"]:
             self._backlogged = False  # the writer caught up, with a step's time to spare
@@ -190,7 +203,7 @@ class BackgroundSteps:
         with self._wake:  # borrowed arrays stay referenced until the step is done
             self._waiting.append((ticket, future, to_result, borrowed))
             self._wake.notify()
-        if skipped:
+        if skipped and not policy:
             self._backlog(pace)  # after the future is kept: warnings turned into errors lose nothing
         return future
 

@@ -212,7 +212,8 @@ class Writer:
                    species_name: str = "particles", error_bounds: Optional[Mapping[str, float]] = None,
                    fields: Optional[Mapping[str, Any]] = None) -> List[dict]:
         """Writes one step. ``species`` maps species name -> columns, or is the columns of one species
-        (named ``species_name``). ``index`` maps column -> "auto" | "none" | "quantile".
+        (named ``species_name``). ``index`` maps column -> "auto" | "none" | "quantile";
+        ``units`` column -> unit text, or species name -> such a mapping.
         ``error_bounds`` maps column -> the largest absolute difference allowed between a value
         given and the value stored (error-bounded lossy storage; others are stored exactly).
         ``fields`` maps field name -> :class:`motes.Field` (grids stored in HZ order beside the
@@ -227,7 +228,10 @@ class Writer:
                 groups = species
             else:
                 groups = {species_name: species}
-            payload = [(_args.text("species name", name), _column_tuples(cols, index, units, error_bounds))
+            per_species = isinstance(units, Mapping) and bool(units) and all(isinstance(u, Mapping)
+                                                                             for u in units.values())
+            payload = [(_args.text("species name", name),
+                        _column_tuples(cols, index, (units or {}).get(name) if per_species else units, error_bounds))
                        for name, cols in groups.items()]
             return payload, _args.attributes("step attributes", attributes), _args.step(step), \
                 _args.number("step time", time)
@@ -285,6 +289,27 @@ class Writer:
         before returning); raises the first error of a step not yet raised."""
         if self._background is not None:
             self._background.flush()
+
+    def skip_step(self, step: int, *, time: float = 0.0, reason: str = "skipped"):
+        """Lists step ``step`` as skipped, not written, with ``reason`` (a background writer
+        only: the entry joins the manifest in its turn, after the steps given before it): what
+        a reader sees in :attr:`Dataset.skipped` for a step a policy left out (``motes ingest
+        --every K`` gives ``"every"``). Returns the step's future (a :class:`motes.SkippedStep`)."""
+        if not self._background_wanted:
+            raise UsageError("skip_step lists a step in a background writer's queue: make the writer with "
+                             "background=True")
+        step, time = _args.step(step), _args.number("step time", time)
+        reason = _args.text("reason", reason)
+        if reason == "backlog":
+            raise UsageError("reason 'backlog' is the writer's own (on_backlog='skip'); name the policy that skipped "
+                             "the step")
+        if self._background is None:
+            from .background import BackgroundSteps
+
+            if self._core is None:
+                self._core = _core.DatasetCore.create(self.path, lock_timeout=self._lock_timeout)
+            self._background = BackgroundSteps(self._core, self._max_pending, self._on_backlog, self.path)
+        return self._background.skip(step, time, reason, self._options.sync)
 
     @property
     def pending(self) -> int:

@@ -59,7 +59,7 @@ void bind_background(nb::module_& m) {
             if (o.error) std::rethrow_exception(o.error);
             if (o.skipped) {
               nb::dict d;
-              d["skipped"] = "backlog";
+              d["skipped"] = o.reason;
               return d;
             }
             return nb::make_tuple(o.summaries, o.field_summaries);
@@ -67,6 +67,16 @@ void bind_background(nb::module_& m) {
           "ticket"_a,
           "None while the step is in flight; then (summaries, field summaries), {'skipped': reason} for a step "
           "skipped and listed in the manifest, or the step's error raised. Once: the outcome is then forgotten.")
+      .def(
+          "skip",
+          [](motes::BackgroundWriter& w, int64_t index, double time, const std::string& reason, bool sync) {
+            nb::gil_scoped_release release;
+            return w.skip(index, time, sync, true, reason);
+          },
+          "index"_a, "time"_a, "reason"_a, "sync"_a = true,
+          "Queues a step not written, listed in the manifest's skipped steps with `reason` once the steps before "
+          "it are done: its ticket. 'backlog' only for a writer made with skip; any other reason for any writer "
+          "with a dataset.")
       .def(
           "flush",
           [](motes::BackgroundWriter& w) {

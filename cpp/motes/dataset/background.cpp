@@ -135,7 +135,7 @@ void BackgroundWriter::rethrow_unreported_locked() {
   std::rethrow_exception(e);
 }
 
-BackgroundWriter::Ticket BackgroundWriter::queue_locked(StepJob job, bool keep, bool skip) {
+BackgroundWriter::Ticket BackgroundWriter::queue_locked(StepJob job, bool keep, bool skip, const std::string& reason) {
   const Ticket t = next_++;
   outcomes_[t].keep = keep;  // in flight
   if (skip) {
@@ -143,10 +143,10 @@ BackgroundWriter::Ticket BackgroundWriter::queue_locked(StepJob job, bool keep, 
     record.index = job.index;
     record.time = job.time;
     record.options.sync = job.options.sync;
-    queue_.push_back({t, keep, std::move(record), true});
+    queue_.push_back({t, keep, std::move(record), true, reason});
     ++skips_;
   } else {
-    queue_.push_back({t, keep, std::move(job), false});
+    queue_.push_back({t, keep, std::move(job), false, {}});
     ++in_flight_;
   }
   return t;
@@ -167,8 +167,12 @@ BackgroundWriter::Ticket BackgroundWriter::submit(StepJob job, bool keep, bool* 
   return t;
 }
 
-BackgroundWriter::Ticket BackgroundWriter::skip(int64_t index, double time, bool sync, bool keep) {
-  if (on_backlog_ != OnBacklog::skip) throw UsageError("this background writer blocks on a backlog: it skips no step");
+BackgroundWriter::Ticket BackgroundWriter::skip(int64_t index, double time, bool sync, bool keep,
+                                                const std::string& reason) {
+  if (reason == "backlog" && on_backlog_ != OnBacklog::skip)
+    throw UsageError("this background writer blocks on a backlog: it skips no step for one");
+  if (!dataset_) throw UsageError("a collective background writer skips no step: every rank would have to skip it");
+  if (reason.empty() || reason.size() > 200) throw UsageError("a skipped step's reason must be 1 to 200 characters");
   if (!std::isfinite(time)) throw UsageError("step time must be a finite number, got " + number_text(time));
   StepJob record;
   record.index = index;
@@ -176,7 +180,7 @@ BackgroundWriter::Ticket BackgroundWriter::skip(int64_t index, double time, bool
   record.options.sync = sync;
   std::unique_lock lock(mutex_);
   rethrow_unreported_locked();
-  const Ticket t = queue_locked(std::move(record), keep, true);
+  const Ticket t = queue_locked(std::move(record), keep, true, reason);
   lock.unlock();
   changed_.notify_all();
   return t;
@@ -190,7 +194,7 @@ bool BackgroundWriter::full() const {
 void BackgroundWriter::list_skipped(std::unique_lock<std::mutex>& lock, std::vector<Queued>& batch) {
   lock.unlock();
   std::vector<SkippedStep> steps;
-  for (const Queued& q : batch) steps.push_back({q.job.index, q.job.time, "backlog"});
+  for (const Queued& q : batch) steps.push_back({q.job.index, q.job.time, q.reason});
   std::vector<bool> listed;
   std::exception_ptr error;
   try {
@@ -212,6 +216,7 @@ void BackgroundWriter::list_skipped(std::unique_lock<std::mutex>& lock, std::vec
       unreported_.push_back(out.error);
     } else {
       out.skipped = true;
+      out.reason = batch[i].reason;
     }
     if (batch[i].keep)
       outcomes_[batch[i].ticket].out = std::move(out);

@@ -74,6 +74,7 @@ struct StepJob {
 struct StepOutcome {
   bool done = false;                     // written, skipped, or failed
   bool skipped = false;                  // not written: listed in the manifest's skipped steps
+  std::string reason;                    // why, when skipped ("backlog", or the caller's)
   std::exception_ptr error;              // set when the step failed (nothing of it published)
   std::vector<WriteSummary> summaries;   // per species, when written
   std::vector<fields::FieldSummary> field_summaries;
@@ -100,11 +101,13 @@ class BackgroundWriter {
   // job is then not queued), so a failure surfaces on the next call whether or not its
   // outcome was read. With keep, the step's outcome is kept until outcome() reads it.
   Ticket submit(StepJob job, bool keep = true, bool* skipped = nullptr);
-  // Skips a step (OnBacklog::skip): it is not written, and is listed in the manifest's
-  // skipped steps with reason "backlog" once the steps before it are done (its outcome then
-  // done and skipped; an error when the index is a step already written). Rethrows an
+  // Skips a step: it is not written, and is listed in the manifest's skipped steps with
+  // `reason` once the steps before it are done (its outcome then done and skipped; an error
+  // when the index is a step already written). "backlog" is OnBacklog::skip's own (a writer
+  // that blocks on a backlog refuses it); another reason is the caller's policy (an ingest
+  // writing every k-th step: "every"), taken by any writer with a dataset. Rethrows an
   // earlier step's error as submit does.
-  Ticket skip(int64_t index, double time, bool sync = true, bool keep = true);
+  Ticket skip(int64_t index, double time, bool sync = true, bool keep = true, const std::string& reason = "backlog");
   // Whether max_pending steps are in flight: a step submitted now waits, or is skipped.
   bool full() const;
   OnBacklog on_backlog() const { return on_backlog_; }
@@ -149,9 +152,10 @@ class BackgroundWriter {
     bool keep;
     StepJob job;        // a skipped step's: its index, time and options, no arrays
     bool skip = false;  // a step skipped, to list in the manifest
+    std::string reason; // why a skipped step was (SkippedStep::reason)
   };
   std::deque<Queued> queue_;
-  Ticket queue_locked(StepJob job, bool keep, bool skip);
+  Ticket queue_locked(StepJob job, bool keep, bool skip, const std::string& reason = "backlog");
   // Lists the skipped steps of `batch` (taken from the front of the queue) in the manifest
   // (the lock released meanwhile), and sets their outcomes.
   void list_skipped(std::unique_lock<std::mutex>& lock, std::vector<Queued>& batch);

@@ -12,8 +12,8 @@ files, failed checksums, I/O); 130 on Ctrl-C.
 
 Heavy modules (numpy, pandas, pyarrow, matplotlib) are imported inside the commands that
 need them, so ``motes --help`` stays fast. One module per command (``info``, ``write``,
-``generate``, ``query``, ``hist``, ``track``, ``verify``, ``convert``, ``version``, ``serve``,
-``paraview-plugin``),
+``generate``, ``query``, ``hist``, ``track``, ``verify``, ``convert``, ``ingest``, ``version``,
+``serve``, ``paraview-plugin``),
 each with ``add_parser(subs)`` and the command's function; no command imports another. What
 they share: :mod:`.options` (every option more than one command takes, defined once, and the
 argument types), :mod:`.common` (datasets, steps, species and selections), :mod:`.text`
@@ -31,7 +31,7 @@ from .. import __version__
 from .._core import error_kinds
 from ..convert.spelling import command_line
 from ..errors import MotesError, storage_error
-from . import convert, generate, hist, info, paraview, query, serve, track, verify, version, write
+from . import convert, generate, hist, info, ingest, paraview, query, serve, track, verify, version, write
 from .common import CliError, warnings_to_stderr
 from .options import Formatter, numbers_may_be_negative
 from .text import err
@@ -42,7 +42,7 @@ __all__ = ["main", "build_parser", "CliError"]
 EXIT_STATUS = {name: exit_code for name, _status, _cls, exit_code, _description in error_kinds}
 
 # The order of the commands in ``motes --help``.
-COMMANDS = (info, write, query, hist, track, verify, generate, version, convert, serve, paraview)
+COMMANDS = (info, write, query, hist, track, verify, generate, version, convert, ingest, serve, paraview)
 
 
 def _exit_status_help() -> str:

@@ -28,7 +28,7 @@ openpmd-api import, errors and attributes).
 Importing it does not import openpmd-api: ``read`` and ``write`` do.
 """
 
-from .reader import read
+from .reader import read, stream
 from .writer import write
 
-__all__ = ["read", "write"]
+__all__ = ["read", "stream", "write"]

@@ -10,6 +10,7 @@ and their units, is decided in :mod:`.mapping`, which fields the meshes become i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -30,7 +31,7 @@ from .mapping import (CODE_TIMES, Component, assemble, canon, columns_of, extent
                       where_of)
 from .meshes import FieldPlan, Mesh, MeshComp, plan_fields, skip_reason
 
-__all__ = ["read"]
+__all__ = ["read", "stream"]
 
 
 
@@ -220,6 +221,9 @@ def _fields(handle: "_Handle", path: str, index: int, it) -> LazyFields:
         where = f"{path}: iteration {index}, mesh '{name}'"
         mesh = _mesh(name, it.meshes[name], where)
         problem = skip_reason(mesh)
+        if problem and "axisLabels ['']" in problem and path.endswith(".sst"):
+            problem += (" (ADIOS2 SST's default BP5 marshaling loses string-array attributes such as axisLabels on "
+                        "the way: the producer keeps them with the SST engine parameter MarshalMethod=BP)")
         if problem:  # a mesh motes cannot hold as a field: said, not silent
             warn(f"{where}: skipped: {problem}")
             continue
@@ -340,9 +344,11 @@ class _StreamHandle(_Handle):
 
 
 def _iterate_linear(io, series, path: str, steps: Optional[List[int]], chunk_rows: int,
-                    species: Optional[List[str]], axes: Optional[List[str]]) -> Iterator[Step]:
+                    species: Optional[List[str]], axes: Optional[List[str]], eager: bool = False) -> Iterator[Step]:
     """The iterations of a variable-based series in the order written, each open while the
-    consumer uses its step (until it asks for the next): ``steps`` keeps those numbers only."""
+    consumer uses its step (until it asks for the next): ``steps`` keeps those numbers only.
+    ``eager``: each step's rows and fields are read into memory and its iteration ended
+    before the step is handed out (a stream's producer waits for no one but the copy)."""
     found: set = set()
     handle = _StreamHandle(series, path)
     wanted = None if steps is None else set(int(k) for k in steps)
@@ -351,17 +357,26 @@ def _iterate_linear(io, series, path: str, steps: Optional[List[int]], chunk_row
         for it in series.read_iterations():
             index = int(it.iteration_index)
             seen.append(index)
+            step = None
             if wanted is None or index in wanted:
                 handle.current, handle.it = index, it
-                yield _step(io, handle, path, index, it, _series_info(series), chunk_rows, species, axes, found)
+                step = _step(io, handle, path, index, it, _series_info(series), chunk_rows, species, axes, found)
+                if eager:
+                    step = _in_memory(step)
+                else:
+                    yield step
                 handle.it = None
             try:
                 it.close()
             except Exception as e:
                 raise FormatError(f"{path}: cannot end iteration {index} of the stream ({why(e)})") from None
+            if eager and step is not None:
+                yield step
     except (FormatError, UsageError):
         raise
     except Exception as e:  # openpmd_api.Error, RuntimeError from ADIOS2 mid-stream
+        if not seen:  # the producer never came (openpmd-api opens a stream on its first step)
+            raise FormatError(f"{path}: cannot open the openPMD stream ({why(e)})") from None
         raise FormatError(f"{path}: reading the stream failed after iterations {seen[-5:]} ({why(e)})") from None
     finally:
         handle.it = None
@@ -371,6 +386,45 @@ def _iterate_linear(io, series, path: str, steps: Optional[List[int]], chunk_row
             raise UsageError(f"{path}: no iteration {', '.join(map(str, missing))} "
                              f"(the series has {', '.join(map(str, seen)) or 'none'})")
     _check_found(path, species, found, bool(seen))
+
+
+def _in_memory(step: Step) -> Step:
+    """The step with its species' rows and its fields read now (they no longer need the file)."""
+    species = {}
+    for name, sp in step.species.items():
+        chunks = list(sp.chunks())
+        species[name] = dataclasses.replace(sp, chunks=lambda chunks=chunks: iter(chunks))
+    fields = {name: step.fields[name] for name in step.fields}
+    kinds = {name: step.fields.kind(name) for name in fields}
+    return dataclasses.replace(step, species=species,
+                               fields=LazyFields({n: (lambda f=f: f) for n, f in fields.items()}, kinds.get))
+
+
+def stream(path: str, *, timeout: float = 60.0, chunk_rows: int = DEFAULT_CHUNK_ROWS,
+           species: Optional[List[str]] = None, axes: Optional[Sequence[str]] = None) -> Iterator[Step]:
+    """The iterations of an openPMD stream as motes steps, in order, each read into memory and
+    its iteration ended before it is handed out (so the producer is released at once): an
+    ADIOS2 SST stream (``name.sst``; the producer's contact file ``name.sst.sst`` is looked
+    for in the working directory), a BP4/BP5 file still being written, or any series read
+    linearly. Waits up to ``timeout`` seconds for the producer to open the stream (ADIOS2's
+    OpenTimeoutSecs), then for each next step as long as the producer keeps it open; the
+    iterator ends when the producer closes the stream."""
+    io = _io()
+    path = os.fspath(path)
+    timeout = float(timeout)
+    if not timeout > 0:
+        raise UsageError(f"timeout must be a positive number of seconds, got {timeout}")
+    options = {"defer_iteration_parsing": True, "verify_homogeneous_extents": False,
+               "adios2": {"engine": {"parameters": {"OpenTimeoutSecs": str(timeout)}}}}
+    try:
+        series = io.Series(path, io.Access.read_linear, json.dumps(options))
+    except Exception as e:  # openpmd_api.Error, RuntimeError from ADIOS2: no producer in time
+        raise FormatError(f"{path}: cannot open the openPMD stream ({why(e)})") from None
+    if axes is not None:
+        axes = [str(a) for a in ([axes] if isinstance(axes, str) else axes)]
+        if len(axes) == 1 and "," in axes[0]:
+            axes = axes[0].split(",")
+    return _iterate_linear(io, series, path, None, int(chunk_rows), species, axes, eager=True)
 
 
 def _step(io, handle: _Handle, path: str, index: int, it, info: Dict[str, Any], chunk_rows: int,
