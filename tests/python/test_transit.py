@@ -192,3 +192,24 @@ def test_an_ingest_names_a_missing_producer_and_bad_options(tmp_path):
         motes.ingest("x.sst", str(tmp_path / "r.motes"), every=0)
     with pytest.raises(motes.UsageError, match="on_backlog must be"):
         motes.ingest("x.sst", str(tmp_path / "r.motes"), on_backlog="drop")
+
+
+def test_the_impactx_example_writes_each_pass_in_the_background(tmp_path):
+    """examples/impactx_live.py: ImpactX hands its bunch to motes.Writer(background=True) from
+    a Programmable element at every pass; each pass is a step, published while ImpactX runs."""
+    need("impactx", "pip install impactx-noacc")
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "impactx_live.py")
+    out = str(tmp_path / "beam.motes")
+    run = subprocess.run([sys.executable, example, "--out", out, "--particles", "3000", "--cells", "1"], cwd=tmp_path,
+                         env=env(), capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "5 passes of 3,000 particles" in run.stdout
+    ds = motes.open(out)
+    assert len(ds.steps) == 5 and ds.times == sorted(ds.times) and ds.times[0] == 0.0
+    assert np.allclose(np.diff(ds.times), [0.25, 1.0, 0.5, 1.0])  # s: the elements' lengths
+    for k in ds.steps:
+        t = ds.query(step=k)
+        assert len(t) == 3000 and len(np.unique(t["id"])) == 3000
+        assert np.isfinite(t["x"]).all() and np.isfinite(t["z"]).all()
+        st = ds.step(k)
+        assert st.attributes["time_unit"] == "m" and st.attributes["reference_particle"]["beam"]["s"] == st.time
