@@ -96,7 +96,7 @@ def env():
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
 
 
-def run(kind: str, steps: int, n: int, pause: float) -> dict:
+def run(kind: str, steps: int, n: int, pause: float, extra=()) -> dict:
     with tempfile.TemporaryDirectory(prefix=f"motes-ingest-{kind}-") as cwd:
         benchlib.touch_memory()
         stream = os.path.join(cwd, "sim.sst")
@@ -106,7 +106,7 @@ def run(kind: str, steps: int, n: int, pause: float) -> dict:
             consumer = subprocess.Popen([sys.executable, "-c", PLAIN, stream], cwd=cwd, env=env())
         else:
             consumer = subprocess.Popen([sys.executable, "-m", "motes", "ingest", stream, dataset, "--timeout", "120",
-                                         "--no-progress"], cwd=cwd, env=env(), stdout=subprocess.PIPE, text=True)
+                                         "--no-progress", *extra], cwd=cwd, env=env(), stdout=subprocess.PIPE, text=True)
             follower = subprocess.Popen([sys.executable, "-c", FOLLOW, dataset, str(steps)], cwd=cwd, env=env(),
                                         stdout=subprocess.PIPE, text=True)
         producer = subprocess.Popen([sys.executable, "-c", PRODUCER, stream, str(steps), str(n), str(pause)], cwd=cwd,
@@ -146,11 +146,13 @@ def main(argv=None) -> int:
     p.add_argument("--pause", type=float, default=1.0, help="seconds of compute between steps (plain, ingest)")
     p.add_argument("--sustained-steps", type=int, default=50)
     p.add_argument("--sustained-pause", type=float, default=2.0)
+    p.add_argument("--ingest-threads", type=int, default=None, help="motes ingest --threads")
     p.add_argument("--out", default=os.path.join(HERE, "results", "ingest.json"))
     a = p.parse_args(argv)
-    runs = [run("plain", a.steps, a.particles, a.pause), run("ingest", a.steps, a.particles, a.pause)]
+    extra = ["--threads", str(a.ingest_threads)] if a.ingest_threads else []
+    runs = [run("plain", a.steps, a.particles, a.pause), run("ingest", a.steps, a.particles, a.pause, extra)]
     if a.sustained_steps:
-        runs.append(run("sustained", a.sustained_steps, a.particles, a.sustained_pause))
+        runs.append(run("sustained", a.sustained_steps, a.particles, a.sustained_pause, extra))
     plain, ing = runs[0]["blocked_seconds"]["median"], runs[1]["blocked_seconds"]["median"]
     report = {"machine": benchlib.machine_info(), "runs": runs,
               "ratio_blocked_median_ingest_over_plain": ing / plain if plain > 0 else None}

@@ -71,7 +71,7 @@ def cmd_ingest(args) -> int:
         report = ingest(args.source, args.dataset, every=args.every, on_backlog=args.on_backlog,
                         timeout=args.timeout, axes=args.axes.split(",") if args.axes else None,
                         species=[args.species] if args.species else None, max_pending=args.max_pending,
-                        stop=stop, progress=progress, leaf_size=args.leaf_size)
+                        stop=stop, progress=progress, leaf_size=args.leaf_size, threads=args.threads)
     finally:
         logger.removeHandler(named)
         for s, handler in previous.items():
@@ -103,5 +103,7 @@ def add_parser(subs) -> None:
     add_option(p, "axes")
     p.add_argument("--species", default=None, help="ingest only this species")
     p.add_argument("--leaf-size", type=positive_int, default=None, help="particles per leaf of the files written")
+    p.add_argument("--threads", type=positive_int, default=None,
+                   help="threads motes writes with (default: every core; fewer leave cores to the simulation)")
     add_option(p, "progress")
     p.set_defaults(func=cmd_ingest)
