@@ -103,7 +103,7 @@ def add_parser(subs) -> None:
     add_option(p, "axes")
     p.add_argument("--species", default=None, help="ingest only this species")
     p.add_argument("--leaf-size", type=positive_int, default=None, help="particles per leaf of the files written")
-    p.add_argument("--threads", type=positive_int, default=None,
-                   help="threads motes writes with (default: every core; fewer leave cores to the simulation)")
+    add_option(p, "query_threads", help="threads motes writes with (default or 0: every core; fewer leave cores to "
+                                        "the simulation)")
     add_option(p, "progress")
     p.set_defaults(func=cmd_ingest)
