@@ -31,7 +31,7 @@ import time as _time
 import warnings
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
-from . import _args
+from . import _args, _core
 from .errors import MotesError, UsageError
 from .writer import Writer
 
@@ -63,12 +63,10 @@ _END = object()  # the reader thread's last item: the stream ended
 
 def _last_decided(path: str) -> Optional[int]:
     """The last step a dataset holds or lists as skipped (None: no dataset, or none)."""
-    from .dataset import Dataset
-
-    if not os.path.exists(os.path.join(path, "manifest.json")):
+    if not (os.path.isdir(path) and _core.DatasetCore.exists(path)):
         return None
-    ds = Dataset(path)
-    decided = list(ds.steps) + [k.index for k in ds.skipped]
+    core = _core.DatasetCore.open(path)
+    decided = [int(s["index"]) for s in core.steps] + [int(k["index"]) for k in core.skipped]
     return max(decided) if decided else None
 
 

@@ -76,15 +76,25 @@ def _precheck(path: str) -> None:
                     raise FormatError(f"{f}: openPMD version {ver} is not supported (motes reads 1.x)")
 
 
+# verify_homogeneous_extents off: FBPIC (and other h5py-based writers) give constant records
+# such as charge, mass and positionOffset the shape [1], not the particle count; openpmd-api
+# would otherwise drop the whole species. _species_from checks the extents itself, record by
+# record.
+READ_OPTIONS = {"defer_iteration_parsing": True, "verify_homogeneous_extents": False}
+
+
+def _axes_list(axes: Optional[Sequence[str]]) -> Optional[List[str]]:
+    """The ``axes`` read option as a list of component names ("x,y,t" or ["x", "y", "t"])."""
+    if axes is None:
+        return None
+    axes = [str(a) for a in ([axes] if isinstance(axes, str) else axes)]
+    return axes[0].split(",") if len(axes) == 1 and "," in axes[0] else axes
+
+
 def _open_for_read(io, path: str, access=None):
     _precheck(path)
     try:
-        # verify_homogeneous_extents off: FBPIC (and other h5py-based writers) give constant
-        # records such as charge, mass and positionOffset the shape [1], not the particle
-        # count; openpmd-api would otherwise drop the whole species. _species_from checks
-        # the extents itself, record by record.
-        options = {"defer_iteration_parsing": True, "verify_homogeneous_extents": False}
-        return io.Series(path, io.Access.read_only if access is None else access, json.dumps(options))
+        return io.Series(path, io.Access.read_only if access is None else access, json.dumps(READ_OPTIONS))
     except Exception as e:  # openpmd_api.Error, RuntimeError from ADIOS2
         raise FormatError(f"{path}: not a readable openPMD series ({why(e)})") from None
 
@@ -267,10 +277,7 @@ def read(path: str, *, chunk_rows: int = DEFAULT_CHUNK_ROWS, species: Optional[L
     if int(chunk_rows) < 1:
         raise UsageError(f"chunk_rows must be at least 1, got {chunk_rows}")
     series = _open_for_read(io, path)
-    if axes is not None:
-        axes = [str(a) for a in ([axes] if isinstance(axes, str) else axes)]
-        if len(axes) == 1 and "," in axes[0]:
-            axes = axes[0].split(",")
+    axes = _axes_list(axes)
     if series.iteration_encoding == io.Iteration_Encoding.variable_based:
         # ADIOS2 steps: read once, in order, each iteration while it is the stream's current one
         series.close()
@@ -353,6 +360,7 @@ def _iterate_linear(io, series, path: str, steps: Optional[List[int]], chunk_row
     handle = _StreamHandle(series, path)
     wanted = None if steps is None else set(int(k) for k in steps)
     seen: List[int] = []
+    info: Optional[Dict[str, Any]] = None  # the series' attributes, known once a step is open
     try:
         for it in series.read_iterations():
             index = int(it.iteration_index)
@@ -360,7 +368,8 @@ def _iterate_linear(io, series, path: str, steps: Optional[List[int]], chunk_row
             step = None
             if wanted is None or index in wanted:
                 handle.current, handle.it = index, it
-                step = _step(io, handle, path, index, it, _series_info(series), chunk_rows, species, axes, found)
+                info = info if info is not None else _series_info(series)
+                step = _step(io, handle, path, index, it, info, chunk_rows, species, axes, found)
                 if eager:
                     step = _in_memory(step)
                 else:
@@ -414,16 +423,12 @@ def stream(path: str, *, timeout: float = 60.0, chunk_rows: int = DEFAULT_CHUNK_
     timeout = float(timeout)
     if not timeout > 0:
         raise UsageError(f"timeout must be a positive number of seconds, got {timeout}")
-    options = {"defer_iteration_parsing": True, "verify_homogeneous_extents": False,
-               "adios2": {"engine": {"parameters": {"OpenTimeoutSecs": str(timeout)}}}}
+    options = dict(READ_OPTIONS, adios2={"engine": {"parameters": {"OpenTimeoutSecs": str(timeout)}}})
     try:
         series = io.Series(path, io.Access.read_linear, json.dumps(options))
     except Exception as e:  # openpmd_api.Error, RuntimeError from ADIOS2: no producer in time
         raise FormatError(f"{path}: cannot open the openPMD stream ({why(e)})") from None
-    if axes is not None:
-        axes = [str(a) for a in ([axes] if isinstance(axes, str) else axes)]
-        if len(axes) == 1 and "," in axes[0]:
-            axes = axes[0].split(",")
+    axes = _axes_list(axes)
     return _iterate_linear(io, series, path, None, int(chunk_rows), species, axes, eager=True)
 
 
