@@ -355,26 +355,17 @@ def unit_of(units: Dict[str, str], column: str, meta_si: Optional[float], meta_d
     return si, dim, (text if text.strip() else None)
 
 
-def plan_species(where: str, sp: Species) -> Tuple[Dict[str, Rec], Dict[str, str]]:
-    """The records to write for a species, and the position components written with the
-    motes axis each holds (component -> axis: ``{"t": "z"}`` for ImpactX's)."""
-    meta = sp.attributes.get("openpmd") if isinstance(sp.attributes.get("openpmd"), dict) else {}
-    mrecs: Dict[str, Any] = meta.get("records") or {}
-    dtypes = {n: np.dtype(d) for n, d in sp.columns}
-    units = sp.units or {}
-    for a in AXES:
-        if a not in dtypes:
-            raise UsageError(f"{where}: has no column '{a}' (openPMD export needs x, y, z)")
-    consumed = set(AXES)
-    records: Dict[str, Rec] = {}
-
-    # position and positionOffset
+def _plan_positions(mrecs: Dict[str, Any], dtypes: Dict[str, np.dtype], units: Dict[str, str],
+                    consumed: set) -> Tuple[Rec, Rec, Dict[str, str]]:
+    """plan_species' first phase: the ``position`` and ``positionOffset`` records, and the
+    position components written with the motes axis each holds; adds the columns they take
+    (raw positions, offsets) to ``consumed``."""
     pmeta = mrecs.get("position") or {}
     pcomps = pmeta.get("components") or {}
     # the position components written, each with the motes axis it was read onto (the
     # component's "column"; x, y, z for a motes dataset of no openPMD origin)
-    axes = {c: (m.get("column") if m.get("column") in AXES else c) for c, m in pcomps.items()
-            if (m.get("column") if m.get("column") in AXES else c) in AXES} or {a: a for a in AXES}
+    read_onto = {c: m.get("column") if m.get("column") in AXES else c for c, m in pcomps.items()}
+    axes = {c: a for c, a in read_onto.items() if a in AXES} or {a: a for a in AXES}
     ometa = mrecs.get("positionOffset") or {}
     ocomps = ometa.get("components") or {}
     pos = Rec(False, list(pmeta.get("unitDimension") or LENGTH), pmeta.get("timeOffset"),
@@ -418,8 +409,24 @@ def plan_species(where: str, sp: Species) -> Tuple[Dict[str, Rec], Dict[str, str
             zero_dtype = dtype if dtype.kind in "fiu" else np.dtype(np.float64)
             offr.comps[c] = Out("positionOffset", c, zero_dtype, si, constant=zero_dtype.type(0))
         pos.comps[c] = out
-    records["position"] = pos
-    records["positionOffset"] = offr
+    return pos, offr, axes
+
+
+def plan_species(where: str, sp: Species) -> Tuple[Dict[str, Rec], Dict[str, str]]:
+    """The records to write for a species, and the position components written with the
+    motes axis each holds (component -> axis: ``{"t": "z"}`` for ImpactX's)."""
+    meta = sp.attributes.get("openpmd") if isinstance(sp.attributes.get("openpmd"), dict) else {}
+    mrecs: Dict[str, Any] = meta.get("records") or {}
+    dtypes = {n: np.dtype(d) for n, d in sp.columns}
+    units = sp.units or {}
+    for a in AXES:
+        if a not in dtypes:
+            raise UsageError(f"{where}: has no column '{a}' (openPMD export needs x, y, z)")
+    consumed = set(AXES)
+    records: Dict[str, Rec] = {}
+
+    # position and positionOffset
+    records["position"], records["positionOffset"], axes = _plan_positions(mrecs, dtypes, units, consumed)
 
     # records described by the openPMD metadata of the species
     for rname, rm in mrecs.items():
