@@ -17,7 +17,6 @@
 #include "motes/fields/file.hpp"
 #include "motes/fields/hz.hpp"
 #include "motes/fields/sample.hpp"
-#include "motes/query/engine.hpp"
 #include "motes/expr/expr.hpp"
 
 namespace motes_py {
@@ -225,17 +224,6 @@ void bind_field_sampler(nb::module_& m) {
           "x"_a, "y"_a = nb::none(), "z"_a = nb::none(), "fill"_a = std::numeric_limits<double>::quiet_NaN(),
           "threads"_a = 0, "The field at the points (float64 arrays): linear along each axis, fill outside.");
 
-  m.def(
-      "query_add_field",
-      [](motes::QuerySpec& spec, const std::string& name, const std::string& component,
-         std::shared_ptr<motes::fields::Sampler> sampler) {
-        spec.fields.push_back(motes::FieldRef{name, component, std::move(sampler)});
-      },
-      "spec"_a, "name"_a, "component"_a, "sampler"_a,
-      "Lets the QuerySpec's expression sample a field: field('name') or field('name', 'component').");
-  m.def(
-      "expression_fields", [](const std::string& text) { return motes::referenced_fields(*motes::parse_expression(text)); },
-      "text"_a, "The (name, component) of every field(...) an expression samples.");
   m.def(
       "value_fields",
       [](const std::string& text, const std::vector<std::string>& columns) {
