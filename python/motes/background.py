@@ -119,12 +119,13 @@ class BackgroundSteps:
     """The queue of a writer's steps: the core's BackgroundWriter, and one watcher thread that
     completes each step's future (steps finish in the order submitted)."""
 
-    def __init__(self, core, max_pending: int, on_backlog: str = "block", path: str = ""):
+    def __init__(self, core, max_pending: int, on_backlog: str = "block", path: str = "", nice: int = 0):
         """``core``: the DatasetCore the steps are appended to; None for collective MPI writes.
-        ``on_backlog``: "block" or "skip" (ON_BACKLOG); ``path`` names the dataset in warnings."""
+        ``on_backlog``: "block" or "skip" (ON_BACKLOG); ``path`` names the dataset in warnings;
+        ``nice``: how much nicer than the process the writer's threads run (0-19, Linux)."""
         if on_backlog not in ON_BACKLOG:
             raise UsageError(f"on_backlog must be one of {', '.join(map(repr, ON_BACKLOG))}, got {on_backlog!r}")
-        self._bg = _core.BackgroundWriter(core, max_pending, skip=on_backlog == "skip")
+        self._bg = _core.BackgroundWriter(core, max_pending, skip=on_backlog == "skip", nice=nice)
         self._on_backlog, self._max_pending, self._path = on_backlog, max_pending, path
         self._collective = core is None  # MPI: skipping is not offered (every rank would have to agree)
         # The last submits: (monotonic time, steps written then), for the rates of a warning.

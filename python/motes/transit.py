@@ -13,6 +13,12 @@ it is committed.
   fills), or ``"skip"`` (a step that meets a full queue is not written); ``every=K`` writes
   one step in K. Every step not written is named in the log and listed in the dataset's
   manifest (:attr:`motes.Dataset.skipped`, with reason ``"backlog"`` or ``"every"``).
+* **Priority**: the writer's threads run nicer than the process (``nice``, 10 by default), so
+  a simulation on the same node is not slowed by the ingest's layout and compression.
+* **Memory**: the process's malloc keeps what it frees for the next step
+  (``_core.keep_freed_memory``), so each step reuses the pages of the one before instead of
+  faulting in about a hundred megabytes anew; page faults of one process slowed the producer
+  beside it by hundreds of milliseconds a step (bench/README.md, "In transit").
 * **Restartable**: steps up to the last one the dataset holds (written or listed as
   skipped) are passed over, so a restarted ingest continues after it.
 * **Stopping**: ``stop`` (a ``threading.Event``; the command sets it on SIGINT or SIGTERM)
@@ -91,7 +97,7 @@ def _reader(steps, out: "queue.Queue", stop: threading.Event) -> None:
 
 def ingest(source: str, dataset: str, *, every: int = 1, on_backlog: str = "block", timeout: float = 60.0,
            axes: Optional[Sequence[str]] = None, species: Optional[Sequence[str]] = None, max_pending: int = 2,
-           stop: Optional[threading.Event] = None, progress: Optional[Callable[[IngestReport], None]] = None,
+           nice: int = 10, stop: Optional[threading.Event] = None, progress: Optional[Callable[[IngestReport], None]] = None,
            **write_options: Any) -> IngestReport:
     """Reads the openPMD stream ``source`` step by step and writes each step into the motes
     dataset ``dataset`` (created when absent) with a background writer; returns an
@@ -99,16 +105,24 @@ def ingest(source: str, dataset: str, *, every: int = 1, on_backlog: str = "bloc
 
     ``every``: write one step in ``every`` (the others are listed as skipped, reason
     "every"); ``on_backlog``: "block" (default) or "skip" (see :class:`motes.Writer`);
-    ``max_pending``: steps queued or being written at most. ``timeout``: seconds to wait for
+    ``max_pending``: steps queued or being written at most. ``nice``: how much nicer than the
+    process motes' writer threads run (0-19, Linux): a producer on the same cores keeps them,
+    and the ingest writes with what is left (the thread that copies each step out of the
+    stream keeps the process's priority, so the producer is released as soon as it can be).
+    ``timeout``: seconds to wait for
     the producer to open the stream. ``axes``, ``species``: as for converting openPMD
     (docs/convert-openpmd.md). ``progress`` is called with the report after every step.
     ``write_options`` go to :class:`motes.Writer` (``leaf_size``, ``compression``, ...)."""
     from .convert.motes_format import for_motes, gather, step_attributes
     from .convert.openpmd.reader import stream
 
+    from .background import ON_BACKLOG, BacklogWarning
+
+    _core.keep_freed_memory()  # each step's arrays reuse the last one's pages: no fresh faults while the producer runs
     every = _args.integer("every", every, 1, 1 << 30)
-    if on_backlog not in ("block", "skip"):
-        raise UsageError(f"on_backlog must be 'block' or 'skip', got {on_backlog!r}")
+    nice = _args.integer("nice", nice, 0, 19)  # checked before the wait for the producer, as the others
+    if on_backlog not in ON_BACKLOG:
+        raise UsageError(f"on_backlog must be one of {', '.join(map(repr, ON_BACKLOG))}, got {on_backlog!r}")
     dataset = os.fspath(dataset)
     stop = stop if stop is not None else threading.Event()
     report = IngestReport()
@@ -142,10 +156,8 @@ def ingest(source: str, dataset: str, *, every: int = 1, on_backlog: str = "bloc
             if progress is not None:
                 progress(report)
 
-    from .background import BacklogWarning
-
     with warnings.catch_warnings(), Writer(dataset, background=True, borrow=True, max_pending=max_pending,
-                                           on_backlog=on_backlog, **write_options) as w:
+                                           on_backlog=on_backlog, nice=nice, **write_options) as w:
         # A producer faster than motes is what the backpressure is for: the report's lag and
         # skipped steps say it (the writer's log, motes.background, still does too).
         warnings.simplefilter("ignore", BacklogWarning)

@@ -135,7 +135,10 @@ class Writer:
     :class:`motes.SkippedStep`, ``future.skipped`` is True at once, and the step is listed in
     the manifest's skipped steps, :attr:`Dataset.skipped`). When steps come faster than they
     are written the writer says so once per backlog: a :class:`motes.BacklogWarning` with the
-    rates, also logged to ``motes.background``. A step's error is set on its future and
+    rates, also logged to ``motes.background``. ``nice`` (0-19, Linux) runs the writer's
+    threads that much nicer than the process: a simulation beside it keeps the cores it wants,
+    and motes writes with what is left (only the copy in ``write_step`` runs at the caller's
+    priority). A step's error is set on its future and
     raised again by the next ``write_step``, :meth:`flush` or :meth:`close`. With ``comm``
     every rank calls ``write_step`` as before and the collective write runs on each rank's
     writer thread, on a duplicate of ``comm`` (MPI must allow MPI_THREAD_MULTIPLE, mpi4py's
@@ -157,7 +160,7 @@ class Writer:
                  stage_rows: Optional[bool] = None, covering: Union[bool, float, Sequence[str], None] = None,
                  derived: Optional[Mapping[str, str]] = None, prefix_share: Optional[float] = None,
                  region_points: Optional[int] = None, background: bool = False, max_pending: int = 2,
-                 borrow: bool = False, on_backlog: Optional[str] = None):
+                 borrow: bool = False, on_backlog: Optional[str] = None, nice: int = 0):
         self.path = _args.path(path)
         if is_remote(self.path):
             raise UsageError(f"cannot write to {self.path}: datasets in object stores and on web servers are "
@@ -165,6 +168,10 @@ class Writer:
         self._background = None  # motes.background.BackgroundSteps, from the first background step
         self._max_pending = _args.integer("max_pending", max_pending, 1, 1 << 20)
         self._on_backlog = _on_backlog(on_backlog, background, comm)
+        self._nice = _args.integer("nice", nice, 0, 19)
+        if self._nice and not background:
+            raise UsageError(f"nice={nice} lowers a background writer's threads: pass background=True as well "
+                             "(a synchronous write runs on the caller's threads)")
         self._borrow = bool(borrow)
         self._background_wanted = bool(background)
         if background and comm is not None:
@@ -262,25 +269,27 @@ class Writer:
                 bar.close()
             return _summary_dicts(field_payload, (summaries, field_summaries))
 
-    def _submit(self, step, time, attrs, payload, field_payload):
-        """Queues a step on the background writer (created with the first); its future."""
+    def _queue(self, core):
+        """The background queue, for ``core`` (None: collective MPI writes)."""
         from .background import BackgroundSteps
 
+        return BackgroundSteps(core, self._max_pending, self._on_backlog, self.path, self._nice)
+
+    def _submit(self, step, time, attrs, payload, field_payload):
+        """Queues a step on the background writer (created with the first); its future."""
         if self._background is None:
             if self._core is None:
                 self._core = _core.DatasetCore.create(self.path, lock_timeout=self._lock_timeout)
-            self._background = BackgroundSteps(self._core, self._max_pending, self._on_backlog, self.path)
+            self._background = self._queue(self._core)
         return self._background.submit(step, time, attrs, payload, self._options, field_payload, self._borrow,
                                        lambda outcome: _summary_dicts(field_payload, outcome))
 
     def _submit_parallel(self, step, time, attrs, payload, whole, blocks):
         """Queues a collective step on the background writer: its MPI calls go through a
         communicator of its own (a duplicate of the writer's), beside the simulation's."""
-        from .background import BackgroundSteps
-
         if self._background is None:
             self._background_comm = self._comm_obj.Dup()
-            self._background = BackgroundSteps(None, self._max_pending, self._on_backlog, self.path)
+            self._background = self._queue(None)
         return self._background.submit_parallel(comm_handle(self._background_comm), self.path, step, time, attrs,
                                                 payload, self._parallel_options(), whole, blocks, self._borrow)
 
@@ -304,11 +313,9 @@ class Writer:
             raise UsageError("reason 'backlog' is the writer's own (on_backlog='skip'); name the policy that skipped "
                              "the step")
         if self._background is None:
-            from .background import BackgroundSteps
-
             if self._core is None:
                 self._core = _core.DatasetCore.create(self.path, lock_timeout=self._lock_timeout)
-            self._background = BackgroundSteps(self._core, self._max_pending, self._on_backlog, self.path)
+            self._background = self._queue(self._core)
         return self._background.skip(step, time, reason, self._options.sync)
 
     @property

@@ -9,21 +9,27 @@
 #include <nanobind/stl/vector.h>
 
 #include "common.hpp"
+#include "motes/core/memory.hpp"
 
 namespace motes_py {
 
 void bind_background(nb::module_& m) {
+  m.def("keep_freed_memory", &motes::keep_freed_memory,
+        "Has malloc keep what the process frees (blocks up to 32 MiB) for its next allocations instead of handing "
+        "it back: a process taking one large step after another reuses its pages. Process-wide, for good; False "
+        "where malloc is not glibc's.");
   nb::class_<motes::BackgroundWriter>(m, "BackgroundWriter",
                                       "Writes a dataset's steps on a thread of its own, in the order submitted.")
       .def(
           "__init__",
-          [](motes::BackgroundWriter* self, motes::Dataset* dataset, size_t max_pending, bool skip) {
+          [](motes::BackgroundWriter* self, motes::Dataset* dataset, size_t max_pending, bool skip, int nice) {
             new (self) motes::BackgroundWriter(dataset, max_pending,
-                                               skip ? motes::OnBacklog::skip : motes::OnBacklog::block);
+                                               skip ? motes::OnBacklog::skip : motes::OnBacklog::block, nice);
           },
-          "dataset"_a.none(), "max_pending"_a, "skip"_a = false, nb::keep_alive<1, 2>(),
+          "dataset"_a.none(), "max_pending"_a, "skip"_a = false, "nice"_a = 0, nb::keep_alive<1, 2>(),
           "dataset None: every step is submitted with submit_parallel (collective MPI writes). skip: a step "
-          "submitted while max_pending steps are in flight is skipped (listed in the manifest), not waited for.")
+          "submitted while max_pending steps are in flight is skipped (listed in the manifest), not waited for. "
+          "nice (0-19): the writer's threads run that much nicer than the process (Linux).")
       .def(
           "submit",
           [](motes::BackgroundWriter& w, int64_t index, double time, nb::handle attributes, const SpeciesTuples& species,

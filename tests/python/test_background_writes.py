@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -201,3 +202,42 @@ def test_a_killed_writer_loses_no_acknowledged_step_and_tears_none(tmp_path, del
     for s in ds.steps:
         assert same(sorted_rows(path, s), expected(30_000 + s, s))
     assert ds.verify()["steps"] == len(ds.steps)
+
+
+def _thread_nices():
+    """The nice value of each thread of this process (Linux: /proc/self/task/*/stat, field 19)."""
+    nices = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                nices[int(tid)] = int(f.read().rsplit(")", 1)[1].split()[16])
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # a thread that ended meanwhile
+    return nices
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a nice value per thread is Linux's")
+def test_a_nicer_writer_writes_the_same_steps_on_nicer_threads_and_leaves_the_callers(tmp_path):
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    nice = 7 if base + 7 <= 19 else 19 - base
+    with motes.Writer(tmp_path / "sync.motes", **SMALL) as w:
+        for s in range(3):
+            w.write_step(s, columns(5000, s))
+    seen = set()
+    with motes.Writer(tmp_path / "nice.motes", background=True, nice=nice, **SMALL) as w:
+        for s in range(3):
+            w.write_step(s, columns(5000, s)).result()
+            seen |= set(_thread_nices().values())
+    assert base + nice in seen  # the writer's thread, and the pool of its loops
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == base  # the caller's thread kept its own
+    assert _thread_nices()[threading.get_native_id()] == base
+    for s in range(3):
+        assert same(sorted_rows(tmp_path / "nice.motes", s), sorted_rows(tmp_path / "sync.motes", s))
+
+
+def test_nice_is_for_background_writers_and_in_range(tmp_path):
+    with pytest.raises(motes.UsageError, match="background=True"):
+        motes.Writer(tmp_path / "a.motes", nice=5)
+    for bad in (-1, 20):
+        with pytest.raises(motes.UsageError, match="nice"):
+            motes.Writer(tmp_path / "b.motes", background=True, nice=bad)

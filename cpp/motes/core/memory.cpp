@@ -13,6 +13,9 @@
 #include "motes/core/memory.hpp"
 
 #include <pthread.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -21,6 +24,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <memory>
+#include <limits>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -402,5 +406,16 @@ HugeBlockReuse::~HugeBlockReuse() { blocks().close(); }
 HugeBlockUsage huge_block_usage() { return blocks().usage(); }
 
 HugeSlabUsage huge_slab_usage() { return slab().usage(); }
+
+bool keep_freed_memory() {
+#ifdef __GLIBC__
+  constexpr int kLargest = 32 << 20;  // DEFAULT_MMAP_THRESHOLD_MAX on 64-bit glibc: mallopt refuses more
+  const bool reused = ::mallopt(M_MMAP_THRESHOLD, kLargest) == 1;  // blocks up to it from the heap...
+  const bool kept = ::mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max()) == 1;  // ...which is not trimmed
+  return reused && kept;
+#else
+  return false;
+#endif
+}
 
 }  // namespace motes

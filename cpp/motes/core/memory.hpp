@@ -125,6 +125,14 @@ using BigVector = std::vector<T, HugePageAllocator<T>>;
 // touched again.
 void release_pages(void* p, size_t bytes);
 
+// Has malloc keep what the process frees for its next allocations, in blocks up to 32 MiB
+// (glibc's largest mmap threshold), instead of handing it back to the kernel: a process that
+// takes one large step after another (motes ingest: each step's numpy arrays, the stream
+// library's buffers) then reuses its pages instead of faulting fresh ones in at every step,
+// which on a VM costs the host a round trip per page and slows every process beside it.
+// Process-wide and for good; glibc only (elsewhere it returns false and changes nothing).
+bool keep_freed_memory();
+
 // The memory of a vector that shrank, past its size, handed back (it keeps its capacity);
 // kept while blocks are reused (huge_block_reusing): its block goes back whole to the next
 // write, which would have those pages cleared again.

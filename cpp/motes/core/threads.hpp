@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -11,8 +12,13 @@
 #include <exception>
 #include <mutex>
 #include <thread>
+#include <map>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <vector>
+#ifdef __linux__
+#include <sys/syscall.h>
+#endif
 
 #include "motes/core/cancel.hpp"
 
@@ -21,6 +27,29 @@ namespace motes {
 inline unsigned default_threads() {
   unsigned n = std::thread::hardware_concurrency();
   return n ? n : 1;
+}
+
+// The process's nice value (its first thread's), and the calling thread's raised to `nice`
+// (Linux keeps one per thread; raising it needs no privilege, lowering it back would). A
+// thread already at `nice` or above is left as it is; elsewhere than Linux nothing changes.
+inline int process_nice() {
+#ifdef __linux__
+  errno = 0;
+  const int n = ::getpriority(PRIO_PROCESS, ::getpid());
+  return errno ? 0 : n;
+#else
+  return 0;
+#endif
+}
+inline void raise_thread_nice(int nice) {
+#ifdef __linux__
+  const id_t self = id_t(::syscall(SYS_gettid));
+  errno = 0;
+  const int now = ::getpriority(PRIO_PROCESS, self);
+  if (errno == 0 && now < nice) (void)::setpriority(PRIO_PROCESS, self, std::min(nice, 19));
+#else
+  (void)nice;
+#endif
 }
 
 // A process-wide pool of worker threads, so that short parallel loops (queries
@@ -34,8 +63,10 @@ class ThreadPool {
   };
 
   // Never destroyed (workers may still wait on it at exit); made anew in a forked
-  // child, which inherits the pool but not its threads.
+  // child, which inherits the pool but not its threads. A thread routed to a lowered pool
+  // (PoolRoute) gets that one.
   static ThreadPool& instance() {
+    if (ThreadPool* routed = route()) return *routed;
     static std::atomic<ThreadPool*> pool{nullptr};
     static std::mutex creating;
     ThreadPool* p = pool.load();
@@ -49,6 +80,22 @@ class ThreadPool {
     return *p;
   }
   static bool on_worker() { return worker_flag(); }
+
+  // A process-wide pool like instance()'s whose workers run at nice value `nice` (0-19): the
+  // work of a background writer that must not take the cores from the simulation beside it.
+  static ThreadPool& lowered(int nice) {
+    static std::mutex m;
+    static std::map<int, ThreadPool*> pools;  // never destroyed, as instance()'s
+    std::lock_guard lock(m);
+    ThreadPool*& p = pools[nice];
+    if (!p || p->pid_ != ::getpid()) p = new ThreadPool(default_threads() > 1 ? default_threads() - 1 : 1, nice);
+    return *p;
+  }
+  // The pool that parallel loops started on this thread use instead of instance()'s.
+  static ThreadPool*& route() {
+    static thread_local ThreadPool* p = nullptr;
+    return p;
+  }
 
   // Queues `helpers` calls job->run(1..helpers); the caller runs worker 0 itself.
   void start(Job& job, unsigned helpers) {
@@ -78,10 +125,11 @@ class ThreadPool {
     static thread_local bool flag = false;
     return flag;
   }
-  explicit ThreadPool(unsigned n) {
+  explicit ThreadPool(unsigned n, int nice = 0) {
     for (unsigned i = 0; i < n; ++i)
-      workers_.emplace_back([this] {
+      workers_.emplace_back([this, nice] {
         worker_flag() = true;
+        if (nice > 0) raise_thread_nice(nice);
         for (;;) {
           std::unique_lock lock(m_);
           wake_.wait(lock, [&] { return !queue_.empty(); });
@@ -95,6 +143,18 @@ class ThreadPool {
       });
     for (auto& t : workers_) t.detach();  // live as long as the process
   }
+};
+
+// Routes the calling thread's parallel loops to `pool` while it lives.
+class PoolRoute {
+ public:
+  explicit PoolRoute(ThreadPool* pool) : previous_(ThreadPool::route()) { ThreadPool::route() = pool; }
+  ~PoolRoute() { ThreadPool::route() = previous_; }
+  PoolRoute(const PoolRoute&) = delete;
+  PoolRoute& operator=(const PoolRoute&) = delete;
+
+ private:
+  ThreadPool* previous_;
 };
 
 // Runs body(worker, i) for i in [0, n) on up to `threads` threads (worker in

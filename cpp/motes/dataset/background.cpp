@@ -5,9 +5,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "motes/core/errors.hpp"
 #include "motes/core/text.hpp"
+#include "motes/core/threads.hpp"
 
 namespace motes {
 
@@ -110,8 +112,10 @@ const void* StepJob::keep_copy(const void* src, uint64_t bytes) {
   return owned_.back().get();
 }
 
-BackgroundWriter::BackgroundWriter(Dataset* dataset, size_t max_pending, OnBacklog on_backlog)
-    : dataset_(dataset), max_pending_(max_pending), on_backlog_(on_backlog) {
+BackgroundWriter::BackgroundWriter(Dataset* dataset, size_t max_pending, OnBacklog on_backlog, int nice)
+    : dataset_(dataset), max_pending_(max_pending), on_backlog_(on_backlog), nice_(nice) {
+  if (nice < 0 || nice > 19) throw UsageError("nice must be 0 to 19 (how much nicer the writer's threads run), got " +
+                                              std::to_string(nice));
   if (max_pending == 0) throw UsageError("max_pending must be at least 1 (steps queued or being written)");
   if (on_backlog == OnBacklog::skip && !dataset)
     throw UsageError("on_backlog 'skip' needs a dataset written by this process alone: a collective write would "
@@ -227,6 +231,12 @@ void BackgroundWriter::list_skipped(std::unique_lock<std::mutex>& lock, std::vec
 }
 
 void BackgroundWriter::run() {
+  std::optional<PoolRoute> route;  // a nicer writer's parallel loops run on a pool as nice as its thread
+  if (nice_ > 0) {
+    const int nice = std::min(19, process_nice() + nice_);
+    raise_thread_nice(nice);
+    route.emplace(&ThreadPool::lowered(nice));
+  }
   for (;;) {
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });

@@ -88,8 +88,10 @@ class BackgroundWriter {
   // and not be written through anything else while it is open. max_pending >= 1: while that
   // many steps are queued or being written (bounded memory), submit waits for room
   // (OnBacklog::block) or skips the step (OnBacklog::skip, which needs the dataset: custom
-  // jobs are collective, and every rank would have to skip the same steps).
-  BackgroundWriter(Dataset* dataset, size_t max_pending, OnBacklog on_backlog = OnBacklog::block);
+  // jobs are collective, and every rank would have to skip the same steps). nice (0-19): the
+  // writer's thread and the pool its parallel loops use run that much nicer than the process
+  // (Linux), so a simulation beside it keeps the cores it wants; 0 leaves them as they are.
+  BackgroundWriter(Dataset* dataset, size_t max_pending, OnBacklog on_backlog = OnBacklog::block, int nice = 0);
   // Writes what is queued, then stops (errors left unreported are dropped: call flush first).
   ~BackgroundWriter();
   BackgroundWriter(const BackgroundWriter&) = delete;
@@ -145,6 +147,7 @@ class BackgroundWriter {
   HugeBlockReuse reuse_;
   const size_t max_pending_;
   const OnBacklog on_backlog_;
+  const int nice_;
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
   struct Queued {

@@ -71,7 +71,7 @@ def cmd_ingest(args) -> int:
         report = ingest(args.source, args.dataset, every=args.every, on_backlog=args.on_backlog,
                         timeout=args.timeout, axes=args.axes.split(",") if args.axes else None,
                         species=[args.species] if args.species else None, max_pending=args.max_pending,
-                        stop=stop, progress=progress, leaf_size=args.leaf_size, threads=args.threads)
+                        nice=args.nice, stop=stop, progress=progress, leaf_size=args.leaf_size, threads=args.threads)
     finally:
         logger.removeHandler(named)
         for s, handler in previous.items():
@@ -87,19 +87,37 @@ def cmd_ingest(args) -> int:
     return 1 if report.broken else 0
 
 
+def _default(name: str):
+    """The default of motes.ingest's argument ``name``: the command's, written once there."""
+    import inspect
+
+    from ..transit import ingest
+
+    return inspect.signature(ingest).parameters[name].default
+
+
 def add_parser(subs) -> None:
+    from ..background import ON_BACKLOG
+
+    every, max_pending, timeout, nice, backlog = (_default(n) for n in ("every", "max_pending", "timeout", "nice",
+                                                                         "on_backlog"))
     p = add_command(subs, "ingest", "write an openPMD stream (ADIOS2 SST, a BP file being written) into a dataset "
                                     "as it runs", DESCRIPTION, EXAMPLES)
     p.add_argument("source", metavar="SOURCE", help="openPMD stream: name.sst (ADIOS2 SST), a .bp4/.bp5 file")
     p.add_argument("dataset", metavar="DATASET", help="motes dataset to write (created when absent)")
-    p.add_argument("--every", type=positive_int, default=1, metavar="K",
-                   help="write one step in K; the others are listed as skipped (default: every step)")
-    p.add_argument("--on-backlog", choices=["block", "skip"], default="block",
-                   help="a step that meets a full queue: block (default, lossless) or skip (listed as skipped)")
-    p.add_argument("--max-pending", type=positive_int, default=2, metavar="N",
-                   help="steps queued or being written at most (default 2; each holds a copy of its arrays)")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="how long to wait for the producer to open the stream (default 60)")
+    p.add_argument("--every", type=positive_int, default=every, metavar="K",
+                   help=f"write one step in K; the others are listed as skipped (default {every})")
+    p.add_argument("--on-backlog", choices=ON_BACKLOG, default=backlog,
+                   help=f"a step that meets a full queue: block (lossless) or skip (listed as skipped); default "
+                        f"{backlog}")
+    p.add_argument("--max-pending", type=positive_int, default=max_pending, metavar="N",
+                   help=f"steps queued or being written at most (default {max_pending}; each holds a copy of its "
+                        "arrays)")
+    p.add_argument("--timeout", type=float, default=timeout, metavar="SECONDS",
+                   help=f"how long to wait for the producer to open the stream (default {timeout:g})")
+    p.add_argument("--nice", type=int, default=nice, choices=range(20), metavar="N",
+                   help=f"run motes' writer threads N nicer than the process, 0-19 (default {nice}): a simulation on "
+                        "the same cores keeps them")
     add_option(p, "axes")
     p.add_argument("--species", default=None, help="ingest only this species")
     p.add_argument("--leaf-size", type=positive_int, default=None, help="particles per leaf of the files written")
