@@ -46,7 +46,8 @@ def main(argv=None) -> int:
         lambdaPy=2.6623538760e-5, lambdaPt=2.0e-3, muxpx=-0.846574929020762, muypy=0.846574929020762,
         mutpt=0.0), a.particles)
 
-    writer = motes.Writer(a.out, background=True, borrow=True)  # borrow: the arrays below are ours
+    # borrow: the arrays below are ours; nice: motes' threads yield the cores to ImpactX's
+    writer = motes.Writer(a.out, background=True, borrow=True, nice=10)
     held = []
 
     def hand_over(pc, step, period=None):

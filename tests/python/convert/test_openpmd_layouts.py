@@ -11,15 +11,13 @@ import sys
 import numpy as np
 import pytest
 
+from impactx_util import assert_holds_the_monitor, finish_impactx, openpmd_species, start_impactx
 from needs import need
 
 import motes
 from motes.cli import main
 from motes.convert import convert, detect_format, read
 from motes.convert.openpmd.mapping import position_axes
-
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-
 
 @pytest.mark.parametrize("components, software, axes, want, rule", [
     (["x", "y", "z"], "WarpX", None, {"x": "x", "y": "y", "z": "z"}, "names"),
@@ -50,67 +48,13 @@ def test_the_position_rule_names_what_is_wrong(components, axes, needle):
 @pytest.fixture(scope="module")
 def impactx_run(tmp_path_factory):
     """ImpactX's own BeamMonitor file: 4,000 electrons at 5 monitor passes."""
-    need("impactx", "pip install impactx-noacc")
-    out = tmp_path_factory.mktemp("impactx")
-    run = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "gen_impactx.py"), "--out", str(out),
-                          "--particles", "4000", "--slices", "2"], capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-2000:]
-    return run.stdout.strip().splitlines()[-1]
-
-
-def openpmd_species(path):
-    """{iteration: {record/component: values}} as openpmd-api reads the beam (constants
-    expanded), and each iteration's time."""
-    io = need("openpmd_api")
-    series = io.Series(path, io.Access.read_only)
-    out, times = {}, {}
-    for k, it in series.iterations.items():
-        beam = it.particles["beam"]
-        got = {}
-        for rname, rec in beam.items():
-            members = [("", rec[io.Record_Component.SCALAR])] if rec.scalar else list(rec.items())
-            for cname, rc in members:
-                label = rname + ("/" + cname if cname else "")
-                got[label] = (rc.get_attribute("value"), rc.dtype) if rc.constant else rc.load_chunk()
-        series.flush()
-        out[int(k)], times[int(k)] = got, it.time
-        it.close()
-    series.close()
-    return out, times
+    return finish_impactx(start_impactx(tmp_path_factory.mktemp("impactx")))
 
 
 def test_impactx_output_converts_exactly(impactx_run, tmp_path):
     dst = str(tmp_path / "beam.motes")
     convert(impactx_run, dst)
-    ds = motes.open(dst)
-    want, times = openpmd_species(impactx_run)
-    assert ds.steps == sorted(want)
-    for k, records in want.items():
-        st = ds.step(k)
-        assert st.time == times[k]  # the path length s, in metres
-        assert st.attributes["time_unit"] == "m" and "path length" in st.attributes["time_quantity"]
-        ref = st.attributes["reference_particle"]["beam"]
-        assert ref["s"] == times[k] and ref["gamma"] > 1000
-        t = ds.query(step=k)
-        order = np.argsort(t["id"])
-        ids = records["id"]
-        by_id = np.argsort(ids)
-        np.testing.assert_array_equal(t["id"][order], ids[by_id])
-        for label, v in records.items():
-            if isinstance(v, tuple):  # a constant: positionOffset (the reference particle's t)
-                continue
-            rname, _, cname = label.partition("/")
-            if rname == "position":
-                offset = records[f"positionOffset/{cname}"]
-                col = {"x": "x", "y": "y", "t": "z"}[cname]
-                np.testing.assert_array_equal(t[col][order], v[by_id] + offset[0])  # x = position + offset
-                if offset[0] != 0:
-                    np.testing.assert_array_equal(t[f"position_{cname}"][order], v[by_id])
-                continue
-            col = label.replace("/", "_")
-            assert t[col].dtype == v.dtype, col
-            np.testing.assert_array_equal(t[col][order], v[by_id], err_msg=label)
-    assert ds.count_total(min(want)) == 4000
+    assert_holds_the_monitor(dst, *openpmd_species(impactx_run))
     pos = next(iter(read(dst))).species["beam"].attributes["openpmd"]["records"]["position"]
     assert (pos["axes"], pos["axesRule"]) == ({"x": "x", "y": "y", "z": "t"}, "ImpactX")  # kept with the species
 
