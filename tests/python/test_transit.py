@@ -2,8 +2,10 @@
 openpmd-api, over ADIOS2 SST and into a BP5 file being written, each followed by ``motes
 ingest`` and a ``motes.follow`` reader, every step bit-exact with what the producer wrote;
 --every and restarts; SIGTERM between steps; SIGKILL at random moments (committed steps
-whole, a restart resumes); a producer that disappears. Producers, ingests and readers are
-processes started here (tests/python/transit_producer.py)."""
+whole, a restart resumes); a producer that disappears; ImpactX's own monitor file ingested
+bit-exact; the in-process examples, ImpactX's and FBPIC's (FBPIC's checked bit for bit
+against its own openPMD output of the same run). Producers, ingests, readers and the codes
+are processes started here (tests/python/transit_producer.py, bench/gen_impactx.py)."""
 
 import os
 import random
