@@ -8,6 +8,7 @@
 
 #include "motes/core/types.hpp"
 #include "motes/io/files.hpp"
+#include "motes/core/text.hpp"
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -22,7 +23,7 @@ constexpr bool kCheckSums = true;
 }  // namespace
 
 std::string feature_names(uint64_t bits) {
-  std::string out;
+  std::vector<std::string> names;
   for (uint32_t k = 0; k < 64; ++k) {
     if (!(bits >> k & 1)) continue;
     const uint64_t bit = uint64_t(1) << k;
@@ -35,9 +36,9 @@ std::string feature_names(uint64_t bits) {
                        : bit == kFeatureRegionalDetail ? "regional-detail"
                        : bit == kFeatureIdsByIndex ? "ids-by-index"
                                                     : "bit " + std::to_string(k);
-    out += (out.empty() ? "" : ", ") + name;
+    names.push_back(std::move(name));
   }
-  return out;
+  return joined(names);
 }
 
 Reader::Reader(std::shared_ptr<const ByteSource> source, const char (&magic)[8], uint16_t major, const std::string& what)

@@ -9,6 +9,23 @@
 
 namespace motes {
 
+// The texts of `items`, each made by text(item), separated by ", ": the lists that
+// messages name ("columns x, y, z"). An item whose text is empty adds no separator.
+template <class Items, class Text>
+std::string joined(const Items& items, Text&& text) {
+  std::string out;
+  for (const auto& item : items) {
+    std::string t = text(item);
+    if (!out.empty() && !t.empty()) out += ", ";
+    out += t;
+  }
+  return out;
+}
+template <class Items>
+std::string joined(const Items& names) {
+  return joined(names, [](const auto& n) { return std::string(n); });
+}
+
 // A checksum as 16 lowercase hex digits (as manifests and messages write them).
 inline std::string checksum_text(uint64_t v) {
   static const char* hex = "0123456789abcdef";

@@ -2,6 +2,7 @@
 
 #include "motes/dataset/seal.hpp"
 #include "motes/io/storage.hpp"
+#include "motes/core/text.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -385,10 +386,8 @@ PartedStepWriter::~PartedStepWriter() {
 PartedStepWriter::SpeciesParts& PartedStepWriter::find(const std::string& name) {
   for (SpeciesParts& s : species_)
     if (s.name == name) return s;
-  std::string names;
-  for (const SpeciesParts& s : species_) names += (names.empty() ? "" : ", ") + s.name;
   throw UsageError("species '" + name + "' was not declared for step " + std::to_string(entry_.index) + " (declared: " +
-                   names + ")");
+                   joined(species_, [](const SpeciesParts& s) { return s.name; }) + ")");
 }
 
 WriteSummary PartedStepWriter::add_part(const std::string& species, const std::vector<ColumnView>& columns) {

@@ -257,8 +257,7 @@ SkippedStep skipped_from(const json& s) {
 const FieldEntry& StepEntry::find_field(const std::string& field) const {
   for (const FieldEntry& f : fields)
     if (f.name == field) return f;
-  std::string names;
-  for (const FieldEntry& f : fields) names += (names.empty() ? "" : ", ") + f.name;
+  const std::string names = joined(fields, [](const FieldEntry& f) { return f.name; });
   throw UsageError("step " + std::to_string(index) + " has no field '" + field + "' (fields: " +
                    (names.empty() ? "none" : names) + ")");
 }
@@ -266,9 +265,8 @@ const FieldEntry& StepEntry::find_field(const std::string& field) const {
 const SpeciesEntry& StepEntry::find(const std::string& species) const {
   for (const SpeciesEntry& s : this->species)
     if (s.name == species) return s;
-  std::string names;
-  for (const SpeciesEntry& s : this->species) names += (names.empty() ? "" : ", ") + s.name;
-  throw UsageError("step " + std::to_string(index) + " has no species '" + species + "' (species: " + names + ")");
+  throw UsageError("step " + std::to_string(index) + " has no species '" + species + "' (species: " +
+                   joined(this->species, [](const SpeciesEntry& s) { return s.name; }) + ")");
 }
 
 bool valid_species_name(const std::string& s) { return valid_name(s); }

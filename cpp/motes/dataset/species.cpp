@@ -1,4 +1,5 @@
 #include "motes/dataset/species.hpp"
+#include "motes/core/text.hpp"
 
 namespace motes {
 
@@ -11,9 +12,7 @@ bool same_box(const Box& a, const Box& b) {
 }
 
 std::string schema_text(const std::vector<ColumnSpec>& s) {
-  std::string out;
-  for (const ColumnSpec& c : s) out += (out.empty() ? "" : ", ") + c.name + ":" + dtype_name(c.dtype);
-  return out;
+  return joined(s, [](const ColumnSpec& c) { return c.name + ":" + dtype_name(c.dtype); });
 }
 
 // Step indexes (format 1.0) carry no error bounds: those are compared for single files only.

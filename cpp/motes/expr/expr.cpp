@@ -93,8 +93,8 @@ void bind_fields(Expr& e, const std::vector<FieldRef>& fields) {
         break;
       }
     if (!e.sampler) {
-      std::string list;
-      for (const FieldRef& f : fields) list += (list.empty() ? "" : ", ") + f.name + (f.component.empty() ? "" : "/" + f.component);
+      const std::string list =
+          joined(fields, [](const FieldRef& f) { return f.name + (f.component.empty() ? "" : "/" + f.component); });
       throw UsageError("the expression samples " + e.to_string() + ", which this query was not given (fields: " +
                        (list.empty() ? "none" : list) + ")");
     }
@@ -120,9 +120,7 @@ void bind_columns(Expr& e, const std::vector<std::string>& columns) {
   if (e.kind == K::column) {
     auto it = std::find(columns.begin(), columns.end(), e.name);
     if (it == columns.end()) {
-      std::string list;
-      for (const auto& c : columns) list += (list.empty() ? "" : ", ") + c;
-      throw UsageError("unknown column '" + e.name + "' in expression (columns: " + list + ")");
+      throw UsageError("unknown column '" + e.name + "' in expression (columns: " + joined(columns) + ")");
     }
     e.column = int(it - columns.begin());
   }

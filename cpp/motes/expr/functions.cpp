@@ -1,4 +1,5 @@
 #include "motes/expr/functions.hpp"
+#include "motes/core/text.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -63,9 +64,7 @@ const Function* find_function(const std::string& name) {
 }
 
 std::string function_names() {
-  std::string out;
-  for (const Function& f : functions()) out += (out.empty() ? "" : ", ") + std::string(f.name);
-  return out;
+  return joined(functions(), [](const Function& f) { return std::string(f.name); });
 }
 
 }  // namespace motes

@@ -5,6 +5,7 @@
 
 #include "motes/core/errors.hpp"
 #include "motes/core/threads.hpp"
+#include "motes/core/text.hpp"
 
 namespace motes::fields {
 
@@ -24,10 +25,8 @@ Sampler::Sampler(const FieldFile& file, const std::string& component, unsigned t
     return size_t(std::find(spec_.components.begin(), spec_.components.end(), c) - spec_.components.begin());
   };
   if (names.empty() ? !component.empty() : std::find(names.begin(), names.end(), component) == names.end()) {
-    std::string list;
-    for (const std::string& c : names) list += (list.empty() ? "" : ", ") + c;
     throw UsageError("field '" + spec_.name + "' has no component '" + component + "' (" +
-                     (names.empty() ? std::string("a scalar field") : "components: " + list) + ")");
+                     (names.empty() ? std::string("a scalar field") : "components: " + joined(names)) + ")");
   }
   const Region r = file.region({0, 0, 0}, spec_.dims, 0);
   if (spec_.geometry.cartesian_grid()) {

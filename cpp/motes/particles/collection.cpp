@@ -1,4 +1,5 @@
 #include "motes/particles/collection.hpp"
+#include "motes/core/text.hpp"
 
 namespace motes {
 
@@ -60,9 +61,8 @@ std::shared_ptr<const Collection> Collection::of(std::shared_ptr<const StepIndex
 size_t Collection::column(const std::string& name) const {
   for (size_t i = 0; i < schema_.size(); ++i)
     if (schema_[i].name == name) return i;
-  std::string names;
-  for (const ColumnSpec& c : schema_) names += (names.empty() ? "" : ", ") + c.name;
-  throw UsageError("unknown column '" + name + "' (columns: " + names + ")");
+  throw UsageError("unknown column '" + name + "' (columns: " +
+                   joined(schema_, [](const ColumnSpec& c) { return c.name; }) + ")");
 }
 
 std::shared_ptr<const ParticleFile> Collection::part(size_t k) const {

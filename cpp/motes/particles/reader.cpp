@@ -12,6 +12,7 @@
 #include "motes/core/bytes.hpp"
 #include "motes/particles/kept.hpp"
 #include "motes/particles/spec.hpp"
+#include "motes/core/text.hpp"
 
 namespace motes {
 
@@ -46,9 +47,8 @@ void ParticleFile::fail(const std::string& what) const { throw FormatError(sourc
 size_t ParticleFile::column(const std::string& name) const {
   for (size_t i = 0; i < schema_.size(); ++i)
     if (schema_[i].name == name) return i;
-  std::string names;
-  for (const ColumnSpec& c : schema_) names += (names.empty() ? "" : ", ") + c.name;
-  throw UsageError("unknown column '" + name + "' (columns: " + names + ")");
+  throw UsageError("unknown column '" + name + "' (columns: " +
+                   joined(schema_, [](const ColumnSpec& c) { return c.name; }) + ")");
 }
 
 bool ParticleFile::has_column(const std::string& name) const {

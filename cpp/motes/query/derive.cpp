@@ -32,17 +32,16 @@ bool names_other(const Expr& e, const std::vector<ColumnSpec>& schema) {
 void substitute(Expr& e, const std::vector<ColumnSpec>& schema, const std::vector<DerivedQuantity>& derived) {
   if (e.kind == Expr::Kind::column) {
     if (is_column(schema, e.name)) return;
-    std::string columns, names;
     for (const DerivedQuantity& q : derived) {
       if (q.name == e.name) {
         ExprPtr x = parse_value(q.expression);  // a file's text: bind_columns refuses what is no column
         e = std::move(*x);
         return;
       }
-      names += (names.empty() ? "" : ", ") + q.name;
     }
-    for (const ColumnSpec& c : schema) columns += (columns.empty() ? "" : ", ") + c.name;
-    throw UsageError("unknown column '" + e.name + "' in expression (columns: " + columns + "; derived quantities: " + names + ")");
+    throw UsageError("unknown column '" + e.name + "' in expression (columns: " +
+                     joined(schema, [](const ColumnSpec& c) { return c.name; }) + "; derived quantities: " +
+                     joined(derived, [](const DerivedQuantity& q) { return q.name; }) + ")");
   }
   for (ExprPtr& a : e.args) substitute(*a, schema, derived);
 }

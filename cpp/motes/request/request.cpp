@@ -4,16 +4,11 @@
 
 #include "motes/core/errors.hpp"
 #include "motes/expr/expr.hpp"
+#include "motes/core/text.hpp"
 
 namespace motes {
 
 namespace {
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string out;
-  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
-  return out;
-}
 
 bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
