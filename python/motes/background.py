@@ -46,10 +46,17 @@ from typing import Any, Callable, ClassVar, List, Optional, Tuple
 from . import _core
 from .errors import UsageError
 
-__all__ = ["BackgroundSteps", "BacklogWarning", "SkippedStep", "ON_BACKLOG"]
+__all__ = ["BackgroundSteps", "BacklogWarning", "SkippedStep", "ON_BACKLOG", "check_on_backlog"]
 
 #: The policies of a background writer whose queue is full (``Writer(on_backlog=...)``).
 ON_BACKLOG = ("block", "skip")
+
+
+def check_on_backlog(value: Any) -> str:
+    """``value`` if it is one of ON_BACKLOG, else a UsageError naming them."""
+    if not isinstance(value, str) or value not in ON_BACKLOG:
+        raise UsageError(f"on_backlog must be one of {', '.join(map(repr, ON_BACKLOG))}, got {value!r}")
+    return value
 
 log = logging.getLogger("motes.background")
 log.addHandler(logging.NullHandler())  # the warning is shown once, by warnings, unless logging is set up
@@ -123,8 +130,7 @@ class BackgroundSteps:
         """``core``: the DatasetCore the steps are appended to; None for collective MPI writes.
         ``on_backlog``: "block" or "skip" (ON_BACKLOG); ``path`` names the dataset in warnings;
         ``nice``: how much nicer than the process the writer's threads run (0-19, Linux)."""
-        if on_backlog not in ON_BACKLOG:
-            raise UsageError(f"on_backlog must be one of {', '.join(map(repr, ON_BACKLOG))}, got {on_backlog!r}")
+        check_on_backlog(on_backlog)
         self._bg = _core.BackgroundWriter(core, max_pending, skip=on_backlog == "skip", nice=nice)
         self._on_backlog, self._max_pending, self._path = on_backlog, max_pending, path
         self._collective = core is None  # MPI: skipping is not offered (every rank would have to agree)

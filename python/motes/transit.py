@@ -18,7 +18,7 @@ it is committed.
 * **Memory**: the process's malloc keeps what it frees for the next step
   (``_core.keep_freed_memory``), so each step reuses the pages of the one before instead of
   faulting in about a hundred megabytes anew; page faults of one process slowed the producer
-  beside it by hundreds of milliseconds a step (bench/README.md, "In transit").
+  beside it by hundreds of milliseconds a step (bench/README.md, "``ingest.py``").
 * **Restartable**: steps up to the last one the dataset holds (written or listed as
   skipped) are passed over, so a restarted ingest continues after it.
 * **Stopping**: ``stop`` (a ``threading.Event``; the command sets it on SIGINT or SIGTERM)
@@ -38,7 +38,7 @@ import warnings
 from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 from . import _args, _core
-from .errors import MotesError, UsageError
+from .errors import MotesError
 from .writer import Writer
 
 __all__ = ["ingest", "IngestReport"]
@@ -109,20 +109,19 @@ def ingest(source: str, dataset: str, *, every: int = 1, on_backlog: str = "bloc
     process motes' writer threads run (0-19, Linux): a producer on the same cores keeps them,
     and the ingest writes with what is left (the thread that copies each step out of the
     stream keeps the process's priority, so the producer is released as soon as it can be).
-    ``timeout``: seconds to wait for
-    the producer to open the stream. ``axes``, ``species``: as for converting openPMD
-    (docs/convert-openpmd.md). ``progress`` is called with the report after every step.
+    ``timeout``: seconds to wait for the producer to open the stream. ``axes``, ``species``:
+    as for converting openPMD (docs/convert-openpmd.md). ``progress`` is called with the
+    report after every step.
     ``write_options`` go to :class:`motes.Writer` (``leaf_size``, ``compression``, ...)."""
+    from .background import BacklogWarning, check_on_backlog
     from .convert.motes_format import for_motes, gather, step_attributes
     from .convert.openpmd.reader import stream
 
-    from .background import ON_BACKLOG, BacklogWarning
-
-    _core.keep_freed_memory()  # each step's arrays reuse the last one's pages: no fresh faults while the producer runs
+    # checked before the wait for the producer
     every = _args.integer("every", every, 1, 1 << 30)
-    nice = _args.integer("nice", nice, 0, 19)  # checked before the wait for the producer, as the others
-    if on_backlog not in ON_BACKLOG:
-        raise UsageError(f"on_backlog must be one of {', '.join(map(repr, ON_BACKLOG))}, got {on_backlog!r}")
+    nice = _args.integer("nice", nice, 0, 19)
+    check_on_backlog(on_backlog)
+    _core.keep_freed_memory()  # each step's arrays reuse the last one's pages: no fresh faults while the producer runs
     dataset = os.fspath(dataset)
     stop = stop if stop is not None else threading.Event()
     report = IngestReport()

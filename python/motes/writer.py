@@ -412,12 +412,11 @@ class Writer:
 
 def _on_backlog(value: Optional[str], background: bool, comm: Any) -> str:
     """The policy of a background writer whose queue is full: "block" (default) or "skip"."""
-    from .background import ON_BACKLOG
+    from .background import check_on_backlog
 
     if value is None:
         return "block"
-    if not isinstance(value, str) or value not in ON_BACKLOG:
-        raise UsageError(f"on_backlog must be one of {', '.join(map(repr, ON_BACKLOG))}, got {value!r}")
+    check_on_backlog(value)
     if not background:
         raise UsageError(f"on_backlog={value!r} applies to background writes: pass background=True as well "
                          "(a synchronous write_step returns once its step is written, so no step waits in a queue)")

@@ -2,23 +2,24 @@
 // several cores (MPI, the other kind of parallelism, is parallel/).
 #pragma once
 
-#include <algorithm>
-#include <cerrno>
-#include <atomic>
-#include <condition_variable>
-#include <deque>
-#include <functional>
-#include <cstdint>
-#include <exception>
-#include <mutex>
-#include <thread>
-#include <map>
 #include <sys/resource.h>
 #include <unistd.h>
-#include <vector>
 #ifdef __linux__
 #include <sys/syscall.h>
 #endif
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
 
 #include "motes/core/cancel.hpp"
 
@@ -29,28 +30,29 @@ inline unsigned default_threads() {
   return n ? n : 1;
 }
 
-// The process's nice value (its first thread's), and the calling thread's raised to `nice`
-// (Linux keeps one per thread; raising it needs no privilege, lowering it back would). A
-// thread already at `nice` or above is left as it is; elsewhere than Linux nothing changes.
-inline int process_nice() {
+// Nice values (Linux keeps one per thread; raising it needs no privilege, lowering it back
+// would): the process's (its first thread's), the calling thread's, and the calling thread's
+// raised to `nice` (a thread already there or above is left as it is). Elsewhere than Linux
+// they are 0 and nothing changes.
+inline int nice_of([[maybe_unused]] long id) {
 #ifdef __linux__
   errno = 0;
-  const int n = ::getpriority(PRIO_PROCESS, ::getpid());
+  const int n = ::getpriority(PRIO_PROCESS, id_t(id));
   return errno ? 0 : n;
 #else
   return 0;
 #endif
 }
-inline void raise_thread_nice(int nice) {
+inline int process_nice() { return nice_of(::getpid()); }
 #ifdef __linux__
-  const id_t self = id_t(::syscall(SYS_gettid));
-  errno = 0;
-  const int now = ::getpriority(PRIO_PROCESS, self);
-  if (errno == 0 && now < nice) (void)::setpriority(PRIO_PROCESS, self, std::min(nice, 19));
-#else
-  (void)nice;
-#endif
+inline int thread_nice() { return nice_of(::syscall(SYS_gettid)); }
+inline void raise_thread_nice(int nice) {
+  if (thread_nice() < nice) (void)::setpriority(PRIO_PROCESS, id_t(::syscall(SYS_gettid)), std::min(nice, 19));
 }
+#else
+inline int thread_nice() { return 0; }
+inline void raise_thread_nice(int) {}
+#endif
 
 // A process-wide pool of worker threads, so that short parallel loops (queries
 // of a fraction of a millisecond) do not pay for creating threads.
@@ -74,7 +76,7 @@ class ThreadPool {
     std::lock_guard lock(creating);
     p = pool.load();
     if (!p || p->pid_ != ::getpid()) {
-      p = new ThreadPool(default_threads() > 1 ? default_threads() - 1 : 1);
+      p = new ThreadPool(helper_count());
       pool.store(p);
     }
     return *p;
@@ -88,7 +90,7 @@ class ThreadPool {
     static std::map<int, ThreadPool*> pools;  // never destroyed, as instance()'s
     std::lock_guard lock(m);
     ThreadPool*& p = pools[nice];
-    if (!p || p->pid_ != ::getpid()) p = new ThreadPool(default_threads() > 1 ? default_threads() - 1 : 1, nice);
+    if (!p || p->pid_ != ::getpid()) p = new ThreadPool(helper_count(), nice);
     return *p;
   }
   // The pool that parallel loops started on this thread use instead of instance()'s.
@@ -121,6 +123,7 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   pid_t pid_ = ::getpid();
 
+  static unsigned helper_count() { return default_threads() > 1 ? default_threads() - 1 : 1; }  // the caller is one
   static bool& worker_flag() {
     static thread_local bool flag = false;
     return flag;

@@ -88,12 +88,10 @@ def cmd_ingest(args) -> int:
 
 
 def _default(name: str):
-    """The default of motes.ingest's argument ``name``: the command's, written once there."""
-    import inspect
-
+    """The default of motes.ingest's keyword argument ``name``: the command's, written once there."""
     from ..transit import ingest
 
-    return inspect.signature(ingest).parameters[name].default
+    return ingest.__kwdefaults__[name]
 
 
 def add_parser(subs) -> None:

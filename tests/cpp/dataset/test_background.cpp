@@ -17,14 +17,6 @@ using namespace motes;
 
 namespace {
 
-int thread_nice() {
-#ifdef __linux__
-  return ::getpriority(PRIO_PROCESS, id_t(::syscall(SYS_gettid)));
-#else
-  return 0;
-#endif
-}
-
 // The nice values of the threads that ran a parallel loop's items (each item waits a little,
 // so that every thread of the pool takes some).
 std::set<int> loop_nices() {
